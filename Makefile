@@ -1,0 +1,44 @@
+# Quick start: `make run` (demo) and `make test` (every test). Both set up first.
+BUILD      ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+
+.PHONY: setup configure build run test format check-format bench tsan asan clean
+
+setup:
+	@bash scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run:
+	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
+	@bash scripts/demo.sh build-release
+
+test: build check-format
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+check-format:
+	@bash scripts/check_format.sh
+
+bench:
+	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
+	@bash bench/run_all.sh build-release
+
+tsan:
+	@$(MAKE) --no-print-directory build BUILD=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_TSAN=ON
+	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'Executor|Session' -j $(JOBS)
+
+asan:
+	@$(MAKE) --no-print-directory build BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_ASAN=ON
+	@cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	@rm -rf build build-release build-tsan build-asan

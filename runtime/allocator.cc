@@ -1,0 +1,28 @@
+#include "runtime/allocator.h"
+
+#include <cstdlib>
+
+namespace runnel {
+
+CpuAllocator* CpuAllocator::Get() {
+  static CpuAllocator* const kAllocator = new CpuAllocator();
+  return kAllocator;
+}
+
+void* CpuAllocator::Allocate(size_t bytes, size_t alignment) {
+  if (alignment < kTensorAlignment) alignment = kTensorAlignment;
+  // aligned_alloc needs a size that is a multiple of the alignment.
+  size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  if (rounded == 0) rounded = alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p) bytes_in_use_.fetch_add(bytes, std::memory_order_relaxed);
+  return p;
+}
+
+void CpuAllocator::Deallocate(void* ptr, size_t bytes) {
+  if (!ptr) return;
+  bytes_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
+  std::free(ptr);
+}
+
+}  // namespace runnel

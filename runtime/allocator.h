@@ -1,0 +1,41 @@
+// Device memory allocators.
+//
+// An Allocator hands out raw, aligned memory for tensor buffers. Each device
+// owns one; the CPU one returns 64-byte-aligned blocks. Implementations must
+// be thread-safe: kernels on many threads allocate at once.
+#ifndef RUNNEL_RUNTIME_ALLOCATOR_H_
+#define RUNNEL_RUNTIME_ALLOCATOR_H_
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+namespace runnel {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual std::string Name() const = 0;
+  // Returns memory aligned to at least `alignment`, or nullptr when exhausted.
+  virtual void* Allocate(size_t bytes, size_t alignment) = 0;
+  virtual void Deallocate(void* ptr, size_t bytes) = 0;
+};
+
+// The process-wide CPU allocator (aligned_alloc with a live-bytes counter).
+class CpuAllocator final : public Allocator {
+ public:
+  static CpuAllocator* Get();
+  std::string Name() const override { return "cpu"; }
+  void* Allocate(size_t bytes, size_t alignment) override;
+  void Deallocate(void* ptr, size_t bytes) override;
+  size_t bytes_in_use() const { return bytes_in_use_.load(); }
+
+ private:
+  std::atomic<size_t> bytes_in_use_{0};
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_ALLOCATOR_H_

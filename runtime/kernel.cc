@@ -1,0 +1,82 @@
+#include "runtime/kernel.h"
+
+#include "runtime/strings.h"
+#include "runtime/errors.h"
+
+namespace runnel {
+namespace {
+
+std::string Key(std::string_view op, std::string_view device, DType dtype) {
+  return StrCat(op, "|", device, "|", DTypeName(dtype));
+}
+
+// Outputs at most this many elements in all make a node cheap: it runs
+// inline on the scheduling thread instead of hopping to the pool.
+constexpr int64_t kCheapOutputElements = 4096;
+
+bool IsCheap(const Node& node) {
+  int64_t total = 0;
+  for (const TensorSpec& o : node.outputs()) {
+    int64_t n = o.shape.num_elements();
+    if (n < 0) return false;
+    total += n;
+  }
+  return total <= kCheapOutputElements;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, Shape shape) {
+  if (!shape.IsFullyDefined()) {
+    return absl::InternalError(
+        StrCat("output shape ", shape.ToString(), " is not defined"));
+  }
+  outputs_[i] = Tensor(node_.output_dtype(i), std::move(shape),
+                       device_->allocator());
+  return &outputs_[i];
+}
+
+absl::Status OpKernelContext::set_output(int i, Tensor t) {
+  if (t.dtype() != node_.output_dtype(i)) {
+    return absl::InternalError(StrCat(
+        "output ", i, " has dtype ", DTypeName(t.dtype()), ", expected ",
+        DTypeName(node_.output_dtype(i))));
+  }
+  outputs_[i] = std::move(t);
+  return absl::OkStatus();
+}
+
+KernelRegistry& KernelRegistry::Global() {
+  static KernelRegistry* const kRegistry = new KernelRegistry();
+  return *kRegistry;
+}
+
+void KernelRegistry::Register(std::string op, std::string device_type,
+                              DType dtype, KernelFactory factory) {
+  factories_[Key(op, device_type, dtype)] = std::move(factory);
+}
+
+bool KernelRegistry::Has(std::string_view op, std::string_view device_type,
+                         DType dtype) const {
+  return factories_.contains(Key(op, device_type, dtype));
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(
+    const Node& node, const std::string& device_type) const {
+  absl::StatusOr<DType> dtype =
+      KernelDType(node.op_def(), node.attrs(), node.input_dtypes());
+  if (!dtype.ok()) return AttachNode(dtype.status(), node.name(), node.span());
+  auto it = factories_.find(Key(node.op(), device_type, *dtype));
+  if (it == factories_.end()) {
+    return AttachNode(absl::UnimplementedError(StrCat(
+                          node.op(), ": no ", device_type, " kernel for dtype ",
+                          DTypeName(*dtype))),
+                      node.name(), node.span());
+  }
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = it->second(node);
+  if (!k.ok()) return AttachNode(k.status(), node.name(), node.span());
+  (*k)->set_expensive(!IsCheap(node));
+  return k;
+}
+
+}  // namespace runnel

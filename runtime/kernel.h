@@ -1,0 +1,150 @@
+// Kernels: the device code of an op, registered per (op, device type, dtype).
+//
+//   template <typename T>
+//   class NegKernel : public OpKernel {
+//    public:
+//     absl::Status Compute(OpKernelContext* ctx) override {
+//       const Tensor& x = ctx->input(0);
+//       RN_ASSIGN_OR_RETURN(Tensor* y, ctx->allocate_output(0, x.shape()));
+//       ...
+//       return absl::OkStatus();
+//     }
+//   };
+//   RUNNEL_STATIC_INIT(NegKernels) {
+//     RegisterKernel<NegKernel<float>>("neg", kDeviceCpu, DType::kF32);
+//   }
+//
+// A kernel object is made once per node per executor (or per eager call) by
+// its factory, which may read attributes in `Init`; `Compute` may then run
+// concurrently for different steps, so kernels keep no per-step state in
+// members. Eager execution calls the same kernels (DESIGN.md decision 3).
+#ifndef RUNNEL_RUNTIME_KERNEL_H_
+#define RUNNEL_RUNTIME_KERNEL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "runtime/device.h"
+#include "runtime/graph.h"
+#include "runtime/status_macros.h"
+#include "runtime/tensor.h"
+
+namespace runnel {
+
+// Feeds and fetches of one run, for the executor's `_feed`/`_fetch` nodes.
+struct CallFrame {
+  std::vector<Tensor> feeds;
+  std::vector<Tensor> fetches;
+};
+
+class OpKernelContext {
+ public:
+  OpKernelContext(const Node& node, Device* device,
+                  std::vector<const Tensor*> inputs, uint64_t global_seed,
+                  CallFrame* call_frame)
+      : node_(node),
+        device_(device),
+        inputs_(std::move(inputs)),
+        outputs_(node.num_outputs()),
+        global_seed_(global_seed),
+        call_frame_(call_frame) {}
+
+  const Node& node() const { return node_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Tensor& input(int i) const { return *inputs_[i]; }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  DType output_dtype(int i) const { return node_.output_dtype(i); }
+
+  // Allocates output `i` with the node's output dtype and `shape`.
+  absl::StatusOr<Tensor*> allocate_output(int i, Shape shape);
+  // Sets output `i` to an existing tensor (forwarding an input, a view).
+  // Its dtype must be the node's output dtype.
+  absl::Status set_output(int i, Tensor t);
+  Tensor& output(int i) { return outputs_[i]; }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  Device* device() const { return device_; }
+  ResourceMgr* resources() const { return device_->resources(); }
+  ThreadPool* intra_op_pool() const { return device_->intra_op_pool(); }
+  uint64_t global_seed() const { return global_seed_; }
+  CallFrame* call_frame() const { return call_frame_; }
+
+ private:
+  const Node& node_;
+  Device* device_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor> outputs_;
+  uint64_t global_seed_;
+  CallFrame* call_frame_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  // Reads attributes; called once by the factory. Errors carry the node.
+  virtual absl::Status Init(const Node& node) { return absl::OkStatus(); }
+  virtual absl::Status Compute(OpKernelContext* ctx) = 0;
+  // Whether the executor should hand this kernel to the inter-op pool
+  // rather than run it inline. Set by the factory from the node's static
+  // output size (small outputs are cheap); kernels may override.
+  virtual bool IsExpensive() const { return expensive_; }
+  void set_expensive(bool e) { expensive_ = e; }
+
+ private:
+  bool expensive_ = true;
+};
+
+using KernelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const Node&)>;
+
+// Process-wide and filled during static initialisation.
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();
+  void Register(std::string op, std::string device_type, DType dtype,
+                KernelFactory factory);
+  // Makes the kernel for `node` on a device of `device_type`. NotFound
+  // names the op, device type and dtype when none is registered.
+  absl::StatusOr<std::unique_ptr<OpKernel>> Create(
+      const Node& node, const std::string& device_type) const;
+  bool Has(std::string_view op, std::string_view device_type,
+           DType dtype) const;
+
+ private:
+  absl::flat_hash_map<std::string, KernelFactory> factories_;
+};
+
+// Registers kernel class K (default-constructible) for one dtype.
+template <typename K>
+void RegisterKernel(std::string op, std::string device_type, DType dtype) {
+  KernelRegistry::Global().Register(
+      std::move(op), std::move(device_type), dtype,
+      [](const Node& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+        auto k = std::make_unique<K>();
+        RN_RETURN_IF_ERROR(k->Init(node));
+        return std::unique_ptr<OpKernel>(std::move(k));
+      });
+}
+
+// Registers K<T> for each storage type T listed, e.g.
+//   RegisterKernelForTypes<NegKernel, float, double, int32_t>("neg");
+template <template <typename> class K, typename... Ts>
+void RegisterKernelForTypes(const std::string& op,
+                            const std::string& device_type = kDeviceCpu) {
+  (RegisterKernel<K<Ts>>(op, device_type, DTypeOf<Ts>::value), ...);
+}
+
+// Registers K (dtype-independent, e.g. reshape) for every dtype.
+template <typename K>
+void RegisterKernelForAllTypes(const std::string& op,
+                               const std::string& device_type = kDeviceCpu) {
+  for (DType d : kAllDTypes) RegisterKernel<K>(op, device_type, d);
+}
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_KERNEL_H_

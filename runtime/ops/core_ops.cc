@@ -1,0 +1,75 @@
+// Structural ops: constants, placeholders, identity, no-ops, and the
+// executor's feed/fetch endpoints.
+#include "runtime/op_registry.h"
+#include "runtime/shape_fns.h"
+#include "runtime/status_macros.h"
+
+namespace runnel {
+namespace {
+
+Specs ConstShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(Tensor v, c.attr<Tensor>("value"));
+  return One(v.dtype(), v.shape());
+}
+
+Specs DeclaredShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(DType d, c.attr<DType>("dtype"));
+  RN_ASSIGN_OR_RETURN(Shape s, c.attr<Shape>("shape"));
+  return One(d, std::move(s));
+}
+
+Specs PlaceholderWithDefaultShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(Shape s, c.attr<Shape>("shape"));
+  if (!s.IsCompatibleWith(c.shape(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("default value ", c.input(0).ToString(),
+                     " does not match the declared shape ", s.ToString()));
+  }
+  return One(c.dtype(0), std::move(s));
+}
+
+Specs NoOutputs(const ShapeContext&) { return std::vector<TensorSpec>{}; }
+
+RUNNEL_REGISTER_OP(OpDefBuilder("const")
+                       .Outputs({"value"})
+                       .KernelDTypeFromAttr("value")
+                       .Shape(ConstShape)
+                       .Doc("A constant tensor, held in attribute `value`."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("placeholder")
+        .Outputs({"value"})
+        .KernelDTypeFromAttr("dtype")
+        .Shape(DeclaredShape)
+        .Doc("A value fed by `run ... with`; failing when run unfed."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("placeholder_with_default")
+        .Inputs({"default"})
+        .Outputs({"value"})
+        .Shape(PlaceholderWithDefaultShape)
+        .Doc("A value that may be fed; otherwise its input."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("identity")
+                       .Inputs({"x"})
+                       .Outputs({"y"})
+                       .Shape(UnchangedShape));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("noop").Shape(NoOutputs).Doc(
+    "Does nothing; with control inputs it groups them (`group`)."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("_feed")
+                       .Outputs({"value"})
+                       .Attr("index", int64_t{0})
+                       .KernelDTypeFromAttr("dtype")
+                       .Shape(DeclaredShape)
+                       .Doc("Executor endpoint: feed `index` of the run."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("_fetch")
+                       .Inputs({"value"})
+                       .Attr("index", int64_t{0})
+                       .Shape(NoOutputs)
+                       .Doc("Executor endpoint: fetch `index` of the run."));
+
+}  // namespace
+}  // namespace runnel

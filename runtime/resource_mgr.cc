@@ -1,0 +1,50 @@
+#include "runtime/resource_mgr.h"
+
+#include "runtime/strings.h"
+
+namespace runnel {
+
+bool Variable::initialized() const {
+  absl::MutexLock lock(&mu_);
+  return initialized_;
+}
+
+absl::StatusOr<Tensor> Variable::Read() const {
+  absl::MutexLock lock(&mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("variable is not initialized");
+  }
+  return value_;
+}
+
+absl::Status Variable::CheckValue(const Tensor& value) const {
+  if (value.dtype() != dtype_ || !shape_.IsCompatibleWith(value.shape())) {
+    return absl::InvalidArgumentError(StrCat(
+        "cannot assign ", DTypeName(value.dtype()), value.shape().ToString(),
+        " to a variable of type ", DTypeName(dtype_), shape_.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Variable::Assign(Tensor value) {
+  if (absl::Status s = CheckValue(value); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  value_ = std::move(value);
+  initialized_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Variable::Update(
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn) {
+  absl::MutexLock lock(&mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("variable is not initialized");
+  }
+  absl::StatusOr<Tensor> next = fn(value_);
+  if (!next.ok()) return next.status();
+  if (absl::Status s = CheckValue(*next); !s.ok()) return s;
+  value_ = *next;
+  return next;
+}
+
+}  // namespace runnel

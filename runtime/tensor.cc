@@ -1,0 +1,130 @@
+#include "runtime/tensor.h"
+
+#include <cmath>
+
+#include "runtime/strings.h"
+#include "absl/strings/str_format.h"
+#include "runtime/float16.h"
+
+namespace runnel {
+
+TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes)
+    : allocator_(allocator),
+      data_(allocator->Allocate(bytes, kTensorAlignment)),
+      size_(bytes) {
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+TensorBuffer::~TensorBuffer() { allocator_->Deallocate(data_, size_); }
+
+Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  num_elements_ = shape_.num_elements();
+  if (num_elements_ < 0) num_elements_ = 0;
+  if (allocator == nullptr) allocator = CpuAllocator::Get();
+  buffer_ = std::make_shared<TensorBuffer>(allocator, bytes());
+}
+
+namespace {
+
+double ElementAsDouble(const Tensor& t, int64_t i) {
+  return VisitDType(t.dtype(), [&](auto zero) -> double {
+    using T = decltype(zero);
+    if constexpr (std::is_same_v<T, Half>) {
+      return HalfToFloat(t.data<Half>()[i]);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      return BFloat16ToFloat(t.data<BFloat16>()[i]);
+    } else {
+      return static_cast<double>(t.data<T>()[i]);
+    }
+  });
+}
+
+std::string FormatElement(const Tensor& t, int64_t i) {
+  double v = ElementAsDouble(t, i);
+  if (t.dtype() == DType::kBool) return v != 0 ? "true" : "false";
+  if (IsInteger(t.dtype())) return StrCat(static_cast<int64_t>(v));
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = absl::StrFormat("%.6g", v);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+std::vector<double> Tensor::ToDoubles() const {
+  std::vector<double> out(num_elements_);
+  for (int64_t i = 0; i < num_elements_; ++i) out[i] = ElementAsDouble(*this, i);
+  return out;
+}
+
+absl::StatusOr<int64_t> Tensor::ScalarAsInt() const {
+  if (num_elements_ != 1) {
+    return absl::InvalidArgumentError(
+        StrCat("expected a scalar, got shape ", shape_.ToString()));
+  }
+  return static_cast<int64_t>(ElementAsDouble(*this, 0));
+}
+
+absl::StatusOr<double> Tensor::ScalarAsDouble() const {
+  if (num_elements_ != 1) {
+    return absl::InvalidArgumentError(
+        StrCat("expected a scalar, got shape ", shape_.ToString()));
+  }
+  return ElementAsDouble(*this, 0);
+}
+
+absl::StatusOr<Tensor> Tensor::Reshaped(Shape shape) const {
+  if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
+    return absl::InvalidArgumentError(
+        StrCat("cannot reshape ", shape_.ToString(), " (", num_elements_,
+                     " elements) to ", shape.ToString()));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  if (empty()) return Tensor();
+  Tensor t(dtype_, shape_, buffer_->allocator());
+  std::memcpy(t.raw_data(), raw_data(), bytes());
+  return t;
+}
+
+std::string Tensor::ValuesString(int max_elements) const {
+  if (empty()) return "<empty>";
+  if (rank() == 0) return FormatElement(*this, 0);
+  std::string s;
+  int64_t printed = 0;
+  // Recursive nested-list printer over the flattened index.
+  std::vector<int64_t> strides(rank(), 1);
+  for (int i = rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * dim(i + 1);
+  auto rec = [&](auto&& self, int axis, int64_t offset) -> void {
+    s += "[";
+    for (int64_t j = 0; j < dim(axis); ++j) {
+      if (j) s += ", ";
+      if (printed >= max_elements) {
+        s += "...";
+        break;
+      }
+      if (axis == rank() - 1) {
+        s += FormatElement(*this, offset + j);
+        ++printed;
+      } else {
+        self(self, axis + 1, offset + j * strides[axis]);
+      }
+    }
+    s += "]";
+  };
+  rec(rec, 0, 0);
+  return s;
+}
+
+std::string Tensor::DebugString(int max_elements) const {
+  return StrCat(DTypeName(dtype_), shape_.ToString(), " ",
+                      ValuesString(max_elements));
+}
+
+}  // namespace runnel

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Runnel needs to build, test and run its demo.
+# Idempotent: when everything is present it only checks, in well under a second.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build ccache make clang-format
+  # build dependencies (DESIGN.md)
+  antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libgtest-dev libgmock-dev zlib1g-dev libedit-dev
+  # data, peer for benchmarks, graph rendering, editor tests
+  dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
+  graphviz vim emacs-nox
+)
+# Node.js may come from elsewhere (its own npm included); install Debian's only when absent.
+command -v npm >/dev/null || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "setup: installing ${missing[*]}"
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,77 @@
+#include "runtime/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/float16.h"
+
+namespace runnel {
+namespace {
+
+TEST(TensorTest, BuffersAre64ByteAligned) {
+  for (int n : {1, 3, 17, 1000}) {
+    Tensor t(DType::kF32, Shape{n});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  }
+}
+
+TEST(TensorTest, ReshapeSharesTheBuffer) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  absl::StatusOr<Tensor> r = t.Reshaped(Shape{3, 2});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->SharesBufferWith(t));
+  EXPECT_EQ(r->shape(), (Shape{3, 2}));
+  EXPECT_EQ(r->at<float>(5), 6.0f);
+  EXPECT_FALSE(t.Reshaped(Shape{4}).ok());
+}
+
+TEST(TensorTest, CloneCopies) {
+  Tensor t = Tensor::FromVector<int32_t>({1, 2, 3});
+  Tensor c = t.Clone();
+  EXPECT_FALSE(c.SharesBufferWith(t));
+  c.data<int32_t>()[0] = 9;
+  EXPECT_EQ(t.at<int32_t>(0), 1);
+}
+
+TEST(TensorTest, BuffersAreReleased) {
+  size_t before = CpuAllocator::Get()->bytes_in_use();
+  {
+    Tensor t(DType::kF64, Shape{1000});
+    Tensor shared = t;
+    EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before + 8000);
+  }
+  EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before);
+}
+
+TEST(TensorTest, EmptyScalarAndRank5) {
+  Tensor e(DType::kF32, Shape{0, 3});
+  EXPECT_EQ(e.num_elements(), 0);
+  EXPECT_FALSE(e.empty());
+  Tensor s = Tensor::Scalar<double>(2.5);
+  EXPECT_EQ(s.rank(), 0);
+  EXPECT_EQ(*s.ScalarAsDouble(), 2.5);
+  Tensor r5(DType::kI8, Shape{1, 2, 1, 2, 1});
+  EXPECT_EQ(r5.num_elements(), 4);
+}
+
+TEST(TensorTest, DebugString) {
+  Tensor t = Tensor::FromVector<float>({1, 2.5, 3, 4}, Shape{2, 2});
+  EXPECT_EQ(t.DebugString(), "f32[2,2] [[1.0, 2.5], [3.0, 4.0]]");
+  EXPECT_EQ(Tensor::Scalar<bool>(true).ValuesString(), "true");
+}
+
+TEST(Float16Test, RoundTrips) {
+  EXPECT_EQ(HalfToFloat(FloatToHalf(1.5f)), 1.5f);
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(-2.0f)), -2.0f);
+  EXPECT_EQ(FloatToHalf(1.0f).bits, 0x3c00);
+}
+
+TEST(ShapeTest, Basics) {
+  EXPECT_EQ((Shape{2, -1, 3}).ToString(), "[2,?,3]");
+  EXPECT_FALSE((Shape{2, -1}).IsFullyDefined());
+  EXPECT_TRUE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 784}));
+  EXPECT_FALSE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 700}));
+  EXPECT_EQ(Shape().num_elements(), 1);
+}
+
+}  // namespace
+}  // namespace runnel
