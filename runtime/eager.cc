@@ -1,0 +1,71 @@
+#include "runtime/eager.h"
+
+#include "runtime/errors.h"
+#include "runtime/graph.h"
+#include "runtime/kernel.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+
+EagerContext::EagerContext(EagerOptions options)
+    : options_(options),
+      intra_op_pool_(options.num_threads > 0 ? options.num_threads
+                                             : ThreadPool::DefaultNumThreads()),
+      device_(std::make_unique<Device>("/job:localhost/task:0/device:cpu:0",
+                                       kDeviceCpu, CpuAllocator::Get(),
+                                       &intra_op_pool_, &resources_)) {}
+
+EagerContext::~EagerContext() = default;
+
+absl::StatusOr<std::vector<Tensor>> EagerContext::Execute(
+    const std::string& op, std::vector<Tensor> inputs, AttrMap attrs,
+    const std::string& name, const SourceSpan& span) {
+  NodeSpec spec;
+  spec.name = name.empty() ? op : name;
+  spec.op = op;
+  spec.attrs = std::move(attrs);
+  spec.span = span;
+  std::vector<TensorSpec> specs;
+  std::vector<const Tensor*> values;
+  for (const Tensor& t : inputs) {
+    specs.push_back({t.dtype(), t.shape()});
+    values.push_back(&t);
+  }
+  RN_ASSIGN_OR_RETURN(std::unique_ptr<Node> node,
+                      Node::Detached(std::move(spec), std::move(specs),
+                                     std::move(values)));
+  RN_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
+                      KernelRegistry::Global().Create(*node, device_->type()));
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : inputs) in.push_back(&t);
+  OpKernelContext ctx(*node, device_.get(), std::move(in), options_.seed,
+                      nullptr);
+  absl::Status s = kernel->Compute(&ctx);
+  if (!s.ok()) return AttachNode(s, node->name(), node->span());
+  for (int i = 0; i < ctx.num_outputs(); ++i) {
+    if (ctx.output(i).empty()) {
+      return AttachNode(absl::InternalError(StrCat(op, ": output ", i,
+                                                   " was not produced")),
+                        node->name(), node->span());
+    }
+  }
+  return std::move(ctx.outputs());
+}
+
+absl::StatusOr<Tensor> EagerContext::Execute1(const std::string& op,
+                                              std::vector<Tensor> inputs,
+                                              AttrMap attrs,
+                                              const std::string& name,
+                                              const SourceSpan& span) {
+  RN_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                      Execute(op, std::move(inputs), std::move(attrs), name,
+                              span));
+  if (out.size() != 1) {
+    return absl::InvalidArgumentError(
+        StrCat(op, ": has ", out.size(), " outputs, expected one"));
+  }
+  return std::move(out[0]);
+}
+
+}  // namespace runnel
