@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/strings.h"
 #include "runtime/dtype.h"
 #include "runtime/shape.h"
+#include "runtime/strings.h"
 #include "runtime/tensor.h"
 
 namespace runnel {
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, DType,
-                               Shape, std::vector<int64_t>, Tensor>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, DType, Shape,
+                               std::vector<int64_t>, Tensor>;
 // Ordered so graph dumps and GraphDefs are deterministic.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 
@@ -30,8 +30,7 @@ template <typename T>
 absl::StatusOr<T> GetAttr(const AttrMap& attrs, std::string_view name) {
   auto it = attrs.find(name);
   if (it == attrs.end()) {
-    return absl::InvalidArgumentError(
-        StrCat("missing attribute '", name, "'"));
+    return absl::InvalidArgumentError(StrCat("missing attribute '", name, "'"));
   }
   if (const T* v = std::get_if<T>(&it->second)) return *v;
   if constexpr (std::is_same_v<T, double>) {

@@ -13,7 +13,17 @@
 
 namespace runnel {
 
-enum class DType : uint8_t { kF16, kBF16, kF32, kF64, kI8, kU8, kI32, kI64, kBool };
+enum class DType : uint8_t {
+  kF16,
+  kBF16,
+  kF32,
+  kF64,
+  kI8,
+  kU8,
+  kI32,
+  kI64,
+  kBool
+};
 
 inline constexpr DType kAllDTypes[] = {DType::kF16, DType::kBF16, DType::kF32,
                                        DType::kF64, DType::kI8,   DType::kU8,

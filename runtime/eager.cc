@@ -32,9 +32,9 @@ absl::StatusOr<std::vector<Tensor>> EagerContext::Execute(
     specs.push_back({t.dtype(), t.shape()});
     values.push_back(&t);
   }
-  RN_ASSIGN_OR_RETURN(std::unique_ptr<Node> node,
-                      Node::Detached(std::move(spec), std::move(specs),
-                                     std::move(values)));
+  RN_ASSIGN_OR_RETURN(
+      std::unique_ptr<Node> node,
+      Node::Detached(std::move(spec), std::move(specs), std::move(values)));
   RN_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
                       KernelRegistry::Global().Create(*node, device_->type()));
   std::vector<const Tensor*> in;
@@ -45,9 +45,9 @@ absl::StatusOr<std::vector<Tensor>> EagerContext::Execute(
   if (!s.ok()) return AttachNode(s, node->name(), node->span());
   for (int i = 0; i < ctx.num_outputs(); ++i) {
     if (ctx.output(i).empty()) {
-      return AttachNode(absl::InternalError(StrCat(op, ": output ", i,
-                                                   " was not produced")),
-                        node->name(), node->span());
+      return AttachNode(
+          absl::InternalError(StrCat(op, ": output ", i, " was not produced")),
+          node->name(), node->span());
     }
   }
   return std::move(ctx.outputs());
@@ -58,9 +58,9 @@ absl::StatusOr<Tensor> EagerContext::Execute1(const std::string& op,
                                               AttrMap attrs,
                                               const std::string& name,
                                               const SourceSpan& span) {
-  RN_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                      Execute(op, std::move(inputs), std::move(attrs), name,
-                              span));
+  RN_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      Execute(op, std::move(inputs), std::move(attrs), name, span));
   if (out.size() != 1) {
     return absl::InvalidArgumentError(
         StrCat(op, ": has ", out.size(), " outputs, expected one"));

@@ -1,7 +1,7 @@
 #include "runtime/errors.h"
 
-#include "runtime/strings.h"
 #include "absl/strings/str_split.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 namespace {
@@ -14,10 +14,10 @@ absl::Status AttachNode(absl::Status status, std::string_view node_name,
   if (status.ok() || status.GetPayload(kNodePayload).has_value()) return status;
   status.SetPayload(kNodePayload, absl::Cord(std::string(node_name)));
   if (span.known()) {
-    status.SetPayload(kSpanPayload,
-                      absl::Cord(StrCat(span.line, ":", span.col, ":",
-                                              span.end_line, ":", span.end_col,
-                                              ":", span.file)));
+    status.SetPayload(
+        kSpanPayload,
+        absl::Cord(StrCat(span.line, ":", span.col, ":", span.end_line, ":",
+                          span.end_col, ":", span.file)));
   }
   return status;
 }
@@ -31,7 +31,8 @@ std::optional<std::string> NodeNameOf(const absl::Status& status) {
 std::optional<SourceSpan> SpanOf(const absl::Status& status) {
   auto p = status.GetPayload(kSpanPayload);
   if (!p) return std::nullopt;
-  std::vector<std::string> parts = absl::StrSplit(std::string(*p), absl::MaxSplits(':', 4));
+  std::vector<std::string> parts =
+      absl::StrSplit(std::string(*p), absl::MaxSplits(':', 4));
   if (parts.size() != 5) return std::nullopt;
   SourceSpan s;
   s.line = std::atoi(parts[0].c_str());

@@ -23,7 +23,7 @@ std::string Node::DebugString() const {
   std::vector<std::string> outs;
   for (const TensorSpec& o : outputs_) outs.push_back(o.ToString());
   return StrCat(name_, " = ", op(), "(", absl::StrJoin(ins, ", "),
-                      ") : ", absl::StrJoin(outs, ", "));
+                ") : ", absl::StrJoin(outs, ", "));
 }
 
 absl::StatusOr<std::unique_ptr<Node>> Node::Detached(
@@ -31,9 +31,8 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Detached(
     std::vector<const Tensor*> input_values) {
   const OpDef* def = OpRegistry::Global().Find(spec.op);
   if (def == nullptr) {
-    return AttachNode(
-        absl::NotFoundError(StrCat("unknown op '", spec.op, "'")),
-        spec.name, spec.span);
+    return AttachNode(absl::NotFoundError(StrCat("unknown op '", spec.op, "'")),
+                      spec.name, spec.span);
   }
   std::unique_ptr<Node> n(new Node());
   n->name_ = std::move(spec.name);
@@ -59,8 +58,8 @@ absl::StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
     if (in.node == nullptr || in.index < 0 ||
         in.index >= in.node->num_outputs()) {
       return AttachNode(
-          absl::InvalidArgumentError(StrCat(
-              spec.op, ": input ", i, " is not an output of a node")),
+          absl::InvalidArgumentError(
+              StrCat(spec.op, ": input ", i, " is not an output of a node")),
           spec.name, spec.span);
     }
     specs.push_back(in.node->output(in.index));
@@ -68,13 +67,13 @@ absl::StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   }
   absl::MutexLock lock(&mu_);
   if (spec.name.empty() || by_name_.contains(spec.name)) {
-    return AttachNode(absl::AlreadyExistsError(StrCat(
-                          "node name '", spec.name, "' is empty or taken")),
+    return AttachNode(absl::AlreadyExistsError(StrCat("node name '", spec.name,
+                                                      "' is empty or taken")),
                       spec.name, spec.span);
   }
-  RN_ASSIGN_OR_RETURN(std::unique_ptr<Node> n,
-                      Node::Detached(std::move(spec), std::move(specs),
-                                     std::move(values)));
+  RN_ASSIGN_OR_RETURN(
+      std::unique_ptr<Node> n,
+      Node::Detached(std::move(spec), std::move(specs), std::move(values)));
   n->id_ = static_cast<int>(nodes_.size());
   Node* raw = n.get();
   by_name_.emplace(raw->name(), raw);
@@ -126,7 +125,8 @@ std::vector<Node*> Graph::nodes() const {
 absl::StatusOr<std::pair<std::string, int>> ParseTensorName(
     std::string_view name) {
   size_t colon = name.rfind(':');
-  if (colon == std::string_view::npos) return std::make_pair(std::string(name), 0);
+  if (colon == std::string_view::npos)
+    return std::make_pair(std::string(name), 0);
   int index = 0;
   if (!absl::SimpleAtoi(std::string(name.substr(colon + 1)), &index) ||
       index < 0) {

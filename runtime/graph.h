@@ -2,8 +2,9 @@
 // devices, scope-path names and source spans (DESIGN.md decision 2).
 //
 //   Graph g;
-//   Node* a = *g.AddNode({.name = "a", .op = "const", .attrs = {{"value", t}}});
-//   Node* b = *g.AddNode({.name = "b", .op = "neg", .inputs = {{a, 0}}});
+//   Node* a = *g.AddNode({.name = "a", .op = "const", .attrs = {{"value",
+//   t}}}); Node* b = *g.AddNode({.name = "b", .op = "neg", .inputs = {{a,
+//   0}}});
 //
 // AddNode runs the op's shape function, so a dtype or shape mistake is an
 // error when the node is made, carrying the node's span. Nodes are never

@@ -1,7 +1,7 @@
 #include "runtime/kernel.h"
 
-#include "runtime/strings.h"
 #include "runtime/errors.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 namespace {
@@ -31,16 +31,16 @@ absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, Shape shape) {
     return absl::InternalError(
         StrCat("output shape ", shape.ToString(), " is not defined"));
   }
-  outputs_[i] = Tensor(node_.output_dtype(i), std::move(shape),
-                       device_->allocator());
+  outputs_[i] =
+      Tensor(node_.output_dtype(i), std::move(shape), device_->allocator());
   return &outputs_[i];
 }
 
 absl::Status OpKernelContext::set_output(int i, Tensor t) {
   if (t.dtype() != node_.output_dtype(i)) {
-    return absl::InternalError(StrCat(
-        "output ", i, " has dtype ", DTypeName(t.dtype()), ", expected ",
-        DTypeName(node_.output_dtype(i))));
+    return absl::InternalError(StrCat("output ", i, " has dtype ",
+                                      DTypeName(t.dtype()), ", expected ",
+                                      DTypeName(node_.output_dtype(i))));
   }
   outputs_[i] = std::move(t);
   return absl::OkStatus();
@@ -68,9 +68,9 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(
   if (!dtype.ok()) return AttachNode(dtype.status(), node.name(), node.span());
   auto it = factories_.find(Key(node.op(), device_type, *dtype));
   if (it == factories_.end()) {
-    return AttachNode(absl::UnimplementedError(StrCat(
-                          node.op(), ": no ", device_type, " kernel for dtype ",
-                          DTypeName(*dtype))),
+    return AttachNode(absl::UnimplementedError(
+                          StrCat(node.op(), ": no ", device_type,
+                                 " kernel for dtype ", DTypeName(*dtype))),
                       node.name(), node.span());
   }
   absl::StatusOr<std::unique_ptr<OpKernel>> k = it->second(node);

@@ -47,13 +47,12 @@ absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
   const bool count_ok = def.variadic ? n >= def.min_inputs()
                                      : n == static_cast<int>(def.inputs.size());
   if (!count_ok) {
-    return absl::InvalidArgumentError(StrCat(
-        def.name, ": expected ", def.variadic ? "at least " : "",
-        def.min_inputs(), " input(s), got ", n));
+    return absl::InvalidArgumentError(
+        StrCat(def.name, ": expected ", def.variadic ? "at least " : "",
+               def.min_inputs(), " input(s), got ", n));
   }
   if (!def.shape_fn) {
-    return absl::InternalError(
-        StrCat(def.name, ": op has no shape function"));
+    return absl::InternalError(StrCat(def.name, ": op has no shape function"));
   }
   ShapeContext ctx(attrs, std::move(inputs), std::move(input_values));
   absl::StatusOr<std::vector<TensorSpec>> out = def.shape_fn(ctx);
@@ -84,7 +83,8 @@ Registrar::Registrar(OpDefBuilder builder) {
   absl::Status s = OpRegistry::Global().Register(std::move(builder).Build());
   if (!s.ok()) {
     // A programming error in the op tables, found at start-up.
-    std::fprintf(stderr, "runnel: %s\n", std::string(ToStd(s.message())).c_str());
+    std::fprintf(stderr, "runnel: %s\n",
+                 std::string(ToStd(s.message())).c_str());
     std::abort();
   }
 }

@@ -24,11 +24,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "runtime/strings.h"
 #include "absl/types/span.h"
 #include "runtime/attr_value.h"
 #include "runtime/dtype.h"
 #include "runtime/shape.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 
@@ -181,14 +181,14 @@ struct Registrar {
   RUNNEL_REGISTER_OP_UNIQ_(__COUNTER__, builder)
 #define RUNNEL_REGISTER_OP_UNIQ_(ctr, builder) \
   RUNNEL_REGISTER_OP_UNIQ2_(ctr, builder)
-#define RUNNEL_REGISTER_OP_UNIQ2_(ctr, builder)                        \
-  static const ::runnel::op_registry_internal::Registrar               \
-      runnel_op_registrar_##ctr [[maybe_unused]] = \
+#define RUNNEL_REGISTER_OP_UNIQ2_(ctr, builder)          \
+  static const ::runnel::op_registry_internal::Registrar \
+      runnel_op_registrar_##ctr [[maybe_unused]] =       \
           ::runnel::op_registry_internal::Registrar(builder)
 
 // Runs the following block once at static-initialisation time.
-#define RUNNEL_STATIC_INIT(name)                           \
-  static void name##_init();                               \
+#define RUNNEL_STATIC_INIT(name)                                       \
+  static void name##_init();                                           \
   [[maybe_unused]] static const int name##_dummy = (name##_init(), 0); \
   static void name##_init()
 

@@ -29,7 +29,8 @@ class Resource {
 
 class Variable : public Resource {
  public:
-  Variable(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {}
+  Variable(DType dtype, Shape shape)
+      : dtype_(dtype), shape_(std::move(shape)) {}
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
 
@@ -75,7 +76,8 @@ class ResourceMgr {
   // Fails when a resource of another type has that name.
   template <typename R>
   absl::StatusOr<std::shared_ptr<R>> LookupOrCreate(
-      const std::string& name, const std::function<std::shared_ptr<R>()>& make) {
+      const std::string& name,
+      const std::function<std::shared_ptr<R>()>& make) {
     absl::MutexLock lock(&mu_);
     auto it = resources_.find(name);
     if (it == resources_.end()) {
@@ -85,8 +87,8 @@ class ResourceMgr {
     }
     auto typed = std::dynamic_pointer_cast<R>(it->second);
     if (!typed) {
-      return absl::InvalidArgumentError(
-          "resource '" + name + "' exists with another type");
+      return absl::InvalidArgumentError("resource '" + name +
+                                        "' exists with another type");
     }
     return typed;
   }

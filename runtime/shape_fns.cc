@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "runtime/strings.h"
 #include "runtime/status_macros.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 
@@ -37,9 +37,9 @@ absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
     } else if (da == db) {
       out[i] = da;
     } else {
-      return absl::InvalidArgumentError(StrCat(
-          "shapes ", a.ToString(), " and ", b.ToString(),
-          " cannot be broadcast"));
+      return absl::InvalidArgumentError(StrCat("shapes ", a.ToString(), " and ",
+                                               b.ToString(),
+                                               " cannot be broadcast"));
     }
   }
   return Shape(std::move(out));
@@ -50,7 +50,7 @@ absl::Status SameDTypes(const ShapeContext& c, int first, int last) {
     if (c.dtype(i) != c.dtype(first)) {
       return absl::InvalidArgumentError(
           StrCat("dtypes differ: ", c.input(first).ToString(), " and ",
-                       c.input(i).ToString()));
+                 c.input(i).ToString()));
     }
   }
   return absl::OkStatus();
@@ -65,8 +65,8 @@ Specs BinaryBroadcastShape(const ShapeContext& c,
 
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank) {
   if (axis < -rank || axis >= rank) {
-    return absl::InvalidArgumentError(StrCat(
-        "axis ", axis, " is out of range for a tensor of rank ", rank));
+    return absl::InvalidArgumentError(
+        StrCat("axis ", axis, " is out of range for a tensor of rank ", rank));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }

@@ -29,8 +29,7 @@ absl::Status SameDTypes(const ShapeContext& c, int first, int last);
 absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank);
 // Reads the "axis" attribute (int, int list, or absent = all axes) and
 // returns sorted, unique, non-negative axes for an input of `rank`.
-absl::StatusOr<std::vector<int>> ReductionAxes(const ShapeContext& c,
-                                               int rank);
+absl::StatusOr<std::vector<int>> ReductionAxes(const ShapeContext& c, int rank);
 // The shape of a reduction of `in` over `axes`.
 Shape ReducedShape(const Shape& in, const std::vector<int>& axes,
                    bool keepdims);

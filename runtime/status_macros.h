@@ -8,10 +8,10 @@
 #define RN_CONCAT_INNER_(a, b) a##b
 #define RN_CONCAT_(a, b) RN_CONCAT_INNER_(a, b)
 
-#define RN_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::absl::Status rn_status_ = (expr);           \
-    if (!rn_status_.ok()) return rn_status_;      \
+#define RN_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status rn_status_ = (expr);      \
+    if (!rn_status_.ok()) return rn_status_; \
   } while (0)
 
 #define RN_ASSIGN_OR_RETURN(lhs, expr) \

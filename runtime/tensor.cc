@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "runtime/strings.h"
 #include "absl/strings/str_format.h"
 #include "runtime/float16.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 
@@ -55,7 +55,8 @@ std::string FormatElement(const Tensor& t, int64_t i) {
 
 std::vector<double> Tensor::ToDoubles() const {
   std::vector<double> out(num_elements_);
-  for (int64_t i = 0; i < num_elements_; ++i) out[i] = ElementAsDouble(*this, i);
+  for (int64_t i = 0; i < num_elements_; ++i)
+    out[i] = ElementAsDouble(*this, i);
   return out;
 }
 
@@ -79,7 +80,7 @@ absl::StatusOr<Tensor> Tensor::Reshaped(Shape shape) const {
   if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
     return absl::InvalidArgumentError(
         StrCat("cannot reshape ", shape_.ToString(), " (", num_elements_,
-                     " elements) to ", shape.ToString()));
+               " elements) to ", shape.ToString()));
   }
   Tensor t = *this;
   t.shape_ = std::move(shape);
@@ -100,7 +101,8 @@ std::string Tensor::ValuesString(int max_elements) const {
   int64_t printed = 0;
   // Recursive nested-list printer over the flattened index.
   std::vector<int64_t> strides(rank(), 1);
-  for (int i = rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * dim(i + 1);
+  for (int i = rank() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * dim(i + 1);
   auto rec = [&](auto&& self, int axis, int64_t offset) -> void {
     s += "[";
     for (int64_t j = 0; j < dim(axis); ++j) {
@@ -124,7 +126,7 @@ std::string Tensor::ValuesString(int max_elements) const {
 
 std::string Tensor::DebugString(int max_elements) const {
   return StrCat(DTypeName(dtype_), shape_.ToString(), " ",
-                      ValuesString(max_elements));
+                ValuesString(max_elements));
 }
 
 }  // namespace runnel

@@ -1,6 +1,6 @@
 // Kernels of the structural ops (runtime/ops/core_ops.cc).
-#include "runtime/strings.h"
 #include "runtime/kernel.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 namespace {
@@ -53,9 +53,9 @@ class FeedKernel : public OpKernel {
     const Tensor& t = ctx->call_frame()->feeds[index_];
     if (t.dtype() != ctx->output_dtype(0) ||
         !ctx->node().output_shape(0).IsCompatibleWith(t.shape())) {
-      return absl::InvalidArgumentError(StrCat(
-          "fed value ", DTypeName(t.dtype()), t.shape().ToString(),
-          " does not match ", ctx->node().output(0).ToString()));
+      return absl::InvalidArgumentError(
+          StrCat("fed value ", DTypeName(t.dtype()), t.shape().ToString(),
+                 " does not match ", ctx->node().output(0).ToString()));
     }
     return ctx->set_output(0, t);
   }

@@ -1,12 +1,12 @@
 // Kernels of the variable ops (runtime/ops/state_ops.cc).
-#include "runtime/strings.h"
 #include "runtime/kernel.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 namespace {
 
-absl::StatusOr<std::shared_ptr<Variable>> FindVariable(OpKernelContext* ctx,
-                                                       const std::string& name) {
+absl::StatusOr<std::shared_ptr<Variable>> FindVariable(
+    OpKernelContext* ctx, const std::string& name) {
   std::shared_ptr<Variable> v = ctx->resources()->Lookup<Variable>(name);
   if (v == nullptr || !v->initialized()) {
     return absl::FailedPreconditionError(
@@ -58,7 +58,8 @@ class AssignAddKernel : public AssignBase {
     RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
     const Tensor& delta = ctx->input(1);
     RN_ASSIGN_OR_RETURN(
-        Tensor next, var->Update([&](const Tensor& old) -> absl::StatusOr<Tensor> {
+        Tensor next,
+        var->Update([&](const Tensor& old) -> absl::StatusOr<Tensor> {
           if (old.shape() != delta.shape()) {
             return absl::InvalidArgumentError(StrCat(
                 "delta ", delta.shape().ToString(),

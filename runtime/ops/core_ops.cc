@@ -23,7 +23,7 @@ Specs PlaceholderWithDefaultShape(const ShapeContext& c) {
   if (!s.IsCompatibleWith(c.shape(0))) {
     return absl::InvalidArgumentError(
         StrCat("default value ", c.input(0).ToString(),
-                     " does not match the declared shape ", s.ToString()));
+               " does not match the declared shape ", s.ToString()));
   }
   return One(c.dtype(0), std::move(s));
 }
@@ -43,12 +43,11 @@ RUNNEL_REGISTER_OP(
         .Shape(DeclaredShape)
         .Doc("A value fed by `run ... with`; failing when run unfed."));
 
-RUNNEL_REGISTER_OP(
-    OpDefBuilder("placeholder_with_default")
-        .Inputs({"default"})
-        .Outputs({"value"})
-        .Shape(PlaceholderWithDefaultShape)
-        .Doc("A value that may be fed; otherwise its input."));
+RUNNEL_REGISTER_OP(OpDefBuilder("placeholder_with_default")
+                       .Inputs({"default"})
+                       .Outputs({"value"})
+                       .Shape(PlaceholderWithDefaultShape)
+                       .Doc("A value that may be fed; otherwise its input."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("identity")
                        .Inputs({"x"})

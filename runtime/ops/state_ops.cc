@@ -13,8 +13,8 @@ Specs VariableShape(const ShapeContext& c) {
   RN_ASSIGN_OR_RETURN(DType d, c.attr<DType>("dtype"));
   RN_ASSIGN_OR_RETURN(Shape s, c.attr<Shape>("shape"));
   if (!s.IsFullyDefined()) {
-    return absl::InvalidArgumentError(StrCat(
-        "a variable needs a fully known shape, got ", s.ToString()));
+    return absl::InvalidArgumentError(
+        StrCat("a variable needs a fully known shape, got ", s.ToString()));
   }
   return One(d, std::move(s));
 }
@@ -24,7 +24,7 @@ Specs AssignShape(const ShapeContext& c) {
   if (!c.shape(0).IsCompatibleWith(c.shape(1))) {
     return absl::InvalidArgumentError(
         StrCat("cannot assign ", c.input(1).ToString(),
-                     " to a variable of type ", c.input(0).ToString()));
+               " to a variable of type ", c.input(0).ToString()));
   }
   return One(c.dtype(0), c.shape(0));
 }

@@ -1,0 +1,270 @@
+#include "runtime/session.h"
+
+#include <atomic>
+
+#include "runtime/errors.h"
+#include "runtime/executor.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+
+// What one run signature needs: the pruned graph's executor and the
+// variables on its path.
+struct Session::Plan {
+  std::unique_ptr<Executor> executor;
+  int num_fetches = 0;
+  std::vector<const Node*> variables;  // nodes of the session's graph
+  std::atomic<bool> variables_ready{false};
+};
+
+namespace {
+int Threads(int n) { return n > 0 ? n : ThreadPool::DefaultNumThreads(); }
+
+std::string Signature(const Session::Feeds& feeds,
+                      const std::vector<NodeOut>& fetches,
+                      const std::vector<Node*>& targets) {
+  std::string key;
+  for (const auto& [out, t] : feeds)
+    key += StrCat(out.node->id(), ":", out.index, ",");
+  key += "|";
+  for (const NodeOut& f : fetches)
+    key += StrCat(f.node->id(), ":", f.index, ",");
+  key += "|";
+  for (const Node* n : targets) key += StrCat(n->id(), ",");
+  return key;
+}
+}  // namespace
+
+Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
+    : graph_(std::move(graph)),
+      options_(options),
+      inter_op_pool_(Threads(options.num_threads)),
+      intra_op_pool_(Threads(options.num_threads)),
+      device_(std::make_unique<Device>("/job:localhost/task:0/device:cpu:0",
+                                       kDeviceCpu, CpuAllocator::Get(),
+                                       &intra_op_pool_, &resources_)) {}
+
+Session::~Session() = default;
+
+int Session::num_cached_executors() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(plans_.size());
+}
+
+absl::StatusOr<std::shared_ptr<Variable>> Session::VariableFor(
+    const Node& node) {
+  RN_ASSIGN_OR_RETURN(DType dtype, node.attr<DType>("dtype"));
+  RN_ASSIGN_OR_RETURN(Shape shape, node.attr<Shape>("shape"));
+  return resources_.LookupOrCreate<Variable>(
+      node.name(), [&] { return std::make_shared<Variable>(dtype, shape); });
+}
+
+absl::StatusOr<std::shared_ptr<Session::Plan>> Session::GetPlan(
+    const Feeds& feeds, const std::vector<NodeOut>& fetches,
+    const std::vector<Node*>& targets) {
+  std::string key = Signature(feeds, fetches, targets);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+  }
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
+                      BuildPlan(feeds, fetches, targets));
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] = plans_.emplace(key, plan);
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
+    const Feeds& feeds, const std::vector<NodeOut>& fetches,
+    const std::vector<Node*>& targets) {
+  absl::flat_hash_map<NodeOut, int> fed;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const NodeOut& out = feeds[i].first;
+    if (out.node == nullptr || out.index >= out.node->num_outputs()) {
+      return absl::InvalidArgumentError("feed is not a tensor of the graph");
+    }
+    fed.emplace(out, static_cast<int>(i));
+  }
+
+  // Mark what the fetches and targets need, stopping at fed tensors.
+  std::vector<Node*> all = graph_->nodes();
+  std::vector<bool> needed(all.size(), false);
+  std::vector<Node*> stack;
+  auto need = [&](Node* n) {
+    if (!needed[n->id()]) {
+      needed[n->id()] = true;
+      stack.push_back(n);
+    }
+  };
+  for (const NodeOut& f : fetches) {
+    if (!fed.contains(f)) need(f.node);
+  }
+  for (Node* t : targets) need(t);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const NodeOut& in : n->inputs()) {
+      if (!fed.contains(in)) need(in.node);
+    }
+    for (Node* c : n->control_inputs()) need(c);
+  }
+
+  // Copy the needed nodes, in id order (a topological order, since a
+  // node's inputs exist before it), with feeds and fetches as endpoints.
+  auto pruned = std::make_shared<Graph>();
+  std::vector<Node*> copy_of(all.size(), nullptr);
+  std::vector<Node*> feed_nodes(feeds.size(), nullptr);
+  auto feed_node = [&](int i) -> absl::StatusOr<Node*> {
+    if (feed_nodes[i] == nullptr) {
+      const NodeOut& out = feeds[i].first;
+      NodeSpec spec;
+      spec.name = StrCat("_feed/", i);
+      spec.op = "_feed";
+      spec.attrs = {{"index", int64_t{i}},
+                    {"dtype", out.node->output_dtype(out.index)},
+                    {"shape", out.node->output_shape(out.index)}};
+      spec.span = out.node->span();
+      RN_ASSIGN_OR_RETURN(feed_nodes[i], pruned->AddNode(std::move(spec)));
+    }
+    return feed_nodes[i];
+  };
+  auto map_input = [&](const NodeOut& in) -> absl::StatusOr<NodeOut> {
+    auto it = fed.find(in);
+    if (it != fed.end()) {
+      RN_ASSIGN_OR_RETURN(Node * f, feed_node(it->second));
+      return NodeOut{f, 0};
+    }
+    return NodeOut{copy_of[in.node->id()], in.index};
+  };
+
+  auto plan = std::make_shared<Plan>();
+  for (Node* n : all) {
+    if (!needed[n->id()]) continue;
+    NodeSpec spec;
+    spec.name = n->name();
+    spec.op = n->op();
+    spec.attrs = n->attrs();
+    spec.device = n->requested_device();
+    spec.span = n->span();
+    for (const NodeOut& in : n->inputs()) {
+      RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
+      spec.inputs.push_back(m);
+    }
+    for (Node* c : n->control_inputs())
+      spec.control_inputs.push_back(copy_of[c->id()]);
+    RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(std::move(spec)));
+    if (n->op() == "variable") plan->variables.push_back(n);
+  }
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    RN_ASSIGN_OR_RETURN(NodeOut src, map_input(fetches[i]));
+    NodeSpec spec;
+    spec.name = StrCat("_fetch/", i);
+    spec.op = "_fetch";
+    spec.attrs = {{"index", int64_t(i)}};
+    spec.inputs = {src};
+    RN_RETURN_IF_ERROR(pruned->AddNode(std::move(spec)).status());
+  }
+  plan->num_fetches = static_cast<int>(fetches.size());
+  RN_ASSIGN_OR_RETURN(plan->executor,
+                      Executor::Create(pruned, device_.get(), &inter_op_pool_));
+  return plan;
+}
+
+absl::Status Session::InitializeVariables(Plan& plan) {
+  if (plan.variables_ready.load(std::memory_order_acquire))
+    return absl::OkStatus();
+  std::vector<std::shared_ptr<Variable>> pending;
+  std::vector<NodeOut> initializers;
+  for (const Node* v : plan.variables) {
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<Variable> var, VariableFor(*v));
+    if (var->initialized()) continue;
+    RN_ASSIGN_OR_RETURN(std::string init, v->attr<std::string>("initializer"));
+    if (init.empty()) {
+      return AttachNode(absl::FailedPreconditionError(StrCat(
+                            "variable '", v->name(), "' has no initializer")),
+                        v->name(), v->span());
+    }
+    RN_ASSIGN_OR_RETURN(auto parsed, ParseTensorName(init));
+    Node* init_node = graph_->FindNode(parsed.first);
+    if (init_node == nullptr || parsed.second >= init_node->num_outputs()) {
+      return AttachNode(
+          absl::NotFoundError(StrCat("initializer '", init, "' of variable '",
+                                     v->name(), "' not found")),
+          v->name(), v->span());
+    }
+    pending.push_back(var);
+    initializers.push_back({init_node, parsed.second});
+  }
+  if (!pending.empty()) {
+    // Initializers may read other variables: Run initialises those first.
+    RN_ASSIGN_OR_RETURN(std::vector<Tensor> values,
+                        Run(Feeds{}, initializers, {}));
+    for (size_t i = 0; i < pending.size(); ++i) {
+      // Concurrent runs may race here; the first value wins.
+      if (!pending[i]->initialized()) {
+        absl::Status s = pending[i]->Assign(values[i]);
+        if (!s.ok()) {
+          const Node* v = plan.variables[i];
+          return AttachNode(s, v->name(), v->span());
+        }
+      }
+    }
+  }
+  plan.variables_ready.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(
+    const Feeds& feeds, const std::vector<NodeOut>& fetches,
+    const std::vector<Node*>& targets) {
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
+                      GetPlan(feeds, fetches, targets));
+  RN_RETURN_IF_ERROR(InitializeVariables(*plan));
+  CallFrame frame;
+  frame.feeds.reserve(feeds.size());
+  for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
+  frame.fetches.resize(plan->num_fetches);
+  RN_RETURN_IF_ERROR(plan->executor->Run(
+      {.call_frame = &frame, .global_seed = options_.seed}));
+  return std::move(frame.fetches);
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::Run(
+    const std::vector<std::pair<std::string, Tensor>>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  auto find = [&](const std::string& name) -> absl::StatusOr<NodeOut> {
+    RN_ASSIGN_OR_RETURN(auto parsed, ParseTensorName(name));
+    Node* n = graph_->FindNode(parsed.first);
+    if (n == nullptr) {
+      return absl::NotFoundError(StrCat("no node named '", parsed.first, "'"));
+    }
+    if (parsed.second >= n->num_outputs()) {
+      return absl::NotFoundError(StrCat("node '", parsed.first, "' has ",
+                                        n->num_outputs(), " output(s)"));
+    }
+    return NodeOut{n, parsed.second};
+  };
+  Feeds f;
+  for (const auto& [name, t] : feeds) {
+    RN_ASSIGN_OR_RETURN(NodeOut out, find(name));
+    f.emplace_back(out, t);
+  }
+  std::vector<NodeOut> outs;
+  for (const std::string& name : fetches) {
+    RN_ASSIGN_OR_RETURN(NodeOut out, find(name));
+    outs.push_back(out);
+  }
+  std::vector<Node*> ts;
+  for (const std::string& name : targets) {
+    Node* n = graph_->FindNode(name);
+    if (n == nullptr)
+      return absl::NotFoundError(StrCat("no node named '", name, "'"));
+    ts.push_back(n);
+  }
+  return Run(f, outs, ts);
+}
+
+}  // namespace runnel

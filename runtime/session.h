@@ -1,0 +1,96 @@
+// Session: runs parts of a graph, holding its state between runs.
+//
+//   auto graph = std::make_shared<Graph>();
+//   ... add nodes ...
+//   Session session(graph, {.num_threads = 2, .seed = 0});
+//   absl::StatusOr<std::vector<Tensor>> out =
+//       session.Run({{x, batch}}, {loss}, {train_step});
+//
+// Run(feeds, fetches, targets) prunes the graph to what the fetches and
+// targets need (a fed tensor cuts the graph there, so an unfed placeholder
+// off that path is fine), builds an executor for that pruned graph once and
+// caches it by the run's signature, initialises any variable on the path
+// that has never been initialised (once, by running its initializer), and
+// runs. Independent ops run in parallel on the inter-op pool; kernels split
+// work over the intra-op pool.
+//
+// Thread-safety: Run may be called concurrently from many threads. The
+// graph may grow while a session is in use (nodes are immutable), so the
+// session's cached executors stay valid.
+#ifndef RUNNEL_RUNTIME_SESSION_H_
+#define RUNNEL_RUNTIME_SESSION_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "runtime/device.h"
+#include "runtime/graph.h"
+#include "runtime/resource_mgr.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+struct SessionOptions {
+  int num_threads = 0;  // size of each pool; 0 = all cores
+  uint64_t seed = 0;    // global seed (DESIGN.md decision 10)
+};
+
+class Session {
+ public:
+  using Feeds = std::vector<std::pair<NodeOut, Tensor>>;
+
+  explicit Session(std::shared_ptr<Graph> graph, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Returns one tensor per fetch. `targets` run but return nothing.
+  absl::StatusOr<std::vector<Tensor>> Run(const Feeds& feeds,
+                                          const std::vector<NodeOut>& fetches,
+                                          const std::vector<Node*>& targets);
+  // The same by tensor name: "node" or "node:index".
+  absl::StatusOr<std::vector<Tensor>> Run(
+      const std::vector<std::pair<std::string, Tensor>>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets);
+
+  // The variable resource for a `variable` node, created if absent.
+  absl::StatusOr<std::shared_ptr<Variable>> VariableFor(const Node& node);
+
+  Graph& graph() { return *graph_; }
+  Device* device() { return device_.get(); }
+  ResourceMgr* resources() { return &resources_; }
+  ThreadPool* inter_op_pool() { return &inter_op_pool_; }
+  const SessionOptions& options() const { return options_; }
+  int num_cached_executors() const;
+
+ private:
+  struct Plan;
+  absl::StatusOr<std::shared_ptr<Plan>> GetPlan(
+      const Feeds& feeds, const std::vector<NodeOut>& fetches,
+      const std::vector<Node*>& targets);
+  absl::StatusOr<std::shared_ptr<Plan>> BuildPlan(
+      const Feeds& feeds, const std::vector<NodeOut>& fetches,
+      const std::vector<Node*>& targets);
+  absl::Status InitializeVariables(Plan& plan);
+
+  std::shared_ptr<Graph> graph_;
+  SessionOptions options_;
+  ThreadPool inter_op_pool_;
+  ThreadPool intra_op_pool_;
+  ResourceMgr resources_;
+  std::unique_ptr<Device> device_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_SESSION_H_
