@@ -1,0 +1,80 @@
+#include "runtime/idx_reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+void WriteGz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), bytes.size());
+  gzclose(f);
+}
+
+// u8 [2,3] = 1..6
+const std::string kU8 = std::string("\0\0\x08\x02\0\0\0\x02\0\0\0\x03", 12) +
+                        std::string("\x01\x02\x03\x04\x05\x06", 6);
+
+TEST(IdxReaderTest, ReadsPlainAndGzip) {
+  WriteFile(TempPath("a.idx"), kU8);
+  WriteGz(TempPath("a.idx.gz"), kU8);
+  for (const char* name : {"a.idx", "a.idx.gz"}) {
+    auto t = ReadIdx(TempPath(name));
+    ASSERT_TRUE(t.ok()) << t.status();
+    testing::ExpectTensor(*t, DType::kU8, {2, 3}, {1, 2, 3, 4, 5, 6}, 0);
+  }
+}
+
+TEST(IdxReaderTest, ReadsBigEndianInt32AndFloat) {
+  std::string i32 = std::string("\0\0\x0c\x01\0\0\0\x02", 8) +
+                    std::string("\0\0\x01\x00\xff\xff\xff\xfe", 8);
+  WriteFile(TempPath("b.idx"), i32);
+  auto t = ReadIdx(TempPath("b.idx"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  testing::ExpectTensor(*t, DType::kI32, {2}, {256, -2}, 0);
+  std::string f32 =
+      std::string("\0\0\x0d\x00", 4) + std::string("\x3f\xc0\0\0", 4);
+  WriteFile(TempPath("c.idx"), f32);
+  t = ReadIdx(TempPath("c.idx"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  testing::ExpectTensor(*t, DType::kF32, {}, {1.5}, 0);
+}
+
+TEST(IdxReaderTest, ErrorsNameTheFile) {
+  auto missing = ReadIdx(TempPath("nope.idx"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(std::string(ToStd(missing.status().message()))
+                .find("nope.idx: cannot open"),
+            std::string::npos);
+  WriteFile(TempPath("short.idx"), kU8.substr(0, kU8.size() - 2));
+  auto s = ReadIdx(TempPath("short.idx"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(std::string(ToStd(s.status().message())),
+            TempPath("short.idx") +
+                ": not a valid IDX file: expected 6 bytes of data, found 4");
+  WriteFile(TempPath("magic.idx"), "hello world!");
+  EXPECT_FALSE(ReadIdx(TempPath("magic.idx")).ok());
+  // A gzip stream cut in the middle.
+  WriteGz(TempPath("cut.gz"), std::string(10000, 'x'));
+  std::ifstream in(TempPath("cut.gz"), std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), {});
+  WriteFile(TempPath("cut.gz"), gz.substr(0, gz.size() / 2));
+  EXPECT_FALSE(ReadIdx(TempPath("cut.gz")).ok());
+}
+
+}  // namespace
+}  // namespace runnel
