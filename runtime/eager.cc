@@ -41,15 +41,8 @@ absl::StatusOr<std::vector<Tensor>> EagerContext::Execute(
   for (const Tensor& t : inputs) in.push_back(&t);
   OpKernelContext ctx(*node, device_.get(), std::move(in), options_.seed,
                       nullptr);
-  absl::Status s = kernel->Compute(&ctx);
+  absl::Status s = ComputeSafely(*kernel, &ctx);
   if (!s.ok()) return AttachNode(s, node->name(), node->span());
-  for (int i = 0; i < ctx.num_outputs(); ++i) {
-    if (ctx.output(i).empty()) {
-      return AttachNode(
-          absl::InternalError(StrCat(op, ": output ", i, " was not produced")),
-          node->name(), node->span());
-    }
-  }
   return std::move(ctx.outputs());
 }
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <deque>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/notification.h"
 #include "runtime/errors.h"
 #include "runtime/strings.h"
@@ -109,7 +108,6 @@ class ExecutorState {
  private:
   void Process(std::deque<TaggedNode> inline_ready) {
     std::vector<TaggedNode> ready;
-    absl::InlinedVector<const Tensor*, 4> inputs;
     while (!inline_ready.empty()) {
       TaggedNode tn = inline_ready.front();
       inline_ready.pop_front();
@@ -123,20 +121,11 @@ class ExecutorState {
 
       std::vector<Tensor> outputs;
       if (!is_dead && !aborted_.load(std::memory_order_relaxed)) {
-        inputs.clear();
-        for (int i = 0; i < item.num_inputs; ++i)
-          inputs.push_back(&in[i].tensor);
-        OpKernelContext ctx(
-            *item.node, ex_.device_,
-            std::vector<const Tensor*>(inputs.begin(), inputs.end()),
-            args_.global_seed, args_.call_frame);
-        absl::Status s = item.kernel->Compute(&ctx);
-        for (int i = 0; s.ok() && i < ctx.num_outputs(); ++i) {
-          if (ctx.output(i).empty()) {
-            s = absl::InternalError(
-                StrCat(item.node->op(), ": output ", i, " was not produced"));
-          }
-        }
+        std::vector<const Tensor*> inputs(item.num_inputs);
+        for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
+        OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
+                            args_.global_seed, args_.call_frame);
+        absl::Status s = ComputeSafely(*item.kernel, &ctx);
         if (!s.ok()) {
           Abort(AttachNode(s, item.node->name(), item.node->span()));
           is_dead = true;

@@ -46,6 +46,23 @@ absl::Status OpKernelContext::set_output(int i, Tensor t) {
   return absl::OkStatus();
 }
 
+absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {
+  absl::Status s;
+  try {
+    s = kernel.Compute(ctx);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        StrCat(ctx->node().op(), ": out of memory"));
+  }
+  for (int i = 0; s.ok() && i < ctx->num_outputs(); ++i) {
+    if (ctx->output(i).empty()) {
+      s = absl::InternalError(
+          StrCat(ctx->node().op(), ": output ", i, " was not produced"));
+    }
+  }
+  return s;
+}
+
 KernelRegistry& KernelRegistry::Global() {
   static KernelRegistry* const kRegistry = new KernelRegistry();
   return *kRegistry;

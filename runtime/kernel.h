@@ -98,6 +98,10 @@ class OpKernel {
   bool expensive_ = true;
 };
 
+// Runs kernel->Compute, turning an allocation failure (a user asking for an
+// enormous tensor) into ResourceExhausted instead of ending the process.
+absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx);
+
 using KernelFactory =
     std::function<absl::StatusOr<std::unique_ptr<OpKernel>>(const Node&)>;
 
