@@ -1,0 +1,268 @@
+// NumPy broadcasting and strided iteration for the element-wise and
+// reduction CPU kernels, plus the Eigen glue they share.
+//
+// A kernel over N operands builds a StridedLayout (MakeBroadcastLayout),
+// allocates its output with `layout.shape`, and walks the output in rows:
+//
+//   RN_ASSIGN_OR_RETURN(StridedLayout<2> l,
+//                       MakeBroadcastLayout<2>({&x.shape(), &y.shape()}));
+//   RN_ASSIGN_OR_RETURN(Tensor* z, ctx->allocate_output(0, l.shape));
+//   ParallelForEachRow(ctx->intra_op_pool(), l, /*cost=*/1,
+//                      [&](int64_t out, int64_t n, const Offsets<2>& in,
+//                          const Offsets<2>& stride) { ... });
+//
+// A row is a run of `n` consecutive output elements; operand k is read from
+// element `in[k]` with step `stride[k]`. The layout collapses adjacent
+// dimensions that broadcast alike, so same-shape operands are one row per
+// shard (stride 1), a scalar operand has stride 0, and [N,M] + [M] is N rows
+// of M. Rows are where kernels use vectorised Eigen expressions.
+//
+// This header pulls in Eigen: include it only from kernels/cpu/*.cc.
+#ifndef RUNNEL_KERNELS_CPU_BROADCAST_H_
+#define RUNNEL_KERNELS_CPU_BROADCAST_H_
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "runtime/dtype.h"
+#include "runtime/kernel.h"
+#include "runtime/shape.h"
+#include "runtime/shape_fns.h"
+#include "runtime/status_macros.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+// ---- Types ----------------------------------------------------------------
+
+template <typename... Ts>
+struct TypeList {};
+
+using FloatTypes = TypeList<Half, BFloat16, float, double>;
+using NumericTypes =
+    TypeList<Half, BFloat16, float, double, int8_t, uint8_t, int32_t, int64_t>;
+using AllTypes = TypeList<Half, BFloat16, float, double, int8_t, uint8_t,
+                          int32_t, int64_t, bool>;
+
+// Registers K<T> on the CPU for each T in the list (see kernel.h).
+template <template <typename> class K, typename... Ts>
+void RegisterKernelForTypeList(const std::string& op, TypeList<Ts...>) {
+  RegisterKernelForTypes<K, Ts...>(op);
+}
+
+template <typename T>
+inline constexpr bool kIsHalfLike =
+    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Eigen's scalar for a storage type; Half and BFloat16 are bit patterns with
+// the same layout as Eigen::half and Eigen::bfloat16.
+template <typename T>
+struct EigenScalar {
+  using type = T;
+};
+template <>
+struct EigenScalar<Half> {
+  using type = Eigen::half;
+};
+template <>
+struct EigenScalar<BFloat16> {
+  using type = Eigen::bfloat16;
+};
+template <typename T>
+using EigenT = typename EigenScalar<T>::type;
+
+// The type arithmetic on T is done in: float for the 16-bit floats, so a
+// result is rounded to 16 bits once.
+template <typename T>
+using ComputeT = std::conditional_t<kIsHalfLike<T>, float, EigenT<T>>;
+
+template <typename S>
+using EigenArray = Eigen::Array<S, Eigen::Dynamic, 1>;
+
+// `n` elements at `p` as an Eigen array of the storage type.
+template <typename T>
+Eigen::Map<const EigenArray<EigenT<T>>> InArray(const T* p, int64_t n) {
+  return Eigen::Map<const EigenArray<EigenT<T>>>(
+      reinterpret_cast<const EigenT<T>*>(p), n);
+}
+template <typename T>
+Eigen::Map<EigenArray<EigenT<T>>> OutArray(T* p, int64_t n) {
+  return Eigen::Map<EigenArray<EigenT<T>>>(reinterpret_cast<EigenT<T>*>(p), n);
+}
+
+// `n` elements at `p` as an expression of scalar type C (converted lazily).
+template <typename C, typename T>
+auto Load(const T* p, int64_t n) {
+  if constexpr (std::is_same_v<C, EigenT<T>>) {
+    return InArray(p, n);
+  } else {
+    return InArray(p, n).template cast<C>();
+  }
+}
+
+// The element at `p` as C.
+template <typename C, typename T>
+C LoadScalar(const T* p) {
+  return static_cast<C>(*reinterpret_cast<const EigenT<T>*>(p));
+}
+
+// `*p` repeated `n` times, as an expression of scalar type C.
+template <typename C, typename T>
+auto Fill(const T* p, int64_t n) {
+  return EigenArray<C>::Constant(n, LoadScalar<C>(p));
+}
+
+// Calls fn with operand `p` as an expression of `n` elements of C: the
+// elements themselves when `stride` is 1, `*p` repeated when it is 0.
+template <typename C, typename T, typename Fn>
+void WithOperand(const T* p, int64_t stride, int64_t n, Fn&& fn) {
+  if (stride != 0) {
+    fn(Load<C>(p, n));
+  } else {
+    fn(Fill<C>(p, n));
+  }
+}
+
+// out = expr, converting the scalar type when it differs.
+template <typename Out, typename Expr>
+void Assign(Out&& out, const Expr& expr) {
+  using OS = typename std::decay_t<Out>::Scalar;
+  if constexpr (std::is_same_v<typename Expr::Scalar, OS>) {
+    out = expr;
+  } else {
+    out = expr.template cast<OS>();
+  }
+}
+
+// ---- Strided layouts ------------------------------------------------------
+
+template <int N>
+using Offsets = std::array<int64_t, N>;
+
+// An output of `shape` whose elements, in row-major order over `dims`, read
+// operand k at offset sum_i idx[i] * strides[k][i].
+template <int N>
+struct StridedLayout {
+  Shape shape;                // the output shape, as allocated
+  int64_t num_elements = 0;   // of the output
+  std::vector<int64_t> dims;  // collapsed output dims; never empty
+  std::array<std::vector<int64_t>, N> strides;  // per operand and dim
+};
+
+// The layout of the NumPy broadcast of `shapes` (fully defined). Fails with
+// "shapes [2,3] and [4] cannot be broadcast".
+template <int N>
+absl::StatusOr<StridedLayout<N>> MakeBroadcastLayout(
+    const std::array<const Shape*, N>& shapes) {
+  StridedLayout<N> l;
+  bool same = true;
+  for (int k = 1; k < N; ++k) same = same && *shapes[k] == *shapes[0];
+  if (same) {
+    l.shape = *shapes[0];
+  } else {
+    Shape out = *shapes[0];
+    for (int k = 1; k < N; ++k) {
+      RN_ASSIGN_OR_RETURN(out, BroadcastShapes(out, *shapes[k]));
+    }
+    l.shape = std::move(out);
+  }
+  l.num_elements = l.shape.num_elements();
+  if (same) {
+    l.dims = {std::max<int64_t>(l.num_elements, 1)};
+    for (int k = 0; k < N; ++k) l.strides[k] = {1};
+    return l;
+  }
+  // For each output dim > 1, which operands span it (the rest broadcast);
+  // adjacent dims with the same pattern merge into one.
+  const int rank = l.shape.rank();
+  std::vector<std::array<bool, N>> spans;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t d = l.shape.dim(i);
+    if (d == 1) continue;
+    std::array<bool, N> s;
+    for (int k = 0; k < N; ++k) {
+      const int j = shapes[k]->rank() - rank + i;
+      s[k] = j >= 0 && shapes[k]->dim(j) == d;
+    }
+    if (!spans.empty() && spans.back() == s) {
+      l.dims.back() *= d;
+    } else {
+      l.dims.push_back(d);
+      spans.push_back(s);
+    }
+  }
+  if (l.dims.empty()) {
+    l.dims.push_back(1);
+    spans.push_back({});
+    spans.back().fill(true);
+  }
+  for (int k = 0; k < N; ++k) {
+    l.strides[k].assign(l.dims.size(), 0);
+    int64_t stride = 1;
+    for (int i = static_cast<int>(l.dims.size()) - 1; i >= 0; --i) {
+      if (spans[i][k]) {
+        l.strides[k][i] = stride;
+        stride *= l.dims[i];
+      }
+    }
+  }
+  return l;
+}
+
+// Calls row(out, n, in, stride) for the rows covering output elements
+// [begin, end) of `l`, in order.
+template <int N, typename Row>
+void ForEachRow(const StridedLayout<N>& l, int64_t begin, int64_t end,
+                Row&& row) {
+  if (begin >= end) return;
+  const int r = static_cast<int>(l.dims.size());
+  const int64_t inner = l.dims[r - 1];
+  absl::InlinedVector<int64_t, 8> idx(r);
+  Offsets<N> off{}, inner_stride;
+  int64_t rem = begin;
+  for (int i = r - 1; i >= 0; --i) {
+    idx[i] = rem % l.dims[i];
+    rem /= l.dims[i];
+  }
+  for (int k = 0; k < N; ++k) {
+    for (int i = 0; i < r; ++i) off[k] += idx[i] * l.strides[k][i];
+    inner_stride[k] = l.strides[k][r - 1];
+  }
+  int64_t pos = begin;
+  while (true) {
+    const int64_t n = std::min(inner - idx[r - 1], end - pos);
+    row(pos, n, off, inner_stride);
+    pos += n;
+    if (pos >= end) return;
+    // The row ended: step to the start of the next one.
+    for (int k = 0; k < N; ++k) off[k] -= idx[r - 1] * inner_stride[k];
+    idx[r - 1] = 0;
+    for (int i = r - 2; i >= 0; --i) {
+      for (int k = 0; k < N; ++k) off[k] += l.strides[k][i];
+      if (++idx[i] < l.dims[i]) break;
+      for (int k = 0; k < N; ++k) off[k] -= l.dims[i] * l.strides[k][i];
+      idx[i] = 0;
+    }
+  }
+}
+
+// ForEachRow over all of `l`, split across `pool`. `cost` is rough cycles
+// per element.
+template <int N, typename Row>
+void ParallelForEachRow(ThreadPool* pool, const StridedLayout<N>& l,
+                        int64_t cost, const Row& row) {
+  pool->ParallelFor(l.num_elements, cost, [&](int64_t begin, int64_t end) {
+    ForEachRow<N>(l, begin, end, row);
+  });
+}
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CPU_BROADCAST_H_

@@ -1,0 +1,269 @@
+// Kernels of the unary element-wise ops (runtime/ops/math_ops.cc).
+//
+// Each functor maps an Eigen array expression to the result expression; the
+// kernel evaluates it over shards of the input in parallel. 16-bit floats are
+// computed in float and rounded once.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/broadcast.h"
+#include "runtime/kernel.h"
+
+namespace runnel {
+namespace {
+
+template <typename T>
+inline constexpr bool kIsFloat = !std::is_integral_v<T>;
+
+// max(x, y) that returns nan when either is nan (NumPy's maximum).
+template <typename X, typename Y>
+auto MaxNaN(const X& x, const Y& y) {
+  using S = typename X::Scalar;
+  return x.binaryExpr(
+      y, Eigen::internal::scalar_max_op<S, S, Eigen::PropagateNaN>());
+}
+
+struct Abs {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.abs();
+  }
+};
+struct Neg {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return -x;
+  }
+};
+struct Sign {
+  static constexpr int kCost = 2;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.sign();
+  }
+};
+struct Square {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.square();
+  }
+};
+struct Relu {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    using S = typename X::Scalar;
+    return MaxNaN(x, EigenArray<S>::Zero(x.size()));
+  }
+};
+struct Floor {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.floor();
+  }
+};
+struct Ceil {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.ceil();
+  }
+};
+// rint rounds half to even in the default rounding mode, like NumPy's round.
+struct Round {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.rint();
+  }
+};
+struct IsNan {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x != x;
+  }
+};
+struct IsFinite {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    if constexpr (kIsFloat<typename X::Scalar>) {
+      return x.isFinite();
+    } else {
+      return x == x;
+    }
+  }
+};
+struct Sqrt {
+  static constexpr int kCost = 4;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.sqrt();
+  }
+};
+struct Rsqrt {
+  static constexpr int kCost = 5;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.rsqrt();
+  }
+};
+struct Exp {
+  static constexpr int kCost = 10;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.exp();
+  }
+};
+struct Log {
+  static constexpr int kCost = 10;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.log();
+  }
+};
+struct Log1p {
+  static constexpr int kCost = 12;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.log1p();
+  }
+};
+struct Sin {
+  static constexpr int kCost = 10;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.sin();
+  }
+};
+struct Cos {
+  static constexpr int kCost = 10;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.cos();
+  }
+};
+struct Tanh {
+  static constexpr int kCost = 12;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.tanh();
+  }
+};
+struct Sigmoid {
+  static constexpr int kCost = 12;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.logistic();
+  }
+};
+struct Elu {
+  static constexpr int kCost = 12;
+  template <class X>
+  static auto Eval(const X& x) {
+    using S = typename X::Scalar;
+    return (x > S(0)).select(x, x.expm1());
+  }
+};
+// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), which neither overflows
+// for large x nor loses precision for very negative x.
+struct Softplus {
+  static constexpr int kCost = 25;
+  template <class X>
+  static auto Eval(const X& x) {
+    using S = typename X::Scalar;
+    return MaxNaN(x, EigenArray<S>::Zero(x.size())) + (-x.abs()).exp().log1p();
+  }
+};
+struct LogicalNot {
+  static constexpr int kCost = 1;
+  template <class X>
+  static auto Eval(const X& x) {
+    return !x;
+  }
+};
+
+// y = F(x) for T inputs and Out outputs.
+template <typename T, typename F, typename Out = T>
+class UnaryKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    const T* in = x.data<T>();
+    Out* out = y->data<Out>();
+    ctx->intra_op_pool()->ParallelFor(
+        x.num_elements(), F::kCost, [&](int64_t begin, int64_t end) {
+          const int64_t n = end - begin;
+          Assign(OutArray(out + begin, n),
+                 F::Eval(Load<ComputeT<T>>(in + begin, n)));
+        });
+    return absl::OkStatus();
+  }
+};
+
+// floor, ceil, round of an integer tensor: the input itself.
+class ForwardKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return ctx->set_output(0, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+template <typename F, typename Out, typename... Ts>
+void RegisterUnary(const std::string& op, TypeList<Ts...>) {
+  if constexpr (std::is_void_v<Out>) {
+    (RegisterKernel<UnaryKernel<Ts, F>>(op, kDeviceCpu, DTypeOf<Ts>::value),
+     ...);
+  } else {
+    (RegisterKernel<UnaryKernel<Ts, F, Out>>(op, kDeviceCpu,
+                                             DTypeOf<Ts>::value),
+     ...);
+  }
+}
+
+using IntTypes = TypeList<int8_t, uint8_t, int32_t, int64_t>;
+using SignedIntTypes = TypeList<int8_t, int32_t, int64_t>;
+
+RUNNEL_STATIC_INIT(CwiseUnaryKernels) {
+  RegisterUnary<Abs, void>("abs", FloatTypes{});
+  RegisterUnary<Abs, void>("abs", SignedIntTypes{});
+  RegisterKernel<ForwardKernel>("abs", kDeviceCpu, DType::kU8);
+  RegisterUnary<Neg, void>("neg", NumericTypes{});
+  RegisterUnary<Sign, void>("sign", NumericTypes{});
+  RegisterUnary<Square, void>("square", NumericTypes{});
+  RegisterUnary<Relu, void>("relu", NumericTypes{});
+  for (const char* op : {"floor", "ceil", "round"}) {
+    for (DType d : {DType::kI8, DType::kU8, DType::kI32, DType::kI64}) {
+      RegisterKernel<ForwardKernel>(op, kDeviceCpu, d);
+    }
+  }
+  RegisterUnary<Floor, void>("floor", FloatTypes{});
+  RegisterUnary<Ceil, void>("ceil", FloatTypes{});
+  RegisterUnary<Round, void>("round", FloatTypes{});
+  RegisterUnary<IsNan, bool>("isnan", NumericTypes{});
+  RegisterUnary<IsFinite, bool>("isfinite", NumericTypes{});
+
+  RegisterUnary<Sqrt, void>("sqrt", FloatTypes{});
+  RegisterUnary<Rsqrt, void>("rsqrt", FloatTypes{});
+  RegisterUnary<Exp, void>("exp", FloatTypes{});
+  RegisterUnary<Log, void>("log", FloatTypes{});
+  RegisterUnary<Log1p, void>("log1p", FloatTypes{});
+  RegisterUnary<Sin, void>("sin", FloatTypes{});
+  RegisterUnary<Cos, void>("cos", FloatTypes{});
+  RegisterUnary<Tanh, void>("tanh", FloatTypes{});
+  RegisterUnary<Sigmoid, void>("sigmoid", FloatTypes{});
+  RegisterUnary<Elu, void>("elu", FloatTypes{});
+  RegisterUnary<Softplus, void>("softplus", FloatTypes{});
+
+  RegisterUnary<LogicalNot, void>("logical_not", TypeList<bool>{});
+}
+
+}  // namespace
+}  // namespace runnel
