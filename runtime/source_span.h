@@ -11,7 +11,7 @@ struct SourceSpan {
   std::string file;  // empty when the node was made by C++ code
   int line = 0;      // 1-based; 0 = unknown
   int col = 0;       // 1-based
-  int end_line = 0;
+  int end_line = 0;  // the span's last character, inclusive
   int end_col = 0;
 
   bool known() const { return line > 0; }
