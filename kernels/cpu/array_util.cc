@@ -1,0 +1,296 @@
+#include "kernels/cpu/array_util.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// Contiguous blocks larger than this are split so that even a single big
+// copy spreads over the pool.
+constexpr int64_t kPieceBytes = int64_t{1} << 16;
+// Strided runs longer than this are split likewise.
+constexpr int64_t kPieceElements = 8192;
+// Blocks at least this big are copied with memcpy rather than per element.
+constexpr int64_t kMinBlockBytes = 32;
+// Side of the square tiles of a transposing copy.
+constexpr int64_t kTile = 32;
+
+// One axis of a copy; strides in bytes.
+struct Dim {
+  int64_t n, src, dst;
+};
+
+// Walks the index space of `dims` in row-major order from a linear start,
+// tracking the byte offsets of the current index.
+class Odometer {
+ public:
+  Odometer(const std::vector<Dim>& dims, int64_t start)
+      : dims_(dims), index_(dims.size(), 0) {
+    for (int i = static_cast<int>(dims_.size()) - 1; i >= 0; --i) {
+      index_[i] = start % dims_[i].n;
+      start /= dims_[i].n;
+      src_ += index_[i] * dims_[i].src;
+      dst_ += index_[i] * dims_[i].dst;
+    }
+  }
+  void Next() {
+    for (int i = static_cast<int>(dims_.size()) - 1; i >= 0; --i) {
+      const Dim& d = dims_[i];
+      if (++index_[i] < d.n) {
+        src_ += d.src;
+        dst_ += d.dst;
+        return;
+      }
+      index_[i] = 0;
+      src_ -= (d.n - 1) * d.src;
+      dst_ -= (d.n - 1) * d.dst;
+    }
+  }
+  int64_t src() const { return src_; }
+  int64_t dst() const { return dst_; }
+  int64_t index(int i) const { return index_[i]; }
+
+ private:
+  const std::vector<Dim>& dims_;
+  std::vector<int64_t> index_;
+  int64_t src_ = 0, dst_ = 0;
+};
+
+int64_t Product(const std::vector<Dim>& dims) {
+  int64_t n = 1;
+  for (const Dim& d : dims) n *= d.n;
+  return n;
+}
+
+template <size_t B>
+void CopyRunFixed(char* dst, int64_t dst_stride, const char* src,
+                  int64_t src_stride, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    std::memcpy(dst + k * dst_stride, src + k * src_stride, B);
+  }
+}
+
+// Copies `n` elements of `b` bytes with the given byte strides.
+void CopyRun(size_t b, char* dst, int64_t dst_stride, const char* src,
+             int64_t src_stride, int64_t n) {
+  switch (b) {
+    case 1:
+      return CopyRunFixed<1>(dst, dst_stride, src, src_stride, n);
+    case 2:
+      return CopyRunFixed<2>(dst, dst_stride, src, src_stride, n);
+    case 4:
+      return CopyRunFixed<4>(dst, dst_stride, src, src_stride, n);
+    case 8:
+      return CopyRunFixed<8>(dst, dst_stride, src, src_stride, n);
+    case 16:
+      return CopyRunFixed<16>(dst, dst_stride, src, src_stride, n);
+    default:
+      for (int64_t k = 0; k < n; ++k) {
+        std::memcpy(dst + k * dst_stride, src + k * src_stride, b);
+      }
+  }
+}
+
+// Each index of `outer` copies one contiguous block of `block` bytes.
+void BlockCopy(ThreadPool* pool, const std::vector<Dim>& outer, int64_t block,
+               const char* src, char* dst) {
+  const int64_t pieces = (block + kPieceBytes - 1) / kPieceBytes;
+  const int64_t piece = std::min(block, kPieceBytes);
+  pool->ParallelFor(Product(outer) * pieces, piece / 4 + 10,
+                    [&](int64_t begin, int64_t end) {
+                      Odometer it(outer, begin / pieces);
+                      int64_t p = begin % pieces;
+                      for (int64_t w = begin; w < end; ++w) {
+                        int64_t off = p * kPieceBytes;
+                        std::memcpy(dst + it.dst() + off, src + it.src() + off,
+                                    std::min(kPieceBytes, block - off));
+                        if (++p == pieces) {
+                          p = 0;
+                          it.Next();
+                        }
+                      }
+                    });
+}
+
+// Each index of `outer` copies a strided run along `inner`.
+void RowCopy(ThreadPool* pool, const std::vector<Dim>& outer, const Dim& inner,
+             size_t elem, const char* src, char* dst) {
+  const int64_t pieces = (inner.n + kPieceElements - 1) / kPieceElements;
+  const int64_t piece = std::min(inner.n, kPieceElements);
+  pool->ParallelFor(
+      Product(outer) * pieces, piece * 2 + 10, [&](int64_t begin, int64_t end) {
+        Odometer it(outer, begin / pieces);
+        int64_t p = begin % pieces;
+        for (int64_t w = begin; w < end; ++w) {
+          int64_t first = p * kPieceElements;
+          CopyRun(elem, dst + it.dst() + first * inner.dst, inner.dst,
+                  src + it.src() + first * inner.src, inner.src,
+                  std::min(kPieceElements, inner.n - first));
+          if (++p == pieces) {
+            p = 0;
+            it.Next();
+          }
+        }
+      });
+}
+
+// A transposing copy: `rows` is contiguous in the source and `cols` in the
+// destination. Copying square tiles keeps both sides' cache lines in use.
+void TiledCopy(ThreadPool* pool, std::vector<Dim> outer, const Dim& rows,
+               const Dim& cols, size_t elem, const char* src, char* dst) {
+  const int64_t row_tiles = (rows.n + kTile - 1) / kTile;
+  // The last odometer axis walks tiles of rows.
+  outer.push_back({row_tiles, rows.src * kTile, rows.dst * kTile});
+  const int last = static_cast<int>(outer.size()) - 1;
+  pool->ParallelFor(
+      Product(outer), kTile * cols.n * 2 + 10, [&](int64_t begin, int64_t end) {
+        Odometer it(outer, begin);
+        for (int64_t w = begin; w < end; ++w, it.Next()) {
+          const int64_t nrows =
+              std::min(kTile, rows.n - it.index(last) * kTile);
+          for (int64_t c = 0; c < cols.n; c += kTile) {
+            const int64_t ncols = std::min(kTile, cols.n - c);
+            for (int64_t r = 0; r < nrows; ++r) {
+              CopyRun(elem, dst + it.dst() + r * rows.dst + c * cols.dst,
+                      cols.dst, src + it.src() + r * rows.src + c * cols.src,
+                      cols.src, ncols);
+            }
+          }
+        }
+      });
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
+    const OpKernelContext& ctx) {
+  const Node& node = ctx.node();
+  std::vector<TensorSpec> specs;
+  std::vector<const Tensor*> values;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    specs.push_back({ctx.input(i).dtype(), ctx.input(i).shape()});
+    values.push_back(&ctx.input(i));
+  }
+  ShapeContext sc(node.attrs(), std::move(specs), std::move(values));
+  absl::StatusOr<std::vector<TensorSpec>> out = node.op_def().shape_fn(sc);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        StrCat(node.op(), ": ", out.status().message()));
+  }
+  if (static_cast<int>(out->size()) != ctx.num_outputs()) {
+    return absl::InternalError(StrCat(node.op(), ": ", out->size(),
+                                      " outputs at run time, ",
+                                      ctx.num_outputs(), " in the graph"));
+  }
+  std::vector<Shape> shapes;
+  for (TensorSpec& s : *out) {
+    if (!s.shape.IsFullyDefined()) {
+      return absl::InternalError(StrCat(node.op(), ": output shape ",
+                                        s.shape.ToString(),
+                                        " is not defined at run time"));
+    }
+    shapes.push_back(std::move(s.shape));
+  }
+  return shapes;
+}
+
+absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx) {
+  RN_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ConcreteOutputShapes(ctx));
+  return std::move(shapes[0]);
+}
+
+std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  return strides;
+}
+
+std::vector<int64_t> RowMajorStrides(const Shape& shape) {
+  return RowMajorStrides(shape.dims());
+}
+
+void StridedCopy(ThreadPool* pool, size_t elem_size,
+                 absl::Span<const int64_t> shape, const void* src_v,
+                 absl::Span<const int64_t> src_strides, void* dst_v,
+                 absl::Span<const int64_t> dst_strides) {
+  const char* src = static_cast<const char*>(src_v);
+  char* dst = static_cast<char*>(dst_v);
+  const int64_t esz = static_cast<int64_t>(elem_size);
+  // Drop size-1 axes and merge axes that are contiguous with the next one
+  // on both sides.
+  std::vector<Dim> dims;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return;
+    if (shape[i] == 1) continue;
+    Dim d{shape[i], src_strides[i] * esz, dst_strides[i] * esz};
+    if (!dims.empty() && dims.back().src == d.src * d.n &&
+        dims.back().dst == d.dst * d.n) {
+      dims.back() = {dims.back().n * d.n, d.src, d.dst};
+    } else {
+      dims.push_back(d);
+    }
+  }
+  // Innermost axes contiguous on both sides become one block.
+  int64_t block = esz;
+  while (!dims.empty() && dims.back().src == block &&
+         dims.back().dst == block) {
+    block *= dims.back().n;
+    dims.pop_back();
+  }
+  if (dims.empty() || block >= kMinBlockBytes) {
+    BlockCopy(pool, dims, block, src, dst);
+    return;
+  }
+  const Dim cols = dims.back();
+  dims.pop_back();
+  if (cols.dst == block && cols.n >= 8) {
+    for (size_t j = 0; j < dims.size(); ++j) {
+      if (dims[j].src == block && dims[j].n >= 8) {
+        Dim rows = dims[j];
+        dims.erase(dims.begin() + j);
+        TiledCopy(pool, std::move(dims), rows, cols, block, src, dst);
+        return;
+      }
+    }
+  }
+  RowCopy(pool, dims, cols, block, src, dst);
+}
+
+void ParallelMemcpy(ThreadPool* pool, void* dst, const void* src,
+                    size_t bytes) {
+  if (bytes == 0) return;
+  BlockCopy(pool, {}, static_cast<int64_t>(bytes),
+            static_cast<const char*>(src), static_cast<char*>(dst));
+}
+
+void FillElements(ThreadPool* pool, void* dst_v, int64_t n, const void* value,
+                  size_t elem_size) {
+  if (n <= 0) return;
+  char* dst = static_cast<char*>(dst_v);
+  const char* v = static_cast<const char*>(value);
+  const bool uniform_bytes =
+      std::all_of(v, v + elem_size, [&](char c) { return c == v[0]; });
+  pool->ParallelFor(n, elem_size, [&](int64_t begin, int64_t end) {
+    if (uniform_bytes) {
+      std::memset(dst + begin * elem_size, v[0], (end - begin) * elem_size);
+    } else {
+      // A stride-0 source repeats the value.
+      CopyRun(elem_size, dst + begin * elem_size, elem_size, v, 0, end - begin);
+    }
+  });
+}
+
+void ScalarToBytes(DType dtype, double v, void* out) {
+  VisitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T t = FromDouble<T>(v);
+    std::memcpy(out, &t, sizeof(T));
+  });
+}
+
+}  // namespace runnel

@@ -1,0 +1,78 @@
+// Helpers shared by the shape, slicing, creation and random kernels: the
+// output shapes of a node at run time, strided byte copies and fills (so one
+// kernel serves every dtype), and scalar conversions.
+//
+// Everything here is thread-safe; the copies and fills split large work
+// over the intra-op pool and return when it is done.
+#ifndef RUNNEL_KERNELS_CPU_ARRAY_UTIL_H_
+#define RUNNEL_KERNELS_CPU_ARRAY_UTIL_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/float16.h"
+#include "runtime/kernel.h"
+
+namespace runnel {
+
+// Runs the node's shape function on the actual inputs and their values, so
+// a kernel's output shapes (and the checks behind them) are exactly those
+// of shape inference. Errors read "op: message".
+absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
+    const OpKernelContext& ctx);
+// Output 0's shape.
+absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx);
+
+// Row-major strides, in elements, of a tensor of `shape`.
+std::vector<int64_t> RowMajorStrides(const Shape& shape);
+std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims);
+
+// Copies a block of `shape` elements of `elem_size` bytes: element (i0, i1,
+// ...) goes from src + sum(ik * src_strides[k]) elements to dst + sum(ik *
+// dst_strides[k]) elements. Source strides may be 0 (broadcast) or negative
+// (reversed). Contiguous runs are copied with memcpy, transposed ones in
+// cache-sized tiles; large copies run on `pool`.
+void StridedCopy(ThreadPool* pool, size_t elem_size,
+                 absl::Span<const int64_t> shape, const void* src,
+                 absl::Span<const int64_t> src_strides, void* dst,
+                 absl::Span<const int64_t> dst_strides);
+
+// Copies `bytes` contiguous bytes, on `pool` when large.
+void ParallelMemcpy(ThreadPool* pool, void* dst, const void* src, size_t bytes);
+
+// Sets `n` elements of `elem_size` bytes at `dst` to the element at `value`.
+void FillElements(ThreadPool* pool, void* dst, int64_t n, const void* value,
+                  size_t elem_size);
+
+// Host conversions between double and any storage type.
+template <typename T>
+double ToDouble(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return HalfToFloat(v);
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return BFloat16ToFloat(v);
+  } else {
+    return static_cast<double>(v);
+  }
+}
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return FloatToHalf(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return FloatToBFloat16(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// `v` in the storage of `dtype`, written to `out` (DTypeSize(dtype) bytes).
+void ScalarToBytes(DType dtype, double v, void* out);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CPU_ARRAY_UTIL_H_

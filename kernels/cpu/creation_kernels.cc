@@ -1,0 +1,132 @@
+// Kernels of the creation ops (runtime/ops/array_ops.cc): fill, zeros_like,
+// ones_like, range, eye and one_hot.
+#include <cstring>
+
+#include "kernels/cpu/array_util.h"
+#include "runtime/kernel.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// Every element of output 0 set to the element at `value`.
+absl::Status FillOutput(OpKernelContext* ctx, const Shape& shape,
+                        const void* value) {
+  RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+  FillElements(ctx->intra_op_pool(), y->raw_data(), y->num_elements(), value,
+               DTypeSize(y->dtype()));
+  return absl::OkStatus();
+}
+
+class FillKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    return FillOutput(ctx, shape, ctx->input(1).raw_data());
+  }
+};
+
+// zeros_like (kValue 0) and ones_like (kValue 1).
+template <int kValue>
+class ConstantLikeKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    char value[8];
+    ScalarToBytes(ctx->output_dtype(0), kValue, value);
+    return FillOutput(ctx, ctx->input(0).shape(), value);
+  }
+};
+
+template <typename T>
+class RangeKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    T* out = y->data<T>();
+    const int64_t n = y->num_elements();
+    if constexpr (std::is_integral_v<T>) {
+      const int64_t start = ctx->input(0).data<T>()[0];
+      const int64_t delta = ctx->input(2).data<T>()[0];
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<T>(start + i * delta);
+    } else {
+      // In double, so that each element is the nearest to its exact value.
+      const double start = ToDouble(ctx->input(0).data<T>()[0]);
+      const double delta = ToDouble(ctx->input(2).data<T>()[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = FromDouble<T>(start + i * delta);
+    }
+    return absl::OkStatus();
+  }
+};
+
+class EyeKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    char zero[8], one[8];
+    ScalarToBytes(ctx->output_dtype(0), 0, zero);
+    ScalarToBytes(ctx->output_dtype(0), 1, one);
+    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, zero));
+    const size_t esz = DTypeSize(ctx->output_dtype(0));
+    char* out = static_cast<char*>(ctx->output(0).raw_data());
+    const int64_t n = shape.dim(0), m = shape.dim(1);
+    for (int64_t i = 0; i < std::min(n, m); ++i) {
+      std::memcpy(out + (i * m + i) * esz, one, esz);
+    }
+    return absl::OkStatus();
+  }
+};
+
+class OneHotKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(double on, node.attr<double>("on_value"));
+    RN_ASSIGN_OR_RETURN(double off, node.attr<double>("off_value"));
+    RN_ASSIGN_OR_RETURN(depth_, node.attr<int64_t>("depth"));
+    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
+    ScalarToBytes(node.output_dtype(0), on, on_);
+    ScalarToBytes(node.output_dtype(0), off, off_);
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& indices = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, off_));
+    const int axis = axis_ < 0 ? indices.rank() : static_cast<int>(axis_);
+    int64_t inner = 1;
+    for (int k = axis; k < indices.rank(); ++k) inner *= indices.dim(k);
+    const size_t esz = DTypeSize(ctx->output_dtype(0));
+    char* out = static_cast<char*>(ctx->output(0).raw_data());
+    VisitDType(indices.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (std::is_integral_v<T>) {
+        const T* idx = indices.data<T>();
+        for (int64_t e = 0; e < indices.num_elements(); ++e) {
+          const int64_t d = idx[e];
+          if (d < 0 || d >= depth_) continue;  // a row of off_value
+          const int64_t o = e / inner, i = e % inner;
+          std::memcpy(out + ((o * depth_ + d) * inner + i) * esz, on_, esz);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t depth_ = 0, axis_ = -1;
+  char on_[8], off_[8];
+};
+
+RUNNEL_STATIC_INIT(CreationKernels) {
+  RegisterKernelForAllTypes<FillKernel>("fill");
+  RegisterKernelForAllTypes<ConstantLikeKernel<0>>("zeros_like");
+  RegisterKernelForAllTypes<ConstantLikeKernel<1>>("ones_like");
+  RegisterKernelForTypes<RangeKernel, Half, BFloat16, float, double, int8_t,
+                         uint8_t, int32_t, int64_t>("range");
+  RegisterKernelForAllTypes<EyeKernel>("eye");
+  RegisterKernelForAllTypes<OneHotKernel>("one_hot");
+}
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,200 @@
+// Kernels of the slicing ops (runtime/ops/array_ops.cc): slice,
+// strided_slice, dynamic_index, gather and pad. They move bytes, so one
+// kernel serves every dtype.
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cpu/array_util.h"
+#include "runtime/kernel.h"
+#include "runtime/ops/array_ops.h"
+#include "runtime/shape_fns.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// Integer tensor values (any integer dtype) as int64.
+std::vector<int64_t> IndexValues(const Tensor& t) {
+  std::vector<int64_t> out(t.num_elements());
+  VisitDType(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      const T* p = t.data<T>();
+      for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = p[i];
+    }
+  });
+  return out;
+}
+
+// Copies the block of `x` at `begin` (per axis) with steps `step` and
+// extent `size` into `y`, whose layout is row-major over `size`.
+void CopyBlock(ThreadPool* pool, const Tensor& x,
+               const std::vector<int64_t>& begin,
+               const std::vector<int64_t>& step,
+               const std::vector<int64_t>& size, Tensor* y) {
+  if (y->num_elements() == 0) return;
+  const size_t esz = DTypeSize(x.dtype());
+  std::vector<int64_t> strides = RowMajorStrides(x.shape());
+  int64_t offset = 0;
+  std::vector<int64_t> src(x.rank());
+  for (int k = 0; k < x.rank(); ++k) {
+    offset += begin[k] * strides[k];
+    src[k] = step[k] * strides[k];
+  }
+  StridedCopy(pool, esz, size,
+              static_cast<const char*>(x.raw_data()) +
+                  offset * static_cast<int64_t>(esz),
+              src, y->raw_data(), RowMajorStrides(size));
+}
+
+class SliceKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    if (shape == x.shape()) return ctx->set_output(0, x);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    CopyBlock(ctx->intra_op_pool(), x, IndexValues(ctx->input(1)),
+              std::vector<int64_t>(x.rank(), 1), shape.dims(), y);
+    return absl::OkStatus();
+  }
+};
+
+class StridedSliceKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    absl::StatusOr<StridedSlicePlan> plan =
+        PlanStridedSlice(x.shape(), ctx->node().attrs());
+    if (!plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          StrCat("strided_slice: ", plan.status().message()));
+    }
+    if (plan->size == x.shape().dims() &&
+        plan->stride == std::vector<int64_t>(x.rank(), 1)) {
+      RN_ASSIGN_OR_RETURN(Tensor view, x.Reshaped(plan->output));
+      return ctx->set_output(0, std::move(view));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, plan->output));
+    CopyBlock(ctx->intra_op_pool(), x, plan->begin, plan->stride, plan->size,
+              y);
+    return absl::OkStatus();
+  }
+};
+
+class DynamicIndexKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(int64_t index, ctx->input(1).ScalarAsInt());
+    const int64_t n = x.dim(0);
+    const int64_t i = index < 0 ? index + n : index;
+    if (i < 0 || i >= n) {
+      return absl::InvalidArgumentError(
+          StrCat("index ", index, " is out of range for axis 0 of size ", n));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(),
+                   static_cast<const char*>(x.raw_data()) + i * y->bytes(),
+                   y->bytes());
+    return absl::OkStatus();
+  }
+};
+
+class GatherKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
+    RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, params.rank()));
+    int64_t outer = 1, inner = DTypeSize(params.dtype());
+    for (int k = 0; k < a; ++k) outer *= params.dim(k);
+    for (int k = a + 1; k < params.rank(); ++k) inner *= params.dim(k);
+    const int64_t n = params.dim(a);
+    const std::vector<int64_t> idx = IndexValues(indices);
+    const int64_t m = static_cast<int64_t>(idx.size());
+    for (int64_t j = 0; j < m; ++j) {
+      if (idx[j] < 0 || idx[j] >= n) {
+        return absl::InvalidArgumentError(
+            StrCat("index ", idx[j], " (indices[", j, "]) is out of range [0, ",
+                   n, ") for axis ", a, " of ", params.shape().ToString()));
+      }
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    const char* src = static_cast<const char*>(params.raw_data());
+    char* dst = static_cast<char*>(y->raw_data());
+    // Rows of a fixed small size copy much faster than through memcpy's
+    // generic path.
+    auto copy_rows = [&](auto fixed) {
+      constexpr int64_t kBytes = decltype(fixed)::value;
+      const int64_t bytes = kBytes > 0 ? kBytes : inner;
+      ctx->intra_op_pool()->ParallelFor(
+          outer * m, bytes / 4 + 5, [&](int64_t begin, int64_t end) {
+            int64_t o = begin / m, j = begin % m;
+            for (int64_t w = begin; w < end; ++w) {
+              std::memcpy(dst + w * bytes, src + (o * n + idx[j]) * bytes,
+                          kBytes > 0 ? kBytes : bytes);
+              if (++j == m) {
+                j = 0;
+                ++o;
+              }
+            }
+          });
+    };
+    switch (inner) {
+      case 1:
+        copy_rows(std::integral_constant<int64_t, 1>());
+        break;
+      case 2:
+        copy_rows(std::integral_constant<int64_t, 2>());
+        break;
+      case 4:
+        copy_rows(std::integral_constant<int64_t, 4>());
+        break;
+      case 8:
+        copy_rows(std::integral_constant<int64_t, 8>());
+        break;
+      default:
+        copy_rows(std::integral_constant<int64_t, 0>());
+    }
+    return absl::OkStatus();
+  }
+};
+
+class PadKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    if (shape == x.shape()) return ctx->set_output(0, x);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    const size_t esz = DTypeSize(x.dtype());
+    FillElements(ctx->intra_op_pool(), y->raw_data(), y->num_elements(),
+                 ctx->input(2).raw_data(), esz);
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const std::vector<int64_t> pads = IndexValues(ctx->input(1));
+    const std::vector<int64_t> strides = RowMajorStrides(shape);
+    int64_t offset = 0;
+    for (int k = 0; k < x.rank(); ++k) offset += pads[2 * k] * strides[k];
+    StridedCopy(
+        ctx->intra_op_pool(), esz, x.shape().dims(), x.raw_data(),
+        RowMajorStrides(x.shape()),
+        static_cast<char*>(y->raw_data()) + offset * static_cast<int64_t>(esz),
+        strides);
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(SliceKernels) {
+  RegisterKernelForAllTypes<SliceKernel>("slice");
+  RegisterKernelForAllTypes<StridedSliceKernel>("strided_slice");
+  RegisterKernelForAllTypes<DynamicIndexKernel>("dynamic_index");
+  RegisterKernelForAllTypes<GatherKernel>("gather");
+  RegisterKernelForAllTypes<PadKernel>("pad");
+}
+
+}  // namespace
+}  // namespace runnel
