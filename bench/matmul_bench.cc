@@ -1,0 +1,157 @@
+// Benchmark: f32 matmul through the runtime (eager, so shape inference,
+// kernel creation and output allocation are included) against PyTorch on
+// the same shapes and thread count, run from bench/matmul_peer.py.
+//
+//   build-release/matmul_bench [--threads N] [--reps R] [--no-peer]
+//
+// Prints, per shape, a line like
+//   matmul f32 1024^3: runnel 61.2 GFLOP/s, pytorch 65.0 GFLOP/s, ratio 0.94
+// Not a test: nothing here asserts a speed.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/eager.h"
+#include "runtime/strings.h"
+#include "runtime/tensor.h"
+
+namespace runnel {
+namespace {
+
+struct Options {
+  int threads = 2;
+  int reps = 10;
+  bool peer = true;
+};
+
+struct Workload {
+  std::string name;
+  int64_t m, k, n;
+  int iters;  // matmuls per timed rep
+};
+
+Tensor Filled(int64_t rows, int64_t cols, uint32_t seed) {
+  Tensor t(DType::kF32, Shape{rows, cols});
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    p[i] = static_cast<float>(seed >> 8) / 16777216.0f;
+  }
+  return t;
+}
+
+// Median GFLOP/s over `reps` timed runs of `w.iters` products.
+absl::StatusOr<double> TimeRunnel(EagerContext& ctx, const Workload& w,
+                                  int reps) {
+  Tensor a = Filled(w.m, w.k, 1), b = Filled(w.k, w.n, 2);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Tensor> c = ctx.Execute1("matmul", {a, b});
+    if (!c.ok()) return c.status();
+  }
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < w.iters; ++i) {
+      absl::StatusOr<Tensor> c = ctx.Execute1("matmul", {a, b});
+      if (!c.ok()) return c.status();
+    }
+    std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    seconds.push_back(d.count() / w.iters);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * w.m * w.k * w.n / seconds[seconds.size() / 2] / 1e9;
+}
+
+// The peer script: beside this source file, or under bench/ from the
+// working directory or from the binary's parent directory.
+std::string FindPeerScript(const char* argv0) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates = {
+      fs::path(__FILE__).parent_path() / "matmul_peer.py",
+      fs::current_path() / "bench" / "matmul_peer.py",
+      fs::absolute(argv0).parent_path().parent_path() / "bench" /
+          "matmul_peer.py"};
+  for (const fs::path& p : candidates) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+// GFLOP/s reported by the PyTorch peer, or a negative value when it could
+// not run (no torch, no script).
+double TimePeer(const std::string& script, const Options& o,
+                const Workload& w) {
+  if (script.empty()) return -1;
+  // Debian's python3 has torch; a pyenv python3 earlier on PATH does not.
+  std::string cmd = StrCat("/usr/bin/python3 '", script, "' --threads ",
+                           o.threads, " --m ", w.m, " --k ", w.k, " --n ", w.n,
+                           " --iters ", w.iters, " --reps ", o.reps);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char line[256] = {};
+  double gflops = -1;
+  if (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    gflops = std::atof(line);
+  }
+  if (pclose(pipe) != 0) return -1;
+  return gflops > 0 ? gflops : -1;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--threads" && i + 1 < argc) {
+      o.threads = std::atoi(argv[++i]);
+    } else if (arg == "--reps" && i + 1 < argc) {
+      o.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--no-peer") {
+      o.peer = false;
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--no-peer]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  EagerContext ctx({.num_threads = o.threads, .seed = 0});
+  const std::string script = o.peer ? FindPeerScript(argv[0]) : "";
+  if (o.peer && script.empty()) {
+    std::fprintf(stderr, "matmul_bench: bench/matmul_peer.py not found\n");
+  }
+  std::printf("matmul benchmark, %d threads, median of %d reps\n", o.threads,
+              o.reps);
+  const std::vector<Workload> workloads = {
+      {"1024^3", 1024, 1024, 1024, 5},
+      {"[128,784]x[784,256]", 128, 784, 256, 50},
+  };
+  for (const Workload& w : workloads) {
+    absl::StatusOr<double> ours = TimeRunnel(ctx, w, o.reps);
+    if (!ours.ok()) {
+      std::fprintf(stderr, "matmul_bench: %s\n",
+                   std::string(ours.status().message()).c_str());
+      return 1;
+    }
+    const double theirs = o.peer ? TimePeer(script, o, w) : -1;
+    if (theirs > 0) {
+      std::printf(
+          "matmul f32 %s: runnel %.1f GFLOP/s, pytorch %.1f GFLOP/s, ratio "
+          "%.2f\n",
+          w.name.c_str(), *ours, theirs, *ours / theirs);
+    } else {
+      std::printf("matmul f32 %s: runnel %.1f GFLOP/s, pytorch n/a\n",
+                  w.name.c_str(), *ours);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace runnel
+
+int main(int argc, char** argv) { return runnel::Main(argc, argv); }

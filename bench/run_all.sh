@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every benchmark binary (an executable named *_bench) in a build
+# directory, one after another, passing any further arguments to each.
+#
+#   bash bench/run_all.sh build-release [--threads 2]
+#
+# Run from the repository root; benchmarks find their PyTorch peer scripts
+# under bench/. Exits non-zero if any benchmark fails.
+set -u
+if [[ $# -lt 1 || ! -d "$1" ]]; then
+  echo "usage: bash bench/run_all.sh BUILD_DIR [ARGS...]" >&2
+  exit 2
+fi
+build_dir=$1
+shift
+status=0
+found=0
+for bench in "$build_dir"/*_bench; do
+  [[ -f "$bench" && -x "$bench" ]] || continue
+  found=1
+  echo "== $(basename "$bench")"
+  if ! "$bench" "$@"; then
+    echo "!! $(basename "$bench") failed" >&2
+    status=1
+  fi
+done
+if [[ $found -eq 0 ]]; then
+  echo "no *_bench executables in $build_dir (build them first)" >&2
+  exit 1
+fi
+exit $status

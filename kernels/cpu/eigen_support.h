@@ -1,0 +1,116 @@
+// Eigen, threading and GEMM helpers for CPU kernels.
+//
+// Include only from kernels/cpu/*.cc: it pulls in Eigen's Tensor module,
+// which is heavy. It gives a kernel
+//   - EigenDevice(ctx): an Eigen::ThreadPoolDevice over the intra-op pool,
+//     for `out.device(d) = expr` evaluation of Eigen tensor expressions;
+//   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
+//   - EigenType<T>: Eigen's type for a storage type (Half -> Eigen::half);
+//   - GemmF32: the fast f32 matrix product (matmul_kernels.cc) that matmul
+//     and conv2d share.
+#ifndef RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
+#define RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
+
+#ifndef EIGEN_USE_THREADS
+#define EIGEN_USE_THREADS
+#endif
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
+#include "runtime/dtype.h"
+#include "runtime/kernel.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+// Eigen evaluation on the kernel's intra-op pool. The device borrows the
+// pool; it is cheap to make per Compute call.
+inline Eigen::ThreadPoolDevice EigenDevice(OpKernelContext* ctx) {
+  ThreadPool* pool = ctx->intra_op_pool();
+  return Eigen::ThreadPoolDevice(pool->eigen_pool(), pool->num_threads());
+}
+
+// Runs fn(i) for i in [0, n): fn(0) on the calling thread and the rest on
+// `pool` (or all inline when `pool` is null), returning when all are done.
+// Shards must not block on each other.
+inline void RunShards(ThreadPool* pool, int n,
+                      const std::function<void(int)>& fn) {
+  if (pool == nullptr || n <= 1) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  Eigen::Barrier done(static_cast<unsigned>(n - 1));
+  for (int i = 1; i < n; ++i) {
+    pool->Schedule([&fn, &done, i] {
+      fn(i);
+      done.Notify();
+    });
+  }
+  fn(0);
+  done.Wait();
+}
+
+// Eigen's scalar type for a tensor storage type: the 16-bit floats are
+// stored as bit patterns and reinterpreted as Eigen::half / Eigen::bfloat16.
+template <typename T>
+struct EigenTypeOf {
+  using type = T;
+};
+template <>
+struct EigenTypeOf<Half> {
+  using type = Eigen::half;
+};
+template <>
+struct EigenTypeOf<BFloat16> {
+  using type = Eigen::bfloat16;
+};
+template <typename T>
+using EigenType = typename EigenTypeOf<T>::type;
+
+// The type arithmetic on T is done in: float for the 16-bit floats.
+template <typename T>
+using AccumType =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>,
+                       float, EigenType<T>>;
+
+template <typename T>
+const EigenType<T>* EigenData(const Tensor& t) {
+  return reinterpret_cast<const EigenType<T>*>(t.data<T>());
+}
+template <typename T>
+EigenType<T>* EigenMutableData(Tensor* t) {
+  return reinterpret_cast<EigenType<T>*>(t->data<T>());
+}
+
+// A strided f32 matrix: element (i, j) is data[i * row_stride + j *
+// col_stride]. A transposed operand is the same buffer with strides swapped.
+struct ConstMatrixF32 {
+  const float* data;
+  int64_t row_stride;
+  int64_t col_stride;
+};
+
+// Writes rows [row, row + 6) and columns [col, col + depth) of a virtual
+// left operand as out[p * 6 + r] (r the row offset), zeros for rows >= m.
+// conv2d packs image patches this way without materialising im2col.
+using GemmPackLhsFn =
+    std::function<void(int64_t row, int64_t col, int64_t depth, float* out)>;
+
+// C[m, n] = A[m, k] * B[k, n], C row-major with row stride `ldc`. Work is
+// split over `pool` (null: the calling thread only). The result does not
+// depend on the number of threads.
+void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+             ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc);
+void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+             const GemmPackLhsFn& pack_a, ConstMatrixF32 b, float* c,
+             int64_t ldc);
+// Rows of the left operand that GemmPackLhsFn packs at a time.
+inline constexpr int kGemmLhsPanelRows = 6;
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_

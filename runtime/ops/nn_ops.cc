@@ -1,0 +1,434 @@
+// Linear algebra and neural-network ops: matmul, softmax and the
+// cross-entropy losses, conv2d, pooling, bias_add and l2_loss. Kernels live
+// in kernels/cpu/{matmul,conv,nn}_kernels.cc.
+//
+// Layouts follow TensorFlow: images are NHWC, conv2d filters HWIO, and
+// "same" padding pads so that the output has ceil(input / stride) positions,
+// with the odd padding element at the bottom/right.
+#include <string>
+#include <vector>
+
+#include "runtime/op_registry.h"
+#include "runtime/shape_fns.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+bool IsMatMulType(DType d) {
+  return IsFloating(d) || d == DType::kI32 || d == DType::kI64;
+}
+
+absl::Status RequireFloating(const ShapeContext& c, int i) {
+  if (!IsFloating(c.dtype(i))) {
+    return absl::InvalidArgumentError(StrCat(
+        "expected a floating-point tensor, got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireRank(const ShapeContext& c, int i, int rank,
+                         std::string_view what) {
+  const Shape& s = c.shape(i);
+  if (!s.unknown_rank() && s.rank() != rank) {
+    return absl::InvalidArgumentError(StrCat(what, " must have rank ", rank,
+                                             ", got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireMinRank(const ShapeContext& c, int i, int rank,
+                            std::string_view what) {
+  const Shape& s = c.shape(i);
+  if (!s.unknown_rank() && s.rank() < rank) {
+    return absl::InvalidArgumentError(StrCat(what, " must have rank >= ", rank,
+                                             ", got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// The shape without its last dimension (the per-example shape of a loss).
+Shape DropLastDim(const Shape& s) {
+  if (s.unknown_rank()) return Shape::UnknownRank();
+  std::vector<int64_t> dims = s.dims();
+  dims.pop_back();
+  return Shape(std::move(dims));
+}
+
+// A dimension known in at least one of two compatible shapes.
+int64_t MergeDim(int64_t a, int64_t b) { return a >= 0 ? a : b; }
+
+// ---- matmul
+// ------------------------------------------------------------------
+
+Specs MatMulShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 2, "the left operand"));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 1, 2, "the right operand"));
+  RN_ASSIGN_OR_RETURN(bool ta, c.attr<bool>("transpose_a"));
+  RN_ASSIGN_OR_RETURN(bool tb, c.attr<bool>("transpose_b"));
+  const Shape& a = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (a.unknown_rank() || b.unknown_rank()) {
+    return One(c.dtype(0), Shape::UnknownRank());
+  }
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = a.dim(ta ? ra - 1 : ra - 2);
+  const int64_t ka = a.dim(ta ? ra - 2 : ra - 1);
+  const int64_t kb = b.dim(tb ? rb - 1 : rb - 2);
+  const int64_t n = b.dim(tb ? rb - 2 : rb - 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    std::string note;
+    if (ta || tb) {
+      note = StrCat(" (with ", ta ? "transpose_a" : "", ta && tb ? " and " : "",
+                    tb ? "transpose_b" : "", ")");
+    }
+    return absl::InvalidArgumentError(
+        StrCat("inner dimensions differ: ", c.input(0).ToString(), " @ ",
+               c.input(1).ToString(), note));
+  }
+  Shape batch_a(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+  Shape batch_b(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+  absl::StatusOr<Shape> batch = BroadcastShapes(batch_a, batch_b);
+  if (!batch.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("batch dimensions of ", c.input(0).ToString(), " and ",
+               c.input(1).ToString(), " cannot be broadcast"));
+  }
+  std::vector<int64_t> out = batch->dims();
+  out.push_back(m);
+  out.push_back(n);
+  return One(c.dtype(0), Shape(std::move(out)));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("matmul")
+        .Inputs({"a", "b"})
+        .Outputs({"product"})
+        .Attr("transpose_a", false)
+        .Attr("transpose_b", false)
+        .Shape(MatMulShape)
+        .Doc("Matrix product of the last two dimensions (`@`); leading "
+             "dimensions are batch dimensions and broadcast as in NumPy."));
+
+// ---- softmax and losses
+// --------------------------------------------------------
+
+Specs SoftmaxShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the input"));
+  RN_ASSIGN_OR_RETURN(int64_t axis, c.attr<int64_t>("axis"));
+  if (!c.shape(0).unknown_rank()) {
+    RN_RETURN_IF_ERROR(NormalizeAxis(axis, c.shape(0).rank()).status());
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("softmax")
+                       .Inputs({"logits"})
+                       .Outputs({"probs"})
+                       .Attr("axis", int64_t{-1})
+                       .Shape(SoftmaxShape)
+                       .Doc("exp(x) / sum(exp(x)) along `axis`, computed "
+                            "after subtracting the maximum."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("log_softmax")
+                       .Inputs({"logits"})
+                       .Outputs({"log_probs"})
+                       .Attr("axis", int64_t{-1})
+                       .Shape(SoftmaxShape)
+                       .Doc("x - logsumexp(x) along `axis`."));
+
+// logits [..., classes] and probs of the same shape -> loss [...].
+Specs SoftmaxCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "logits"));
+  const Shape& l = c.shape(0);
+  const Shape& p = c.shape(1);
+  if (!l.IsCompatibleWith(p)) {
+    return absl::InvalidArgumentError(
+        StrCat("logits ", c.input(0).ToString(), " and probs ",
+               c.input(1).ToString(), " differ in shape"));
+  }
+  Shape merged = l.unknown_rank() ? p : l;
+  if (!l.unknown_rank() && !p.unknown_rank()) {
+    for (int i = 0; i < l.rank(); ++i) {
+      merged.mutable_dims()[i] = MergeDim(l.dim(i), p.dim(i));
+    }
+  }
+  return One(c.dtype(0), DropLastDim(merged));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("softmax_cross_entropy")
+        .Inputs({"logits", "probs"})
+        .Outputs({"loss"})
+        .Shape(SoftmaxCrossEntropyShape)
+        .Doc("Per-example -sum(probs * log_softmax(logits)) over the last "
+             "axis."));
+
+// logits [..., classes] and integer labels [...] -> loss [...].
+Specs SparseSoftmaxCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "logits"));
+  if (c.dtype(1) != DType::kI32 && c.dtype(1) != DType::kI64) {
+    return absl::InvalidArgumentError(
+        StrCat("labels must be i32 or i64, got ", c.input(1).ToString()));
+  }
+  Shape expected = DropLastDim(c.shape(0));
+  const Shape& labels = c.shape(1);
+  if (!expected.IsCompatibleWith(labels)) {
+    return absl::InvalidArgumentError(
+        StrCat("labels ", c.input(1).ToString(), " must have the shape of ",
+               "logits ", c.input(0).ToString(), " without its last ",
+               "dimension, ", expected.ToString()));
+  }
+  if (expected.unknown_rank()) {
+    expected = labels;
+  } else if (!labels.unknown_rank()) {
+    for (int i = 0; i < expected.rank(); ++i) {
+      expected.mutable_dims()[i] = MergeDim(expected.dim(i), labels.dim(i));
+    }
+  }
+  return One(c.dtype(0), std::move(expected));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sparse_softmax_cross_entropy")
+        .Inputs({"logits", "labels"})
+        .Outputs({"loss"})
+        .Shape(SparseSoftmaxCrossEntropyShape)
+        .Doc("Per-example -log_softmax(logits)[label]; labels are class "
+             "indices in [0, classes)."));
+
+// Element-wise; logits and labels of one dtype and shape.
+Specs SigmoidCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  const Shape& l = c.shape(0);
+  const Shape& z = c.shape(1);
+  if (!l.IsCompatibleWith(z)) {
+    return absl::InvalidArgumentError(
+        StrCat("logits ", c.input(0).ToString(), " and labels ",
+               c.input(1).ToString(), " differ in shape"));
+  }
+  if (l.unknown_rank()) return One(c.dtype(0), z);
+  Shape merged = l;
+  if (!z.unknown_rank()) {
+    for (int i = 0; i < l.rank(); ++i) {
+      merged.mutable_dims()[i] = MergeDim(l.dim(i), z.dim(i));
+    }
+  }
+  return One(c.dtype(0), std::move(merged));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sigmoid_cross_entropy")
+        .Inputs({"logits", "labels"})
+        .Outputs({"loss"})
+        .Shape(SigmoidCrossEntropyShape)
+        .Doc("Element-wise max(x, 0) - x * z + log(1 + exp(-|x|))."));
+
+Specs L2LossShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  return One(c.dtype(0), Shape{});
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("l2_loss")
+                       .Inputs({"x"})
+                       .Outputs({"loss"})
+                       .Shape(L2LossShape)
+                       .Doc("sum(x^2) / 2, a scalar."));
+
+Specs BiasAddShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the input"));
+  RN_RETURN_IF_ERROR(RequireRank(c, 1, 1, "the bias"));
+  const Shape& x = c.shape(0);
+  const Shape& b = c.shape(1);
+  Shape out = x;
+  if (!x.unknown_rank() && !b.unknown_rank()) {
+    const int64_t last = x.dim(x.rank() - 1);
+    if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
+      return absl::InvalidArgumentError(StrCat(
+          "bias ", c.input(1).ToString(),
+          " does not match the last dimension of ", c.input(0).ToString()));
+    }
+    out.mutable_dims()[x.rank() - 1] = MergeDim(last, b.dim(0));
+  }
+  return One(c.dtype(0), std::move(out));
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
+                       .Inputs({"x", "bias"})
+                       .Outputs({"y"})
+                       .Shape(BiasAddShape)
+                       .Doc("x + bias, the 1-D bias added along the last "
+                            "dimension."));
+
+// ---- conv2d and pooling ----------------------------------------------------
+
+// Reads an attribute that is an int or a list of one or two ints ([h, w]),
+// or TensorFlow's four ([1, h, w, 1]); returns {h, w}, all positive.
+absl::StatusOr<std::pair<int64_t, int64_t>> ReadHW(const ShapeContext& c,
+                                                   std::string_view name,
+                                                   int64_t fallback) {
+  RN_ASSIGN_OR_RETURN(
+      std::vector<int64_t> v,
+      c.attr_or<std::vector<int64_t>>(name, std::vector<int64_t>{fallback}));
+  std::pair<int64_t, int64_t> hw;
+  if (v.size() == 1) {
+    hw = {v[0], v[0]};
+  } else if (v.size() == 2) {
+    hw = {v[0], v[1]};
+  } else if (v.size() == 4 && v[0] == 1 && v[3] == 1) {
+    hw = {v[1], v[2]};
+  } else {
+    return absl::InvalidArgumentError(
+        StrCat("attribute '", name, "' must be an int or [h, w], got ",
+               AttrValueToString(c.attrs().find(name)->second)));
+  }
+  if (hw.first < 1 || hw.second < 1) {
+    return absl::InvalidArgumentError(StrCat("attribute '", name,
+                                             "' must be positive, got [",
+                                             hw.first, ", ", hw.second, "]"));
+  }
+  return hw;
+}
+
+// True for "same", false for "valid".
+absl::StatusOr<bool> ReadPadding(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(std::string p, c.attr<std::string>("padding"));
+  if (p == "same" || p == "SAME") return true;
+  if (p == "valid" || p == "VALID") return false;
+  return absl::InvalidArgumentError(
+      StrCat("padding must be \"same\" or \"valid\", got \"", p, "\""));
+}
+
+// The output length of one spatial dimension (-1 when `in` is unknown).
+absl::StatusOr<int64_t> WindowedLength(int64_t in, int64_t window,
+                                       int64_t stride, int64_t dilation,
+                                       bool same, std::string_view what) {
+  if (in < 0) return kUnknownDim;
+  if (same) return (in + stride - 1) / stride;
+  const int64_t effective = (window - 1) * dilation + 1;
+  if (in < effective) {
+    return absl::InvalidArgumentError(
+        StrCat("the ", what, " of effective size ", effective,
+               " is larger than the input (", in, ") with valid padding"));
+  }
+  return (in - effective) / stride + 1;
+}
+
+Specs Conv2DShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
+  RN_RETURN_IF_ERROR(RequireRank(c, 1, 4, "the filters (HWIO)"));
+  RN_ASSIGN_OR_RETURN(auto strides, ReadHW(c, "strides", 1));
+  RN_ASSIGN_OR_RETURN(auto dilations, ReadHW(c, "dilations", 1));
+  RN_ASSIGN_OR_RETURN(bool same, ReadPadding(c));
+  const Shape& x = c.shape(0);
+  const Shape& f = c.shape(1);
+  if (x.unknown_rank()) {
+    return One(c.dtype(0), f.unknown_rank() ? Shape::UnknownRank()
+                                            : Shape{kUnknownDim, kUnknownDim,
+                                                    kUnknownDim, f.dim(3)});
+  }
+  int64_t kh = kUnknownDim, kw = kUnknownDim, out_c = kUnknownDim;
+  if (!f.unknown_rank()) {
+    kh = f.dim(0);
+    kw = f.dim(1);
+    out_c = f.dim(3);
+    if (x.dim(3) >= 0 && f.dim(2) >= 0 && x.dim(3) != f.dim(2)) {
+      return absl::InvalidArgumentError(
+          StrCat("channels differ: the input ", c.input(0).ToString(), " has ",
+                 x.dim(3), " but the filters ", c.input(1).ToString(),
+                 " expect ", f.dim(2)));
+    }
+  }
+  int64_t oh = kUnknownDim, ow = kUnknownDim;
+  if (kh >= 0 || same) {
+    RN_ASSIGN_OR_RETURN(oh, WindowedLength(x.dim(1), kh, strides.first,
+                                           dilations.first, same, "filter"));
+  }
+  if (kw >= 0 || same) {
+    RN_ASSIGN_OR_RETURN(ow, WindowedLength(x.dim(2), kw, strides.second,
+                                           dilations.second, same, "filter"));
+  }
+  return One(c.dtype(0), Shape{x.dim(0), oh, ow, out_c});
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d")
+        .Inputs({"x", "filters"})
+        .Outputs({"y"})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape(Conv2DShape)
+        .Doc("2-D convolution (cross-correlation) of NHWC `x` with HWIO "
+             "`filters`; `strides` and `dilations` are an int or [h, w]."));
+
+Specs PoolShape(const ShapeContext& c, bool floating_only) {
+  if (floating_only) {
+    RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  } else if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
+  if (!c.attrs().contains("size")) {
+    return absl::InvalidArgumentError("missing attribute 'size'");
+  }
+  RN_ASSIGN_OR_RETURN(auto size, ReadHW(c, "size", 1));
+  std::pair<int64_t, int64_t> strides = size;
+  if (c.attrs().contains("strides")) {
+    RN_ASSIGN_OR_RETURN(strides, ReadHW(c, "strides", 1));
+  }
+  RN_ASSIGN_OR_RETURN(bool same, ReadPadding(c));
+  const Shape& x = c.shape(0);
+  if (x.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
+  RN_ASSIGN_OR_RETURN(
+      int64_t oh,
+      WindowedLength(x.dim(1), size.first, strides.first, 1, same, "window"));
+  RN_ASSIGN_OR_RETURN(
+      int64_t ow,
+      WindowedLength(x.dim(2), size.second, strides.second, 1, same, "window"));
+  return One(c.dtype(0), Shape{x.dim(0), oh, ow, x.dim(3)});
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("max_pool")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("padding", std::string("valid"))
+        .Shape([](const ShapeContext& c) { return PoolShape(c, false); })
+        .Doc("Maximum over `size` windows of NHWC `x`, moved by `strides` "
+             "(default: `size`)."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("avg_pool")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("padding", std::string("valid"))
+        .Shape([](const ShapeContext& c) { return PoolShape(c, true); })
+        .Doc("Mean over `size` windows of NHWC `x`, moved by `strides` "
+             "(default: `size`); with \"same\" padding the mean is over the "
+             "window's elements inside the input."));
+
+}  // namespace
+}  // namespace runnel
