@@ -1,0 +1,333 @@
+// The grammar of the Runnel language (LANGUAGE.md §2-§5).
+//
+// One combined grammar: the interpreter generates its C++ lexer and parser
+// from it in the build directory
+//   antlr4 -Dlanguage=Cpp -visitor -no-listener -o <build>/grammar Runnel.g4
+// and tests/grammar/parse_test.sh checks it with the Java target.
+//
+// Statement ends. NEWLINE tokens reach the parser only where they end a
+// statement. The lexer decides, with the two members below:
+//   - inside ( ) and [ ] a newline never ends a statement; inside { } (blocks
+//     and records) it does, so `f(fn(x) { a \n b })` keeps the newline
+//     between `a` and `b`. The lexer keeps the stack of open brackets.
+//   - after a binary operator, `,`, `=`, `=>` or `{` a newline does not end a
+//     statement: those tokens record where they end, and a newline starting
+//     right there (with only spaces and a comment in between) is dropped.
+// A dropped newline is an IGNORED_NEWLINE token on the HIDDEN channel, as are
+// spaces (WS) and a comment on the last line (COMMENT); a comment before a
+// newline is part of that newline's token. So the hidden and default
+// channels together cover the source text exactly.
+//
+// The members and actions use only syntax that C++ and Java share, so the
+// grammar carries no target-specific code. A driver that wants to know
+// whether input is complete (the REPL's `...` prompt) can ask the lexer
+// after reaching EOF: `bracketDepth > 0` means an open bracket, and
+// `continuationEnd == <end of input>` means it ended on a continuation token.
+// Reuse a lexer for a new input only after resetting these members.
+
+grammar Runnel;
+
+@lexer::members {
+  // Open brackets, innermost in the lowest bit: 1 for ( and [, 0 for {.
+  // The outermost 62 levels are kept; newlines deeper than that are dropped.
+  long bracketBits = 0;
+  int bracketDepth = 0;
+  // Character index just past the last continuation token, -1 before any.
+  long continuationEnd = -1;
+
+  void openBracket(int paren) {
+    if (bracketDepth < 62) bracketBits = bracketBits * 2 + paren;
+    bracketDepth = bracketDepth + 1;
+  }
+  void closeBracket() {
+    if (bracketDepth > 0) {
+      bracketDepth = bracketDepth - 1;
+      if (bracketDepth < 62) bracketBits = bracketBits / 2;
+    }
+  }
+  void continueLine() { continuationEnd = (long) getCharIndex(); }
+}
+
+// ---------------------------------------------------------------------------
+// Parser
+
+// Statements separated by `sep`, each optional. Written so that every
+// decision here needs one token of lookahead: a syntax error inside a
+// statement is then reported and recovered from inside that statement, not
+// by the loop (which would skip the rest of the file).
+program
+    : statement? (sep statement?)* EOF
+    ;
+
+sep
+    : NEWLINE
+    | SEMI
+    ;
+
+block
+    : LBRACE statement? (sep statement?)* RBRACE
+    ;
+
+statement
+    : LET pattern ASSIGN expression                                     # letStatement
+    | VAR ID (COLON type)? ASSIGN expression                            # varStatement
+    | STATE ID (COLON type)? ASSIGN expression                          # stateStatement
+    | INPUT ID COLON type (ASSIGN expression)?                          # inputStatement
+    | DEF ID LPAREN parameters? RPAREN (block | ASSIGN expression)      # defStatement
+    | IMPORT ID (AS ID)?                                                # importModule
+    | IMPORT STRING AS ID                                               # importFile
+    | RETURN expression?                                                # returnStatement
+    | BREAK                                                             # breakStatement
+    | CONTINUE                                                          # continueStatement
+    | FOR pattern IN expression block                                   # forStatement
+    | SCOPE expression block                                            # scopeStatement
+    | DEVICE expression block                                           # deviceStatement
+    | AFTER expression block                                            # afterStatement
+    | pattern ASSIGN expression                                         # rebindStatement
+    | expression                                                        # expressionStatement
+    ;
+
+// `x`, `_`, `(a, (b, _))`
+pattern
+    : ID                                                                # namePattern
+    | LPAREN pattern (COMMA pattern)* COMMA? RPAREN                     # tuplePattern
+    ;
+
+// `f32[?, 784]`, `i32[]`, `f32`: a dtype name, then the dimensions.
+type
+    : ID (LBRACK (dimension (COMMA dimension)* COMMA?)? RBRACK)?
+    ;
+
+dimension
+    : QUESTION
+    | expression
+    ;
+
+parameters
+    : parameter (COMMA parameter)* COMMA?
+    ;
+
+parameter
+    : ID (ASSIGN expression)?
+    ;
+
+// Loosest first (LANGUAGE.md §5). The assignment operators (`:=`, `+=`, ...)
+// are expressions too: `let bump = (step += 1)`.
+expression
+    : FN LPAREN parameters? RPAREN (ARROW expression | block)           # lambdaExpression
+    | ifExpression                                                      # conditionalExpression
+    | LOOP pattern ASSIGN expression loopHead block                     # loopExpression
+    | RUN expression (WITH expression)?                                 # runExpression
+    | postfix op=(COLON_ASSIGN | PLUS_ASSIGN | MINUS_ASSIGN
+                  | STAR_ASSIGN | SLASH_ASSIGN) expression              # assignExpression
+    | disjunction                                                       # operatorExpression
+    ;
+
+ifExpression
+    : IF expression block (ELSE (block | ifExpression))?
+    ;
+
+loopHead
+    : FOR pattern IN expression                                         # forLoopHead
+    | WHILE expression                                                  # whileLoopHead
+    ;
+
+disjunction
+    : disjunction OR conjunction
+    | conjunction
+    ;
+
+conjunction
+    : conjunction AND negation
+    | negation
+    ;
+
+negation
+    : NOT negation
+    | comparison
+    ;
+
+// Non-associative: `a < b < c` is a syntax error.
+comparison
+    : range (op=(EQ | NE | LT | LE | GT | GE) range)?
+    ;
+
+range
+    : additive (DOTDOT additive)?
+    ;
+
+additive
+    : additive op=(PLUS | MINUS) multiplicative
+    | multiplicative
+    ;
+
+multiplicative
+    : multiplicative op=(STAR | SLASH | DSLASH | PERCENT | AT) unary
+    | unary
+    ;
+
+// `-x ** 2` is `-(x ** 2)`; `2 ** -1` is allowed.
+unary
+    : MINUS unary
+    | power
+    ;
+
+// Right-associative: `a ** b ** c` is `a ** (b ** c)`.
+power
+    : postfix (POW unary)?
+    ;
+
+postfix
+    : primary                                                           # primaryPostfix
+    | postfix LPAREN arguments? RPAREN                                  # callPostfix
+    | postfix LBRACK subscript (COMMA subscript)* COMMA? RBRACK         # indexPostfix
+    | postfix DOT name                                                  # memberPostfix
+    ;
+
+// Positional arguments, then named ones; the interpreter reports a
+// positional argument after a named one.
+arguments
+    : argument (COMMA argument)* COMMA?
+    ;
+
+argument
+    : name ASSIGN expression                                            # namedArgument
+    | expression                                                        # positionalArgument
+    ;
+
+// `i`, `a:b`, `:`, `1:`, `::2`, `a:b:c`
+subscript
+    : expression                                                        # indexSubscript
+    | lo=expression? COLON hi=expression? (COLON step=expression?)?     # sliceSubscript
+    ;
+
+primary
+    : INT                                                               # intLiteral
+    | FLOAT                                                             # floatLiteral
+    | STRING                                                            # stringLiteral
+    | (TRUE | FALSE)                                                    # boolLiteral
+    | NONE                                                              # noneLiteral
+    | ID                                                                # nameReference
+    | LPAREN expression RPAREN                                          # parenthesized
+    | LPAREN (expression COMMA (expression (COMMA expression)* COMMA?)?)? RPAREN  # tupleLiteral
+    | LBRACK (expression (COMMA expression)* COMMA?)? RBRACK            # listLiteral
+    | LBRACE (field (COMMA field)* COMMA?)? NEWLINE* RBRACE             # recordLiteral
+    ;
+
+field
+    : name COLON expression
+    ;
+
+// Where a name only labels something (a named argument, a member, a record
+// field) keywords are names too: `trainable_vars(scope = "enc")`.
+name
+    : ID
+    | LET | VAR | STATE | INPUT | DEF | FN | RETURN | IMPORT | AS | DEVICE
+    | SCOPE | AFTER | IF | ELSE | LOOP | WHILE | FOR | IN | RUN | WITH
+    | BREAK | CONTINUE | TRUE | FALSE | NONE | AND | OR | NOT
+    ;
+
+// ---------------------------------------------------------------------------
+// Lexer
+
+// Keywords (LANGUAGE.md §2). Editors check their keyword lists against the
+// rules of this form (editors/test/vocabulary.js).
+LET      : 'let' ;
+VAR      : 'var' ;
+STATE    : 'state' ;
+INPUT    : 'input' ;
+DEF      : 'def' ;
+FN       : 'fn' ;
+RETURN   : 'return' ;
+IMPORT   : 'import' ;
+AS       : 'as' ;
+DEVICE   : 'device' ;
+SCOPE    : 'scope' ;
+AFTER    : 'after' ;
+IF       : 'if' ;
+ELSE     : 'else' ;
+LOOP     : 'loop' ;
+WHILE    : 'while' ;
+FOR      : 'for' ;
+IN       : 'in' ;
+RUN      : 'run' ;
+WITH     : 'with' ;
+BREAK    : 'break' ;
+CONTINUE : 'continue' ;
+TRUE     : 'true' ;
+FALSE    : 'false' ;
+NONE     : 'none' ;
+AND      : 'and' { continueLine(); } ;
+OR       : 'or' { continueLine(); } ;
+NOT      : 'not' ;
+
+// Operators. Those followed by { continueLine(); } let a statement go on
+// on the next line.
+POW          : '**' { continueLine(); } ;
+STAR         : '*' { continueLine(); } ;
+DSLASH       : '//' { continueLine(); } ;
+SLASH        : '/' { continueLine(); } ;
+PERCENT      : '%' { continueLine(); } ;
+AT           : '@' { continueLine(); } ;
+PLUS         : '+' { continueLine(); } ;
+MINUS        : '-' { continueLine(); } ;
+EQ           : '==' { continueLine(); } ;
+NE           : '!=' { continueLine(); } ;
+LE           : '<=' { continueLine(); } ;
+LT           : '<' { continueLine(); } ;
+GE           : '>=' { continueLine(); } ;
+GT           : '>' { continueLine(); } ;
+ARROW        : '=>' { continueLine(); } ;
+ASSIGN       : '=' { continueLine(); } ;
+COLON_ASSIGN : ':=' { continueLine(); } ;
+PLUS_ASSIGN  : '+=' { continueLine(); } ;
+MINUS_ASSIGN : '-=' { continueLine(); } ;
+STAR_ASSIGN  : '*=' { continueLine(); } ;
+SLASH_ASSIGN : '/=' { continueLine(); } ;
+DOTDOT       : '..' { continueLine(); } ;
+COMMA        : ',' { continueLine(); } ;
+DOT          : '.' ;
+COLON        : ':' ;
+SEMI         : ';' ;
+QUESTION     : '?' ;
+
+LPAREN : '(' { openBracket(1); } ;
+RPAREN : ')' { closeBracket(); } ;
+LBRACK : '[' { openBracket(1); } ;
+RBRACK : ']' { closeBracket(); } ;
+LBRACE : '{' { openBracket(0); continueLine(); } ;
+RBRACE : '}' { closeBracket(); } ;
+
+// Literals. `1.` is not a float, so that `0..n` is a range.
+FLOAT
+    : DIGITS '.' DIGITS EXPONENT?
+    | '.' DIGITS EXPONENT?
+    | DIGITS EXPONENT
+    ;
+
+INT : DIGITS ;
+
+STRING : '"' (ESCAPE | ~["\\\r\n])* '"' ;
+
+ID : [A-Za-z_] [A-Za-z0-9_]* ;
+
+// A newline (with the blank and comment-only lines after it) ends a
+// statement unless the predicate, checked where the token starts, says it
+// follows a continuation token or sits inside ( ) or [ ]. The predicate is
+// read-only; the same text then lexes as IGNORED_NEWLINE.
+NEWLINE
+    : { (long) getCharIndex() != continuationEnd && (bracketDepth == 0 || (bracketDepth <= 62 && bracketBits % 2 == 0)) }?
+      LINE_END
+    ;
+
+IGNORED_NEWLINE : LINE_END -> channel(HIDDEN) ;
+
+// A comment on the last line, with no newline after it.
+COMMENT : '#' ~[\r\n]* -> channel(HIDDEN) ;
+
+WS : [ \t\f\r]+ -> channel(HIDDEN) ;
+
+fragment LINE_END : ([ \t\f]* ('#' ~[\r\n]*)? '\r'? '\n')+ ;
+fragment DIGITS   : [0-9] ('_'? [0-9])* ;
+fragment EXPONENT : [eE] [+-]? DIGITS ;
+fragment ESCAPE   : '\\' [nt\\"] ;
