@@ -1,0 +1,317 @@
+// Kernels of the softmax family, the cross-entropy losses, bias_add and
+// l2_loss (runtime/ops/nn_ops.cc). The 16-bit floats are computed in f32
+// and rounded once on output.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/eigen_support.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+template <typename T>
+using Acc = AccumType<T>;
+template <typename S>
+using Array1 = Eigen::Array<S, Eigen::Dynamic, 1>;
+
+// Reads element i of a T tensor as its accumulation type.
+template <typename T>
+Acc<T> Get(const EigenType<T>* p, int64_t i) {
+  return static_cast<Acc<T>>(p[i]);
+}
+
+// A contiguous run of T as an Eigen array expression of Acc<T>.
+template <typename T>
+auto LoadRun(const EigenType<T>* p, int64_t n) {
+  return Eigen::Map<const Array1<EigenType<T>>>(p, n).template cast<Acc<T>>();
+}
+
+// lines = outer * inner lines of `len` elements along one axis of `shape`.
+struct AxisLines {
+  AxisLines(const Shape& shape, int axis) {
+    for (int i = 0; i < axis; ++i) outer *= shape.dim(i);
+    len = shape.dim(axis);
+    for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape.dim(i);
+  }
+  int64_t count() const { return outer * inner; }
+  // Offset of the first element of line l; its elements are `inner` apart.
+  int64_t start(int64_t l) const {
+    return (l / inner) * len * inner + l % inner;
+  }
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+// Cycles per element of an exp-heavy line, for ParallelFor.
+constexpr int64_t kExpCost = 30;
+
+// softmax and log_softmax along attribute `axis`.
+template <typename T, bool kLog>
+class SoftmaxKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const int rank = x.rank();
+    if (axis_ < -rank || axis_ >= rank) {
+      return absl::InvalidArgumentError(StrCat(
+          "axis ", axis_, " is out of range for a tensor of rank ", rank));
+    }
+    const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    const AxisLines lines(x.shape(), axis);
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const EigenType<T>* in = EigenData<T>(x);
+    EigenType<T>* out = EigenMutableData<T>(y);
+    ctx->intra_op_pool()->ParallelFor(
+        lines.count(), lines.len * kExpCost, [&](int64_t begin, int64_t end) {
+          Array1<Acc<T>> v(lines.len);
+          for (int64_t l = begin; l < end; ++l) {
+            const int64_t s = lines.start(l);
+            for (int64_t j = 0; j < lines.len; ++j) {
+              v[j] = Get<T>(in, s + j * lines.inner);
+            }
+            const Acc<T> max = v.maxCoeff();
+            v -= max;
+            if constexpr (kLog) {
+              v -= std::log(v.exp().sum());
+            } else {
+              v = v.exp();
+              v /= v.sum();
+            }
+            for (int64_t j = 0; j < lines.len; ++j) {
+              out[s + j * lines.inner] = static_cast<EigenType<T>>(v[j]);
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+template <typename T>
+using Softmax = SoftmaxKernel<T, false>;
+template <typename T>
+using LogSoftmax = SoftmaxKernel<T, true>;
+
+// log(sum(exp(x))) of a row, computed stably.
+template <typename A>
+A LogSumExp(const Array1<A>& x, A max) {
+  return max + std::log((x - max).exp().sum());
+}
+
+// Rows of logits [rows, classes] and a loss per row: allocates the loss
+// with the logits' shape minus its last dimension.
+absl::StatusOr<Tensor*> AllocateRowLoss(OpKernelContext* ctx,
+                                        const Tensor& logits) {
+  std::vector<int64_t> dims = logits.shape().dims();
+  dims.pop_back();
+  return ctx->allocate_output(0, Shape(std::move(dims)));
+}
+
+template <typename T>
+class SoftmaxCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& probs = ctx->input(1);
+    if (logits.shape() != probs.shape() || logits.rank() < 1) {
+      return absl::InvalidArgumentError(StrCat(
+          "logits ", DTypeName(logits.dtype()), logits.shape().ToString(),
+          " and probs ", DTypeName(probs.dtype()), probs.shape().ToString(),
+          " differ in shape"));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
+    const int64_t classes = logits.dim(logits.rank() - 1);
+    const int64_t rows = loss->num_elements();
+    const EigenType<T>* x = EigenData<T>(logits);
+    const EigenType<T>* p = EigenData<T>(probs);
+    EigenType<T>* out = EigenMutableData<T>(loss);
+    ctx->intra_op_pool()->ParallelFor(
+        rows, classes * kExpCost, [&](int64_t begin, int64_t end) {
+          Array1<Acc<T>> row(classes);
+          for (int64_t r = begin; r < end; ++r) {
+            if (classes == 0) {
+              out[r] = static_cast<EigenType<T>>(0);
+              continue;
+            }
+            row = LoadRun<T>(x + r * classes, classes);
+            const Acc<T> lse = LogSumExp(row, row.maxCoeff());
+            const Acc<T> l =
+                (LoadRun<T>(p + r * classes, classes) * (lse - row)).sum();
+            out[r] = static_cast<EigenType<T>>(l);
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+class SparseSoftmaxCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& labels = ctx->input(1);
+    if (labels.dtype() == DType::kI32) return Run<int32_t>(ctx);
+    if (labels.dtype() == DType::kI64) return Run<int64_t>(ctx);
+    return absl::InvalidArgumentError(
+        StrCat("labels must be i32 or i64, got ", DTypeName(labels.dtype())));
+  }
+
+ private:
+  template <typename L>
+  absl::Status Run(OpKernelContext* ctx) {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
+    if (labels.shape() != loss->shape()) {
+      return absl::InvalidArgumentError(StrCat(
+          "labels ", DTypeName(labels.dtype()), labels.shape().ToString(),
+          " must have the shape ", loss->shape().ToString(), " of the logits ",
+          DTypeName(logits.dtype()), logits.shape().ToString(),
+          " without their last dimension"));
+    }
+    const int64_t classes = logits.dim(logits.rank() - 1);
+    const int64_t rows = loss->num_elements();
+    const L* label = labels.data<L>();
+    for (int64_t r = 0; r < rows; ++r) {
+      if (label[r] < 0 || label[r] >= classes) {
+        return absl::InvalidArgumentError(StrCat(
+            "label ", label[r], " (at index ", r, ") is out of range for ",
+            classes, " classes; labels must ", "be in [0, ", classes, ")"));
+      }
+    }
+    const EigenType<T>* x = EigenData<T>(logits);
+    EigenType<T>* out = EigenMutableData<T>(loss);
+    ctx->intra_op_pool()->ParallelFor(
+        rows, classes * kExpCost, [&](int64_t begin, int64_t end) {
+          Array1<Acc<T>> row(classes);
+          for (int64_t r = begin; r < end; ++r) {
+            row = LoadRun<T>(x + r * classes, classes);
+            const Acc<T> lse = LogSumExp(row, row.maxCoeff());
+            out[r] = static_cast<EigenType<T>>(lse - row[label[r]]);
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+// Cycles per element of a cheap element-wise kernel.
+constexpr int64_t kCwiseCost = 2;
+
+template <typename T>
+class SigmoidCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    if (logits.shape() != labels.shape()) {
+      return absl::InvalidArgumentError(StrCat(
+          "logits ", DTypeName(logits.dtype()), logits.shape().ToString(),
+          " and labels ", DTypeName(labels.dtype()), labels.shape().ToString(),
+          " differ in shape"));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, logits.shape()));
+    const EigenType<T>* x = EigenData<T>(logits);
+    const EigenType<T>* z = EigenData<T>(labels);
+    EigenType<T>* out = EigenMutableData<T>(loss);
+    ctx->intra_op_pool()->ParallelFor(
+        logits.num_elements(), kExpCost, [&](int64_t begin, int64_t end) {
+          const int64_t n = end - begin;
+          Array1<Acc<T>> xs = LoadRun<T>(x + begin, n);
+          // max(x, 0) - x * z + log(1 + exp(-|x|)): exp never overflows.
+          Array1<Acc<T>> l = xs.max(Acc<T>(0)) - xs * LoadRun<T>(z + begin, n) +
+                             (-xs.abs()).exp().log1p();
+          Eigen::Map<Array1<EigenType<T>>>(out + begin, n) =
+              l.template cast<EigenType<T>>();
+        });
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+class BiasAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    if (x.rank() < 1 || bias.rank() != 1 ||
+        bias.dim(0) != x.dim(x.rank() - 1)) {
+      return absl::InvalidArgumentError(
+          StrCat("bias ", DTypeName(bias.dtype()), bias.shape().ToString(),
+                 " does not match the last dimension of ", DTypeName(x.dtype()),
+                 x.shape().ToString()));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    const int64_t cols = bias.dim(0);
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / cols;
+    const EigenType<T>* in = EigenData<T>(x);
+    const EigenType<T>* b = EigenData<T>(bias);
+    EigenType<T>* out = EigenMutableData<T>(y);
+    ctx->intra_op_pool()->ParallelFor(
+        rows, cols * kCwiseCost, [&](int64_t begin, int64_t end) {
+          const Array1<Acc<T>> bv = LoadRun<T>(b, cols);
+          for (int64_t r = begin; r < end; ++r) {
+            Eigen::Map<Array1<EigenType<T>>>(out + r * cols, cols) =
+                (LoadRun<T>(in + r * cols, cols) + bv)
+                    .template cast<EigenType<T>>();
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+class L2LossKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{}));
+    // Fixed chunks summed in order: the result does not depend on the
+    // number of threads.
+    constexpr int64_t kChunk = 16384;
+    const int64_t n = x.num_elements();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> partial(chunks, 0.0);
+    const EigenType<T>* in = EigenData<T>(x);
+    ctx->intra_op_pool()->ParallelFor(
+        chunks, kChunk * kCwiseCost, [&](int64_t begin, int64_t end) {
+          for (int64_t c = begin; c < end; ++c) {
+            const int64_t len = std::min(kChunk, n - c * kChunk);
+            partial[c] = static_cast<double>(
+                LoadRun<T>(in + c * kChunk, len).square().sum());
+          }
+        });
+    double sum = 0;
+    for (double p : partial) sum += p;
+    EigenMutableData<T>(y)[0] = static_cast<EigenType<T>>(sum / 2);
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(NnKernels) {
+  RegisterKernelForTypes<Softmax, Half, BFloat16, float, double>("softmax");
+  RegisterKernelForTypes<LogSoftmax, Half, BFloat16, float, double>(
+      "log_softmax");
+  RegisterKernelForTypes<SoftmaxCrossEntropyKernel, Half, BFloat16, float,
+                         double>("softmax_cross_entropy");
+  RegisterKernelForTypes<SparseSoftmaxCrossEntropyKernel, Half, BFloat16, float,
+                         double>("sparse_softmax_cross_entropy");
+  RegisterKernelForTypes<SigmoidCrossEntropyKernel, Half, BFloat16, float,
+                         double>("sigmoid_cross_entropy");
+  RegisterKernelForTypes<BiasAddKernel, Half, BFloat16, float, double, int32_t,
+                         int64_t>("bias_add");
+  RegisterKernelForTypes<L2LossKernel, Half, BFloat16, float, double>(
+      "l2_loss");
+}
+
+}  // namespace
+}  // namespace runnel
