@@ -1,0 +1,93 @@
+// The words editors highlight, read from their sources of truth:
+//   keywords  from the lexer rules `NAME : 'word' ...;` of grammar/Runnel.g4,
+//   builtins  from interpreter/builtins.list,
+//   dtypes    from `enum class DType` in runtime/dtype.h (kF32 -> f32).
+// Each keyword belongs to one editor category below; a keyword the grammar
+// gains without a category here is an error, so the editors cannot miss it.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+
+const root = path.resolve(__dirname, '..', '..');
+
+// Editor categories of the keywords (LANGUAGE.md §2).
+const KEYWORD_CATEGORIES = {
+  declaration: ['let', 'var', 'state', 'input', 'def', 'fn'],
+  conditional: ['if', 'else'],
+  repeat: ['loop', 'while', 'for', 'in'],
+  flow: ['return', 'break', 'continue'],
+  run: ['run', 'with'],
+  import: ['import', 'as'],
+  block: ['device', 'scope', 'after'],
+  logical: ['and', 'or', 'not'],
+  constant: ['true', 'false', 'none'],
+};
+
+function readKeywords(grammarText) {
+  const keywords = [];
+  // A lexer rule whose body is one lowercase word, optionally with an action.
+  const rule = /^([A-Z][A-Z_]*)\s*:\s*'([a-z_][a-z0-9_]*)'\s*(\{[^}]*\}\s*)?;/gm;
+  for (let m; (m = rule.exec(grammarText));) keywords.push(m[2]);
+  return keywords;
+}
+
+function readList(text) {
+  return text.split('\n').map((l) => l.replace(/#.*/, '').trim()).filter((l) => l);
+}
+
+function readDTypes(headerText) {
+  const m = /enum\s+class\s+DType\b[^{]*\{([^}]*)\}/.exec(headerText);
+  if (!m) throw new Error('runtime/dtype.h: no `enum class DType { ... }` found');
+  return m[1].split(',').map((s) => s.replace(/\/\/.*|\/\*.*?\*\//g, '').trim())
+      .filter((s) => s).map((s) => {
+        if (!/^k[A-Z][A-Za-z0-9]*$/.test(s)) throw new Error(`runtime/dtype.h: unexpected enumerator ${s}`);
+        return s.slice(1).toLowerCase();
+      });
+}
+
+function load() {
+  const read = (p) => fs.readFileSync(path.join(root, p), 'utf8');
+  const keywords = readKeywords(read('grammar/Runnel.g4'));
+  const builtins = readList(read('interpreter/builtins.list'));
+  const dtypes = readDTypes(read('runtime/dtype.h'));
+  const errors = [];
+
+  const categoryOf = {};
+  for (const [category, words] of Object.entries(KEYWORD_CATEGORIES)) {
+    for (const w of words) categoryOf[w] = category;
+  }
+  for (const k of keywords) {
+    if (!categoryOf[k]) {
+      errors.push(`keyword '${k}' of grammar/Runnel.g4 has no editor category: ` +
+                  `add it to KEYWORD_CATEGORIES in editors/test/vocabulary.js`);
+    }
+  }
+  for (const k of Object.keys(categoryOf)) {
+    if (!keywords.includes(k)) {
+      errors.push(`'${k}' in KEYWORD_CATEGORIES (editors/test/vocabulary.js) is not a keyword of grammar/Runnel.g4`);
+    }
+  }
+  const seen = new Set();
+  for (const b of builtins) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(b)) errors.push(`interpreter/builtins.list: '${b}' is not a name`);
+    if (seen.has(b)) errors.push(`interpreter/builtins.list: '${b}' appears twice`);
+    if (keywords.includes(b)) errors.push(`interpreter/builtins.list: '${b}' is a keyword`);
+    if (dtypes.includes(b)) errors.push(`interpreter/builtins.list: '${b}' is a dtype`);
+    seen.add(b);
+  }
+  if (errors.length) throw new Error(errors.join('\n'));
+
+  const byCategory = {};
+  for (const category of Object.keys(KEYWORD_CATEGORIES)) {
+    byCategory[category] = keywords.filter((k) => categoryOf[k] === category);
+  }
+  return {keywords, categoryOf, byCategory, builtins, dtypes};
+}
+
+module.exports = {load, root, readKeywords, readDTypes, KEYWORD_CATEGORIES};
+
+if (require.main === module) {
+  const v = load();
+  console.log(JSON.stringify({keywords: v.byCategory, builtins: v.builtins, dtypes: v.dtypes}, null, 2));
+}

@@ -1,0 +1,2 @@
+" Runnel scripts: *.rnl
+autocmd BufRead,BufNewFile *.rnl setfiletype runnel

@@ -1,0 +1,102 @@
+" Vim syntax file
+" Language:    Runnel (.rnl), see LANGUAGE.md
+" Maintainer:  the Runnel project (editors/vim)
+"
+" The lists between BEGIN GENERATED and END GENERATED are written by
+" editors/test/sync_vocabulary.js from grammar/Runnel.g4,
+" interpreter/builtins.list and runtime/dtype.h; edit the rest by hand.
+
+if exists('b:current_syntax')
+  finish
+endif
+let s:cpo_save = &cpo
+set cpo&vim
+
+" Nothing spans lines: strings and comments end with theirs.
+syn sync minlines=1 maxlines=1
+
+" Keywords, constants, dtypes and builtins are matches, not `syn keyword`s,
+" so that they can skip names after `.` (t.rank) and before `=`
+" (trainable_vars(scope = "")). A name followed by `=` is an argument name.
+" BEGIN GENERATED
+syn match runnelDeclaration "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(let\|var\|state
+      \\|input\|def\|fn\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelConditional "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(if\|else\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelRepeat "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(loop\|while\|for\|in\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelFlow "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(return\|break\|continue\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelRun "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(run\|with\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelInclude "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(import\|as\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelBlock "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(device\|scope\|after\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelLogical "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(and\|or\|not\)\>\%(\s*=[=>]\@!\)\@!"
+syn match runnelConstant "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(true\|false\|none\)\>"
+syn match runnelDType "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(f16\|bf16\|f32\|f64\|i8
+      \\|u8\|i32\|i64\|bool\)\>"
+syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(zeros\|ones\|fill
+      \\|zeros_like\|ones_like\|arange\|eye\|one_hot\|random_normal
+      \\|random_uniform\|truncated_normal\|glorot_uniform\|he_normal\|abs\|neg
+      \\|sign\|sqrt\|rsqrt\|square\|exp\|log\|log1p\|sin\|cos\|tanh\|sigmoid
+      \\|relu\|elu\|softplus\|floor\|ceil\|round\|pow\|maximum\|minimum\|clip
+      \\|where\|cast\|isnan\|isfinite\|sum\|mean\|max\|min\|prod\|all\|any
+      \\|argmax\|argmin\|logsumexp\|reshape\|transpose\|expand_dims\|squeeze
+      \\|concat\|stack\|unstack\|split\|slice\|gather\|tile\|pad\|broadcast_to
+      \\|shape_of\|size\|rank\|matmul\|softmax\|log_softmax
+      \\|softmax_cross_entropy\|sparse_softmax_cross_entropy
+      \\|sigmoid_cross_entropy\|conv2d\|max_pool\|avg_pool\|bias_add\|dropout
+      \\|l2_loss\|embedding_lookup\|assign\|assign_add\|assign_sub
+      \\|scatter_add\|scatter_sub\|scatter_update\|grad\|stop_gradient
+      \\|trainable_vars\|global_step\|group\|noop\|identity\|check_numerics
+      \\|debug_print\|scan\|map\|print\|fmt\|assert\|allclose\|len\|float\|int
+      \\|exit\|arg\|progress\|report\|load_idx\|load_csv\|load_npy\|save_npy
+      \\|dataset\|batches\|save\|restore\)\>\%(\s*=[=>]\@!\)\@!"
+" END GENERATED
+
+" The name after `def` (defined after the builtins: it wins over them).
+syn match runnelFunction "\%(\<def\s\+\)\@<=\h\w*"
+
+" Numbers: 42 1_000, 1.0 .5 1e-3 2.5E+4. Floats are defined after integers
+" so that they win where both start.
+syn match runnelNumber "\<\d\%(_\=\d\)*\>"
+syn match runnelFloat "\<\d\%(_\=\d\)*\.\d\%(_\=\d\)*\%([eE][-+]\=\d\%(_\=\d\)*\)\=\>"
+syn match runnelFloat "\%(\w\|\.\)\@<!\.\d\%(_\=\d\)*\%([eE][-+]\=\d\%(_\=\d\)*\)\=\>"
+syn match runnelFloat "\<\d\%(_\=\d\)*[eE][-+]\=\d\%(_\=\d\)*\>"
+
+" Operators, longest first. A single `.` (member access) is not one.
+syn match runnelOperator "\*\*\|//\|:=\|[-+*/]=\|==\|!=\|<=\|>=\|=>\|\.\.\|[-+*/%@<>=?]"
+
+" Strings end at the closing quote or, unterminated, at the end of the line.
+syn match runnelEscape +\\[nt\\"]+ contained
+syn match runnelEscapeError +\\[^nt\\"]+ contained
+syn region runnelString start=+"+ skip=+\\\\\|\\"+ end=+"+ end=+$+
+      \ contains=runnelEscape,runnelEscapeError,@Spell
+" A string right after `device` is a device specification.
+syn region runnelDeviceSpec start=+\%(\<device\s\+\)\@<="+ skip=+\\\\\|\\"+ end=+"+ end=+$+
+      \ contains=runnelEscape,runnelEscapeError
+
+syn keyword runnelTodo TODO FIXME XXX NOTE contained
+syn match runnelComment "#.*$" contains=runnelTodo,@Spell
+
+hi def link runnelComment      Comment
+hi def link runnelTodo         Todo
+hi def link runnelString       String
+hi def link runnelEscape       SpecialChar
+hi def link runnelEscapeError  Error
+hi def link runnelDeviceSpec   Special
+hi def link runnelNumber       Number
+hi def link runnelFloat        Float
+hi def link runnelConstant     Constant
+hi def link runnelDType        Type
+hi def link runnelBuiltin      Function
+hi def link runnelFunction     Function
+hi def link runnelDeclaration  StorageClass
+hi def link runnelConditional  Conditional
+hi def link runnelRepeat       Repeat
+hi def link runnelFlow         Statement
+hi def link runnelRun          Statement
+hi def link runnelInclude      Include
+hi def link runnelBlock        Keyword
+hi def link runnelLogical      Operator
+hi def link runnelOperator     Operator
+
+let b:current_syntax = 'runnel'
+let &cpo = s:cpo_save
+unlet s:cpo_save
