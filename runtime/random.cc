@@ -17,12 +17,15 @@ double ToUnit(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits) * 0x1.0p-53;
 }
 
-// Both Box-Muller normals of one 128-bit draw.
-std::array<double, 2> BoxMuller(const std::array<uint32_t, 4>& b) {
+// Box-Muller in polar form: a normal is radius * cos(theta), and radius *
+// sin(theta) is another, independent of it.
+struct Polar {
+  double radius, theta;
+};
+Polar BoxMuller(const std::array<uint32_t, 4>& b) {
   // 1 - u lies in (0, 1], so the logarithm is finite.
-  double radius = std::sqrt(-2.0 * std::log(1.0 - ToUnit(b[0], b[1])));
-  double theta = 2.0 * std::numbers::pi * ToUnit(b[2], b[3]);
-  return {radius * std::cos(theta), radius * std::sin(theta)};
+  return {std::sqrt(-2.0 * std::log(1.0 - ToUnit(b[0], b[1]))),
+          2.0 * std::numbers::pi * ToUnit(b[2], b[3])};
 }
 
 }  // namespace
@@ -89,15 +92,18 @@ uint64_t RandomSampler::UniformInt(uint64_t i, uint64_t range) const {
   return range == 0 ? bits : bits % range;
 }
 
-double RandomSampler::Normal(uint64_t i) const { return BoxMuller(Bits(i))[0]; }
+double RandomSampler::Normal(uint64_t i) const {
+  Polar p = BoxMuller(Bits(i));
+  return p.radius * std::cos(p.theta);
+}
 
 double RandomSampler::TruncatedNormal(uint64_t i) const {
   // Each round gives two normals; both fall outside with probability
   // about 0.2%, so the loop almost always ends in the first round.
   for (uint32_t round = 0;; ++round) {
-    for (double z : BoxMuller(Bits(i, round))) {
-      if (std::abs(z) <= 2.0) return z;
-    }
+    Polar p = BoxMuller(Bits(i, round));
+    if (double z = p.radius * std::cos(p.theta); std::abs(z) <= 2.0) return z;
+    if (double z = p.radius * std::sin(p.theta); std::abs(z) <= 2.0) return z;
   }
 }
 

@@ -138,25 +138,36 @@ void RowCopy(ThreadPool* pool, const std::vector<Dim>& outer, const Dim& inner,
 }
 
 // A transposing copy: `rows` is contiguous in the source and `cols` in the
-// destination. Copying square tiles keeps both sides' cache lines in use.
+// destination. Each square tile goes through a small buffer: read along
+// source lines, written along destination lines, so every cache line of
+// either side is touched once (a direct copy of power-of-two shapes would
+// evict its own lines, which share cache sets).
 void TiledCopy(ThreadPool* pool, std::vector<Dim> outer, const Dim& rows,
                const Dim& cols, size_t elem, const char* src, char* dst) {
   const int64_t row_tiles = (rows.n + kTile - 1) / kTile;
   // The last odometer axis walks tiles of rows.
   outer.push_back({row_tiles, rows.src * kTile, rows.dst * kTile});
   const int last = static_cast<int>(outer.size()) - 1;
+  const int64_t esz = static_cast<int64_t>(elem);
   pool->ParallelFor(
       Product(outer), kTile * cols.n * 2 + 10, [&](int64_t begin, int64_t end) {
+        std::vector<char> buffer(kTile * kTile * esz);
+        char* buf = buffer.data();
         Odometer it(outer, begin);
         for (int64_t w = begin; w < end; ++w, it.Next()) {
           const int64_t nrows =
               std::min(kTile, rows.n - it.index(last) * kTile);
-          for (int64_t c = 0; c < cols.n; c += kTile) {
-            const int64_t ncols = std::min(kTile, cols.n - c);
+          for (int64_t c0 = 0; c0 < cols.n; c0 += kTile) {
+            const int64_t ncols = std::min(kTile, cols.n - c0);
+            // buf[c][r] = source line c, contiguous over r.
+            for (int64_t c = 0; c < ncols; ++c) {
+              std::memcpy(buf + c * nrows * esz,
+                          src + it.src() + (c0 + c) * cols.src, nrows * esz);
+            }
+            // Destination line r, contiguous over c, gathers buf[:][r].
             for (int64_t r = 0; r < nrows; ++r) {
-              CopyRun(elem, dst + it.dst() + r * rows.dst + c * cols.dst,
-                      cols.dst, src + it.src() + r * rows.src + c * cols.src,
-                      cols.src, ncols);
+              CopyRun(elem, dst + it.dst() + r * rows.dst + c0 * cols.dst, esz,
+                      buf + r * esz, nrows * esz, ncols);
             }
           }
         }
