@@ -6,24 +6,31 @@
 // and tests/grammar/parse_test.sh checks it with the Java target.
 //
 // Statement ends. NEWLINE tokens reach the parser only where they end a
-// statement. The lexer decides, with the two members below:
+// statement. The lexer decides, with the members below:
 //   - inside ( ) and [ ] a newline never ends a statement; inside { } (blocks
 //     and records) it does, so `f(fn(x) { a \n b })` keeps the newline
 //     between `a` and `b`. The lexer keeps the stack of open brackets.
 //   - after a binary operator, `,`, `=`, `=>` or `{` a newline does not end a
 //     statement: those tokens record where they end, and a newline starting
 //     right there (with only spaces and a comment in between) is dropped.
-// A dropped newline is an IGNORED_NEWLINE token on the HIDDEN channel, as are
-// spaces (WS) and a comment on the last line (COMMENT); a comment before a
-// newline is part of that newline's token. So the hidden and default
-// channels together cover the source text exactly.
+// A NEWLINE token takes the spaces and comment before it and the blank and
+// comment-only lines after it. A dropped one goes to the HIDDEN channel, as
+// do spaces (WS) and a comment on the last line (COMMENT); so the two
+// channels together cover the source exactly.
 //
 // The members and actions use only syntax that C++ and Java share, so the
-// grammar carries no target-specific code. A driver that wants to know
-// whether input is complete (the REPL's `...` prompt) can ask the lexer
-// after reaching EOF: `bracketDepth > 0` means an open bracket, and
-// `continuationEnd == <end of input>` means it ended on a continuation token.
-// Reuse a lexer for a new input only after resetting these members.
+// grammar carries no target-specific code, and there is no semantic
+// predicate (one at the start of a token would keep ANTLR from caching the
+// lexer's start state, making lexing ~40x slower). NEWLINE's first action
+// runs with the input at the token's start; its last action also puts the
+// input back at the token's end, which the C++ runtime (4.9) does not do
+// after an action inside a rule: keep an action at the end of NEWLINE.
+//
+// A driver that wants to know whether input is complete (the REPL's `...`
+// prompt) can ask the lexer after it reached EOF: `bracketDepth > 0` means
+// an open bracket, `continuationEnd` equal to the index of the end of the
+// input (less trailing spaces and comment) means it ended on a continuation
+// token. Lex each input with a fresh lexer (these members are not reset).
 
 grammar Runnel;
 
@@ -34,6 +41,8 @@ grammar Runnel;
   int bracketDepth = 0;
   // Character index just past the last continuation token, -1 before any.
   long continuationEnd = -1;
+  // Character index where the NEWLINE being lexed starts.
+  long newlineStart = -1;
 
   void openBracket(int paren) {
     if (bracketDepth < 62) bracketBits = bracketBits * 2 + paren;
@@ -46,6 +55,13 @@ grammar Runnel;
     }
   }
   void continueLine() { continuationEnd = (long) getCharIndex(); }
+  void startNewline() { newlineStart = (long) getCharIndex(); }
+  void endNewline() {
+    if (newlineStart == continuationEnd ||
+        (bracketDepth > 0 && (bracketDepth > 62 || bracketBits % 2 == 1))) {
+      setChannel(HIDDEN);
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -311,16 +327,10 @@ STRING : '"' (ESCAPE | ~["\\\r\n])* '"' ;
 
 ID : [A-Za-z_] [A-Za-z0-9_]* ;
 
-// A newline (with the blank and comment-only lines after it) ends a
-// statement unless the predicate, checked where the token starts, says it
-// follows a continuation token or sits inside ( ) or [ ]. The predicate is
-// read-only; the same text then lexes as IGNORED_NEWLINE.
-NEWLINE
-    : { (long) getCharIndex() != continuationEnd && (bracketDepth == 0 || (bracketDepth <= 62 && bracketBits % 2 == 0)) }?
-      LINE_END
-    ;
-
-IGNORED_NEWLINE : LINE_END -> channel(HIDDEN) ;
+// A newline, with the spaces and comment before it and the blank and
+// comment-only lines after it; endNewline() hides it where it does not end
+// a statement.
+NEWLINE : { startNewline(); } LINE_END { endNewline(); } ;
 
 // A comment on the last line, with no newline after it.
 COMMENT : '#' ~[\r\n]* -> channel(HIDDEN) ;

@@ -29,7 +29,7 @@ const OPERATORS = new Set([
 const PUNCTUATION = new Set([
   'COMMA', 'DOT', 'COLON', 'SEMI', 'LPAREN', 'RPAREN', 'LBRACK', 'RBRACK', 'LBRACE', 'RBRACE',
 ]);
-const TRIVIA = new Set(['NEWLINE', 'IGNORED_NEWLINE', 'COMMENT', 'WS']);
+const TRIVIA = new Set(['NEWLINE', 'COMMENT', 'WS']);
 
 function unescape(text) {
   return text.replace(/\\(.)/g, (_, c) => ({n: '\n', t: '\t', r: '\r', '\\': '\\'})[c]);
