@@ -329,7 +329,8 @@ ID : [A-Za-z_] [A-Za-z0-9_]* ;
 
 // A newline, with the spaces and comment before it and the blank and
 // comment-only lines after it; endNewline() hides it where it does not end
-// a statement.
+// a statement. The action at the end must stay: without it the C++ runtime
+// (4.9) leaves the input at the token's start and lexes forever.
 NEWLINE : { startNewline(); } LINE_END { endNewline(); } ;
 
 // A comment on the last line, with no newline after it.
