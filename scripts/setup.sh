@@ -13,6 +13,8 @@ packages=(
   # data, peer for benchmarks, graph rendering, editor tests
   dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz vim emacs-nox
+  # the grammar test drives ANTLR's Java target
+  default-jdk-headless
 )
 # Node.js may come from elsewhere (its own npm included); install Debian's only when absent.
 command -v npm >/dev/null || packages+=(nodejs npm)
