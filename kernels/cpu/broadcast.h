@@ -22,6 +22,10 @@
 #define RUNNEL_KERNELS_CPU_BROADCAST_H_
 
 #include <Eigen/Core>
+
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -138,6 +142,136 @@ void Assign(Out&& out, const Expr& expr) {
     out = expr;
   } else {
     out = expr.template cast<OS>();
+  }
+}
+
+// Calls fn(x_0, ..., x_{N-1}) with x_k operand k as WithOperand gives it.
+template <typename C, int N, int K = 0, typename T, typename Fn, typename... Xs>
+void WithOperands(const std::array<const T*, N>& p,
+                  const std::array<int64_t, N>& stride, int64_t n, Fn&& fn,
+                  const Xs&... xs) {
+  if constexpr (K == N) {
+    fn(xs...);
+  } else {
+    WithOperand<C>(p[K], stride[K], n, [&](const auto& x) {
+      WithOperands<C, N, K + 1>(p, stride, n, fn, xs..., x);
+    });
+  }
+}
+
+// ---- 16-bit floats ----------------------------------------------------------
+//
+// Eigen 3.4 does not vectorise `cast<>()`, and with GCC it never enables its
+// F16C conversions (EIGEN_HAS_FP16_C tests EIGEN_COMP_CLANG wrongly), so
+// kernels widen 16-bit floats to float in blocks with these, eight at a time
+// where the CPU allows, and run the float code on the block.
+
+inline constexpr int64_t kWidenBlock = 1024;
+
+// out[i] = float(in[i]), exactly.
+template <typename H>
+void WidenToFloat(const H* in, float* out, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<H, Half>) {
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8) {
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                    reinterpret_cast<const __m128i*>(in + i))));
+    }
+    for (; i < n; ++i) out[i] = _cvtsh_ss(in[i].bits);
+#endif
+  } else {
+#ifdef EIGEN_VECTORIZE_AVX
+    namespace ei = Eigen::internal;
+    for (; i + 8 <= n; i += 8) {
+      ei::pstoreu(out + i,
+                  ei::Bf16ToF32(ei::ploadu<ei::Packet8bf>(
+                      reinterpret_cast<const Eigen::bfloat16*>(in + i))));
+    }
+#endif
+  }
+  const auto* src = reinterpret_cast<const EigenT<H>*>(in);
+  for (; i < n; ++i) out[i] = static_cast<float>(src[i]);
+}
+
+// out[i] = in[i] rounded to nearest even.
+template <typename H>
+void NarrowFromFloat(const float* in, H* out, int64_t n) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<H, Half>) {
+#ifdef __F16C__
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    for (; i + 8 <= n; i += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + i), kRound));
+    }
+    for (; i < n; ++i) out[i].bits = _cvtss_sh(in[i], kRound);
+#endif
+  } else {
+#ifdef EIGEN_VECTORIZE_AVX
+    namespace ei = Eigen::internal;
+    for (; i + 8 <= n; i += 8) {
+      ei::pstoreu(reinterpret_cast<Eigen::bfloat16*>(out + i),
+                  ei::F32ToBf16(ei::ploadu<ei::Packet8f>(in + i)));
+    }
+#endif
+  }
+  auto* dst = reinterpret_cast<EigenT<H>*>(out);
+  for (; i < n; ++i) dst[i] = EigenT<H>(in[i]);
+}
+
+// Calls fn(x, offset) for consecutive blocks of p[0, n), x an Eigen
+// expression of A: all of it at once, or blocks of kWidenBlock widened to
+// float for the 16-bit floats.
+template <typename A, typename T, typename Fn>
+void ForEachBlock(const T* p, int64_t n, Fn&& fn) {
+  if constexpr (kIsHalfLike<T>) {
+    float buf[kWidenBlock];
+    for (int64_t off = 0; off < n; off += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - off);
+      WidenToFloat(p + off, buf, m);
+      fn(Eigen::Map<const EigenArray<float>>(buf, m), off);
+    }
+  } else {
+    fn(Load<A>(p, n), int64_t{0});
+  }
+}
+
+// One row of an element-wise op: out[0, n) = eval(x_0, ..., x_{N-1}), x_k
+// operand k as an Eigen expression of C (see WithOperand). 16-bit float
+// operands are widened to float block by block (C is float for them) and a
+// 16-bit result is narrowed back, so it is rounded once.
+template <typename C, int N, typename T, typename Out, typename Eval>
+void EvalRow(const std::array<const T*, N>& in,
+             const std::array<int64_t, N>& stride, Out* out, int64_t n,
+             const Eval& eval) {
+  if constexpr (kIsHalfLike<T>) {
+    static_assert(std::is_same_v<C, float>);
+    float buf[N][kWidenBlock];
+    float result[kIsHalfLike<Out> ? kWidenBlock : 1];
+    std::array<const float*, N> src;
+    for (int k = 0; k < N; ++k) {
+      src[k] = buf[k];
+      if (stride[k] == 0) buf[k][0] = LoadScalar<float>(in[k]);
+    }
+    for (int64_t off = 0; off < n; off += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - off);
+      for (int k = 0; k < N; ++k) {
+        if (stride[k] != 0) WidenToFloat(in[k] + off, buf[k], m);
+      }
+      WithOperands<float, N>(src, stride, m, [&](const auto&... x) {
+        if constexpr (kIsHalfLike<Out>) {
+          Assign(OutArray(result, m), eval(x...));
+        } else {
+          Assign(OutArray(out + off, m), eval(x...));
+        }
+      });
+      if constexpr (kIsHalfLike<Out>) NarrowFromFloat(result, out + off, m);
+    }
+  } else {
+    WithOperands<C, N>(in, stride, n, [&](const auto&... x) {
+      Assign(OutArray(out, n), eval(x...));
+    });
   }
 }
 

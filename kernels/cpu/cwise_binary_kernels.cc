@@ -224,11 +224,9 @@ class BinaryKernel : public OpKernel {
         ctx->intra_op_pool(), l, F::kCost,
         [&](int64_t o, int64_t n, const Offsets<2>& in,
             const Offsets<2>& stride) {
-          auto dst = OutArray(out + o, n);
-          WithOperand<C>(a + in[0], stride[0], n, [&](const auto& u) {
-            WithOperand<C>(b + in[1], stride[1], n,
-                           [&](const auto& v) { Assign(dst, F::Eval(u, v)); });
-          });
+          EvalRow<C, 2, T>(
+              {a + in[0], b + in[1]}, stride, out + o, n,
+              [](const auto& u, const auto& v) { return F::Eval(u, v); });
         });
     return absl::OkStatus();
   }

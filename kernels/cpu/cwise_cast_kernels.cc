@@ -13,30 +13,52 @@
 namespace runnel {
 namespace {
 
+// Branch-free, so the blocked loop below vectorises.
 template <typename To, typename From>
 To SaturatingFloatToInt(From v) {
   constexpr To kLo = std::numeric_limits<To>::lowest();
   constexpr To kHi = std::numeric_limits<To>::max();
-  if (v != v) return 0;
-  if (v <= static_cast<From>(kLo)) return kLo;
-  // kHi rounds up to a power of two in From, so >= catches all overflow.
-  if (v >= static_cast<From>(kHi)) return kHi;
-  return static_cast<To>(v);
+  constexpr From lo = static_cast<From>(kLo);
+  // hi is kHi, or the power of two above it where From cannot hold kHi, so
+  // c >= hi catches every value that would overflow.
+  constexpr From hi = static_cast<From>(kHi);
+  From c = v != v ? From(0) : v;
+  c = c < lo ? lo : c;
+  return c >= hi ? kHi : static_cast<To>(c);
 }
 
 template <typename From, typename To>
 void CastRange(const From* in, To* out, int64_t n) {
   using C = ComputeT<From>;
-  if constexpr (std::is_same_v<To, bool>) {
-    OutArray(out, n) = Load<C>(in, n) != C(0);
-  } else if constexpr (!std::is_integral_v<C> && std::is_integral_v<To>) {
-    for (int64_t i = 0; i < n; ++i) {
-      out[i] = SaturatingFloatToInt<To>(LoadScalar<C>(in + i));
+  if constexpr (kIsHalfLike<From> && std::is_same_v<To, float>) {
+    WidenToFloat(in, out, n);
+  } else if constexpr (kIsHalfLike<To> && std::is_same_v<From, float>) {
+    NarrowFromFloat(in, out, n);
+  } else if constexpr (kIsHalfLike<From> || kIsHalfLike<To>) {
+    // Through float, a block at a time.
+    float buf[kWidenBlock];
+    for (int64_t off = 0; off < n; off += kWidenBlock) {
+      const int64_t m = std::min(kWidenBlock, n - off);
+      if constexpr (kIsHalfLike<From>) {
+        WidenToFloat(in + off, buf, m);
+        CastRange<float, To>(buf, out + off, m);
+      } else {
+        CastRange<From, float>(in + off, buf, m);
+        NarrowFromFloat(buf, out + off, m);
+      }
     }
-  } else if constexpr (kIsHalfLike<To> && !std::is_same_v<C, float>) {
-    Assign(OutArray(out, n), Load<C>(in, n).template cast<float>());
+  } else if constexpr (std::is_same_v<To, bool>) {
+    OutArray(out, n) = InArray(in, n) != C(0);
+  } else if constexpr (!std::is_integral_v<C> && std::is_integral_v<To>) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        out[i + j] = SaturatingFloatToInt<To>(in[i + j]);
+      }
+    }
+    for (; i < n; ++i) out[i] = SaturatingFloatToInt<To>(in[i]);
   } else {
-    Assign(OutArray(out, n), Load<C>(in, n));
+    Assign(OutArray(out, n), InArray(in, n));
   }
 }
 

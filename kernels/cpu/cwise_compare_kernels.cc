@@ -75,12 +75,9 @@ class CompareKernel : public OpKernel {
         ctx->intra_op_pool(), l, /*cost=*/1,
         [&](int64_t o, int64_t n, const Offsets<2>& in,
             const Offsets<2>& stride) {
-          auto dst = OutArray(out + o, n);
-          using C = ComputeT<T>;
-          WithOperand<C>(a + in[0], stride[0], n, [&](const auto& u) {
-            WithOperand<C>(b + in[1], stride[1], n,
-                           [&](const auto& v) { Assign(dst, F::Eval(u, v)); });
-          });
+          EvalRow<ComputeT<T>, 2, T>(
+              {a + in[0], b + in[1]}, stride, out + o, n,
+              [](const auto& u, const auto& v) { return F::Eval(u, v); });
         });
     return absl::OkStatus();
   }
@@ -119,6 +116,11 @@ class WhereKernel : public OpKernel {
   }
 };
 
+template <typename C>
+using MaxNaN = Eigen::internal::scalar_max_op<C, C, Eigen::PropagateNaN>;
+template <typename C>
+using MinNaN = Eigen::internal::scalar_min_op<C, C, Eigen::PropagateNaN>;
+
 // clip(x, lo, hi) = min(max(x, lo), hi); nan in x stays nan.
 template <typename T>
 class ClipKernel : public OpKernel {
@@ -140,18 +142,11 @@ class ClipKernel : public OpKernel {
         ctx->intra_op_pool(), l, /*cost=*/2,
         [&](int64_t o, int64_t n, const Offsets<3>& in,
             const Offsets<3>& stride) {
-          auto dst = OutArray(out + o, n);
-          WithOperand<C>(px + in[0], stride[0], n, [&](const auto& v) {
-            WithOperand<C>(plo + in[1], stride[1], n, [&](const auto& a) {
-              WithOperand<C>(phi + in[2], stride[2], n, [&](const auto& b) {
-                Assign(dst,
-                       v.binaryExpr(a, Eigen::internal::scalar_max_op<
-                                           C, C, Eigen::PropagateNaN>())
-                           .binaryExpr(b, Eigen::internal::scalar_min_op<
-                                              C, C, Eigen::PropagateNaN>()));
+          EvalRow<C, 3, T>(
+              {px + in[0], plo + in[1], phi + in[2]}, stride, out + o, n,
+              [](const auto& v, const auto& a, const auto& b) {
+                return v.binaryExpr(a, MaxNaN<C>()).binaryExpr(b, MinNaN<C>());
               });
-            });
-          });
         });
     return absl::OkStatus();
   }

@@ -230,6 +230,17 @@ constexpr int64_t kColumnBlock = 1024;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The reduction of p[0, n), n >= 1.
+template <typename Red, typename A, typename T>
+A ReduceSegment(const T* p, int64_t n) {
+  A acc{};
+  ForEachBlock<A>(p, n, [&](const auto& x, int64_t off) {
+    const A r = Red::Reduce(x);
+    acc = off == 0 ? r : Red::Combine(acc, r);
+  });
+  return acc;
+}
+
 // res[o * inner + j] = reduction over r of in[(o * reduced + r) * inner + j],
 // for reduced >= 1.
 template <typename Red, typename A, typename T>
@@ -240,7 +251,7 @@ void Reduce3D(ThreadPool* pool, const T* in, int64_t outer, int64_t reduced,
     if (chunks == 1) {
       pool->ParallelFor(outer, reduced * Red::kCost, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
-          res[o] = Red::Reduce(Load<A>(in + o * reduced, reduced));
+          res[o] = ReduceSegment<Red, A>(in + o * reduced, reduced);
         }
       });
       return;
@@ -252,7 +263,7 @@ void Reduce3D(ThreadPool* pool, const T* in, int64_t outer, int64_t reduced,
             const int64_t o = j / chunks, c = j % chunks;
             const int64_t start = c * kRowChunk;
             const int64_t len = std::min(kRowChunk, reduced - start);
-            partial[j] = Red::Reduce(Load<A>(in + o * reduced + start, len));
+            partial[j] = ReduceSegment<Red, A>(in + o * reduced + start, len);
           }
         });
     for (int64_t o = 0; o < outer; ++o) {
@@ -291,9 +302,14 @@ void Reduce3D(ThreadPool* pool, const T* in, int64_t outer, int64_t reduced,
                             : partial.get() + (o * rchunks + rc) * inner + j0;
       Eigen::Map<EigenArray<A>> acc(dst, len);
       const T* base = in + o * reduced * inner + j0;
-      acc = Load<A>(base + r0 * inner, len);
+      ForEachBlock<A>(base + r0 * inner, len, [&](const auto& x, int64_t off) {
+        acc.segment(off, x.size()) = x;
+      });
       for (int64_t r = r0 + 1; r < r1; ++r) {
-        Red::Accumulate(acc, Load<A>(base + r * inner, len));
+        ForEachBlock<A>(base + r * inner, len, [&](const auto& x, int64_t off) {
+          auto seg = acc.segment(off, x.size());
+          Red::Accumulate(seg, x);
+        });
       }
     }
   });
@@ -414,7 +430,12 @@ class LogSumExpKernel : public OpKernel {
     if (inner == 1) {
       pool->ParallelFor(p.outer, reduced * 12, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) {
-          res[o] = (Load<A>(in + o * reduced, reduced) - shift[o]).exp().sum();
+          A sum = 0;
+          ForEachBlock<A>(in + o * reduced, reduced,
+                          [&](const auto& x, int64_t) {
+                            sum += (x - shift[o]).exp().sum();
+                          });
+          res[o] = sum;
         }
       });
     } else {
@@ -432,7 +453,11 @@ class LogSumExpKernel : public OpKernel {
               const T* base = in + o * reduced * inner + j0;
               acc.setZero();
               for (int64_t r = 0; r < reduced; ++r) {
-                acc += (Load<A>(base + r * inner, len) - s).exp();
+                ForEachBlock<A>(base + r * inner, len,
+                                [&](const auto& x, int64_t off) {
+                                  acc.segment(off, x.size()) +=
+                                      (x - s.segment(off, x.size())).exp();
+                                });
               }
             }
           });
@@ -475,15 +500,17 @@ class ArgReduceKernel : public OpKernel {
     ThreadPool* pool = ctx->intra_op_pool();
     if (inner == 1) {
       pool->ParallelFor(p.outer, reduced * 2, [&](int64_t b, int64_t e) {
+        // The extreme by a vectorised reduction, then its first position.
+        using Extreme = std::conditional_t<kMax, MaxR<C>, MinR<C>>;
         for (int64_t o = b; o < e; ++o) {
           const T* row = in + o * reduced;
-          C best = LoadScalar<C>(row);
+          const C m = ReduceSegment<Extreme, C>(row, reduced);
           int32_t arg = 0;
-          for (int64_t r = 1; r < reduced; ++r) {
-            const C v = LoadScalar<C>(row + r);
-            if (Better(v, best)) {
-              best = v;
-              arg = static_cast<int32_t>(r);
+          if (m == m) {
+            while (!(LoadScalar<C>(row + arg) == m)) ++arg;
+          } else {
+            while (!(LoadScalar<C>(row + arg) != LoadScalar<C>(row + arg))) {
+              ++arg;
             }
           }
           out[o] = arg;

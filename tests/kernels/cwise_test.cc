@@ -379,6 +379,31 @@ TEST(CwiseTest, HalfFloatsComputeInFloat) {
   ExpectTensor(third, DType::kF16, {1}, {0.333251953125}, 0);
 }
 
+TEST(CwiseTest, HalfFloatsInLongRows) {
+  // Rows longer than one conversion block, not a multiple of the vector
+  // width, with a repeated operand; every value is exact in both types.
+  const int n = 2053;
+  std::vector<float> xv(n);
+  std::vector<double> sum(n), neg(n), less(n);
+  for (int i = 0; i < n; ++i) {
+    xv[i] = float(i % 64) * 0.5f;
+    sum[i] = xv[i] + 1;
+    neg[i] = -xv[i];
+    less[i] = xv[i] < 16;
+  }
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    Tensor x = Cast(F32(xv, {n}), d);
+    ExpectTensor(Run1("add", {x, Cast(F32({1}, {}), d)}), d, {n}, sum, 0);
+    ExpectTensor(Run1("neg", {x}), d, {n}, neg, 0);
+    ExpectTensor(Run1("less", {x, Cast(F32({16}, {}), d)}), DType::kBool, {n},
+                 less, 0);
+    ExpectTensor(Cast(x, DType::kF32), DType::kF32, {n},
+                 std::vector<double>(xv.begin(), xv.end()), 0);
+    ExpectTensor(Cast(x, DType::kF64), DType::kF64, {n},
+                 std::vector<double>(xv.begin(), xv.end()), 0);
+  }
+}
+
 // ---- clip, where, cast
 // ----------------------------------------------------------
 
