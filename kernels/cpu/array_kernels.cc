@@ -63,7 +63,8 @@ struct AxisLayout {
   int64_t row = 0;
   std::vector<int64_t> chunk, offset;
 
-  // `parts` holds each part's element count; the big tensor `outer` rows.
+  // The big tensor has `outer_rows` rows; part i has part_elements[i]
+  // elements, an equal share of them in each row.
   AxisLayout(int64_t outer_rows, const std::vector<int64_t>& part_elements,
              size_t elem_size)
       : outer(outer_rows) {

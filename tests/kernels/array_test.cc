@@ -9,6 +9,7 @@
 
 #include "runtime/float16.h"
 #include "runtime/op_registry.h"
+#include "runtime/session.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
@@ -646,6 +647,46 @@ TEST(ArrayTest, ByteKernelsServeEveryDType) {
   }
   ExpectTensor(Run1("stack", {Bool({true}, {1}), Bool({false}, {1})}),
                DType::kBool, Shape{2, 1}, {1, 0}, 0);
+}
+
+}  // namespace
+}  // namespace runnel
+
+namespace runnel {
+namespace {
+
+// In a graph, a shape input that is not a constant is read at run time.
+TEST(ArrayTest, GraphShapesKnownOnlyAtRunTime) {
+  auto g = std::make_shared<Graph>();
+  auto placeholder = [&](const std::string& name, DType d, Shape s) {
+    return *g->AddNode({.name = name,
+                        .op = "placeholder",
+                        .attrs = {{"dtype", d}, {"shape", s}}});
+  };
+  Node* x = placeholder("x", DType::kF32, Shape{-1, 3});
+  Node* shape = placeholder("shape", DType::kI32, Shape{2});
+  absl::StatusOr<Node*> r = g->AddNode(
+      {.name = "r", .op = "reshape", .inputs = {{x, 0}, {shape, 0}}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->output_shape(0), (Shape{-1, -1}));
+  absl::StatusOr<Node*> parts = g->AddNode({.name = "parts",
+                                            .op = "split",
+                                            .inputs = {{x, 0}},
+                                            .attrs = {{"num", int64_t{2}}}});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_EQ((*parts)->output_shape(1), (Shape{-1, 3}));
+
+  Session session(g, {.num_threads = 2});
+  Tensor xv = Iota(Shape{4, 3});
+  auto out = session.Run({{{x, 0}, xv}, {{shape, 0}, I32({2, -1}, {2})}},
+                         {{*r, 0}, {*parts, 1}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, Shape{2, 6}, xv.ToDoubles(), 0);
+  ExpectTensor((*out)[1], DType::kF32, Shape{2, 3}, {6, 7, 8, 9, 10, 11}, 0);
+  // The checks of shape inference apply at run time.
+  out = session.Run({{{x, 0}, Iota(Shape{3, 3})}}, {{*parts, 0}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("not divisible by 2"));
 }
 
 }  // namespace
