@@ -15,7 +15,13 @@
 // element `in[k]` with step `stride[k]`. The layout collapses adjacent
 // dimensions that broadcast alike, so same-shape operands are one row per
 // shard (stride 1), a scalar operand has stride 0, and [N,M] + [M] is N rows
-// of M. Rows are where kernels use vectorised Eigen expressions.
+// of M. Inside a row, EvalRow evaluates an op's Eigen expression with each
+// operand either mapped (stride 1) or a constant (stride 0), so every row is
+// one vectorised assignment; 16-bit floats are widened to float a block at
+// a time and the result rounded once.
+//
+// (EigenT / ComputeT mirror EigenType / AccumType in eigen_support.h, which
+// drags in Eigen's Tensor module; the element-wise kernels need only Core.)
 //
 // This header pulls in Eigen: include it only from kernels/cpu/*.cc.
 #ifndef RUNNEL_KERNELS_CPU_BROADCAST_H_

@@ -157,12 +157,12 @@ struct ProdR {
   }
 };
 
-// max and min propagate nan, like NumPy.
+// max and min propagate nan, like NumPy, and have no identity: reducing
+// nothing is an error.
 template <typename A>
 struct MaxR {
   static constexpr int kCost = 1;
   static constexpr bool kHasIdentity = false;
-  static A Identity() { return std::numeric_limits<A>::lowest(); }
   template <class X>
   static A Reduce(const X& x) {
     return x.template maxCoeff<Eigen::PropagateNaN>();
@@ -179,7 +179,6 @@ template <typename A>
 struct MinR {
   static constexpr int kCost = 1;
   static constexpr bool kHasIdentity = false;
-  static A Identity() { return std::numeric_limits<A>::max(); }
   template <class X>
   static A Reduce(const X& x) {
     return x.template minCoeff<Eigen::PropagateNaN>();
