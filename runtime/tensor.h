@@ -109,7 +109,7 @@ Tensor Tensor::FromVector(const std::vector<T>& values, Shape shape) {
   if constexpr (std::is_same_v<T, bool>) {
     for (size_t i = 0; i < values.size() && i < (size_t)t.num_elements(); ++i)
       t.data<bool>()[i] = values[i];
-  } else {
+  } else if (!values.empty()) {
     std::memcpy(t.raw_data(), values.data(),
                 std::min(values.size(), (size_t)t.num_elements()) * sizeof(T));
   }
