@@ -32,9 +32,11 @@ bench:
 	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
 	@bash bench/run_all.sh build-release
 
-tsan:
-	@$(MAKE) --no-print-directory build BUILD=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_TSAN=ON
-	@cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R 'Executor|Session' -j $(JOBS)
+# The executor, session and determinism tests under ThreadSanitizer.
+tsan: setup
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUNNEL_TSAN=ON >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target runtime_tests
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/runtime_tests --gtest_filter='Executor*:Session*:Determinism*'
 
 asan:
 	@$(MAKE) --no-print-directory build BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_ASAN=ON
