@@ -65,7 +65,7 @@ absl::StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
     specs.push_back(in.node->output(in.index));
     values.push_back(in.node->constant_value());
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (spec.name.empty() || by_name_.contains(spec.name)) {
     return AttachNode(absl::AlreadyExistsError(StrCat("node name '", spec.name,
                                                       "' is empty or taken")),
@@ -90,13 +90,13 @@ absl::StatusOr<Node*> Graph::AddConst(Tensor value, std::string name) {
 }
 
 Node* Graph::FindNode(std::string_view name) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(std::string(name));
   return it == by_name_.end() ? nullptr : it->second;
 }
 
 std::string Graph::UniqueName(std::string_view base) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!by_name_.contains(std::string(base))) return std::string(base);
   for (int i = 1;; ++i) {
     std::string candidate = StrCat(base, "_", i);
@@ -105,17 +105,17 @@ std::string Graph::UniqueName(std::string_view base) const {
 }
 
 int Graph::num_nodes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(nodes_.size());
 }
 
 Node* Graph::node(int id) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return nodes_[id].get();
 }
 
 std::vector<Node*> Graph::nodes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<Node*> out;
   out.reserve(nodes_.size());
   for (const auto& n : nodes_) out.push_back(n.get());

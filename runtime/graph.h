@@ -15,12 +15,12 @@
 #define RUNNEL_RUNTIME_GRAPH_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/attr_value.h"
 #include "runtime/op_registry.h"
 #include "runtime/source_span.h"
@@ -132,7 +132,7 @@ class Graph {
   std::vector<Node*> nodes() const;
 
  private:
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::unique_ptr<Node>> nodes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Node*> by_name_ ABSL_GUARDED_BY(mu_);
 };

@@ -5,12 +5,12 @@
 namespace runnel {
 
 bool Variable::initialized() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return initialized_;
 }
 
 absl::StatusOr<Tensor> Variable::Read() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!initialized_) {
     return absl::FailedPreconditionError("variable is not initialized");
   }
@@ -28,7 +28,7 @@ absl::Status Variable::CheckValue(const Tensor& value) const {
 
 absl::Status Variable::Assign(Tensor value) {
   if (absl::Status s = CheckValue(value); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   value_ = std::move(value);
   initialized_ = true;
   return absl::OkStatus();
@@ -36,7 +36,7 @@ absl::Status Variable::Assign(Tensor value) {
 
 absl::StatusOr<Tensor> Variable::Update(
     const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!initialized_) {
     return absl::FailedPreconditionError("variable is not initialized");
   }

@@ -12,12 +12,12 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/tensor.h"
 
 namespace runnel {
@@ -48,7 +48,7 @@ class Variable : public Resource {
   absl::Status CheckValue(const Tensor& value) const;
   const DType dtype_;
   const Shape shape_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -59,14 +59,14 @@ class RandomCounter : public Resource {
  public:
   // Reserves `n` draws and returns the index of the first.
   uint64_t Reserve(uint64_t n) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     uint64_t first = next_;
     next_ += n;
     return first;
   }
 
  private:
-  absl::Mutex mu_;
+  std::mutex mu_;
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -78,7 +78,7 @@ class ResourceMgr {
   absl::StatusOr<std::shared_ptr<R>> LookupOrCreate(
       const std::string& name,
       const std::function<std::shared_ptr<R>()>& make) {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = resources_.find(name);
     if (it == resources_.end()) {
       std::shared_ptr<R> r = make();
@@ -94,7 +94,7 @@ class ResourceMgr {
   }
   template <typename R>
   std::shared_ptr<R> Lookup(const std::string& name) const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = resources_.find(name);
     if (it == resources_.end()) return nullptr;
     return std::dynamic_pointer_cast<R>(it->second);
@@ -102,7 +102,7 @@ class ResourceMgr {
   // Names of all resources of type R, sorted.
   template <typename R>
   std::vector<std::string> Names() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
     for (const auto& [n, r] : resources_) {
       if (std::dynamic_pointer_cast<R>(r)) out.push_back(n);
@@ -111,12 +111,12 @@ class ResourceMgr {
     return out;
   }
   void Clear() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     resources_.clear();
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Resource>> resources_
       ABSL_GUARDED_BY(mu_);
 };

@@ -48,7 +48,7 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
 Session::~Session() = default;
 
 int Session::num_cached_executors() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(plans_.size());
 }
 
@@ -65,13 +65,13 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::GetPlan(
     const std::vector<Node*>& targets) {
   std::string key = Signature(feeds, fetches, targets);
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
   }
   RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
                       BuildPlan(feeds, fetches, targets));
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = plans_.emplace(key, plan);
   return it->second;
 }

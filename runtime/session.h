@@ -21,13 +21,13 @@
 #define RUNNEL_RUNTIME_SESSION_H_
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/device.h"
 #include "runtime/graph.h"
 #include "runtime/resource_mgr.h"
@@ -86,7 +86,7 @@ class Session {
   ResourceMgr resources_;
   std::unique_ptr<Device> device_;
 
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_
       ABSL_GUARDED_BY(mu_);
 };
