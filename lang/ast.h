@@ -62,10 +62,25 @@ struct Arg {
 // Expressions
 
 enum class ExprKind {
-  kInt, kFloat, kString, kBool, kNone, kName,
-  kList, kTuple, kRecord,
-  kUnary, kBinary, kCall, kIndex, kMember,
-  kIf, kLoop, kLambda, kRun, kAssign,
+  kInt,
+  kFloat,
+  kString,
+  kBool,
+  kNone,
+  kName,
+  kList,
+  kTuple,
+  kRecord,
+  kUnary,
+  kBinary,
+  kCall,
+  kIndex,
+  kMember,
+  kIf,
+  kLoop,
+  kLambda,
+  kRun,
+  kAssign,
 };
 
 struct Expr {
@@ -121,8 +136,23 @@ struct UnaryExpr : Expr {
 };
 
 enum class BinaryOp {
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow, kMatMul,
-  kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kRange,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kMatMul,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kAnd,
+  kOr,
+  kRange,
 };
 // The operator as written: "+", "@", "and", "..".
 const char* BinaryOpText(BinaryOp op);
@@ -143,8 +173,8 @@ struct CallExpr : Expr {
 // One subscript: an index `i`, or a slice `lo:hi:step` (parts optional).
 struct Subscript {
   bool is_slice = false;
-  ExprPtr index;          // !is_slice
-  ExprPtr lo, hi, step;   // is_slice; each may be null
+  ExprPtr index;         // !is_slice
+  ExprPtr lo, hi, step;  // is_slice; each may be null
   SourceSpan span;
 };
 struct IndexExpr : Expr {
@@ -174,7 +204,7 @@ struct LoopExpr : Expr {
   Pattern state;
   ExprPtr init;
   bool is_for = true;
-  Pattern var;     // is_for
+  Pattern var;       // is_for
   ExprPtr iterable;  // is_for
   ExprPtr cond;      // !is_for
   Block body;
@@ -183,7 +213,7 @@ struct LoopExpr : Expr {
 struct LambdaExpr : Expr {
   LambdaExpr() : Expr(ExprKind::kLambda) {}
   std::vector<Param> params;
-  ExprPtr body_expr;              // `fn(x) => e`
+  ExprPtr body_expr;                // `fn(x) => e`
   std::optional<Block> body_block;  // `fn(x) { ... }`
 };
 
@@ -207,8 +237,20 @@ struct AssignExpr : Expr {
 // Statements
 
 enum class StmtKind {
-  kLet, kVar, kInput, kDef, kImport, kReturn, kBreak, kContinue, kFor,
-  kScope, kDevice, kAfter, kRebind, kExpr,
+  kLet,
+  kVar,
+  kInput,
+  kDef,
+  kImport,
+  kReturn,
+  kBreak,
+  kContinue,
+  kFor,
+  kScope,
+  kDevice,
+  kAfter,
+  kRebind,
+  kExpr,
 };
 
 struct Stmt {

@@ -85,7 +85,9 @@ std::string DiagnosticSink::RenderOne(const Diagnostic& d) const {
       marks += '~';
     } else {
       // Keep tabs so the marks line up under tab-indented code.
-      marks += (c - 1 < static_cast<int>(line.size()) && line[c - 1] == '\t') ? '\t' : ' ';
+      marks += (c - 1 < static_cast<int>(line.size()) && line[c - 1] == '\t')
+                   ? '\t'
+                   : ' ';
     }
   }
   out += fmt::format("{:>5} | {}\n", "", marks);

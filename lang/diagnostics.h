@@ -27,7 +27,7 @@ enum class Severity { kError, kWarning, kNote };
 struct Diagnostic {
   Severity severity = Severity::kError;
   std::string message;
-  SourceSpan span;  // may be unknown (no location line is printed)
+  SourceSpan span;    // may be unknown (no location line is printed)
   int caret_col = 0;  // 0 = the span's first column
   std::vector<Diagnostic> notes;
 };

@@ -15,7 +15,8 @@ class SourceFile {
  public:
   SourceFile(std::string path, std::string text);
   // Reads `path`; NotFound names the file and the reason.
-  static absl::StatusOr<std::shared_ptr<SourceFile>> Read(const std::string& path);
+  static absl::StatusOr<std::shared_ptr<SourceFile>> Read(
+      const std::string& path);
 
   const std::string& path() const { return path_; }
   const std::string& text() const { return text_; }

@@ -54,8 +54,10 @@ class Builder {
     std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
     RN_ASSIGN_OR_RETURN(NodeOut dims_c,
                         Const(name + "/shape", Tensor::FromVector(dims)));
-    RN_ASSIGN_OR_RETURN(NodeOut zero, Const(name + "/zero", Tensor::Scalar(0.0f)));
-    RN_ASSIGN_OR_RETURN(NodeOut init, Op(name + "/init", "fill", {dims_c, zero}));
+    RN_ASSIGN_OR_RETURN(NodeOut zero,
+                        Const(name + "/zero", Tensor::Scalar(0.0f)));
+    RN_ASSIGN_OR_RETURN(NodeOut init,
+                        Op(name + "/init", "fill", {dims_c, zero}));
     return Op(name, "variable", {},
               {{"dtype", DType::kF32},
                {"shape", shape},
@@ -74,10 +76,12 @@ struct Model {
 absl::StatusOr<Model> BuildModel(Graph& g, float lr) {
   Builder b(g);
   Model m;
-  RN_ASSIGN_OR_RETURN(m.x, b.Op("x", "placeholder", {},
-                                {{"dtype", DType::kF32}, {"shape", Shape{-1, 784}}}));
-  RN_ASSIGN_OR_RETURN(m.y, b.Op("y", "placeholder", {},
-                                {{"dtype", DType::kI32}, {"shape", Shape{-1}}}));
+  RN_ASSIGN_OR_RETURN(
+      m.x, b.Op("x", "placeholder", {},
+                {{"dtype", DType::kF32}, {"shape", Shape{-1, 784}}}));
+  RN_ASSIGN_OR_RETURN(m.y,
+                      b.Op("y", "placeholder", {},
+                           {{"dtype", DType::kI32}, {"shape", Shape{-1}}}));
   RN_ASSIGN_OR_RETURN(NodeOut w, b.ZerosVar("w", Shape{784, 10}));
   RN_ASSIGN_OR_RETURN(NodeOut bias, b.ZerosVar("b", Shape{10}));
   RN_ASSIGN_OR_RETURN(NodeOut xw, b.Op("xw", "matmul", {m.x, w}));
@@ -85,10 +89,11 @@ absl::StatusOr<Model> BuildModel(Graph& g, float lr) {
   RN_ASSIGN_OR_RETURN(NodeOut xent, b.Op("xent", "sparse_softmax_cross_entropy",
                                          {logits, m.y}));
   RN_ASSIGN_OR_RETURN(m.loss, b.Op("loss", "mean", {xent}));
-  RN_ASSIGN_OR_RETURN(NodeOut pred, b.Op("pred", "argmax", {logits},
-                                         {{"axis", int64_t{1}}}));
+  RN_ASSIGN_OR_RETURN(NodeOut pred,
+                      b.Op("pred", "argmax", {logits}, {{"axis", int64_t{1}}}));
   RN_ASSIGN_OR_RETURN(NodeOut hit, b.Op("hit", "equal", {pred, m.y}));
-  RN_ASSIGN_OR_RETURN(NodeOut hitf, b.Op("hitf", "cast", {hit}, {{"dtype", DType::kF32}}));
+  RN_ASSIGN_OR_RETURN(NodeOut hitf,
+                      b.Op("hitf", "cast", {hit}, {{"dtype", DType::kF32}}));
   RN_ASSIGN_OR_RETURN(m.acc, b.Op("acc", "mean", {hitf}));
 
   // Gradient step: d = (softmax - one_hot) * lr / batch.
@@ -97,18 +102,22 @@ absl::StatusOr<Model> BuildModel(Graph& g, float lr) {
                                            {{"depth", int64_t{10}}}));
   RN_ASSIGN_OR_RETURN(NodeOut diff, b.Op("diff", "sub", {probs, onehot}));
   RN_ASSIGN_OR_RETURN(NodeOut n, b.Op("n", "size", {m.y}));
-  RN_ASSIGN_OR_RETURN(NodeOut nf, b.Op("nf", "cast", {n}, {{"dtype", DType::kF32}}));
+  RN_ASSIGN_OR_RETURN(NodeOut nf,
+                      b.Op("nf", "cast", {n}, {{"dtype", DType::kF32}}));
   RN_ASSIGN_OR_RETURN(NodeOut lr_c, b.Const("lr", Tensor::Scalar(lr)));
   RN_ASSIGN_OR_RETURN(NodeOut scale, b.Op("scale", "div", {lr_c, nf}));
   RN_ASSIGN_OR_RETURN(NodeOut d, b.Op("d", "mul", {diff, scale}));
-  RN_ASSIGN_OR_RETURN(NodeOut gw, b.Op("grad_w", "matmul", {m.x, d},
-                                       {{"transpose_a", true}}));
-  RN_ASSIGN_OR_RETURN(NodeOut gb, b.Op("grad_b", "sum", {d}, {{"axis", int64_t{0}}}));
+  RN_ASSIGN_OR_RETURN(
+      NodeOut gw, b.Op("grad_w", "matmul", {m.x, d}, {{"transpose_a", true}}));
+  RN_ASSIGN_OR_RETURN(NodeOut gb,
+                      b.Op("grad_b", "sum", {d}, {{"axis", int64_t{0}}}));
   RN_ASSIGN_OR_RETURN(NodeOut upd_w, b.Op("update_w", "assign_sub", {w, gw}));
-  RN_ASSIGN_OR_RETURN(NodeOut upd_b, b.Op("update_b", "assign_sub", {bias, gb}));
-  RN_ASSIGN_OR_RETURN(m.train, g.AddNode({.name = "train",
-                                          .op = "noop",
-                                          .control_inputs = {upd_w.node, upd_b.node}}));
+  RN_ASSIGN_OR_RETURN(NodeOut upd_b,
+                      b.Op("update_b", "assign_sub", {bias, gb}));
+  RN_ASSIGN_OR_RETURN(m.train,
+                      g.AddNode({.name = "train",
+                                 .op = "noop",
+                                 .control_inputs = {upd_w.node, upd_b.node}}));
   return m;
 }
 
@@ -120,14 +129,18 @@ struct Data {
 // Loads one split, converting with eager ops (the same kernels as graphs).
 absl::StatusOr<Data> Load(EagerContext& eager, const std::string& dir,
                           const std::string& prefix) {
-  RN_ASSIGN_OR_RETURN(Tensor raw, ReadIdx(dir + prefix + "-images-idx3-ubyte.gz"));
-  RN_ASSIGN_OR_RETURN(Tensor lab, ReadIdx(dir + prefix + "-labels-idx1-ubyte.gz"));
+  RN_ASSIGN_OR_RETURN(Tensor raw,
+                      ReadIdx(dir + prefix + "-images-idx3-ubyte.gz"));
+  RN_ASSIGN_OR_RETURN(Tensor lab,
+                      ReadIdx(dir + prefix + "-labels-idx1-ubyte.gz"));
   Data d;
-  RN_ASSIGN_OR_RETURN(Tensor f, eager.Execute1("cast", {raw}, {{"dtype", DType::kF32}}));
-  RN_ASSIGN_OR_RETURN(Tensor scaled,
-                      eager.Execute1("mul", {f, Tensor::Scalar(1.0f / 255.0f)}));
+  RN_ASSIGN_OR_RETURN(Tensor f,
+                      eager.Execute1("cast", {raw}, {{"dtype", DType::kF32}}));
+  RN_ASSIGN_OR_RETURN(
+      Tensor scaled, eager.Execute1("mul", {f, Tensor::Scalar(1.0f / 255.0f)}));
   RN_ASSIGN_OR_RETURN(d.images, scaled.Reshaped(Shape{raw.dim(0), 784}));
-  RN_ASSIGN_OR_RETURN(d.labels, eager.Execute1("cast", {lab}, {{"dtype", DType::kI32}}));
+  RN_ASSIGN_OR_RETURN(d.labels,
+                      eager.Execute1("cast", {lab}, {{"dtype", DType::kI32}}));
   return d;
 }
 
@@ -150,8 +163,11 @@ Tensor Rows(const Tensor& t, const std::vector<int64_t>& idx, size_t begin,
 class Progress {
  public:
   Progress(std::string label, int total)
-      : label_(std::move(label)), total_(total), tty_(isatty(2)),
-        start_(std::chrono::steady_clock::now()), last_(start_) {}
+      : label_(std::move(label)),
+        total_(total),
+        tty_(isatty(2)),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
   void Update(int done, float loss) {
     auto now = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(now - start_).count();
@@ -164,9 +180,11 @@ class Progress {
     double rate = done / std::max(secs, 1e-9);
     double eta = (total_ - done) / std::max(rate, 1e-9);
     int width = 30, filled = total_ ? width * done / total_ : width;
-    std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-    std::string line = fmt::format("{} [{}] {}/{} {:.0f} it/s eta {:.0f}s loss={:.4f}",
-                                   label_, bar, done, total_, rate, eta, loss);
+    std::string bar =
+        std::string(filled, '#') + std::string(width - filled, '.');
+    std::string line =
+        fmt::format("{} [{}] {}/{} {:.0f} it/s eta {:.0f}s loss={:.4f}", label_,
+                    bar, done, total_, rate, eta, loss);
     if (tty_) {
       std::fprintf(stderr, "\r%s\x1b[K%s", line.c_str(), final ? "\n" : "");
     } else {
@@ -201,7 +219,8 @@ absl::Status Main(const Options& opt) {
     std::shuffle(order.begin(), order.end(), rng);
     Progress bar(fmt::format("epoch {}", epoch), steps);
     for (int s = 0; s < steps; ++s) {
-      size_t begin = s * size_t(opt.batch), end = std::min(n, begin + opt.batch);
+      size_t begin = s * size_t(opt.batch),
+             end = std::min(n, begin + opt.batch);
       Session::Feeds feeds = {{m.x, Rows(train.images, order, begin, end)},
                               {m.y, Rows(train.labels, order, begin, end)}};
       RN_ASSIGN_OR_RETURN(std::vector<Tensor> out,
@@ -209,9 +228,9 @@ absl::Status Main(const Options& opt) {
       bar.Update(s + 1, out[0].at<float>(0));
     }
   }
-  RN_ASSIGN_OR_RETURN(std::vector<Tensor> acc,
-                      session.Run({{m.x, test.images}, {m.y, test.labels}},
-                                  {m.acc}, {}));
+  RN_ASSIGN_OR_RETURN(
+      std::vector<Tensor> acc,
+      session.Run({{m.x, test.images}, {m.y, test.labels}}, {m.acc}, {}));
   std::printf("test accuracy %.4f\n", acc[0].at<float>(0));
   return absl::OkStatus();
 }
@@ -230,8 +249,9 @@ int main(int argc, char** argv) {
     } else if (i + 1 < argc && a == "--data") {
       opt.data = std::string(argv[++i]) + "/";
     } else {
-      std::fprintf(stderr,
-                   "usage: fashion_softmax [--epochs N] [--threads N] [--data DIR]\n");
+      std::fprintf(
+          stderr,
+          "usage: fashion_softmax [--epochs N] [--threads N] [--data DIR]\n");
       return 2;
     }
   }

@@ -12,7 +12,8 @@ namespace runnel {
 namespace {
 
 Node* RandomNode(Graph& g, const std::string& name, int64_t seed = -1) {
-  Node* shape = *g.AddConst(Tensor::FromVector<int32_t>({4, 3}), name + "/shape");
+  Node* shape =
+      *g.AddConst(Tensor::FromVector<int32_t>({4, 3}), name + "/shape");
   auto n = g.AddNode({.name = name,
                       .op = "random_normal",
                       .inputs = {{shape, 0}},
@@ -46,11 +47,11 @@ TEST(DeterminismTest, RandomOpsRepeatForOneSeed) {
 TEST(DeterminismTest, EagerAndGraphAreBitIdentical) {
   EagerContext eager({.num_threads = 2, .seed = 3});
   Tensor shape = Tensor::FromVector<int32_t>({64, 300});
-  Tensor x = *eager.Execute1("random_normal", {shape}, {{"dtype", DType::kF32}},
-                             "x");
-  Tensor w = *eager.Execute1("random_normal",
-                             {Tensor::FromVector<int32_t>({300, 50})},
-                             {{"dtype", DType::kF32}}, "w");
+  Tensor x =
+      *eager.Execute1("random_normal", {shape}, {{"dtype", DType::kF32}}, "x");
+  Tensor w =
+      *eager.Execute1("random_normal", {Tensor::FromVector<int32_t>({300, 50})},
+                      {{"dtype", DType::kF32}}, "w");
   Tensor xw = *eager.Execute1("matmul", {x, w});
   Tensor sm = *eager.Execute1("softmax", {xw});
   Tensor total = *eager.Execute1("sum", {sm}, {{"axis", int64_t{0}}});
@@ -58,18 +59,23 @@ TEST(DeterminismTest, EagerAndGraphAreBitIdentical) {
   auto g = std::make_shared<Graph>();
   Node* xn = *g->AddConst(x, "x");
   Node* wn = *g->AddConst(w, "w");
-  Node* mm = *g->AddNode({.name = "mm", .op = "matmul", .inputs = {{xn, 0}, {wn, 0}}});
+  Node* mm =
+      *g->AddNode({.name = "mm", .op = "matmul", .inputs = {{xn, 0}, {wn, 0}}});
   Node* s = *g->AddNode({.name = "s", .op = "softmax", .inputs = {{mm, 0}}});
-  Node* t = *g->AddNode({.name = "t", .op = "sum", .inputs = {{s, 0}},
+  Node* t = *g->AddNode({.name = "t",
+                         .op = "sum",
+                         .inputs = {{s, 0}},
                          .attrs = {{"axis", int64_t{0}}}});
   Session session(g, {.num_threads = 2});
   auto out = session.Run(Session::Feeds{}, {{mm, 0}, {s, 0}, {t, 0}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
-  for (auto [eager_t, graph_t] : {std::pair{&xw, &(*out)[0]},
-                                  std::pair{&sm, &(*out)[1]},
-                                  std::pair{&total, &(*out)[2]}}) {
+  for (auto [eager_t, graph_t] :
+       {std::pair{&xw, &(*out)[0]}, std::pair{&sm, &(*out)[1]},
+        std::pair{&total, &(*out)[2]}}) {
     ASSERT_EQ(eager_t->bytes(), graph_t->bytes());
-    EXPECT_EQ(std::memcmp(eager_t->raw_data(), graph_t->raw_data(), eager_t->bytes()), 0);
+    EXPECT_EQ(
+        std::memcmp(eager_t->raw_data(), graph_t->raw_data(), eager_t->bytes()),
+        0);
   }
 }
 
