@@ -5,11 +5,6 @@
 
 namespace runnel {
 
-std::string SourceSpan::ToString() const {
-  if (!known()) return "";
-  return StrCat(file.empty() ? "<input>" : file, ":", line, ":", col);
-}
-
 std::string AttrValueToString(const AttrValue& v) {
   struct Visitor {
     std::string operator()(int64_t i) { return StrCat(i); }

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "runtime/strings.h"
+
 namespace runnel {
 
 struct SourceSpan {
@@ -15,8 +17,12 @@ struct SourceSpan {
   int end_col = 0;
 
   bool known() const { return line > 0; }
-  // "model.rnl:12:17", or "" when unknown.
-  std::string ToString() const;
+  // "model.rnl:12:17", or "" when unknown. Inline so that lang/ can use spans
+  // without linking the runtime.
+  std::string ToString() const {
+    if (!known()) return "";
+    return StrCat(file.empty() ? "<input>" : file, ":", line, ":", col);
+  }
 };
 
 }  // namespace runnel
