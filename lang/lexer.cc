@@ -1,0 +1,294 @@
+#include "lang/lexer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "runtime/strings.h"
+
+namespace runnel::lang {
+
+using antlr4::Token;
+
+bool IsValidUtf8(std::string_view text, size_t* bad_offset) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = s[i];
+    int len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      *bad_offset = i;
+      return false;
+    }
+    if (i + len > n) {
+      *bad_offset = i;
+      return false;
+    }
+    for (int k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) {
+        *bad_offset = i;
+        return false;
+      }
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+                          (len == 4 && cp < 0x10000);
+    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      *bad_offset = i;
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// SourcePositions
+
+SourcePositions::SourcePositions(std::string path, std::string_view text)
+    : path_(std::move(path)), text_(text) {
+  byte_of_char_.reserve(text.size() + 1);
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c & 0xC0) != 0x80) byte_of_char_.push_back(static_cast<uint32_t>(i));
+    if (c == '\n') line_starts_.push_back(i + 1);
+  }
+  byte_of_char_.push_back(static_cast<uint32_t>(text.size()));
+}
+
+size_t SourcePositions::ByteOf(size_t char_index) const {
+  if (char_index >= byte_of_char_.size()) return text_.size();
+  return byte_of_char_[char_index];
+}
+
+void SourcePositions::LineCol(size_t byte, int* line, int* col) const {
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), byte);
+  const size_t index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+  *line = static_cast<int>(index) + 1;
+  *col = static_cast<int>(byte - line_starts_[index]) + 1;
+}
+
+size_t SourcePositions::StartByte(const Token* t) const {
+  const size_t start = t->getStartIndex();
+  if (start != INVALID_INDEX) return ByteOf(start);
+  // A token conjured by error recovery: only its line and column are known.
+  const size_t line = t->getLine();
+  if (line == 0 || line > line_starts_.size()) return text_.size();
+  size_t byte = line_starts_[line - 1];
+  for (size_t k = 0; k < t->getCharPositionInLine() && byte < text_.size() &&
+                     text_[byte] != '\n';
+       ++k) {
+    ++byte;
+    while (byte < text_.size() &&
+           (static_cast<unsigned char>(text_[byte]) & 0xC0) == 0x80) {
+      ++byte;
+    }
+  }
+  return byte;
+}
+
+size_t SourcePositions::EndByte(const Token* t) const {
+  const size_t start = t->getStartIndex();
+  const size_t stop = t->getStopIndex();
+  if (start == INVALID_INDEX || stop == INVALID_INDEX || stop < start) {
+    return StartByte(t);
+  }
+  return ByteOf(stop + 1) - 1;
+}
+
+SourceSpan SourcePositions::ByteSpan(size_t first, size_t last) const {
+  SourceSpan span;
+  span.file = path_;
+  if (last < first) last = first;
+  LineCol(first, &span.line, &span.col);
+  LineCol(last, &span.end_line, &span.end_col);
+  return span;
+}
+
+SourceSpan SourcePositions::Span(const Token* first, const Token* last) const {
+  const size_t begin = StartByte(first);
+  size_t end = begin;
+  if (last != nullptr && last->getTokenIndex() != INVALID_INDEX &&
+      first->getTokenIndex() != INVALID_INDEX &&
+      last->getTokenIndex() >= first->getTokenIndex()) {
+    end = std::max(begin, EndByte(last));
+  } else if (last == first) {
+    end = std::max(begin, EndByte(first));
+  }
+  return ByteSpan(begin, end);
+}
+
+SourceSpan SourcePositions::After(const Token* t) const {
+  const size_t end = t->getType() == Token::EOF ? StartByte(t) : EndByte(t) + 1;
+  return ByteSpan(end, end);
+}
+
+SourceSpan SourcePositions::CharSpan(size_t first, size_t last) const {
+  const size_t begin = ByteOf(first);
+  return ByteSpan(begin, std::max(begin, ByteOf(last + 1) - 1));
+}
+
+std::string_view SourcePositions::CharText(size_t first, size_t last) const {
+  const size_t begin = ByteOf(first);
+  const size_t end = ByteOf(last + 1);
+  return text_.substr(begin, end > begin ? end - begin : 0);
+}
+
+// ---------------------------------------------------------------------------
+// Lexer
+
+namespace {
+
+bool IsLineEnd(size_t c) { return c == '\n' || c == '\r' || c == Token::EOF; }
+
+// How a bad character reads in a message: '$', or U+0007 for one that does
+// not print.
+std::string ShowChars(std::string_view text) {
+  if (text.size() == 1) {
+    const auto c = static_cast<unsigned char>(text[0]);
+    if (c < 0x20 || c == 0x7F) return fmt::format("U+{:04X}", c);
+  }
+  return StrCat("'", text, "'");
+}
+
+}  // namespace
+
+Lexer::Lexer(antlr4::CharStream* input, const SourcePositions* positions,
+             std::vector<Diagnostic>* errors)
+    : grammar::RunnelLexer(input), positions_(positions), errors_(errors) {}
+
+void Lexer::AddError(SourceSpan span, std::string message) {
+  Diagnostic d;
+  d.message = std::move(message);
+  d.span = std::move(span);
+  errors_->push_back(std::move(d));
+}
+
+std::unique_ptr<Token> Lexer::nextToken() {
+  if (_input->LA(1) == '"') {
+    if (auto token = MalformedString()) return token;
+  }
+  return grammar::RunnelLexer::nextToken();
+}
+
+std::unique_ptr<Token> Lexer::MalformedString() {
+  const size_t start = _input->index();
+  // Offsets relative to the opening quote (LA(1) is the quote itself).
+  size_t k = 2;
+  bool terminated = false;
+  size_t bad_escape = 0;  // offset of the first unknown escape's backslash
+  for (;;) {
+    const size_t c = _input->LA(static_cast<ssize_t>(k));
+    if (IsLineEnd(c)) break;
+    if (c == '"') {
+      terminated = true;
+      ++k;
+      break;
+    }
+    if (c == '\\') {
+      const size_t e = _input->LA(static_cast<ssize_t>(k + 1));
+      if (e == 'n' || e == 't' || e == '\\' || e == '"') {
+        k += 2;
+        continue;
+      }
+      if (bad_escape == 0) bad_escape = k;
+      k += IsLineEnd(e) ? 1 : 2;
+      continue;
+    }
+    ++k;
+  }
+  if (terminated && bad_escape == 0) return nullptr;  // a good string
+
+  const size_t length = k - 1;  // characters in the token
+  // A backslash at the end of the line is part of the unterminated string.
+  if (bad_escape != 0 &&
+      !IsLineEnd(_input->LA(static_cast<ssize_t>(bad_escape + 1)))) {
+    const size_t at = start + bad_escape - 1;
+    AddError(
+        positions_->CharSpan(at, at + 1),
+        StrCat("unknown escape sequence '", positions_->CharText(at, at + 1),
+               "' in string; the escapes are \\n \\t \\\\ \\\""));
+  }
+  if (!terminated) {
+    SourceSpan span = positions_->CharSpan(start, start + length - 1);
+    AddError(std::move(span),
+             "unterminated string: a string must end with '\"' on the line "
+             "where it starts");
+  }
+
+  // Emit the characters read as one STRING token.
+  tokenStartCharIndex = start;
+  tokenStartLine = getLine();
+  tokenStartCharPositionInLine = getCharPositionInLine();
+  auto* simulator = getInterpreter<antlr4::atn::LexerATNSimulator>();
+  for (size_t i = 0; i < length; ++i) simulator->consume(_input);
+  setType(STRING);
+  setChannel(Token::DEFAULT_CHANNEL);
+  setText("");
+  emit();
+  return std::move(token);
+}
+
+void Lexer::notifyListeners(const antlr4::LexerNoViableAltException& e) {
+  const size_t at =
+      const_cast<antlr4::LexerNoViableAltException&>(e).getStartIndex();
+  const std::string_view ch = positions_->CharText(at, at);
+  if (bad_run_index_ >= 0 && at == bad_run_last_ + 1 && ch != "!" &&
+      static_cast<size_t>(bad_run_index_) == errors_->size() - 1) {
+    // One error for a run of bad characters.
+    bad_run_last_ = at;
+    Diagnostic& d = (*errors_)[bad_run_index_];
+    d.span = positions_->CharSpan(bad_run_first_, bad_run_last_);
+    d.message = StrCat("unexpected characters ",
+                       ShowChars(positions_->CharText(bad_run_first_, at)));
+    return;
+  }
+  std::string message = StrCat("unexpected character ", ShowChars(ch));
+  if (ch == "!") {
+    message += "; write 'not' for negation and '!=' for 'not equal'";
+  } else if (ch == "'") {
+    message += "; strings are written in double quotes";
+  } else if (static_cast<unsigned char>(ch[0]) >= 0x80) {
+    // Name the code point too: it may look like an ASCII character.
+    const auto* u = reinterpret_cast<const unsigned char*>(ch.data());
+    uint32_t cp =
+        ch.size() == 2 ? ((u[0] & 0x1F) << 6) | (u[1] & 0x3F)
+        : ch.size() == 3
+            ? ((u[0] & 0x0F) << 12) | ((u[1] & 0x3F) << 6) | (u[2] & 0x3F)
+            : ((u[0] & 0x07) << 18) | ((u[1] & 0x3F) << 12) |
+                  ((u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+    message += fmt::format(" (U+{:04X})", cp);
+  }
+  AddError(positions_->CharSpan(at, at), std::move(message));
+  bad_run_first_ = bad_run_last_ = at;
+  bad_run_index_ = ch == "!" ? -1 : static_cast<int>(errors_->size()) - 1;
+}
+
+void Lexer::recover(const antlr4::LexerNoViableAltException& e) {
+  // Skip exactly the one bad character: ANTLR's default also drops the
+  // characters it looked at past it (`!x` would lose the `x`).
+  const size_t at =
+      const_cast<antlr4::LexerNoViableAltException&>(e).getStartIndex();
+  _input->seek(at);
+  setLine(tokenStartLine);
+  setCharPositionInLine(tokenStartCharPositionInLine);
+  if (_input->LA(1) != Token::EOF) {
+    getInterpreter<antlr4::atn::LexerATNSimulator>()->consume(_input);
+  }
+}
+
+}  // namespace runnel::lang

@@ -1,0 +1,53 @@
+// Parsing Runnel scripts (LANGUAGE.md §2-§5) into the AST of lang/ast.h.
+//
+//   auto file = SourceFile::Read("model.rnl");          // lang/source.h
+//   ParseResult r = Parse(**file);
+//   if (!r.errors.empty()) { for (auto& d : r.errors) sink.Report(d); ... }
+//   Interpret(*r.program);
+//
+// Syntax errors are Diagnostics in plain words, each with its span and, for
+// an unclosed bracket, a note at the opening one (LANGUAGE.md §7):
+//   model.rnl:3:14: error: expected an expression after '+'
+//   model.rnl:7:1: error: expected ')' to close '(' opened at 5:9
+//   model.rnl:5:9: note: '(' opened here
+// Parsing recovers after an error, so one run reports the independent
+// mistakes of a whole file, in source order.
+//
+// Parse and IsIncomplete keep no state between calls; separate threads may
+// parse separate files at once.
+#ifndef RUNNEL_LANG_PARSER_H_
+#define RUNNEL_LANG_PARSER_H_
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "lang/ast.h"
+#include "lang/diagnostics.h"
+#include "lang/source.h"
+
+namespace runnel::lang {
+
+struct ParseResult {
+  // Never null. With errors, it holds what recovery could make of the script
+  // (unparsable expressions become NoneExprs): fit for an editor's outline,
+  // not for running.
+  std::unique_ptr<Program> program;
+  std::vector<Diagnostic> errors;  // in source order
+
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses the whole of `file`; spans name file.path().
+ParseResult Parse(const SourceFile& file);
+
+// For the REPL: whether `text` stops in the middle of a statement, so that
+// it should read another line (`...` prompt) rather than run it. True inside
+// an open `(`, `[` or `{` (an unterminated block or record) and after a token
+// that continues the line (a binary operator, `,`, `=`, `=>`, `{`); false for
+// complete input and for input with a lexical error, which Parse reports.
+bool IsIncomplete(std::string_view text);
+
+}  // namespace runnel::lang
+
+#endif  // RUNNEL_LANG_PARSER_H_

@@ -1,0 +1,63 @@
+// Syntax errors in plain words (LANGUAGE.md §7), and recovery so that one
+// run reports every independent mistake of a script.
+//
+// Internal to lang/. SyntaxErrorStrategy replaces ANTLR's messages ("no
+// viable alternative", "mismatched input ... expecting {...}") with ones
+// that say what was expected where:
+//   expected an expression after '+'
+//   expected ')' to close '(' opened at 3:9        (and a note at the '(')
+//   missing '=' in let statement
+//   expected a newline or ';' before 'let'
+//   unexpected '}'
+// It keeps ANTLR's recovery (single-token insertion and deletion, then
+// skipping to a token that can follow) with three changes: skipping steps
+// over whole bracketed groups; an error between statements skips the rest of
+// that statement, up to the next newline or ';'; and a newline that a
+// continuation token hid (`let a = 1 +` then `let b = 2`) ends the broken
+// statement, so the next line parses on its own.
+#ifndef RUNNEL_LANG_SYNTAX_ERRORS_H_
+#define RUNNEL_LANG_SYNTAX_ERRORS_H_
+
+#include <vector>
+
+#include "antlr4-runtime.h"
+#include "lang/diagnostics.h"
+#include "lang/lexer.h"
+
+namespace runnel::lang {
+
+class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
+ public:
+  // Errors are appended to `errors`; `positions` must outlive the parse.
+  SyntaxErrorStrategy(const SourcePositions* positions,
+                      std::vector<Diagnostic>* errors)
+      : positions_(positions), errors_(errors) {}
+
+  void sync(antlr4::Parser* parser) override;
+
+ protected:
+  void reportNoViableAlternative(
+      antlr4::Parser* parser, const antlr4::NoViableAltException& e) override;
+  void reportInputMismatch(antlr4::Parser* parser,
+                           const antlr4::InputMismatchException& e) override;
+  void reportFailedPredicate(
+      antlr4::Parser* parser,
+      const antlr4::FailedPredicateException& e) override;
+  void reportUnwantedToken(antlr4::Parser* parser) override;
+  void reportMissingToken(antlr4::Parser* parser) override;
+  void consumeUntil(antlr4::Parser* parser,
+                    const antlr4::misc::IntervalSet& set) override;
+  antlr4::Token* singleTokenDeletion(antlr4::Parser* parser) override;
+
+ private:
+  struct Site;
+  void Report(const Site& site);
+
+  const SourcePositions* positions_;
+  std::vector<Diagnostic>* errors_;
+  size_t last_error_token_ = INVALID_INDEX;  // token index of the last error
+};
+
+}  // namespace runnel::lang
+
+#endif  // RUNNEL_LANG_SYNTAX_ERRORS_H_
