@@ -419,7 +419,7 @@ void SyntaxErrorStrategy::Report(const Site& site) {
                        "the next line, end this line with the operator");
   } else if (open != nullptr && expected.Has(closer) &&
              expected.Has(L::COMMA)) {
-    d.message = StrCat("expected ", what, " before ", Found(t));
+    d.message = StrCat("expected ',' or ", Text(closer), " before ", Found(t));
   } else if (one_missing) {
     d.span = after_prev;
     d.message = StrCat("missing ", words[0], " in ", construct);

@@ -756,6 +756,8 @@ TEST(SyntaxErrorTest, Unexpected) {
               ElementsAre("2:1: unexpected ')'"));
   EXPECT_THAT(Errors("let a = f(1 2)"),
               ElementsAre("1:13: expected ',' or ')' before '2'"));
+  EXPECT_THAT(Errors("let h = nn.dense(x 128)"),
+              ElementsAre("1:20: expected ',' or ')' before '128'"));
   EXPECT_THAT(Errors("let r = {x: 1 y: 2}"),
               ElementsAre("1:15: expected ',' or '}' before 'y'"));
 }
@@ -799,6 +801,30 @@ TEST(SyntaxErrorTest, Hints) {
   EXPECT_THAT(Errors("let f = 1.\n"),
               ElementsAre("1:11: expected a name after '.'; write '1.0' for "
                           "a floating-point number"));
+}
+
+TEST(SyntaxErrorTest, MoreMessages) {
+  EXPECT_THAT(Errors("let y = x[1:2:3:4]"),
+              ElementsAre("1:16: expected ',' or ']' before ':'"));
+  EXPECT_THAT(Errors("print(x,,y)"),
+              ElementsAre("1:9: expected an expression after ','"));
+  EXPECT_THAT(Errors("if x { a } else print(b)"),
+              ElementsAre("1:17: unexpected 'print'; expected 'if' or '{'"));
+  EXPECT_THAT(Errors("input x: [3]"),
+              ElementsAre("1:10: unexpected '['; expected a dtype such as "
+                          "f32"));
+  EXPECT_THAT(Errors("fn x => x"),
+              ElementsAre("1:3: missing '(' in fn expression"));
+  EXPECT_THAT(Errors("let x = a ? b : c"),
+              ElementsAre("1:11: unexpected '?': for a conditional value "
+                          "write 'if c { a } else { b }'"));
+  EXPECT_THAT(Errors("let a = f(1 +, 2)"),
+              ElementsAre("1:14: expected an expression after '+'"));
+  EXPECT_THAT(Errors("import"),
+              ElementsAre("1:7: expected a name or a string after 'import'"));
+  EXPECT_THAT(Errors("run"),
+              ElementsAre("1:4: expected an expression after 'run'"));
+  EXPECT_THAT(Errors("a."), ElementsAre("1:3: expected a name after '.'"));
 }
 
 TEST(SyntaxErrorTest, LexicalErrors) {
