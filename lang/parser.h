@@ -13,8 +13,10 @@
 // Parsing recovers after an error, so one run reports the independent
 // mistakes of a whole file, in source order.
 //
-// Parse and IsIncomplete keep no state between calls; separate threads may
-// parse separate files at once.
+// Spans count lines from 1 and columns in bytes from 1, as diagnostics
+// render them. Parse and IsIncomplete keep no state between calls; they
+// share only the generated parser's prediction cache, which the ANTLR
+// runtime locks, so separate threads may parse separate files at once.
 #ifndef RUNNEL_LANG_PARSER_H_
 #define RUNNEL_LANG_PARSER_H_
 
