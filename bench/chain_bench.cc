@@ -1,0 +1,61 @@
+// Executor overhead: a chain of 1000 scalar adds run as one graph, against
+// the same 1000 adds in PyTorch eager mode, in the same invocation.
+//
+//   build-release/chain_bench [--threads N]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/peer.h"
+#include "runtime/session.h"
+
+using namespace runnel;
+
+int main(int argc, char** argv) {
+  int threads = bench::ThreadsArg(argc, argv, 2);
+  constexpr int kOps = 1000;
+  auto g = std::make_shared<Graph>();
+  Node* one = *g->AddConst(Tensor::Scalar<float>(1.0f), "one");
+  NodeOut cur{one, 0};
+  for (int i = 0; i < kOps; ++i) {
+    auto n = g->AddNode({.name = "add_" + std::to_string(i),
+                         .op = "add",
+                         .inputs = {cur, {one, 0}}});
+    if (!n.ok()) {
+      std::fprintf(stderr, "chain_bench: %s\n", n.status().ToString().c_str());
+      return 1;
+    }
+    cur = {*n, 0};
+  }
+  Session session(g, {.num_threads = threads});
+  auto run = [&] {
+    auto out = session.Run(Session::Feeds{}, {cur}, {});
+    if (!out.ok() || (*out)[0].at<float>(0) != kOps + 1) {
+      std::fprintf(stderr, "chain_bench: wrong result\n");
+      std::exit(1);
+    }
+  };
+  for (int i = 0; i < 20; ++i) run();  // warm-up, builds the executor
+  std::vector<double> us;
+  for (int rep = 0; rep < 15; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20; ++i) run();
+    auto t1 = std::chrono::steady_clock::now();
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() /
+                 (20.0 * kOps));
+  }
+  std::sort(us.begin(), us.end());
+  double runnel_us = us[us.size() / 2];
+
+  double peer_us = bench::RunPeer("chain_peer.py", threads);
+  std::printf(
+      "chain of %d scalar adds (%d threads): runnel %.3f us/op, pytorch "
+      "eager %.3f us/op, ratio %.2fx (runnel time / pytorch time)\n",
+      kOps, threads, runnel_us, peer_us,
+      peer_us > 0 ? runnel_us / peer_us : 0.0);
+  return 0;
+}
