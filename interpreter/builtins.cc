@@ -1,0 +1,1297 @@
+// The builtin table (LANGUAGE.md §6). Op-backed builtins translate the
+// language's arguments into an op's inputs and attributes and go through
+// Interpreter::ApplyOp, so they follow the concrete/symbolic rule; host
+// builtins (print, fmt, data files, ...) work on concrete values.
+#include "interpreter/builtins.h"
+
+#include <fmt/args.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "interpreter/data.h"
+#include "interpreter/diag.h"
+#include "interpreter/interpreter.h"
+#include "runtime/idx_reader.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel::interp {
+namespace {
+
+using Args = CallArgs;
+using Result = absl::StatusOr<Value>;
+
+// ---- argument helpers
+// --------------------------------------------------------
+
+OpSite Site(const Args& a, bool named = true) {
+  return OpSite{a.span, 0, named ? a.hint : ""};
+}
+
+std::string ParamName(const Args& a, int i) {
+  return StrCat(a.builtin->name, ": '", a.builtin->params[i].name, "'");
+}
+
+absl::StatusOr<int64_t> IntArg(const Args& a, int i) {
+  const Value& v = a[i];
+  std::optional<int64_t> n = v.AsInt();
+  if (!n || v.tensor().rank() != 0) {
+    return ErrorAt(
+        a.span_of(i),
+        StrCat(ParamName(a, i), " must be an integer, got ", DescribeValue(v)));
+  }
+  return *n;
+}
+
+absl::StatusOr<double> NumberArg(const Args& a, int i) {
+  const Value& v = a[i];
+  std::optional<double> d = v.AsDouble();
+  if (!d || v.tensor().rank() != 0 || v.tensor().dtype() == DType::kBool) {
+    return ErrorAt(
+        a.span_of(i),
+        StrCat(ParamName(a, i), " must be a number, got ", DescribeValue(v)));
+  }
+  return *d;
+}
+
+absl::StatusOr<bool> BoolArg(const Args& a, int i) {
+  const Value& v = a[i];
+  if (!v.is_concrete() || v.tensor().dtype() != DType::kBool ||
+      v.tensor().num_elements() != 1) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be true or false, got ",
+                          DescribeValue(v)));
+  }
+  return v.tensor().data<bool>()[0];
+}
+
+absl::StatusOr<std::string> StringArg(const Args& a, int i) {
+  if (a[i].kind() != ValueKind::kString) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a string, got ",
+                          DescribeValue(a[i])));
+  }
+  return a[i].str();
+}
+
+absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
+  if (a[i].kind() != ValueKind::kDType) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a dtype such as f32, got ",
+                          DescribeValue(a[i])));
+  }
+  return a[i].dtype_value();
+}
+
+// An int or a list/tuple/vector of ints.
+absl::StatusOr<std::vector<int64_t>> IntsArg(Interpreter& in, const Args& a,
+                                             int i) {
+  const Value& v = a[i];
+  if (v.is_concrete() && v.tensor().rank() == 0) {
+    RN_ASSIGN_OR_RETURN(int64_t n, IntArg(a, i));
+    return std::vector<int64_t>{n};
+  }
+  if (v.is_symbolic()) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be concrete integers"));
+  }
+  RN_ASSIGN_OR_RETURN(
+      Tensor t, in.ToConcrete(v, DType::kI64, a.span_of(i), ParamName(a, i)));
+  if (t.rank() > 1) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a list of integers"));
+  }
+  std::vector<int64_t> out(t.data<int64_t>(),
+                           t.data<int64_t>() + t.num_elements());
+  return out;
+}
+
+// Sets attribute `attr` from an int or int list argument, unless it is none.
+absl::Status AxisAttr(Interpreter& in, const Args& a, int i, AttrMap* attrs,
+                      const std::string& attr = "axis") {
+  if (a[i].is_none()) return absl::OkStatus();
+  if (a[i].is_concrete() && a[i].tensor().rank() == 0) {
+    RN_ASSIGN_OR_RETURN(int64_t n, IntArg(a, i));
+    (*attrs)[attr] = n;
+    return absl::OkStatus();
+  }
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> v, IntsArg(in, a, i));
+  (*attrs)[attr] = v;
+  return absl::OkStatus();
+}
+
+// A shape argument: an int, a list of ints, or an integer vector tensor
+// (symbolic too, e.g. shape_of(x)); gives an i32 vector value.
+Result ShapeArg(Interpreter& in, const Args& a, int i) {
+  const Value& v = a[i];
+  if (v.is_symbolic()) {
+    if (v.tensor_dtype() == DType::kI32) return v;
+    return in.ApplyOp("cast", {v}, {{"dtype", DType::kI32}},
+                      OpSite{a.span_of(i)});
+  }
+  if (v.is_sequence() && v.items().empty()) {
+    return Value::Concrete(Tensor(DType::kI32, Shape{0}));
+  }
+  RN_ASSIGN_OR_RETURN(
+      Tensor t, in.ToConcrete(v, DType::kI32, a.span_of(i), ParamName(a, i)));
+  if (t.rank() == 0) {
+    RN_ASSIGN_OR_RETURN(t, t.Reshaped(Shape{1}));
+  }
+  if (t.rank() != 1) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a list of dimensions"));
+  }
+  return Value::Concrete(t);
+}
+
+// A list or tuple of tensors (concat, stack). A bracketed list of concrete
+// tensors of one shape was stacked into one tensor: its rows are the items.
+absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
+                                              int i) {
+  const Value& v = a[i];
+  if (v.is_sequence()) return v.items();
+  if (v.is_concrete() && v.tensor().rank() > 0) {
+    std::vector<Value> rows;
+    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
+                        in.Iterate(v, a.span_of(i)));
+    while (true) {
+      RN_ASSIGN_OR_RETURN(std::optional<Value> row, it->Next());
+      if (!row) break;
+      rows.push_back(std::move(*row));
+    }
+    return rows;
+  }
+  if (v.is_tensor()) {
+    return ErrorAt(
+        a.span_of(i),
+        StrCat(ParamName(a, i), " must be a list of tensors such as [a, b]"));
+  }
+  return ErrorAt(a.span_of(i),
+                 StrCat(ParamName(a, i), " must be a list of tensors, got ",
+                        DescribeValue(v)));
+}
+
+absl::Status CheckFile(const Args& a, const absl::Status& s) {
+  if (s.ok()) return s;
+  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
+}
+
+// A scalar of `dtype` holding `v`.
+Tensor ScalarOf(DType dtype, double v) {
+  Tensor t(dtype, Shape{});
+  VisitDType(dtype, [&](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      Tensor f = Tensor::Scalar<float>(static_cast<float>(v));
+      (void)f;
+    } else {
+      t.data<T>()[0] = static_cast<T>(v);
+    }
+  });
+  return t;
+}
+
+Result ScalarValue(Interpreter& in, DType dtype, double v) {
+  if (dtype == DType::kF16 || dtype == DType::kBF16) {
+    RN_ASSIGN_OR_RETURN(
+        Tensor t, in.Cast(Tensor::Scalar<float>(static_cast<float>(v)), dtype));
+    return Value::Concrete(t);
+  }
+  return Value::Concrete(ScalarOf(dtype, v));
+}
+
+// ---- builtin definitions
+// ----------------------------------------------------------
+
+BuiltinParam P(std::string name) { return BuiltinParam(std::move(name)); }
+BuiltinParam P(std::string name, Value def) {
+  return BuiltinParam(std::move(name), std::move(def));
+}
+Value None() { return Value(); }
+
+Result NotImplemented(Interpreter&, Args& a) {
+  return ErrorAt(a.span, StrCat(a.builtin->name, " is not implemented yet"));
+}
+
+// `name(x)` -> op(x).
+Builtin UnaryOp(std::string name, std::string op = "") {
+  if (op.empty()) op = name;
+  return Builtin{name, {P("x")}, [op](Interpreter& in, Args& a) -> Result {
+                   return in.ApplyOp(op, {a[0]}, {}, Site(a));
+                 }};
+}
+
+Builtin BinaryOp(std::string name, std::vector<std::string> params) {
+  return Builtin{name,
+                 {P(params[0]), P(params[1])},
+                 [name](Interpreter& in, Args& a) -> Result {
+                   return in.ApplyOp(name, {a[0], a[1]}, {}, Site(a));
+                 }};
+}
+
+Builtin Reduction(std::string name) {
+  return Builtin{name,
+                 {P("x"), P("axis", None()), P("keepdims", Value::Bool(false))},
+                 [name](Interpreter& in, Args& a) -> Result {
+                   AttrMap attrs;
+                   RN_RETURN_IF_ERROR(AxisAttr(in, a, 1, &attrs));
+                   RN_ASSIGN_OR_RETURN(bool keep, BoolArg(a, 2));
+                   attrs["keepdims"] = keep;
+                   return in.ApplyOp(name, {a[0]}, std::move(attrs), Site(a));
+                 }};
+}
+
+Builtin ArgReduction(std::string name) {
+  return Builtin{name,
+                 {P("x"), P("axis", None())},
+                 [name](Interpreter& in, Args& a) -> Result {
+                   AttrMap attrs;
+                   if (!a[1].is_none()) {
+                     RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+                     attrs["axis"] = axis;
+                   }
+                   return in.ApplyOp(name, {a[0]}, std::move(attrs), Site(a));
+                 }};
+}
+
+// zeros/ones: fill(shape, v as dtype).
+Builtin FillWith(std::string name, double v) {
+  return Builtin{name,
+                 {P("shape"), P("dtype", Value::OfDType(DType::kF32))},
+                 [v](Interpreter& in, Args& a) -> Result {
+                   RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+                   RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
+                   RN_ASSIGN_OR_RETURN(Value scalar, ScalarValue(in, d, v));
+                   return in.ApplyOp("fill", {shape, scalar}, {}, Site(a));
+                 }};
+}
+
+// random_normal / truncated_normal / random_uniform.
+Builtin Random(std::string name, std::string op, std::string p1, std::string a1,
+               double d1, std::string p2, std::string a2, double d2) {
+  return Builtin{name,
+                 {P("shape"), P(p1, Value::Float(d1)), P(p2, Value::Float(d2)),
+                  P("seed", None()), P("dtype", Value::OfDType(DType::kF32))},
+                 [op, a1, a2](Interpreter& in, Args& a) -> Result {
+                   RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+                   RN_ASSIGN_OR_RETURN(double x1, NumberArg(a, 1));
+                   RN_ASSIGN_OR_RETURN(double x2, NumberArg(a, 2));
+                   int64_t seed = -1;
+                   if (!a[3].is_none()) {
+                     RN_ASSIGN_OR_RETURN(seed, IntArg(a, 3));
+                   }
+                   RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 4));
+                   return in.ApplyOp(
+                       op, {shape},
+                       {{a1, x1}, {a2, x2}, {"seed", seed}, {"dtype", d}},
+                       Site(a));
+                 }};
+}
+
+// Fan-in and fan-out of a weight shape (dense [in, out]; conv [h, w, in,
+// out] counts the receptive field).
+absl::Status Fans(const std::vector<int64_t>& s, const SourceSpan& span,
+                  double* fan_in, double* fan_out) {
+  if (s.empty()) return ErrorAt(span, "the shape needs at least one dimension");
+  if (s.size() == 1) {
+    *fan_in = *fan_out = static_cast<double>(s[0]);
+    return absl::OkStatus();
+  }
+  double receptive = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) receptive *= s[i];
+  *fan_in = s[s.size() - 2] * receptive;
+  *fan_out = s[s.size() - 1] * receptive;
+  return absl::OkStatus();
+}
+
+Builtin Initializer(std::string name, bool glorot) {
+  return Builtin{
+      name,
+      {P("shape"), P("seed", None()), P("dtype", Value::OfDType(DType::kF32))},
+      [glorot](Interpreter& in, Args& a) -> Result {
+        RN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntsArg(in, a, 0));
+        double fan_in = 0, fan_out = 0;
+        RN_RETURN_IF_ERROR(Fans(dims, a.span_of(0), &fan_in, &fan_out));
+        int64_t seed = -1;
+        if (!a[1].is_none()) {
+          RN_ASSIGN_OR_RETURN(seed, IntArg(a, 1));
+        }
+        RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
+        std::vector<int32_t> d32(dims.begin(), dims.end());
+        Value shape = Value::Concrete(Tensor::FromVector<int32_t>(d32));
+        if (glorot) {
+          const double limit =
+              fan_in + fan_out > 0 ? std::sqrt(6.0 / (fan_in + fan_out)) : 0;
+          return in.ApplyOp("random_uniform", {shape},
+                            {{"minval", -limit},
+                             {"maxval", limit},
+                             {"seed", seed},
+                             {"dtype", d}},
+                            Site(a));
+        }
+        const double stddev = fan_in > 0 ? std::sqrt(2.0 / fan_in) : 0;
+        return in.ApplyOp(
+            "random_normal", {shape},
+            {{"mean", 0.0}, {"stddev", stddev}, {"seed", seed}, {"dtype", d}},
+            Site(a));
+      }};
+}
+
+// Host values for fmt: numbers stay numbers so "{:.3f}" works.
+absl::Status PushFormatArg(
+    fmt::dynamic_format_arg_store<fmt::format_context>* store, const Value& v,
+    const char* name) {
+  auto push = [&](auto x) {
+    if (name != nullptr) {
+      store->push_back(fmt::arg(name, x));
+    } else {
+      store->push_back(x);
+    }
+  };
+  if (v.is_concrete() && v.tensor().num_elements() == 1 &&
+      v.tensor().rank() == 0) {
+    const DType d = v.tensor().dtype();
+    if (d == DType::kBool) {
+      push(v.tensor().data<bool>()[0]);
+    } else if (IsInteger(d)) {
+      push(*v.AsInt());
+    } else {
+      push(*v.AsDouble());
+    }
+  } else if (v.kind() == ValueKind::kString) {
+    push(v.str());
+  } else {
+    push(FormatValue(v));
+  }
+  return absl::OkStatus();
+}
+
+// ---- datasets and progress bars
+// -------------------------------------------------
+
+class BatchIterator : public Iterator {
+ public:
+  BatchIterator(std::shared_ptr<const Dataset> d, std::vector<int64_t> order,
+                int64_t size, bool drop_last)
+      : d_(std::move(d)),
+        order_(std::move(order)),
+        size_(size),
+        drop_last_(drop_last) {}
+  absl::StatusOr<std::optional<Value>> Next() override {
+    const int64_t n = static_cast<int64_t>(order_.size());
+    if (pos_ >= n || (drop_last_ && pos_ + size_ > n)) {
+      return std::optional<Value>();
+    }
+    const int64_t end = std::min(n, pos_ + size_);
+    std::vector<int64_t> rows(order_.begin() + pos_, order_.begin() + end);
+    pos_ = end;
+    std::vector<Field> fields;
+    for (const auto& [name, t] : d_->columns) {
+      fields.emplace_back(name, Value::Concrete(GatherRows(t, rows)));
+    }
+    return std::optional<Value>(Value::Record(std::move(fields)));
+  }
+
+ private:
+  std::shared_ptr<const Dataset> d_;
+  std::vector<int64_t> order_;
+  int64_t size_;
+  bool drop_last_;
+  int64_t pos_ = 0;
+};
+
+class BatchesIterable : public Iterable {
+ public:
+  BatchesIterable(std::shared_ptr<const Dataset> d, int64_t size, bool shuffle,
+                  uint64_t seed, bool drop_last)
+      : d_(std::move(d)),
+        size_(size),
+        shuffle_(shuffle),
+        seed_(seed),
+        drop_last_(drop_last) {}
+  absl::StatusOr<std::unique_ptr<Iterator>> Begin() override {
+    return std::unique_ptr<Iterator>(new BatchIterator(
+        d_, RowOrder(d_->rows, shuffle_, seed_), size_, drop_last_));
+  }
+  int64_t Size() const override {
+    return drop_last_ ? d_->rows / size_ : (d_->rows + size_ - 1) / size_;
+  }
+  std::string Describe() const override {
+    return StrCat("batches of ", size_, " from ", d_->rows, " rows");
+  }
+
+ private:
+  std::shared_ptr<const Dataset> d_;
+  int64_t size_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+};
+
+class ProgressIterator : public Iterator {
+ public:
+  ProgressIterator(Reporter* r, std::unique_ptr<Iterator> inner,
+                   std::string label, int64_t total)
+      : r_(r), inner_(std::move(inner)) {
+    r_->Begin(std::move(label), total);
+  }
+  ~ProgressIterator() override {
+    if (!ended_) r_->End();
+  }
+  absl::StatusOr<std::optional<Value>> Next() override {
+    if (started_) r_->Step();
+    started_ = true;
+    absl::StatusOr<std::optional<Value>> v = inner_->Next();
+    if (!v.ok() || !v->has_value()) {
+      if (!ended_) r_->End();
+      ended_ = true;
+    }
+    return v;
+  }
+
+ private:
+  Reporter* r_;
+  std::unique_ptr<Iterator> inner_;
+  bool started_ = false, ended_ = false;
+};
+
+class ProgressIterable : public Iterable {
+ public:
+  ProgressIterable(Interpreter* in, Value inner, std::string label,
+                   SourceSpan span)
+      : in_(in),
+        inner_(std::move(inner)),
+        label_(std::move(label)),
+        span_(std::move(span)) {}
+  absl::StatusOr<std::unique_ptr<Iterator>> Begin() override {
+    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
+                        in_->Iterate(inner_, span_));
+    return std::unique_ptr<Iterator>(
+        new ProgressIterator(&in_->reporter(), std::move(it), label_, Size()));
+  }
+  int64_t Size() const override { return in_->IterationCount(inner_); }
+  std::string Describe() const override {
+    return StrCat("progress \"", label_, "\"");
+  }
+
+ private:
+  Interpreter* in_;
+  Value inner_;
+  std::string label_;
+  SourceSpan span_;
+};
+
+// ---- host builtins
+// -----------------------------------------------------------------
+
+Result Print(Interpreter& in, Args& a) {
+  if (in.check_mode()) return Value();
+  std::string line;
+  for (size_t i = 0; i < a.rest.size(); ++i) {
+    if (i) line += " ";
+    line += FormatValue(a.rest[i]);
+  }
+  line += "\n";
+  std::fputs(line.c_str(), in.options().out);
+  std::fflush(in.options().out);
+  return Value();
+}
+
+Result Fmt(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string format, StringArg(a, 0));
+  fmt::dynamic_format_arg_store<fmt::format_context> store;
+  for (const Value& v : a.rest) {
+    RN_RETURN_IF_ERROR(PushFormatArg(&store, v, nullptr));
+  }
+  for (const Field& f : a.named) {
+    RN_RETURN_IF_ERROR(PushFormatArg(&store, f.second, f.first.c_str()));
+  }
+  try {
+    return Value::String(fmt::vformat(format, store));
+  } catch (const fmt::format_error& e) {
+    return ErrorAt(a.span, StrCat("fmt: ", e.what(), " in \"", format, "\""));
+  }
+}
+
+Result Assert(Interpreter& in, Args& a) {
+  if (in.check_mode()) return Value();
+  const Value& c = a[0];
+  if (c.is_symbolic()) {
+    return ErrorAt(a.span_of(0),
+                   "assert needs a concrete condition; this one is symbolic "
+                   "(compute it with run first)");
+  }
+  if (!c.is_concrete()) {
+    return ErrorAt(a.span_of(0), StrCat("assert needs a bool tensor, got ",
+                                        DescribeValue(c)));
+  }
+  bool ok = true;
+  for (double d : c.tensor().ToDoubles()) {
+    if (d == 0 || std::isnan(d)) ok = false;
+  }
+  if (ok) return Value();
+  std::string msg = "assertion failed";
+  if (a[1].kind() == ValueKind::kString && !a[1].str().empty()) {
+    msg += ": " + a[1].str();
+  } else if (!a[1].is_none() && a[1].kind() != ValueKind::kString) {
+    msg += ": " + FormatValue(a[1]);
+  }
+  return ErrorAt(a.span, msg);
+}
+
+Result Allclose(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(double rtol, NumberArg(a, 2));
+  RN_ASSIGN_OR_RETURN(double atol, NumberArg(a, 3));
+  for (int i : {0, 1}) {
+    RN_ASSIGN_OR_RETURN(Value v,
+                        in.ToTensor(a[i], a.span_of(i), ParamName(a, i)));
+    if (v.is_symbolic()) {
+      return ErrorAt(a.span_of(i),
+                     "allclose needs concrete values; this one is symbolic "
+                     "(compute it with run first)");
+    }
+  }
+  RN_ASSIGN_OR_RETURN(Tensor x, in.ToConcrete(a[0], DType::kF64, a.span_of(0),
+                                              ParamName(a, 0)));
+  RN_ASSIGN_OR_RETURN(Tensor y, in.ToConcrete(a[1], DType::kF64, a.span_of(1),
+                                              ParamName(a, 1)));
+  OpSite site{a.span};
+  Value vx = Value::Concrete(x), vy = Value::Concrete(y);
+  RN_ASSIGN_OR_RETURN(Value diff, in.ApplyOp("sub", {vx, vy}, {}, site));
+  RN_ASSIGN_OR_RETURN(diff, in.ApplyOp("abs", {diff}, {}, site));
+  RN_ASSIGN_OR_RETURN(Value tol, in.ApplyOp("abs", {vy}, {}, site));
+  RN_ASSIGN_OR_RETURN(
+      tol,
+      in.ApplyOp("mul", {tol, Value::Concrete(Tensor::Scalar<double>(rtol))},
+                 {}, site));
+  RN_ASSIGN_OR_RETURN(
+      tol,
+      in.ApplyOp("add", {tol, Value::Concrete(Tensor::Scalar<double>(atol))},
+                 {}, site));
+  RN_ASSIGN_OR_RETURN(Value ok,
+                      in.ApplyOp("less_equal", {diff, tol}, {}, site));
+  RN_ASSIGN_OR_RETURN(ok, in.ApplyOp("all", {ok}, {}, site));
+  return ok;
+}
+
+Result Len(Interpreter& in, Args& a) {
+  const Value& v = a[0];
+  int64_t n = -1;
+  switch (v.kind()) {
+    case ValueKind::kString:
+      n = static_cast<int64_t>(v.str().size());
+      break;
+    case ValueKind::kSymbolic:
+    case ValueKind::kTensor: {
+      Shape s = v.tensor_shape();
+      if (!s.unknown_rank() && s.rank() > 0) n = s.dim(0);
+      if (s.rank() == 0 && !s.unknown_rank()) {
+        return ErrorAt(a.span_of(0), "len() of a scalar");
+      }
+      break;
+    }
+    default:
+      n = in.IterationCount(v);
+  }
+  if (n < 0) {
+    return ErrorAt(a.span_of(0),
+                   StrCat("len() is not known for ", DescribeValue(v)));
+  }
+  return Value::Int(n);
+}
+
+Result ToFloat(Interpreter& in, Args& a) {
+  const Value& v = a[0];
+  if (v.kind() == ValueKind::kString) {
+    char* end = nullptr;
+    double d = std::strtod(v.str().c_str(), &end);
+    if (v.str().empty() || *end != '\0') {
+      return ErrorAt(a.span_of(0),
+                     StrCat("float(): \"", v.str(), "\" is not a number"));
+    }
+    return Value::Float(d);
+  }
+  std::optional<double> d = v.AsDouble();
+  if (!d) {
+    return ErrorAt(a.span_of(0), StrCat("float() needs a concrete scalar, got ",
+                                        DescribeValue(v)));
+  }
+  return Value::Float(*d);
+}
+
+Result ToInt(Interpreter& in, Args& a) {
+  const Value& v = a[0];
+  double d;
+  if (v.kind() == ValueKind::kString) {
+    char* end = nullptr;
+    long long i = std::strtoll(v.str().c_str(), &end, 10);
+    if (v.str().empty() || *end != '\0') {
+      return ErrorAt(a.span_of(0),
+                     StrCat("int(): \"", v.str(), "\" is not an integer"));
+    }
+    d = static_cast<double>(i);
+    if (i > INT32_MAX || i < INT32_MIN) {
+      return Value::Concrete(Tensor::Scalar<int64_t>(i), true);
+    }
+    return Value::Int(i);
+  }
+  std::optional<double> x = v.AsDouble();
+  if (!x || !std::isfinite(*x)) {
+    return ErrorAt(a.span_of(0), StrCat("int() needs a finite concrete "
+                                        "scalar, got ",
+                                        DescribeValue(v)));
+  }
+  d = std::trunc(*x);
+  if (d > INT32_MAX || d < INT32_MIN) {
+    return Value::Concrete(Tensor::Scalar<int64_t>(static_cast<int64_t>(d)),
+                           true);
+  }
+  return Value::Int(static_cast<int64_t>(d));
+}
+
+Result Exit(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(int64_t code, IntArg(a, 0));
+  if (code < 0 || code > 255) {
+    return ErrorAt(a.span_of(0),
+                   StrCat("exit code must be in 0..255, got ", code));
+  }
+  return ExitRequest(in.check_mode() ? 0 : static_cast<int>(code));
+}
+
+Result Arg(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 0));
+  const std::string* text = in.FindArg(name);
+  const Value& def = a[1];
+  if (text == nullptr) return def;
+  auto bad = [&](const char* what) {
+    return ErrorAt(a.span, StrCat("--arg ", name, "=", *text, ": expected ",
+                                  what, " (like the default)"));
+  };
+  if (def.kind() == ValueKind::kString || def.is_none()) {
+    return Value::String(*text);
+  }
+  if (def.is_concrete() && def.tensor().rank() == 0) {
+    const DType d = def.tensor().dtype();
+    char* end = nullptr;
+    if (d == DType::kBool) {
+      if (*text == "true" || *text == "1") return Value::Bool(true);
+      if (*text == "false" || *text == "0") return Value::Bool(false);
+      return bad("true or false");
+    }
+    if (IsInteger(d)) {
+      long long v = std::strtoll(text->c_str(), &end, 10);
+      if (text->empty() || *end != '\0') return bad("an integer");
+      if (d == DType::kI32 && (v > INT32_MAX || v < INT32_MIN)) {
+        return bad("an i32 integer");
+      }
+      RN_ASSIGN_OR_RETURN(Tensor t, in.Cast(Tensor::Scalar<int64_t>(v), d));
+      return Value::Concrete(t, def.literal());
+    }
+    double v = std::strtod(text->c_str(), &end);
+    if (text->empty() || *end != '\0') return bad("a number");
+    RN_ASSIGN_OR_RETURN(Tensor t, in.Cast(Tensor::Scalar<double>(v), d));
+    return Value::Concrete(t, def.literal());
+  }
+  return ErrorAt(a.span_of(1),
+                 StrCat("arg(): the default must be a number, bool or string, "
+                        "got ",
+                        DescribeValue(def)));
+}
+
+Result Progress(Interpreter& in, Args& a) {
+  std::string label;
+  if (!a[1].is_none()) {
+    RN_ASSIGN_OR_RETURN(label, StringArg(a, 1));
+  }
+  const Value& v = a[0];
+  switch (v.kind()) {
+    case ValueKind::kRange:
+    case ValueKind::kTuple:
+    case ValueKind::kList:
+    case ValueKind::kTensor:
+    case ValueKind::kDataset:
+    case ValueKind::kIterable:
+      break;
+    default:
+      return ErrorAt(a.span_of(0), StrCat("progress() needs something to "
+                                          "iterate over, got ",
+                                          DescribeValue(v)));
+  }
+  return Value::OfIterable(
+      std::make_shared<ProgressIterable>(&in, v, label, a.span_of(0)));
+}
+
+Result Report(Interpreter& in, Args& a) {
+  std::vector<std::pair<std::string, std::string>> json, shown;
+  for (size_t i = 0; i < a.named.size(); ++i) {
+    const auto& [name, v] = a.named[i];
+    if (v.is_symbolic()) {
+      return ErrorAt(
+          a.named_spans[i],
+          StrCat("report: '", name, "' is symbolic; fetch its value with run"));
+    }
+    if (v.is_concrete() && v.tensor().num_elements() == 1) {
+      double d = *v.AsDouble();
+      if (v.tensor().dtype() == DType::kBool) {
+        json.emplace_back(name, d != 0 ? "true" : "false");
+        shown.emplace_back(name, d != 0 ? "true" : "false");
+      } else {
+        json.emplace_back(name, std::isfinite(d) ? fmt::format("{}", d)
+                                                 : std::string("null"));
+        shown.emplace_back(name, IsInteger(v.tensor().dtype())
+                                     ? fmt::format("{}", *v.AsInt())
+                                     : fmt::format("{:.4g}", d));
+      }
+    } else {
+      std::string s = FormatValue(v);
+      json.emplace_back(name, JsonString(s));
+      shown.emplace_back(name, s);
+    }
+  }
+  if (!a.rest.empty()) {
+    return ErrorAt(a.rest_spans[0],
+                   "report takes named values: report(loss = l)");
+  }
+  RN_RETURN_IF_ERROR(in.reporter().Report(json, shown));
+  return Value();
+}
+
+// ---- data builtins
+// ---------------------------------------------------------------
+
+Result LoadIdx(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
+  absl::StatusOr<Tensor> t = ReadIdx(path);
+  RN_RETURN_IF_ERROR(CheckFile(a, t.status()));
+  return Value::Concrete(*t);
+}
+
+Result LoadNpy(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
+  absl::StatusOr<Tensor> t = ReadNpy(path);
+  RN_RETURN_IF_ERROR(CheckFile(a, t.status()));
+  return Value::Concrete(*t);
+}
+
+Result SaveNpy(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
+  RN_ASSIGN_OR_RETURN(Value v,
+                      in.ToTensor(a[1], a.span_of(1), "save_npy: 'x'"));
+  if (v.is_symbolic()) {
+    return ErrorAt(a.span_of(1),
+                   "save_npy needs a concrete tensor; this one is symbolic "
+                   "(compute it with run first)");
+  }
+  if (in.check_mode()) return Value();
+  RN_RETURN_IF_ERROR(CheckFile(a, WriteNpy(path, v.tensor())));
+  return Value();
+}
+
+absl::StatusOr<std::shared_ptr<Dataset>> MakeDataset(
+    Interpreter& in, const std::vector<Field>& columns,
+    const std::vector<SourceSpan>& spans, const SourceSpan& span) {
+  if (columns.empty()) {
+    return ErrorAt(span,
+                   "a dataset needs at least one column: dataset(x = "
+                   "..., y = ...)");
+  }
+  auto d = std::make_shared<Dataset>();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const auto& [name, v] = columns[i];
+    const SourceSpan& s = i < spans.size() ? spans[i] : span;
+    RN_ASSIGN_OR_RETURN(Value t,
+                        in.ToTensor(v, s, StrCat("column '", name, "'")));
+    if (t.is_symbolic()) {
+      return ErrorAt(s,
+                     StrCat("column '", name, "' must be concrete data, got ",
+                            DescribeValue(t)));
+    }
+    if (t.tensor().rank() == 0) {
+      return ErrorAt(s, StrCat("column '", name,
+                               "' must have a first dimension (rows), got a "
+                               "scalar"));
+    }
+    const int64_t rows = t.tensor().dim(0);
+    if (i > 0 && rows != d->rows) {
+      return ErrorAt(s, StrCat("dataset columns must have the same number of "
+                               "rows: '",
+                               d->columns[0].first, "' has ", d->rows, ", '",
+                               name, "' has ", rows));
+    }
+    d->rows = rows;
+    d->columns.emplace_back(name, t.tensor());
+  }
+  return d;
+}
+
+Result DatasetFn(Interpreter& in, Args& a) {
+  if (!a.rest.empty()) {
+    return ErrorAt(a.rest_spans[0],
+                   "dataset takes named columns: dataset(x = ..., y = ...)");
+  }
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> d,
+                      MakeDataset(in, a.named, a.named_spans, a.span));
+  return Value::OfDataset(std::move(d));
+}
+
+Result LoadCsv(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
+  RN_ASSIGN_OR_RETURN(bool header, BoolArg(a, 1));
+  absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> cols =
+      ReadCsv(path, header);
+  RN_RETURN_IF_ERROR(CheckFile(a, cols.status()));
+  auto d = std::make_shared<Dataset>();
+  for (auto& [name, t] : *cols) {
+    d->rows = t.dim(0);
+    d->columns.emplace_back(name, std::move(t));
+  }
+  return Value::OfDataset(std::move(d));
+}
+
+Result Batches(Interpreter& in, Args& a) {
+  const Value& ds = a[0];
+  std::shared_ptr<const Dataset> d;
+  if (ds.kind() == ValueKind::kDataset) {
+    d = ds.dataset();
+  } else if (ds.kind() == ValueKind::kRecord) {
+    std::vector<SourceSpan> spans;
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<Dataset> made,
+                        MakeDataset(in, ds.fields(), spans, a.span_of(0)));
+    d = std::move(made);
+  } else {
+    return ErrorAt(a.span_of(0), StrCat("batches() needs a dataset, got ",
+                                        DescribeValue(ds)));
+  }
+  RN_ASSIGN_OR_RETURN(int64_t size, IntArg(a, 1));
+  if (size < 1) {
+    return ErrorAt(a.span_of(1), StrCat("the batch size must be positive, "
+                                        "got ",
+                                        size));
+  }
+  RN_ASSIGN_OR_RETURN(bool shuffle, BoolArg(a, 2));
+  RN_ASSIGN_OR_RETURN(int64_t seed, IntArg(a, 3));
+  RN_ASSIGN_OR_RETURN(bool drop_last, BoolArg(a, 4));
+  return Value::OfIterable(std::make_shared<BatchesIterable>(
+      std::move(d), size, shuffle, static_cast<uint64_t>(seed), drop_last));
+}
+
+// ---- graph builtins
+// -----------------------------------------------------------------
+
+Result Group(Interpreter& in, Args& a) {
+  std::vector<Node*> nodes;
+  for (size_t i = 0; i < a.rest.size(); ++i) {
+    RN_RETURN_IF_ERROR(in.CollectNodes(a.rest[i], a.rest_spans[i], &nodes));
+  }
+  RN_ASSIGN_OR_RETURN(std::vector<Value> out,
+                      in.ApplyOpN("noop", {}, {}, Site(a), std::move(nodes)));
+  return out.empty() ? Value() : out[0];
+}
+
+Result TrainableVars(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string scope, StringArg(a, 0));
+  std::vector<Value> out;
+  for (Node* n : in.variables()) {
+    absl::StatusOr<bool> trainable = n->attr<bool>("trainable");
+    if (!trainable.ok() || !*trainable) continue;
+    const std::string& name = n->name();
+    const bool match = scope.empty() || name == scope ||
+                       (name.size() > scope.size() &&
+                        name.compare(0, scope.size(), scope) == 0 &&
+                        (scope.back() == '/' || name[scope.size()] == '/'));
+    if (match) out.push_back(Value::Symbolic({n, 0}));
+  }
+  return Value::List(std::move(out));
+}
+
+Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
+  const Value& target = a[0];
+  if (!target.is_symbolic() || target.out().node->op() != "variable") {
+    return ErrorAt(a.span_of(0), StrCat(op, " needs a var or state, got ",
+                                        DescribeValue(target)));
+  }
+  return in.Assign(op, target, a[1], Site(a));
+}
+
+std::vector<Builtin> MakeBuiltins() {
+  std::vector<Builtin> b;
+  const Value f32 = Value::OfDType(DType::kF32);
+
+  // Creation.
+  b.push_back(FillWith("zeros", 0));
+  b.push_back(FillWith("ones", 1));
+  b.push_back({"fill",
+               {P("shape"), P("value"), P("dtype", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+                 RN_ASSIGN_OR_RETURN(
+                     Value v, in.ToTensor(a[1], a.span_of(1), "fill: 'value'"));
+                 if (!a[2].is_none()) {
+                   RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
+                   if (v.tensor_dtype() != d) {
+                     RN_ASSIGN_OR_RETURN(v,
+                                         in.ApplyOp("cast", {v}, {{"dtype", d}},
+                                                    OpSite{a.span_of(1)}));
+                   }
+                 }
+                 return in.ApplyOp("fill", {shape, v}, {}, Site(a));
+               }});
+  b.push_back(UnaryOp("zeros_like"));
+  b.push_back(UnaryOp("ones_like"));
+  b.push_back(
+      {"arange",
+       {P("start"), P("stop", None()), P("step", Value::Int(1)),
+        P("dtype", None())},
+       [](Interpreter& in, Args& a) -> Result {
+         Value start = a[0], stop = a[1], step = a[2];
+         if (stop.is_none()) {
+           stop = start;
+           start = Value::Int(0);
+         }
+         std::vector<Value> v = {start, stop, step};
+         if (!a[3].is_none()) {
+           RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 3));
+           for (Value& x : v) {
+             RN_ASSIGN_OR_RETURN(
+                 x, in.ApplyOp("cast", {x}, {{"dtype", d}}, OpSite{a.span}));
+           }
+         }
+         return in.ApplyOp("range", v, {}, Site(a));
+       }});
+  b.push_back({"eye",
+               {P("n"), P("m", None()), P("dtype", f32)},
+               [](Interpreter& in, Args& a) -> Result {
+                 AttrMap attrs;
+                 RN_ASSIGN_OR_RETURN(int64_t n, IntArg(a, 0));
+                 attrs["n"] = n;
+                 if (!a[1].is_none()) {
+                   RN_ASSIGN_OR_RETURN(int64_t m, IntArg(a, 1));
+                   attrs["m"] = m;
+                 }
+                 RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
+                 attrs["dtype"] = d;
+                 return in.ApplyOp("eye", {}, std::move(attrs), Site(a));
+               }});
+  b.push_back({"one_hot",
+               {P("indices"), P("depth"), P("on_value", Value::Float(1)),
+                P("off_value", Value::Float(0)), P("dtype", f32),
+                P("axis", Value::Int(-1))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t depth, IntArg(a, 1));
+                 RN_ASSIGN_OR_RETURN(double on, NumberArg(a, 2));
+                 RN_ASSIGN_OR_RETURN(double off, NumberArg(a, 3));
+                 RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 4));
+                 RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 5));
+                 return in.ApplyOp("one_hot", {a[0]},
+                                   {{"depth", depth},
+                                    {"on_value", on},
+                                    {"off_value", off},
+                                    {"dtype", d},
+                                    {"axis", axis}},
+                                   Site(a));
+               }});
+  b.push_back(Random("random_normal", "random_normal", "mean", "mean", 0,
+                     "stddev", "stddev", 1));
+  b.push_back(Random("random_uniform", "random_uniform", "min", "minval", 0,
+                     "max", "maxval", 1));
+  b.push_back(Random("truncated_normal", "truncated_normal", "mean", "mean", 0,
+                     "stddev", "stddev", 1));
+  b.push_back(Initializer("glorot_uniform", true));
+  b.push_back(Initializer("he_normal", false));
+
+  // Element-wise.
+  for (const char* op :
+       {"abs", "neg",      "sign",  "sqrt", "rsqrt", "square",  "exp",
+        "log", "log1p",    "sin",   "cos",  "tanh",  "sigmoid", "relu",
+        "elu", "softplus", "floor", "ceil", "round", "isnan",   "isfinite"}) {
+    b.push_back(UnaryOp(op));
+  }
+  b.push_back(BinaryOp("pow", {"x", "y"}));
+  b.push_back(BinaryOp("maximum", {"x", "y"}));
+  b.push_back(BinaryOp("minimum", {"x", "y"}));
+  b.push_back({"clip",
+               {P("x"), P("lo"), P("hi")},
+               [](Interpreter& in, Args& a) -> Result {
+                 return in.ApplyOp("clip", {a[0], a[1], a[2]}, {}, Site(a));
+               }});
+  b.push_back({"where",
+               {P("cond"), P("a"), P("b")},
+               [](Interpreter& in, Args& a) -> Result {
+                 return in.ApplyOp("where", {a[0], a[1], a[2]}, {}, Site(a));
+               }});
+  b.push_back(
+      {"cast", {P("x"), P("dtype")}, [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
+         return in.ApplyOp("cast", {a[0]}, {{"dtype", d}}, Site(a));
+       }});
+
+  // Reductions.
+  for (const char* op :
+       {"sum", "mean", "max", "min", "prod", "all", "any", "logsumexp"}) {
+    b.push_back(Reduction(op));
+  }
+  b.push_back(ArgReduction("argmax"));
+  b.push_back(ArgReduction("argmin"));
+
+  // Shape.
+  b.push_back(
+      {"reshape", {P("x"), P("shape")}, [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
+         return in.ApplyOp("reshape", {a[0], shape}, {}, Site(a));
+       }});
+  b.push_back(
+      {"transpose",
+       {P("x"), P("perm", None())},
+       [](Interpreter& in, Args& a) -> Result {
+         AttrMap attrs;
+         if (!a[1].is_none()) {
+           RN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntsArg(in, a, 1));
+           attrs["perm"] = perm;
+         }
+         return in.ApplyOp("transpose", {a[0]}, std::move(attrs), Site(a));
+       }});
+  b.push_back(
+      {"expand_dims",
+       {P("x"), P("axis")},
+       [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+         return in.ApplyOp("expand_dims", {a[0]}, {{"axis", axis}}, Site(a));
+       }});
+  b.push_back({"squeeze",
+               {P("x"), P("axis", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 AttrMap attrs;
+                 RN_RETURN_IF_ERROR(AxisAttr(in, a, 1, &attrs));
+                 if (attrs.count("axis") &&
+                     std::holds_alternative<int64_t>(attrs["axis"])) {
+                   attrs["axis"] =
+                       std::vector<int64_t>{std::get<int64_t>(attrs["axis"])};
+                 }
+                 return in.ApplyOp("squeeze", {a[0]}, std::move(attrs),
+                                   Site(a));
+               }});
+  for (const char* op : {"concat", "stack"}) {
+    const bool stack = std::string(op) == "stack";
+    b.push_back(
+        {op,
+         {P("xs"), P("axis", stack ? Value::Int(0) : Value::Int(0))},
+         [op](Interpreter& in, Args& a) -> Result {
+           RN_ASSIGN_OR_RETURN(std::vector<Value> xs, TensorsArg(in, a, 0));
+           RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+           return in.ApplyOp(op, std::move(xs), {{"axis", axis}}, Site(a));
+         }});
+  }
+  b.push_back({"unstack",
+               {P("x"), P("axis", Value::Int(0))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+                 RN_ASSIGN_OR_RETURN(
+                     std::vector<Value> out,
+                     in.ApplyOpN("unstack", {a[0]}, {{"axis", axis}}, Site(a)));
+                 return Value::Tuple(std::move(out));
+               }});
+  b.push_back({"split",
+               {P("x"), P("n"), P("axis", Value::Int(0))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t n, IntArg(a, 1));
+                 RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 2));
+                 RN_ASSIGN_OR_RETURN(
+                     std::vector<Value> out,
+                     in.ApplyOpN("split", {a[0]}, {{"num", n}, {"axis", axis}},
+                                 Site(a)));
+                 return Value::Tuple(std::move(out));
+               }});
+  b.push_back({"slice",
+               {P("x"), P("begin"), P("size")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(Value begin, ShapeArg(in, a, 1));
+                 RN_ASSIGN_OR_RETURN(Value size, ShapeArg(in, a, 2));
+                 return in.ApplyOp("slice", {a[0], begin, size}, {}, Site(a));
+               }});
+  b.push_back(
+      {"gather",
+       {P("x"), P("indices"), P("axis", Value::Int(0))},
+       [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 2));
+         return in.ApplyOp("gather", {a[0], a[1]}, {{"axis", axis}}, Site(a));
+       }});
+  b.push_back({"tile",
+               {P("x"), P("multiples")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(Value m, ShapeArg(in, a, 1));
+                 return in.ApplyOp("tile", {a[0], m}, {}, Site(a));
+               }});
+  b.push_back({"pad",
+               {P("x"), P("paddings"), P("value", Value::Int(0))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(
+                     Tensor p, in.ToConcrete(a[1], DType::kI32, a.span_of(1),
+                                             "pad: 'paddings'"));
+                 return in.ApplyOp("pad", {a[0], Value::Concrete(p), a[2]}, {},
+                                   Site(a));
+               }});
+  b.push_back({"broadcast_to",
+               {P("x"), P("shape")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
+                 return in.ApplyOp("broadcast_to", {a[0], shape}, {}, Site(a));
+               }});
+  b.push_back(UnaryOp("shape_of"));
+  b.push_back(UnaryOp("size"));
+  b.push_back(UnaryOp("rank"));
+
+  // Linear algebra and NN.
+  b.push_back({"matmul",
+               {P("a"), P("b"), P("transpose_a", Value::Bool(false)),
+                P("transpose_b", Value::Bool(false))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(bool ta, BoolArg(a, 2));
+                 RN_ASSIGN_OR_RETURN(bool tb, BoolArg(a, 3));
+                 return in.ApplyOp("matmul", {a[0], a[1]},
+                                   {{"transpose_a", ta}, {"transpose_b", tb}},
+                                   Site(a));
+               }});
+  for (const char* op : {"softmax", "log_softmax"}) {
+    b.push_back({op,
+                 {P("x"), P("axis", Value::Int(-1))},
+                 [op](Interpreter& in, Args& a) -> Result {
+                   RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+                   return in.ApplyOp(op, {a[0]}, {{"axis", axis}}, Site(a));
+                 }});
+  }
+  b.push_back(BinaryOp("softmax_cross_entropy", {"logits", "probs"}));
+  b.push_back(BinaryOp("sparse_softmax_cross_entropy", {"logits", "labels"}));
+  b.push_back(BinaryOp("sigmoid_cross_entropy", {"logits", "labels"}));
+  b.push_back(
+      {"conv2d",
+       {P("x"), P("filters"), P("strides", Value::Int(1)),
+        P("padding", Value::String("same")), P("dilations", Value::Int(1))},
+       [](Interpreter& in, Args& a) -> Result {
+         AttrMap attrs;
+         RN_RETURN_IF_ERROR(AxisAttr(in, a, 2, &attrs, "strides"));
+         RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
+         attrs["padding"] = padding;
+         RN_RETURN_IF_ERROR(AxisAttr(in, a, 4, &attrs, "dilations"));
+         return in.ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs), Site(a));
+       }});
+  for (const char* op : {"max_pool", "avg_pool"}) {
+    b.push_back({op,
+                 {P("x"), P("size"), P("strides", None()),
+                  P("padding", Value::String("valid"))},
+                 [op](Interpreter& in, Args& a) -> Result {
+                   AttrMap attrs;
+                   RN_RETURN_IF_ERROR(AxisAttr(in, a, 1, &attrs, "size"));
+                   RN_RETURN_IF_ERROR(AxisAttr(in, a, 2, &attrs, "strides"));
+                   RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
+                   attrs["padding"] = padding;
+                   return in.ApplyOp(op, {a[0]}, std::move(attrs), Site(a));
+                 }});
+  }
+  b.push_back(BinaryOp("bias_add", {"x", "bias"}));
+  b.push_back(
+      {"dropout",
+       {P("x"), P("rate"), P("training", Value::Bool(true)), P("seed", None())},
+       [](Interpreter& in, Args& a) -> Result {
+         AttrMap attrs;
+         if (!a[3].is_none()) {
+           RN_ASSIGN_OR_RETURN(int64_t seed, IntArg(a, 3));
+           attrs["seed"] = seed;
+         }
+         return in.ApplyOp("dropout", {a[0], a[1], a[2]}, std::move(attrs),
+                           Site(a));
+       }});
+  b.push_back(UnaryOp("l2_loss"));
+  b.push_back({"embedding_lookup",
+               {P("params"), P("ids")},
+               [](Interpreter& in, Args& a) -> Result {
+                 return in.ApplyOp("gather", {a[0], a[1]},
+                                   {{"axis", int64_t{0}}}, Site(a));
+               }});
+
+  // State.
+  for (const char* op : {"assign", "assign_add", "assign_sub"}) {
+    b.push_back(
+        {op, {P("var"), P("value")}, [op](Interpreter& in, Args& a) -> Result {
+           return AssignFn(op, in, a);
+         }});
+  }
+  for (const char* op : {"scatter_add", "scatter_sub", "scatter_update"}) {
+    b.push_back({op,
+                 {P("var"), P("indices"), P("updates")},
+                 [op](Interpreter& in, Args& a) -> Result {
+                   return in.ApplyOp(op, {a[0], a[1], a[2]}, {}, Site(a));
+                 }});
+  }
+
+  // Autodiff.
+  b.push_back({"grad", {P("y"), P("xs")}, NotImplemented});
+  b.push_back(UnaryOp("stop_gradient"));
+  b.push_back(
+      {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
+  b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
+                 return in.GlobalStep(a.span);
+               }});
+
+  // Graph control.
+  b.push_back({"group", {}, Group, /*variadic=*/true});
+  b.push_back({"noop", {}, [](Interpreter& in, Args& a) -> Result {
+                 return in.ApplyOp("noop", {}, {}, Site(a));
+               }});
+  b.push_back(UnaryOp("identity"));
+  for (const char* op : {"check_numerics", "debug_print"}) {
+    b.push_back({op,
+                 {P("x"), P("message", Value::String(""))},
+                 [op](Interpreter& in, Args& a) -> Result {
+                   RN_ASSIGN_OR_RETURN(std::string msg, StringArg(a, 1));
+                   return in.ApplyOp(op, {a[0]}, {{"message", msg}}, Site(a));
+                 }});
+  }
+
+  // Loops over the first axis.
+  b.push_back({"scan", {P("f"), P("xs"), P("init", None())}, NotImplemented});
+  b.push_back({"map", {P("f"), P("xs")}, NotImplemented});
+
+  // Host.
+  b.push_back({"print", {}, Print, /*variadic=*/true});
+  b.push_back({"fmt", {P("format")}, Fmt, true, true});
+  b.push_back({"assert", {P("cond"), P("message", None())}, Assert});
+  b.push_back({"allclose",
+               {P("a"), P("b"), P("rtol", Value::Float(1e-5)),
+                P("atol", Value::Float(1e-8))},
+               Allclose});
+  b.push_back({"len", {P("x")}, Len});
+  b.push_back({"float", {P("x")}, ToFloat});
+  b.push_back({"int", {P("x")}, ToInt});
+  b.push_back({"exit", {P("code", Value::Int(0))}, Exit});
+  b.push_back({"arg", {P("name"), P("default", None())}, Arg});
+  b.push_back({"progress", {P("iterable"), P("label", None())}, Progress});
+  b.push_back({"report", {}, Report, true, true});
+
+  // Data.
+  b.push_back({"load_idx", {P("path")}, LoadIdx});
+  b.push_back(
+      {"load_csv", {P("path"), P("header", Value::Bool(true))}, LoadCsv});
+  b.push_back({"load_npy", {P("path")}, LoadNpy});
+  b.push_back({"save_npy", {P("path"), P("x")}, SaveNpy});
+  b.push_back({"dataset", {}, DatasetFn, true, true});
+  b.push_back({"batches",
+               {P("ds"), P("size"), P("shuffle", Value::Bool(false)),
+                P("seed", Value::Int(0)), P("drop_last", Value::Bool(false))},
+               Batches});
+
+  // Checkpoints (a later milestone).
+  b.push_back({"save", {P("path")}, NotImplemented});
+  b.push_back({"restore", {P("path")}, NotImplemented});
+  return b;
+}
+
+}  // namespace
+
+const std::vector<Builtin>& Builtins() {
+  static const auto* table = new std::vector<Builtin>(MakeBuiltins());
+  return *table;
+}
+
+}  // namespace runnel::interp

@@ -1,0 +1,63 @@
+// The builtin functions of LANGUAGE.md §6: one table that maps each name,
+// with the language's parameter names and defaults, to its implementation
+// — mostly a registered op applied through Interpreter::ApplyOp, else host
+// code (print, fmt, data files, datasets, progress bars).
+//
+// interpreter/builtins.list is the list of names the table must have; a
+// test checks the two agree.
+#ifndef RUNNEL_INTERPRETER_BUILTINS_H_
+#define RUNNEL_INTERPRETER_BUILTINS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "interpreter/value.h"
+
+namespace runnel::interp {
+
+class Interpreter;
+
+struct BuiltinParam {
+  explicit BuiltinParam(std::string n) : name(std::move(n)) {}
+  BuiltinParam(std::string n, Value def)
+      : name(std::move(n)), required(false), default_value(std::move(def)) {}
+  std::string name;
+  bool required = true;
+  Value default_value;  // when !required (none = "absent")
+};
+
+// The arguments of one builtin call, bound to its parameters.
+struct CallArgs {
+  const Builtin* builtin = nullptr;
+  std::vector<Value> values;  // one per parameter
+  std::vector<bool> given;    // whether the caller passed it
+  std::vector<SourceSpan> spans;
+  std::vector<Value> rest;  // extra positional arguments (variadic)
+  std::vector<SourceSpan> rest_spans;
+  std::vector<Field> named;  // extra named arguments (kwargs)
+  std::vector<SourceSpan> named_spans;
+  SourceSpan span;   // the whole call
+  std::string hint;  // `let NAME = f(...)`: the name of the node made
+
+  const Value& operator[](int i) const { return values[i]; }
+  const SourceSpan& span_of(int i) const { return spans[i]; }
+};
+
+using BuiltinFn = std::function<absl::StatusOr<Value>(Interpreter&, CallArgs&)>;
+
+struct Builtin {
+  std::string name;
+  std::vector<BuiltinParam> params;
+  BuiltinFn fn;
+  bool variadic = false;  // extra positional arguments go to `rest`
+  bool kwargs = false;    // extra named arguments go to `named`
+};
+
+// Every builtin, in a stable order. Built on first use.
+const std::vector<Builtin>& Builtins();
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_BUILTINS_H_

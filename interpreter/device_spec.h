@@ -1,0 +1,32 @@
+// Device specs of `device "..." { }` blocks (LANGUAGE.md §4):
+// `/job:NAME/task:N/device:TYPE:N`, any part optional, with the short forms
+// `/cpu:0`, `/gpu:1`, `/job:ps`. A task may be `*` (variables spread over
+// the matching tasks). Nested blocks refine the outer spec field by field.
+#ifndef RUNNEL_INTERPRETER_DEVICE_SPEC_H_
+#define RUNNEL_INTERPRETER_DEVICE_SPEC_H_
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace runnel::interp {
+
+struct DeviceSpec {
+  std::string job;      // "" = any
+  std::string replica;  // "" = any; else digits
+  std::string task;     // "" = any; digits or "*"
+  std::string type;     // "" = any; "cpu" or "gpu"
+  std::string index;    // "" = any; digits or "*"
+
+  // Parses a spec; InvalidArgument says what is wrong with it.
+  static absl::StatusOr<DeviceSpec> Parse(std::string_view text);
+  // This spec with the fields `inner` sets replaced.
+  DeviceSpec Refine(const DeviceSpec& inner) const;
+  // "/job:ps/task:0/device:cpu:0"; "" when nothing is set.
+  std::string ToString() const;
+};
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_DEVICE_SPEC_H_

@@ -1,0 +1,49 @@
+// How evaluation errors travel: an absl::Status that carries a ready
+// lang::Diagnostic (message, span, caret, notes) as a payload, so every
+// function of the interpreter can return Status/StatusOr and the place that
+// reports it prints exactly what the failing code described. `exit(code)`
+// travels the same way, as a status carrying the exit code.
+#ifndef RUNNEL_INTERPRETER_DIAG_H_
+#define RUNNEL_INTERPRETER_DIAG_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "lang/diagnostics.h"
+
+namespace runnel::interp {
+
+// A status carrying `d` (its message is d.message).
+absl::Status DiagStatus(lang::Diagnostic d);
+// An error at `span`; `caret` is a column on the span's first line (0 = the
+// span's start).
+absl::Status ErrorAt(const SourceSpan& span, std::string message,
+                     int caret = 0);
+std::optional<lang::Diagnostic> DiagOf(const absl::Status& status);
+// Adds a note to the diagnostic `status` carries (or makes one from a plain
+// status at `fallback`).
+absl::Status AddNote(absl::Status status, const SourceSpan& span,
+                     std::string message);
+lang::Diagnostic Note(const SourceSpan& span, std::string message);
+
+// `exit(code)`: stops evaluation with this process exit code.
+absl::Status ExitRequest(int code);
+std::optional<int> ExitCodeOf(const absl::Status& status);
+
+// The diagnostic to print for any status: its own, or one built from the
+// runtime's node span (runtime/errors.h), or one at `fallback`.
+lang::Diagnostic ToDiagnostic(const absl::Status& status,
+                              const SourceSpan& fallback);
+
+// Edit distance, and the closest of `candidates` to `name` when close
+// enough to be a likely typo ("relux" -> "relu"); empty when none is.
+int EditDistance(std::string_view a, std::string_view b);
+std::string ClosestName(std::string_view name,
+                        const std::vector<std::string>& candidates);
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_DIAG_H_

@@ -1,0 +1,179 @@
+// Scripts and modules: parsing files (all syntax errors before anything
+// runs), `import NAME` from the standard library and `import "file" as x`.
+#include <cstdlib>
+#include <filesystem>
+
+#include "interpreter/diag.h"
+#include "interpreter/interpreter.h"
+#include "lang/parser.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+#ifndef RUNNEL_STDLIB_DIR
+#define RUNNEL_STDLIB_DIR "stdlib"
+#endif
+
+namespace runnel::interp {
+
+namespace fs = std::filesystem;
+
+int Interpreter::RunSource(const std::string& path, std::string text) {
+  auto src = std::make_shared<lang::SourceFile>(path, std::move(text));
+  sink_->AddSource(src);
+  lang::ParseResult parsed = lang::Parse(*src);
+  if (!parsed.errors.empty()) {
+    for (const lang::Diagnostic& d : parsed.errors) sink_->Report(d);
+    return kExitUsage;
+  }
+  std::shared_ptr<const lang::Program> program = std::move(parsed.program);
+  bool parse_errors = false;
+  PreloadImports(*program, path, &parse_errors);
+  if (parse_errors) return kExitUsage;
+  if (!options_.metrics_file.empty()) {
+    absl::Status s = reporter_->OpenMetrics(options_.metrics_file);
+    if (!s.ok()) {
+      lang::Diagnostic d;
+      d.message = std::string(ToStd(s.message()));
+      sink_->Report(d);
+      return kExitUsage;
+    }
+  }
+  absl::StatusOr<Value> v = Evaluate(program);
+  if (!v.ok()) return Report(v.status());
+  return kExitOk;
+}
+
+std::string Interpreter::StdlibDir() const {
+  if (!options_.stdlib_dir.empty()) return options_.stdlib_dir;
+  if (const char* env = std::getenv("RUNNEL_STDLIB_PATH")) {
+    if (*env != '\0') return env;
+  }
+  return RUNNEL_STDLIB_DIR;
+}
+
+std::string Interpreter::ResolveImport(const lang::ImportStmt& s,
+                                       const std::string& file) {
+  if (!s.path.empty()) {
+    fs::path p(s.path);
+    if (p.is_relative()) p = fs::path(file).parent_path() / p;
+    return p.lexically_normal().string();
+  }
+  // $RUNNEL_STDLIB_PATH may list several directories, ':'-separated.
+  const std::string dirs = StdlibDir();
+  size_t start = 0;
+  std::string first;
+  while (true) {
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(
+        start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!dir.empty()) {
+      fs::path p = fs::path(dir) / (s.module + ".rnl");
+      std::string candidate = p.lexically_normal().string();
+      if (first.empty()) first = candidate;
+      std::error_code ec;
+      if (fs::exists(p, ec)) return candidate;
+    }
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return first;
+}
+
+absl::StatusOr<std::shared_ptr<const lang::Program>> Interpreter::ParseFile(
+    const std::string& path, bool* parse_errors) {
+  auto it = programs_.find(path);
+  if (it != programs_.end()) return it->second;
+  absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
+      lang::SourceFile::Read(path);
+  if (!src.ok()) return src.status();
+  sink_->AddSource(*src);
+  lang::ParseResult parsed = lang::Parse(**src);
+  if (!parsed.errors.empty()) {
+    for (const lang::Diagnostic& d : parsed.errors) sink_->Report(d);
+    *parse_errors = true;
+    return absl::InvalidArgumentError("parse errors");
+  }
+  std::shared_ptr<const lang::Program> program = std::move(parsed.program);
+  programs_[path] = program;
+  PreloadImports(*program, path, parse_errors);
+  return program;
+}
+
+void Interpreter::PreloadImports(const lang::Program& program,
+                                 const std::string& file, bool* parse_errors) {
+  for (const lang::StmtPtr& s : program.stmts) {
+    if (s->kind != lang::StmtKind::kImport) continue;
+    const auto& imp = static_cast<const lang::ImportStmt&>(*s);
+    const std::string path = ResolveImport(imp, file);
+    if (programs_.count(path)) continue;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;  // reported when the import runs
+    (void)ParseFile(path, parse_errors);
+  }
+}
+
+absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
+  const std::string path = ResolveImport(s, s.span.file);
+  const std::string alias = s.alias.empty() ? s.module : s.alias;
+  auto found = modules_.find(path);
+  std::shared_ptr<Module> module;
+  if (found != modules_.end()) {
+    module = found->second;
+    if (module->loading) {
+      return ErrorAt(s.span, StrCat("import cycle: '", path,
+                                    "' is imported while it is being "
+                                    "loaded"));
+    }
+  } else {
+    bool parse_errors = false;
+    absl::StatusOr<std::shared_ptr<const lang::Program>> program =
+        ParseFile(path, &parse_errors);
+    if (parse_errors) return ExitRequest(kExitUsage);
+    if (!program.ok()) {
+      if (!s.module.empty()) {
+        return ErrorAt(s.span, StrCat("no module named '", s.module,
+                                      "' (looked for ", path, ")"));
+      }
+      return ErrorAt(s.span, StrCat("cannot import \"", s.path,
+                                    "\": ", ToStd(program.status().message())));
+    }
+    kept_.push_back(*program);
+    module = std::make_shared<Module>();
+    module->name = alias;
+    module->path = path;
+    module->env = std::make_shared<Env>(builtins_, true);
+    modules_[path] = module;
+    // A module runs at the top level of its own: its own names, no
+    // enclosing device or `after` block, nodes under a scope named after it.
+    Value ignored;
+    std::vector<ScopeFrame> scopes = {
+        MakeFrame(fs::path(path).stem().string(), /*unique=*/false)};
+    std::swap(scopes, scopes_);
+    std::shared_ptr<Env> env = module->env;
+    std::swap(env, env_);
+    DeviceSpec device;
+    std::swap(device, device_);
+    std::vector<Node*> control;
+    std::swap(control, control_);
+    const int loops = loop_depth_, functions = function_depth_;
+    loop_depth_ = function_depth_ = 0;
+    absl::Status st = ExecStmts((*program)->stmts, &ignored);
+    signal_ = Signal::kNone;
+    std::swap(scopes, scopes_);
+    std::swap(env, env_);
+    std::swap(device, device_);
+    std::swap(control, control_);
+    loop_depth_ = loops;
+    function_depth_ = functions;
+    module->loading = false;
+    if (!st.ok()) {
+      modules_.erase(path);
+      return AddNote(st, s.span, StrCat("in the module imported here"));
+    }
+  }
+  env_->Define(alias,
+               Binding{Value::OfModule(module), BindingKind::kImport, s.span});
+  return absl::OkStatus();
+}
+
+}  // namespace runnel::interp

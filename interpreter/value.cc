@@ -1,0 +1,332 @@
+#include "interpreter/value.h"
+
+#include "lang/ast.h"
+#include "runtime/strings.h"
+
+namespace runnel::interp {
+
+namespace {
+const std::vector<Value>& EmptyItems() {
+  static const auto* empty = new std::vector<Value>();
+  return *empty;
+}
+const std::vector<Field>& EmptyFields() {
+  static const auto* empty = new std::vector<Field>();
+  return *empty;
+}
+}  // namespace
+
+Value Value::Concrete(Tensor t, bool literal) {
+  Value v;
+  v.kind_ = ValueKind::kTensor;
+  v.tensor_ = std::move(t);
+  v.literal_ = literal && v.tensor_.dtype() != DType::kBool;
+  return v;
+}
+Value Value::Symbolic(NodeOut out) {
+  Value v;
+  v.kind_ = ValueKind::kSymbolic;
+  v.out_ = out;
+  return v;
+}
+Value Value::Op(Node* node) {
+  Value v;
+  v.kind_ = ValueKind::kOp;
+  v.node_ = node;
+  return v;
+}
+Value Value::String(std::string s) {
+  Value v;
+  v.kind_ = ValueKind::kString;
+  v.str_ = std::move(s);
+  return v;
+}
+Value Value::OfDType(DType d) {
+  Value v;
+  v.kind_ = ValueKind::kDType;
+  v.dtype_ = d;
+  return v;
+}
+Value Value::Tuple(std::vector<Value> items) {
+  Value v;
+  v.kind_ = ValueKind::kTuple;
+  v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
+  return v;
+}
+Value Value::List(std::vector<Value> items) {
+  Value v;
+  v.kind_ = ValueKind::kList;
+  v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
+  return v;
+}
+Value Value::Record(std::vector<Field> fields) {
+  Value v;
+  v.kind_ = ValueKind::kRecord;
+  v.fields_ = std::make_shared<const std::vector<Field>>(std::move(fields));
+  return v;
+}
+Value Value::Range(int64_t start, int64_t stop) {
+  Value v;
+  v.kind_ = ValueKind::kRange;
+  v.range_[0] = start;
+  v.range_[1] = stop;
+  return v;
+}
+Value Value::OfFunction(std::shared_ptr<const Function> f) {
+  Value v;
+  v.kind_ = ValueKind::kFunction;
+  v.function_ = std::move(f);
+  return v;
+}
+Value Value::OfModule(std::shared_ptr<Module> m) {
+  Value v;
+  v.kind_ = ValueKind::kModule;
+  v.module_ = std::move(m);
+  return v;
+}
+Value Value::OfDataset(std::shared_ptr<const Dataset> d) {
+  Value v;
+  v.kind_ = ValueKind::kDataset;
+  v.dataset_ = std::move(d);
+  return v;
+}
+Value Value::OfIterable(std::shared_ptr<Iterable> it) {
+  Value v;
+  v.kind_ = ValueKind::kIterable;
+  v.iterable_ = std::move(it);
+  return v;
+}
+Value Value::Int(int64_t x, bool literal) {
+  return Concrete(Tensor::Scalar<int32_t>(static_cast<int32_t>(x)), literal);
+}
+Value Value::Float(double x, bool literal) {
+  return Concrete(Tensor::Scalar<float>(static_cast<float>(x)), literal);
+}
+Value Value::Bool(bool x) { return Concrete(Tensor::Scalar<bool>(x)); }
+
+const std::vector<Value>& Value::items() const {
+  return items_ ? *items_ : EmptyItems();
+}
+const std::vector<Field>& Value::fields() const {
+  return fields_ ? *fields_ : EmptyFields();
+}
+const Value* Value::FindField(std::string_view name) const {
+  for (const Field& f : fields()) {
+    if (f.first == name) return &f.second;
+  }
+  return nullptr;
+}
+
+DType Value::tensor_dtype() const {
+  if (kind_ == ValueKind::kSymbolic) return out_.node->output_dtype(out_.index);
+  return tensor_.dtype();
+}
+Shape Value::tensor_shape() const {
+  if (kind_ == ValueKind::kSymbolic) return out_.node->output_shape(out_.index);
+  return tensor_.shape();
+}
+
+std::optional<double> Value::AsDouble() const {
+  if (kind_ != ValueKind::kTensor || tensor_.num_elements() != 1) {
+    return std::nullopt;
+  }
+  absl::StatusOr<double> d = tensor_.ScalarAsDouble();
+  if (!d.ok()) return std::nullopt;
+  return *d;
+}
+
+std::optional<int64_t> Value::AsInt() const {
+  if (kind_ != ValueKind::kTensor || tensor_.num_elements() != 1 ||
+      !IsInteger(tensor_.dtype())) {
+    return std::nullopt;
+  }
+  absl::StatusOr<int64_t> i = tensor_.ScalarAsInt();
+  if (!i.ok()) return std::nullopt;
+  return *i;
+}
+
+Value Dataset::AsRecord() const {
+  std::vector<Field> fields;
+  for (const auto& [name, t] : columns) {
+    fields.emplace_back(name, Value::Concrete(t));
+  }
+  return Value::Record(std::move(fields));
+}
+
+const std::vector<lang::Param>& Function::params() const {
+  static const auto* none = new std::vector<lang::Param>();
+  if (def != nullptr) return def->params;
+  if (lambda != nullptr) return lambda->params;
+  return *none;
+}
+
+namespace {
+std::string SpecString(const Value& v) {
+  return StrCat(DTypeName(v.tensor_dtype()), v.tensor_shape().ToString());
+}
+}  // namespace
+
+std::string DescribeValue(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::kNone:
+      return "none";
+    case ValueKind::kTensor:
+      return StrCat("a concrete ", SpecString(v), " tensor");
+    case ValueKind::kSymbolic:
+      return StrCat("a symbolic ", SpecString(v), " tensor");
+    case ValueKind::kOp:
+      return "an op";
+    case ValueKind::kString:
+      return "a string";
+    case ValueKind::kDType:
+      return "a dtype";
+    case ValueKind::kTuple:
+      return "a tuple";
+    case ValueKind::kList:
+      return "a list";
+    case ValueKind::kRecord:
+      return "a record";
+    case ValueKind::kRange:
+      return "a range";
+    case ValueKind::kFunction:
+      return "a function";
+    case ValueKind::kModule:
+      return "a module";
+    case ValueKind::kDataset:
+      return "a dataset";
+    case ValueKind::kIterable:
+      return "an iterable";
+  }
+  return "a value";
+}
+
+std::string FormatValue(const Value& v, bool quote_strings) {
+  switch (v.kind()) {
+    case ValueKind::kNone:
+      return "none";
+    case ValueKind::kTensor:
+      return v.tensor().ValuesString(1000);
+    case ValueKind::kSymbolic: {
+      std::string name = v.out().node->name();
+      if (v.out().index != 0) name += StrCat(":", v.out().index);
+      return StrCat("<symbolic ", SpecString(v), " ", name, ">");
+    }
+    case ValueKind::kOp:
+      return StrCat("<op ", v.node()->name(), ">");
+    case ValueKind::kString:
+      if (!quote_strings) return v.str();
+      {
+        std::string s = "\"";
+        for (char c : v.str()) {
+          if (c == '"' || c == '\\') s += '\\';
+          if (c == '\n') {
+            s += "\\n";
+          } else if (c == '\t') {
+            s += "\\t";
+          } else {
+            s += c;
+          }
+        }
+        return s + "\"";
+      }
+    case ValueKind::kDType:
+      return std::string(DTypeName(v.dtype_value()));
+    case ValueKind::kTuple:
+    case ValueKind::kList: {
+      const bool tuple = v.kind() == ValueKind::kTuple;
+      std::string s = tuple ? "(" : "[";
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if (i) s += ", ";
+        s += FormatValue(v.items()[i], true);
+      }
+      if (tuple && v.items().size() == 1) s += ",";
+      return s + (tuple ? ")" : "]");
+    }
+    case ValueKind::kRecord: {
+      std::string s = "{";
+      for (size_t i = 0; i < v.fields().size(); ++i) {
+        if (i) s += ", ";
+        s += StrCat(v.fields()[i].first, ": ",
+                    FormatValue(v.fields()[i].second, true));
+      }
+      return s + "}";
+    }
+    case ValueKind::kRange:
+      return StrCat(v.range_start(), "..", v.range_stop());
+    case ValueKind::kFunction:
+      return StrCat(v.function()->builtin ? "<builtin " : "<function ",
+                    v.function()->name, ">");
+    case ValueKind::kModule:
+      return StrCat("<module ", v.module()->name, ">");
+    case ValueKind::kDataset: {
+      std::string s = StrCat("<dataset of ", v.dataset()->rows, " rows:");
+      for (const auto& [name, t] : v.dataset()->columns) {
+        s += StrCat(" ", name, " ", DTypeName(t.dtype()), t.shape().ToString());
+      }
+      return s + ">";
+    }
+    case ValueKind::kIterable:
+      return StrCat("<", v.iterable()->Describe(), ">");
+  }
+  return "?";
+}
+
+const char* BindingKindName(BindingKind k) {
+  switch (k) {
+    case BindingKind::kLet:
+      return "let";
+    case BindingKind::kVar:
+      return "var";
+    case BindingKind::kState:
+      return "state";
+    case BindingKind::kInput:
+      return "input";
+    case BindingKind::kParam:
+      return "parameter";
+    case BindingKind::kDef:
+      return "function";
+    case BindingKind::kImport:
+      return "module";
+    case BindingKind::kBuiltin:
+      return "builtin";
+  }
+  return "name";
+}
+
+Binding* Env::Find(const std::string& name) {
+  for (Env* e = this; e != nullptr; e = e->parent_.get()) {
+    auto it = e->vars_.find(name);
+    if (it != e->vars_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+Binding* Env::FindLocal(const std::string& name) {
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : &it->second;
+}
+
+Binding* Env::FindForRebind(const std::string& name, bool* crossed) {
+  *crossed = false;
+  bool past_boundary = false;
+  for (Env* e = this; e != nullptr; e = e->parent_.get()) {
+    auto it = e->vars_.find(name);
+    if (it != e->vars_.end()) {
+      if (past_boundary) {
+        *crossed = true;
+        return nullptr;
+      }
+      return &it->second;
+    }
+    if (e->function_boundary_) past_boundary = true;
+  }
+  return nullptr;
+}
+
+void Env::CollectNames(std::vector<std::string>* out) const {
+  for (const Env* e = this; e != nullptr; e = e->parent_.get()) {
+    for (const auto& [name, b] : e->vars_) out->push_back(name);
+  }
+}
+
+}  // namespace runnel::interp

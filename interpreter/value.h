@@ -1,0 +1,244 @@
+// Values of the Runnel language (LANGUAGE.md §1, §3) and the environments
+// that bind names to them.
+//
+// A Value is cheap to copy: tensors share their buffers and compound values
+// (tuples, lists, records, functions, modules, datasets) share immutable
+// payloads. Tensor values are either concrete (a runnel::Tensor, computed
+// now) or symbolic (an output of a node in the interpreter's graph). A bare
+// numeric literal is a concrete tensor with `literal()` set: it takes the
+// dtype of the tensor it meets (`x * 2` is f32 for an f32 `x`).
+#ifndef RUNNEL_INTERPRETER_VALUE_H_
+#define RUNNEL_INTERPRETER_VALUE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/graph.h"
+#include "runtime/source_span.h"
+#include "runtime/tensor.h"
+
+namespace runnel::lang {
+struct DefStmt;
+struct LambdaExpr;
+struct Param;
+}  // namespace runnel::lang
+
+namespace runnel::interp {
+
+class Value;
+class Env;
+struct Builtin;
+struct Function;
+struct Module;
+struct Dataset;
+class Iterable;
+
+enum class ValueKind {
+  kNone,
+  kTensor,    // concrete
+  kSymbolic,  // a graph edge
+  kOp,        // a graph node without outputs (assignment target, group)
+  kString,
+  kDType,
+  kTuple,
+  kList,
+  kRecord,
+  kRange,
+  kFunction,
+  kModule,
+  kDataset,
+  kIterable,  // batches(...), progress(...)
+};
+
+using Field = std::pair<std::string, Value>;
+
+class Value {
+ public:
+  Value() = default;  // none
+
+  static Value Concrete(Tensor t, bool literal = false);
+  static Value Symbolic(NodeOut out);
+  static Value Op(Node* node);
+  static Value String(std::string s);
+  static Value OfDType(DType d);
+  static Value Tuple(std::vector<Value> items);
+  static Value List(std::vector<Value> items);
+  static Value Record(std::vector<Field> fields);
+  static Value Range(int64_t start, int64_t stop);
+  static Value OfFunction(std::shared_ptr<const Function> f);
+  static Value OfModule(std::shared_ptr<Module> m);
+  static Value OfDataset(std::shared_ptr<const Dataset> d);
+  static Value OfIterable(std::shared_ptr<Iterable> it);
+  // Literal scalars: `2` (i32), `2.0` (f32), `true` (bool, not literal).
+  static Value Int(int64_t v, bool literal = true);
+  static Value Float(double v, bool literal = true);
+  static Value Bool(bool v);
+
+  ValueKind kind() const { return kind_; }
+  bool is_none() const { return kind_ == ValueKind::kNone; }
+  bool is_concrete() const { return kind_ == ValueKind::kTensor; }
+  bool is_symbolic() const { return kind_ == ValueKind::kSymbolic; }
+  bool is_tensor() const { return is_concrete() || is_symbolic(); }
+  bool is_sequence() const {
+    return kind_ == ValueKind::kTuple || kind_ == ValueKind::kList;
+  }
+
+  // kTensor
+  const Tensor& tensor() const { return tensor_; }
+  bool literal() const { return literal_; }
+  // kSymbolic
+  NodeOut out() const { return out_; }
+  // kOp (and the node of kSymbolic)
+  Node* node() const {
+    return kind_ == ValueKind::kSymbolic ? out_.node : node_;
+  }
+  // kString
+  const std::string& str() const { return str_; }
+  // kDType
+  DType dtype_value() const { return dtype_; }
+  // kTuple, kList
+  const std::vector<Value>& items() const;
+  // kRecord
+  const std::vector<Field>& fields() const;
+  const Value* FindField(std::string_view name) const;
+  // kRange
+  int64_t range_start() const { return range_[0]; }
+  int64_t range_stop() const { return range_[1]; }
+  const std::shared_ptr<const Function>& function() const { return function_; }
+  const std::shared_ptr<Module>& module() const { return module_; }
+  const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
+  const std::shared_ptr<Iterable>& iterable() const { return iterable_; }
+
+  // The dtype and static shape of a tensor value (concrete or symbolic).
+  DType tensor_dtype() const;
+  Shape tensor_shape() const;
+
+  // A concrete scalar of any dtype, as a number.
+  std::optional<double> AsDouble() const;
+  std::optional<int64_t> AsInt() const;  // integer dtype (or literal) only
+
+ private:
+  ValueKind kind_ = ValueKind::kNone;
+  Tensor tensor_;
+  bool literal_ = false;
+  NodeOut out_;
+  Node* node_ = nullptr;
+  std::string str_;
+  DType dtype_ = DType::kF32;
+  int64_t range_[2] = {0, 0};
+  std::shared_ptr<const std::vector<Value>> items_;
+  std::shared_ptr<const std::vector<Field>> fields_;
+  std::shared_ptr<const Function> function_;
+  std::shared_ptr<Module> module_;
+  std::shared_ptr<const Dataset> dataset_;
+  std::shared_ptr<Iterable> iterable_;
+};
+
+// "a concrete f32[2,3] tensor", "a list", "a string", ... for messages.
+std::string DescribeValue(const Value& v);
+// What `print` shows: tensors as nested lists, strings raw, symbolic tensors
+// as `<symbolic f32[?,10] name>`. Inside tuples, lists and records strings
+// are quoted.
+std::string FormatValue(const Value& v, bool quote_strings = false);
+
+// ---- callables, modules, datasets, iterables -------------------------------
+
+// A user function (`def` or `fn`) with its closure, or a builtin.
+struct Function {
+  std::string name;  // "dense"; "<lambda>" for `fn`
+  const lang::DefStmt* def = nullptr;
+  const lang::LambdaExpr* lambda = nullptr;
+  std::shared_ptr<Env> closure;
+  const Builtin* builtin = nullptr;
+  SourceSpan span;  // where it was declared
+  const std::vector<lang::Param>& params() const;
+};
+
+struct Module {
+  std::string name;  // the name it was imported as
+  std::string path;
+  std::shared_ptr<Env> env;  // its top-level names
+  bool loading = true;       // for import cycles
+};
+
+// Named columns of one first dimension (LANGUAGE.md §6 `dataset`). A
+// dataset is a record of its columns for `run ... with`.
+struct Dataset {
+  std::vector<std::pair<std::string, Tensor>> columns;
+  int64_t rows = 0;
+  Value AsRecord() const;
+};
+
+// Something `for` iterates lazily: batches, progress bars.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  // The next element, or nullopt at the end.
+  virtual absl::StatusOr<std::optional<Value>> Next() = 0;
+};
+
+class Iterable {
+ public:
+  virtual ~Iterable() = default;
+  virtual absl::StatusOr<std::unique_ptr<Iterator>> Begin() = 0;
+  // Number of elements, -1 when unknown.
+  virtual int64_t Size() const = 0;
+  virtual std::string Describe() const = 0;
+};
+
+// ---- environments ----------------------------------------------------------
+
+enum class BindingKind {
+  kLet,
+  kVar,
+  kState,
+  kInput,
+  kParam,
+  kDef,
+  kImport,
+  kBuiltin,
+};
+const char* BindingKindName(BindingKind k);
+
+struct Binding {
+  Value value;
+  BindingKind kind = BindingKind::kLet;
+  SourceSpan span;  // the declaration
+};
+
+// A lexical scope: names bound in a block, function body or module. Bodies
+// of `def`, `fn`, `if`, `loop` and `for` get a new Env; a function body's
+// Env is a function boundary (rebinding with `=` stops there).
+class Env {
+ public:
+  Env(std::shared_ptr<Env> parent, bool function_boundary)
+      : parent_(std::move(parent)), function_boundary_(function_boundary) {}
+
+  Binding* Find(const std::string& name);
+  Binding* FindLocal(const std::string& name);
+  // The binding `name = ...` may change: found before crossing a function
+  // boundary. `*crossed` tells whether the name exists only further out.
+  Binding* FindForRebind(const std::string& name, bool* crossed);
+  void Define(const std::string& name, Binding b) {
+    vars_[name] = std::move(b);
+  }
+  // Every name visible from here (for "did you mean").
+  void CollectNames(std::vector<std::string>* out) const;
+  const std::map<std::string, Binding>& vars() const { return vars_; }
+  const std::shared_ptr<Env>& parent() const { return parent_; }
+
+ private:
+  std::shared_ptr<Env> parent_;
+  bool function_boundary_;
+  std::map<std::string, Binding> vars_;
+};
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_VALUE_H_

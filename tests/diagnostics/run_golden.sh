@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs one diagnostics test: `runnel run NAME.rnl` from this directory, and
+# compares its stderr and exit status with NAME.expected.
+#
+#   run_golden.sh RUNNEL tests/diagnostics/NAME.rnl
+#
+# With RUNNEL_UPDATE_GOLDENS=1 (or --update after the arguments) it writes
+# NAME.expected instead. A line "# runnel: check" in the script runs
+# `runnel check` instead of `runnel run`.
+set -uo pipefail
+runnel="$1"
+script="$2"
+update="${RUNNEL_UPDATE_GOLDENS:-0}"
+[[ "${3:-}" == "--update" ]] && update=1
+dir="$(cd "$(dirname "$script")" && pwd)"
+name="$(basename "$script" .rnl)"
+command=run
+grep -q '^# runnel: check' "$script" && command=check
+cd "$dir"
+actual="$("$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
+status=$?
+actual="$actual
+exit status: $status"
+if [[ "$update" == 1 ]]; then
+  printf '%s\n' "$actual" > "$name.expected"
+  echo "wrote $dir/$name.expected"
+  exit 0
+fi
+if [[ ! -f "$name.expected" ]]; then
+  echo "missing $dir/$name.expected; run with RUNNEL_UPDATE_GOLDENS=1 to write it"
+  printf '%s\n' "$actual"
+  exit 1
+fi
+if ! diff -u "$name.expected" <(printf '%s\n' "$actual"); then
+  echo "FAIL: $name: stderr or exit status differ from $name.expected"
+  echo "(RUNNEL_UPDATE_GOLDENS=1 ctest -R diagnostics.$name rewrites it)"
+  exit 1
+fi

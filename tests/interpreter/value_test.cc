@@ -1,0 +1,193 @@
+// Values as `print` shows them, the helpers behind "did you mean", device
+// specs, and the data-file readers.
+#include "interpreter/value.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "interpreter/data.h"
+#include "interpreter/device_spec.h"
+#include "interpreter/diag.h"
+
+namespace runnel::interp {
+namespace {
+
+TEST(FormatValue, Scalars) {
+  EXPECT_EQ(FormatValue(Value::Int(3)), "3");
+  EXPECT_EQ(FormatValue(Value::Float(2.5)), "2.5");
+  EXPECT_EQ(FormatValue(Value::Float(2)), "2.0");
+  EXPECT_EQ(FormatValue(Value::Bool(true)), "true");
+  EXPECT_EQ(FormatValue(Value()), "none");
+  EXPECT_EQ(FormatValue(Value::OfDType(DType::kBF16)), "bf16");
+}
+
+TEST(FormatValue, Tensors) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4}, Shape{2, 2});
+  EXPECT_EQ(FormatValue(Value::Concrete(t)), "[[1.0, 2.0], [3.0, 4.0]]");
+  Tensor i = Tensor::FromVector<int32_t>({7, -1});
+  EXPECT_EQ(FormatValue(Value::Concrete(i)), "[7, -1]");
+}
+
+TEST(FormatValue, StringsAreRawAtTopAndQuotedInside) {
+  EXPECT_EQ(FormatValue(Value::String("a \"b\"")), "a \"b\"");
+  Value list = Value::List({Value::String("x"), Value::Int(1)});
+  EXPECT_EQ(FormatValue(list), "[\"x\", 1]");
+  Value tuple = Value::Tuple({Value::Int(1)});
+  EXPECT_EQ(FormatValue(tuple), "(1,)");
+  Value rec = Value::Record(
+      {{"loss", Value::Float(0.5)}, {"name", Value::String("n")}});
+  EXPECT_EQ(FormatValue(rec), "{loss: 0.5, name: \"n\"}");
+  EXPECT_EQ(FormatValue(Value::Range(0, 10)), "0..10");
+}
+
+TEST(FormatValue, Symbolic) {
+  Graph g;
+  NodeSpec spec;
+  spec.name = "x";
+  spec.op = "placeholder";
+  spec.attrs = {{"dtype", DType::kF32}, {"shape", Shape{kUnknownDim, 10}}};
+  Node* n = *g.AddNode(std::move(spec));
+  EXPECT_EQ(FormatValue(Value::Symbolic({n, 0})), "<symbolic f32[?,10] x>");
+  EXPECT_EQ(DescribeValue(Value::Symbolic({n, 0})),
+            "a symbolic f32[?,10] tensor");
+}
+
+TEST(Literals, IntAndFloatLiteralsAreMarked) {
+  Value i = Value::Int(2);
+  EXPECT_TRUE(i.literal());
+  EXPECT_EQ(i.tensor().dtype(), DType::kI32);
+  Value f = Value::Float(2);
+  EXPECT_TRUE(f.literal());
+  EXPECT_EQ(f.tensor().dtype(), DType::kF32);
+  EXPECT_FALSE(Value::Bool(true).literal());
+}
+
+TEST(Suggestions, EditDistance) {
+  EXPECT_EQ(EditDistance("relu", "relu"), 0);
+  EXPECT_EQ(EditDistance("relux", "relu"), 1);
+  EXPECT_EQ(EditDistance("rleu", "relu"), 1);  // a swap is one edit
+  EXPECT_EQ(EditDistance("", "abc"), 3);
+  EXPECT_EQ(ClosestName("relux", {"relu", "elu", "exp"}), "relu");
+  EXPECT_EQ(ClosestName("softmaxx", {"softmax", "log_softmax"}), "softmax");
+  EXPECT_EQ(ClosestName("zzz", {"relu", "exp"}), "");
+}
+
+TEST(Diagnostics, TravelInStatuses) {
+  lang::Diagnostic d;
+  d.message = "bad: thing";
+  d.span = SourceSpan{"a.rnl", 3, 5, 3, 9};
+  d.caret_col = 7;
+  d.notes.push_back(Note(SourceSpan{"a.rnl", 1, 1, 1, 4}, "x declared here"));
+  absl::Status s = DiagStatus(d);
+  std::optional<lang::Diagnostic> back = DiagOf(s);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->message, "bad: thing");
+  EXPECT_EQ(back->span.end_col, 9);
+  EXPECT_EQ(back->caret_col, 7);
+  ASSERT_EQ(back->notes.size(), 1u);
+  EXPECT_EQ(back->notes[0].message, "x declared here");
+  EXPECT_EQ(back->notes[0].severity, lang::Severity::kNote);
+  EXPECT_EQ(*ExitCodeOf(ExitRequest(3)), 3);
+}
+
+TEST(DeviceSpec, FullAndShortForms) {
+  EXPECT_EQ(DeviceSpec::Parse("/job:ps/task:0/device:cpu:0")->ToString(),
+            "/job:ps/task:0/device:cpu:0");
+  EXPECT_EQ(DeviceSpec::Parse("/cpu:0")->ToString(), "/device:cpu:0");
+  EXPECT_EQ(DeviceSpec::Parse("/gpu:1")->ToString(), "/device:gpu:1");
+  EXPECT_EQ(DeviceSpec::Parse("/job:ps")->ToString(), "/job:ps");
+  EXPECT_EQ(DeviceSpec::Parse("/job:worker/task:*")->ToString(),
+            "/job:worker/task:*");
+  EXPECT_EQ(DeviceSpec::Parse("")->ToString(), "");
+}
+
+TEST(DeviceSpec, Malformed) {
+  for (const char* bad :
+       {"gpu:0", "/tpu:0", "/job:", "/task:x", "/gpu:one", "/job:a/job:b",
+        "/gpu:0/job:ps", "//cpu:0", "/device:gpu"}) {
+    EXPECT_FALSE(DeviceSpec::Parse(bad).ok()) << bad;
+  }
+}
+
+TEST(DeviceSpec, InnerRefinesOuter) {
+  DeviceSpec outer = *DeviceSpec::Parse("/job:ps/task:1");
+  DeviceSpec inner = *DeviceSpec::Parse("/gpu:0");
+  EXPECT_EQ(outer.Refine(inner).ToString(), "/job:ps/task:1/device:gpu:0");
+  EXPECT_EQ(outer.Refine(*DeviceSpec::Parse("/task:2")).ToString(),
+            "/job:ps/task:2");
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("runnel_value_test_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+TEST(Npy, RoundTripsEveryDType) {
+  const std::string path = TempPath("a.npy");
+  std::vector<Tensor> cases = {
+      Tensor::FromVector<float>({1.5, -2, 3, 4, 5, 6}, Shape{2, 3}),
+      Tensor::FromVector<double>({1, 2}, Shape{2}),
+      Tensor::FromVector<int32_t>({7}, Shape{}),
+      Tensor::FromVector<int64_t>({1, 2, 3}, Shape{3, 1}),
+      Tensor::FromVector<uint8_t>({255, 0}, Shape{2}),
+      Tensor::FromVector<bool>({true, false, true}, Shape{3}),
+  };
+  for (const Tensor& t : cases) {
+    ASSERT_TRUE(WriteNpy(path, t).ok());
+    absl::StatusOr<Tensor> back = ReadNpy(path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->dtype(), t.dtype());
+    EXPECT_EQ(back->shape(), t.shape());
+    EXPECT_EQ(back->ToDoubles(), t.ToDoubles());
+  }
+  std::remove(path.c_str());
+}
+
+TEST(Npy, ErrorsNameTheFile) {
+  absl::StatusOr<Tensor> t = ReadNpy("/no/such/file.npy");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(std::string(t.status().message()).find("/no/such/file.npy"),
+            std::string::npos);
+  const std::string path = TempPath("bad.npy");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("not numpy", f);
+  std::fclose(f);
+  EXPECT_FALSE(ReadNpy(path).ok());
+  std::remove(path.c_str());
+}
+
+TEST(Csv, ColumnsByHeader) {
+  const std::string path = TempPath("a.csv");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("a, b\n1, 2.5\n3,4\n", f);
+  std::fclose(f);
+  auto cols = ReadCsv(path, true);
+  ASSERT_TRUE(cols.ok()) << cols.status();
+  ASSERT_EQ(cols->size(), 2u);
+  EXPECT_EQ((*cols)[1].first, "b");
+  EXPECT_EQ((*cols)[1].second.ToDoubles(), (std::vector<double>{2.5, 4}));
+  f = std::fopen(path.c_str(), "w");
+  std::fputs("1,x\n", f);
+  std::fclose(f);
+  cols = ReadCsv(path, false);
+  EXPECT_FALSE(cols.ok());
+  std::remove(path.c_str());
+}
+
+TEST(Batches, ShuffleIsDeterministicPermutation) {
+  std::vector<int64_t> a = RowOrder(100, true, 7), b = RowOrder(100, true, 7);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, RowOrder(100, true, 8));
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, RowOrder(100, false, 0));
+  Tensor t = Tensor::FromVector<int32_t>({0, 1, 2, 3, 4, 5}, Shape{3, 2});
+  Tensor rows = GatherRows(t, {2, 0});
+  EXPECT_EQ(rows.ToDoubles(), (std::vector<double>{4, 5, 0, 1}));
+}
+
+}  // namespace
+}  // namespace runnel::interp
