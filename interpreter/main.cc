@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "error\n";
 
 int Usage(const std::string& problem) {
-  std::fprintf(stderr, "runnel: %s\n\n%s", problem.c_str(), kUsage);
+  std::fprintf(stderr, "runnel: %s\n(see 'runnel --help')\n", problem.c_str());
   return kExitUsage;
 }
 

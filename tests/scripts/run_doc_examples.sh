@@ -5,7 +5,7 @@
 #
 #   run_doc_examples.sh RUNNEL docs/language.md
 set -uo pipefail
-runnel="$1"
+runnel="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 doc="$2"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The `runnel` command line: help, version, usage errors, check, graph and
+# metrics. Usage: cli_test.sh RUNNEL
+set -uo pipefail
+runnel="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail=0
+expect_status() {  # expect_status WANT DESCRIPTION -- COMMAND...
+  local want="$1" what="$2"
+  shift 3
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [[ $got != "$want" ]]; then
+    echo "FAIL: $what: exit status $got, want $want"
+    sed 's/^/    /' "$work/err"
+    fail=1
+  fi
+}
+expect_in() {  # expect_in FILE TEXT DESCRIPTION
+  if ! grep -qF -- "$2" "$1"; then
+    echo "FAIL: $3: '$2' not in $(basename "$1"):"
+    sed 's/^/    /' "$1"
+    fail=1
+  fi
+}
+
+expect_status 0 "--help" -- "$runnel" --help
+expect_in "$work/out" "runnel run FILE" "--help prints usage"
+expect_status 0 "--version" -- "$runnel" --version
+expect_in "$work/out" "runnel " "--version"
+expect_status 2 "no file" -- "$runnel" run
+expect_status 2 "unknown command" -- "$runnel" frobnicate
+expect_status 2 "unknown option" -- "$runnel" run x.rnl --frob
+expect_status 2 "bad seed" -- "$runnel" run x.rnl --seed minus
+expect_status 2 "bad --arg" -- "$runnel" run x.rnl --arg novalue
+expect_status 2 "missing script" -- "$runnel" run "$work/none.rnl"
+expect_status 2 "the REPL is not there yet" -- "$runnel" </dev/null
+
+cat >"$work/model.rnl" <<'RNL'
+input x: f32[?, 3]
+var w = ones([3, 2])
+let h = relu(x @ w)
+let loss = mean(h)
+for step in 0..1000000 {
+    let l = run loss with {x: [[1.0, 2.0, 3.0]]}
+    print("step", step, l)
+    report(loss = l, step = step)
+}
+RNL
+expect_status 0 "check" -- "$runnel" check "$work/model.rnl"
+if [[ -s "$work/out" ]]; then
+  echo "FAIL: check printed output (it runs nothing)"
+  fail=1
+fi
+expect_status 0 "graph to stdout" -- "$runnel" graph "$work/model.rnl"
+expect_in "$work/out" "digraph runnel" "graph writes DOT"
+expect_in "$work/out" "matmul" "the graph has the matmul"
+expect_status 0 "graph -o dot" -- "$runnel" graph "$work/model.rnl" -o "$work/g.dot"
+expect_in "$work/g.dot" "digraph runnel" "graph -o writes the file"
+if command -v dot >/dev/null; then
+  expect_status 0 "graph -o svg" -- "$runnel" graph "$work/model.rnl" -o "$work/g.svg"
+  expect_in "$work/g.svg" "<svg" "SVG written by dot"
+fi
+
+cat >"$work/metrics.rnl" <<'RNL'
+for i in progress(0..3, "loop") {
+    report(loss = 0.5 * i, name = "a")
+}
+RNL
+expect_status 0 "metrics" -- "$runnel" run "$work/metrics.rnl" --metrics "$work/m.jsonl"
+lines=$(wc -l <"$work/m.jsonl")
+if [[ $lines != 3 ]]; then
+  echo "FAIL: --metrics wrote $lines lines, want 3"
+  fail=1
+fi
+expect_in "$work/m.jsonl" '"loss": 1' "metrics values"
+expect_in "$work/m.jsonl" '"label": "loop"' "metrics name the progress bar"
+
+cat >"$work/bad.rnl" <<'RNL'
+let a = (1 +
+RNL
+expect_status 2 "parse error" -- "$runnel" check "$work/bad.rnl"
+cat >"$work/graph_error.rnl" <<'RNL'
+input x: f32[2]
+let y = x @ x
+RNL
+rm -f "$work/bad.dot"
+expect_status 1 "graph of a bad script" -- "$runnel" graph "$work/graph_error.rnl" -o "$work/bad.dot"
+if [[ -e "$work/bad.dot" ]]; then
+  echo "FAIL: a failed graph command left an output file"
+  fail=1
+fi
+exit $fail
