@@ -538,6 +538,17 @@ absl::Status Interpreter::DeclareVar(const lang::VarStmt& s) {
                    " but its initializer is ", DescribeValue(init)));
       }
     }
+    // `var b: f32[10] = 0.0` broadcasts the initializer to the declared
+    // shape.
+    if (!shape.unknown_rank() && shape.IsFullyDefined() &&
+        !init.tensor_shape().unknown_rank() && init.tensor_shape() != shape) {
+      std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
+      RN_ASSIGN_OR_RETURN(
+          init,
+          ApplyOp("broadcast_to",
+                  {init, Value::Concrete(Tensor::FromVector<int32_t>(dims))},
+                  {}, OpSite(s.init->span)));
+    }
     if (!shape.IsCompatibleWith(init.tensor_shape()) &&
         !(init.tensor_shape().unknown_rank())) {
       return ErrorAt(s.init->span,

@@ -92,9 +92,11 @@ class Interpreter {
   int RunSource(const std::string& path, std::string text);
 
   // Evaluates a parsed program in the persistent global scope (the REPL
-  // calls this once per input). Returns the value of a trailing expression
-  // statement (none otherwise). The program must stay alive as long as the
-  // interpreter: functions keep pointers into it.
+  // calls this once per input: lang::Parse, sink().AddSource(file) so
+  // diagnostics can quote it, then Evaluate). Returns the value of a
+  // trailing expression statement (none otherwise). The interpreter keeps
+  // the program alive: functions point into it. After an error the global
+  // scope keeps what was bound before it.
   absl::StatusOr<Value> Evaluate(std::shared_ptr<const lang::Program> program);
   // Reports `status` through the sink; returns the exit status it means.
   int Report(const absl::Status& status);

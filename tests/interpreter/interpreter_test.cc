@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <string>
 
+#include "runtime/op_registry.h"
+
 namespace runnel::interp {
 namespace {
 
@@ -217,6 +219,66 @@ TEST_F(ScriptTest, ExitStatuses) {
 TEST_F(ScriptTest, DeepRecursionIsADiagnostic) {
   EXPECT_EQ(Run("def f(n) = f(n + 1)\nf(0)\n"), 1);
   EXPECT_NE(err().find("too many nested calls"), std::string::npos) << err();
+}
+
+}  // namespace
+}  // namespace runnel::interp
+
+namespace runnel::interp {
+namespace {
+
+// Builtins of ops that are not registered yet say "not implemented yet".
+TEST_F(ScriptTest, UnregisteredOpsAreNotImplementedYet) {
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"scatter_add", "scatter_add(v, [0], [1.0])"},
+      {"scatter_sub", "scatter_sub(v, [0], [1.0])"},
+      {"scatter_update", "scatter_update(v, [0], [1.0])"},
+      {"check_numerics", "check_numerics(v, \"m\")"},
+      {"debug_print", "debug_print(v, \"m\")"},
+      {"stop_gradient", "stop_gradient(v)"},
+  };
+  for (const auto& [op, call] : calls) {
+    const int status = Run("var v = [1.0, 2.0]\nlet r = " + call + "\n");
+    if (OpRegistry::Global().Find(op) == nullptr) {
+      EXPECT_EQ(status, 1) << call;
+      EXPECT_NE(err().find(op + " is not implemented yet"), std::string::npos)
+          << err();
+    } else {
+      EXPECT_TRUE(status == 0 || status == 1) << call << "\n" << err();
+    }
+  }
+  for (const char* call : {"grad(v, v)", "scan(relu, v)", "map(relu, v)",
+                           "save(\"x.ckpt\")", "restore(\"x.ckpt\")"}) {
+    EXPECT_EQ(Run(std::string("var v = [1.0]\nlet r = ") + call + "\n"), 1);
+    EXPECT_NE(err().find("is not implemented yet"), std::string::npos)
+        << call << "\n"
+        << err();
+  }
+}
+
+// No builtin crashes on wrong arguments: each call either works or is a
+// diagnostic (exit status 1), in run and in check mode.
+TEST_F(ScriptTest, EveryBuiltinSurvivesBadArguments) {
+  const std::vector<std::string> arg_lists = {
+      "",     "1, 2, 3", "\"s\"", "[1.0, 2.0]", "none",        "x",
+      "x, x", "[x, x]",  "f32",   "x = 1",      "(1, 2), [3]",
+  };
+  for (const std::string& name : Interpreter::BuiltinNames()) {
+    if (name == "exit") continue;  // exits with its argument by design
+    for (const std::string& args : arg_lists) {
+      const std::string script =
+          "input x: f32[?, 2]\nlet r = " + name + "(" + args + ")\n";
+      for (bool check : {false, true}) {
+        const int status = Run(script, check);
+        EXPECT_TRUE(status == 0 || status == 1)
+            << script << " gave exit status " << status << "\n"
+            << err();
+        if (status == 1) {
+          EXPECT_NE(err().find("error: "), std::string::npos) << script;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
