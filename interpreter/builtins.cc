@@ -339,10 +339,12 @@ Builtin Initializer(std::string name, bool glorot) {
       }};
 }
 
-// Host values for fmt: numbers stay numbers so "{:.3f}" works.
+// Host values for fmt: numbers stay numbers so "{:.3f}" works; f32 values
+// stay floats so "{}" prints 0.1, not 0.10000000149011612. With
+// `ints_as_floats` integers become doubles too ("{:.2f}" of a step count).
 absl::Status PushFormatArg(
     fmt::dynamic_format_arg_store<fmt::format_context>* store, const Value& v,
-    const char* name) {
+    const char* name, bool ints_as_floats) {
   auto push = [&](auto x) {
     if (name != nullptr) {
       store->push_back(fmt::arg(name, x));
@@ -355,10 +357,12 @@ absl::Status PushFormatArg(
     const DType d = v.tensor().dtype();
     if (d == DType::kBool) {
       push(v.tensor().data<bool>()[0]);
-    } else if (IsInteger(d)) {
+    } else if (IsInteger(d) && !ints_as_floats) {
       push(*v.AsInt());
-    } else {
+    } else if (d == DType::kF64 || IsInteger(d)) {
       push(*v.AsDouble());
+    } else {
+      push(static_cast<float>(*v.AsDouble()));
     }
   } else if (v.kind() == ValueKind::kString) {
     push(v.str());
@@ -501,18 +505,25 @@ Result Print(Interpreter& in, Args& a) {
 
 Result Fmt(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string format, StringArg(a, 0));
-  fmt::dynamic_format_arg_store<fmt::format_context> store;
-  for (const Value& v : a.rest) {
-    RN_RETURN_IF_ERROR(PushFormatArg(&store, v, nullptr));
+  std::string first_error;
+  // An integer under a float spec ("{:.3f}") is formatted as a float, as
+  // Python does: retry with integers as doubles before reporting.
+  for (bool ints_as_floats : {false, true}) {
+    fmt::dynamic_format_arg_store<fmt::format_context> store;
+    for (const Value& v : a.rest) {
+      RN_RETURN_IF_ERROR(PushFormatArg(&store, v, nullptr, ints_as_floats));
+    }
+    for (const Field& f : a.named) {
+      RN_RETURN_IF_ERROR(
+          PushFormatArg(&store, f.second, f.first.c_str(), ints_as_floats));
+    }
+    try {
+      return Value::String(fmt::vformat(format, store));
+    } catch (const fmt::format_error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
   }
-  for (const Field& f : a.named) {
-    RN_RETURN_IF_ERROR(PushFormatArg(&store, f.second, f.first.c_str()));
-  }
-  try {
-    return Value::String(fmt::vformat(format, store));
-  } catch (const fmt::format_error& e) {
-    return ErrorAt(a.span, StrCat("fmt: ", e.what(), " in \"", format, "\""));
-  }
+  return ErrorAt(a.span, StrCat("fmt: ", first_error, " in \"", format, "\""));
 }
 
 Result Assert(Interpreter& in, Args& a) {
@@ -738,8 +749,12 @@ Result Report(Interpreter& in, Args& a) {
         json.emplace_back(name, d != 0 ? "true" : "false");
         shown.emplace_back(name, d != 0 ? "true" : "false");
       } else {
-        json.emplace_back(name, std::isfinite(d) ? fmt::format("{}", d)
-                                                 : std::string("null"));
+        const bool narrow =
+            IsFloating(v.tensor().dtype()) && v.tensor().dtype() != DType::kF64;
+        json.emplace_back(name, !std::isfinite(d) ? std::string("null")
+                                : narrow
+                                    ? fmt::format("{}", static_cast<float>(d))
+                                    : fmt::format("{}", d));
         shown.emplace_back(name, IsInteger(v.tensor().dtype())
                                      ? fmt::format("{}", *v.AsInt())
                                      : fmt::format("{:.4g}", d));
