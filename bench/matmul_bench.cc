@@ -2,7 +2,8 @@
 // kernel creation and output allocation are included) against PyTorch on
 // the same shapes and thread count, run from bench/matmul_peer.py.
 //
-//   build-release/matmul_bench [--threads N] [--reps R] [--no-peer]
+//   build-release/matmul_bench [--threads N] [--reps R] [--rounds N]
+//                              [--no-peer]
 //
 // Prints, per shape, a line like
 //   matmul f32 1024^3: runnel 61.2 GFLOP/s, pytorch 65.0 GFLOP/s, ratio 0.94
@@ -25,6 +26,9 @@ namespace {
 struct Options {
   int threads = 2;
   int reps = 10;
+  // Runnel and PyTorch alternate this many times; each reports the median
+  // round, so a burst of load from other processes hits both alike.
+  int rounds = 3;
   bool peer = true;
 };
 
@@ -42,6 +46,11 @@ Tensor Filled(int64_t rows, int64_t cols, uint32_t seed) {
     p[i] = static_cast<float>(seed >> 8) / 16777216.0f;
   }
   return t;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 // Median GFLOP/s over `reps` timed runs of `w.iters` products.
@@ -62,8 +71,7 @@ absl::StatusOr<double> TimeRunnel(EagerContext& ctx, const Workload& w,
     std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
     seconds.push_back(d.count() / w.iters);
   }
-  std::sort(seconds.begin(), seconds.end());
-  return 2.0 * w.m * w.k * w.n / seconds[seconds.size() / 2] / 1e9;
+  return 2.0 * w.m * w.k * w.n / Median(seconds) / 1e9;
 }
 
 // The peer script: beside this source file, or under bench/ from the
@@ -110,11 +118,15 @@ int Main(int argc, char** argv) {
       o.threads = std::atoi(argv[++i]);
     } else if (arg == "--reps" && i + 1 < argc) {
       o.reps = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      o.rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--no-peer") {
       o.peer = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--reps R] [--no-peer]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads N] [--reps R] [--rounds N] [--no-peer]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -123,29 +135,50 @@ int Main(int argc, char** argv) {
   if (o.peer && script.empty()) {
     std::fprintf(stderr, "matmul_bench: bench/matmul_peer.py not found\n");
   }
-  std::printf("matmul benchmark, %d threads, median of %d reps\n", o.threads,
-              o.reps);
+  std::printf(
+      "matmul benchmark, %d threads, median of %d reps, median of %d "
+      "alternating rounds\n",
+      o.threads, o.reps, o.rounds);
   const std::vector<Workload> workloads = {
       {"1024^3", 1024, 1024, 1024, 5},
       {"[128,784]x[784,256]", 128, 784, 256, 50},
   };
   for (const Workload& w : workloads) {
-    absl::StatusOr<double> ours = TimeRunnel(ctx, w, o.reps);
-    if (!ours.ok()) {
-      std::fprintf(stderr, "matmul_bench: %s\n",
-                   std::string(ours.status().message()).c_str());
-      return 1;
+    std::vector<double> ours_by_round, theirs_by_round;
+    for (int r = 0; r < o.rounds; ++r) {
+      absl::StatusOr<double> ours = TimeRunnel(ctx, w, o.reps);
+      if (!ours.ok()) {
+        std::fprintf(stderr, "matmul_bench: %s\n",
+                     std::string(ours.status().message()).c_str());
+        return 1;
+      }
+      ours_by_round.push_back(*ours);
+      if (!script.empty()) {
+        const double theirs = TimePeer(script, o, w);
+        if (theirs > 0) theirs_by_round.push_back(theirs);
+      }
     }
-    const double theirs = o.peer ? TimePeer(script, o, w) : -1;
-    if (theirs > 0) {
+    const double ours = Median(ours_by_round);
+    if (!theirs_by_round.empty()) {
+      const double theirs = Median(theirs_by_round);
       std::printf(
           "matmul f32 %s: runnel %.1f GFLOP/s, pytorch %.1f GFLOP/s, ratio "
           "%.2f\n",
-          w.name.c_str(), *ours, theirs, *ours / theirs);
+          w.name.c_str(), ours, theirs, ours / theirs);
     } else {
       std::printf("matmul f32 %s: runnel %.1f GFLOP/s, pytorch n/a\n",
-                  w.name.c_str(), *ours);
+                  w.name.c_str(), ours);
     }
+    std::string detail = "  rounds: runnel";
+    for (double g : ours_by_round)
+      detail += StrCat(" ", fmt::format("{:.1f}", g));
+    if (!theirs_by_round.empty()) {
+      detail += ", pytorch";
+      for (double g : theirs_by_round) {
+        detail += StrCat(" ", fmt::format("{:.1f}", g));
+      }
+    }
+    std::printf("%s\n", detail.c_str());
     std::fflush(stdout);
   }
   return 0;

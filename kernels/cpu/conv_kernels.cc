@@ -81,11 +81,61 @@ struct ConvGeometry {
 // [col, col + depth), as out[p * 6 + r].
 void PackPatches(const ConvGeometry& g, const float* x, int64_t row,
                  int64_t col, int64_t depth, float* out) {
+  constexpr int kRows = kGemmLhsPanelRows;
   const int64_t m = g.batch * g.rows.out * g.cols.out;
-  for (int r = 0; r < kGemmLhsPanelRows; ++r) {
+  // (kh, kw, c) of depth index `col`; the walk below keeps them current.
+  const int64_t c0 = col % g.in_c;
+  const int64_t kw0 = (col / g.in_c) % g.k_w;
+  const int64_t kh0 = col / (g.in_c * g.k_w);
+  const int64_t ow0 = row % g.cols.out;
+  if (row + kRows <= m && ow0 + kRows <= g.cols.out) {
+    // The usual case: six neighbouring pixels of one output row. For each
+    // tap, pixel r reads the image stride_w * in_c floats after pixel r - 1,
+    // so the six values of one depth index are one strided load each and
+    // land contiguously in `out`.
+    const int64_t oh = (row / g.cols.out) % g.rows.out;
+    const int64_t n = row / (g.cols.out * g.rows.out);
+    const float* image = x + n * g.in_h * g.in_w * g.in_c;
+    const int64_t ih0 = oh * g.stride_h - g.rows.pad_begin;
+    const int64_t iw0 = ow0 * g.stride_w - g.cols.pad_begin;
+    const int64_t step = g.stride_w * g.in_c;
+    int64_t c = c0, kw = kw0, kh = kh0;
+    for (int64_t p = 0; p < depth;) {
+      const int64_t run = std::min(g.in_c - c, depth - p);
+      const int64_t ih = ih0 + kh * g.dil_h;
+      const int64_t iw = iw0 + kw * g.dil_w;  // pixel 0's column
+      float* o = out + p * kRows;
+      if (ih < 0 || ih >= g.in_h) {
+        std::fill_n(o, run * kRows, 0.0f);
+      } else if (iw >= 0 && iw + (kRows - 1) * g.stride_w < g.in_w) {
+        const float* src = image + (ih * g.in_w + iw) * g.in_c + c;
+        for (int64_t t = 0; t < run; ++t, o += kRows) {
+          for (int r = 0; r < kRows; ++r) o[r] = src[t + r * step];
+        }
+      } else {
+        for (int64_t t = 0; t < run; ++t, o += kRows) {
+          for (int r = 0; r < kRows; ++r) {
+            const int64_t w = iw + r * g.stride_w;
+            o[r] = w >= 0 && w < g.in_w
+                       ? image[(ih * g.in_w + w) * g.in_c + c + t]
+                       : 0.0f;
+          }
+        }
+      }
+      p += run;
+      c = 0;
+      if (++kw == g.k_w) {
+        kw = 0;
+        ++kh;
+      }
+    }
+    return;
+  }
+  // Rows spanning output rows or images, or past the end: one at a time.
+  for (int r = 0; r < kRows; ++r) {
     const int64_t pixel = row + r;
     if (pixel >= m) {
-      for (int64_t p = 0; p < depth; ++p) out[p * kGemmLhsPanelRows + r] = 0;
+      for (int64_t p = 0; p < depth; ++p) out[p * kRows + r] = 0;
       continue;
     }
     const int64_t ow = pixel % g.cols.out;
@@ -94,21 +144,18 @@ void PackPatches(const ConvGeometry& g, const float* x, int64_t row,
     const int64_t ih0 = oh * g.stride_h - g.rows.pad_begin;
     const int64_t iw0 = ow * g.stride_w - g.cols.pad_begin;
     const float* image = x + n * g.in_h * g.in_w * g.in_c;
-    // Walk (kh, kw, c) from `col`; channels of one tap are contiguous.
-    int64_t c = col % g.in_c;
-    int64_t kw = (col / g.in_c) % g.k_w;
-    int64_t kh = col / (g.in_c * g.k_w);
+    int64_t c = c0, kw = kw0, kh = kh0;
     float* o = out + r;
     for (int64_t p = 0; p < depth;) {
       const int64_t run = std::min(g.in_c - c, depth - p);
       const int64_t ih = ih0 + kh * g.dil_h, iw = iw0 + kw * g.dil_w;
       if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) {
         const float* src = image + (ih * g.in_w + iw) * g.in_c + c;
-        for (int64_t t = 0; t < run; ++t) o[t * kGemmLhsPanelRows] = src[t];
+        for (int64_t t = 0; t < run; ++t) o[t * kRows] = src[t];
       } else {
-        for (int64_t t = 0; t < run; ++t) o[t * kGemmLhsPanelRows] = 0;
+        for (int64_t t = 0; t < run; ++t) o[t * kRows] = 0;
       }
-      o += run * kGemmLhsPanelRows;
+      o += run * kRows;
       p += run;
       c = 0;
       if (++kw == g.k_w) {

@@ -1,15 +1,22 @@
 // matmul kernels, and GemmF32, the f32 matrix product they share with
 // conv2d (eigen_support.h).
 //
-// GemmF32 is a BLIS-style blocked product: B is packed once into 16-column
-// panels (in parallel), then each thread takes a block of C rows and, per
-// 256-deep slice of k, packs a 6-row-panel block of A that stays in L2 and
-// runs a 6x16 AVX2/FMA micro-kernel over it. It runs about 1.4x faster
-// than Eigen's contraction here, which matters: matmul and conv2d are most
-// of a model's time. f16/bf16 are converted to f32 around it; f64 and the
-// integer types use Eigen's tensor contraction on the intra-op pool.
+// GemmF32 is a BLIS-style blocked product. B is packed into 16-column
+// panels, cut into k slices of at most 256 so a panel slice stays in L1.
+// C is split into row blocks of at most 144 rows whose packed A slice stays
+// in L2, and a 6x16 AVX2/FMA micro-kernel (12 accumulator registers) runs
+// over each 6-row, 16-column tile. Threads pack B together, then claim row
+// blocks; nobody waits for a thread that has not started, so a busy pool
+// costs speed, never a deadlock. Single-threaded it runs about 1.4x faster
+// than Eigen's tensor contraction on the development machine (Zen 3, AVX2)
+// and level with OpenBLAS.
+//
+// f16/bf16 are converted to f32 around it; f64 and the integer types use
+// Eigen's tensor contraction on the intra-op pool.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/eigen_support.h"
@@ -33,73 +40,100 @@ constexpr int64_t kNc = 4080;           // columns per pass over packed B
 // saves.
 constexpr int64_t kMinWorkPerShard = int64_t{1} << 18;
 
-// c[0:6, 0:16] (+)= a-panel * b-panel over `depth`; a is packed as
-// a[p * 6 + r], b as b[p * 16 + j] (32-byte aligned).
+// c[0:R, 0:cols] (+)= a-panel * b-panel over `depth`, R <= 6 rows and
+// 8 * (V - 1) < cols <= 8 * V columns; a is packed as a[p * 6 + r], b as
+// b[p * 16 + j] (32-byte aligned). Every variant does the same
+// multiply-adds per element in the same order, so edge tiles round exactly
+// like interior ones.
+template <int R, int V>
 void MicroKernel(int64_t depth, const float* __restrict a,
-                 const float* __restrict b, float* c, int64_t ldc,
+                 const float* __restrict b, float* c, int64_t ldc, int cols,
                  bool accumulate) {
 #ifdef RUNNEL_GEMM_AVX2
-  for (int r = 0; r < kMr; ++r) {
+  for (int r = 0; r < R; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 15), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + cols - 1),
+                 _MM_HINT_T0);
   }
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00,
-         c21 = c00, c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00,
-         c51 = c00;
+  __m256 acc[R][V];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
 #pragma GCC unroll 4
   for (int64_t p = 0; p < depth; ++p) {
-    const __m256 b0 = _mm256_load_ps(b);
-    const __m256 b1 = _mm256_load_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a);
-    c00 = _mm256_fmadd_ps(x, b0, c00);
-    c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(x, b0, c10);
-    c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(x, b0, c20);
-    c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(x, b0, c30);
-    c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(x, b0, c40);
-    c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(x, b0, c50);
-    c51 = _mm256_fmadd_ps(x, b1, c51);
+    __m256 bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v)
+        acc[r][v] = _mm256_fmadd_ps(x, bv[v], acc[r][v]);
+    }
     a += kMr;
     b += kNr;
   }
-  auto store = [&](int r, __m256 lo, __m256 hi) {
-    float* row = c + r * ldc;
-    if (accumulate) {
-      lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
-      hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+  const int tail = cols - 8 * (V - 1);  // columns in the last vector
+  if (tail == 8) {
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      float* row = c + r * ldc;
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) {
+        __m256 x = acc[r][v];
+        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(row + 8 * v));
+        _mm256_storeu_ps(row + 8 * v, x);
+      }
     }
-    _mm256_storeu_ps(row, lo);
-    _mm256_storeu_ps(row + 8, hi);
-  };
-  store(0, c00, c01);
-  store(1, c10, c11);
-  store(2, c20, c21);
-  store(3, c30, c31);
-  store(4, c40, c41);
-  store(5, c50, c51);
+    return;
+  }
+  const __m256i mask = _mm256_cmpgt_epi32(
+      _mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (int r = 0; r < R; ++r) {
+    float* row = c + r * ldc;
+    for (int v = 0; v < V - 1; ++v) {
+      __m256 x = acc[r][v];
+      if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(row + 8 * v));
+      _mm256_storeu_ps(row + 8 * v, x);
+    }
+    float* last = row + 8 * (V - 1);
+    __m256 x = acc[r][V - 1];
+    if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(last, mask));
+    _mm256_maskstore_ps(last, mask, x);
+  }
 #else
-  float acc[kMr][kNr] = {};
+  float acc[R][kNr] = {};
   for (int64_t p = 0; p < depth; ++p) {
-    for (int r = 0; r < kMr; ++r) {
-      for (int j = 0; j < kNr; ++j)
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < cols; ++j) {
         acc[r][j] += a[p * kMr + r] * b[p * kNr + j];
+      }
     }
   }
-  for (int r = 0; r < kMr; ++r) {
-    for (int j = 0; j < kNr; ++j) {
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < cols; ++j) {
       c[r * ldc + j] = accumulate ? c[r * ldc + j] + acc[r][j] : acc[r][j];
     }
   }
 #endif
+}
+
+using MicroKernelFn = void (*)(int64_t, const float*, const float*, float*,
+                               int64_t, int, bool);
+
+// The micro-kernel for a tile of `rows` x `cols` (1..6 x 1..16).
+MicroKernelFn PickMicroKernel(int rows, int cols) {
+  static constexpr MicroKernelFn kTable[kMr][2] = {
+      {MicroKernel<1, 1>, MicroKernel<1, 2>},
+      {MicroKernel<2, 1>, MicroKernel<2, 2>},
+      {MicroKernel<3, 1>, MicroKernel<3, 2>},
+      {MicroKernel<4, 1>, MicroKernel<4, 2>},
+      {MicroKernel<5, 1>, MicroKernel<5, 2>},
+      {MicroKernel<6, 1>, MicroKernel<6, 2>}};
+  return kTable[rows - 1][cols > 8 ? 1 : 0];
 }
 
 // Packs rows [row, row + 6) x columns [col, col + depth) of a strided A as
@@ -181,54 +215,63 @@ struct GemmPlan {
   int64_t k_slices, kc;
 };
 
-// Computes C rows in panels [pm0, pm1) and columns in panels [pn0, pn1),
-// packing A blocks into `abuf` (kMc x kc floats).
+// Computes C rows in panels [pm0, pm1) (at most kMc rows) and columns in
+// panels [pn0, pn1), packing A slices into `abuf` (kMc x kc floats).
 void ComputeBlock(const GemmPlan& plan, const GemmPackLhsFn& pack_a,
                   const float* packed_b, float* c, int64_t ldc, int64_t pm0,
                   int64_t pm1, int64_t pn0, int64_t pn1, float* abuf) {
-  // Equal A blocks of at most kMc rows.
-  const int64_t panels = pm1 - pm0;
-  const int64_t block =
-      CeilDiv(panels, CeilDiv(panels, static_cast<int64_t>(kMc / kMr)));
-  alignas(32) float edge[kMr * kNr];
   for (int64_t jc = pn0; jc < pn1; jc += kNc / kNr) {
     const int64_t jc_end = std::min(pn1, jc + kNc / kNr);
     for (int64_t s = 0; s < plan.k_slices; ++s) {
       const int64_t k0 = plan.SliceStart(s), depth = plan.SliceDepth(s);
       const bool accumulate = s > 0;
-      for (int64_t ic = pm0; ic < pm1; ic += block) {
-        const int64_t ic_end = std::min(pm1, ic + block);
-        for (int64_t i = ic; i < ic_end; ++i) {
-          pack_a(i * kMr, k0, depth, abuf + (i - ic) * kMr * depth);
-        }
-        for (int64_t j = jc; j < jc_end; ++j) {
-          const float* bp = plan.RhsPanel(packed_b, s, j);
-          const int64_t col = j * kNr;
-          const int nr = static_cast<int>(std::min<int64_t>(kNr, plan.n - col));
-          for (int64_t i = ic; i < ic_end; ++i) {
-            const float* ap = abuf + (i - ic) * kMr * depth;
-            const int64_t row = i * kMr;
-            const int mr =
-                static_cast<int>(std::min<int64_t>(kMr, plan.m - row));
-            float* ct = c + row * ldc + col;
-            if (mr == kMr && nr == kNr) {
-              MicroKernel(depth, ap, bp, ct, ldc, accumulate);
-              continue;
-            }
-            MicroKernel(depth, ap, bp, edge, kNr, false);
-            for (int r = 0; r < mr; ++r) {
-              for (int q = 0; q < nr; ++q) {
-                ct[r * ldc + q] = accumulate
-                                      ? ct[r * ldc + q] + edge[r * kNr + q]
-                                      : edge[r * kNr + q];
-              }
-            }
+      for (int64_t i = pm0; i < pm1; ++i) {
+        pack_a(i * kMr, k0, depth, abuf + (i - pm0) * kMr * depth);
+      }
+      for (int64_t j = jc; j < jc_end; ++j) {
+        const float* bp = plan.RhsPanel(packed_b, s, j);
+        const int64_t col = j * kNr;
+        const int nr = static_cast<int>(std::min<int64_t>(kNr, plan.n - col));
+        for (int64_t i = pm0; i < pm1; ++i) {
+          const float* ap = abuf + (i - pm0) * kMr * depth;
+          const int64_t row = i * kMr;
+          const int mr = static_cast<int>(std::min<int64_t>(kMr, plan.m - row));
+          float* ct = c + row * ldc + col;
+          if (mr == kMr && nr == kNr) {
+            MicroKernel<kMr, 2>(depth, ap, bp, ct, ldc, kNr, accumulate);
+          } else {
+            PickMicroKernel(mr, nr)(depth, ap, bp, ct, ldc, nr, accumulate);
           }
         }
       }
     }
   }
 }
+
+// Splits C into units of whole panels that threads claim one at a time.
+// Rows are split into the fewest units of at most kMc rows that give every
+// thread the same number: each unit streams all of packed B through the
+// cache once per k slice, so more units than that only cost bandwidth.
+// Columns are split too when there are fewer row units than threads.
+// Claiming (rather than assigning) units means a thread that starts late,
+// because the pool is busy, leaves its share to the others.
+struct GemmUnits {
+  GemmUnits(const GemmPlan& plan, int threads) {
+    const int64_t per_thread = CeilDiv(plan.m_panels, threads * (kMc / kMr));
+    rows = std::min<int64_t>(plan.m_panels, threads * per_thread);
+    row_panels = CeilDiv(plan.m_panels, rows);
+    rows = CeilDiv(plan.m_panels, row_panels);
+    if (rows < threads) {
+      cols = std::min<int64_t>(plan.n_panels, CeilDiv(threads, rows));
+    }
+    col_panels = CeilDiv(plan.n_panels, cols);
+    cols = CeilDiv(plan.n_panels, col_panels);
+  }
+  int64_t count() const { return rows * cols; }
+
+  int64_t rows = 1, cols = 1;  // units along each dimension
+  int64_t row_panels = 1, col_panels = 1;
+};
 
 }  // namespace
 
@@ -242,43 +285,42 @@ void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
   }
   const GemmPlan plan(m, n, k);
   const int threads = pool == nullptr ? 1 : pool->num_threads();
-  const int64_t shards_by_work =
-      std::max<int64_t>(1, m * n * k / kMinWorkPerShard);
-  const int usable =
-      static_cast<int>(std::min<int64_t>(threads, shards_by_work));
-  // Split rows first (each thread then packs only its own A), columns when
-  // there are too few rows to go round.
-  const int row_shards =
-      static_cast<int>(std::min<int64_t>(usable, CeilDiv(plan.m_panels, 4)));
-  const int col_shards = static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>(plan.n_panels, usable / row_shards)));
-  const int shards = row_shards * col_shards;
+  const int usable = static_cast<int>(std::min<int64_t>(
+      threads, std::max<int64_t>(1, m * n * k / kMinWorkPerShard)));
+  const GemmUnits units(plan, usable);
+  const int shards = static_cast<int>(std::min<int64_t>(usable, units.count()));
 
-  // Pack all of B, split by panels over the threads.
   Tensor packed_b(DType::kF32, Shape{plan.packed_rhs_size()});
   float* pb = packed_b.data<float>();
-  const int pack_shards = static_cast<int>(std::min<int64_t>(
-      shards, std::max<int64_t>(1, plan.packed_rhs_size() / (64 * 1024))));
-  RunShards(pack_shards > 1 ? pool : nullptr, pack_shards, [&](int shard) {
-    for (int64_t j = shard; j < plan.n_panels; j += pack_shards) {
+  const int64_t abuf_size = units.row_panels * kMr * plan.kc;
+  Tensor abufs(DType::kF32, Shape{abuf_size * shards});
+  // One fork: every shard first helps pack B, panel by panel, then waits
+  // only for panels other running shards have claimed, then claims units.
+  // No shard waits for one that has not started, so a busy pool cannot
+  // deadlock this, and the caller never waits for a late thread.
+  std::atomic<int64_t> next_panel{0}, panels_done{0}, next_unit{0};
+  RunShards(shards > 1 ? pool : nullptr, shards, [&](int shard) {
+    for (int64_t j; (j = next_panel.fetch_add(1)) < plan.n_panels;) {
       for (int64_t s = 0; s < plan.k_slices; ++s) {
         PackRhsPanel(b, n, j * kNr, plan.SliceStart(s), plan.SliceDepth(s),
                      plan.RhsPanel(pb, s, j));
       }
+      panels_done.fetch_add(1, std::memory_order_release);
     }
-  });
-
-  const int64_t abuf_size = kMc * plan.kc;
-  Tensor abufs(DType::kF32, Shape{abuf_size * shards});
-  RunShards(shards > 1 ? pool : nullptr, shards, [&](int shard) {
-    const int64_t sm = shard / col_shards, sn = shard % col_shards;
-    const int64_t pm0 = plan.m_panels * sm / row_shards;
-    const int64_t pm1 = plan.m_panels * (sm + 1) / row_shards;
-    const int64_t pn0 = plan.n_panels * sn / col_shards;
-    const int64_t pn1 = plan.n_panels * (sn + 1) / col_shards;
-    if (pm0 == pm1 || pn0 == pn1) return;
-    ComputeBlock(plan, pack_a, pb, c, ldc, pm0, pm1, pn0, pn1,
-                 abufs.data<float>() + shard * abuf_size);
+    while (panels_done.load(std::memory_order_acquire) < plan.n_panels) {
+      std::this_thread::yield();
+    }
+    float* abuf = abufs.data<float>() + shard * abuf_size;
+    for (int64_t u; (u = next_unit.fetch_add(1)) < units.count();) {
+      const int64_t ru = u / units.cols, cu = u % units.cols;
+      const int64_t pm0 = ru * units.row_panels;
+      const int64_t pm1 = std::min(plan.m_panels, pm0 + units.row_panels);
+      const int64_t pn0 = cu * units.col_panels;
+      const int64_t pn1 = std::min(plan.n_panels, pn0 + units.col_panels);
+      if (pm0 < pm1 && pn0 < pn1) {
+        ComputeBlock(plan, pack_a, pb, c, ldc, pm0, pm1, pn0, pn1, abuf);
+      }
+    }
   });
 }
 

@@ -267,6 +267,9 @@ TEST(NnTest, Conv2DAgainstNaive) {
       {2, 6, 5, 7, 1, 1, 9, 1, 1, 1, 1, true},      // pointwise
       {4, 12, 12, 1, 5, 5, 32, 1, 1, 1, 1, true},   // first layer of a CNN
       {1, 13, 13, 40, 3, 3, 20, 2, 2, 1, 1, true},  // deep: k > 256
+      {1, 5, 20, 3, 3, 3, 4, 1, 2, 1, 1, true},     // wide rows, stride 2
+      {2, 6, 16, 2, 3, 3, 3, 2, 1, 1, 2, false},    // dilated along w
+      {1, 6, 14, 30, 3, 3, 8, 1, 1, 1, 1, true},    // slices split a tap
   };
   for (const ConvCase& k : cases) {
     std::vector<float> x = Pattern(k.n * k.h * k.w * k.c, 1);
