@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs every benchmark binary (an executable named *_bench) in a build
-# directory, one after another, passing any further arguments to each.
+# directory, one after another, passing any further arguments to each; then
+# every script benchmark, bench/*_bench.sh (run with bash) and
+# bench/*_bench.py (run with /usr/bin/python3), with the build directory as
+# its first argument and the further arguments after it.
 #
 #   bash bench/run_all.sh build-release [--threads 2]
 #
@@ -26,6 +29,19 @@ for bench in "$build_dir"/*_bench; do
 done
 if [[ $found -eq 0 ]]; then
   echo "no *_bench executables in $build_dir (build them first)" >&2
-  exit 1
+  status=1
 fi
+script_dir=$(cd "$(dirname "$0")" && pwd)
+for bench in "$script_dir"/*_bench.sh "$script_dir"/*_bench.py; do
+  [[ -f "$bench" ]] || continue
+  echo "== $(basename "$bench")"
+  case $bench in
+    *.sh) runner=bash ;;
+    *) runner=/usr/bin/python3 ;;
+  esac
+  if ! "$runner" "$bench" "$build_dir" "$@"; then
+    echo "!! $(basename "$bench") failed" >&2
+    status=1
+  fi
+done
 exit $status
