@@ -20,9 +20,6 @@
 // one vectorised assignment; 16-bit floats are widened to float a block at
 // a time and the result rounded once.
 //
-// (EigenT / ComputeT mirror EigenType / AccumType in eigen_support.h, which
-// drags in Eigen's Tensor module; the element-wise kernels need only Core.)
-//
 // This header pulls in Eigen: include it only from kernels/cpu/*.cc.
 #ifndef RUNNEL_KERNELS_CPU_BROADCAST_H_
 #define RUNNEL_KERNELS_CPU_BROADCAST_H_
@@ -41,6 +38,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "kernels/cpu/eigen_types.h"
 #include "runtime/dtype.h"
 #include "runtime/kernel.h"
 #include "runtime/shape.h"
@@ -73,44 +71,26 @@ inline constexpr bool kIsHalfLike =
 
 // Eigen's scalar for a storage type; Half and BFloat16 are bit patterns with
 // the same layout as Eigen::half and Eigen::bfloat16.
-template <typename T>
-struct EigenScalar {
-  using type = T;
-};
-template <>
-struct EigenScalar<Half> {
-  using type = Eigen::half;
-};
-template <>
-struct EigenScalar<BFloat16> {
-  using type = Eigen::bfloat16;
-};
-template <typename T>
-using EigenT = typename EigenScalar<T>::type;
-
-// The type arithmetic on T is done in: float for the 16-bit floats, so a
-// result is rounded to 16 bits once.
-template <typename T>
-using ComputeT = std::conditional_t<kIsHalfLike<T>, float, EigenT<T>>;
 
 template <typename S>
 using EigenArray = Eigen::Array<S, Eigen::Dynamic, 1>;
 
 // `n` elements at `p` as an Eigen array of the storage type.
 template <typename T>
-Eigen::Map<const EigenArray<EigenT<T>>> InArray(const T* p, int64_t n) {
-  return Eigen::Map<const EigenArray<EigenT<T>>>(
-      reinterpret_cast<const EigenT<T>*>(p), n);
+Eigen::Map<const EigenArray<EigenType<T>>> InArray(const T* p, int64_t n) {
+  return Eigen::Map<const EigenArray<EigenType<T>>>(
+      reinterpret_cast<const EigenType<T>*>(p), n);
 }
 template <typename T>
-Eigen::Map<EigenArray<EigenT<T>>> OutArray(T* p, int64_t n) {
-  return Eigen::Map<EigenArray<EigenT<T>>>(reinterpret_cast<EigenT<T>*>(p), n);
+Eigen::Map<EigenArray<EigenType<T>>> OutArray(T* p, int64_t n) {
+  return Eigen::Map<EigenArray<EigenType<T>>>(
+      reinterpret_cast<EigenType<T>*>(p), n);
 }
 
 // `n` elements at `p` as an expression of scalar type C (converted lazily).
 template <typename C, typename T>
 auto Load(const T* p, int64_t n) {
-  if constexpr (std::is_same_v<C, EigenT<T>>) {
+  if constexpr (std::is_same_v<C, EigenType<T>>) {
     return InArray(p, n);
   } else {
     return InArray(p, n).template cast<C>();
@@ -120,7 +100,7 @@ auto Load(const T* p, int64_t n) {
 // The element at `p` as C.
 template <typename C, typename T>
 C LoadScalar(const T* p) {
-  return static_cast<C>(*reinterpret_cast<const EigenT<T>*>(p));
+  return static_cast<C>(*reinterpret_cast<const EigenType<T>*>(p));
 }
 
 // `*p` repeated `n` times, as an expression of scalar type C.
@@ -196,7 +176,7 @@ void WidenToFloat(const H* in, float* out, int64_t n) {
     }
 #endif
   }
-  const auto* src = reinterpret_cast<const EigenT<H>*>(in);
+  const auto* src = reinterpret_cast<const EigenType<H>*>(in);
   for (; i < n; ++i) out[i] = static_cast<float>(src[i]);
 }
 
@@ -222,8 +202,8 @@ void NarrowFromFloat(const float* in, H* out, int64_t n) {
     }
 #endif
   }
-  auto* dst = reinterpret_cast<EigenT<H>*>(out);
-  for (; i < n; ++i) dst[i] = EigenT<H>(in[i]);
+  auto* dst = reinterpret_cast<EigenType<H>*>(out);
+  for (; i < n; ++i) dst[i] = EigenType<H>(in[i]);
 }
 
 // Calls fn(x, offset) for consecutive blocks of p[0, n), x an Eigen

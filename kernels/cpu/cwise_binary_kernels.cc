@@ -20,10 +20,10 @@ namespace {
 template <typename T>
 inline constexpr bool kIsInt = std::is_integral_v<T>;
 
-// Most ops compute in ComputeT<T> and give T.
+// Most ops compute in AccumType<T> and give T.
 struct SameTypeOp {
   template <typename T>
-  using Compute = ComputeT<T>;
+  using Compute = AccumType<T>;
   template <typename T>
   using Out = T;
   static constexpr bool kIntDivides = false;
@@ -54,7 +54,7 @@ struct Mul : SameTypeOp {
 // True division. Integers divide in double and give f32 (f64 for i64).
 struct Div {
   template <typename T>
-  using Compute = std::conditional_t<kIsInt<T>, double, ComputeT<T>>;
+  using Compute = std::conditional_t<kIsInt<T>, double, AccumType<T>>;
   template <typename T>
   using Out = std::conditional_t<
       kIsInt<T>, std::conditional_t<std::is_same_v<T, int64_t>, double, float>,
@@ -207,7 +207,7 @@ absl::Status CheckOperands(const Node& node, const Tensor& y,
 template <typename T, typename F>
 class BinaryKernel : public OpKernel {
  public:
-  using C = EigenT<typename F::template Compute<T>>;
+  using C = EigenType<typename F::template Compute<T>>;
   using Out = typename F::template Out<T>;
 
   absl::Status Compute(OpKernelContext* ctx) override {

@@ -29,7 +29,7 @@ To SaturatingFloatToInt(From v) {
 
 template <typename From, typename To>
 void CastRange(const From* in, To* out, int64_t n) {
-  using C = ComputeT<From>;
+  using C = AccumType<From>;
   if constexpr (kIsHalfLike<From> && std::is_same_v<To, float>) {
     WidenToFloat(in, out, n);
   } else if constexpr (kIsHalfLike<To> && std::is_same_v<From, float>) {

@@ -75,7 +75,7 @@ class CompareKernel : public OpKernel {
         ctx->intra_op_pool(), l, /*cost=*/1,
         [&](int64_t o, int64_t n, const Offsets<2>& in,
             const Offsets<2>& stride) {
-          EvalRow<ComputeT<T>, 2, T>(
+          EvalRow<AccumType<T>, 2, T>(
               {a + in[0], b + in[1]}, stride, out + o, n,
               [](const auto& u, const auto& v) { return F::Eval(u, v); });
         });
@@ -99,7 +99,7 @@ class WhereKernel : public OpKernel {
     const T* pa = x.data<T>();
     const T* pb = y.data<T>();
     T* out = z->data<T>();
-    using S = EigenT<T>;
+    using S = EigenType<T>;
     ParallelForEachRow<3>(
         ctx->intra_op_pool(), l, /*cost=*/1,
         [&](int64_t o, int64_t n, const Offsets<3>& in,
@@ -137,7 +137,7 @@ class ClipKernel : public OpKernel {
     const T* plo = lo.data<T>();
     const T* phi = hi.data<T>();
     T* out = z->data<T>();
-    using C = ComputeT<T>;
+    using C = AccumType<T>;
     ParallelForEachRow<3>(
         ctx->intra_op_pool(), l, /*cost=*/2,
         [&](int64_t o, int64_t n, const Offsets<3>& in,

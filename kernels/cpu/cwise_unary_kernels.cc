@@ -199,9 +199,9 @@ class UnaryKernel : public OpKernel {
     Out* out = y->data<Out>();
     ctx->intra_op_pool()->ParallelFor(
         x.num_elements(), F::kCost, [&](int64_t begin, int64_t end) {
-          EvalRow<ComputeT<T>, 1, T>({in + begin}, {1}, out + begin,
-                                     end - begin,
-                                     [](const auto& x) { return F::Eval(x); });
+          EvalRow<AccumType<T>, 1, T>({in + begin}, {1}, out + begin,
+                                      end - begin,
+                                      [](const auto& x) { return F::Eval(x); });
         });
     return absl::OkStatus();
   }

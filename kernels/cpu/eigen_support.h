@@ -20,7 +20,9 @@
 #include <type_traits>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
+#include <vector>
 
+#include "kernels/cpu/eigen_types.h"
 #include "runtime/dtype.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
@@ -54,29 +56,6 @@ inline void RunShards(ThreadPool* pool, int n,
   done.Wait();
 }
 
-// Eigen's scalar type for a tensor storage type: the 16-bit floats are
-// stored as bit patterns and reinterpreted as Eigen::half / Eigen::bfloat16.
-template <typename T>
-struct EigenTypeOf {
-  using type = T;
-};
-template <>
-struct EigenTypeOf<Half> {
-  using type = Eigen::half;
-};
-template <>
-struct EigenTypeOf<BFloat16> {
-  using type = Eigen::bfloat16;
-};
-template <typename T>
-using EigenType = typename EigenTypeOf<T>::type;
-
-// The type arithmetic on T is done in: float for the 16-bit floats.
-template <typename T>
-using AccumType =
-    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>,
-                       float, EigenType<T>>;
-
 template <typename T>
 const EigenType<T>* EigenData(const Tensor& t) {
   return reinterpret_cast<const EigenType<T>*>(t.data<T>());
@@ -94,22 +73,24 @@ struct ConstMatrixF32 {
   int64_t col_stride;
 };
 
-// Writes rows [row, row + 6) and columns [col, col + depth) of a virtual
-// left operand as out[p * 6 + r] (r the row offset), zeros for rows >= m.
-// conv2d packs image patches this way without materialising im2col.
-using GemmPackLhsFn =
-    std::function<void(int64_t row, int64_t col, int64_t depth, float* out)>;
+// A left operand read in place: row i of A is the concatenation of
+// segments.size() runs of `segment_len` contiguous floats, run s starting
+// segments[s] floats after row(i); k = segments.size() * segment_len.
+// conv2d uses it for image patches without materialising im2col: a row is
+// an output pixel, a run the input channels under one filter tap.
+struct GemmRowsLhs {
+  std::function<const float*(int64_t row)> row;
+  std::vector<int64_t> segments;
+  int64_t segment_len;
+};
 
 // C[m, n] = A[m, k] * B[k, n], C row-major with row stride `ldc`. Work is
 // split over `pool` (null: the calling thread only). The result does not
 // depend on the number of threads.
 void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
              ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc);
-void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-             const GemmPackLhsFn& pack_a, ConstMatrixF32 b, float* c,
-             int64_t ldc);
-// Rows of the left operand that GemmPackLhsFn packs at a time.
-inline constexpr int kGemmLhsPanelRows = 6;
+void GemmF32(ThreadPool* pool, int64_t m, int64_t n, const GemmRowsLhs& a,
+             ConstMatrixF32 b, float* c, int64_t ldc);
 
 }  // namespace runnel
 

@@ -337,7 +337,7 @@ template <typename T, template <class> class R, bool kMean = false>
 class ReduceKernel : public OpKernel {
  public:
   using A =
-      std::conditional_t<kMean && std::is_integral_v<T>, int64_t, ComputeT<T>>;
+      std::conditional_t<kMean && std::is_integral_v<T>, int64_t, AccumType<T>>;
   using Red = R<A>;
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -366,7 +366,7 @@ class ReduceKernel : public OpKernel {
     }
     const T* in = p.transposed.empty() ? x.data<T>() : p.transposed.data<T>();
     ThreadPool* pool = ctx->intra_op_pool();
-    if constexpr (!kMean && std::is_same_v<A, EigenT<T>>) {
+    if constexpr (!kMean && std::is_same_v<A, EigenType<T>>) {
       Reduce3D<Red>(pool, in, p.outer, p.reduced, p.inner,
                     reinterpret_cast<A*>(y->data<T>()));
     } else {
@@ -403,7 +403,7 @@ using AnyKernel = ReduceKernel<T, AnyR>;
 template <typename T>
 class LogSumExpKernel : public OpKernel {
  public:
-  using A = ComputeT<T>;
+  using A = AccumType<T>;
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
@@ -474,7 +474,7 @@ class LogSumExpKernel : public OpKernel {
 template <typename T, bool kMax>
 class ArgReduceKernel : public OpKernel {
  public:
-  using C = ComputeT<T>;
+  using C = AccumType<T>;
 
   static bool Better(C v, C best) {
     if (v != v) return best == best;
