@@ -3,11 +3,13 @@
 // conv2d in f32 is one GEMM: rows are output pixels (n, oh, ow), the depth
 // is (kh, kw, c) and columns are output channels, so the HWIO filters are
 // the right operand as stored and the product lands in NHWC order. The left
-// operand (im2col) is never materialised: GemmF32 asks for 6-row panels of
-// it and PackPatches copies them straight from the image, zeros for padding.
+// operand (im2col) is never materialised: GemmF32 reads each pixel's patch
+// in place, one run of in_c channels per filter tap, from the input or,
+// when the windows overhang it, from a zero-padded copy.
 // The 16-bit floats are converted to f32 around the same GEMM; f64 uses a
 // direct loop.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -77,114 +79,69 @@ struct ConvGeometry {
   Windows rows, cols;  // output height and width placement
 };
 
-// Packs rows [row, row + 6) of the virtual im2col matrix, depth range
-// [col, col + depth), as out[p * 6 + r].
-void PackPatches(const ConvGeometry& g, const float* x, int64_t row,
-                 int64_t col, int64_t depth, float* out) {
-  constexpr int kRows = kGemmLhsPanelRows;
-  const int64_t m = g.batch * g.rows.out * g.cols.out;
-  // (kh, kw, c) of depth index `col`; the walk below keeps them current.
-  const int64_t c0 = col % g.in_c;
-  const int64_t kw0 = (col / g.in_c) % g.k_w;
-  const int64_t kh0 = col / (g.in_c * g.k_w);
-  const int64_t ow0 = row % g.cols.out;
-  if (row + kRows <= m && ow0 + kRows <= g.cols.out) {
-    // The usual case: six neighbouring pixels of one output row. For each
-    // tap, pixel r reads the image stride_w * in_c floats after pixel r - 1,
-    // so the six values of one depth index are one strided load each and
-    // land contiguously in `out`.
-    const int64_t oh = (row / g.cols.out) % g.rows.out;
-    const int64_t n = row / (g.cols.out * g.rows.out);
-    const float* image = x + n * g.in_h * g.in_w * g.in_c;
-    const int64_t ih0 = oh * g.stride_h - g.rows.pad_begin;
-    const int64_t iw0 = ow0 * g.stride_w - g.cols.pad_begin;
-    const int64_t step = g.stride_w * g.in_c;
-    int64_t c = c0, kw = kw0, kh = kh0;
-    for (int64_t p = 0; p < depth;) {
-      const int64_t run = std::min(g.in_c - c, depth - p);
-      const int64_t ih = ih0 + kh * g.dil_h;
-      const int64_t iw = iw0 + kw * g.dil_w;  // pixel 0's column
-      float* o = out + p * kRows;
-      if (ih < 0 || ih >= g.in_h) {
-        std::fill_n(o, run * kRows, 0.0f);
-      } else if (iw >= 0 && iw + (kRows - 1) * g.stride_w < g.in_w) {
-        const float* src = image + (ih * g.in_w + iw) * g.in_c + c;
-        for (int64_t t = 0; t < run; ++t, o += kRows) {
-          for (int r = 0; r < kRows; ++r) o[r] = src[t + r * step];
-        }
-      } else {
-        for (int64_t t = 0; t < run; ++t, o += kRows) {
-          for (int r = 0; r < kRows; ++r) {
-            const int64_t w = iw + r * g.stride_w;
-            o[r] = w >= 0 && w < g.in_w
-                       ? image[(ih * g.in_w + w) * g.in_c + c + t]
-                       : 0.0f;
-          }
-        }
-      }
-      p += run;
-      c = 0;
-      if (++kw == g.k_w) {
-        kw = 0;
-        ++kh;
-      }
-    }
-    return;
+// The input with enough zero padding that every tap of every output pixel
+// falls inside it, so the GEMM can read patches without bounds checks.
+struct PaddedImage {
+  const float* data;
+  int64_t h, w;    // padded height and width
+  Tensor storage;  // owns `data` when a padded copy was needed
+};
+
+PaddedImage Pad(ThreadPool* pool, const ConvGeometry& g, const float* x) {
+  // Rows (columns) the windows touch, counted from -pad_begin.
+  const int64_t need_h =
+      (g.rows.out - 1) * g.stride_h + (g.k_h - 1) * g.dil_h + 1;
+  const int64_t need_w =
+      (g.cols.out - 1) * g.stride_w + (g.k_w - 1) * g.dil_w + 1;
+  if (g.rows.pad_begin == 0 && g.cols.pad_begin == 0 && need_h <= g.in_h &&
+      need_w <= g.in_w) {
+    return {x, g.in_h, g.in_w, Tensor()};
   }
-  // Rows spanning output rows or images, or past the end: one at a time.
-  for (int r = 0; r < kRows; ++r) {
-    const int64_t pixel = row + r;
-    if (pixel >= m) {
-      for (int64_t p = 0; p < depth; ++p) out[p * kRows + r] = 0;
-      continue;
+  PaddedImage p{nullptr, need_h, need_w,
+                Tensor(DType::kF32, Shape{g.batch, need_h, need_w, g.in_c})};
+  float* out = p.storage.data<float>();
+  const int64_t row_len = need_w * g.in_c;
+  // Image columns that land inside the padded row.
+  const int64_t w_end = std::min(g.in_w, need_w - g.cols.pad_begin);
+  pool->ParallelFor(g.batch * need_h, row_len, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* dst = out + r * row_len;
+      const int64_t n = r / need_h;
+      const int64_t ih = r % need_h - g.rows.pad_begin;
+      std::fill_n(dst, row_len, 0.0f);
+      if (ih < 0 || ih >= g.in_h || w_end <= 0) continue;
+      std::memcpy(dst + g.cols.pad_begin * g.in_c,
+                  x + (n * g.in_h + ih) * g.in_w * g.in_c,
+                  w_end * g.in_c * sizeof(float));
     }
-    const int64_t ow = pixel % g.cols.out;
-    const int64_t oh = (pixel / g.cols.out) % g.rows.out;
-    const int64_t n = pixel / (g.cols.out * g.rows.out);
-    const int64_t ih0 = oh * g.stride_h - g.rows.pad_begin;
-    const int64_t iw0 = ow * g.stride_w - g.cols.pad_begin;
-    const float* image = x + n * g.in_h * g.in_w * g.in_c;
-    int64_t c = c0, kw = kw0, kh = kh0;
-    float* o = out + r;
-    for (int64_t p = 0; p < depth;) {
-      const int64_t run = std::min(g.in_c - c, depth - p);
-      const int64_t ih = ih0 + kh * g.dil_h, iw = iw0 + kw * g.dil_w;
-      if (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w) {
-        const float* src = image + (ih * g.in_w + iw) * g.in_c + c;
-        for (int64_t t = 0; t < run; ++t) o[t * kRows] = src[t];
-      } else {
-        for (int64_t t = 0; t < run; ++t) o[t * kRows] = 0;
-      }
-      o += run * kRows;
-      p += run;
-      c = 0;
-      if (++kw == g.k_w) {
-        kw = 0;
-        ++kh;
-      }
-    }
-  }
+  });
+  p.data = out;
+  return p;
 }
 
 void ConvF32(ThreadPool* pool, const ConvGeometry& g, const float* x,
              const float* filters, float* y) {
-  const int64_t m = g.batch * g.rows.out * g.cols.out;
-  const int64_t k = g.k_h * g.k_w * g.in_c;
-  const ConstMatrixF32 b{filters, g.out_c, 1};
-  const bool pointwise = g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 &&
-                         g.stride_w == 1 && g.rows.pad_begin == 0 &&
-                         g.cols.pad_begin == 0;
-  if (pointwise) {
-    // A 1x1 convolution is a product with the image as stored.
-    GemmF32(pool, m, g.out_c, k, ConstMatrixF32{x, g.in_c, 1}, b, y, g.out_c);
-    return;
+  const PaddedImage image = Pad(pool, g, x);
+  const int64_t pixels = g.batch * g.rows.out * g.cols.out;
+  GemmRowsLhs patches;
+  // Output pixel i reads the window whose top-left tap is its row start.
+  patches.row = [&g, &image](int64_t i) {
+    const int64_t ow = i % g.cols.out;
+    const int64_t oh = (i / g.cols.out) % g.rows.out;
+    const int64_t n = i / (g.cols.out * g.rows.out);
+    return image.data +
+           ((n * image.h + oh * g.stride_h) * image.w + ow * g.stride_w) *
+               g.in_c;
+  };
+  for (int64_t kh = 0; kh < g.k_h; ++kh) {
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      patches.segments.push_back((kh * g.dil_h * image.w + kw * g.dil_w) *
+                                 g.in_c);
+    }
   }
-  GemmF32(
-      pool, m, g.out_c, k,
-      [&g, x](int64_t row, int64_t col, int64_t depth, float* out) {
-        PackPatches(g, x, row, col, depth, out);
-      },
-      b, y, g.out_c);
+  patches.segment_len = g.in_c;
+  GemmF32(pool, pixels, g.out_c, patches, ConstMatrixF32{filters, g.out_c, 1},
+          y, g.out_c);
 }
 
 // f64: out[pixel, :] = sum over taps and channels of x * filters[tap, c, :].

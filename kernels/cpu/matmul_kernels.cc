@@ -3,13 +3,19 @@
 //
 // GemmF32 is a BLIS-style blocked product. B is packed into 16-column
 // panels, cut into k slices of at most 256 so a panel slice stays in L1.
-// C is split into row blocks of at most 144 rows whose packed A slice stays
-// in L2, and a 6x16 AVX2/FMA micro-kernel (12 accumulator registers) runs
-// over each 6-row, 16-column tile. Threads pack B together, then claim row
-// blocks; nobody waits for a thread that has not started, so a busy pool
-// costs speed, never a deadlock. Single-threaded it runs about 1.4x faster
-// than Eigen's tensor contraction on the development machine (Zen 3, AVX2)
-// and level with OpenBLAS.
+// C is split into row blocks of at most 144 rows whose A slice stays in L2,
+// and a 6x16 AVX2/FMA micro-kernel (12 accumulator registers) runs over each
+// 6-row, 16-column tile. Threads pack B together, then claim row blocks;
+// nobody waits for a thread that has not started, so a busy pool costs
+// speed, never a deadlock.
+//
+// A is read in place when its rows are runs of contiguous floats (a
+// row-major matrix; conv2d's image patches, one run per filter tap): the
+// micro-kernel broadcasts from six row streams, which prefetch as well as a
+// packed panel, and skipping the copy matters when B has few columns to
+// amortise it over. Other A (transposed) is packed into 6-row panels.
+// Single-threaded this runs level with OpenBLAS on the development machine
+// (Zen 3, AVX2) and about 1.4x faster than Eigen's tensor contraction.
 //
 // f16/bf16 are converted to f32 around it; f64 and the integer types use
 // Eigen's tensor contraction on the intra-op pool.
@@ -31,86 +37,158 @@
 namespace runnel {
 namespace {
 
-constexpr int kMr = kGemmLhsPanelRows;  // rows of a micro-tile
-constexpr int kNr = 16;                 // columns of a micro-tile
-constexpr int64_t kKc = 256;            // depth of a packed slice (L1: B)
-constexpr int64_t kMc = 144;            // rows of a packed A block (L2)
-constexpr int64_t kNc = 4080;           // columns per pass over packed B
+constexpr int kMr = 6;         // rows of a micro-tile
+constexpr int kNr = 16;        // columns of a micro-tile
+constexpr int64_t kKc = 256;   // depth of a k slice (L1: a B panel)
+constexpr int64_t kMc = 144;   // rows of a block (L2: its A slice)
+constexpr int64_t kNc = 4080;  // columns per pass over packed B
 // Below this many multiply-adds per thread, a thread costs more than it
 // saves.
 constexpr int64_t kMinWorkPerShard = int64_t{1} << 18;
 
-// c[0:R, 0:cols] (+)= a-panel * b-panel over `depth`, R <= 6 rows and
-// 8 * (V - 1) < cols <= 8 * V columns; a is packed as a[p * 6 + r], b as
-// b[p * 16 + j] (32-byte aligned). Every variant does the same
-// multiply-adds per element in the same order, so edge tiles round exactly
-// like interior ones.
-template <int R, int V>
-void MicroKernel(int64_t depth, const float* __restrict a,
-                 const float* __restrict b, float* c, int64_t ldc, int cols,
-                 bool accumulate) {
+// A run of contiguous A elements within one row: `len` floats starting
+// `offset` floats after the row's start.
+struct Run {
+  int64_t offset;
+  int64_t len;
+};
+
+#ifdef RUNNEL_GEMM_AVX2
+// One depth step of one row: broadcast the A element, multiply-add into
+// the row's V accumulators. Named variables (not arrays) keep the
+// accumulators in registers.
+template <int V>
+__attribute__((always_inline)) inline void RowStep(const float* a, __m256 b0,
+                                                   __m256 b1, __m256& lo,
+                                                   __m256& hi) {
+  const __m256 x = _mm256_broadcast_ss(a);
+  lo = _mm256_fmadd_ps(x, b0, lo);
+  if constexpr (V > 1) hi = _mm256_fmadd_ps(x, b1, hi);
+}
+
+// Writes (or adds) one row's accumulators to `row`, `cols` columns.
+template <int V>
+__attribute__((always_inline)) inline void RowStore(float* row, __m256 lo,
+                                                    __m256 hi, int cols,
+                                                    __m256i tail_mask,
+                                                    bool accumulate) {
+  if (cols == 8 * V) {
+    if (accumulate) lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+    _mm256_storeu_ps(row, lo);
+    if constexpr (V > 1) {
+      if (accumulate) hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+      _mm256_storeu_ps(row + 8, hi);
+    }
+    return;
+  }
+  float* last = row;
+  __m256 x = lo;
+  if constexpr (V > 1) {
+    if (accumulate) lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+    _mm256_storeu_ps(row, lo);
+    last = row + 8;
+    x = hi;
+  }
+  if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(last, tail_mask));
+  _mm256_maskstore_ps(last, tail_mask, x);
+}
+#endif
+
+// Where a micro-tile's A comes from: a packed panel (a[p * 6 + r]), or
+// R row pointers and the runs of the current k slice.
+struct TileLhs {
+  const float* packed;
+  const float* const* rows;
+  const Run* runs;
+  int64_t num_runs;
+};
+
+// c[0:R, 0:cols] (+)= A-tile * b-panel over one k slice, R <= 6 rows and
+// 8 * (V - 1) < cols <= 8 * V columns; b is packed as b[p * 16 + j]
+// (32-byte aligned). Every variant does the same multiply-adds per element
+// in the same order, so edge tiles round exactly like interior ones and
+// packed and in-place A give the same result.
+template <int R, int V, bool kPacked>
+void MicroKernel(const TileLhs& a, int64_t depth, const float* __restrict b,
+                 float* c, int64_t ldc, int cols, bool accumulate) {
 #ifdef RUNNEL_GEMM_AVX2
   for (int r = 0; r < R; ++r) {
     _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + cols - 1),
                  _MM_HINT_T0);
   }
-  __m256 acc[R][V];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
-  }
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero,
+         c30 = zero, c31 = zero, c40 = zero, c41 = zero, c50 = zero, c51 = zero;
+  // Multiply-adds a run of `len` depth steps; element (r, p) of A is at
+  // ar[p * step].
+  auto run = [&](const float* a0, const float* a1, const float* a2,
+                 const float* a3, const float* a4, const float* a5,
+                 int64_t step, int64_t len) __attribute__((always_inline)) {
 #pragma GCC unroll 4
-  for (int64_t p = 0; p < depth; ++p) {
-    __m256 bv[V];
-#pragma GCC unroll 2
-    for (int v = 0; v < V; ++v) bv[v] = _mm256_load_ps(b + 8 * v);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 x = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v)
-        acc[r][v] = _mm256_fmadd_ps(x, bv[v], acc[r][v]);
+    for (int64_t p = 0; p < len; ++p) {
+      const __m256 b0 = _mm256_load_ps(b);
+      const __m256 b1 = V > 1 ? _mm256_load_ps(b + 8) : zero;
+      const int64_t q = p * step;
+      if constexpr (R > 0) RowStep<V>(a0 + q, b0, b1, c00, c01);
+      if constexpr (R > 1) RowStep<V>(a1 + q, b0, b1, c10, c11);
+      if constexpr (R > 2) RowStep<V>(a2 + q, b0, b1, c20, c21);
+      if constexpr (R > 3) RowStep<V>(a3 + q, b0, b1, c30, c31);
+      if constexpr (R > 4) RowStep<V>(a4 + q, b0, b1, c40, c41);
+      if constexpr (R > 5) RowStep<V>(a5 + q, b0, b1, c50, c51);
+      b += kNr;
     }
-    a += kMr;
-    b += kNr;
+  };
+  if constexpr (kPacked) {
+    const float* p = a.packed;
+    run(p, p + 1, p + 2, p + 3, p + 4, p + 5, kMr, depth);
+  } else {
+    const float* const* rows = a.rows;
+    const float* a0 = rows[0];
+    const float* a1 = R > 1 ? rows[1] : a0;
+    const float* a2 = R > 2 ? rows[2] : a0;
+    const float* a3 = R > 3 ? rows[3] : a0;
+    const float* a4 = R > 4 ? rows[4] : a0;
+    const float* a5 = R > 5 ? rows[5] : a0;
+    for (int64_t i = 0; i < a.num_runs; ++i) {
+      const int64_t o = a.runs[i].offset;
+      run(a0 + o, a1 + o, a2 + o, a3 + o, a4 + o, a5 + o, 1, a.runs[i].len);
+    }
   }
   const int tail = cols - 8 * (V - 1);  // columns in the last vector
-  if (tail == 8) {
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      float* row = c + r * ldc;
-#pragma GCC unroll 2
-      for (int v = 0; v < V; ++v) {
-        __m256 x = acc[r][v];
-        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(row + 8 * v));
-        _mm256_storeu_ps(row + 8 * v, x);
-      }
-    }
-    return;
-  }
   const __m256i mask = _mm256_cmpgt_epi32(
       _mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  for (int r = 0; r < R; ++r) {
-    float* row = c + r * ldc;
-    for (int v = 0; v < V - 1; ++v) {
-      __m256 x = acc[r][v];
-      if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(row + 8 * v));
-      _mm256_storeu_ps(row + 8 * v, x);
-    }
-    float* last = row + 8 * (V - 1);
-    __m256 x = acc[r][V - 1];
-    if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(last, mask));
-    _mm256_maskstore_ps(last, mask, x);
+  if constexpr (R > 0) RowStore<V>(c, c00, c01, cols, mask, accumulate);
+  if constexpr (R > 1) RowStore<V>(c + ldc, c10, c11, cols, mask, accumulate);
+  if constexpr (R > 2) {
+    RowStore<V>(c + 2 * ldc, c20, c21, cols, mask, accumulate);
+  }
+  if constexpr (R > 3) {
+    RowStore<V>(c + 3 * ldc, c30, c31, cols, mask, accumulate);
+  }
+  if constexpr (R > 4) {
+    RowStore<V>(c + 4 * ldc, c40, c41, cols, mask, accumulate);
+  }
+  if constexpr (R > 5) {
+    RowStore<V>(c + 5 * ldc, c50, c51, cols, mask, accumulate);
   }
 #else
   float acc[R][kNr] = {};
+  auto element = [&](int r, int64_t p) {
+    if constexpr (kPacked) {
+      return a.packed[p * kMr + r];
+    } else {
+      for (int64_t i = 0; i < a.num_runs; ++i) {
+        if (p < a.runs[i].len) return a.rows[r][a.runs[i].offset + p];
+        p -= a.runs[i].len;
+      }
+      return 0.0f;
+    }
+  };
   for (int64_t p = 0; p < depth; ++p) {
     for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < cols; ++j) {
-        acc[r][j] += a[p * kMr + r] * b[p * kNr + j];
-      }
+      const float x = element(r, p);
+      for (int j = 0; j < cols; ++j) acc[r][j] += x * b[p * kNr + j];
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -121,18 +199,19 @@ void MicroKernel(int64_t depth, const float* __restrict a,
 #endif
 }
 
-using MicroKernelFn = void (*)(int64_t, const float*, const float*, float*,
+using MicroKernelFn = void (*)(const TileLhs&, int64_t, const float*, float*,
                                int64_t, int, bool);
 
 // The micro-kernel for a tile of `rows` x `cols` (1..6 x 1..16).
+template <bool kPacked>
 MicroKernelFn PickMicroKernel(int rows, int cols) {
   static constexpr MicroKernelFn kTable[kMr][2] = {
-      {MicroKernel<1, 1>, MicroKernel<1, 2>},
-      {MicroKernel<2, 1>, MicroKernel<2, 2>},
-      {MicroKernel<3, 1>, MicroKernel<3, 2>},
-      {MicroKernel<4, 1>, MicroKernel<4, 2>},
-      {MicroKernel<5, 1>, MicroKernel<5, 2>},
-      {MicroKernel<6, 1>, MicroKernel<6, 2>}};
+      {MicroKernel<1, 1, kPacked>, MicroKernel<1, 2, kPacked>},
+      {MicroKernel<2, 1, kPacked>, MicroKernel<2, 2, kPacked>},
+      {MicroKernel<3, 1, kPacked>, MicroKernel<3, 2, kPacked>},
+      {MicroKernel<4, 1, kPacked>, MicroKernel<4, 2, kPacked>},
+      {MicroKernel<5, 1, kPacked>, MicroKernel<5, 2, kPacked>},
+      {MicroKernel<6, 1, kPacked>, MicroKernel<6, 2, kPacked>}};
   return kTable[rows - 1][cols > 8 ? 1 : 0];
 }
 
@@ -215,32 +294,87 @@ struct GemmPlan {
   int64_t k_slices, kc;
 };
 
+// The left operand as the blocked loops see it: a strided matrix packed
+// panel by panel, or rows read in place (GemmRowsLhs).
+struct Lhs {
+  ConstMatrixF32 packed_from{nullptr, 0, 0};
+  const GemmRowsLhs* rows = nullptr;
+  std::vector<std::vector<Run>> slice_runs;  // in place: runs per k slice
+};
+
+// Splits each k slice of an in-place A into runs within its segments.
+std::vector<std::vector<Run>> SliceRuns(const GemmPlan& plan,
+                                        const GemmRowsLhs& a) {
+  std::vector<std::vector<Run>> runs(plan.k_slices);
+  for (int64_t s = 0; s < plan.k_slices; ++s) {
+    const int64_t end = plan.SliceStart(s) + plan.SliceDepth(s);
+    for (int64_t q = plan.SliceStart(s); q < end;) {
+      const int64_t seg = q / a.segment_len, within = q % a.segment_len;
+      const int64_t len = std::min(a.segment_len - within, end - q);
+      runs[s].push_back({a.segments[seg] + within, len});
+      q += len;
+    }
+  }
+  return runs;
+}
+
 // Computes C rows in panels [pm0, pm1) (at most kMc rows) and columns in
-// panels [pn0, pn1), packing A slices into `abuf` (kMc x kc floats).
-void ComputeBlock(const GemmPlan& plan, const GemmPackLhsFn& pack_a,
-                  const float* packed_b, float* c, int64_t ldc, int64_t pm0,
-                  int64_t pm1, int64_t pn0, int64_t pn1, float* abuf) {
+// panels [pn0, pn1). `abuf` holds a packed A slice (kMc x kc floats), or
+// the row pointers of an in-place A.
+void ComputeBlock(const GemmPlan& plan, const Lhs& lhs, const float* packed_b,
+                  float* c, int64_t ldc, int64_t pm0, int64_t pm1, int64_t pn0,
+                  int64_t pn1, float* abuf,
+                  std::vector<const float*>& row_ptrs) {
+  const bool packed = lhs.rows == nullptr;
+  if (!packed) {
+    row_ptrs.resize((pm1 - pm0) * kMr);
+    for (int64_t i = pm0 * kMr; i < std::min(plan.m, pm1 * kMr); ++i) {
+      row_ptrs[i - pm0 * kMr] = lhs.rows->row(i);
+    }
+  }
   for (int64_t jc = pn0; jc < pn1; jc += kNc / kNr) {
     const int64_t jc_end = std::min(pn1, jc + kNc / kNr);
     for (int64_t s = 0; s < plan.k_slices; ++s) {
       const int64_t k0 = plan.SliceStart(s), depth = plan.SliceDepth(s);
       const bool accumulate = s > 0;
-      for (int64_t i = pm0; i < pm1; ++i) {
-        pack_a(i * kMr, k0, depth, abuf + (i - pm0) * kMr * depth);
+      if (packed) {
+        for (int64_t i = pm0; i < pm1; ++i) {
+          PackLhsPanel(lhs.packed_from, plan.m, i * kMr, k0, depth,
+                       abuf + (i - pm0) * kMr * depth);
+        }
+      }
+      TileLhs tile{nullptr, nullptr, nullptr, 0};
+      if (!packed) {
+        tile.runs = lhs.slice_runs[s].data();
+        tile.num_runs = static_cast<int64_t>(lhs.slice_runs[s].size());
       }
       for (int64_t j = jc; j < jc_end; ++j) {
         const float* bp = plan.RhsPanel(packed_b, s, j);
         const int64_t col = j * kNr;
         const int nr = static_cast<int>(std::min<int64_t>(kNr, plan.n - col));
         for (int64_t i = pm0; i < pm1; ++i) {
-          const float* ap = abuf + (i - pm0) * kMr * depth;
           const int64_t row = i * kMr;
           const int mr = static_cast<int>(std::min<int64_t>(kMr, plan.m - row));
           float* ct = c + row * ldc + col;
-          if (mr == kMr && nr == kNr) {
-            MicroKernel<kMr, 2>(depth, ap, bp, ct, ldc, kNr, accumulate);
+          const bool full = mr == kMr && nr == kNr;
+          if (packed) {
+            tile.packed = abuf + (i - pm0) * kMr * depth;
+            if (full) {
+              MicroKernel<kMr, 2, true>(tile, depth, bp, ct, ldc, kNr,
+                                        accumulate);
+            } else {
+              PickMicroKernel<true>(mr, nr)(tile, depth, bp, ct, ldc, nr,
+                                            accumulate);
+            }
           } else {
-            PickMicroKernel(mr, nr)(depth, ap, bp, ct, ldc, nr, accumulate);
+            tile.rows = row_ptrs.data() + (i - pm0) * kMr;
+            if (full) {
+              MicroKernel<kMr, 2, false>(tile, depth, bp, ct, ldc, kNr,
+                                         accumulate);
+            } else {
+              PickMicroKernel<false>(mr, nr)(tile, depth, bp, ct, ldc, nr,
+                                             accumulate);
+            }
           }
         }
       }
@@ -273,11 +407,8 @@ struct GemmUnits {
   int64_t row_panels = 1, col_panels = 1;
 };
 
-}  // namespace
-
-void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-             const GemmPackLhsFn& pack_a, ConstMatrixF32 b, float* c,
-             int64_t ldc) {
+void Gemm(ThreadPool* pool, int64_t m, int64_t n, int64_t k, const Lhs& lhs,
+          ConstMatrixF32 b, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
@@ -289,10 +420,18 @@ void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
       threads, std::max<int64_t>(1, m * n * k / kMinWorkPerShard)));
   const GemmUnits units(plan, usable);
   const int shards = static_cast<int>(std::min<int64_t>(usable, units.count()));
+  Lhs in_place;
+  const Lhs* a = &lhs;
+  if (lhs.rows != nullptr) {
+    in_place.rows = lhs.rows;
+    in_place.slice_runs = SliceRuns(plan, *lhs.rows);
+    a = &in_place;
+  }
 
   Tensor packed_b(DType::kF32, Shape{plan.packed_rhs_size()});
   float* pb = packed_b.data<float>();
-  const int64_t abuf_size = units.row_panels * kMr * plan.kc;
+  const int64_t abuf_size =
+      lhs.rows != nullptr ? 0 : units.row_panels * kMr * plan.kc;
   Tensor abufs(DType::kF32, Shape{abuf_size * shards});
   // One fork: every shard first helps pack B, panel by panel, then waits
   // only for panels other running shards have claimed, then claims units.
@@ -311,6 +450,7 @@ void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
       std::this_thread::yield();
     }
     float* abuf = abufs.data<float>() + shard * abuf_size;
+    std::vector<const float*> row_ptrs;
     for (int64_t u; (u = next_unit.fetch_add(1)) < units.count();) {
       const int64_t ru = u / units.cols, cu = u % units.cols;
       const int64_t pm0 = ru * units.row_panels;
@@ -318,20 +458,34 @@ void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
       const int64_t pn0 = cu * units.col_panels;
       const int64_t pn1 = std::min(plan.n_panels, pn0 + units.col_panels);
       if (pm0 < pm1 && pn0 < pn1) {
-        ComputeBlock(plan, pack_a, pb, c, ldc, pm0, pm1, pn0, pn1, abuf);
+        ComputeBlock(plan, *a, pb, c, ldc, pm0, pm1, pn0, pn1, abuf, row_ptrs);
       }
     }
   });
 }
 
+}  // namespace
+
 void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
              ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc) {
-  GemmF32(
-      pool, m, n, k,
-      [&a, m](int64_t row, int64_t col, int64_t depth, float* out) {
-        PackLhsPanel(a, m, row, col, depth, out);
-      },
-      b, c, ldc);
+  Lhs lhs;
+  if (a.col_stride != 1) {
+    lhs.packed_from = a;
+    Gemm(pool, m, n, k, lhs, b, c, ldc);
+    return;
+  }
+  const GemmRowsLhs rows{
+      [&a](int64_t i) { return a.data + i * a.row_stride; }, {0}, k};
+  lhs.rows = &rows;
+  Gemm(pool, m, n, k, lhs, b, c, ldc);
+}
+
+void GemmF32(ThreadPool* pool, int64_t m, int64_t n, const GemmRowsLhs& a,
+             ConstMatrixF32 b, float* c, int64_t ldc) {
+  Lhs lhs;
+  lhs.rows = &a;
+  Gemm(pool, m, n, static_cast<int64_t>(a.segments.size()) * a.segment_len, lhs,
+       b, c, ldc);
 }
 
 namespace {
