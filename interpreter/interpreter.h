@@ -31,6 +31,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -109,6 +110,8 @@ class Interpreter {
   bool check_mode() const { return options_.check_mode; }
   // Asks a running evaluation to stop at the next loop iteration or `run`.
   void Interrupt() { interrupted_ = true; }
+  // Forgets an Interrupt() nothing noticed (the REPL, between inputs).
+  void ClearInterrupt() { interrupted_ = false; }
 
   // The names bound by builtins (the table of builtins.cc, the dtypes not
   // included), and the contents of interpreter/builtins.list.
@@ -296,6 +299,10 @@ class Interpreter {
   // Naming, devices and control dependencies of new nodes.
   std::vector<ScopeFrame> scopes_;
   std::set<std::string> taken_;  // node names and reserved scope paths
+  // For each base name, the last suffix N a NAME_N made unique with: names
+  // are never freed, so the search for a free NAME_N resumes after it
+  // (without this, the search is quadratic in the nodes of one base name).
+  std::unordered_map<std::string, int> last_suffix_;
   DeviceSpec device_;
   std::vector<Node*> control_;
   std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;

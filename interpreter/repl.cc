@@ -1,16 +1,421 @@
-// Placeholder until the REPL lands: says so and exits with the usage status.
+// The interactive REPL (LANGUAGE.md §8).
+//
+// On a terminal, lines are read with libedit (histedit.h): emacs key
+// bindings, history in $RUNNEL_HISTORY or ~/.runnel_history, and tab
+// completion of names in scope, builtins and module members. Characters
+// come through our own read function (EL_GETCFN), so a Ctrl-C while typing
+// makes el_gets return an error at once and the line is abandoned. While a
+// statement runs, Ctrl-C calls Interpreter::Interrupt(), which the next loop
+// iteration or `run` notices. When stdin is not a terminal, lines are read
+// plainly (no prompts), so input can be piped.
 #include "interpreter/repl.h"
 
+#include <histedit.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <clocale>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cwchar>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "interpreter/graph_dot.h"
+#include "lang/ast.h"
+#include "lang/parser.h"
+#include "lang/source.h"
+#include "runtime/strings.h"
 
 namespace runnel::interp {
+namespace {
+
+constexpr char kHelp[] =
+    "Type a statement to run it; an expression prints its value.\n"
+    "Unfinished input continues on '...' lines.\n"
+    "  :help        this text\n"
+    "  :vars        the names defined in this session\n"
+    "  :graph       the graph built so far (:graph dot for Graphviz DOT)\n"
+    "  :load FILE   run FILE in this session\n"
+    "  :reset       start over with a fresh graph and session\n"
+    "  :quit        leave (or Ctrl-D on an empty line)\n"
+    "Ctrl-C abandons the current input, or interrupts a running statement.\n";
+
+std::atomic<bool> g_sigint{false};
+std::atomic<Interpreter*> g_running{nullptr};
+
+extern "C" void OnSigint(int) {
+  g_sigint.store(true);
+  if (Interpreter* interp = g_running.load()) interp->Interrupt();
+}
+
+// One interpreter with its diagnostics sink.
+struct Session {
+  explicit Session(const Options& options)
+      : sink(stderr), interp(options, &sink) {}
+  lang::DiagnosticSink sink;
+  Interpreter interp;
+};
+
+class Repl {
+ public:
+  explicit Repl(const Options& options) : options_(options) {
+    session_ = std::make_unique<Session>(options_);
+  }
+
+  // Evaluates one complete input; `name` is the source name diagnostics use.
+  void Eval(const std::string& text) {
+    const std::string name = StrCat("<stdin:", ++inputs_, ">");
+    auto src = std::make_shared<lang::SourceFile>(name, text);
+    Interpreter& interp = session_->interp;
+    interp.sink().AddSource(src);
+    lang::ParseResult parsed = lang::Parse(*src);
+    if (!parsed.errors.empty()) {
+      for (const lang::Diagnostic& d : parsed.errors) interp.sink().Report(d);
+      return;
+    }
+    std::shared_ptr<const lang::Program> program = std::move(parsed.program);
+    bool print = false;
+    if (!program->stmts.empty()) {
+      const lang::Stmt& last = *program->stmts.back();
+      if (last.kind == lang::StmtKind::kExpr) {
+        const auto& es = static_cast<const lang::ExprStmt&>(last);
+        print = es.expr && es.expr->kind != lang::ExprKind::kAssign;
+      }
+    }
+    interp.ClearInterrupt();
+    g_sigint.store(false);
+    g_running.store(&interp);
+    absl::StatusOr<Value> v = interp.Evaluate(program);
+    g_running.store(nullptr);
+    const bool interrupted = g_sigint.exchange(false);
+    interp.ClearInterrupt();
+    std::fflush(stdout);
+    if (!v.ok()) {
+      interp.Report(v.status());
+    } else if (print && !v->is_none()) {
+      std::string s = FormatValue(*v, true);
+      std::printf("%s\n", s.c_str());
+    }
+    if (interrupted && v.ok()) std::fputs("interrupted\n", stderr);
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+
+  // Runs a `:command`; false for :quit.
+  bool Command(const std::string& line) {
+    std::string cmd = line, arg;
+    size_t sp = line.find_first_of(" \t");
+    if (sp != std::string::npos) {
+      cmd = line.substr(0, sp);
+      size_t a = line.find_first_not_of(" \t", sp);
+      size_t b = line.find_last_not_of(" \t\r\n");
+      if (a != std::string::npos) arg = line.substr(a, b - a + 1);
+    }
+    Interpreter& interp = session_->interp;
+    if (cmd == ":quit" || cmd == ":q" || cmd == ":exit") return false;
+    if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
+      std::fputs(kHelp, stdout);
+    } else if (cmd == ":vars") {
+      const auto& vars = interp.globals().vars();
+      if (vars.empty()) std::puts("(no names defined)");
+      for (const auto& [name, binding] : vars) {
+        std::string shown = FormatValue(binding.value, true);
+        if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+        if (shown.find('\n') != std::string::npos) {
+          shown = shown.substr(0, shown.find('\n')) + " ...";
+        }
+        std::printf("%s: %s = %s\n", name.c_str(),
+                    DescribeValue(binding.value).c_str(), shown.c_str());
+      }
+    } else if (cmd == ":graph") {
+      const Graph& g = interp.graph();
+      if (arg == "dot") {
+        std::fputs(GraphToDot(g).c_str(), stdout);
+      } else {
+        std::printf("%d nodes\n", g.num_nodes());
+        int shown = 0;
+        for (Node* n : g.nodes()) {
+          if (++shown > 50) {
+            std::puts("  ...");
+            break;
+          }
+          std::printf("  %s = %s\n", n->name().c_str(), n->op().c_str());
+        }
+      }
+    } else if (cmd == ":load") {
+      if (arg.empty()) {
+        std::fputs(":load needs a FILE\n", stderr);
+      } else {
+        g_sigint.store(false);
+        g_running.store(&interp);
+        interp.RunFile(arg);
+        g_running.store(nullptr);
+        if (g_sigint.exchange(false)) std::fputs("interrupted\n", stderr);
+        interp.ClearInterrupt();
+      }
+    } else if (cmd == ":reset") {
+      session_.reset();
+      session_ = std::make_unique<Session>(options_);
+      std::puts("a fresh graph and session");
+    } else {
+      std::fprintf(stderr, "unknown command '%s' (see :help)\n", cmd.c_str());
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    return true;
+  }
+
+  // The completions of `word` (which may be `module.prefix`).
+  std::vector<std::string> Complete(const std::string& word) {
+    std::set<std::string> out;
+    Interpreter& interp = session_->interp;
+    size_t dot = word.rfind('.');
+    if (dot != std::string::npos) {
+      const std::string base = word.substr(0, dot);
+      const std::string prefix = word.substr(dot + 1);
+      Binding* b = interp.globals().Find(base);
+      if (b && b->value.kind() == ValueKind::kModule) {
+        const auto& m = b->value.module();
+        if (m && m->env) {
+          for (const auto& [name, _] : m->env->vars()) {
+            if (name.rfind(prefix, 0) == 0) out.insert(base + "." + name);
+          }
+        }
+      }
+    } else {
+      std::vector<std::string> names;
+      interp.globals().CollectNames(&names);
+      for (const std::string& n : Interpreter::BuiltinNames()) {
+        names.push_back(n);
+      }
+      static const char* kKeywords[] = {
+          "let",      "var",   "state",  "input", "def",   "fn",   "return",
+          "import",   "as",    "device", "scope", "after", "if",   "else",
+          "loop",     "while", "for",    "in",    "run",   "with", "break",
+          "continue", "true",  "false",  "none",  "and",   "or",   "not"};
+      for (const char* k : kKeywords) names.push_back(k);
+      for (const std::string& n : names) {
+        if (n.rfind(word, 0) == 0) out.insert(n);
+      }
+    }
+    return {out.begin(), out.end()};
+  }
+
+  const Options& options() const { return options_; }
+
+ private:
+  Options options_;
+  std::unique_ptr<Session> session_;
+  int inputs_ = 0;
+};
+
+bool IsBlank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+std::string Trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r\n");
+  if (a == std::string::npos) return "";
+  size_t b = s.find_last_not_of(" \t\r\n");
+  return s.substr(a, b - a + 1);
+}
+
+// ---- the terminal: libedit ---------------------------------------------
+
+Repl* g_repl = nullptr;
+const char* g_prompt = ">>> ";
+
+char* PromptFn(EditLine*) { return const_cast<char*>(g_prompt); }
+
+// Reads one character; -1 (an error for el_gets) on Ctrl-C.
+int GetChar(EditLine*, wchar_t* wc) {
+  static mbstate_t state;
+  while (true) {
+    if (g_sigint.load()) return -1;
+    char c;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n == 0) return 0;
+    if (n < 0) {
+      if (errno == EINTR) continue;  // g_sigint is checked above
+      return -1;
+    }
+    wchar_t w;
+    size_t r = std::mbrtowc(&w, &c, 1, &state);
+    if (r == static_cast<size_t>(-2)) continue;  // partial UTF-8
+    if (r == static_cast<size_t>(-1)) {
+      state = mbstate_t{};
+      w = static_cast<unsigned char>(c);
+    }
+    *wc = w;
+    return 1;
+  }
+}
+
+bool IsWordChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+
+unsigned char CompleteFn(EditLine* el, int) {
+  const LineInfo* li = el_line(el);
+  const char* p = li->cursor;
+  while (p > li->buffer && IsWordChar(p[-1])) --p;
+  std::string word(p, li->cursor);
+  if (word.empty() || !g_repl) return CC_ERROR;
+  std::vector<std::string> matches = g_repl->Complete(word);
+  if (matches.empty()) return CC_ERROR;
+  // The longest common prefix.
+  std::string common = matches[0];
+  for (const std::string& m : matches) {
+    size_t i = 0;
+    while (i < common.size() && i < m.size() && common[i] == m[i]) ++i;
+    common.resize(i);
+  }
+  if (common.size() > word.size()) {
+    std::string rest = common.substr(word.size());
+    el_insertstr(el, rest.c_str());
+    return CC_REFRESH;
+  }
+  if (matches.size() == 1) return CC_REFRESH;
+  std::string list = "\n";
+  for (const std::string& m : matches) list += m + "  ";
+  list += "\n";
+  std::fputs(list.c_str(), stdout);
+  std::fflush(stdout);
+  return CC_REDISPLAY;
+}
+
+std::string HistoryPath() {
+  if (const char* h = std::getenv("RUNNEL_HISTORY")) {
+    if (*h) return h;
+  }
+  if (const char* home = std::getenv("HOME")) {
+    if (*home) return StrCat(home, "/.runnel_history");
+  }
+  return "";
+}
+
+int RunTerminal(Repl& repl, const char* argv0) {
+  g_repl = &repl;
+  HistEvent ev;
+  History* hist = history_init();
+  history(hist, &ev, H_SETSIZE, 1000);
+  history(hist, &ev, H_SETUNIQUE, 1);
+  const std::string hist_path = HistoryPath();
+  if (!hist_path.empty()) history(hist, &ev, H_LOAD, hist_path.c_str());
+
+  EditLine* el = el_init(argv0, stdin, stdout, stderr);
+  el_set(el, EL_EDITOR, "emacs");
+  el_set(el, EL_SIGNAL, 0);
+  el_set(el, EL_PROMPT, PromptFn);
+  el_set(el, EL_HIST, history, hist);
+  el_set(el, EL_GETCFN, GetChar);
+  el_set(el, EL_ADDFN, "runnel-complete", "complete a name", CompleteFn);
+  el_set(el, EL_BIND, "^I", "runnel-complete", nullptr);
+
+  int status = kExitOk;
+  std::string pending;
+  while (true) {
+    g_prompt = pending.empty() ? ">>> " : "... ";
+    g_sigint.store(false);
+    int count = 0;
+    const char* line = el_gets(el, &count);
+    if (g_sigint.exchange(false)) {
+      // Ctrl-C while typing: abandon the input.
+      std::fputs("^C\n", stdout);
+      std::fflush(stdout);
+      pending.clear();
+      continue;
+    }
+    if (line == nullptr || count <= 0) {
+      if (!pending.empty()) {
+        // Ctrl-D inside a statement: drop it.
+        std::fputs("\n", stdout);
+        pending.clear();
+        continue;
+      }
+      std::fputs("\n", stdout);
+      break;
+    }
+    std::string text(line, count);
+    if (pending.empty() && IsBlank(text)) continue;
+    if (pending.empty() && Trim(text).rfind(':', 0) == 0) {
+      history(hist, &ev, H_ENTER, Trim(text).c_str());
+      if (!hist_path.empty()) history(hist, &ev, H_SAVE, hist_path.c_str());
+      if (!repl.Command(Trim(text))) break;
+      continue;
+    }
+    pending += text;
+    if (!pending.empty() && pending.back() != '\n') pending += '\n';
+    if (lang::IsIncomplete(pending)) continue;
+    std::string entry = pending;
+    while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+    history(hist, &ev, H_ENTER, entry.c_str());
+    if (!hist_path.empty()) history(hist, &ev, H_SAVE, hist_path.c_str());
+    std::string input = std::move(pending);
+    pending.clear();
+    repl.Eval(input);
+  }
+  if (!hist_path.empty()) history(hist, &ev, H_SAVE, hist_path.c_str());
+  el_end(el);
+  history_end(hist);
+  g_repl = nullptr;
+  return status;
+}
+
+// ---- piped input ---------------------------------------------------------
+
+int RunPiped(Repl& repl) {
+  std::string pending, line;
+  while (std::getline(std::cin, line)) {
+    if (pending.empty() && IsBlank(line)) continue;
+    if (pending.empty() && Trim(line).rfind(':', 0) == 0) {
+      if (!repl.Command(Trim(line))) return kExitOk;
+      continue;
+    }
+    pending += line + "\n";
+    if (lang::IsIncomplete(pending)) continue;
+    std::string input = std::move(pending);
+    pending.clear();
+    repl.Eval(input);
+  }
+  if (!IsBlank(pending)) repl.Eval(pending);
+  return kExitOk;
+}
+
+}  // namespace
 
 int RunRepl(const Options& options) {
-  std::fputs(
-      "runnel: the interactive REPL is not available yet; run a script with "
-      "'runnel run FILE' (see 'runnel --help')\n",
-      stderr);
-  return kExitUsage;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = OnSigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a read returns EINTR
+  struct sigaction old;
+  sigaction(SIGINT, &sa, &old);
+  std::setlocale(LC_CTYPE, "");
+  Repl repl(options);
+  int status;
+  if (isatty(STDIN_FILENO)) {
+    std::puts("Runnel. Type :help for help, Ctrl-D to leave.");
+    std::fflush(stdout);
+    status = RunTerminal(repl, "runnel");
+  } else {
+    status = RunPiped(repl);
+  }
+  sigaction(SIGINT, &old, nullptr);
+  return status;
 }
 
 }  // namespace runnel::interp

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Drives `runnel` (no arguments: the REPL) through a pseudo-terminal.
+
+usage: repl_test.py PATH/TO/runnel
+
+Each step waits at most 10 s for its expected output; the whole test is
+limited to 60 s by an alarm, so a failure never hangs.
+"""
+import os
+import pty
+import re
+import select
+import signal
+import sys
+import tempfile
+import time
+
+RUNNEL = sys.argv[1]
+STEP_TIMEOUT = 10.0
+
+
+class Repl:
+    def __init__(self, history):
+        env = dict(os.environ)
+        env["RUNNEL_HISTORY"] = history
+        env["TERM"] = "xterm"
+        env.pop("EDITRC", None)
+        env["HOME"] = os.path.dirname(history)  # no ~/.editrc
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(RUNNEL, [RUNNEL], env)
+        self.pid, self.fd = pid, fd
+        self.buf = b""
+
+    def send(self, data):
+        os.write(self.fd, data.encode() if isinstance(data, str) else data)
+
+    def expect(self, pattern, what):
+        """Reads until `pattern` (a regex over the output so far, from the
+        last match on) appears; fails the test after STEP_TIMEOUT."""
+        regex = re.compile(pattern.encode() if isinstance(pattern, str) else pattern)
+        deadline = time.time() + STEP_TIMEOUT
+        while True:
+            m = regex.search(self.buf)
+            if m:
+                self.buf = self.buf[m.end():]
+                return m
+            left = deadline - time.time()
+            if left <= 0:
+                fail(f"{what}: no {pattern!r} within {STEP_TIMEOUT}s; "
+                     f"output so far:\n{self.buf.decode(errors='replace')}")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if r:
+                try:
+                    data = os.read(self.fd, 4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    fail(f"{what}: the REPL ended; output:\n"
+                         f"{self.buf.decode(errors='replace')}")
+                self.buf += data
+
+    def wait_exit(self, what):
+        deadline = time.time() + STEP_TIMEOUT
+        while time.time() < deadline:
+            try:
+                r, _, _ = select.select([self.fd], [], [], 0.1)
+                if r:
+                    self.buf += os.read(self.fd, 4096)
+            except OSError:
+                pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+        fail(f"{what}: the REPL did not exit; output:\n"
+             f"{self.buf.decode(errors='replace')}")
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def main():
+    signal.alarm(60)
+    tmp = tempfile.mkdtemp(prefix="runnel-repl-")
+    history = os.path.join(tmp, "history")
+
+    r = Repl(history)
+    r.expect(r">>> ", "first prompt")
+
+    # An expression prints its value; `let` prints nothing.
+    r.send("1 + 2\r")
+    r.expect(r"\r\n3\r\n>>> ", "1 + 2")
+    r.send("let t = [1.0, 2.0, 3.0] * 2\r")
+    r.expect(r">>> ", "let")
+    r.send("t\r")
+    r.expect(r"\[2(\.0)?, 4(\.0)?, 6(\.0)?\]\r\n>>> ", "a tensor's values")
+
+    # A multi-line def continues on '...' lines.
+    r.send("def twice(a) {\r")
+    r.expect(r"\.\.\. ", "continuation prompt")
+    r.send("  a * 2\r")
+    r.expect(r"\.\.\. ", "second continuation prompt")
+    r.send("}\r")
+    r.expect(r">>> ", "def done")
+    r.send("twice(21)\r")
+    r.expect(r"\r\n42\r\n>>> ", "calling the def")
+
+    # A syntax error is reported and the session goes on.
+    r.send("1 + )\r")
+    r.expect(r"error", "syntax error")
+    r.expect(r">>> ", "prompt after a syntax error")
+
+    # :vars lists the defined names.
+    r.send(":vars\r")
+    r.expect(r"\nt: ", ":vars lists t")
+    r.expect(r"twice: ", ":vars lists twice")
+    r.expect(r">>> ", "prompt after :vars")
+
+    # Tab completion: a defined name and a builtin.
+    r.send("let counter_value = 7\r")
+    r.expect(r">>> ", "let counter_value")
+    r.send("counter_v\t")
+    # The line is redrawn with cursor moves: the completed rest shows up
+    # after the typed prefix; that the name then evaluates proves it.
+    r.expect(r"counter_v[\s\S]*alue", "completing a defined name")
+    r.send("\r")
+    r.expect(r"\r\n7\r\n>>> ", "the completed name evaluates")
+    r.send("log_so\t")
+    r.expect(r"log_so[\s\S]*ftmax", "completing a builtin")
+    r.send("\x03")  # abandon it: Ctrl-C on a partial line
+    r.expect(r"\^C\r\n>>> ", "fresh prompt after Ctrl-C")
+    r.send("1 + 1\r")
+    r.expect(r"\r\n2\r\n>>> ", "the session after Ctrl-C on a line")
+
+    # Ctrl-C during a long host loop interrupts it; the session goes on.
+    r.send("loop i = 0 while i < 1000000000 { i + 1 }\r")
+    time.sleep(1.0)
+    r.send("\x03")
+    r.expect(r"interrupted", "interrupting a host loop")
+    r.expect(r">>> ", "prompt after the interruption")
+    r.send("1 + 1\r")
+    r.expect(r"\r\n2\r\n>>> ", "the session after an interruption")
+
+    r.send(":graph\r")
+    r.expect(r"nodes", ":graph")
+    r.expect(r">>> ", "prompt after :graph")
+
+    # Ctrl-D on an empty line exits with status 0. (The prompt is written
+    # just before libedit puts the terminal in raw mode; a ^D that arrived
+    # while it was still canonical would be eaten by the line discipline.)
+    time.sleep(0.5)
+    r.send("\x04")
+    status = r.wait_exit("Ctrl-D")
+    if status != 0:
+        fail(f"Ctrl-D: exit status {status}")
+
+    with open(history) as f:
+        saved = f.read()
+    if "twice" not in saved:
+        fail(f"history not saved in $RUNNEL_HISTORY:\n{saved}")
+
+    # A second session sees the history (Up arrow recalls the last entry).
+    r = Repl(history)
+    r.expect(r">>> ", "second session prompt")
+    time.sleep(0.5)
+    r.send("\x1b[A")
+    r.expect(r":graph", "history recalled in a second session")
+    r.send("\r")
+    r.expect(r"nodes", "the recalled entry runs")
+    r.expect(r">>> ", "prompt after the recalled entry")
+    r.send("\x1b[A\x1b[A")
+    r.expect(r"1 \+ 1", "going further back in history")
+    r.send("\r")
+    r.expect(r"\r\n2\r\n>>> ", "the older entry runs")
+    r.send(":reset\r")
+    r.expect(r">>> ", "prompt after :reset")
+    r.send(":quit\r")
+    status = r.wait_exit(":quit")
+    if status != 0:
+        fail(f":quit: exit status {status}")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
