@@ -35,7 +35,10 @@ expect_status 2 "unknown option" -- "$runnel" run x.rnl --frob
 expect_status 2 "bad seed" -- "$runnel" run x.rnl --seed minus
 expect_status 2 "bad --arg" -- "$runnel" run x.rnl --arg novalue
 expect_status 2 "missing script" -- "$runnel" run "$work/none.rnl"
-expect_status 2 "the REPL is not there yet" -- "$runnel" </dev/null
+expect_status 0 "the REPL on empty input" -- "$runnel" </dev/null
+printf '1 + 2\n' >"$work/repl_in"
+expect_status 0 "the REPL on piped input" -- "$runnel" <"$work/repl_in"
+expect_in "$work/out" "3" "the piped REPL prints an expression's value"
 
 cat >"$work/model.rnl" <<'RNL'
 input x: f32[?, 3]
