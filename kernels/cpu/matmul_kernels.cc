@@ -302,7 +302,8 @@ struct Lhs {
   std::vector<std::vector<Run>> slice_runs;  // in place: runs per k slice
 };
 
-// Splits each k slice of an in-place A into runs within its segments.
+// Splits each k slice of an in-place A into runs within its segments,
+// merging segments that are adjacent in memory (conv2d taps along a row).
 std::vector<std::vector<Run>> SliceRuns(const GemmPlan& plan,
                                         const GemmRowsLhs& a) {
   std::vector<std::vector<Run>> runs(plan.k_slices);
@@ -311,7 +312,13 @@ std::vector<std::vector<Run>> SliceRuns(const GemmPlan& plan,
     for (int64_t q = plan.SliceStart(s); q < end;) {
       const int64_t seg = q / a.segment_len, within = q % a.segment_len;
       const int64_t len = std::min(a.segment_len - within, end - q);
-      runs[s].push_back({a.segments[seg] + within, len});
+      const int64_t offset = a.segments[seg] + within;
+      if (!runs[s].empty() &&
+          runs[s].back().offset + runs[s].back().len == offset) {
+        runs[s].back().len += len;  // adjacent in memory: one longer run
+      } else {
+        runs[s].push_back({offset, len});
+      }
       q += len;
     }
   }
