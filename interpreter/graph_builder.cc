@@ -154,11 +154,13 @@ std::string Interpreter::ScopePath(bool reserve) {
       continue;
     }
     if (f.unique) {
-      std::string base = candidate;
-      for (int i = 1;
-           taken_.count(candidate) || graph_->FindNode(candidate) != nullptr;
-           ++i) {
-        candidate = StrCat(base, "_", i);
+      const std::string base = candidate;
+      if (taken_.count(candidate) || graph_->FindNode(candidate) != nullptr) {
+        int& i = last_suffix_[base];
+        do {
+          candidate = StrCat(base, "_", ++i);
+        } while (taken_.count(candidate) ||
+                 graph_->FindNode(candidate) != nullptr);
       }
     }
     taken_.insert(candidate);
@@ -173,9 +175,11 @@ std::string Interpreter::NewNodeName(const std::string& base) {
   const std::string path = ScopePath(true);
   const std::string first = path.empty() ? base : path + "/" + base;
   std::string name = first;
-  for (int i = 1; taken_.count(name) || graph_->FindNode(name) != nullptr;
-       ++i) {
-    name = StrCat(first, "_", i);
+  if (taken_.count(name) || graph_->FindNode(name) != nullptr) {
+    int& i = last_suffix_[first];
+    do {
+      name = StrCat(first, "_", ++i);
+    } while (taken_.count(name) || graph_->FindNode(name) != nullptr);
   }
   taken_.insert(name);
   return name;
