@@ -12,6 +12,7 @@
 
 #include <histedit.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -394,9 +395,7 @@ int RunPiped(Repl& repl) {
   return kExitOk;
 }
 
-}  // namespace
-
-int RunRepl(const Options& options) {
+int RunReplHere(const Options& options) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = OnSigint;
@@ -418,4 +417,37 @@ int RunRepl(const Options& options) {
   return status;
 }
 
+}  // namespace
+
+// The REPL runs on a thread with a large stack, as `runnel run` does, so
+// deep recursion meets the interpreter's depth limit rather than the
+// stack's end. SIGINT is blocked on the waiting main thread so that it
+// reaches the REPL's thread (and interrupts its read).
+int RunRepl(const Options& options) {
+  struct Call {
+    const Options* options;
+    int status = kExitError;
+  } call{&options};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);
+  pthread_t thread;
+  auto body = [](void* p) -> void* {
+    auto* c = static_cast<Call*>(p);
+    c->status = RunReplHere(*c->options);
+    return nullptr;
+  };
+  if (pthread_create(&thread, &attr, body, &call) != 0) {
+    pthread_attr_destroy(&attr);
+    return RunReplHere(options);
+  }
+  pthread_attr_destroy(&attr);
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  pthread_join(thread, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return call.status;
+}
 }  // namespace runnel::interp
