@@ -176,15 +176,6 @@ void ConvDirect(ThreadPool* pool, const ConvGeometry& g, const T* x,
   });
 }
 
-// Converts a tensor of 16-bit floats to f32 (or back) on the Eigen device.
-template <typename From, typename To>
-void Convert(const Eigen::ThreadPoolDevice& device, const From* from, To* to,
-             int64_t n) {
-  Eigen::TensorMap<Eigen::Tensor<const From, 1>> in(from, n);
-  Eigen::TensorMap<Eigen::Tensor<To, 1>> out(to, n);
-  out.device(device) = in.template cast<To>();
-}
-
 template <typename T>
 class Conv2DKernel : public OpKernel {
  public:
@@ -232,14 +223,12 @@ class Conv2DKernel : public OpKernel {
     if constexpr (std::is_same_v<T, float>) {
       ConvF32(pool, g, x.data<float>(), f.data<float>(), y->data<float>());
     } else if constexpr (std::is_same_v<AccumType<T>, float>) {
+      // f16/bf16: computed in f32, rounded once at the end.
       const Eigen::ThreadPoolDevice device = EigenDevice(ctx);
-      Tensor xf(DType::kF32, x.shape()), ff(DType::kF32, f.shape());
+      const Tensor xf = ToF32<T>(device, x), ff = ToF32<T>(device, f);
       Tensor yf(DType::kF32, y->shape());
-      Convert(device, EigenData<T>(x), xf.data<float>(), x.num_elements());
-      Convert(device, EigenData<T>(f), ff.data<float>(), f.num_elements());
       ConvF32(pool, g, xf.data<float>(), ff.data<float>(), yf.data<float>());
-      Convert(device, static_cast<const float*>(yf.data<float>()),
-              EigenMutableData<T>(y), y->num_elements());
+      FromF32<T>(device, yf, y);
     } else {
       ConvDirect(pool, g, x.data<T>(), f.data<T>(), y->data<T>());
     }

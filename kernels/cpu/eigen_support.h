@@ -5,7 +5,8 @@
 //   - EigenDevice(ctx): an Eigen::ThreadPoolDevice over the intra-op pool,
 //     for `out.device(d) = expr` evaluation of Eigen tensor expressions;
 //   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
-//   - EigenType<T>: Eigen's type for a storage type (Half -> Eigen::half);
+//   - EigenType<T>: Eigen's type for a storage type (Half -> Eigen::half),
+//     and ToF32/FromF32 for kernels that compute 16-bit floats in f32;
 //   - GemmF32: the fast f32 matrix product (matmul_kernels.cc) that matmul
 //     and conv2d share.
 #ifndef RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
@@ -63,6 +64,30 @@ const EigenType<T>* EigenData(const Tensor& t) {
 template <typename T>
 EigenType<T>* EigenMutableData(Tensor* t) {
   return reinterpret_cast<EigenType<T>*>(t->data<T>());
+}
+
+// f32 copy of a tensor of 16-bit floats (T = Half or BFloat16), for kernels
+// that compute those in f32; converted on `device`.
+template <typename T>
+Tensor ToF32(const Eigen::ThreadPoolDevice& device, const Tensor& t) {
+  Tensor f(DType::kF32, t.shape());
+  Eigen::TensorMap<Eigen::Tensor<const EigenType<T>, 1>> in(EigenData<T>(t),
+                                                            t.num_elements());
+  Eigen::TensorMap<Eigen::Tensor<float, 1>> out(f.data<float>(),
+                                                t.num_elements());
+  out.device(device) = in.template cast<float>();
+  return f;
+}
+
+// Rounds f32 `from` into `to`, a T tensor with as many elements.
+template <typename T>
+void FromF32(const Eigen::ThreadPoolDevice& device, const Tensor& from,
+             Tensor* to) {
+  Eigen::TensorMap<Eigen::Tensor<const float, 1>> in(from.data<float>(),
+                                                     from.num_elements());
+  Eigen::TensorMap<Eigen::Tensor<EigenType<T>, 1>> out(EigenMutableData<T>(to),
+                                                       to->num_elements());
+  out.device(device) = in.template cast<EigenType<T>>();
 }
 
 // A strided f32 matrix: element (i, j) is data[i * row_stride + j *

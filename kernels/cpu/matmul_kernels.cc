@@ -640,25 +640,12 @@ class MatMulKernel : public OpKernel {
                 a_off, b_off);
     } else if constexpr (std::is_same_v<AccumType<T>, float>) {
       // f16/bf16: products in f32, rounded once at the end.
-      Eigen::ThreadPoolDevice device = EigenDevice(ctx);
-      auto widen = [&](const Tensor& t) {
-        Tensor f(DType::kF32, t.shape());
-        Eigen::TensorMap<Eigen::Tensor<const EigenType<T>, 1>> in(
-            EigenData<T>(t), t.num_elements());
-        Eigen::TensorMap<Eigen::Tensor<float, 1>> to(f.data<float>(),
-                                                     t.num_elements());
-        to.device(device) = in.template cast<float>();
-        return f;
-      };
-      Tensor af = widen(a), bf = widen(b);
+      const Eigen::ThreadPoolDevice device = EigenDevice(ctx);
+      const Tensor af = ToF32<T>(device, a), bf = ToF32<T>(device, b);
       Tensor cf(DType::kF32, out_shape);
       MatMulF32(pool, d, af.data<float>(), bf.data<float>(), cf.data<float>(),
                 a_off, b_off);
-      Eigen::TensorMap<Eigen::Tensor<const float, 1>> from(cf.data<float>(),
-                                                           cf.num_elements());
-      Eigen::TensorMap<Eigen::Tensor<EigenType<T>, 1>> to(
-          EigenMutableData<T>(out), out->num_elements());
-      to.device(device) = from.template cast<EigenType<T>>();
+      FromF32<T>(device, cf, out);
     } else {
       MatMulEigen<T>(ctx, d, a.data<T>(), b.data<T>(), out->data<T>(), a_off,
                      b_off);
