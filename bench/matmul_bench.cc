@@ -12,10 +12,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "bench/peer.h"
 #include "runtime/eager.h"
 #include "runtime/strings.h"
 #include "runtime/tensor.h"
@@ -74,42 +74,6 @@ absl::StatusOr<double> TimeRunnel(EagerContext& ctx, const Workload& w,
   return 2.0 * w.m * w.k * w.n / Median(seconds) / 1e9;
 }
 
-// The peer script: beside this source file, or under bench/ from the
-// working directory or from the binary's parent directory.
-std::string FindPeerScript(const char* argv0) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> candidates = {
-      fs::path(__FILE__).parent_path() / "matmul_peer.py",
-      fs::current_path() / "bench" / "matmul_peer.py",
-      fs::absolute(argv0).parent_path().parent_path() / "bench" /
-          "matmul_peer.py"};
-  for (const fs::path& p : candidates) {
-    std::error_code ec;
-    if (fs::exists(p, ec)) return p.string();
-  }
-  return "";
-}
-
-// GFLOP/s reported by the PyTorch peer, or a negative value when it could
-// not run (no torch, no script).
-double TimePeer(const std::string& script, const Options& o,
-                const Workload& w) {
-  if (script.empty()) return -1;
-  // Debian's python3 has torch; a pyenv python3 earlier on PATH does not.
-  std::string cmd = StrCat("/usr/bin/python3 '", script, "' --threads ",
-                           o.threads, " --m ", w.m, " --k ", w.k, " --n ", w.n,
-                           " --iters ", w.iters, " --reps ", o.reps);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char line[256] = {};
-  double gflops = -1;
-  if (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    gflops = std::atof(line);
-  }
-  if (pclose(pipe) != 0) return -1;
-  return gflops > 0 ? gflops : -1;
-}
-
 int Main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -131,10 +95,6 @@ int Main(int argc, char** argv) {
     }
   }
   EagerContext ctx({.num_threads = o.threads, .seed = 0});
-  const std::string script = o.peer ? FindPeerScript(argv[0]) : "";
-  if (o.peer && script.empty()) {
-    std::fprintf(stderr, "matmul_bench: bench/matmul_peer.py not found\n");
-  }
   std::printf(
       "matmul benchmark, %d threads, median of %d reps, median of %d "
       "alternating rounds\n",
@@ -153,8 +113,11 @@ int Main(int argc, char** argv) {
         return 1;
       }
       ours_by_round.push_back(*ours);
-      if (!script.empty()) {
-        const double theirs = TimePeer(script, o, w);
+      if (o.peer) {
+        const double theirs =
+            bench::RunPeer("matmul_peer.py", o.threads,
+                           StrCat("--m ", w.m, " --k ", w.k, " --n ", w.n,
+                                  " --iters ", w.iters, " --reps ", o.reps));
         if (theirs > 0) theirs_by_round.push_back(theirs);
       }
     }

@@ -22,7 +22,8 @@ def main():
     p.add_argument("--iters", type=int, default=5, help="matmuls per rep")
     args = p.parse_args()
     # OpenBLAS (libopenblas0-pthread) sizes its own pool from the
-    # environment, not from torch.set_num_threads: pin both before import.
+    # environment, not from torch.set_num_threads: pin both before import
+    # (bench/peer.h does too; this keeps the script right when run alone).
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import torch  # pylint: disable=import-outside-toplevel
