@@ -1018,7 +1018,11 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
                                  .seed = options_.seed});
     }
     absl::StatusOr<std::vector<Tensor>> r =
-        session_->Run(feed_list, outs, targets);
+        session_->Run(feed_list, outs, targets, &interrupted_);
+    if (!r.ok() && r.status().code() == absl::StatusCode::kCancelled) {
+      interrupted_ = false;  // this interruption is consumed here
+      return ErrorAt(e.span, "interrupted");
+    }
     if (!r.ok()) {
       const std::string msg(ToStd(r.status().message()));
       std::optional<std::string> node = NodeNameOf(r.status());

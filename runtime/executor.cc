@@ -141,6 +141,10 @@ class ExecutorState {
       for (int i = 0; i < item.num_inputs; ++i) is_dead |= in[i].is_dead;
 
       std::vector<Tensor> outputs;
+      if (!is_dead && args_.cancelled != nullptr &&
+          args_.cancelled->load(std::memory_order_relaxed)) {
+        Abort(absl::CancelledError("interrupted"));
+      }
       if (!is_dead && !aborted_.load(std::memory_order_relaxed)) {
         std::vector<const Tensor*> inputs(item.num_inputs);
         for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;

@@ -21,6 +21,7 @@
 #ifndef RUNNEL_RUNTIME_EXECUTOR_H_
 #define RUNNEL_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -37,6 +38,9 @@ class Executor {
   struct RunArgs {
     CallFrame* call_frame = nullptr;
     uint64_t global_seed = 0;
+    // When set and it becomes true, no further kernel starts and Run
+    // returns Cancelled once the kernels in flight finish (Ctrl-C).
+    const std::atomic<bool>* cancelled = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(

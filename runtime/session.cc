@@ -218,7 +218,7 @@ absl::Status Session::InitializeVariables(Plan& plan) {
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
-    const std::vector<Node*>& targets) {
+    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled) {
   RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
                       GetPlan(feeds, fetches, targets));
   RN_RETURN_IF_ERROR(InitializeVariables(*plan));
@@ -226,8 +226,9 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   frame.feeds.reserve(feeds.size());
   for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
   frame.fetches.resize(plan->num_fetches);
-  RN_RETURN_IF_ERROR(plan->executor->Run(
-      {.call_frame = &frame, .global_seed = options_.seed}));
+  RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
+                                          .global_seed = options_.seed,
+                                          .cancelled = cancelled}));
   return std::move(frame.fetches);
 }
 

@@ -20,6 +20,7 @@
 #ifndef RUNNEL_RUNTIME_SESSION_H_
 #define RUNNEL_RUNTIME_SESSION_H_
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,10 +50,14 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Returns one tensor per fetch. `targets` run but return nothing.
-  absl::StatusOr<std::vector<Tensor>> Run(const Feeds& feeds,
-                                          const std::vector<NodeOut>& fetches,
-                                          const std::vector<Node*>& targets);
+  // Returns one tensor per fetch. `targets` run but return nothing. When
+  // `cancelled` turns true mid-run, no further kernel starts and Run
+  // returns Cancelled ("interrupted"); variables keep what completed
+  // assignments wrote.
+  absl::StatusOr<std::vector<Tensor>> Run(
+      const Feeds& feeds, const std::vector<NodeOut>& fetches,
+      const std::vector<Node*>& targets,
+      const std::atomic<bool>* cancelled = nullptr);
   // The same by tensor name: "node" or "node:index".
   absl::StatusOr<std::vector<Tensor>> Run(
       const std::vector<std::pair<std::string, Tensor>>& feeds,

@@ -143,6 +143,22 @@ def main():
     r.send("1 + 1\r")
     r.expect(r"\r\n2\r\n>>> ", "the session after an interruption")
 
+    # Ctrl-C during a long `run` (4000 chained 512x512 matmuls, seconds of
+    # work) stops the executor between kernels; the session goes on.
+    r.send("input big: f32[512, 512]\r")
+    r.expect(r">>> ", "declaring an input")
+    r.send("let m = big\r")
+    r.expect(r">>> ", "binding m")
+    r.send("for i in 0..4000 { m = tanh(m @ big) }\r")
+    r.expect(r">>> ", "building a long chain")
+    r.send("let slow = run m with {big: ones([512, 512]) * 0.001}\r")
+    time.sleep(1.0)
+    r.send("\x03")
+    r.expect(r"error: interrupted", "interrupting a run")
+    r.expect(r">>> ", "prompt after interrupting a run")
+    r.send("1 + 1\r")
+    r.expect(r"\r\n2\r\n>>> ", "the session after interrupting a run")
+
     # Module members complete after `name.`; :load runs a file in the session.
     module = os.path.join(tmp, "mod.rnl")
     with open(module, "w") as f:

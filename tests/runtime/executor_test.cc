@@ -148,6 +148,30 @@ TEST(ExecutorTest, ChainOfCheapOpsRunsInOrder) {
   ExpectTensor((*out)[0], DType::kF32, {}, {1001});
 }
 
+TEST(SessionTest, CancelStopsARunBetweenKernels) {
+  auto g = std::make_shared<Graph>();
+  Node* c = *g->AddConst(F32({1}, {1}), "c");
+  NodeOut cur{c, 0};
+  for (int i = 0; i < 100; ++i) {  // 100 x 30 ms in sequence
+    cur = {Add(*g, "s" + std::to_string(i), "test_sleep", {cur}), 0};
+  }
+  Session s(g, {.num_threads = 2});
+  ResetCounters();
+  std::atomic<bool> cancelled{false};
+  std::thread canceller([&] {
+    while (g_runs.load() < 3) std::this_thread::yield();
+    cancelled = true;
+  });
+  auto out = s.Run(Session::Feeds{}, {cur}, {}, &cancelled);
+  canceller.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_LT(g_runs.load(), 100);
+  // The session stays usable.
+  auto again = s.Run(Session::Feeds{}, {{c, 0}}, {});
+  ASSERT_TRUE(again.ok()) << again.status();
+}
+
 TEST(SessionTest, PrunesToWhatFetchesNeed) {
   auto g = std::make_shared<Graph>();
   Node* x = Placeholder(*g, "x", {2});
