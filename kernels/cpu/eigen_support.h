@@ -5,8 +5,9 @@
 //   - EigenDevice(ctx): an Eigen::ThreadPoolDevice over the intra-op pool,
 //     for `out.device(d) = expr` evaluation of Eigen tensor expressions;
 //   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
-//   - EigenType<T>: Eigen's type for a storage type (Half -> Eigen::half),
-//     and ToF32/FromF32 for kernels that compute 16-bit floats in f32;
+//   - EigenData<T>(t): a tensor's data as Eigen's scalar type (the types
+//     themselves are in eigen_types.h), and ToF32/FromF32 for kernels that
+//     compute the 16-bit floats in f32;
 //   - GemmF32: the fast f32 matrix product (matmul_kernels.cc) that matmul
 //     and conv2d share.
 #ifndef RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
