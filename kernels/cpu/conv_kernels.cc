@@ -36,7 +36,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> HWAttr(const Node& node,
 }
 
 absl::StatusOr<bool> SamePadding(const Node& node) {
-  RN_ASSIGN_OR_RETURN(std::string p, node.attr<std::string>("padding"));
+  // (Not RN_ASSIGN_OR_RETURN: GCC 12 then warns the string may be used
+  // uninitialised.)
+  absl::StatusOr<std::string> padding = node.attr<std::string>("padding");
+  if (!padding.ok()) return padding.status();
+  const std::string& p = *padding;
   if (p == "same" || p == "SAME") return true;
   if (p == "valid" || p == "VALID") return false;
   return absl::InvalidArgumentError(

@@ -310,7 +310,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> ReadHW(const ShapeContext& c,
 
 // True for "same", false for "valid".
 absl::StatusOr<bool> ReadPadding(const ShapeContext& c) {
-  RN_ASSIGN_OR_RETURN(std::string p, c.attr<std::string>("padding"));
+  // (Not RN_ASSIGN_OR_RETURN: GCC 12 then warns the string may be used
+  // uninitialised.)
+  absl::StatusOr<std::string> padding = c.attr<std::string>("padding");
+  if (!padding.ok()) return padding.status();
+  const std::string& p = *padding;
   if (p == "same" || p == "SAME") return true;
   if (p == "valid" || p == "VALID") return false;
   return absl::InvalidArgumentError(
