@@ -101,46 +101,6 @@ const char* OpNameOf(BinaryOp op) {
   return "?";
 }
 
-const char* OpText(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd:
-      return "+";
-    case BinaryOp::kSub:
-      return "-";
-    case BinaryOp::kMul:
-      return "*";
-    case BinaryOp::kDiv:
-      return "/";
-    case BinaryOp::kFloorDiv:
-      return "//";
-    case BinaryOp::kMod:
-      return "%";
-    case BinaryOp::kPow:
-      return "**";
-    case BinaryOp::kMatMul:
-      return "@";
-    case BinaryOp::kEq:
-      return "==";
-    case BinaryOp::kNe:
-      return "!=";
-    case BinaryOp::kLt:
-      return "<";
-    case BinaryOp::kLe:
-      return "<=";
-    case BinaryOp::kGt:
-      return ">";
-    case BinaryOp::kGe:
-      return ">=";
-    case BinaryOp::kAnd:
-      return "and";
-    case BinaryOp::kOr:
-      return "or";
-    case BinaryOp::kRange:
-      return "..";
-  }
-  return "?";
-}
-
 // The caret column for an operator inside `whole`, when on its first line.
 int CaretAt(const SourceSpan& whole, const SourceSpan& op) {
   return op.known() && op.line == whole.line ? op.col : 0;
@@ -748,7 +708,7 @@ absl::StatusOr<Value> Interpreter::BinaryOnValues(BinaryOp op, const Value& a,
   const bool eq = op == BinaryOp::kEq, ne = op == BinaryOp::kNe;
   auto kinds_error = [&]() {
     return ErrorAt(site.span,
-                   StrCat("unsupported operands for '", OpText(op),
+                   StrCat("unsupported operands for '", lang::BinaryOpText(op),
                           "': ", DescribeValue(a), " and ", DescribeValue(b)),
                    site.caret);
   };
@@ -798,10 +758,11 @@ absl::StatusOr<Value> Interpreter::EvalBinary(const lang::BinaryExpr& e,
     }
     RN_ASSIGN_OR_RETURN(Value b, Eval(*e.rhs));
     if (!a.is_tensor() || !b.is_tensor()) {
-      return ErrorAt(e.span,
-                     StrCat("'", OpText(e.op), "' needs bool tensors, got ",
-                            DescribeValue(a), " and ", DescribeValue(b)),
-                     site.caret);
+      return ErrorAt(
+          e.span,
+          StrCat("'", lang::BinaryOpText(e.op), "' needs bool tensors, got ",
+                 DescribeValue(a), " and ", DescribeValue(b)),
+          site.caret);
     }
     return ApplyOp(OpNameOf(e.op), {a, b}, {}, site);
   }
