@@ -23,13 +23,7 @@ using testing::RunError;
 
 // Deterministic values in [-1, 1) that are not all simple fractions.
 std::vector<float> Pattern(int64_t n, int seed) {
-  std::vector<float> v(n);
-  uint32_t s = 2654435761u * (seed + 1);
-  for (int64_t i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    v[i] = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
+  return testing::PatternValues(n, seed, 2654435761u);
 }
 
 // Reference product of stored a [rows_a, cols_a] and b, transposing as asked.

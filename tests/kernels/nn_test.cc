@@ -24,13 +24,7 @@ using testing::RunError;
 
 // Deterministic values in [-1, 1).
 std::vector<float> Pattern(int64_t n, int seed) {
-  std::vector<float> v(n);
-  uint32_t s = 2246822519u * (seed + 1);
-  for (int64_t i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    v[i] = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
+  return testing::PatternValues(n, seed, 2246822519u);
 }
 
 // ---- softmax

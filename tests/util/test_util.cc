@@ -42,6 +42,16 @@ Tensor Bool(const std::vector<bool>& v, Shape s) {
   return t;
 }
 
+std::vector<float> PatternValues(int64_t n, int seed, uint32_t salt) {
+  std::vector<float> v(n);
+  uint32_t s = salt * (seed + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    v[i] = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
+  }
+  return v;
+}
+
 void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,
                   const std::vector<double>& values, double tol) {
   ASSERT_FALSE(t.empty());

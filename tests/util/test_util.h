@@ -28,6 +28,10 @@ Tensor I32(const std::vector<int32_t>& v, Shape s);
 Tensor I64(const std::vector<int64_t>& v, Shape s);
 Tensor Bool(const std::vector<bool>& v, Shape s);
 
+// Deterministic values in [-1, 1) from a linear congruential generator
+// started at `salt * (seed + 1)`; `salt` lets a file keep its own stream.
+std::vector<float> PatternValues(int64_t n, int seed, uint32_t salt);
+
 // Expects dtype, shape and values (compared as doubles, within `tol`
 // relative-or-absolute; exact when tol == 0).
 void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,
