@@ -1,4 +1,8 @@
 // Kernels of the structural ops (runtime/ops/core_ops.cc).
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/cpu/array_util.h"
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
@@ -35,6 +39,57 @@ class ForwardKernel : public OpKernel {
     return ctx->set_output(0, ctx->input(0));
   }
   bool IsExpensive() const override { return false; }
+};
+
+// check_numerics: x, unless it holds a NaN or an infinity.
+template <typename T>
+class CheckNumericsKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(message_, node.attr<std::string>("message"));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const T* p = x.data<T>();
+    int64_t nans = 0, infs = 0, first = -1;
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const double v = ToDouble(p[i]);
+      if (std::isfinite(v)) continue;
+      (std::isnan(v) ? nans : infs) += 1;
+      if (first < 0) first = i;
+    }
+    if (first >= 0) {
+      return absl::InvalidArgumentError(StrCat(
+          "check_numerics: ", message_, message_.empty() ? "" : ": ",
+          "found NaN/Inf in ", DTypeName(x.dtype()), x.shape().ToString(), " (",
+          nans, " NaN, ", infs, " Inf; the first at element ", first, ")"));
+    }
+    return ctx->set_output(0, x);
+  }
+
+ private:
+  std::string message_;
+};
+
+// debug_print: x, printed to stderr after `message`.
+class DebugPrintKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(message_, node.attr<std::string>("message"));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    // One write, so concurrent prints do not interleave within a line.
+    const std::string line =
+        StrCat(message_, message_.empty() ? "" : " ", x.DebugString(), "\n");
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return ctx->set_output(0, x);
+  }
+
+ private:
+  std::string message_;
 };
 
 class NoOpKernel : public OpKernel {
@@ -86,6 +141,10 @@ RUNNEL_STATIC_INIT(CoreKernels) {
   RegisterKernelForAllTypes<PlaceholderKernel>("placeholder");
   RegisterKernelForAllTypes<ForwardKernel>("placeholder_with_default");
   RegisterKernelForAllTypes<ForwardKernel>("identity");
+  RegisterKernelForAllTypes<ForwardKernel>("stop_gradient");
+  RegisterKernelForTypes<CheckNumericsKernel, Half, BFloat16, float, double>(
+      "check_numerics");
+  RegisterKernelForAllTypes<DebugPrintKernel>("debug_print");
   RegisterKernelForAllTypes<NoOpKernel>("noop");
   RegisterKernelForAllTypes<FeedKernel>("_feed");
   RegisterKernelForAllTypes<FetchKernel>("_fetch");

@@ -1,5 +1,8 @@
-// Structural ops: constants, placeholders, identity, no-ops, and the
-// executor's feed/fetch endpoints.
+// Structural ops: constants, placeholders, identity and its variants
+// (stop_gradient, check_numerics, debug_print), no-ops, and the executor's
+// feed/fetch endpoints.
+#include <string>
+
 #include "runtime/op_registry.h"
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
@@ -30,6 +33,16 @@ Specs PlaceholderWithDefaultShape(const ShapeContext& c) {
 
 Specs NoOutputs(const ShapeContext&) { return std::vector<TensorSpec>{}; }
 
+Specs CheckNumericsShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(c.attr<std::string>("message").status());
+  return FloatUnchangedShape(c);
+}
+
+Specs DebugPrintShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(c.attr<std::string>("message").status());
+  return UnchangedShape(c);
+}
+
 RUNNEL_REGISTER_OP(OpDefBuilder("const")
                        .Outputs({"value"})
                        .KernelDTypeFromAttr("value")
@@ -53,6 +66,32 @@ RUNNEL_REGISTER_OP(OpDefBuilder("identity")
                        .Inputs({"x"})
                        .Outputs({"y"})
                        .Shape(UnchangedShape));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("stop_gradient")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Shape(UnchangedShape)
+        .Doc("x, through which no gradient flows: autodiff treats it as a "
+             "constant."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("check_numerics")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("message", std::string())
+        .Shape(CheckNumericsShape)
+        .Doc("x, or an InvalidArgument error naming `message` when x holds a "
+             "NaN or an infinity."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("debug_print")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("message", std::string())
+        .Stateful()
+        .Shape(DebugPrintShape)
+        .Doc("x, printing `message` and x's value to stderr when it runs."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("noop").Shape(NoOutputs).Doc(
     "Does nothing; with control inputs it groups them (`group`)."));
