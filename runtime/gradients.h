@@ -1,0 +1,165 @@
+// Automatic differentiation as a graph-to-graph transformation (DESIGN.md
+// decision 6).
+//
+// AddGradients walks back from `y` to the `xs`, calls each op's gradient
+// function and adds the backward nodes to the same graph; gradients that
+// meet at one tensor are summed. Nothing runs: the result is a NodeOut per
+// x that a Session fetches like any other tensor, so gradients of gradients
+// are more of the same.
+//
+//   Graph g;  ... y depends on w ...
+//   std::vector<NodeOut> dw = *AddGradients(&g, y, {w});
+//
+// Each op's gradient function is registered beside its op (the
+// runtime/ops/*_grad.cc files):
+//
+//   RUNNEL_REGISTER_GRADIENT("exp", [](GradBuilder& g, const Grads& dy) {
+//     return Grads{g.Mul(dy[0], g.y())};
+//   });
+//
+// Ops that are not differentiable (comparisons, argmax, random ops, state
+// updates, shape queries) are registered with RUNNEL_NO_GRADIENT: gradients
+// stop there, as if the op's outputs were constants. Reaching an op with
+// neither is an error naming the node and its source span, never a silent
+// zero. Only floating-point tensors carry gradients; integer and bool edges
+// are constants.
+#ifndef RUNNEL_RUNTIME_GRADIENTS_H_
+#define RUNNEL_RUNTIME_GRADIENTS_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/graph.h"
+
+namespace runnel {
+
+// One gradient per output or input; an empty NodeOut (node == nullptr) means
+// "no gradient" (the same as zeros, without building them).
+using Grads = std::vector<NodeOut>;
+
+// Builds the backward nodes of one forward node. Errors are sticky: the
+// first failure is kept and later calls return empty NodeOuts, so a gradient
+// function reads as straight-line math and AddGradients checks status()
+// once.
+class GradBuilder {
+ public:
+  GradBuilder(Graph* graph, const Node* forward, std::string scope);
+
+  const Node& node() const { return *forward_; }
+  // Forward input `i` and output `i`.
+  NodeOut x(int i = 0) const { return forward_->input(i); }
+  NodeOut y(int i = 0) const { return {const_cast<Node*>(forward_), i}; }
+  DType dtype(NodeOut t) const;
+  const Shape& shape(NodeOut t) const;
+  template <typename T>
+  T attr_or(std::string_view name, T fallback) const {
+    absl::StatusOr<T> v = GetAttrOr<T>(forward_->attrs(), name, fallback);
+    return v.ok() ? *v : fallback;
+  }
+
+  NodeOut Op(std::string_view op, std::vector<NodeOut> inputs,
+             AttrMap attrs = {});
+  std::vector<NodeOut> OpN(std::string_view op, std::vector<NodeOut> inputs,
+                           AttrMap attrs = {});
+  NodeOut Const(Tensor value);
+  // A scalar of `dtype` (floating or integer) holding `v`.
+  NodeOut Scalar(double v, DType dtype);
+  // A scalar of t's dtype.
+  NodeOut ScalarLike(double v, NodeOut t) { return Scalar(v, dtype(t)); }
+
+  NodeOut Add(NodeOut a, NodeOut b) { return Op("add", {a, b}); }
+  NodeOut Sub(NodeOut a, NodeOut b) { return Op("sub", {a, b}); }
+  NodeOut Mul(NodeOut a, NodeOut b) { return Op("mul", {a, b}); }
+  NodeOut Div(NodeOut a, NodeOut b) { return Op("div", {a, b}); }
+  NodeOut Neg(NodeOut a) { return Op("neg", {a}); }
+  NodeOut Where(NodeOut c, NodeOut a, NodeOut b) {
+    return Op("where", {c, a, b});
+  }
+  NodeOut ZerosLike(NodeOut t) { return Op("zeros_like", {t}); }
+  NodeOut Cast(NodeOut t, DType d) { return Op("cast", {t}, {{"dtype", d}}); }
+  // g summed back to like's shape (undoes NumPy broadcasting); g itself
+  // when both shapes are fully known and equal.
+  NodeOut SumToLike(NodeOut g, NodeOut like);
+  // g broadcast to like's shape.
+  NodeOut BroadcastLike(NodeOut g, NodeOut like);
+  // g reshaped to like's shape, keeping what is known of it statically.
+  NodeOut ReshapeLike(NodeOut g, NodeOut like);
+  // The sum of `terms` (all non-empty), or an empty NodeOut if none.
+  NodeOut AddN(const std::vector<NodeOut>& terms);
+
+  const absl::Status& status() const { return status_; }
+  void Fail(absl::Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+
+ private:
+  Graph* graph_;
+  const Node* forward_;
+  std::string scope_;
+  absl::Status status_;
+};
+
+// dy[i] is the gradient flowing into output i, empty for an output nothing
+// differentiated (a function of a multi-output op builds zeros where it
+// needs them); at least one is present. The result has one entry per input,
+// empty where the input gets no gradient.
+using GradFn = std::function<Grads(GradBuilder& g, const Grads& dy)>;
+
+class GradientRegistry {
+ public:
+  static GradientRegistry& Global();
+  // Fails (and keeps the first) when the op already has an entry.
+  absl::Status Register(std::string op, GradFn fn);
+  absl::Status RegisterNotDifferentiable(std::string op);
+
+  struct Entry {
+    GradFn fn;  // empty: not differentiable
+  };
+  // nullptr when the op has no entry at all.
+  const Entry* Find(std::string_view op) const;
+
+ private:
+  absl::flat_hash_map<std::string, Entry> entries_;
+};
+
+struct GradientOptions {
+  // Prefix of the backward nodes' names.
+  std::string scope = "gradients";
+  // The gradient of y itself; default ones_like(y).
+  std::optional<NodeOut> dy;
+};
+
+// Adds d(y)/d(x) for each x to `graph`. `y` must be floating point (any
+// shape: the seed is ones_like(y) unless options.dy is given). An x that y
+// does not depend on gets zeros_like(x).
+absl::StatusOr<std::vector<NodeOut>> AddGradients(
+    Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
+    const GradientOptions& options = {});
+
+// The axes an op's `axis` attribute names (int or list, negative counts from
+// the end; absent = all), sorted, for an input of rank `rank`.
+std::vector<int> ReductionAxes(const AttrMap& attrs, int rank);
+
+namespace gradients_internal {
+struct Registrar {
+  Registrar(const char* op, GradFn fn);
+  explicit Registrar(const char* op);  // not differentiable
+};
+}  // namespace gradients_internal
+
+#define RUNNEL_REGISTER_GRADIENT(op, ...) \
+  RUNNEL_GRADIENT_UNIQ_(__COUNTER__, op, __VA_ARGS__)
+#define RUNNEL_NO_GRADIENT(op) RUNNEL_GRADIENT_UNIQ_(__COUNTER__, op)
+#define RUNNEL_GRADIENT_UNIQ_(ctr, ...) RUNNEL_GRADIENT_UNIQ2_(ctr, __VA_ARGS__)
+#define RUNNEL_GRADIENT_UNIQ2_(ctr, ...)               \
+  static const ::runnel::gradients_internal::Registrar \
+      runnel_grad_registrar_##ctr [[maybe_unused]] (__VA_ARGS__)
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_GRADIENTS_H_

@@ -1,0 +1,160 @@
+// Gradient functions of the shape and data-movement ops (array_ops.cc,
+// core_ops.cc) and the list of ops gradients stop at.
+#include "runtime/gradients.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+Grads PassThrough(GradBuilder& g, const Grads& dy) {
+  Grads out(g.node().num_inputs());
+  out[0] = dy[0];
+  return out;
+}
+
+Grads ReshapeBack(GradBuilder& g, const Grads& dy) {
+  Grads out(g.node().num_inputs());
+  out[0] = g.ReshapeLike(dy[0], g.x());
+  return out;
+}
+
+RUNNEL_REGISTER_GRADIENT("identity", PassThrough);
+RUNNEL_REGISTER_GRADIENT("check_numerics", PassThrough);
+RUNNEL_REGISTER_GRADIENT("debug_print", PassThrough);
+RUNNEL_REGISTER_GRADIENT("placeholder_with_default", PassThrough);
+RUNNEL_REGISTER_GRADIENT("reshape", ReshapeBack);
+RUNNEL_REGISTER_GRADIENT("expand_dims", ReshapeBack);
+RUNNEL_REGISTER_GRADIENT("squeeze", ReshapeBack);
+
+RUNNEL_REGISTER_GRADIENT(
+    "transpose", [](GradBuilder& g, const Grads& dy) -> Grads {
+      auto perm = GetAttr<std::vector<int64_t>>(g.node().attrs(), "perm");
+      if (!perm.ok()) return {g.Op("transpose", {dy[0]})};  // reversal
+      std::vector<int64_t> inverse(perm->size());
+      for (size_t i = 0; i < perm->size(); ++i) {
+        int64_t p = (*perm)[i];
+        if (p < 0) p += static_cast<int64_t>(perm->size());
+        inverse[p] = static_cast<int64_t>(i);
+      }
+      return {g.Op("transpose", {dy[0]}, {{"perm", inverse}})};
+    });
+
+// concat: each input gets its block of dy back.
+RUNNEL_REGISTER_GRADIENT(
+    "concat", [](GradBuilder& g, const Grads& dy) -> Grads {
+      const Shape& ys = g.shape(g.y());
+      const int n = g.node().num_inputs();
+      if (ys.unknown_rank()) {
+        g.Fail(
+            absl::UnimplementedError("the gradient of concat needs the rank"));
+        return Grads(n);
+      }
+      const int rank = ys.rank();
+      int64_t axis = g.attr_or<int64_t>("axis", 0);
+      if (axis < 0) axis += rank;
+      Grads out;
+      int64_t offset = 0;
+      for (int i = 0; i < n; ++i) {
+        const Shape& xs = g.shape(g.x(i));
+        const int64_t len = xs.unknown_rank() ? -1 : xs.dim(axis);
+        if (len < 0) {
+          g.Fail(absl::UnimplementedError(StrCat(
+              "the gradient of concat needs the inputs' sizes along axis ",
+              axis)));
+          return Grads(n);
+        }
+        std::vector<int64_t> begin(rank, 0), size(rank, -1);
+        begin[axis] = offset;
+        size[axis] = len;
+        const Shape vec{rank};
+        out.push_back(
+            g.Op("slice", {dy[0], g.Const(Tensor::FromVector(begin, vec)),
+                           g.Const(Tensor::FromVector(size, vec))}));
+        offset += len;
+      }
+      return out;
+    });
+
+// stack <-> unstack, split -> concat. Missing output gradients are zeros.
+Grads FillZeros(GradBuilder& g, Grads dy) {
+  for (int i = 0; i < static_cast<int>(dy.size()); ++i) {
+    if (dy[i].node == nullptr) dy[i] = g.ZerosLike(g.y(i));
+  }
+  return dy;
+}
+RUNNEL_REGISTER_GRADIENT("stack", [](GradBuilder& g, const Grads& dy) -> Grads {
+  const int64_t axis = g.attr_or<int64_t>("axis", 0);
+  return g.OpN("unstack", {dy[0]}, {{"axis", axis}});
+});
+RUNNEL_REGISTER_GRADIENT(
+    "unstack", [](GradBuilder& g, const Grads& dy) -> Grads {
+      const int64_t axis = g.attr_or<int64_t>("axis", 0);
+      return {g.Op("stack", FillZeros(g, dy), {{"axis", axis}})};
+    });
+RUNNEL_REGISTER_GRADIENT("split", [](GradBuilder& g, const Grads& dy) -> Grads {
+  const int64_t axis = g.attr_or<int64_t>("axis", 0);
+  return {g.Op("concat", FillZeros(g, dy), {{"axis", axis}})};
+});
+
+// Indexing: the backward ops write dy into zeros shaped like x.
+RUNNEL_REGISTER_GRADIENT("slice", [](GradBuilder& g, const Grads& dy) -> Grads {
+  return {g.Op("slice_grad", {g.x(0), g.x(1), dy[0]}), {}, {}};
+});
+RUNNEL_REGISTER_GRADIENT(
+    "strided_slice", [](GradBuilder& g, const Grads& dy) -> Grads {
+      return {g.Op("strided_slice_grad", {g.x(), dy[0]}, g.node().attrs())};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "dynamic_index", [](GradBuilder& g, const Grads& dy) -> Grads {
+      return {g.Op("dynamic_index_grad", {g.x(0), g.x(1), dy[0]}), {}};
+    });
+RUNNEL_REGISTER_GRADIENT("gather",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {
+                               g.Op("gather_grad", {g.x(0), g.x(1), dy[0]},
+                                    {{"axis", g.attr_or<int64_t>("axis", 0)}}),
+                               {}};
+                         });
+RUNNEL_REGISTER_GRADIENT("tile", [](GradBuilder& g, const Grads& dy) -> Grads {
+  return {g.Op("tile_grad", {dy[0], g.x(0)}), {}};
+});
+// pad: x gets its block of dy; the pad value gets the rest of dy's sum.
+RUNNEL_REGISTER_GRADIENT("pad", [](GradBuilder& g, const Grads& dy) -> Grads {
+  NodeOut dx = g.Op("pad_grad", {dy[0], g.x(0), g.x(1)});
+  NodeOut dvalue = g.Sub(g.Op("sum", {dy[0]}), g.Op("sum", {dx}));
+  return {dx, {}, dvalue};
+});
+RUNNEL_REGISTER_GRADIENT("broadcast_to",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {g.SumToLike(dy[0], g.x(0)), {}};
+                         });
+RUNNEL_REGISTER_GRADIENT("fill", [](GradBuilder& g, const Grads& dy) -> Grads {
+  return {{}, g.Op("sum", {dy[0]})};
+});
+
+// Gradients stop here: constants, shape queries, state updates, and
+// stop_gradient itself.
+RUNNEL_NO_GRADIENT("stop_gradient");
+RUNNEL_NO_GRADIENT("const");
+RUNNEL_NO_GRADIENT("placeholder");
+RUNNEL_NO_GRADIENT("variable");
+RUNNEL_NO_GRADIENT("_feed");
+RUNNEL_NO_GRADIENT("_fetch");
+RUNNEL_NO_GRADIENT("noop");
+RUNNEL_NO_GRADIENT("shape_of");
+RUNNEL_NO_GRADIENT("size");
+RUNNEL_NO_GRADIENT("rank");
+RUNNEL_NO_GRADIENT("zeros_like");
+RUNNEL_NO_GRADIENT("ones_like");
+RUNNEL_NO_GRADIENT("range");
+RUNNEL_NO_GRADIENT("eye");
+RUNNEL_NO_GRADIENT("one_hot");
+RUNNEL_NO_GRADIENT("assign");
+RUNNEL_NO_GRADIENT("assign_add");
+RUNNEL_NO_GRADIENT("assign_sub");
+RUNNEL_NO_GRADIENT("scatter_add");
+RUNNEL_NO_GRADIENT("scatter_sub");
+RUNNEL_NO_GRADIENT("scatter_update");
+
+}  // namespace
+}  // namespace runnel
