@@ -13,6 +13,7 @@
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "runtime/gradients.h"
 #include "runtime/idx_reader.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -921,6 +922,49 @@ Result TrainableVars(Interpreter& in, Args& a) {
   return Value::List(std::move(out));
 }
 
+// grad(y, x) or grad(y, [x1, x2, ...]): the gradient of y (summed over its
+// elements when it is not a scalar) as graph nodes, one per x, in the shape
+// of the second argument. Both must be symbolic: a concrete y depends on no
+// var or input.
+Result Grad(Interpreter& in, Args& a) {
+  const Value& y = a[0];
+  if (!y.is_symbolic()) {
+    return ErrorAt(a.span_of(0),
+                   StrCat("grad needs a symbolic y (computed from a var or "
+                          "input), got ",
+                          DescribeValue(y)));
+  }
+  const Value& xs = a[1];
+  const bool many = xs.is_sequence();
+  std::vector<Value> items = many ? xs.items() : std::vector<Value>{xs};
+  std::vector<NodeOut> outs;
+  for (const Value& x : items) {
+    if (!x.is_symbolic()) {
+      return ErrorAt(a.span_of(1),
+                     StrCat("grad differentiates with respect to symbolic "
+                            "tensors (a var, an input or a value computed "
+                            "from them), got ",
+                            DescribeValue(x)));
+    }
+    outs.push_back(x.out());
+  }
+  absl::StatusOr<std::vector<NodeOut>> grads =
+      AddGradients(&in.graph(), y.out(), outs);
+  if (!grads.ok()) {
+    lang::Diagnostic d = ToDiagnostic(grads.status(), a.span);
+    if (d.span.line != a.span.line || d.span.file != a.span.file ||
+        d.span.col != a.span.col) {
+      d.notes.push_back(Note(a.span, "while differentiating for this grad"));
+    }
+    return DiagStatus(std::move(d));
+  }
+  std::vector<Value> values;
+  for (const NodeOut& g : *grads) values.push_back(Value::Symbolic(g));
+  if (!many) return values[0];
+  return xs.kind() == ValueKind::kTuple ? Value::Tuple(std::move(values))
+                                        : Value::List(std::move(values));
+}
+
 Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
   const Value& target = a[0];
   if (!target.is_symbolic() || target.out().node->op() != "variable") {
@@ -1241,7 +1285,7 @@ std::vector<Builtin> MakeBuiltins() {
   }
 
   // Autodiff.
-  b.push_back({"grad", {P("y"), P("xs")}, NotImplemented});
+  b.push_back({"grad", {P("y"), P("xs")}, Grad});
   b.push_back(UnaryOp("stop_gradient"));
   b.push_back(
       {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
