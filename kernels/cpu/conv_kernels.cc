@@ -1,4 +1,5 @@
-// Kernels of conv2d, max_pool and avg_pool (runtime/ops/nn_ops.cc), NHWC.
+// Kernels of conv2d, max_pool and avg_pool and of their gradients
+// (runtime/ops/nn_ops.cc), NHWC.
 //
 // conv2d in f32 is one GEMM: rows are output pixels (n, oh, ow), the depth
 // is (kh, kw, c) and columns are output channels, so the HWIO filters are
@@ -82,6 +83,40 @@ struct ConvGeometry {
   int64_t stride_h, stride_w, dil_h, dil_w;
   Windows rows, cols;  // output height and width placement
 };
+
+// The geometry of conv2d(x, f) (NHWC x, HWIO f).
+absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
+                                          std::pair<int64_t, int64_t> strides,
+                                          std::pair<int64_t, int64_t> dilations,
+                                          bool same) {
+  if (x.rank() != 4 || f.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
+               DTypeName(x.dtype()), x.shape().ToString(), " and ",
+               DTypeName(f.dtype()), f.shape().ToString()));
+  }
+  if (x.dim(3) != f.dim(2)) {
+    return absl::InvalidArgumentError(StrCat(
+        "channels differ: the input ", DTypeName(x.dtype()),
+        x.shape().ToString(), " has ", x.dim(3), " but the filters ",
+        DTypeName(f.dtype()), f.shape().ToString(), " expect ", f.dim(2)));
+  }
+  ConvGeometry g;
+  g.batch = x.dim(0);
+  g.in_h = x.dim(1);
+  g.in_w = x.dim(2);
+  g.in_c = x.dim(3);
+  g.k_h = f.dim(0);
+  g.k_w = f.dim(1);
+  g.out_c = f.dim(3);
+  std::tie(g.stride_h, g.stride_w) = strides;
+  std::tie(g.dil_h, g.dil_w) = dilations;
+  RN_ASSIGN_OR_RETURN(g.rows,
+                      PlaceWindows(g.in_h, g.k_h, g.stride_h, g.dil_h, same));
+  RN_ASSIGN_OR_RETURN(g.cols,
+                      PlaceWindows(g.in_w, g.k_w, g.stride_w, g.dil_w, same));
+  return g;
+}
 
 // The input with enough zero padding that every tap of every output pixel
 // falls inside it, so the GEMM can read patches without bounds checks.
@@ -180,8 +215,8 @@ void ConvDirect(ThreadPool* pool, const ConvGeometry& g, const T* x,
   });
 }
 
-template <typename T>
-class Conv2DKernel : public OpKernel {
+// conv2d and its gradients: the attributes they share.
+class ConvKernelBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
     RN_ASSIGN_OR_RETURN(strides_, HWAttr(node, "strides", 1));
@@ -190,35 +225,24 @@ class Conv2DKernel : public OpKernel {
     return absl::OkStatus();
   }
 
+ protected:
+  absl::StatusOr<ConvGeometry> Geometry(const Tensor& x,
+                                        const Tensor& f) const {
+    return MakeGeometry(x, f, strides_, dilations_, same_);
+  }
+
+ private:
+  std::pair<int64_t, int64_t> strides_{1, 1}, dilations_{1, 1};
+  bool same_ = true;
+};
+
+template <typename T>
+class Conv2DKernel : public ConvKernelBase {
+ public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& f = ctx->input(1);
-    if (x.rank() != 4 || f.rank() != 4) {
-      return absl::InvalidArgumentError(
-          StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
-                 DTypeName(x.dtype()), x.shape().ToString(), " and ",
-                 DTypeName(f.dtype()), f.shape().ToString()));
-    }
-    if (x.dim(3) != f.dim(2)) {
-      return absl::InvalidArgumentError(StrCat(
-          "channels differ: the input ", DTypeName(x.dtype()),
-          x.shape().ToString(), " has ", x.dim(3), " but the filters ",
-          DTypeName(f.dtype()), f.shape().ToString(), " expect ", f.dim(2)));
-    }
-    ConvGeometry g;
-    g.batch = x.dim(0);
-    g.in_h = x.dim(1);
-    g.in_w = x.dim(2);
-    g.in_c = x.dim(3);
-    g.k_h = f.dim(0);
-    g.k_w = f.dim(1);
-    g.out_c = f.dim(3);
-    std::tie(g.stride_h, g.stride_w) = strides_;
-    std::tie(g.dil_h, g.dil_w) = dilations_;
-    RN_ASSIGN_OR_RETURN(
-        g.rows, PlaceWindows(g.in_h, g.k_h, g.stride_h, g.dil_h, same_));
-    RN_ASSIGN_OR_RETURN(
-        g.cols, PlaceWindows(g.in_w, g.k_w, g.stride_w, g.dil_w, same_));
+    RN_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, f));
     RN_ASSIGN_OR_RETURN(
         Tensor * y, ctx->allocate_output(
                         0, Shape{g.batch, g.rows.out, g.cols.out, g.out_c}));
@@ -238,11 +262,322 @@ class Conv2DKernel : public OpKernel {
     }
     return absl::OkStatus();
   }
-
- private:
-  std::pair<int64_t, int64_t> strides_{1, 1}, dilations_{1, 1};
-  bool same_ = true;
 };
+
+// ---- gradients of conv2d ----------------------------------------------------
+//
+// conv2d_backprop_input with stride 1 is itself a convolution: of dy with
+// the filters flipped in space and their channel axes swapped, padded so
+// that every input pixel sees each tap that touched it. It runs through
+// ConvF32 as one implicit GEMM (rows: input pixels, depth: taps x out_c).
+// Other strides, and inputs with too few channels to fill the GEMM's
+// columns, take the patch gradients of one image at a time, dy[pixels,
+// out_c] x filters^T[out_c, taps x in_c], and add each patch back into its
+// window of a zero-padded image (col2im).
+//
+// conv2d_backprop_filter is dfilters[taps x in_c, out_c] = patches^T x dy
+// summed over pixels, with the patches (im2col) materialised for a chunk of
+// pixels at a time so they stay in cache. Chunks are cut by shape and
+// summed in order, so neither result depends on the number of threads.
+
+// Floats of im2col patches per chunk of conv2d_backprop_filter.
+constexpr int64_t kPatchChunkFloats = int64_t{1} << 20;
+
+// [KH, KW, C, O] -> [KH, KW, O, C], reversed along KH and KW.
+void FlipFilters(const ConvGeometry& g, const float* f, float* out) {
+  for (int64_t kh = 0; kh < g.k_h; ++kh) {
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      const float* src = f + (kh * g.k_w + kw) * g.in_c * g.out_c;
+      float* dst = out + ((g.k_h - 1 - kh) * g.k_w + (g.k_w - 1 - kw)) *
+                             g.out_c * g.in_c;
+      for (int64_t c = 0; c < g.in_c; ++c) {
+        for (int64_t o = 0; o < g.out_c; ++o) {
+          dst[o * g.in_c + c] = src[c * g.out_c + o];
+        }
+      }
+    }
+  }
+}
+
+// dx = the stride-1 convolution of dy with the flipped filters.
+void BackpropInputAsConv(ThreadPool* pool, const ConvGeometry& g,
+                         const float* filters, const float* dy, float* dx) {
+  ConvGeometry t;
+  t.batch = g.batch;
+  t.in_h = g.rows.out;
+  t.in_w = g.cols.out;
+  t.in_c = g.out_c;
+  t.k_h = g.k_h;
+  t.k_w = g.k_w;
+  t.out_c = g.in_c;
+  t.stride_h = t.stride_w = 1;
+  t.dil_h = g.dil_h;
+  t.dil_w = g.dil_w;
+  // Input row i gets output row i + pad - tap * dilation for each tap.
+  t.rows = {g.in_h, (g.k_h - 1) * g.dil_h - g.rows.pad_begin};
+  t.cols = {g.in_w, (g.k_w - 1) * g.dil_w - g.cols.pad_begin};
+  Tensor flipped(DType::kF32, Shape{g.k_h, g.k_w, g.out_c, g.in_c});
+  FlipFilters(g, filters, flipped.data<float>());
+  ConvF32(pool, t, dy, flipped.data<float>(), dx);
+}
+
+// dx by patch gradients and col2im, one image at a time.
+void BackpropInputCol2Im(ThreadPool* pool, const ConvGeometry& g,
+                         const float* filters, const float* dy, float* dx) {
+  const int64_t depth = g.k_h * g.k_w * g.in_c;  // of a patch
+  const int64_t pixels = g.rows.out * g.cols.out;
+  // filters^T [out_c, depth], so the GEMM packs it with plain copies.
+  Tensor ft(DType::kF32, Shape{g.out_c, depth});
+  float* ftp = ft.data<float>();
+  for (int64_t k = 0; k < depth; ++k) {
+    for (int64_t o = 0; o < g.out_c; ++o) {
+      ftp[o * depth + k] = filters[k * g.out_c + o];
+    }
+  }
+  // The padded image holds every window and every input pixel.
+  const int64_t pad_h =
+      std::max((g.rows.out - 1) * g.stride_h + (g.k_h - 1) * g.dil_h + 1,
+               g.rows.pad_begin + g.in_h);
+  const int64_t pad_w =
+      std::max((g.cols.out - 1) * g.stride_w + (g.k_w - 1) * g.dil_w + 1,
+               g.cols.pad_begin + g.in_w);
+  auto image = [&](int64_t n, ThreadPool* gemm_pool, float* dcol,
+                   float* padded) {
+    GemmF32(gemm_pool, pixels, depth, g.out_c,
+            ConstMatrixF32{dy + n * pixels * g.out_c, g.out_c, 1},
+            ConstMatrixF32{ftp, depth, 1}, dcol, depth);
+    std::fill_n(padded, pad_h * pad_w * g.in_c, 0.0f);
+    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+      for (int64_t ow = 0; ow < g.cols.out; ++ow) {
+        const float* patch = dcol + (oh * g.cols.out + ow) * depth;
+        float* corner =
+            padded + (oh * g.stride_h * pad_w + ow * g.stride_w) * g.in_c;
+        for (int64_t kh = 0; kh < g.k_h; ++kh) {
+          for (int64_t kw = 0; kw < g.k_w; ++kw) {
+            float* d = corner + (kh * g.dil_h * pad_w + kw * g.dil_w) * g.in_c;
+            const float* s = patch + (kh * g.k_w + kw) * g.in_c;
+            for (int64_t c = 0; c < g.in_c; ++c) d[c] += s[c];
+          }
+        }
+      }
+    }
+    for (int64_t ih = 0; ih < g.in_h; ++ih) {
+      std::memcpy(
+          dx + ((n * g.in_h + ih) * g.in_w) * g.in_c,
+          padded +
+              ((ih + g.rows.pad_begin) * pad_w + g.cols.pad_begin) * g.in_c,
+          g.in_w * g.in_c * sizeof(float));
+    }
+  };
+  const int64_t dcol_size = pixels * depth,
+                padded_size = pad_h * pad_w * g.in_c;
+  if (g.batch >= pool->num_threads()) {
+    pool->ParallelFor(g.batch, pixels * depth * (g.out_c + 1),
+                      [&](int64_t begin, int64_t end) {
+                        std::vector<float> dcol(dcol_size), padded(padded_size);
+                        for (int64_t n = begin; n < end; ++n) {
+                          image(n, nullptr, dcol.data(), padded.data());
+                        }
+                      });
+  } else {
+    std::vector<float> dcol(dcol_size), padded(padded_size);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      image(n, pool, dcol.data(), padded.data());
+    }
+  }
+}
+
+void BackpropInputF32(ThreadPool* pool, const ConvGeometry& g,
+                      const float* filters, const float* dy, float* dx) {
+  // A GEMM column panel is 16 wide; fewer input channels waste most of it.
+  if (g.stride_h == 1 && g.stride_w == 1 && g.in_c >= 8) {
+    BackpropInputAsConv(pool, g, filters, dy, dx);
+  } else {
+    BackpropInputCol2Im(pool, g, filters, dy, dx);
+  }
+}
+
+void BackpropFilterF32(ThreadPool* pool, const ConvGeometry& g, const float* x,
+                       const float* dy, float* df) {
+  const PaddedImage image = Pad(pool, g, x);
+  const int64_t taps = g.k_h * g.k_w;
+  const int64_t depth = taps * g.in_c;
+  const int64_t pixels = g.batch * g.rows.out * g.cols.out;
+  std::vector<int64_t> segments;  // of a patch row in the padded image
+  for (int64_t kh = 0; kh < g.k_h; ++kh) {
+    for (int64_t kw = 0; kw < g.k_w; ++kw) {
+      segments.push_back((kh * g.dil_h * image.w + kw * g.dil_w) * g.in_c);
+    }
+  }
+  const int64_t chunk =
+      std::min(pixels, std::max<int64_t>(64, kPatchChunkFloats / depth));
+  Tensor patches(DType::kF32, Shape{chunk, depth});
+  Tensor part(DType::kF32, Shape{depth, g.out_c});
+  float* pp = patches.data<float>();
+  float* partp = part.data<float>();
+  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+    const int64_t rows = std::min(chunk, pixels - p0);
+    pool->ParallelFor(rows, depth, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t p = p0 + i;
+        const int64_t ow = p % g.cols.out;
+        const int64_t oh = (p / g.cols.out) % g.rows.out;
+        const int64_t n = p / (g.cols.out * g.rows.out);
+        const float* corner =
+            image.data +
+            ((n * image.h + oh * g.stride_h) * image.w + ow * g.stride_w) *
+                g.in_c;
+        float* row = pp + i * depth;
+        for (int64_t t = 0; t < taps; ++t) {
+          std::memcpy(row + t * g.in_c, corner + segments[t],
+                      g.in_c * sizeof(float));
+        }
+      }
+    });
+    const bool first = p0 == 0;
+    GemmF32(pool, depth, g.out_c, rows, ConstMatrixF32{pp, 1, depth},
+            ConstMatrixF32{dy + p0 * g.out_c, g.out_c, 1}, first ? df : partp,
+            g.out_c);
+    if (!first) {
+      const int64_t n = depth * g.out_c;
+      pool->ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) df[i] += partp[i];
+      });
+    }
+  }
+}
+
+// f64: dx[pixel] = sum over the windows covering it of dy x filters^T.
+template <typename T>
+void BackpropInputDirect(ThreadPool* pool, const ConvGeometry& g,
+                         const T* filters, const T* dy, T* dx) {
+  const int64_t image = g.in_h * g.in_w * g.in_c;
+  const int64_t cost =
+      g.rows.out * g.cols.out * g.k_h * g.k_w * g.in_c * g.out_c;
+  pool->ParallelFor(g.batch, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      T* out = dx + n * image;
+      std::fill_n(out, image, T(0));
+      for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+        for (int64_t ow = 0; ow < g.cols.out; ++ow) {
+          const T* d = dy + ((n * g.rows.out + oh) * g.cols.out + ow) * g.out_c;
+          for (int64_t kh = 0; kh < g.k_h; ++kh) {
+            const int64_t ih =
+                oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
+            if (ih < 0 || ih >= g.in_h) continue;
+            for (int64_t kw = 0; kw < g.k_w; ++kw) {
+              const int64_t iw =
+                  ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
+              if (iw < 0 || iw >= g.in_w) continue;
+              T* o = out + (ih * g.in_w + iw) * g.in_c;
+              const T* f = filters + (kh * g.k_w + kw) * g.in_c * g.out_c;
+              for (int64_t c = 0; c < g.in_c; ++c) {
+                T sum = 0;
+                for (int64_t k = 0; k < g.out_c; ++k) {
+                  sum += d[k] * f[c * g.out_c + k];
+                }
+                o[c] += sum;
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// f64: dfilters[tap] = sum over pixels of x under the tap x dy, one tap
+// per shard unit.
+template <typename T>
+void BackpropFilterDirect(ThreadPool* pool, const ConvGeometry& g, const T* x,
+                          const T* dy, T* df) {
+  const int64_t cost = g.batch * g.rows.out * g.cols.out * g.in_c * g.out_c;
+  pool->ParallelFor(g.k_h * g.k_w, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t tap = begin; tap < end; ++tap) {
+      const int64_t kh = tap / g.k_w, kw = tap % g.k_w;
+      T* out = df + tap * g.in_c * g.out_c;
+      std::fill_n(out, g.in_c * g.out_c, T(0));
+      for (int64_t n = 0; n < g.batch; ++n) {
+        for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+          const int64_t ih = oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
+          if (ih < 0 || ih >= g.in_h) continue;
+          for (int64_t ow = 0; ow < g.cols.out; ++ow) {
+            const int64_t iw =
+                ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
+            if (iw < 0 || iw >= g.in_w) continue;
+            const T* in = x + ((n * g.in_h + ih) * g.in_w + iw) * g.in_c;
+            const T* d =
+                dy + ((n * g.rows.out + oh) * g.cols.out + ow) * g.out_c;
+            for (int64_t c = 0; c < g.in_c; ++c) {
+              const T v = in[c];
+              T* o = out + c * g.out_c;
+              for (int64_t k = 0; k < g.out_c; ++k) o[k] += v * d[k];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// conv2d_backprop_input (kFilter false) and conv2d_backprop_filter (true):
+// inputs (x, filters, dy).
+template <typename T, bool kFilter>
+class Conv2DBackpropKernel : public ConvKernelBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, f));
+    const Shape y_shape{g.batch, g.rows.out, g.cols.out, g.out_c};
+    if (dy.shape() != y_shape) {
+      return absl::InvalidArgumentError(
+          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
+                 dy.shape().ToString(), " does not match the forward output ",
+                 y_shape.ToString()));
+    }
+    const Tensor& like = kFilter ? f : x;
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, like.shape()));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    if (dy.num_elements() == 0) {
+      std::fill_n(EigenMutableData<T>(out), out->num_elements(),
+                  EigenType<T>(0));
+      return absl::OkStatus();
+    }
+    ThreadPool* pool = ctx->intra_op_pool();
+    // The operand whose data the gradient needs: x for the filters'
+    // gradient, the filters for x's.
+    const Tensor& operand = kFilter ? x : f;
+    auto run_f32 = [&](const float* a, const float* d, float* o) {
+      if constexpr (kFilter) {
+        BackpropFilterF32(pool, g, a, d, o);
+      } else {
+        BackpropInputF32(pool, g, a, d, o);
+      }
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      run_f32(operand.data<float>(), dy.data<float>(), out->data<float>());
+    } else if constexpr (std::is_same_v<AccumType<T>, float>) {
+      // f16/bf16: computed in f32, rounded once at the end.
+      const Eigen::ThreadPoolDevice device = EigenDevice(ctx);
+      const Tensor af = ToF32<T>(device, operand), dyf = ToF32<T>(device, dy);
+      Tensor outf(DType::kF32, out->shape());
+      run_f32(af.data<float>(), dyf.data<float>(), outf.data<float>());
+      FromF32<T>(device, outf, out);
+    } else if constexpr (kFilter) {
+      BackpropFilterDirect(pool, g, x.data<T>(), dy.data<T>(), out->data<T>());
+    } else {
+      BackpropInputDirect(pool, g, f.data<T>(), dy.data<T>(), out->data<T>());
+    }
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+using Conv2DBackpropInput = Conv2DBackpropKernel<T, false>;
+template <typename T>
+using Conv2DBackpropFilter = Conv2DBackpropKernel<T, true>;
 
 // max_pool and avg_pool. With "same" padding a window may hang over the
 // edge; only its elements inside the input count (TensorFlow's rule).
@@ -327,6 +662,123 @@ class PoolKernel : public OpKernel {
   bool same_ = false;
 };
 
+// max_pool_grad (x, y, dy) and avg_pool_grad (x, dy), one image per shard
+// unit: overlapping windows of an image add up in order, in AccumType<T>.
+template <typename T, bool kMax>
+class PoolGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(size_, HWAttr(node, "size", 1));
+    strides_ = size_;
+    if (node.attrs().contains("strides")) {
+      RN_ASSIGN_OR_RETURN(strides_, HWAttr(node, "strides", 1));
+    }
+    RN_ASSIGN_OR_RETURN(same_, SamePadding(node));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
+    if (x.rank() != 4) {
+      return absl::InvalidArgumentError(
+          StrCat(ctx->node().op(), ": needs an NHWC input of rank 4, got ",
+                 DTypeName(x.dtype()), x.shape().ToString()));
+    }
+    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
+                  chans = x.dim(3);
+    RN_ASSIGN_OR_RETURN(Windows rows, PlaceWindows(in_h, size_.first,
+                                                   strides_.first, 1, same_));
+    RN_ASSIGN_OR_RETURN(Windows cols, PlaceWindows(in_w, size_.second,
+                                                   strides_.second, 1, same_));
+    const Shape y_shape{batch, rows.out, cols.out, chans};
+    if (dy.shape() != y_shape) {
+      return absl::InvalidArgumentError(
+          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
+                 dy.shape().ToString(), " does not match the forward output ",
+                 y_shape.ToString()));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    if (dx->num_elements() == 0) return absl::OkStatus();
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    const EigenType<T>* grad = EigenData<T>(dy);
+    EigenType<T>* out = EigenMutableData<T>(dx);
+    const int64_t image = in_h * in_w * chans;
+    const int64_t cost =
+        rows.out * cols.out * size_.first * size_.second * chans * 2 + image;
+    ctx->intra_op_pool()->ParallelFor(
+        batch, cost, [&](int64_t begin, int64_t end) {
+          std::vector<A> acc(image), best(chans);
+          std::vector<int64_t> where(chans);
+          for (int64_t n = begin; n < end; ++n) {
+            std::fill(acc.begin(), acc.end(), A(0));
+            for (int64_t oh = 0; oh < rows.out; ++oh) {
+              const int64_t h0 = oh * strides_.first - rows.pad_begin;
+              const int64_t h_lo = std::max<int64_t>(h0, 0);
+              const int64_t h_hi = std::min(h0 + size_.first, in_h);
+              for (int64_t ow = 0; ow < cols.out; ++ow) {
+                const int64_t w0 = ow * strides_.second - cols.pad_begin;
+                const int64_t w_lo = std::max<int64_t>(w0, 0);
+                const int64_t w_hi = std::min(w0 + size_.second, in_w);
+                if (h_lo >= h_hi || w_lo >= w_hi) continue;
+                const EigenType<T>* g =
+                    grad + ((n * rows.out + oh) * cols.out + ow) * chans;
+                if constexpr (kMax) {
+                  // As max_pool compares: the first element greater than
+                  // all before it wins; ties keep the earlier one.
+                  std::fill(best.begin(), best.end(),
+                            std::numeric_limits<A>::lowest());
+                  std::fill(where.begin(), where.end(), h_lo * in_w + w_lo);
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      const EigenType<T>* px =
+                          in + ((n * in_h + ih) * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) {
+                        const A v = static_cast<A>(px[c]);
+                        if (v > best[c]) {
+                          best[c] = v;
+                          where[c] = ih * in_w + iw;
+                        }
+                      }
+                    }
+                  }
+                  for (int64_t c = 0; c < chans; ++c) {
+                    acc[where[c] * chans + c] += static_cast<A>(g[c]);
+                  }
+                } else {
+                  const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
+                  for (int64_t c = 0; c < chans; ++c) {
+                    best[c] = static_cast<A>(g[c]) / count;
+                  }
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      A* a = acc.data() + (ih * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) a[c] += best[c];
+                    }
+                  }
+                }
+              }
+            }
+            EigenType<T>* o = out + n * image;
+            for (int64_t i = 0; i < image; ++i) {
+              o[i] = static_cast<EigenType<T>>(acc[i]);
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+
+ private:
+  std::pair<int64_t, int64_t> size_{1, 1}, strides_{1, 1};
+  bool same_ = false;
+};
+
+template <typename T>
+using MaxPoolGrad = PoolGradKernel<T, true>;
+template <typename T>
+using AvgPoolGrad = PoolGradKernel<T, false>;
+
 template <typename T>
 using MaxPool = PoolKernel<T, true>;
 template <typename T>
@@ -337,6 +789,14 @@ RUNNEL_STATIC_INIT(ConvKernels) {
   RegisterKernelForTypes<MaxPool, Half, BFloat16, float, double, int32_t,
                          int64_t>("max_pool");
   RegisterKernelForTypes<AvgPool, Half, BFloat16, float, double>("avg_pool");
+  RegisterKernelForTypes<Conv2DBackpropInput, Half, BFloat16, float, double>(
+      "conv2d_backprop_input");
+  RegisterKernelForTypes<Conv2DBackpropFilter, Half, BFloat16, float, double>(
+      "conv2d_backprop_filter");
+  RegisterKernelForTypes<MaxPoolGrad, Half, BFloat16, float, double>(
+      "max_pool_grad");
+  RegisterKernelForTypes<AvgPoolGrad, Half, BFloat16, float, double>(
+      "avg_pool_grad");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Linear algebra and neural-network ops: matmul, softmax and the
-// cross-entropy losses, conv2d, pooling, bias_add and l2_loss. Kernels live
-// in kernels/cpu/{matmul,conv,nn}_kernels.cc.
+// cross-entropy losses, conv2d, pooling and their gradients, bias_add and
+// l2_loss. Kernels live in kernels/cpu/{matmul,conv,nn}_kernels.cc.
 //
 // Layouts follow TensorFlow: images are NHWC, conv2d filters HWIO, and
 // "same" padding pads so that the output has ceil(input / stride) positions,
@@ -433,6 +433,85 @@ RUNNEL_REGISTER_OP(
         .Doc("Mean over `size` windows of NHWC `x`, moved by `strides` "
              "(default: `size`); with \"same\" padding the mean is over the "
              "window's elements inside the input."));
+
+// ---- gradients of conv2d and pooling ---------------------------------------
+//
+// Each takes the forward operands (some only for their shapes) and the
+// gradient `dy` of the forward output, with the forward op's attributes,
+// and gives the gradient of one forward operand, of that operand's shape.
+
+// `dy` (input `i`) must match the forward output `forward`.
+absl::Status CheckDy(const ShapeContext& c, int i, const TensorSpec& forward,
+                     std::string_view what) {
+  if (c.dtype(i) != forward.dtype ||
+      !c.shape(i).IsCompatibleWith(forward.shape)) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " ", c.input(i).ToString(), " does not match the ",
+               "forward output ", forward.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// conv2d_backprop_input and _filter: (x, filters, dy) -> the gradient of
+// input `of` (0: x, 1: filters).
+Specs Conv2DBackpropShape(const ShapeContext& c, int of) {
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y, Conv2DShape(c));
+  RN_RETURN_IF_ERROR(CheckDy(c, 2, y[0], "dy"));
+  return One(c.dtype(of), c.shape(of));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d_backprop_input")
+        .Inputs({"x", "filters", "dy"})
+        .Outputs({"dx"})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 0); })
+        .Doc("The gradient of conv2d(x, filters) with respect to x, given dy, "
+             "the gradient of its output; reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d_backprop_filter")
+        .Inputs({"x", "filters", "dy"})
+        .Outputs({"dfilters"})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 1); })
+        .Doc("The gradient of conv2d(x, filters) with respect to filters, "
+             "given dy, the gradient of its output; reads only filters' "
+             "shape."));
+
+// max_pool_grad(x, y, dy) and avg_pool_grad(x, dy) -> dx.
+Specs PoolGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y,
+                      PoolShape(c, /*floating_only=*/true));
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    RN_RETURN_IF_ERROR(
+        CheckDy(c, i, y[0], i + 1 == c.num_inputs() ? "dy" : "y"));
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("max_pool_grad")
+        .Inputs({"x", "y", "dy"})
+        .Outputs({"dx"})
+        .Attr("padding", std::string("valid"))
+        .Shape(PoolGradShape)
+        .Doc("The gradient of y = max_pool(x): each element of dy goes to "
+             "the first maximal element of its window."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("avg_pool_grad")
+        .Inputs({"x", "dy"})
+        .Outputs({"dx"})
+        .Attr("padding", std::string("valid"))
+        .Shape(PoolGradShape)
+        .Doc("The gradient of avg_pool(x): each element of dy is shared "
+             "evenly by its window's elements inside x; reads only x's "
+             "shape."));
 
 }  // namespace
 }  // namespace runnel
