@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -68,6 +70,16 @@ bool ParseInt(const std::string& s, long long min, long long max,
 
 // Runs `fn` on a thread with a large stack, so deep recursion in a script
 // meets the interpreter's depth limit long before the machine's stack.
+// `runnel run`: the first Ctrl-C asks the interpreter to stop at the next
+// statement, loop step or kernel boundary (the run reports "interrupted" at
+// that place and exits 1); a second one ends the process at once.
+std::atomic<Interpreter*> g_batch_interp{nullptr};
+
+extern "C" void OnBatchSigint(int) {
+  if (Interpreter* interp = g_batch_interp.load()) interp->Interrupt();
+  std::signal(SIGINT, SIG_DFL);
+}
+
 int RunWithLargeStack(const std::function<int()>& fn) {
   struct Call {
     const std::function<int()>* fn;
@@ -266,7 +278,11 @@ int Main(int argc, char** argv) {
   return RunWithLargeStack([&]() {
     lang::DiagnosticSink sink(stderr);
     Interpreter interp(options, &sink);
+    g_batch_interp.store(&interp);
+    if (command == "run") std::signal(SIGINT, OnBatchSigint);
     const int status = interp.RunFile(file);
+    std::signal(SIGINT, SIG_DFL);
+    g_batch_interp.store(nullptr);
     if (status != kExitOk || command != "graph") return status;
     return WriteGraph(interp.graph(), graph_out);
   });

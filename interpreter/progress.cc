@@ -125,9 +125,9 @@ void Reporter::Draw(Bar& bar, bool final) {
     std::fprintf(err_, "\r\033[K%s%s", Line(bar).c_str(), final ? "\n" : "");
   } else {
     // Plain lines: at most every 5 seconds, and a last one when the bar
-    // has run for a while (short loops stay silent).
+    // has run for a second or more (quick loops stay silent).
     if (!final && since < 5.0) return;
-    if (final && !bar.drawn && Seconds(now - bar.start) < 5.0) return;
+    if (final && !bar.drawn && Seconds(now - bar.start) < 1.0) return;
     std::fprintf(err_, "%s\n", Line(bar).c_str());
   }
   std::fflush(err_);

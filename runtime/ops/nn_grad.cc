@@ -141,6 +141,34 @@ RUNNEL_REGISTER_GRADIENT("avg_pool",
                                     Copy(g, {"size", "strides", "padding"}))};
                          });
 
+// The backward ops are linear in dy (and the conv ones in the filters or
+// the input too), which gives their own gradients, for gradients of
+// gradients. With <conv2d(x, w), dy> = <x, backprop_input(w, dy)>
+// = <w, backprop_filter(x, dy)>:
+RUNNEL_REGISTER_GRADIENT(
+    "conv2d_backprop_input", [](GradBuilder& g, const Grads& d) -> Grads {
+      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+      NodeOut w = g.x(1), dy = g.x(2);
+      return {{},
+              g.Op("conv2d_backprop_filter", {d[0], w, dy}, attrs),
+              g.Op("conv2d", {d[0], w}, attrs)};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "conv2d_backprop_filter", [](GradBuilder& g, const Grads& d) -> Grads {
+      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+      NodeOut x = g.x(0), dy = g.x(2);
+      return {g.Op("conv2d_backprop_input", {x, d[0], dy}, attrs),
+              {},
+              g.Op("conv2d", {x, d[0]}, attrs)};
+    });
+RUNNEL_REGISTER_GRADIENT("avg_pool_grad",
+                         [](GradBuilder& g, const Grads& d) -> Grads {
+                           return {
+                               {},
+                               g.Op("avg_pool", {d[0]},
+                                    Copy(g, {"size", "strides", "padding"}))};
+                         });
+
 // dropout's second output is the mask it multiplied by: y = x * scale.
 RUNNEL_REGISTER_GRADIENT("dropout",
                          [](GradBuilder& g, const Grads& dy) -> Grads {
