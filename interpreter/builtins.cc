@@ -1340,9 +1340,9 @@ std::vector<Builtin> MakeBuiltins() {
                 P("seed", Value::Int(0)), P("drop_last", Value::Bool(false))},
                Batches});
 
-  // Checkpoints (a later milestone).
-  b.push_back({"save", {P("path")}, NotImplemented});
-  b.push_back({"restore", {P("path")}, NotImplemented});
+  // Checkpoints (checkpoint_builtins.cc).
+  b.push_back({"save", {P("path")}, SaveBuiltin});
+  b.push_back({"restore", {P("path")}, RestoreBuiltin});
   return b;
 }
 

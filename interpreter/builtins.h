@@ -58,6 +58,11 @@ struct Builtin {
 // Every builtin, in a stable order. Built on first use.
 const std::vector<Builtin>& Builtins();
 
+// `save(path)` and `restore(path)`: every var and state to and from a
+// checkpoint file (interpreter/checkpoint_builtins.cc).
+absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a);
+absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
+
 }  // namespace runnel::interp
 
 #endif  // RUNNEL_INTERPRETER_BUILTINS_H_

@@ -871,6 +871,15 @@ int64_t Interpreter::IterationCount(const Value& v) {
 // ---- run
 // ----------------------------------------------------------------------
 
+Session& Interpreter::session() {
+  if (!session_) {
+    session_ = std::make_unique<Session>(
+        graph_,
+        SessionOptions{.num_threads = options_.threads, .seed = options_.seed});
+  }
+  return *session_;
+}
+
 absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
                                               const Value* feeds,
                                               const lang::RunExpr& e) {
@@ -1012,13 +1021,8 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
                                     o.node->output_shape(o.index)));
     }
   } else {
-    if (!session_) {
-      session_ = std::make_unique<Session>(
-          graph_, SessionOptions{.num_threads = options_.threads,
-                                 .seed = options_.seed});
-    }
     absl::StatusOr<std::vector<Tensor>> r =
-        session_->Run(feed_list, outs, targets, &interrupted_);
+        session().Run(feed_list, outs, targets, &interrupted_);
     if (!r.ok() && r.status().code() == absl::StatusCode::kCancelled) {
       interrupted_ = false;  // this interruption is consumed here
       return ErrorAt(e.span, "interrupted");

@@ -176,6 +176,10 @@ class Interpreter {
   // Element count of what Iterate would give, -1 when unknown.
   int64_t IterationCount(const Value& v);
 
+  // The session `run` executes in, made on first use: it holds the
+  // variables' values (save and restore read and set them there).
+  Session& session();
+
   Reporter& reporter() { return *reporter_; }
   // `--arg name=value`, or nullptr.
   const std::string* FindArg(const std::string& name) const;
