@@ -443,7 +443,7 @@ absl::Status WriteCheckpoint(const std::string& path,
       return absl::InvalidArgumentError(StrCat(
           "cannot write checkpoint ", Quoted(path), ": a tensor has no name"));
     }
-    if (t.empty() && t.num_elements() != 0) {
+    if (t.empty()) {  // a default Tensor: no buffer, not even an empty one
       return absl::InvalidArgumentError(StrCat("cannot write checkpoint ",
                                                Quoted(path), ": tensor ",
                                                Quoted(name), " has no value"));

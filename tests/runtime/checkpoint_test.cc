@@ -615,6 +615,15 @@ TEST(CheckpointAtomicTest, MissingDirectory) {
   EXPECT_TRUE(dir.Entries().empty());
 }
 
+TEST(CheckpointAtomicTest, ATensorWithoutValueWritesNothing) {
+  TempDir dir;
+  const std::string path = dir.File("model.ckpt");
+  absl::Status s = WriteCheckpoint(path, {{"x", Tensor()}});
+  EXPECT_EQ(Message(s), StrCat("cannot write checkpoint '", path,
+                               "': tensor 'x' has no value"));
+  EXPECT_TRUE(dir.Entries().empty());
+}
+
 TEST(CheckpointAtomicTest, UnwritableDirectory) {
   if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only directories";
   TempDir dir;
