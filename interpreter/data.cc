@@ -12,7 +12,9 @@
 #include <random>
 #include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "runtime/float16.h"
+#include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
 namespace runnel::interp {
@@ -244,43 +246,10 @@ absl::Status WriteNpy(const std::string& path, const Tensor& t) {
   }
   out += body;
 
-  std::string tmpl = path + ".tmp.XXXXXX";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  int fd = mkstemp(name.data());
-  if (fd < 0) {
-    return FileError(path, StrCat("cannot create a temporary file beside it: ",
-                                  std::strerror(errno)));
-  }
-  auto fail = [&](const char* what) {
-    int err = errno;
-    close(fd);
-    unlink(name.data());
-    return FileError(path, StrCat(what, ": ", std::strerror(err)));
-  };
-  size_t written = 0;
-  while (written < out.size()) {
-    ssize_t w = write(fd, out.data() + written, out.size() - written);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    written += static_cast<size_t>(w);
-  }
-  if (fchmod(fd, 0644) != 0) return fail("chmod failed");
-  if (fsync(fd) != 0) return fail("fsync failed");
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(name.data());
-    return FileError(path, StrCat("close failed: ", std::strerror(err)));
-  }
-  if (rename(name.data(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(name.data());
-    return FileError(
-        path, StrCat("cannot rename the temporary file: ", std::strerror(err)));
-  }
-  return absl::OkStatus();
+  AtomicFile file(path, "file");
+  RN_RETURN_IF_ERROR(file.Create());
+  RN_RETURN_IF_ERROR(file.Write(out.data(), out.size()));
+  return file.Commit();
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadCsv(

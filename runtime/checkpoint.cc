@@ -13,6 +13,7 @@
 #include <set>
 #include <string_view>
 
+#include "runtime/atomic_file.h"
 #include "runtime/session.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -149,106 +150,6 @@ std::string TypeString(DType dtype, const Shape& shape) {
 }
 
 // ---- writing ----------------------------------------------------------------
-
-std::string Dirname(const std::string& path) {
-  size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// A temporary file beside the checkpoint; removed unless committed.
-class TempFile {
- public:
-  explicit TempFile(const std::string& path) : path_(path) {}
-  ~TempFile() {
-    if (fd_ >= 0) close(fd_);
-    if (!name_.empty() && !committed_) unlink(name_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  absl::Status Create() {
-    std::string tmpl = path_ + ".tmp.XXXXXX";
-    std::vector<char> name(tmpl.begin(), tmpl.end());
-    name.push_back('\0');
-    fd_ = mkstemp(name.data());
-    if (fd_ < 0) {
-      return Error(
-          StrCat("cannot create a temporary file in ", Quoted(Dirname(path_))));
-    }
-    name_ = name.data();
-    return absl::OkStatus();
-  }
-
-  // Buffers small writes; large ones go straight to the file.
-  absl::Status Write(const void* data, size_t n) {
-    if (buffer_.size() + n > kBufferSize) RN_RETURN_IF_ERROR(Flush());
-    if (n >= kBufferSize) return WriteAll(data, n);
-    buffer_.append(static_cast<const char*>(data), n);
-    return absl::OkStatus();
-  }
-  absl::Status Flush() {
-    absl::Status s = WriteAll(buffer_.data(), buffer_.size());
-    buffer_.clear();
-    return s;
-  }
-
-  // Flushes, fsyncs and renames over the final path, then fsyncs the
-  // directory so the rename itself survives a crash.
-  absl::Status Commit() {
-    RN_RETURN_IF_ERROR(Flush());
-    if (fchmod(fd_, 0644) != 0) return Error("cannot set its permissions");
-    if (fsync(fd_) != 0) return Error("fsync failed");
-    int fd = fd_;
-    fd_ = -1;
-    if (close(fd) != 0) return Error("close failed");
-    if (rename(name_.c_str(), path_.c_str()) != 0) {
-      return Error("cannot rename the temporary file over it");
-    }
-    committed_ = true;
-    int dir = open(Dirname(path_).c_str(), O_RDONLY | O_DIRECTORY);
-    if (dir >= 0) {
-      // Some file systems cannot fsync a directory (EINVAL): nothing more
-      // can be done there.
-      const bool failed = fsync(dir) != 0 && errno != EINVAL;
-      const int err = errno;
-      close(dir);
-      if (failed) {
-        errno = err;
-        return Error("fsync of its directory failed");
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  static constexpr size_t kBufferSize = size_t{1} << 20;
-
-  absl::Status WriteAll(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t w = write(fd_, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return Error("write failed");
-      }
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return absl::OkStatus();
-  }
-  absl::Status Error(const std::string& what) const {
-    return absl::InternalError(StrCat("cannot write checkpoint ", Quoted(path_),
-                                      ": ", what, ": ", std::strerror(errno)));
-  }
-
-  std::string path_;
-  std::string name_;
-  int fd_ = -1;
-  bool committed_ = false;
-  std::string buffer_;
-};
 
 // The bytes of `t` as the file stores them (little-endian elements):
 // the tensor's own buffer on a little-endian host, else a swapped copy.
@@ -471,7 +372,7 @@ absl::Status WriteCheckpoint(const std::string& path,
   PutU32(&header, Crc32(index.data(), index.size()));
   PutU32(&header, Crc32(header.data(), header.size()));
 
-  TempFile file(path);
+  AtomicFile file(path, "checkpoint");
   RN_RETURN_IF_ERROR(file.Create());
   RN_RETURN_IF_ERROR(file.Write(header.data(), header.size()));
   RN_RETURN_IF_ERROR(file.Write(index.data(), index.size()));
