@@ -275,13 +275,16 @@ class Conv2DKernel : public ConvKernelBase {
 // out_c] x filters^T[out_c, taps x in_c], and add each patch back into its
 // window of a zero-padded image (col2im).
 //
-// conv2d_backprop_filter is dfilters[taps x in_c, out_c] = patches^T x dy
-// summed over pixels, with the patches (im2col) materialised for a chunk of
-// pixels at a time so they stay in cache. Chunks are cut by shape and
-// summed in order, so neither result depends on the number of threads.
+// conv2d_backprop_filter is dfilters^T[out_c, taps x in_c] = dy^T x patches
+// summed over pixels. The pixels are cut into ranges, each summed on one
+// thread with the patches (im2col) materialised a cache-sized chunk at a
+// time, and the ranges' sums are added in order. The cuts depend on the
+// shapes alone, so neither result depends on the number of threads.
 
-// Floats of im2col patches per chunk of conv2d_backprop_filter.
-constexpr int64_t kPatchChunkFloats = int64_t{1} << 20;
+// conv2d_backprop_filter: floats of im2col patches per chunk (half a
+// typical L2 cache), and the most pixel ranges summed separately.
+constexpr int64_t kPatchChunkFloats = int64_t{1} << 17;
+constexpr int64_t kPatchGroups = 16;
 
 // [KH, KW, C, O] -> [KH, KW, O, C], reversed along KH and KW.
 void FlipFilters(const ConvGeometry& g, const float* f, float* out) {
@@ -369,20 +372,24 @@ void BackpropInputCol2Im(ThreadPool* pool, const ConvGeometry& g,
           g.in_w * g.in_c * sizeof(float));
     }
   };
-  const int64_t dcol_size = pixels * depth,
-                padded_size = pad_h * pad_w * g.in_c;
+  // Scratch per thread: the patch gradients and the padded image.
+  auto scratch = [&] {
+    return Tensor(DType::kF32, Shape{pixels * depth + pad_h * pad_w * g.in_c});
+  };
   if (g.batch >= pool->num_threads()) {
     pool->ParallelFor(g.batch, pixels * depth * (g.out_c + 1),
                       [&](int64_t begin, int64_t end) {
-                        std::vector<float> dcol(dcol_size), padded(padded_size);
+                        Tensor buffer = scratch();
+                        float* dcol = buffer.data<float>();
                         for (int64_t n = begin; n < end; ++n) {
-                          image(n, nullptr, dcol.data(), padded.data());
+                          image(n, nullptr, dcol, dcol + pixels * depth);
                         }
                       });
   } else {
-    std::vector<float> dcol(dcol_size), padded(padded_size);
+    Tensor buffer = scratch();
+    float* dcol = buffer.data<float>();
     for (int64_t n = 0; n < g.batch; ++n) {
-      image(n, pool, dcol.data(), padded.data());
+      image(n, pool, dcol, dcol + pixels * depth);
     }
   }
 }
@@ -400,51 +407,83 @@ void BackpropInputF32(ThreadPool* pool, const ConvGeometry& g,
 void BackpropFilterF32(ThreadPool* pool, const ConvGeometry& g, const float* x,
                        const float* dy, float* df) {
   const PaddedImage image = Pad(pool, g, x);
-  const int64_t taps = g.k_h * g.k_w;
-  const int64_t depth = taps * g.in_c;
+  const int64_t depth = g.k_h * g.k_w * g.in_c;
   const int64_t pixels = g.batch * g.rows.out * g.cols.out;
-  std::vector<int64_t> segments;  // of a patch row in the padded image
+  // A patch row is runs of the padded image: one per tap, merged where
+  // taps are adjacent in memory (along a row without dilation).
+  struct Run {
+    int64_t from, to, len;  // image offset from the corner, patch offset
+  };
+  std::vector<Run> runs;
   for (int64_t kh = 0; kh < g.k_h; ++kh) {
     for (int64_t kw = 0; kw < g.k_w; ++kw) {
-      segments.push_back((kh * g.dil_h * image.w + kw * g.dil_w) * g.in_c);
+      const int64_t from = (kh * g.dil_h * image.w + kw * g.dil_w) * g.in_c;
+      const int64_t to = (kh * g.k_w + kw) * g.in_c;
+      if (!runs.empty() && runs.back().from + runs.back().len == from) {
+        runs.back().len += g.in_c;
+      } else {
+        runs.push_back({from, to, g.in_c});
+      }
     }
   }
+  // Pixels are split into `groups` ranges, each summed by one thread over
+  // chunks whose patches fit in cache; the groups' sums are added in order.
   const int64_t chunk =
       std::min(pixels, std::max<int64_t>(64, kPatchChunkFloats / depth));
-  Tensor patches(DType::kF32, Shape{chunk, depth});
-  Tensor part(DType::kF32, Shape{depth, g.out_c});
-  float* pp = patches.data<float>();
-  float* partp = part.data<float>();
-  for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
-    const int64_t rows = std::min(chunk, pixels - p0);
-    pool->ParallelFor(rows, depth, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t p = p0 + i;
-        const int64_t ow = p % g.cols.out;
-        const int64_t oh = (p / g.cols.out) % g.rows.out;
-        const int64_t n = p / (g.cols.out * g.rows.out);
-        const float* corner =
-            image.data +
-            ((n * image.h + oh * g.stride_h) * image.w + ow * g.stride_w) *
-                g.in_c;
-        float* row = pp + i * depth;
-        for (int64_t t = 0; t < taps; ++t) {
-          std::memcpy(row + t * g.in_c, corner + segments[t],
-                      g.in_c * sizeof(float));
+  const int64_t groups = std::min(kPatchGroups, (pixels + chunk - 1) / chunk);
+  const int64_t size = depth * g.out_c;
+  // Each group's sum, transposed: [out_c, depth].
+  Tensor sums(DType::kF32, Shape{groups, size});
+  float* sums_data = sums.data<float>();
+  pool->ParallelFor(
+      groups, pixels / groups * size, [&](int64_t begin, int64_t end) {
+        Tensor patch_buffer(DType::kF32, Shape{chunk, depth});
+        Tensor part_buffer(DType::kF32, Shape{size});
+        float* patches = patch_buffer.data<float>();
+        float* part = part_buffer.data<float>();
+        for (int64_t group = begin; group < end; ++group) {
+          float* sum = sums_data + group * size;
+          const int64_t first = pixels * group / groups;
+          const int64_t last = pixels * (group + 1) / groups;
+          for (int64_t p0 = first; p0 < last; p0 += chunk) {
+            const int64_t rows = std::min(chunk, last - p0);
+            for (int64_t i = 0; i < rows; ++i) {
+              const int64_t p = p0 + i;
+              const int64_t ow = p % g.cols.out;
+              const int64_t oh = (p / g.cols.out) % g.rows.out;
+              const int64_t n = p / (g.cols.out * g.rows.out);
+              const float* corner =
+                  image.data + ((n * image.h + oh * g.stride_h) * image.w +
+                                ow * g.stride_w) *
+                                   g.in_c;
+              float* row = patches + i * depth;
+              for (const Run& r : runs) {
+                std::copy_n(corner + r.from, r.len, row + r.to);
+              }
+            }
+            // dy^T x patches: the patches are the right operand, which
+            // GemmF32 packs with plain copies of their rows.
+            float* out = p0 == first ? sum : part;
+            GemmF32(nullptr, g.out_c, depth, rows,
+                    ConstMatrixF32{dy + p0 * g.out_c, 1, g.out_c},
+                    ConstMatrixF32{patches, depth, 1}, out, depth);
+            if (p0 != first) {
+              for (int64_t i = 0; i < size; ++i) sum[i] += part[i];
+            }
+          }
         }
-      }
-    });
-    const bool first = p0 == 0;
-    GemmF32(pool, depth, g.out_c, rows, ConstMatrixF32{pp, 1, depth},
-            ConstMatrixF32{dy + p0 * g.out_c, g.out_c, 1}, first ? df : partp,
-            g.out_c);
-    if (!first) {
-      const int64_t n = depth * g.out_c;
-      pool->ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) df[i] += partp[i];
       });
+  // df[k, o] = the groups' sums in order, transposed back.
+  pool->ParallelFor(depth, g.out_c * groups, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      float* out = df + k * g.out_c;
+      for (int64_t o = 0; o < g.out_c; ++o) out[o] = sums_data[o * depth + k];
+      for (int64_t group = 1; group < groups; ++group) {
+        const float* from = sums_data + group * size + k;
+        for (int64_t o = 0; o < g.out_c; ++o) out[o] += from[o * depth];
+      }
     }
-  }
+  });
 }
 
 // f64: dx[pixel] = sum over the windows covering it of dy x filters^T.

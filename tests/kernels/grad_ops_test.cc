@@ -1017,7 +1017,8 @@ void NaiveConvGrads(const ConvCase& k, const std::vector<double>& x,
 
 TEST(GradOpsTest, ConvBackpropAgainstNaive) {
   const std::vector<ConvCase> cases = {
-      {8, 14, 14, 32, 5, 5, 64, 1, 1, 1, 1, true},  // CNN layer 2; 2 chunks
+      {8, 14, 14, 32, 5, 5, 64, 1, 1, 1, 1, true},  // CNN layer 2
+      {20, 28, 28, 16, 3, 3, 8, 1, 1, 1, 1, true},  // filter: pixel chunks
       {3, 28, 28, 1, 5, 5, 32, 1, 1, 1, 1, true},   // CNN layer 1
       {2, 9, 11, 12, 3, 3, 5, 2, 2, 1, 1, true},    // col2im, wide channels
       {2, 10, 10, 9, 3, 3, 6, 1, 1, 2, 2, true},    // implicit GEMM, dilated
