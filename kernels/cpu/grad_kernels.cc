@@ -14,6 +14,8 @@
 #include "kernels/cpu/array_util.h"
 #include "kernels/cpu/broadcast.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/array_ops.h"
+#include "runtime/shape_fns.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -274,12 +276,241 @@ class BroadcastLikeKernel : public OpKernel {
   }
 };
 
+// ---- scattering adjoints ---------------------------------------------------
+
+// Integer tensor values (any integer dtype) as int64.
+std::vector<int64_t> IndexValues(const Tensor& t) {
+  std::vector<int64_t> out(t.num_elements());
+  VisitDType(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      const T* p = t.data<T>();
+      for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = p[i];
+    }
+  });
+  return out;
+}
+
+// Sets every element of `t` to zero (all-zero bytes in every dtype).
+void Zero(ThreadPool* pool, Tensor* t) {
+  const char zero[8] = {};
+  FillElements(pool, t->raw_data(), t->num_elements(), zero,
+               DTypeSize(t->dtype()));
+}
+
+// Output columns one task of gather_grad accumulates, at most.
+constexpr int64_t kScatterColumns = 1024;
+
+// gather_grad(params, indices, dy): dy's slices added into zeros of params'
+// shape. A task owns a block of columns of one outer index and adds the
+// slices in index order, so repeated indices sum in a fixed order.
+template <typename T>
+class GatherGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
+    RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, params.rank()));
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < a; ++k) outer *= params.dim(k);
+    for (int k = a + 1; k < params.rank(); ++k) inner *= params.dim(k);
+    const int64_t n = params.dim(a);
+    const std::vector<int64_t> idx = IndexValues(ctx->input(1));
+    const int64_t m = static_cast<int64_t>(idx.size());
+    for (int64_t j = 0; j < m; ++j) {
+      if (idx[j] < 0 || idx[j] >= n) {
+        return absl::InvalidArgumentError(
+            StrCat("gather_grad: index ", idx[j], " (indices[", j,
+                   "]) is out of range [0, ", n, ") for axis ", a, " of ",
+                   params.shape().ToString()));
+      }
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    using A = AccumType<T>;
+    // 16-bit floats add up in f32 and are rounded once.
+    Tensor acc_buffer;
+    A* acc;
+    if constexpr (std::is_same_v<A, EigenType<T>>) {
+      acc = reinterpret_cast<A*>(out->data<T>());
+    } else {
+      acc_buffer = Tensor(DType::kF32, shape);
+      acc = acc_buffer.data<float>();
+    }
+    std::fill_n(acc, out->num_elements(), A(0));
+    const T* g = dy.data<T>();
+    const int64_t width =
+        std::min(std::max<int64_t>(inner, 1), kScatterColumns);
+    const int64_t blocks = (inner + width - 1) / width;
+    ctx->intra_op_pool()->ParallelFor(
+        outer * blocks, m * width, [&](int64_t begin, int64_t end) {
+          for (int64_t t = begin; t < end; ++t) {
+            const int64_t o = t / blocks, c0 = t % blocks * width;
+            const int64_t w = std::min(width, inner - c0);
+            for (int64_t j = 0; j < m; ++j) {
+              OutArray(acc + (o * n + idx[j]) * inner + c0, w) +=
+                  Load<A>(g + (o * m + j) * inner + c0, w);
+            }
+          }
+        });
+    if constexpr (!std::is_same_v<A, EigenType<T>>) {
+      NarrowFromFloat(acc, out->data<T>(), out->num_elements());
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Writes `dy` (row-major over `dims`) into zeros of `out`, element k of
+// axis i going to out + offset + k * strides[i] (elements; a stride may be
+// negative).
+void ScatterBlock(ThreadPool* pool, const Tensor& dy,
+                  const std::vector<int64_t>& dims, int64_t offset,
+                  std::vector<int64_t> strides, Tensor* out) {
+  Zero(pool, out);
+  const int64_t esz = static_cast<int64_t>(DTypeSize(dy.dtype()));
+  std::vector<int64_t> src = RowMajorStrides(dims);
+  int64_t src_offset = 0;
+  // Walk reversed axes backwards so every destination stride is positive.
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (strides[i] < 0 && dims[i] > 0) {
+      offset += (dims[i] - 1) * strides[i];
+      src_offset += (dims[i] - 1) * src[i];
+      strides[i] = -strides[i];
+      src[i] = -src[i];
+    }
+  }
+  StridedCopy(pool, esz, dims,
+              static_cast<const char*>(dy.raw_data()) + src_offset * esz, src,
+              static_cast<char*>(out->raw_data()) + offset * esz, strides);
+}
+
+// slice_grad(x, begin, dy).
+class SliceGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    if (shape == dy.shape()) return ctx->set_output(0, dy);
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    const std::vector<int64_t> begin = IndexValues(ctx->input(1));
+    const std::vector<int64_t> strides = RowMajorStrides(shape);
+    int64_t offset = 0;
+    for (int k = 0; k < shape.rank(); ++k) offset += begin[k] * strides[k];
+    ScatterBlock(ctx->intra_op_pool(), dy, dy.shape().dims(), offset, strides,
+                 out);
+    return absl::OkStatus();
+  }
+};
+
+// strided_slice_grad(x, dy).
+class StridedSliceGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dy = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(StridedSlicePlan plan,
+                        PlanStridedSlice(x.shape(), ctx->node().attrs()));
+    // dy holds the taken elements in order: new axes and shrunk axes are
+    // of size 1 and move none.
+    if (plan.size == shape.dims() &&
+        plan.stride == std::vector<int64_t>(shape.rank(), 1)) {
+      RN_ASSIGN_OR_RETURN(Tensor view, dy.Reshaped(shape));
+      return ctx->set_output(0, std::move(view));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    const std::vector<int64_t> x_strides = RowMajorStrides(shape);
+    std::vector<int64_t> strides(shape.rank());
+    int64_t offset = 0;
+    for (int k = 0; k < shape.rank(); ++k) {
+      offset += plan.begin[k] * x_strides[k];
+      strides[k] = plan.stride[k] * x_strides[k];
+    }
+    ScatterBlock(ctx->intra_op_pool(), dy, plan.size, offset, strides, out);
+    return absl::OkStatus();
+  }
+};
+
+// dynamic_index_grad(x, index, dy).
+class DynamicIndexGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(int64_t index, ctx->input(1).ScalarAsInt());
+    const int64_t n = x.dim(0);
+    const int64_t i = index < 0 ? index + n : index;
+    if (i < 0 || i >= n) {
+      return absl::InvalidArgumentError(
+          StrCat("dynamic_index_grad: index ", index,
+                 " is out of range for axis 0 of size ", n));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    Zero(ctx->intra_op_pool(), out);
+    ParallelMemcpy(ctx->intra_op_pool(),
+                   static_cast<char*>(out->raw_data()) + i * dy.bytes(),
+                   dy.raw_data(), dy.bytes());
+    return absl::OkStatus();
+  }
+};
+
+// tile_grad(dy, x): dy viewed as [m0, d0, m1, d1, ...], summed over the m.
+template <typename T>
+class TileGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    if (shape == dy.shape()) return ctx->set_output(0, dy);
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    std::vector<int64_t> dims;
+    std::vector<bool> reduced;
+    for (int k = 0; k < shape.rank(); ++k) {
+      dims.insert(dims.end(), {dy.dim(k) / shape.dim(k), shape.dim(k)});
+      reduced.insert(reduced.end(), {true, false});
+    }
+    SumAxes(ctx->intra_op_pool(), dy.data<T>(), dims, reduced, out->data<T>());
+    return absl::OkStatus();
+  }
+};
+
+// pad_grad(dy, x, paddings): the block of dy inside the padding.
+class PadGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    if (shape == dy.shape()) return ctx->set_output(0, dy);
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    const std::vector<int64_t> pads = IndexValues(ctx->input(2));
+    const std::vector<int64_t> strides = RowMajorStrides(dy.shape());
+    int64_t offset = 0;
+    for (int k = 0; k < shape.rank(); ++k) offset += pads[2 * k] * strides[k];
+    const int64_t esz = static_cast<int64_t>(DTypeSize(dy.dtype()));
+    StridedCopy(ctx->intra_op_pool(), esz, shape.dims(),
+                static_cast<const char*>(dy.raw_data()) + offset * esz, strides,
+                out->raw_data(), RowMajorStrides(shape));
+    return absl::OkStatus();
+  }
+};
+
 RUNNEL_STATIC_INIT(GradKernels) {
   RegisterKernelForTypeList<ReluGradKernel>("relu_grad", NumericTypes{});
   RegisterKernelForTypeList<SigmoidGradKernel>("sigmoid_grad", FloatTypes{});
   RegisterKernelForTypeList<TanhGradKernel>("tanh_grad", FloatTypes{});
   RegisterKernelForTypeList<SumToLikeKernel>("sum_to_like", NumericTypes{});
   RegisterKernelForAllTypes<BroadcastLikeKernel>("broadcast_like");
+  RegisterKernelForTypeList<GatherGradKernel>("gather_grad", NumericTypes{});
+  RegisterKernelForAllTypes<SliceGradKernel>("slice_grad");
+  RegisterKernelForAllTypes<StridedSliceGradKernel>("strided_slice_grad");
+  RegisterKernelForAllTypes<DynamicIndexGradKernel>("dynamic_index_grad");
+  RegisterKernelForTypeList<TileGradKernel>("tile_grad", NumericTypes{});
+  RegisterKernelForAllTypes<PadGradKernel>("pad_grad");
 }
 
 }  // namespace

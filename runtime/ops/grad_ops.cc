@@ -1,9 +1,9 @@
 // Ops that gradient functions (runtime/ops/*_grad.cc) build backward graphs
 // from: the derivatives of element-wise activations, the reverse of NumPy
-// broadcasting, and the adjoints of the slicing and gathering ops (each
-// scatters into zeros of the forward input's shape). The backward ops of
-// conv2d and pooling are declared beside their forward ops in nn_ops.cc.
-// Kernels live in kernels/cpu/grad_kernels.cc.
+// broadcasting, and the adjoints of the slicing, gathering, tiling and
+// padding ops (most scatter into zeros of the forward input's shape). The
+// backward ops of conv2d and pooling are declared beside their forward ops in
+// nn_ops.cc. Kernels live in kernels/cpu/grad_kernels.cc.
 //
 // Where an op takes a forward tensor only for its shape (sum_to_like's and
 // broadcast_like's `x`, gather_grad's `params`, ...), its kernel never reads
@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "runtime/op_registry.h"
+#include "runtime/ops/array_ops.h"
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
+#include "runtime/tensor.h"
 
 namespace runnel {
 namespace {
@@ -146,6 +148,202 @@ RUNNEL_REGISTER_OP(
         .Shape(BroadcastLikeShape)
         .Doc("g broadcast to x's shape by NumPy rules: the gradient of a "
              "reduction. Reads only x's shape."));
+
+// ---- adjoints of slicing, gathering, tiling and padding --------------------
+//
+// Each takes the forward op's operands (some only for their shapes) and
+// dy, the gradient of the forward output, and checks dy against the
+// forward op's own shape function, so the checks are the forward op's.
+
+// The output of forward op `op` on inputs `inputs` of this node (and
+// `extra` specs after them, values unknown), with this node's attributes.
+absl::StatusOr<TensorSpec> ForwardOutput(const ShapeContext& c,
+                                         std::string_view op,
+                                         const std::vector<int>& inputs,
+                                         std::vector<TensorSpec> extra = {}) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr) {
+    return absl::InternalError(StrCat("op ", op, " is not registered"));
+  }
+  std::vector<TensorSpec> specs;
+  std::vector<const Tensor*> values;
+  for (int i : inputs) {
+    specs.push_back(c.input(i));
+    values.push_back(c.value(i));
+  }
+  for (TensorSpec& s : extra) {
+    specs.push_back(std::move(s));
+    values.push_back(nullptr);
+  }
+  ShapeContext forward(c.attrs(), std::move(specs), std::move(values));
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, def->shape_fn(forward));
+  return out.at(0);
+}
+
+// Input `dy` must have the dtype and (compatible) shape of `forward`.
+absl::Status CheckDy(const ShapeContext& c, int dy, const TensorSpec& forward) {
+  if (c.dtype(dy) != forward.dtype ||
+      !c.shape(dy).IsCompatibleWith(forward.shape)) {
+    return Invalid(StrCat("dy ", c.input(dy).ToString(),
+                          " does not match the forward output ",
+                          forward.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// (params, indices, dy) -> params' shape.
+Specs GatherGradShape(const ShapeContext& c) {
+  if (!IsNumeric(c.dtype(2))) {
+    return Invalid(
+        StrCat("expected a numeric tensor, got ", c.input(2).ToString()));
+  }
+  RN_ASSIGN_OR_RETURN(TensorSpec y, ForwardOutput(c, "gather", {0, 1}));
+  RN_RETURN_IF_ERROR(CheckDy(c, 2, y));
+  return One(c.dtype(2), c.shape(0));
+}
+
+std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> out;
+  for (double d : t.ToDoubles()) out.push_back(static_cast<int64_t>(d));
+  return out;
+}
+
+// (x, begin, dy) -> x's shape: dy is the block of x at `begin`.
+Specs SliceGradShape(const ShapeContext& c) {
+  const TensorSpec& b = c.input(1);
+  if ((b.dtype != DType::kI32 && b.dtype != DType::kI64) ||
+      (!b.shape.unknown_rank() && b.shape.rank() != 1)) {
+    return Invalid(
+        StrCat("begin must be an i32 or i64 vector, got ", b.ToString()));
+  }
+  const Shape& x = c.shape(0);
+  const Shape& dy = c.shape(2);
+  const int64_t len = b.shape.unknown_rank() ? kUnknownDim : b.shape.dim(0);
+  if (!x.unknown_rank()) {
+    if ((!dy.unknown_rank() && dy.rank() != x.rank()) ||
+        (len >= 0 && len != x.rank())) {
+      return Invalid(StrCat("x ", c.input(0).ToString(), ", begin ",
+                            b.ToString(), " and dy ", c.input(2).ToString(),
+                            " must have one rank"));
+    }
+    if (c.value(1) != nullptr && !dy.unknown_rank()) {
+      const std::vector<int64_t> begin = IntValues(*c.value(1));
+      for (int i = 0; i < x.rank(); ++i) {
+        if (begin[i] < 0 || (x.dim(i) >= 0 && dy.dim(i) >= 0 &&
+                             begin[i] + dy.dim(i) > x.dim(i))) {
+          return Invalid(StrCat("dy ", c.input(2).ToString(), " at begin ",
+                                c.value(1)->ValuesString(),
+                                " does not fit in x ", c.input(0).ToString()));
+        }
+      }
+    }
+  }
+  return One(c.dtype(2), x);
+}
+
+// (x, dy) -> x's shape.
+Specs StridedSliceGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(TensorSpec y, ForwardOutput(c, "strided_slice", {0}));
+  RN_RETURN_IF_ERROR(CheckDy(c, 1, {c.dtype(1), y.shape}));
+  return One(c.dtype(1), c.shape(0));
+}
+
+// (x, index, dy) -> x's shape.
+Specs DynamicIndexGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(TensorSpec y, ForwardOutput(c, "dynamic_index", {0, 1}));
+  RN_RETURN_IF_ERROR(CheckDy(c, 2, {c.dtype(2), y.shape}));
+  return One(c.dtype(2), c.shape(0));
+}
+
+// (dy, x) -> x's shape; dy's dimensions are multiples of x's.
+Specs TileGradShape(const ShapeContext& c) {
+  if (!IsNumeric(c.dtype(0))) {
+    return Invalid(
+        StrCat("expected a numeric tensor, got ", c.input(0).ToString()));
+  }
+  const Shape& dy = c.shape(0);
+  const Shape& x = c.shape(1);
+  if (!dy.unknown_rank() && !x.unknown_rank()) {
+    bool ok = dy.rank() == x.rank();
+    for (int i = 0; ok && i < x.rank(); ++i) {
+      const int64_t d = dy.dim(i), n = x.dim(i);
+      if (d >= 0 && n >= 0) ok = n == 0 ? d == 0 : d % n == 0;
+    }
+    if (!ok) {
+      return Invalid(StrCat("dy ", c.input(0).ToString(),
+                            " is not a tiling of x ", c.input(1).ToString()));
+    }
+  }
+  return One(c.dtype(0), x);
+}
+
+// (dy, x, paddings) -> x's shape.
+Specs PadGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(
+      TensorSpec y,
+      ForwardOutput(c, "pad", {1, 2}, {TensorSpec{c.dtype(1), Shape{}}}));
+  RN_RETURN_IF_ERROR(CheckDy(c, 0, {c.dtype(0), y.shape}));
+  return One(c.dtype(0), c.shape(1));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("gather_grad")
+        .Inputs({"params", "indices", "dy"})
+        .Outputs({"dparams"})
+        .Attr("axis", int64_t{0})
+        .KernelDTypeFromInput(2)
+        .Shape(GatherGradShape)
+        .Doc("The gradient of gather(params, indices): zeros of params' "
+             "shape with dy's slices added at `indices` along `axis` "
+             "(repeated indices add up). Reads only params' shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("slice_grad")
+        .Inputs({"x", "begin", "dy"})
+        .Outputs({"dx"})
+        .KernelDTypeFromInput(2)
+        .Shape(SliceGradShape)
+        .Doc("The gradient of slice(x, begin, size): zeros of x's shape with "
+             "dy at `begin`. Reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("strided_slice_grad")
+        .Inputs({"x", "dy"})
+        .Outputs({"dx"})
+        .Attr("begin_mask", int64_t{0})
+        .Attr("end_mask", int64_t{0})
+        .Attr("shrink_axis_mask", int64_t{0})
+        .Attr("new_axis_mask", int64_t{0})
+        .KernelDTypeFromInput(1)
+        .Shape(StridedSliceGradShape)
+        .Doc("The gradient of strided_slice(x) with the same attributes: "
+             "zeros of x's shape with dy at the sliced positions. Reads only "
+             "x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("dynamic_index_grad")
+        .Inputs({"x", "index", "dy"})
+        .Outputs({"dx"})
+        .KernelDTypeFromInput(2)
+        .Shape(DynamicIndexGradShape)
+        .Doc("The gradient of dynamic_index(x, index): zeros of x's shape "
+             "with dy at x[index]. Reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("tile_grad")
+        .Inputs({"dy", "x"})
+        .Outputs({"dx"})
+        .Shape(TileGradShape)
+        .Doc("The gradient of tile(x, multiples): dy's tiles summed to x's "
+             "shape. Reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("pad_grad")
+        .Inputs({"dy", "x", "paddings"})
+        .Outputs({"dx"})
+        .Shape(PadGradShape)
+        .Doc("The gradient of pad(x, paddings): the block of dy that x "
+             "became. Reads only x's shape."));
 
 }  // namespace
 }  // namespace runnel
