@@ -1258,8 +1258,12 @@ std::vector<Builtin> MakeBuiltins() {
            RN_ASSIGN_OR_RETURN(int64_t seed, IntArg(a, 3));
            attrs["seed"] = seed;
          }
-         return in.ApplyOp("dropout", {a[0], a[1], a[2]}, std::move(attrs),
-                           Site(a));
+         // Output 1, the scale each element was multiplied by, is for the
+         // gradient; the language's dropout is y alone.
+         RN_ASSIGN_OR_RETURN(std::vector<Value> out,
+                             in.ApplyOpN("dropout", {a[0], a[1], a[2]},
+                                         std::move(attrs), Site(a)));
+         return out[0];
        }});
   b.push_back(UnaryOp("l2_loss"));
   b.push_back({"embedding_lookup",

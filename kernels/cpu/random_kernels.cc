@@ -2,10 +2,12 @@
 // is sampled from counter `first + i` of the node's stream, where the run
 // reserved [first, first + n) from the node's RandomCounter; the values are
 // therefore the same whatever the number of threads.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "kernels/cpu/array_util.h"
+#include "kernels/cpu/eigen_types.h"
 #include "runtime/kernel.h"
 #include "runtime/random.h"
 #include "runtime/strings.h"
@@ -158,6 +160,8 @@ class RandomUniformKernel : public RandomKernel {
   uint64_t range_ = 1;
 };
 
+// Outputs y and scale, with y = x * scale computed in x's dtype the way
+// mul computes it, so the gradient dy * scale matches y exactly.
 template <typename T>
 class DropoutKernel : public RandomKernel {
  public:
@@ -169,20 +173,35 @@ class DropoutKernel : public RandomKernel {
       return absl::InvalidArgumentError(
           StrCat("dropout: rate must be in [0, 1), got ", rate));
     }
-    if (!training || rate == 0) return ctx->set_output(0, x);
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     const int64_t n = x.num_elements();
+    RN_ASSIGN_OR_RETURN(Tensor * scale, ctx->allocate_output(1, x.shape()));
+    T* s = scale->data<T>();
+    if (!training || rate == 0) {
+      const T one = FromDouble<T>(1);
+      ctx->intra_op_pool()->ParallelFor(
+          n, 1, [&](int64_t b, int64_t e) { std::fill(s + b, s + e, one); });
+      return ctx->set_output(0, x);
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     RN_ASSIGN_OR_RETURN(RandomSampler sampler, Reserve(ctx, n));
-    const double scale = 1.0 / (1.0 - rate);
-    const T* in = x.data<T>();
-    T* out = y->data<T>();
+    using A = AccumType<T>;
+    const T kept = FromDouble<T>(1.0 / (1.0 - rate));
+    const A kept_a =
+        static_cast<A>(*reinterpret_cast<const EigenType<T>*>(&kept));
     const T zero = FromDouble<T>(0);
+    const auto* in = reinterpret_cast<const EigenType<T>*>(x.data<T>());
+    auto* out = reinterpret_cast<EigenType<T>*>(y->data<T>());
     ctx->intra_op_pool()->ParallelFor(
         n, kUniformCost, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) {
-            out[i] = sampler.Uniform(i) < rate
-                         ? zero
-                         : FromDouble<T>(ToDouble(in[i]) * scale);
+            if (sampler.Uniform(i) < rate) {
+              s[i] = zero;
+              out[i] = EigenType<T>(0);
+            } else {
+              s[i] = kept;
+              out[i] =
+                  static_cast<EigenType<T>>(static_cast<A>(in[i]) * kept_a);
+            }
           }
         });
     return absl::OkStatus();

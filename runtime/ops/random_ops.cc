@@ -75,7 +75,8 @@ Specs DropoutShape(const ShapeContext& c) {
           StrCat("rate must be in [0, 1), got ", rate));
     }
   }
-  return One(c.dtype(0), c.shape(0));
+  const TensorSpec like_x{c.dtype(0), c.shape(0)};
+  return std::vector<TensorSpec>{like_x, like_x};
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("random_normal")
@@ -121,12 +122,15 @@ RUNNEL_REGISTER_OP(OpDefBuilder("truncated_normal")
 RUNNEL_REGISTER_OP(
     OpDefBuilder("dropout")
         .Inputs({"x", "rate", "training"})
-        .Outputs({"y"})
+        .Outputs({"y", "scale"})
         .Attr("seed", int64_t{-1})
         .Stateful()
         .Shape(DropoutShape)
         .Doc("When `training`, zeroes each element with probability `rate` "
-             "and scales the rest by 1 / (1 - rate); otherwise x."));
+             "and scales the rest by 1 / (1 - rate); otherwise x. Output "
+             "`scale` is what multiplied each element (0, 1 / (1 - rate), or "
+             "1 when not training): y = x * scale, and the gradient is "
+             "dy * scale."));
 
 }  // namespace
 }  // namespace runnel

@@ -21,14 +21,15 @@ using ::testing::HasSubstr;
 
 constexpr int kSamples = 100000;
 
-// Runs a one-output op on `ctx` under node name `name`.
+// Runs `op` on `ctx` under node name `name`; returns output 0 (dropout's
+// y; its second output is the scale).
 Tensor Draw(EagerContext& ctx, const std::string& op,
             std::vector<Tensor> inputs, AttrMap attrs,
             const std::string& name) {
-  absl::StatusOr<Tensor> out =
-      ctx.Execute1(op, std::move(inputs), std::move(attrs), name);
+  absl::StatusOr<std::vector<Tensor>> out =
+      ctx.Execute(op, std::move(inputs), std::move(attrs), name);
   EXPECT_TRUE(out.ok()) << out.status();
-  return out.ok() ? *out : Tensor();
+  return out.ok() ? (*out)[0] : Tensor();
 }
 
 Tensor Normal(EagerContext& ctx, int64_t n, AttrMap attrs = {},
