@@ -1,4 +1,8 @@
 // Kernels of the variable ops (runtime/ops/state_ops.cc).
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cpu/eigen_types.h"
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
@@ -83,6 +87,80 @@ using AssignAdd = AssignAddKernel<T, 1>;
 template <typename T>
 using AssignSub = AssignAddKernel<T, -1>;
 
+enum class Scatter { kAdd, kSub, kUpdate };
+
+// scatter_add/sub/update: a new value with rows indices[j] of the old one
+// combined with updates[j], in order of j.
+template <typename T, Scatter kOp>
+class ScatterKernel : public AssignBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
+    const Tensor& indices = ctx->input(1);
+    const Tensor& updates = ctx->input(2);
+    std::vector<int64_t> idx(indices.num_elements());
+    for (int64_t j = 0; j < indices.num_elements(); ++j) {
+      idx[j] = indices.dtype() == DType::kI64 ? indices.data<int64_t>()[j]
+                                              : indices.data<int32_t>()[j];
+    }
+    const std::string& op = ctx->node().op();
+    RN_ASSIGN_OR_RETURN(
+        Tensor next,
+        var->Update([&](const Tensor& old) -> absl::StatusOr<Tensor> {
+          std::vector<int64_t> dims = indices.shape().dims();
+          if (old.rank() > 0) {
+            dims.insert(dims.end(), old.shape().dims().begin() + 1,
+                        old.shape().dims().end());
+          }
+          if (old.rank() == 0 || updates.shape() != Shape(dims)) {
+            return absl::InvalidArgumentError(
+                StrCat(op, ": updates ", updates.shape().ToString(),
+                       " do not match indices ", indices.shape().ToString(),
+                       " into the variable ", old.shape().ToString()));
+          }
+          const int64_t rows = old.dim(0);
+          const int64_t row = rows == 0 ? 0 : old.num_elements() / rows;
+          for (size_t j = 0; j < idx.size(); ++j) {
+            if (idx[j] < 0 || idx[j] >= rows) {
+              return absl::InvalidArgumentError(
+                  StrCat(op, ": index ", idx[j], " (indices[", j,
+                         "]) is out of range [0, ", rows, ") for the variable ",
+                         old.shape().ToString()));
+            }
+          }
+          Tensor out(old.dtype(), old.shape(), ctx->device()->allocator());
+          std::memcpy(out.raw_data(), old.raw_data(), old.bytes());
+          const T* u = updates.data<T>();
+          T* o = out.data<T>();
+          for (size_t j = 0; j < idx.size(); ++j) {
+            T* dst = o + idx[j] * row;
+            const T* src = u + j * row;
+            if constexpr (kOp == Scatter::kUpdate) {
+              std::memcpy(dst, src, row * sizeof(T));
+            } else {
+              using E = EigenType<T>;
+              using A = AccumType<T>;
+              auto* d = reinterpret_cast<E*>(dst);
+              const auto* s = reinterpret_cast<const E*>(src);
+              for (int64_t k = 0; k < row; ++k) {
+                const A a = static_cast<A>(d[k]), b = static_cast<A>(s[k]);
+                d[k] = static_cast<E>(kOp == Scatter::kAdd ? a + b : a - b);
+              }
+            }
+          }
+          return out;
+        }));
+    return ctx->set_output(0, std::move(next));
+  }
+};
+
+template <typename T>
+using ScatterAdd = ScatterKernel<T, Scatter::kAdd>;
+template <typename T>
+using ScatterSub = ScatterKernel<T, Scatter::kSub>;
+template <typename T>
+using ScatterUpdate = ScatterKernel<T, Scatter::kUpdate>;
+
 RUNNEL_STATIC_INIT(StateKernels) {
   RegisterKernelForAllTypes<VariableKernel>("variable");
   RegisterKernelForAllTypes<AssignKernel>("assign");
@@ -90,6 +168,12 @@ RUNNEL_STATIC_INIT(StateKernels) {
                          int64_t>("assign_add");
   RegisterKernelForTypes<AssignSub, float, double, int8_t, uint8_t, int32_t,
                          int64_t>("assign_sub");
+  RegisterKernelForTypes<ScatterAdd, Half, BFloat16, float, double, int8_t,
+                         uint8_t, int32_t, int64_t>("scatter_add");
+  RegisterKernelForTypes<ScatterSub, Half, BFloat16, float, double, int8_t,
+                         uint8_t, int32_t, int64_t>("scatter_sub");
+  RegisterKernelForTypes<ScatterUpdate, Half, BFloat16, float, double, int8_t,
+                         uint8_t, int32_t, int64_t, bool>("scatter_update");
 }
 
 }  // namespace

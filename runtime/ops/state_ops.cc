@@ -1,10 +1,14 @@
 // Variables and their assignment ops. A `variable` node reads the session's
-// Variable resource named by the node; `assign*` nodes name the variable in
-// attribute `var` and take its read as input 0, which orders them after the
-// variable exists and colocates them with it.
+// Variable resource named by the node; `assign*` and `scatter_*` nodes name
+// the variable in attribute `var` (or by the node feeding input 0) and take
+// its read as input 0, which orders them after the variable exists and
+// colocates them with it.
+#include <vector>
+
 #include "runtime/op_registry.h"
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
+#include "runtime/strings.h"
 
 namespace runnel {
 namespace {
@@ -37,6 +41,42 @@ Specs NumericAssignShape(const ShapeContext& c) {
   return AssignShape(c);
 }
 
+// (var, indices, updates): updates has indices' shape followed by the
+// variable's without its first axis.
+Specs ScatterShape(const ShapeContext& c, bool numeric) {
+  if (numeric && !IsNumeric(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("needs a numeric variable, got ", c.input(0).ToString()));
+  }
+  if (c.dtype(1) != DType::kI32 && c.dtype(1) != DType::kI64) {
+    return absl::InvalidArgumentError(
+        StrCat("indices must be i32 or i64, got ", c.input(1).ToString()));
+  }
+  if (c.dtype(2) != c.dtype(0)) {
+    return absl::InvalidArgumentError(
+        StrCat("updates ", c.input(2).ToString(),
+               " must have the dtype of the variable ", c.input(0).ToString()));
+  }
+  const Shape& var = c.shape(0);
+  const Shape& indices = c.shape(1);
+  if (!var.unknown_rank() && var.rank() == 0) {
+    return absl::InvalidArgumentError(StrCat(
+        "cannot scatter into a scalar variable ", c.input(0).ToString()));
+  }
+  if (!var.unknown_rank() && !indices.unknown_rank()) {
+    std::vector<int64_t> dims = indices.dims();
+    dims.insert(dims.end(), var.dims().begin() + 1, var.dims().end());
+    const Shape expected(std::move(dims));
+    if (!expected.IsCompatibleWith(c.shape(2))) {
+      return absl::InvalidArgumentError(
+          StrCat("updates ", c.input(2).ToString(), " must have shape ",
+                 expected.ToString(), " for indices ", c.input(1).ToString(),
+                 " into a variable of type ", c.input(0).ToString()));
+    }
+  }
+  return One(c.dtype(0), var);
+}
+
 RUNNEL_REGISTER_OP(
     OpDefBuilder("variable")
         .Outputs({"value"})
@@ -64,6 +104,31 @@ RUNNEL_REGISTER_OP(OpDefBuilder("assign_sub")
                        .Outputs({"new_value"})
                        .Stateful()
                        .Shape(NumericAssignShape));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("scatter_add")
+        .Inputs({"ref", "indices", "updates"})
+        .Outputs({"new_value"})
+        .Stateful()
+        .Shape([](const ShapeContext& c) { return ScatterShape(c, true); })
+        .Doc("Adds updates[i] to row indices[i] (axis 0) of the variable; "
+             "repeated indices add up. Gives the new value."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("scatter_sub")
+        .Inputs({"ref", "indices", "updates"})
+        .Outputs({"new_value"})
+        .Stateful()
+        .Shape([](const ShapeContext& c) { return ScatterShape(c, true); })
+        .Doc("Subtracts updates[i] from row indices[i] (axis 0) of the "
+             "variable. Gives the new value."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("scatter_update")
+        .Inputs({"ref", "indices", "updates"})
+        .Outputs({"new_value"})
+        .Stateful()
+        .Shape([](const ShapeContext& c) { return ScatterShape(c, false); })
+        .Doc("Sets row indices[i] (axis 0) of the variable to updates[i]; "
+             "of repeated indices the last wins. Gives the new value."));
 
 }  // namespace
 }  // namespace runnel

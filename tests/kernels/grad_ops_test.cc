@@ -1,7 +1,8 @@
 // The ops gradient functions are built from (runtime/ops/grad_ops.cc, the
-// backward ops in nn_ops.cc, dropout's scale, the scatter ops) against hand
-// values, values computed offline with NumPy and PyTorch, naive loops, and
-// finite differences of the forward ops in f64.
+// backward ops in nn_ops.cc, dropout's scale) and the ops added beside them
+// (stop_gradient, check_numerics, debug_print, the scatter ops), against
+// hand values, values computed offline with NumPy and PyTorch, naive loops,
+// and finite differences of the forward ops in f64.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/eager.h"
 #include "runtime/float16.h"
+#include "runtime/graph.h"
 #include "runtime/op_registry.h"
+#include "runtime/session.h"
 #include "runtime/strings.h"
 #include "tests/util/test_util.h"
 
@@ -1234,6 +1238,284 @@ TEST(GradOpsTest, PoolGradErrors) {
           one)
           .message(),
       "avg_pool_grad: expected a floating-point tensor, got i32[1,2,2,1]");
+}
+
+// ---- gather_grad -----------------------------------------------------------
+
+TEST(GradOpsTest, GatherGradAddsRepeatedIndices) {
+  Tensor params = F32(std::vector<float>(8), {4, 2});
+  ExpectTensor(Run1("gather_grad", {params, I32({1, 3, 1}, {3}),
+                                    F32({1, 2, 3, 4, 5, 6}, {3, 2})}),
+               DType::kF32, {4, 2}, {0, 0, 6, 8, 0, 0, 3, 4}, 0);
+  // Along axis 1, and with a matrix of indices.
+  ExpectTensor(Run1("gather_grad",
+                    {F64(std::vector<double>(6), {2, 3}), I64({2, 0, 2}, {3}),
+                     F64({1, 2, 3, 4, 5, 6}, {2, 3})},
+                    {{"axis", int64_t{1}}}),
+               DType::kF64, {2, 3}, {2, 0, 4, 5, 0, 10}, 0);
+  ExpectTensor(
+      Run1("gather_grad", {I32({0, 0, 0}, {3}), I32({0, 1, 1, 1}, {2, 2}),
+                           I32({1, 2, 3, 4}, {2, 2})}),
+      DType::kI32, {3}, {1, 9, 0}, 0);
+  EXPECT_EQ(RunError("gather_grad",
+                     {params, I32({1, 4}, {2}), F32({1, 2, 3, 4}, {2, 2})})
+                .message(),
+            "gather_grad: index 4 (indices[1]) is out of range [0, 4) for "
+            "axis 0 of [4,2]");
+  EXPECT_EQ(RunError("gather_grad",
+                     {params, I32({1, 2}, {2}), F32({1, 2, 3}, {1, 3})})
+                .message(),
+            "gather_grad: dy f32[1,3] does not match the forward output "
+            "f32[2,2]");
+  EXPECT_EQ(
+      InferredSpec("gather_grad", {{DType::kF32, Shape{1000, 64}},
+                                   {DType::kI32, Shape{kUnknownDim}},
+                                   {DType::kF32, Shape{kUnknownDim, 64}}}),
+      "f32[1000,64]");
+}
+
+TEST(GradOpsTest, GatherGradLargeAgainstNaive) {
+  struct Case {
+    int64_t outer, n, inner, m;
+  };
+  for (const Case& k : std::vector<Case>{{1, 50, 300, 400}, {3, 7, 3000, 20}}) {
+    std::vector<int32_t> idx(k.m);
+    for (int64_t j = 0; j < k.m; ++j) idx[j] = (j * 7 + j / 3) % k.n;
+    std::vector<float> dy = Pattern(k.outer * k.m * k.inner, 8);
+    std::vector<double> want(k.outer * k.n * k.inner, 0.0);
+    for (int64_t o = 0; o < k.outer; ++o)
+      for (int64_t j = 0; j < k.m; ++j)
+        for (int64_t c = 0; c < k.inner; ++c)
+          want[(o * k.n + idx[j]) * k.inner + c] +=
+              dy[(o * k.m + j) * k.inner + c];
+    const AttrMap axis1 = {{"axis", int64_t{1}}};
+    Tensor params(DType::kF32, Shape{k.outer, k.n, k.inner});
+    ExpectTensor(
+        Run1("gather_grad",
+             {params, I32(idx, {k.m}), F32(dy, {k.outer, k.m, k.inner})},
+             axis1),
+        DType::kF32, {k.outer, k.n, k.inner}, want, 1e-5);
+    std::vector<Half> h;
+    for (float v : dy) h.push_back(FloatToHalf(v));
+    Tensor hparams(DType::kF16, Shape{k.outer, k.n, k.inner});
+    ExpectTensor(Run1("gather_grad",
+                      {hparams, I32(idx, {k.m}),
+                       Tensor::FromVector(h, {k.outer, k.m, k.inner})},
+                      axis1),
+                 DType::kF16, {k.outer, k.n, k.inner}, want, 5e-3);
+  }
+}
+
+// ---- slicing, indexing, tiling and padding adjoints ------------------------
+
+TEST(GradOpsTest, SliceGrad) {
+  Tensor x = F32(std::vector<float>(12), {3, 4});
+  ExpectTensor(
+      Run1("slice_grad", {x, I32({1, 1}, {2}), F32({1, 2, 3, 4}, {2, 2})}),
+      DType::kF32, {3, 4}, {0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0}, 0);
+  Tensor whole = F32(std::vector<float>(12, 1), {3, 4});
+  EXPECT_TRUE(
+      Run1("slice_grad", {x, I64({0, 0}, {2}), whole}).SharesBufferWith(whole));
+  EXPECT_EQ(
+      RunError("slice_grad", {x, I32({2, 1}, {2}), F32({1, 2, 3, 4}, {2, 2})})
+          .message(),
+      "slice_grad: dy f32[2,2] at begin [2, 1] does not fit in x "
+      "f32[3,4]");
+}
+
+TEST(GradOpsTest, StridedSliceGrad) {
+  // dx for x[-1, ::-1, 1:3] of an x of shape [2, 3, 4]: NumPy's
+  //   out = zeros((2, 3, 4)); out[-1, ::-1, 1:3] = dy
+  AttrMap attrs = {{"begin", std::vector<int64_t>{-1, 0, 1}},
+                   {"end", std::vector<int64_t>{0, 0, 3}},
+                   {"strides", std::vector<int64_t>{1, -1, 1}},
+                   {"begin_mask", int64_t{2}},
+                   {"end_mask", int64_t{2}},
+                   {"shrink_axis_mask", int64_t{1}}};
+  Tensor x = F32(std::vector<float>(24), {2, 3, 4});
+  Tensor dy = F32({1, 2, 3, 4, 5, 6}, {3, 2});
+  ExpectTensor(Run1("strided_slice", {x}, attrs), DType::kF32, {3, 2},
+               std::vector<double>(6, 0), 0);
+  ExpectTensor(
+      Run1("strided_slice_grad", {x, dy}, attrs), DType::kF32, {2, 3, 4},
+      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 6, 0, 0, 3, 4, 0, 0, 1, 2, 0},
+      0);
+  // x[::-2] of 5 elements takes 4, 2, 0; x[None, 1:3] adds an axis.
+  Tensor v = F64(std::vector<double>(5), {5});
+  ExpectTensor(Run1("strided_slice_grad", {v, F64({1, 2, 3}, {3})},
+                    {{"begin", std::vector<int64_t>{0}},
+                     {"end", std::vector<int64_t>{0}},
+                     {"strides", std::vector<int64_t>{-2}},
+                     {"begin_mask", int64_t{1}},
+                     {"end_mask", int64_t{1}}}),
+               DType::kF64, {5}, {3, 0, 2, 0, 1}, 0);
+  ExpectTensor(Run1("strided_slice_grad", {v, F64({7, 8}, {1, 2})},
+                    {{"begin", std::vector<int64_t>{0, 1}},
+                     {"end", std::vector<int64_t>{0, 3}},
+                     {"new_axis_mask", int64_t{1}}}),
+               DType::kF64, {5}, {0, 7, 8, 0, 0}, 0);
+  EXPECT_EQ(
+      RunError("strided_slice_grad", {x, F32({1, 2}, {2})}, attrs).message(),
+      "strided_slice_grad: dy f32[2] does not match the forward output "
+      "f32[3,2]");
+}
+
+TEST(GradOpsTest, DynamicIndexGrad) {
+  Tensor x = F32(std::vector<float>(6), {3, 2});
+  ExpectTensor(Run1("dynamic_index_grad", {x, I32({-1}, {}), F32({5, 6}, {2})}),
+               DType::kF32, {3, 2}, {0, 0, 0, 0, 5, 6}, 0);
+  ExpectTensor(Run1("dynamic_index_grad", {x, I64({1}, {}), F32({5, 6}, {2})}),
+               DType::kF32, {3, 2}, {0, 0, 5, 6, 0, 0}, 0);
+  EXPECT_EQ(RunError("dynamic_index_grad", {x, I32({3}, {}), F32({5, 6}, {2})})
+                .message(),
+            "dynamic_index_grad: index 3 is out of range for axis 0 of size 3");
+}
+
+TEST(GradOpsTest, TileGrad) {
+  std::vector<double> v(24);
+  for (int i = 0; i < 24; ++i) v[i] = i;
+  // NumPy: dy.reshape(2, 2, 2, 3).sum(axis=(0, 2)) for tile(x, [2, 2]).
+  ExpectTensor(
+      Run1("tile_grad", {F64(v, {4, 6}), F64(std::vector<double>(6), {2, 3})}),
+      DType::kF64, {2, 3}, {30, 34, 38, 54, 58, 62}, 0);
+  ExpectTensor(
+      Run1("tile_grad", {I32({1, 2, 3, 4, 5, 6}, {6}), I32({0, 0}, {2})}),
+      DType::kI32, {2}, {9, 12}, 0);
+  EXPECT_EQ(
+      RunError("tile_grad", {F32({1, 2, 3}, {3}), F32({0, 0}, {2})}).message(),
+      "tile_grad: dy f32[3] is not a tiling of x f32[2]");
+}
+
+TEST(GradOpsTest, PadGrad) {
+  std::vector<float> v(18);
+  for (int i = 0; i < 18; ++i) v[i] = i;
+  Tensor pads = I32({1, 0, 2, 1}, {2, 2});
+  // NumPy: dy[1:3, 2:5].
+  ExpectTensor(Run1("pad_grad",
+                    {F32(v, {3, 6}), F32(std::vector<float>(6), {2, 3}), pads}),
+               DType::kF32, {2, 3}, {8, 9, 10, 14, 15, 16}, 0);
+  EXPECT_EQ(RunError("pad_grad",
+                     {F32(v, {3, 6}), F32(std::vector<float>(4), {2, 2}), pads})
+                .message(),
+            "pad_grad: dy f32[3,6] does not match the forward output "
+            "f32[3,5]");
+}
+
+// ---- dropout's scale -------------------------------------------------------
+
+TEST(GradOpsTest, DropoutScaleGivesY) {
+  EagerContext ctx({.num_threads = 2, .seed = 3});
+  std::vector<float> xv = Pattern(5000, 9);
+  Tensor x = F32(xv, {50, 100});
+  absl::StatusOr<std::vector<Tensor>> out = ctx.Execute(
+      "dropout", {x, F32({0.3f}, {}), testing::Bool({true}, {})}, {}, "d");
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2u);
+  const Tensor& y = (*out)[0];
+  const Tensor& scale = (*out)[1];
+  EXPECT_EQ(scale.shape(), x.shape());
+  int dropped = 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float s = scale.at<float>(i);
+    ASSERT_TRUE(s == 0 || s == static_cast<float>(1 / 0.7)) << s;
+    ASSERT_EQ(y.at<float>(i), xv[i] * s) << i;
+    dropped += s == 0;
+  }
+  EXPECT_NEAR(dropped / 5000.0, 0.3, 0.03);
+  // The gradient dy * scale, through mul, is exactly what y is for dy = x.
+  ExpectTensor(Run1("mul", {x, scale}), DType::kF32, {50, 100}, y.ToDoubles(),
+               0);
+  // Not training: y is x, and the scale all ones.
+  out = ctx.Execute("dropout", {x, F32({0.3f}, {}), testing::Bool({false}, {})},
+                    {}, "e");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE((*out)[0].SharesBufferWith(x));
+  ExpectTensor((*out)[1], DType::kF32, {50, 100}, std::vector<double>(5000, 1),
+               0);
+  // f16: y = x * scale rounded once, as mul computes it.
+  std::vector<Half> hx;
+  for (float v : xv) hx.push_back(FloatToHalf(v));
+  Tensor xh = Tensor::FromVector(hx, {5000});
+  out = ctx.Execute(
+      "dropout",
+      {xh, Tensor::FromVector(std::vector<Half>{FloatToHalf(0.3f)}, {}),
+       testing::Bool({true}, {})},
+      {}, "h");
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor(Run1("mul", {xh, (*out)[1]}), DType::kF16, {5000},
+               (*out)[0].ToDoubles(), 0);
+}
+
+// ---- scatter ops on a variable ---------------------------------------------
+
+Node* AddNode(Graph& g, const std::string& name, const std::string& op,
+              std::vector<NodeOut> inputs, AttrMap attrs = {}) {
+  absl::StatusOr<Node*> n = g.AddNode({.name = name,
+                                       .op = op,
+                                       .inputs = std::move(inputs),
+                                       .attrs = std::move(attrs)});
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.ok() ? *n : nullptr;
+}
+
+TEST(GradOpsTest, ScatterOpsUpdateAVariable) {
+  auto g = std::make_shared<Graph>();
+  Node* init = *g->AddConst(F32({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}), "w_init");
+  Node* w = AddNode(*g, "w", "variable", {},
+                    {{"dtype", DType::kF32},
+                     {"shape", Shape{4, 2}},
+                     {"initializer", std::string("w_init:0")}});
+  Node* idx = *g->AddConst(I32({1, 3, 1}, {3}), "idx");
+  Node* upd = *g->AddConst(F32({10, 20, 30, 40, 50, 60}, {3, 2}), "upd");
+  Node* add = AddNode(*g, "add", "scatter_add", {{w, 0}, {idx, 0}, {upd, 0}});
+  Node* sub = AddNode(*g, "sub", "scatter_sub", {{w, 0}, {idx, 0}, {upd, 0}});
+  Node* set =
+      AddNode(*g, "set", "scatter_update", {{w, 0}, {idx, 0}, {upd, 0}});
+  Node* bad_idx = *g->AddConst(I64({0, 4}, {2}), "bad_idx");
+  Node* bad_upd = *g->AddConst(F32({1, 2, 3, 4}, {2, 2}), "bad_upd");
+  Node* bad =
+      AddNode(*g, "bad", "scatter_add", {{w, 0}, {bad_idx, 0}, {bad_upd, 0}});
+  Session s(g, {.num_threads = 2});
+  auto run = [&](Node* n) {
+    absl::StatusOr<std::vector<Tensor>> out = s.Run({}, {{n, 0}}, {});
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[0] : Tensor();
+  };
+  // Rows 1 and 3 get the updates; row 1 twice.
+  ExpectTensor(run(add), DType::kF32, {4, 2}, {1, 2, 63, 84, 5, 6, 37, 48}, 0);
+  ExpectTensor(run(w), DType::kF32, {4, 2}, {1, 2, 63, 84, 5, 6, 37, 48}, 0);
+  ExpectTensor(run(sub), DType::kF32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}, 0);
+  // Of a repeated index the last update wins.
+  ExpectTensor(run(set), DType::kF32, {4, 2}, {1, 2, 50, 60, 5, 6, 30, 40}, 0);
+  absl::StatusOr<std::vector<Tensor>> out = s.Run({}, {{bad, 0}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find(
+                "scatter_add: index 4 (indices[1]) is out of range [0, 4) "
+                "for the variable [4,2]"),
+            std::string_view::npos)
+      << out.status();
+  // The failed update changed nothing.
+  ExpectTensor(run(w), DType::kF32, {4, 2}, {1, 2, 50, 60, 5, 6, 30, 40}, 0);
+}
+
+TEST(GradOpsTest, ScatterShapeErrors) {
+  EXPECT_EQ(InferredSpec("scatter_add", {{DType::kF32, Shape{4, 2}},
+                                         {DType::kI32, Shape{3}},
+                                         {DType::kF32, Shape{3, 3}}}),
+            "scatter_add: updates f32[3,3] must have shape [3,2] for indices "
+            "i32[3] into a variable of type f32[4,2]");
+  EXPECT_EQ(InferredSpec("scatter_update", {{DType::kF32, Shape{4, 2}},
+                                            {DType::kF32, Shape{3}},
+                                            {DType::kF32, Shape{3, 2}}}),
+            "scatter_update: indices must be i32 or i64, got f32[3]");
+  EXPECT_EQ(InferredSpec("scatter_sub", {{DType::kBool, Shape{4}},
+                                         {DType::kI32, Shape{1}},
+                                         {DType::kBool, Shape{1}}}),
+            "scatter_sub: needs a numeric variable, got bool[4]");
+  EXPECT_EQ(InferredSpec("scatter_update", {{DType::kBool, Shape{4}},
+                                            {DType::kI32, Shape{1}},
+                                            {DType::kBool, Shape{1}}}),
+            "bool[4]");
 }
 
 }  // namespace
