@@ -132,6 +132,54 @@ RUNNEL_REGISTER_GRADIENT("fill", [](GradBuilder& g, const Grads& dy) -> Grads {
   return {{}, g.Op("sum", {dy[0]})};
 });
 
+// The adjoints above are linear in dy; their own gradients (for gradients
+// of gradients) apply the forward op to the incoming gradient.
+RUNNEL_REGISTER_GRADIENT("gather_grad",
+                         [](GradBuilder& g, const Grads& d) -> Grads {
+                           return {
+                               {},
+                               {},
+                               g.Op("gather", {d[0], g.x(1)},
+                                    {{"axis", g.attr_or<int64_t>("axis", 0)}})};
+                         });
+RUNNEL_REGISTER_GRADIENT(
+    "slice_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      NodeOut dy = g.x(2);
+      return {{}, {}, g.Op("slice", {d[0], g.x(1), g.Op("shape_of", {dy})})};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "strided_slice_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      return {{}, g.Op("strided_slice", {d[0]}, g.node().attrs())};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "dynamic_index_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      return {{}, {}, g.Op("dynamic_index", {d[0], g.x(1)})};
+    });
+RUNNEL_REGISTER_GRADIENT("pad_grad",
+                         [](GradBuilder& g, const Grads& d) -> Grads {
+                           NodeOut zero = g.ScalarLike(0, d[0]);
+                           return {g.Op("pad", {d[0], g.x(2), zero}), {}, {}};
+                         });
+// tile_grad(dy, x) sums dy's tiles; its adjoint tiles the gradient again.
+RUNNEL_REGISTER_GRADIENT(
+    "tile_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      const Shape& dys = g.shape(g.x(0));
+      const Shape& xs = g.shape(g.x(1));
+      if (!dys.IsFullyDefined() || !xs.IsFullyDefined()) {
+        g.Fail(absl::UnimplementedError(
+            "the gradient of tile_grad needs fully known shapes"));
+        return {{}, {}};
+      }
+      std::vector<int64_t> multiples;
+      for (int i = 0; i < xs.rank(); ++i) {
+        multiples.push_back(xs.dim(i) == 0 ? 0 : dys.dim(i) / xs.dim(i));
+      }
+      const int64_t n = static_cast<int64_t>(multiples.size());
+      return {g.Op("tile",
+                   {d[0], g.Const(Tensor::FromVector(multiples, Shape{n}))}),
+              {}};
+    });
+
 // Gradients stop here: constants, shape queries, state updates, and
 // stop_gradient itself.
 RUNNEL_NO_GRADIENT("stop_gradient");

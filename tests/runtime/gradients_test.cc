@@ -233,6 +233,49 @@ TEST(GradientCheck, IndexingOps) {
                  Diff({})});
 }
 
+// Gradients of the indexing adjoints, through second derivatives of
+// sum(f(x)^2) where f is the indexing op.
+TEST(GradientCheck, IndexingSecondOrder) {
+  struct Case {
+    const char* op;
+    std::vector<testing::GradInput> fixed;  // inputs after x
+    AttrMap attrs;
+  };
+  const std::vector<Case> cases = {
+      {"gather", {Fixed(testing::I32({2, 0, 2}, {3}))}, {}},
+      {"slice", {Fixed(I64s({1, 1})), Fixed(I64s({2, 2}))}, {}},
+      {"strided_slice",
+       {},
+       {{"begin", std::vector<int64_t>{3, 0}},
+        {"end", std::vector<int64_t>{0, 3}},
+        {"strides", std::vector<int64_t>{-2, 2}}}},
+      {"dynamic_index", {Fixed(Tensor::Scalar<int64_t>(1))}, {}},
+      {"tile", {Fixed(I64s({2, 1}))}, {}},
+      {"pad",
+       {Fixed(Tensor::FromVector<int64_t>({1, 0, 0, 2}, Shape{2, 2})),
+        Fixed(Tensor::Scalar<double>(0.5))},
+       {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    std::vector<testing::GradInput> inputs = {Diff({4, 3})};
+    inputs.insert(inputs.end(), c.fixed.begin(), c.fixed.end());
+    CheckGradientOf(
+        [&](Graph& g, const std::vector<NodeOut>& in) -> std::vector<NodeOut> {
+          absl::StatusOr<Node*> f = g.AddNode(
+              {.name = "f", .op = c.op, .inputs = in, .attrs = c.attrs});
+          EXPECT_TRUE(f.ok()) << f.status();
+          Node* sq =
+              *g.AddNode({.name = "sq", .op = "square", .inputs = {{*f, 0}}});
+          Node* s = *g.AddNode({.name = "s", .op = "sum", .inputs = {{sq, 0}}});
+          auto d = AddGradients(&g, {s, 0}, {in[0]});
+          EXPECT_TRUE(d.ok()) << d.status();
+          return {(*d)[0]};
+        },
+        inputs, {.tolerance = 1e-5});
+  }
+}
+
 // ---- the transformation -----------------------------------------------------
 
 TEST(Gradients, PathsMeetAndAreSummed) {
