@@ -84,6 +84,10 @@ block
     : LBRACE statement? (sep statement?)* RBRACE
     ;
 
+// `x = e` and `(a, b) = e` rebind names: the left side is parsed as an
+// expression, so that the token after it decides, and lang/ast_builder.cc
+// checks that it is a pattern. (An alternative `pattern ASSIGN expression`
+// would make ANTLR look ahead over a whole expression at every statement.)
 statement
     : LET pattern ASSIGN expression                                     # letStatement
     | VAR ID (COLON type)? ASSIGN expression                            # varStatement
@@ -99,8 +103,7 @@ statement
     | SCOPE expression block                                            # scopeStatement
     | DEVICE expression block                                           # deviceStatement
     | AFTER expression block                                            # afterStatement
-    | pattern ASSIGN expression                                         # rebindStatement
-    | expression                                                        # expressionStatement
+    | expression (ASSIGN expression)?                                   # expressionStatement
     ;
 
 // `x`, `_`, `(a, (b, _))`
@@ -127,16 +130,23 @@ parameter
     : ID (ASSIGN expression)?
     ;
 
-// Loosest first (LANGUAGE.md §5). The assignment operators (`:=`, `+=`, ...)
-// are expressions too: `let bump = (step += 1)`.
+// Loosest first (LANGUAGE.md §5): `fn`, `if`, `loop` and `run`, the
+// assignment operators, then the other operators in `logical` and
+// `operation`.
+//
+// The assignment operators (`:=`, `+=`, ...) are expressions too:
+// `let bump = (step += 1)`. Their left side may be any operand here, so that
+// the token after it decides; lang/ast_builder.cc reports an operator
+// expression there. They are not a level of `logical`: `a := b or c` would
+// then also read as `(a := b) or c`, an ambiguity that ANTLR resolves only
+// by full-context prediction at every `and` and `or`.
 expression
     : FN LPAREN parameters? RPAREN (ARROW expression | block)           # lambdaExpression
     | ifExpression                                                      # conditionalExpression
     | LOOP pattern ASSIGN expression loopHead block                     # loopExpression
     | RUN expression (WITH expression)?                                 # runExpression
-    | postfix op=(COLON_ASSIGN | PLUS_ASSIGN | MINUS_ASSIGN
-                  | STAR_ASSIGN | SLASH_ASSIGN) expression              # assignExpression
-    | disjunction                                                       # operatorExpression
+    | logical (op=(COLON_ASSIGN | PLUS_ASSIGN | MINUS_ASSIGN
+                   | STAR_ASSIGN | SLASH_ASSIGN) expression)?           # operatorExpression
     ;
 
 ifExpression
@@ -148,62 +158,49 @@ loopHead
     | WHILE expression                                                  # whileLoopHead
     ;
 
-disjunction
-    : disjunction OR conjunction
-    | conjunction
+// The other operators. Each precedence level is an alternative of a
+// left-recursive rule, tightest first (ANTLR gives earlier alternatives
+// higher precedence), rather than a rule of its own: ANTLR then climbs the
+// levels in a loop, and an operand costs a few rule invocations instead of
+// one per level. Such a rule cannot say that comparisons and `..` do not
+// associate: lang/ast_builder.cc reports `a < b < c` and `a..b..c`.
+logical
+    : NOT logical                                                       # negation
+    | logical AND logical                                               # conjunction
+    | logical OR logical                                                # disjunction
+    | operation                                                         # operand
     ;
 
-conjunction
-    : conjunction AND negation
-    | negation
-    ;
-
-negation
-    : NOT negation
-    | comparison
-    ;
-
-// Non-associative: `a < b < c` is a syntax error.
-comparison
-    : range (op=(EQ | NE | LT | LE | GT | GE) range)?
-    ;
-
-range
-    : additive (DOTDOT additive)?
-    ;
-
-additive
-    : additive op=(PLUS | MINUS) multiplicative
-    | multiplicative
-    ;
-
-multiplicative
-    : multiplicative op=(STAR | SLASH | DSLASH | PERCENT | AT) unary
-    | unary
-    ;
-
-// `-x ** 2` is `-(x ** 2)`; `2 ** -1` is allowed.
-unary
-    : MINUS unary
-    | power
-    ;
-
-// Right-associative: `a ** b ** c` is `a ** (b ** c)`.
-power
-    : postfix (POW unary)?
-    ;
-
-postfix
-    : primary                                                           # primaryPostfix
-    | postfix LPAREN arguments? RPAREN                                  # callPostfix
-    | postfix LBRACK subscript (COMMA subscript)* COMMA? RBRACK         # indexPostfix
-    | postfix DOT name                                                  # memberPostfix
+// `-x ** 2` is `-(x ** 2)`; `2 ** -1` is allowed; `a ** b ** c` is
+// `a ** (b ** c)`. `not` is a level of `logical` so that `a * not b` is an
+// error, as in Python. As in Python, `(a)` is `a` while `()`, `(a,)` and
+// `(a, b)` are tuples: one alternative, so that the token after `(` decides.
+operation
+    : operation arguments                                               # callPostfix
+    | operation LBRACK subscript (COMMA subscript)* COMMA? RBRACK       # indexPostfix
+    | operation DOT name                                                # memberPostfix
+    | <assoc=right> operation POW operation                             # power
+    | MINUS operation                                                   # unary
+    | operation op=(STAR | SLASH | DSLASH | PERCENT | AT) operation     # multiplicative
+    | operation op=(PLUS | MINUS) operation                             # additive
+    | operation DOTDOT operation                                        # range
+    | operation op=(EQ | NE | LT | LE | GT | GE) operation              # comparison
+    | INT                                                               # intLiteral
+    | FLOAT                                                             # floatLiteral
+    | STRING                                                            # stringLiteral
+    | (TRUE | FALSE)                                                    # boolLiteral
+    | NONE                                                              # noneLiteral
+    | ID                                                                # nameReference
+    | LPAREN (expression (COMMA (expression (COMMA expression)* COMMA?)?)?)? RPAREN  # parenthesized
+    | LBRACK (expression (COMMA expression)* COMMA?)? RBRACK            # listLiteral
+    | LBRACE (field (COMMA field)* COMMA?)? NEWLINE* RBRACE             # recordLiteral
     ;
 
 // Positional arguments, then named ones; the interpreter reports a
-// positional argument after a named one.
+// positional argument after a named one. The parentheses belong to the rule,
+// so that at `f(a b)` the parser knows that ',' or ')' was due.
 arguments
-    : argument (COMMA argument)* COMMA?
+    : LPAREN (argument (COMMA argument)* COMMA?)? RPAREN
     ;
 
 argument
@@ -211,23 +208,11 @@ argument
     | expression                                                        # positionalArgument
     ;
 
-// `i`, `a:b`, `:`, `1:`, `::2`, `a:b:c`
+// `i`, `a:b`, `:`, `1:`, `::2`, `a:b:c`. Telling an index from a slice looks
+// past the first expression: subscripts are short.
 subscript
     : expression                                                        # indexSubscript
     | lo=expression? COLON hi=expression? (COLON step=expression?)?     # sliceSubscript
-    ;
-
-primary
-    : INT                                                               # intLiteral
-    | FLOAT                                                             # floatLiteral
-    | STRING                                                            # stringLiteral
-    | (TRUE | FALSE)                                                    # boolLiteral
-    | NONE                                                              # noneLiteral
-    | ID                                                                # nameReference
-    | LPAREN expression RPAREN                                          # parenthesized
-    | LPAREN (expression COMMA (expression (COMMA expression)* COMMA?)?)? RPAREN  # tupleLiteral
-    | LBRACK (expression (COMMA expression)* COMMA?)? RBRACK            # listLiteral
-    | LBRACE (field (COMMA field)* COMMA?)? NEWLINE* RBRACE             # recordLiteral
     ;
 
 field

@@ -137,6 +137,103 @@ void AstBuilder::Error(SourceSpan span, std::string message) {
   errors_->push_back(std::move(d));
 }
 
+bool AstBuilder::HasSyntaxErrorWithin(const SourceSpan& span) const {
+  auto before = [](int line, int col, int line2, int col2) {
+    return line < line2 || (line == line2 && col <= col2);
+  };
+  for (size_t i = 0; i < syntax_errors_; ++i) {
+    const SourceSpan& e = (*errors_)[i].span;
+    // Just past the end too: "expected an expression after '='".
+    if (before(span.line, span.col, e.line, e.col) &&
+        before(e.line, e.col, span.end_line, span.end_col + 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+// What `find` says of `c`, remembered in `seen` for c's class.
+template <typename Alt, typename Context>
+Alt Lookup(std::vector<std::pair<const std::type_info*, Alt>>* seen, Context* c,
+           Alt (*find)(Context*)) {
+  const std::type_info* type = &typeid(*c);
+  for (const auto& [t, alt] : *seen) {
+    if (t == type) return alt;
+  }
+  const Alt alt = find(c);
+  seen->emplace_back(type, alt);
+  return alt;
+}
+}  // namespace
+
+AstBuilder::LogicalAlt AstBuilder::AltOf(G::LogicalContext* c) {
+  return Lookup(&logical_alts_, c, &FindAlt);
+}
+
+AstBuilder::OperationAlt AstBuilder::AltOf(G::OperationContext* c) {
+  return Lookup(&operation_alts_, c, &FindAlt);
+}
+
+AstBuilder::LogicalAlt AstBuilder::FindAlt(G::LogicalContext* c) {
+  if (dynamic_cast<G::OperandContext*>(c)) return LogicalAlt::kOperand;
+  if (dynamic_cast<G::ConjunctionContext*>(c)) return LogicalAlt::kConjunction;
+  if (dynamic_cast<G::DisjunctionContext*>(c)) return LogicalAlt::kDisjunction;
+  if (dynamic_cast<G::NegationContext*>(c)) return LogicalAlt::kNegation;
+  return LogicalAlt::kOther;
+}
+
+AstBuilder::OperationAlt AstBuilder::FindAlt(G::OperationContext* c) {
+  using A = OperationAlt;
+  if (dynamic_cast<G::NameReferenceContext*>(c)) return A::kName;
+  if (dynamic_cast<G::CallPostfixContext*>(c)) return A::kCall;
+  if (dynamic_cast<G::IntLiteralContext*>(c)) return A::kInt;
+  if (dynamic_cast<G::FloatLiteralContext*>(c)) return A::kFloat;
+  if (dynamic_cast<G::MemberPostfixContext*>(c)) return A::kMember;
+  if (dynamic_cast<G::AdditiveContext*>(c)) return A::kAdditive;
+  if (dynamic_cast<G::MultiplicativeContext*>(c)) return A::kMultiplicative;
+  if (dynamic_cast<G::ComparisonContext*>(c)) return A::kComparison;
+  if (dynamic_cast<G::RangeContext*>(c)) return A::kRange;
+  if (dynamic_cast<G::StringLiteralContext*>(c)) return A::kString;
+  if (dynamic_cast<G::IndexPostfixContext*>(c)) return A::kIndex;
+  if (dynamic_cast<G::ParenthesizedContext*>(c)) return A::kParenthesized;
+  if (dynamic_cast<G::ListLiteralContext*>(c)) return A::kList;
+  if (dynamic_cast<G::UnaryContext*>(c)) return A::kUnary;
+  if (dynamic_cast<G::PowerContext*>(c)) return A::kPower;
+  if (dynamic_cast<G::BoolLiteralContext*>(c)) return A::kBool;
+  if (dynamic_cast<G::NoneLiteralContext*>(c)) return A::kNone;
+  if (dynamic_cast<G::RecordLiteralContext*>(c)) return A::kRecord;
+  return A::kOther;
+}
+
+AstBuilder::G::OperationContext* AstBuilder::Operand(G::LogicalContext* c) {
+  if (c == nullptr || AltOf(c) != LogicalAlt::kOperand) return nullptr;
+  G::OperationContext* operation =
+      static_cast<G::OperandContext*>(c)->operation();
+  return IsOperand(operation) ? operation : nullptr;
+}
+
+AstBuilder::G::OperationContext* AstBuilder::Operand(G::ExpressionContext* c) {
+  auto* e = dynamic_cast<G::OperatorExpressionContext*>(c);
+  return e != nullptr ? Operand(e->logical()) : nullptr;
+}
+
+bool AstBuilder::IsOperand(G::OperationContext* c) {
+  if (c == nullptr) return false;
+  switch (AltOf(c)) {
+    case OperationAlt::kUnary:
+    case OperationAlt::kPower:
+    case OperationAlt::kMultiplicative:
+    case OperationAlt::kAdditive:
+    case OperationAlt::kRange:
+    case OperationAlt::kComparison:
+    case OperationAlt::kOther:
+      return false;
+    default:
+      return true;
+  }
+}
+
 ExprPtr AstBuilder::Placeholder(antlr4::ParserRuleContext* c) {
   return Make<NoneExpr>(c != nullptr ? Span(c)
                                      : SourceSpan{positions_->path()});
@@ -183,6 +280,21 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->span = span;
     return stmt;
   };
+  // The commonest statements first: each failed dynamic_cast costs.
+  if (auto* s = dynamic_cast<G::ExpressionStatementContext*>(c)) {
+    std::vector<G::ExpressionContext*> sides = s->expression();
+    G::ExpressionContext* first = sides.empty() ? nullptr : sides[0];
+    if (s->ASSIGN() == nullptr) {
+      auto stmt = make(std::make_unique<ExprStmt>());
+      stmt->expr = Expression(first);
+      return stmt;
+    }
+    auto stmt = make(std::make_unique<RebindStmt>());
+    // A syntax error in the statement would make a confusing second error.
+    stmt->pattern = ExpressionPattern(first, !HasSyntaxErrorWithin(span));
+    stmt->value = Expression(sides.size() > 1 ? sides[1] : nullptr);
+    return stmt;
+  }
   if (auto* s = dynamic_cast<G::LetStatementContext*>(c)) {
     auto stmt = make(std::make_unique<LetStmt>());
     stmt->pattern = BuildPattern(s->pattern());
@@ -283,17 +395,6 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
   if (auto* s = dynamic_cast<G::AfterStatementContext*>(c)) {
     return annotate(StmtKind::kAfter, s->expression(), s->block());
   }
-  if (auto* s = dynamic_cast<G::RebindStatementContext*>(c)) {
-    auto stmt = make(std::make_unique<RebindStmt>());
-    stmt->pattern = BuildPattern(s->pattern());
-    stmt->value = Expression(s->expression());
-    return stmt;
-  }
-  if (auto* s = dynamic_cast<G::ExpressionStatementContext*>(c)) {
-    auto stmt = make(std::make_unique<ExprStmt>());
-    stmt->expr = Expression(s->expression());
-    return stmt;
-  }
   return nullptr;  // nothing recognisable: the error is already reported
 }
 
@@ -310,6 +411,70 @@ Pattern AstBuilder::BuildPattern(G::PatternContext* c) {
       p.elements.push_back(BuildPattern(e));
     }
   }
+  return p;
+}
+
+Pattern AstBuilder::ExpressionPattern(G::ExpressionContext* c, bool report) {
+  Pattern p;
+  if (c == nullptr) return p;
+  p.span = Span(c);
+  G::OperationContext* operand = Operand(c);
+  const OperationAlt alt =
+      operand != nullptr ? AltOf(operand) : OperationAlt::kOther;
+  if (alt == OperationAlt::kName) {
+    p.name = Text(static_cast<G::NameReferenceContext*>(operand)->ID());
+    p.kind = p.name == "_" ? Pattern::Kind::kDiscard : Pattern::Kind::kName;
+    return p;
+  }
+  // `(a)` is a tuple of one here, as in `let (a) = ...`.
+  if (alt == OperationAlt::kParenthesized) {
+    std::vector<G::ExpressionContext*> elements =
+        static_cast<G::ParenthesizedContext*>(operand)->expression();
+    if (!elements.empty()) {
+      p.kind = Pattern::Kind::kTuple;
+      for (G::ExpressionContext* e : elements) {
+        p.elements.push_back(ExpressionPattern(e, report));
+      }
+      return p;
+    }
+  }
+  p.kind = Pattern::Kind::kDiscard;
+  if (!report) return p;
+  std::string what;
+  switch (alt) {
+    case OperationAlt::kCall:
+      what = "a call";
+      break;
+    case OperationAlt::kMember:
+      what = "a member; to assign a var or state, write ':='";
+      break;
+    case OperationAlt::kIndex:
+      what = "an element";
+      break;
+    case OperationAlt::kInt:
+    case OperationAlt::kFloat:
+    case OperationAlt::kString:
+    case OperationAlt::kBool:
+    case OperationAlt::kNone:
+      what = "a literal";
+      break;
+    case OperationAlt::kParenthesized:
+      what = "an empty tuple";
+      break;
+    case OperationAlt::kList:
+      what = "a list; write a tuple '(a, b)'";
+      break;
+    case OperationAlt::kRecord:
+      what = "a record";
+      break;
+    default:
+      what = "an expression";
+      break;
+  }
+  Error(p.span,
+        StrCat("'=' rebinds names: its left side must be a name or a tuple of "
+               "names, not ",
+               what));
   return p;
 }
 
@@ -347,7 +512,21 @@ std::vector<Param> AstBuilder::Params(G::ParametersContext* c) {
 ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
   if (c == nullptr) return Placeholder(nullptr);
   if (auto* e = dynamic_cast<G::OperatorExpressionContext*>(c)) {
-    return Disjunction(e->disjunction());
+    if (e->op == nullptr) return Logical(e->logical());
+    auto assign = Make<AssignExpr>(Span(c));
+    assign->op = AssignOpOf(e->op->getType());
+    // The grammar takes any operand there, so that one token decides.
+    if (G::LogicalContext* target = e->logical();
+        target != nullptr && Operand(target) == nullptr &&
+        !HasSyntaxErrorWithin(assign->span)) {
+      Error(Span(target),
+            StrCat("'", e->op->getText(),
+                   "' needs a var, a state or a let name on its left, not an "
+                   "operator expression"));
+    }
+    assign->target = Logical(e->logical());
+    assign->value = Expression(e->expression());
+    return assign;
   }
   if (auto* e = dynamic_cast<G::ConditionalExpressionContext*>(c)) {
     return If(e->ifExpression());
@@ -385,13 +564,6 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
     if (parts.size() > 1) run->feeds = Expression(parts[1]);
     return run;
   }
-  if (auto* e = dynamic_cast<G::AssignExpressionContext*>(c)) {
-    auto assign = Make<AssignExpr>(Span(c));
-    assign->op = AssignOpOf(e->op != nullptr ? e->op->getType() : 0);
-    assign->target = Postfix(e->postfix());
-    assign->value = Expression(e->expression());
-    return assign;
-  }
   return Placeholder(c);
 }
 
@@ -406,191 +578,205 @@ ExprPtr AstBuilder::If(G::IfExpressionContext* c) {
   return e;
 }
 
-// The left-recursive rules (`a or b or c`) nest their contexts to the left;
-// they are unwound iteratively so that long chains cost no deep recursion.
-ExprPtr AstBuilder::Disjunction(G::DisjunctionContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::DisjunctionContext*> chain;
-  for (G::DisjunctionContext* d = c; d != nullptr && d->OR() != nullptr;
-       d = d->disjunction()) {
-    chain.push_back(d);
-  }
-  G::DisjunctionContext* first =
-      chain.empty() ? c : chain.back()->disjunction();
-  ExprPtr e = first != nullptr ? Conjunction(first->conjunction())
-                               : Placeholder(nullptr);
-  for (size_t i = chain.size(); i-- > 0;) {
-    G::DisjunctionContext* d = chain[i];
-    e = Binary(BinaryOp::kOr, std::move(e), Conjunction(d->conjunction()),
-               d->OR()->getSymbol(), d);
-  }
-  return e;
-}
-
-ExprPtr AstBuilder::Conjunction(G::ConjunctionContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::ConjunctionContext*> chain;
-  for (G::ConjunctionContext* d = c; d != nullptr && d->AND() != nullptr;
-       d = d->conjunction()) {
-    chain.push_back(d);
-  }
-  G::ConjunctionContext* first =
-      chain.empty() ? c : chain.back()->conjunction();
-  ExprPtr e =
-      first != nullptr ? Negation(first->negation()) : Placeholder(nullptr);
-  for (size_t i = chain.size(); i-- > 0;) {
-    G::ConjunctionContext* d = chain[i];
-    e = Binary(BinaryOp::kAnd, std::move(e), Negation(d->negation()),
-               d->AND()->getSymbol(), d);
-  }
-  return e;
-}
-
-ExprPtr AstBuilder::Negation(G::NegationContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  if (c->NOT() != nullptr) {
-    auto e = Make<UnaryExpr>(Span(c));
-    e->op = UnaryOp::kNot;
-    e->operand = Negation(c->negation());
-    return e;
-  }
-  return Comparison(c->comparison());
-}
-
-ExprPtr AstBuilder::Comparison(G::ComparisonContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::RangeContext*> operands = c->range();
-  if (operands.empty()) return Placeholder(c);
-  if (operands.size() == 1 || c->op == nullptr) return Range(operands[0]);
-  return Binary(BinaryOpOf(c->op->getType()), Range(operands[0]),
-                Range(operands[1]), c->op, c);
-}
-
-ExprPtr AstBuilder::Range(G::RangeContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::AdditiveContext*> operands = c->additive();
-  if (operands.empty()) return Placeholder(c);
-  if (operands.size() == 1) return Additive(operands[0]);
-  return Binary(BinaryOp::kRange, Additive(operands[0]), Additive(operands[1]),
-                c->DOTDOT() != nullptr ? c->DOTDOT()->getSymbol() : nullptr, c);
-}
-
-ExprPtr AstBuilder::Additive(G::AdditiveContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::AdditiveContext*> chain;
-  for (G::AdditiveContext* d = c; d != nullptr && d->additive() != nullptr;
-       d = d->additive()) {
-    chain.push_back(d);
-  }
-  G::AdditiveContext* first = chain.empty() ? c : chain.back()->additive();
-  ExprPtr e = Multiplicative(first->multiplicative());
-  for (size_t i = chain.size(); i-- > 0;) {
-    G::AdditiveContext* d = chain[i];
-    e = Binary(BinaryOpOf(d->op != nullptr ? d->op->getType() : 0),
-               std::move(e), Multiplicative(d->multiplicative()), d->op, d);
-  }
-  return e;
-}
-
-ExprPtr AstBuilder::Multiplicative(G::MultiplicativeContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  std::vector<G::MultiplicativeContext*> chain;
-  for (G::MultiplicativeContext* d = c;
-       d != nullptr && d->multiplicative() != nullptr;
-       d = d->multiplicative()) {
-    chain.push_back(d);
-  }
-  G::MultiplicativeContext* first =
-      chain.empty() ? c : chain.back()->multiplicative();
-  ExprPtr e = Unary(first->unary());
-  for (size_t i = chain.size(); i-- > 0;) {
-    G::MultiplicativeContext* d = chain[i];
-    e = Binary(BinaryOpOf(d->op != nullptr ? d->op->getType() : 0),
-               std::move(e), Unary(d->unary()), d->op, d);
-  }
-  return e;
-}
-
-ExprPtr AstBuilder::Unary(G::UnaryContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  if (c->MINUS() != nullptr) {
-    auto e = Make<UnaryExpr>(Span(c));
-    e->op = UnaryOp::kNeg;
-    e->operand = Unary(c->unary());
-    return e;
-  }
-  return Power(c->power());
-}
-
-ExprPtr AstBuilder::Power(G::PowerContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  ExprPtr base = Postfix(c->postfix());
-  if (c->POW() == nullptr) return base;
-  return Binary(BinaryOp::kPow, std::move(base), Unary(c->unary()),
-                c->POW()->getSymbol(), c);
-}
-
-ExprPtr AstBuilder::Postfix(G::PostfixContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  // Unwind `f(a)[0].x` from the innermost (leftmost) part outwards.
-  std::vector<G::PostfixContext*> chain;
-  G::PostfixContext* d = c;
-  while (d != nullptr && !dynamic_cast<G::PrimaryPostfixContext*>(d)) {
-    chain.push_back(d);
-    if (auto* call = dynamic_cast<G::CallPostfixContext*>(d)) {
-      d = call->postfix();
-    } else if (auto* index = dynamic_cast<G::IndexPostfixContext*>(d)) {
-      d = index->postfix();
-    } else if (auto* member = dynamic_cast<G::MemberPostfixContext*>(d)) {
-      d = member->postfix();
+// The left-recursive rules nest their contexts to the left (`a - b - c`,
+// `f(x)[0].y`): the builders walk down that spine in a loop and build the
+// expression on the way back up, so that long chains cost no deep recursion.
+ExprPtr AstBuilder::Logical(G::LogicalContext* c) {
+  struct Step {
+    G::LogicalContext* c;
+    LogicalAlt alt;
+  };
+  std::vector<Step> spine;  // outermost first
+  LogicalAlt alt = LogicalAlt::kOther;
+  while (c != nullptr) {
+    alt = AltOf(c);
+    G::LogicalContext* left;
+    if (alt == LogicalAlt::kConjunction) {
+      left = static_cast<G::ConjunctionContext*>(c)->logical(0);
+    } else if (alt == LogicalAlt::kDisjunction) {
+      left = static_cast<G::DisjunctionContext*>(c)->logical(0);
     } else {
-      chain.pop_back();
       break;
     }
+    spine.push_back({c, alt});
+    c = left;
   }
   ExprPtr e;
-  if (auto* primary = dynamic_cast<G::PrimaryPostfixContext*>(d)) {
-    e = Primary(primary->primary());
+  if (c == nullptr) {
+    e = Placeholder(nullptr);
+  } else if (alt == LogicalAlt::kOperand) {
+    e = Operation(static_cast<G::OperandContext*>(c)->operation());
+  } else if (alt == LogicalAlt::kNegation) {
+    auto* n = static_cast<G::NegationContext*>(c);
+    auto neg = Make<UnaryExpr>(Span(c));
+    neg->op = UnaryOp::kNot;
+    neg->operand = Logical(n->logical());
+    e = std::move(neg);
   } else {
-    e = Placeholder(d != nullptr ? d : c);
+    e = Placeholder(c);
   }
-  for (size_t i = chain.size(); i-- > 0;) {
-    G::PostfixContext* p = chain[i];
-    if (auto* call = dynamic_cast<G::CallPostfixContext*>(p)) {
-      auto callee = Make<CallExpr>(Span(p));
-      callee->callee = std::move(e);
-      if (G::ArgumentsContext* args = call->arguments()) {
-        for (G::ArgumentContext* a : args->argument()) {
-          Arg arg;
-          arg.span = Span(a);
-          if (auto* named = dynamic_cast<G::NamedArgumentContext*>(a)) {
-            arg.name = named->name() != nullptr ? named->name()->getText() : "";
-            arg.value = Expression(named->expression());
-          } else if (auto* pos =
-                         dynamic_cast<G::PositionalArgumentContext*>(a)) {
-            arg.value = Expression(pos->expression());
-          } else {
-            arg.value = Placeholder(a);
-          }
-          callee->args.push_back(std::move(arg));
-        }
+  for (size_t i = spine.size(); i-- > 0;) {
+    G::LogicalContext* p = spine[i].c;
+    switch (spine[i].alt) {
+      case LogicalAlt::kConjunction: {
+        auto* x = static_cast<G::ConjunctionContext*>(p);
+        e = Binary(BinaryOp::kAnd, std::move(e), Logical(x->logical(1)),
+                   x->AND() != nullptr ? x->AND()->getSymbol() : nullptr, x);
+        break;
       }
-      e = std::move(callee);
-    } else if (auto* index = dynamic_cast<G::IndexPostfixContext*>(p)) {
-      auto indexed = Make<IndexExpr>(Span(p));
-      indexed->target = std::move(e);
-      for (G::SubscriptContext* s : index->subscript()) {
-        indexed->subscripts.push_back(BuildSubscript(s));
+      default: {
+        auto* x = static_cast<G::DisjunctionContext*>(p);
+        e = Binary(BinaryOp::kOr, std::move(e), Logical(x->logical(1)),
+                   x->OR() != nullptr ? x->OR()->getSymbol() : nullptr, x);
+        break;
       }
-      e = std::move(indexed);
-    } else if (auto* member = dynamic_cast<G::MemberPostfixContext*>(p)) {
-      auto m = Make<MemberExpr>(Span(p));
-      m->target = std::move(e);
-      m->name = member->name() != nullptr ? member->name()->getText() : "";
-      e = std::move(m);
     }
   }
   return e;
+}
+
+ExprPtr AstBuilder::Operation(G::OperationContext* c) {
+  struct Step {
+    G::OperationContext* c;
+    OperationAlt alt;
+  };
+  std::vector<Step> spine;  // outermost first
+  OperationAlt alt = OperationAlt::kOther;
+  while (c != nullptr) {
+    alt = AltOf(c);
+    G::OperationContext* left;
+    switch (alt) {
+      case OperationAlt::kCall:
+        left = static_cast<G::CallPostfixContext*>(c)->operation();
+        break;
+      case OperationAlt::kIndex:
+        left = static_cast<G::IndexPostfixContext*>(c)->operation();
+        break;
+      case OperationAlt::kMember:
+        left = static_cast<G::MemberPostfixContext*>(c)->operation();
+        break;
+      case OperationAlt::kPower:
+        left = static_cast<G::PowerContext*>(c)->operation(0);
+        break;
+      case OperationAlt::kMultiplicative:
+        left = static_cast<G::MultiplicativeContext*>(c)->operation(0);
+        break;
+      case OperationAlt::kAdditive:
+        left = static_cast<G::AdditiveContext*>(c)->operation(0);
+        break;
+      case OperationAlt::kRange:
+        left = static_cast<G::RangeContext*>(c)->operation(0);
+        break;
+      case OperationAlt::kComparison:
+        left = static_cast<G::ComparisonContext*>(c)->operation(0);
+        break;
+      default:
+        left = c;  // an operand: the bottom of the spine
+        break;
+    }
+    if (left == c) break;
+    spine.push_back({c, alt});
+    c = left;
+  }
+  ExprPtr e = c != nullptr ? Primary(c, alt) : Placeholder(nullptr);
+  for (size_t i = spine.size(); i-- > 0;) {
+    G::OperationContext* p = spine[i].c;
+    switch (spine[i].alt) {
+      case OperationAlt::kCall: {
+        auto call = Make<CallExpr>(Span(p));
+        call->callee = std::move(e);
+        call->args = Arguments(static_cast<G::CallPostfixContext*>(p));
+        e = std::move(call);
+        break;
+      }
+      case OperationAlt::kIndex: {
+        auto indexed = Make<IndexExpr>(Span(p));
+        indexed->target = std::move(e);
+        for (G::SubscriptContext* s :
+             static_cast<G::IndexPostfixContext*>(p)->subscript()) {
+          indexed->subscripts.push_back(BuildSubscript(s));
+        }
+        e = std::move(indexed);
+        break;
+      }
+      case OperationAlt::kMember: {
+        auto* x = static_cast<G::MemberPostfixContext*>(p);
+        auto m = Make<MemberExpr>(Span(p));
+        m->target = std::move(e);
+        m->name = x->name() != nullptr ? x->name()->getText() : "";
+        e = std::move(m);
+        break;
+      }
+      case OperationAlt::kPower: {
+        auto* x = static_cast<G::PowerContext*>(p);
+        e = Binary(BinaryOp::kPow, std::move(e), Operation(x->operation(1)),
+                   x->POW() != nullptr ? x->POW()->getSymbol() : nullptr, x);
+        break;
+      }
+      case OperationAlt::kMultiplicative: {
+        auto* x = static_cast<G::MultiplicativeContext*>(p);
+        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
+                   std::move(e), Operation(x->operation(1)), x->op, x);
+        break;
+      }
+      case OperationAlt::kAdditive: {
+        auto* x = static_cast<G::AdditiveContext*>(p);
+        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
+                   std::move(e), Operation(x->operation(1)), x->op, x);
+        break;
+      }
+      // `..` and comparisons do not associate (LANGUAGE.md §5); the grammar
+      // leaves that to the builder.
+      case OperationAlt::kRange: {
+        auto* x = static_cast<G::RangeContext*>(p);
+        antlr4::Token* op =
+            x->DOTDOT() != nullptr ? x->DOTDOT()->getSymbol() : nullptr;
+        if (op != nullptr && i + 1 < spine.size() &&
+            spine[i + 1].alt == OperationAlt::kRange &&
+            !HasSyntaxErrorWithin(Span(x))) {
+          Error(positions_->Span(op),
+                "ranges do not chain: a range is 'start..stop'");
+        }
+        e = Binary(BinaryOp::kRange, std::move(e), Operation(x->operation(1)),
+                   op, x);
+        break;
+      }
+      default: {
+        auto* x = static_cast<G::ComparisonContext*>(p);
+        if (x->op != nullptr && i + 1 < spine.size() &&
+            spine[i + 1].alt == OperationAlt::kComparison &&
+            !HasSyntaxErrorWithin(Span(x))) {
+          Error(positions_->Span(x->op),
+                "comparisons do not chain: write 'a < b and b < c' instead of "
+                "'a < b < c'");
+        }
+        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
+                   std::move(e), Operation(x->operation(1)), x->op, x);
+        break;
+      }
+    }
+  }
+  return e;
+}
+
+std::vector<Arg> AstBuilder::Arguments(G::CallPostfixContext* c) {
+  std::vector<Arg> args;
+  G::ArgumentsContext* list = c->arguments();
+  if (list == nullptr) return args;
+  for (G::ArgumentContext* a : list->argument()) {
+    Arg arg;
+    arg.span = Span(a);
+    if (auto* pos = dynamic_cast<G::PositionalArgumentContext*>(a)) {
+      arg.value = Expression(pos->expression());
+    } else if (auto* named = dynamic_cast<G::NamedArgumentContext*>(a)) {
+      arg.name = named->name() != nullptr ? named->name()->getText() : "";
+      arg.value = Expression(named->expression());
+    } else {
+      arg.value = Placeholder(a);
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
 }
 
 Subscript AstBuilder::BuildSubscript(G::SubscriptContext* c) {
@@ -609,58 +795,75 @@ Subscript AstBuilder::BuildSubscript(G::SubscriptContext* c) {
   return s;
 }
 
-ExprPtr AstBuilder::Primary(G::PrimaryContext* c) {
-  if (c == nullptr) return Placeholder(nullptr);
-  if (auto* p = dynamic_cast<G::NameReferenceContext*>(c)) {
-    auto e = Make<NameExpr>(Span(c));
-    e->name = Text(p->ID());
-    return e;
+ExprPtr AstBuilder::Sequence(ExprKind kind,
+                             const std::vector<G::ExpressionContext*>& elements,
+                             G::OperationContext* c) {
+  auto e = std::make_unique<SequenceExpr>(kind);
+  e->span = Span(c);
+  for (G::ExpressionContext* x : elements) {
+    e->elements.push_back(Expression(x));
   }
-  if (auto* p = dynamic_cast<G::IntLiteralContext*>(c)) return IntLiteral(p);
-  if (auto* p = dynamic_cast<G::FloatLiteralContext*>(c)) {
-    return FloatLiteral(p);
-  }
-  if (auto* p = dynamic_cast<G::StringLiteralContext*>(c)) {
-    auto e = Make<StringExpr>(Span(c));
-    e->value = DecodeStringLiteral(Text(p->STRING()));
-    return e;
-  }
-  if (auto* p = dynamic_cast<G::BoolLiteralContext*>(c)) {
-    auto e = Make<BoolExpr>(Span(c));
-    e->value = p->TRUE() != nullptr;
-    return e;
-  }
-  if (dynamic_cast<G::NoneLiteralContext*>(c)) return Make<NoneExpr>(Span(c));
-  if (auto* p = dynamic_cast<G::ParenthesizedContext*>(c)) {
-    return Expression(p->expression());
-  }
-  auto sequence = [&](ExprKind kind,
-                      const std::vector<G::ExpressionContext*>& elements) {
-    auto e = std::make_unique<SequenceExpr>(kind);
-    e->span = Span(c);
-    for (G::ExpressionContext* x : elements) {
-      e->elements.push_back(Expression(x));
+  return e;
+}
+
+// The operands without operators: literals, names and bracketed forms.
+ExprPtr AstBuilder::Primary(G::OperationContext* c, OperationAlt alt) {
+  switch (alt) {
+    case OperationAlt::kName: {
+      auto e = Make<NameExpr>(Span(c));
+      e->name = Text(static_cast<G::NameReferenceContext*>(c)->ID());
+      return e;
     }
-    return e;
-  };
-  if (auto* p = dynamic_cast<G::TupleLiteralContext*>(c)) {
-    return sequence(ExprKind::kTuple, p->expression());
-  }
-  if (auto* p = dynamic_cast<G::ListLiteralContext*>(c)) {
-    return sequence(ExprKind::kList, p->expression());
-  }
-  if (auto* p = dynamic_cast<G::RecordLiteralContext*>(c)) {
-    auto e = Make<RecordExpr>(Span(c));
-    for (G::FieldContext* f : p->field()) {
-      RecordExpr::Field field;
-      field.name = f->name() != nullptr ? f->name()->getText() : "";
-      field.span = Span(f);
-      field.value = Expression(f->expression());
-      e->fields.push_back(std::move(field));
+    case OperationAlt::kInt:
+      return IntLiteral(static_cast<G::IntLiteralContext*>(c));
+    case OperationAlt::kFloat:
+      return FloatLiteral(static_cast<G::FloatLiteralContext*>(c));
+    case OperationAlt::kString: {
+      auto e = Make<StringExpr>(Span(c));
+      e->value = DecodeStringLiteral(
+          Text(static_cast<G::StringLiteralContext*>(c)->STRING()));
+      return e;
     }
-    return e;
+    case OperationAlt::kUnary: {
+      auto e = Make<UnaryExpr>(Span(c));
+      e->op = UnaryOp::kNeg;
+      e->operand = Operation(static_cast<G::UnaryContext*>(c)->operation());
+      return e;
+    }
+    case OperationAlt::kBool: {
+      auto e = Make<BoolExpr>(Span(c));
+      e->value = static_cast<G::BoolLiteralContext*>(c)->TRUE() != nullptr;
+      return e;
+    }
+    case OperationAlt::kNone:
+      return Make<NoneExpr>(Span(c));
+    case OperationAlt::kParenthesized: {
+      // `(a)` is `a`; `()`, `(a,)` and `(a, b)` are tuples.
+      auto* p = static_cast<G::ParenthesizedContext*>(c);
+      std::vector<G::ExpressionContext*> elements = p->expression();
+      if (elements.size() == 1 && p->COMMA().empty()) {
+        return Expression(elements[0]);
+      }
+      return Sequence(ExprKind::kTuple, elements, c);
+    }
+    case OperationAlt::kList:
+      return Sequence(ExprKind::kList,
+                      static_cast<G::ListLiteralContext*>(c)->expression(), c);
+    case OperationAlt::kRecord: {
+      auto e = Make<RecordExpr>(Span(c));
+      for (G::FieldContext* f :
+           static_cast<G::RecordLiteralContext*>(c)->field()) {
+        RecordExpr::Field field;
+        field.name = f->name() != nullptr ? f->name()->getText() : "";
+        field.span = Span(f);
+        field.value = Expression(f->expression());
+        e->fields.push_back(std::move(field));
+      }
+      return e;
+    }
+    default:
+      return Placeholder(c);
   }
-  return Placeholder(c);
 }
 
 ExprPtr AstBuilder::IntLiteral(G::IntLiteralContext* c) {

@@ -1,18 +1,23 @@
 // Builds the AST of lang/ast.h from ANTLR's parse tree of a script, giving
-// every node its source span.
+// every node its source span. Build it after parsing, with the parser's
+// errors already in `errors`.
 //
 // Internal to lang/ (it includes the generated parser): lang/parser.h is the
 // public interface. The builder tolerates the partial trees that error
 // recovery leaves: a missing or unparsable expression becomes a NoneExpr
 // placeholder spanning what was there. It also reports the errors that only
-// show once a token's text is read: integer literals too large for i64 and
-// float literals out of range.
+// show once a token's text is read (integer literals too large for i64,
+// float literals out of range) and those the grammar leaves to it so that
+// one token of lookahead decides: the left side of `=` must be a pattern,
+// that of `:=` an operand; comparisons and `..` do not chain.
 #ifndef RUNNEL_LANG_AST_BUILDER_H_
 #define RUNNEL_LANG_AST_BUILDER_H_
 
 #include <memory>
 #include <string>
 #include <string_view>
+#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "grammar/RunnelParser.h"
@@ -31,7 +36,9 @@ class AstBuilder {
  public:
   // Errors are appended to `errors`; `positions` must outlive the builder.
   AstBuilder(const SourcePositions* positions, std::vector<Diagnostic>* errors)
-      : positions_(positions), errors_(errors) {}
+      : positions_(positions),
+        errors_(errors),
+        syntax_errors_(errors->size()) {}
   AstBuilder(const AstBuilder&) = delete;
   AstBuilder& operator=(const AstBuilder&) = delete;
 
@@ -40,25 +47,66 @@ class AstBuilder {
  private:
   using G = grammar::RunnelParser;
 
+  // Which alternative of the left-recursive rules `logical` and `operation`
+  // a context is.
+  enum class LogicalAlt {
+    kOperand,
+    kConjunction,
+    kDisjunction,
+    kNegation,
+    kOther
+  };
+  enum class OperationAlt {
+    kName,
+    kCall,
+    kInt,
+    kFloat,
+    kMember,
+    kAdditive,
+    kMultiplicative,
+    kComparison,
+    kRange,
+    kString,
+    kIndex,
+    kParenthesized,
+    kList,
+    kUnary,
+    kPower,
+    kBool,
+    kNone,
+    kRecord,
+    kOther
+  };
+  LogicalAlt AltOf(G::LogicalContext* c);
+  OperationAlt AltOf(G::OperationContext* c);
+  static LogicalAlt FindAlt(G::LogicalContext* c);
+  static OperationAlt FindAlt(G::OperationContext* c);
+  // The operand of an expression without operators, or null.
+  G::OperationContext* Operand(G::LogicalContext* c);
+  G::OperationContext* Operand(G::ExpressionContext* c);
+  // Whether `c` is a name, a literal, a call, an index, a member or a
+  // bracketed expression: what may stand left of `:=` (LANGUAGE.md §4).
+  bool IsOperand(G::OperationContext* c);
+
   StmtPtr Statement(G::StatementContext* c);
   Block BuildBlock(G::BlockContext* c);
   Pattern BuildPattern(G::PatternContext* c);
+  // The pattern that the left side of `x = e` or `(a, b) = e` stands for;
+  // what is not a pattern is reported when `report` is true, and gives `_`.
+  Pattern ExpressionPattern(G::ExpressionContext* c, bool report);
   TypeAnnotation Type(G::TypeContext* c);
   std::vector<Param> Params(G::ParametersContext* c);
 
   ExprPtr Expression(G::ExpressionContext* c);
   ExprPtr If(G::IfExpressionContext* c);
-  ExprPtr Disjunction(G::DisjunctionContext* c);
-  ExprPtr Conjunction(G::ConjunctionContext* c);
-  ExprPtr Negation(G::NegationContext* c);
-  ExprPtr Comparison(G::ComparisonContext* c);
-  ExprPtr Range(G::RangeContext* c);
-  ExprPtr Additive(G::AdditiveContext* c);
-  ExprPtr Multiplicative(G::MultiplicativeContext* c);
-  ExprPtr Unary(G::UnaryContext* c);
-  ExprPtr Power(G::PowerContext* c);
-  ExprPtr Postfix(G::PostfixContext* c);
-  ExprPtr Primary(G::PrimaryContext* c);
+  ExprPtr Logical(G::LogicalContext* c);
+  ExprPtr Operation(G::OperationContext* c);
+  ExprPtr Primary(G::OperationContext* c, OperationAlt alt);
+  // A tuple or list literal.
+  ExprPtr Sequence(ExprKind kind,
+                   const std::vector<G::ExpressionContext*>& elements,
+                   G::OperationContext* c);
+  std::vector<Arg> Arguments(G::CallPostfixContext* c);
   ExprPtr IntLiteral(G::IntLiteralContext* c);
   ExprPtr FloatLiteral(G::FloatLiteralContext* c);
   Subscript BuildSubscript(G::SubscriptContext* c);
@@ -72,9 +120,19 @@ class AstBuilder {
   SourceSpan Span(antlr4::tree::TerminalNode* n) const;
   std::string Text(antlr4::tree::TerminalNode* n) const;
   void Error(SourceSpan span, std::string message);
+  // Whether the parser reported an error inside `span` (or just past it).
+  // After a syntax error there, the builder's own checks of what the grammar
+  // lets through would only confuse.
+  bool HasSyntaxErrorWithin(const SourceSpan& span) const;
 
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
+  size_t syntax_errors_;  // errors_ holds the parser's errors first
+  // The alternative of each context class seen, by the class's type_info:
+  // a chain of failing dynamic_casts per context would cost more than the
+  // rest of building.
+  std::vector<std::pair<const std::type_info*, LogicalAlt>> logical_alts_;
+  std::vector<std::pair<const std::type_info*, OperationAlt>> operation_alts_;
 };
 
 }  // namespace runnel::lang

@@ -76,8 +76,17 @@ size_t SourcePositions::ByteOf(size_t char_index) const {
 }
 
 void SourcePositions::LineCol(size_t byte, int* line, int* col) const {
-  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), byte);
-  const size_t index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+  // Spans are asked for mostly in source order: try the last line first.
+  auto on_line = [&](size_t i) {
+    return i < line_starts_.size() && line_starts_[i] <= byte &&
+           (i + 1 == line_starts_.size() || byte < line_starts_[i + 1]);
+  };
+  size_t index = last_line_;
+  if (!on_line(index)) {
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), byte);
+    index = static_cast<size_t>(it - line_starts_.begin()) - 1;
+    last_line_ = index;
+  }
   *line = static_cast<int>(index) + 1;
   *col = static_cast<int>(byte - line_starts_[index]) + 1;
 }

@@ -32,6 +32,7 @@ bool IsValidUtf8(std::string_view text, size_t* bad_offset);
 
 // Maps ANTLR character indices (code points) to byte offsets, lines and
 // columns of one text. The text must be valid UTF-8 and outlive this object.
+// Not thread-safe, even its const methods: it caches the line found last.
 class SourcePositions {
  public:
   SourcePositions(std::string path, std::string_view text);
@@ -64,6 +65,7 @@ class SourcePositions {
   std::string_view text_;
   std::vector<uint32_t> byte_of_char_;  // one per code point, plus the end
   std::vector<size_t> line_starts_;     // byte offset of each line
+  mutable size_t last_line_ = 0;        // index of the line found last
 };
 
 // RunnelLexer with lexical errors appended to `errors` as Diagnostics.

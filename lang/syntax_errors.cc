@@ -107,10 +107,6 @@ const TokenSet& ContinuingOperators() {
       L::LPAREN, L::LBRACK, L::DOT, L::WITH, L::ELSE};
   return set;
 }
-const TokenSet& Comparisons() {
-  static const TokenSet set = {L::EQ, L::NE, L::LE, L::LT, L::GE, L::GT};
-  return set;
-}
 const TokenSet& StatementEnds() {
   static const TokenSet set = {L::NEWLINE, L::SEMI, Token::EOF};
   return set;
@@ -359,6 +355,12 @@ void SyntaxErrorStrategy::Report(const Site& site) {
                                Text(open->getType()), " opened at ",
                                open->getLine(), ":", positions_->Span(open).col)
                       : "";
+  // Every ( ) and [ ] of the grammar holds a comma-separated list. Past the
+  // end of an element that ended a sub-rule (the arguments of a call) the
+  // parser expects only the closer, though a ',' would have done as well.
+  const bool after_element = open != nullptr && open->getType() != L::LBRACE &&
+                             expected.size() == 1 && prev != nullptr &&
+                             prev != open && prev->getType() != L::COMMA;
   // A single expected token that recovery can insert, in a known construct.
   const bool one_missing = words.size() == 1 && words[0].front() == '\'' &&
                            !construct.empty() && (site.missing || ended);
@@ -403,10 +405,6 @@ void SyntaxErrorStrategy::Report(const Site& site) {
   } else if (IsKeyword(type) && wants_name && !expected.Has(type)) {
     d.message =
         StrCat("'", t->getText(), "' is a keyword and cannot be a name");
-  } else if (Comparisons().Has(type) && !expected.Has(type)) {
-    d.message =
-        "comparisons do not chain: write 'a < b and b < c' instead of "
-        "'a < b < c'";
   } else if (type == L::ELSE && !expected.Has(type) && prev_is_sep) {
     d.message =
         "'else' must be on the same line as the '}' that closes the 'if' "
@@ -418,7 +416,7 @@ void SyntaxErrorStrategy::Report(const Site& site) {
                        " at the start of a line; to continue a statement on "
                        "the next line, end this line with the operator");
   } else if (open != nullptr && expected.Has(closer) &&
-             expected.Has(L::COMMA)) {
+             (expected.Has(L::COMMA) || after_element)) {
     d.message = StrCat("expected ',' or ", Text(closer), " before ", Found(t));
   } else if (one_missing) {
     d.span = after_prev;
@@ -441,11 +439,12 @@ void SyntaxErrorStrategy::Report(const Site& site) {
       errors_->back().span.col == d.span.col) {
     return;
   }
-  // An error a token or two after the last one, in the same statement, is
-  // most likely a consequence of it.
+  // A later error in the same statement is most likely a consequence of the
+  // first: recovery inside a bracket or an argument list resumes there and
+  // then stumbles over the rest of the statement.
   const size_t index = t->getTokenIndex();
   if (index != INVALID_INDEX && last_error_token_ != INVALID_INDEX &&
-      index > last_error_token_ && index - last_error_token_ <= 2) {
+      index > last_error_token_) {
     bool same_statement = true;
     for (size_t i = last_error_token_; i < index; ++i) {
       const size_t between = parser->getTokenStream()->get(i)->getType();
@@ -457,7 +456,11 @@ void SyntaxErrorStrategy::Report(const Site& site) {
     }
     if (same_statement) return;
   }
-  last_error_token_ = index;
+  // A statement that ended too early ends before `t`, at the newline that
+  // recovery may turn into a statement end.
+  last_error_token_ = ended && prev != nullptr && index != INVALID_INDEX
+                          ? prev->getTokenIndex() + 1
+                          : index;
   errors_->push_back(std::move(d));
 }
 
@@ -497,19 +500,26 @@ void SyntaxErrorStrategy::reportMissingToken(Parser* parser) {
 
 namespace {
 bool BetweenStatements(Parser* parser) {
-  auto* ctx = parser->getContext();
-  return dynamic_cast<P::ProgramContext*>(ctx) != nullptr ||
-         dynamic_cast<P::BlockContext*>(ctx) != nullptr;
+  const size_t rule = parser->getContext()->getRuleIndex();
+  return rule == P::RuleProgram || rule == P::RuleBlock;
 }
 }  // namespace
 
 void SyntaxErrorStrategy::sync(Parser* parser) {
+  if (inErrorRecoveryMode(parser)) return;
+  // The parser syncs before every decision: settle the common case, a token
+  // that can come next within the rule, without copying the set as
+  // DefaultErrorStrategy::sync does.
+  const antlr4::atn::ATN& atn = parser->getATN();
+  const antlr4::misc::IntervalSet& next =
+      atn.nextTokens(atn.states[parser->getState()]);
+  const size_t la = parser->getInputStream()->LA(1);
+  if (next.contains(la)) return;
   if (!BetweenStatements(parser)) {
+    if (next.contains(Token::EPSILON)) return;
     antlr4::DefaultErrorStrategy::sync(parser);
     return;
   }
-  if (inErrorRecoveryMode(parser)) return;
-  const size_t la = parser->getInputStream()->LA(1);
   antlr4::misc::IntervalSet expected = parser->getExpectedTokens();
   if (expected.contains(la)) return;
   // Something that cannot start or end a statement: report it and skip the

@@ -14,7 +14,9 @@
 // over whole bracketed groups; an error between statements skips the rest of
 // that statement, up to the next newline or ';'; and a newline that a
 // continuation token hid (`let a = 1 +` then `let b = 2`) ends the broken
-// statement, so the next line parses on its own.
+// statement, so the next line parses on its own. Of the errors in one
+// statement only the first is reported: the others are mostly its
+// consequences.
 #ifndef RUNNEL_LANG_SYNTAX_ERRORS_H_
 #define RUNNEL_LANG_SYNTAX_ERRORS_H_
 
@@ -55,7 +57,9 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
 
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
-  size_t last_error_token_ = INVALID_INDEX;  // token index of the last error
+  // Where the statement of the last error may end at the earliest: the token
+  // index of the error, or of what follows the last token before it.
+  size_t last_error_token_ = INVALID_INDEX;
 };
 
 }  // namespace runnel::lang

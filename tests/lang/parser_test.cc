@@ -386,6 +386,31 @@ TEST(ParserTest, ComparisonsDoNotChain) {
               ElementsAre("1:15: comparisons do not chain: write 'a < b and b "
                           "< c' instead of 'a < b < c'"));
   EXPECT_THAT(Errors("a == b == c"), ElementsAre(HasSubstr("do not chain")));
+  EXPECT_THAT(Errors("a < b < c < d"),
+              ElementsAre(HasSubstr("1:7: comparisons do not chain"),
+                          HasSubstr("1:11: comparisons do not chain")));
+  EXPECT_EQ(Dump("(a < b) < c"), "(< (< a b) c)");
+  EXPECT_EQ(Dump("a < (b < c)"), "(< a (< b c))");
+  EXPECT_EQ(Dump("0..n == r"), "(== (.. 0 n) r)");
+  // A comparison token where none can go is not a chain.
+  EXPECT_THAT(Errors("let x < 3"),
+              ElementsAre("1:7: unexpected '<'; expected '='"));
+}
+
+TEST(ParserTest, RangesDoNotChain) {
+  EXPECT_THAT(Errors("let r = 0..1..2"),
+              ElementsAre("1:13: ranges do not chain: a range is "
+                          "'start..stop'"));
+  EXPECT_EQ(Dump("(0..1)..2"), "(.. (.. 0 1) 2)");
+}
+
+TEST(ParserTest, NotIsLooserThanArithmetic) {
+  EXPECT_EQ(Dump("not a + b"), "(not (+ a b))");
+  EXPECT_EQ(Dump("not not a"), "(not (not a))");
+  EXPECT_THAT(Errors("let w = 1 + not x"),
+              ElementsAre("1:13: expected an expression after '+'"));
+  EXPECT_THAT(Errors("let v = -not x"),
+              ElementsAre("1:10: expected an expression after '-'"));
 }
 
 TEST(ParserTest, Postfix) {
@@ -416,6 +441,52 @@ TEST(ParserTest, AssignmentExpressions) {
   EXPECT_EQ(Dump("a *= 2; a /= 2"), "(*= a 2); (/= a 2)");
   EXPECT_EQ(Dump("let bump = (step += 1)"), "(let bump (+= step 1))");
   EXPECT_EQ(Dump("s.count := 0"), "(:= (. s count) 0)");
+  EXPECT_EQ(Dump("xs[0] += 1"), "(+= (index xs 0) 1)");
+  EXPECT_EQ(Dump("a := b := c"), "(:= a (:= b c))");
+  EXPECT_EQ(Dump("w := w * 0.5 or x"), "(:= w (or (* w 0.5f) x))");
+}
+
+// The grammar takes any operand left of an assignment operator and any
+// expression left of '=', so that one token decides; the builder checks.
+TEST(ParserTest, AssignmentTargets) {
+  EXPECT_THAT(Errors("a + b := 3"),
+              ElementsAre("1:1: ':=' needs a var, a state or a let name on "
+                          "its left, not an operator expression"));
+  EXPECT_THAT(Errors("let y = (not x += 1)"),
+              ElementsAre(HasSubstr("1:10: '+=' needs a var")));
+  EXPECT_THAT(Errors("-x -= 1"), ElementsAre(HasSubstr("1:1: '-=' needs")));
+  EXPECT_THAT(Errors("a < b := c"), ElementsAre(HasSubstr("1:1: ':=' needs")));
+  // After a syntax error in the statement, no second error.
+  EXPECT_THAT(Errors("a + := 3"),
+              ElementsAre("1:5: expected an expression after '+'"));
+}
+
+TEST(ParserTest, RebindingTargets) {
+  EXPECT_EQ(Dump("x = 1"), "(= x 1)");
+  EXPECT_EQ(Dump("_ = f()"), "(= _ (call f))");
+  EXPECT_EQ(Dump("((a, _), c) = p"), "(= ((a _) c) p)");
+  EXPECT_EQ(Dump("(a,) = p"), "(= (a) p)");
+  EXPECT_EQ(Dump("(a) = p"), "(= (a) p)");  // a tuple of one, as after `let`
+  const std::string names = "its left side must be a name or a tuple of names";
+  EXPECT_THAT(
+      Errors("f(x) = 3"),
+      ElementsAre(StrCat("1:1: '=' rebinds names: ", names, ", not a call")));
+  EXPECT_THAT(Errors("s.count = 0"),
+              ElementsAre(StrCat("1:1: '=' rebinds names: ", names,
+                                 ", not a member; to assign a var or state, "
+                                 "write ':='")));
+  EXPECT_THAT(Errors("xs[0] = 1"), ElementsAre(HasSubstr("not an element")));
+  EXPECT_THAT(Errors("(a, 1) = p"),
+              ElementsAre(HasSubstr("1:5: '=' rebinds names")));
+  EXPECT_THAT(Errors("() = p"), ElementsAre(HasSubstr("not an empty tuple")));
+  EXPECT_THAT(Errors("[a, b] = p"),
+              ElementsAre(HasSubstr("not a list; write a tuple '(a, b)'")));
+  EXPECT_THAT(Errors("a + b = 3"), ElementsAre(HasSubstr("not an expression")));
+  EXPECT_THAT(Errors("x = y = 3"),
+              ElementsAre("1:7: unexpected '='; expected a newline or ';'"));
+  // After a syntax error in the statement, no second error.
+  EXPECT_THAT(Errors("f(x) ="),
+              ElementsAre("1:7: expected an expression after '='"));
 }
 
 TEST(ParserTest, Conditionals) {
@@ -777,6 +848,33 @@ TEST(SyntaxErrorTest, MissingTokens) {
               ElementsAre("1:10: unexpected 'x'; expected '=' or '{'"));
 }
 
+TEST(SyntaxErrorTest, CommaSeparatedLists) {
+  EXPECT_THAT(Errors("def f(a b) = a"),
+              ElementsAre("1:9: expected ',' or ')' before 'b'"));
+  EXPECT_THAT(Errors("let t = (1 2)"),
+              ElementsAre("1:12: expected ',' or ')' before '2'"));
+  EXPECT_THAT(Errors("let l = [1 2]"),
+              ElementsAre("1:12: expected ',' or ']' before '2'"));
+  EXPECT_THAT(Errors("let t = (1,, 2)"),
+              ElementsAre("1:12: expected an expression after ','"));
+  EXPECT_THAT(Errors("f(a = 1 2)"),
+              ElementsAre("1:9: expected ',' or ')' before '2'"));
+}
+
+TEST(SyntaxErrorTest, OneErrorPerStatement) {
+  // Recovery inside the brackets resumes there; what it stumbles over in
+  // the rest of the statement is a consequence.
+  EXPECT_THAT(Errors("assert((1 + 2 } ) * 3 == 9, \"sum\")"),
+              ElementsAre("1:15: mismatched '}': expected ')' to close '(' "
+                          "opened at 1:8"));
+  EXPECT_THAT(Errors("f(g(1 2), 3) + )\nlet b = (1 +)"),
+              ElementsAre("1:7: expected ',' or ')' before '2'",
+                          "2:13: expected an expression after '+'"));
+  EXPECT_THAT(Errors("f(1 2); g(3 4)"),
+              ElementsAre("1:5: expected ',' or ')' before '2'",
+                          "1:13: expected ',' or ')' before '4'"));
+}
+
 TEST(SyntaxErrorTest, StatementSeparators) {
   EXPECT_THAT(Errors("let a = 1 let b = 2"),
               ElementsAre("1:11: expected a newline or ';' before 'let'"));
@@ -929,6 +1027,12 @@ TEST(SyntaxErrorTest, DeepNestingIsAnErrorNotACrash) {
   std::string chain = "let a = 1";
   for (int i = 0; i < 5000; ++i) chain += " + 1";
   EXPECT_THAT(Errors(chain), IsEmpty());
+  std::string logic = "let a = x";
+  for (int i = 0; i < 5000; ++i) logic += " and x or y";
+  EXPECT_THAT(Errors(logic), IsEmpty());
+  std::string postfix = "let a = x";
+  for (int i = 0; i < 5000; ++i) postfix += ".m(1)[0]";
+  EXPECT_THAT(Errors(postfix), IsEmpty());
 }
 
 // ---------------------------------------------------------------------------
