@@ -748,10 +748,15 @@ class PoolGradKernel : public OpKernel {
         rows.out * cols.out * size_.first * size_.second * chans * 2 + image;
     ctx->intra_op_pool()->ParallelFor(
         batch, cost, [&](int64_t begin, int64_t end) {
-          std::vector<A> acc(image), best(chans);
-          std::vector<int64_t> where(chans);
+          // f32 and f64 accumulate in the output itself, the 16-bit floats
+          // in f32.
+          constexpr bool kInPlace = std::is_same_v<A, EigenType<T>>;
+          std::vector<A> scratch(kInPlace ? 0 : image);
+          std::vector<A> best(chans), done(chans);
           for (int64_t n = begin; n < end; ++n) {
-            std::fill(acc.begin(), acc.end(), A(0));
+            A* acc = scratch.data();
+            if constexpr (kInPlace) acc = out + n * image;
+            std::fill_n(acc, image, A(0));
             for (int64_t oh = 0; oh < rows.out; ++oh) {
               const int64_t h0 = oh * strides_.first - rows.pad_begin;
               const int64_t h_lo = std::max<int64_t>(h0, 0);
@@ -764,26 +769,44 @@ class PoolGradKernel : public OpKernel {
                 const EigenType<T>* g =
                     grad + ((n * rows.out + oh) * cols.out + ow) * chans;
                 if constexpr (kMax) {
-                  // As max_pool compares: the first element greater than
-                  // all before it wins; ties keep the earlier one.
-                  std::fill(best.begin(), best.end(),
-                            std::numeric_limits<A>::lowest());
-                  std::fill(where.begin(), where.end(), h_lo * in_w + w_lo);
+                  // The maximum as max_pool computes it, then the first
+                  // element equal to it takes dy: the first one greater
+                  // than all before it. Both loops vectorise over channels.
+                  A* __restrict b = best.data();
+                  A* __restrict d = done.data();
+                  std::fill_n(b, chans, std::numeric_limits<A>::lowest());
                   for (int64_t ih = h_lo; ih < h_hi; ++ih) {
                     for (int64_t iw = w_lo; iw < w_hi; ++iw) {
-                      const EigenType<T>* px =
+                      const EigenType<T>* __restrict px =
                           in + ((n * in_h + ih) * in_w + iw) * chans;
                       for (int64_t c = 0; c < chans; ++c) {
                         const A v = static_cast<A>(px[c]);
-                        if (v > best[c]) {
-                          best[c] = v;
-                          where[c] = ih * in_w + iw;
-                        }
+                        b[c] = v > b[c] ? v : b[c];
                       }
                     }
                   }
+                  std::fill_n(d, chans, A(0));
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      const EigenType<T>* __restrict px =
+                          in + ((n * in_h + ih) * in_w + iw) * chans;
+                      A* __restrict a = acc + (ih * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) {
+                        // Selects and arithmetic on 0 and 1 rather than
+                        // `&&`, so that GCC vectorises this.
+                        const A eq =
+                            static_cast<A>(px[c]) == b[c] ? A(1) : A(0);
+                        const A hit = eq * (A(1) - d[c]);
+                        a[c] += hit > A(0.5) ? static_cast<A>(g[c]) : A(0);
+                        d[c] += hit;
+                      }
+                    }
+                  }
+                  // A window of NaNs and -inf pools to the lowest value;
+                  // its gradient goes to the window's first element.
+                  A* first = acc + (h_lo * in_w + w_lo) * chans;
                   for (int64_t c = 0; c < chans; ++c) {
-                    acc[where[c] * chans + c] += static_cast<A>(g[c]);
+                    if (d[c] == A(0)) first[c] += static_cast<A>(g[c]);
                   }
                 } else {
                   const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
@@ -792,16 +815,18 @@ class PoolGradKernel : public OpKernel {
                   }
                   for (int64_t ih = h_lo; ih < h_hi; ++ih) {
                     for (int64_t iw = w_lo; iw < w_hi; ++iw) {
-                      A* a = acc.data() + (ih * in_w + iw) * chans;
+                      A* a = acc + (ih * in_w + iw) * chans;
                       for (int64_t c = 0; c < chans; ++c) a[c] += best[c];
                     }
                   }
                 }
               }
             }
-            EigenType<T>* o = out + n * image;
-            for (int64_t i = 0; i < image; ++i) {
-              o[i] = static_cast<EigenType<T>>(acc[i]);
+            if constexpr (!kInPlace) {
+              EigenType<T>* o = out + n * image;
+              for (int64_t i = 0; i < image; ++i) {
+                o[i] = static_cast<EigenType<T>>(acc[i]);
+              }
             }
           }
         });

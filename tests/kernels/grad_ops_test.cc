@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -1186,6 +1187,16 @@ TEST(GradOpsTest, MaxPoolGradTiesAndOverlaps) {
            {row, F64({3, 3}, {1, 1, 2, 1}), F64({10, 20}, {1, 1, 2, 1})},
            overlap),
       DType::kF64, {1, 1, 3, 1}, {0, 30, 0}, 0);
+  // NaNs never win, as in max_pool; a window with nothing above the lowest
+  // float pools to it and passes dy to its first element.
+  Tensor odd = F32({NAN, 2, NAN, 1, -INFINITY, -INFINITY}, {1, 1, 6, 1});
+  AttrMap pairs = {{"size", std::vector<int64_t>{1, 2}}};
+  Tensor y = Run1("max_pool", {odd}, pairs);
+  ExpectTensor(y, DType::kF32, {1, 1, 3, 1},
+               {2, 1, std::numeric_limits<float>::lowest()}, 0);
+  ExpectTensor(
+      Run1("max_pool_grad", {odd, y, F32({1, 2, 3}, {1, 1, 3, 1})}, pairs),
+      DType::kF32, {1, 1, 6, 1}, {0, 1, 0, 2, 3, 0}, 0);
   // avg_pool_grad over the same windows: each shares its dy by halves.
   ExpectTensor(
       Run1("avg_pool_grad", {row, F64({10, 20}, {1, 1, 2, 1})}, overlap),
