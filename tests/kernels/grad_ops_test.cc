@@ -113,6 +113,16 @@ TEST(GradOpsTest, SumToLike) {
                DType::kF64, {1, 3, 1}, {60, 92, 124}, 0);
   ExpectTensor(Run1("sum_to_like", {I32({1, 2, 3, 4}, {2, 2}), I32({0}, {1})}),
                DType::kI32, {1}, {10}, 0);
+  std::vector<Half> h;
+  for (double d : v) h.push_back(FloatToHalf(d));
+  ExpectTensor(Run1("sum_to_like",
+                    {Tensor::FromVector(h, {2, 3, 4}), F32({0, 0, 0}, {3, 1})}),
+               DType::kF16, {3, 1}, {60, 92, 124}, 0);
+  std::vector<BFloat16> b;
+  for (double d : v) b.push_back(FloatToBFloat16(d));
+  ExpectTensor(Run1("tile_grad", {Tensor::FromVector(b, {4, 6}),
+                                  F32(std::vector<float>(6), {2, 3})}),
+               DType::kBF16, {2, 3}, {30, 34, 38, 54, 58, 62}, 0);
 }
 
 TEST(GradOpsTest, SumToLikeSameShapeSharesTheBuffer) {
