@@ -1,6 +1,7 @@
 #include "lang/lexer.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 #include "runtime/strings.h"
@@ -188,10 +189,63 @@ void Lexer::AddError(SourceSpan span, std::string message) {
 }
 
 std::unique_ptr<Token> Lexer::nextToken() {
+  std::unique_ptr<Token> t = NextToken();
+  switch (t->getType()) {
+    case LPAREN:
+    case LBRACK:
+    case LBRACE:
+      open_.push_back(t->getType());
+      break;
+    case RPAREN:
+    case RBRACK:
+    case RBRACE:
+      if (!open_.empty()) open_.pop_back();  // as closeBracket() does
+      break;
+    case NEWLINE:
+      if (t->getChannel() != Token::DEFAULT_CHANNEL && !open_.empty() &&
+          open_.back() != LBRACE && last_type_ != DOT && bracketDepth <= 62 &&
+          NextLineStartsStatement()) {
+        while (!open_.empty() && open_.back() != LBRACE) {
+          open_.pop_back();
+          closeBracket();
+        }
+        static_cast<antlr4::CommonToken*>(t.get())->setChannel(
+            Token::DEFAULT_CHANNEL);
+      }
+      break;
+    default:
+      break;
+  }
+  if (t->getChannel() == Token::DEFAULT_CHANNEL) last_type_ = t->getType();
+  return t;
+}
+
+std::unique_ptr<Token> Lexer::NextToken() {
   if (_input->LA(1) == '"') {
     if (auto token = MalformedString()) return token;
   }
   return grammar::RunnelLexer::nextToken();
+}
+
+bool Lexer::NextLineStartsStatement() {
+  ssize_t k = 1;
+  auto at = [&](ssize_t i) { return _input->LA(i); };
+  while (at(k) == ' ' || at(k) == '\t' || at(k) == '\f' || at(k) == '\r') ++k;
+  std::string word;
+  for (size_t c = at(k); (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                         (c >= '0' && c <= '9') || c == '_';
+       c = at(++k)) {
+    word += static_cast<char>(c);
+    if (word.size() > 8) return false;  // longer than any of the keywords
+  }
+  static constexpr std::string_view kStatementKeywords[] = {
+      "let",    "var",   "state", "input",    "def",    "import",
+      "return", "break", "scope", "continue", "device", "after"};
+  bool keyword = false;
+  for (std::string_view w : kStatementKeywords) keyword = keyword || w == word;
+  if (!keyword) return false;
+  while (at(k) == ' ' || at(k) == '\t') ++k;
+  return at(k) != '=';  // `f(\n  scope = "enc")` names an argument
 }
 
 std::unique_ptr<Token> Lexer::MalformedString() {

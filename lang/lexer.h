@@ -69,6 +69,14 @@ class SourcePositions {
 };
 
 // RunnelLexer with lexical errors appended to `errors` as Diagnostics.
+//
+// It also keeps an unclosed ( or [ from running into the rest of the file:
+// at a line break inside one, when the next line starts a statement (`let`,
+// `def`, ... that no expression can hold), it takes the brackets as closed
+// and puts the line break on the default channel. The parser then reports
+// the unclosed bracket there, and the statements after it parse on their
+// own. A newline on the default channel inside ( or [ therefore means that
+// the brackets open there were never closed.
 class Lexer : public grammar::RunnelLexer {
  public:
   Lexer(antlr4::CharStream* input, const SourcePositions* positions,
@@ -79,13 +87,19 @@ class Lexer : public grammar::RunnelLexer {
   void recover(const antlr4::LexerNoViableAltException& e) override;
 
  private:
+  std::unique_ptr<antlr4::Token> NextToken();
   // At an opening quote: when the string is unterminated or has an unknown
   // escape, reports it and returns the string as a STRING token anyway.
   std::unique_ptr<antlr4::Token> MalformedString();
+  // Whether the line after the newline just lexed starts a statement that
+  // no expression can hold: `let x`, not `let = 1` (a named argument).
+  bool NextLineStartsStatement();
   void AddError(SourceSpan span, std::string message);
 
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
+  std::vector<size_t> open_;  // token types of the open brackets
+  size_t last_type_ = 0;      // of the last token on the default channel
   // The last "unexpected character" error, extended over a run of them.
   size_t bad_run_first_ = 0;
   size_t bad_run_last_ = 0;

@@ -251,12 +251,13 @@ Token* Previous(Parser* parser, const Token* t) {
   return nullptr;
 }
 
-// The innermost bracket still open before `t`, or null.
-Token* InnermostOpen(Parser* parser, const Token* t) {
-  const size_t index = t->getTokenIndex();
-  if (index == INVALID_INDEX) return nullptr;
-  antlr4::TokenStream* tokens = parser->getTokenStream();
+// The brackets still open before the token at `index`, innermost last. A
+// newline on the default channel inside ( or [ is where the lexer took them
+// as never closed (lang/lexer.h).
+std::vector<Token*> OpenBrackets(Parser* parser, size_t index) {
   std::vector<Token*> open;
+  if (index == INVALID_INDEX) return open;
+  antlr4::TokenStream* tokens = parser->getTokenStream();
   for (size_t i = 0; i < index; ++i) {
     Token* p = tokens->get(i);
     if (p->getChannel() != Token::DEFAULT_CHANNEL) continue;
@@ -265,8 +266,18 @@ Token* InnermostOpen(Parser* parser, const Token* t) {
     } else if (IsCloser(p->getType()) && !open.empty() &&
                CloserOf(open.back()->getType()) == p->getType()) {
       open.pop_back();
+    } else if (p->getType() == L::NEWLINE) {
+      while (!open.empty() && open.back()->getType() != L::LBRACE) {
+        open.pop_back();
+      }
     }
   }
+  return open;
+}
+
+// The innermost bracket still open before `t`, or null.
+Token* InnermostOpen(Parser* parser, const Token* t) {
+  std::vector<Token*> open = OpenBrackets(parser, t->getTokenIndex());
   return open.empty() ? nullptr : open.back();
 }
 
@@ -371,6 +382,8 @@ void SyntaxErrorStrategy::Report(const Site& site) {
       d.message = StrCat("expected an expression", after);
     } else if (open != nullptr &&
                (type == Token::EOF || on_next_line ||
+                // Where the lexer took ( or [ as never closed (lexer.h).
+                (type == L::NEWLINE && open->getType() != L::LBRACE) ||
                 (expected.Has(closer) && !expected.Has(L::COMMA)))) {
       d.span = after_last;
       unclosed(StrCat("expected ", opened_at));
@@ -441,10 +454,23 @@ void SyntaxErrorStrategy::Report(const Site& site) {
   }
   // A later error in the same statement is most likely a consequence of the
   // first: recovery inside a bracket or an argument list resumes there and
-  // then stumbles over the rest of the statement.
+  // then stumbles over the rest of the statement. The statement is the same
+  // while the parser is still inside it (a record's lines are not
+  // statements); a statement that began after the last error (in a block)
+  // is another; else they are the same when no newline or ';' came between.
+  auto* statement = dynamic_cast<antlr4::ParserRuleContext*>(site.ctx);
+  while (statement != nullptr &&
+         statement->getRuleIndex() != P::RuleStatement) {
+    statement = dynamic_cast<antlr4::ParserRuleContext*>(statement->parent);
+  }
+  if (statement != nullptr && statement == last_error_statement_) return;
+  const bool began_after =
+      statement != nullptr && statement->getStart() != nullptr &&
+      last_error_token_ != INVALID_INDEX &&
+      statement->getStart()->getTokenIndex() > last_error_token_;
   const size_t index = t->getTokenIndex();
-  if (index != INVALID_INDEX && last_error_token_ != INVALID_INDEX &&
-      index > last_error_token_) {
+  if (!began_after && index != INVALID_INDEX &&
+      last_error_token_ != INVALID_INDEX && index > last_error_token_) {
     bool same_statement = true;
     for (size_t i = last_error_token_; i < index; ++i) {
       const size_t between = parser->getTokenStream()->get(i)->getType();
@@ -461,6 +487,7 @@ void SyntaxErrorStrategy::Report(const Site& site) {
   last_error_token_ = ended && prev != nullptr && index != INVALID_INDEX
                           ? prev->getTokenIndex() + 1
                           : index;
+  last_error_statement_ = statement;
   errors_->push_back(std::move(d));
 }
 
@@ -547,31 +574,22 @@ antlr4::WritableToken* HiddenStatementEnd(Parser* parser, size_t index) {
     }
   }
   if (newline == nullptr) return nullptr;
-  std::vector<size_t> open;
-  for (size_t i = 0; i < index; ++i) {
-    Token* t = tokens->get(i);
-    if (t->getChannel() != Token::DEFAULT_CHANNEL) continue;
-    if (IsOpener(t->getType())) {
-      open.push_back(t->getType());
-    } else if (IsCloser(t->getType()) && !open.empty() &&
-               CloserOf(open.back()) == t->getType()) {
-      open.pop_back();
-    }
-  }
-  for (size_t o : open) {
-    if (o != L::LBRACE) return nullptr;
+  for (Token* o : OpenBrackets(parser, index)) {
+    if (o->getType() != L::LBRACE) return nullptr;
   }
   return dynamic_cast<antlr4::WritableToken*>(newline);
 }
 }  // namespace
 
 Token* SyntaxErrorStrategy::singleTokenDeletion(Parser* parser) {
-  // Deleting the `if` of `1 + if c { a } else { b }`, or the `let` of
-  // `let a = 1 +` followed by `let b = 2`, would leave the rest to misparse;
-  // let recovery skip the whole construct, or end the statement, instead.
+  // Deleting the `if` of `1 + if c { a } else { b }`, the `let` of
+  // `let a = 1 +` followed by `let b = 2`, or the line break of `a.`
+  // followed by `let b = 2` (keywords are member names), would leave the rest
+  // to misparse; let recovery skip the whole construct, or end the statement,
+  // instead.
   const size_t la = parser->getInputStream()->LA(1);
   if (la == L::IF || la == L::FN || la == L::LOOP || la == L::RUN ||
-      StatementKeywords().Has(la) ||
+      la == L::NEWLINE || la == L::SEMI || StatementKeywords().Has(la) ||
       HiddenStatementEnd(parser, parser->getCurrentToken()->getTokenIndex())) {
     return nullptr;
   }

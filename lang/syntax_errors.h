@@ -60,6 +60,8 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   // Where the statement of the last error may end at the earliest: the token
   // index of the error, or of what follows the last token before it.
   size_t last_error_token_ = INVALID_INDEX;
+  // The innermost statement of the last error, if any; the parser owns it.
+  antlr4::ParserRuleContext* last_error_statement_ = nullptr;
 };
 
 }  // namespace runnel::lang

@@ -861,6 +861,26 @@ TEST(SyntaxErrorTest, CommaSeparatedLists) {
               ElementsAre("1:9: expected ',' or ')' before '2'"));
 }
 
+TEST(SyntaxErrorTest, UnclosedBracketEndsBeforeAStatement) {
+  EXPECT_THAT(Errors("let b = f(1, 2\nlet c = 3 +\nlet d = [4\nreturn d"),
+              ElementsAre("1:15: expected ')' to close '(' opened at 1:10",
+                          "2:12: expected an expression after '+'",
+                          "3:11: expected ']' to close '[' opened at 3:9"));
+  EXPECT_THAT(Errors("def f(x) {\n  let y = g(x, [1, 2\n  let z = 3 +\n}\n"),
+              ElementsAre("2:21: expected ']' to close '[' opened at 2:16",
+                          "3:14: expected an expression after '+'"));
+  ParseResult r =
+      Parse(SourceFile("t.rnl", "let a = f(g(1\nprint(a)\nvar w = 2\n"));
+  ASSERT_EQ(r.errors.size(), 1u) << Render(r.errors);
+  EXPECT_EQ(r.errors[0].message, "expected ')' to close '(' opened at 1:12");
+  ASSERT_EQ(r.program->stmts.size(), 2u);
+  EXPECT_EQ(DumpStmt(r.program->stmts[1].get()), "(var w 2)");
+  // Keywords that are names there, and a loop's `for`, do not end anything.
+  EXPECT_THAT(Errors("let t = f(\n  scope = \"x\",\n  device = 2)"), IsEmpty());
+  EXPECT_THAT(Errors("let r = (loop x = 0\n  for i in 0..3 { x + i })"),
+              IsEmpty());
+}
+
 TEST(SyntaxErrorTest, OneErrorPerStatement) {
   // Recovery inside the brackets resumes there; what it stumbles over in
   // the rest of the statement is a consequence.
@@ -870,6 +890,12 @@ TEST(SyntaxErrorTest, OneErrorPerStatement) {
   EXPECT_THAT(Errors("f(g(1 2), 3) + )\nlet b = (1 +)"),
               ElementsAre("1:7: expected ',' or ')' before '2'",
                           "2:13: expected an expression after '+'"));
+  // The statements of a block are others, though no line break ended the
+  // header before them.
+  EXPECT_THAT(Errors("def f(a b) {\n  let x = 1 +\n  let y = )\n}"),
+              ElementsAre("1:9: expected ',' or ')' before 'b'",
+                          "2:14: expected an expression after '+'",
+                          "3:11: expected an expression after '='"));
   EXPECT_THAT(Errors("f(1 2); g(3 4)"),
               ElementsAre("1:5: expected ',' or ')' before '2'",
                           "1:13: expected ',' or ')' before '4'"));
@@ -971,8 +997,9 @@ let a = 1 +
 let b = f(1, 2
 print(b)
 )";
-  // An unclosed bracket takes the rest of the file with it; the others
-  // recover at the end of their statement.
+  // An unclosed bracket takes the following lines with it, up to one that
+  // starts a statement (`let`, `def`, ...); the others recover at the end of
+  // their statement.
   EXPECT_THAT(Errors(kScript),
               ElementsAre("2:12: expected an expression after '+'",
                           "3:15: expected ')' to close '(' opened at 3:10"));
