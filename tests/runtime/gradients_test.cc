@@ -211,6 +211,10 @@ TEST(GradientCheck, ShapeOps) {
                 {{"num", int64_t{2}}, {"axis", int64_t{0}}});
   CheckGradient("broadcast_to", {Diff({3}), Fixed(I64s({2, 3}))});
   CheckGradient("identity", {Diff({2})});
+  CheckGradient("check_numerics", {Diff({2})}, {{"message", std::string("m")}});
+  CheckGradient("placeholder_with_default", {Diff({2, 2})},
+                {{"shape", Shape{2, 2}}});
+  CheckGradient("fill", {Fixed(I64s({2, 3})), Diff({})});
 }
 
 TEST(GradientCheck, IndexingOps) {
