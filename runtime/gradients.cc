@@ -120,22 +120,6 @@ NodeOut GradBuilder::AddN(const std::vector<NodeOut>& terms) {
   return sum;
 }
 
-std::vector<int> ReductionAxes(const AttrMap& attrs, int rank) {
-  std::vector<int> axes;
-  absl::StatusOr<std::vector<int64_t>> listed =
-      GetAttr<std::vector<int64_t>>(attrs, "axis");
-  if (!listed.ok()) {
-    for (int i = 0; i < rank; ++i) axes.push_back(i);
-    return axes;
-  }
-  for (int64_t a : *listed) {
-    axes.push_back(static_cast<int>(a < 0 ? a + rank : a));
-  }
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  return axes;
-}
-
 // ---- registry ---------------------------------------------------------------
 
 GradientRegistry& GradientRegistry::Global() {

@@ -141,10 +141,6 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
     Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
     const GradientOptions& options = {});
 
-// The axes an op's `axis` attribute names (int or list, negative counts from
-// the end; absent = all), sorted, for an input of rank `rank`.
-std::vector<int> ReductionAxes(const AttrMap& attrs, int rank);
-
 namespace gradients_internal {
 struct Registrar {
   Registrar(const char* op, GradFn fn);

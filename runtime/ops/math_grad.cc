@@ -2,6 +2,7 @@
 // Binary ops broadcast, so each input's gradient is summed back to that
 // input's shape (SumToLike).
 #include "runtime/gradients.h"
+#include "runtime/shape_fns.h"
 
 namespace runnel {
 namespace {
@@ -229,7 +230,14 @@ NodeOut KeptDims(GradBuilder& g, NodeOut dy) {
         "the gradient of a reduction over named axes needs the input's rank"));
     return {};
   }
-  for (int a : ReductionAxes(n.attrs(), xs.rank())) {
+  // The forward node's shape function accepted these axes, so this holds.
+  absl::StatusOr<std::vector<int>> axes =
+      ReductionAxes(ShapeContext(n.attrs(), {}, {}), xs.rank());
+  if (!axes.ok()) {
+    g.Fail(axes.status());
+    return {};
+  }
+  for (int a : *axes) {
     dy = g.Op("expand_dims", {dy}, {{"axis", int64_t{a}}});
   }
   return dy;
