@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/reduction.h"
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
@@ -45,12 +46,11 @@ void TransposeCopy(ThreadPool* pool, const StridedLayout<1>& l, const U* in,
                         });
 }
 
+// `axes` sorted and distinct.
 absl::StatusOr<ReductionPlan> PlanReduction(OpKernelContext* ctx,
-                                            const Tensor& x) {
-  const AttrMap& attrs = ctx->node().attrs();
-  ShapeContext sc(attrs, {}, {});
-  RN_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(sc, x.rank()));
-  RN_ASSIGN_OR_RETURN(bool keepdims, GetAttrOr<bool>(attrs, "keepdims", false));
+                                            const Tensor& x,
+                                            const std::vector<int>& axes,
+                                            bool keepdims) {
   ReductionPlan p;
   p.out_shape = ReducedShape(x.shape(), axes, keepdims);
 
@@ -121,6 +121,16 @@ absl::StatusOr<ReductionPlan> PlanReduction(OpKernelContext* ctx,
       break;
   }
   return p;
+}
+
+// The plan for the node's own `axis` and `keepdims` attributes.
+absl::StatusOr<ReductionPlan> PlanReduction(OpKernelContext* ctx,
+                                            const Tensor& x) {
+  const AttrMap& attrs = ctx->node().attrs();
+  ShapeContext sc(attrs, {}, {});
+  RN_ASSIGN_OR_RETURN(std::vector<int> axes, ReductionAxes(sc, x.rank()));
+  RN_ASSIGN_OR_RETURN(bool keepdims, GetAttrOr<bool>(attrs, "keepdims", false));
+  return PlanReduction(ctx, x, axes, keepdims);
 }
 
 // ---- Reducers over Eigen expressions of accumulator type A ------------------
@@ -344,6 +354,12 @@ class ReduceKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(ReductionPlan p, PlanReduction(ctx, x));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, p.out_shape));
+    return ReduceInto(ctx, x, p, y);
+  }
+
+  // y (p.out_shape's element count, any shape) = the reduction of x.
+  static absl::Status ReduceInto(OpKernelContext* ctx, const Tensor& x,
+                                 const ReductionPlan& p, Tensor* y) {
     const int64_t n = y->num_elements();
     if (n == 0) return absl::OkStatus();
     auto out = OutArray(y->data<T>(), n);
@@ -409,6 +425,12 @@ class LogSumExpKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(ReductionPlan p, PlanReduction(ctx, x));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, p.out_shape));
+    return ReduceInto(ctx, x, p, y);
+  }
+
+  // y (p.out_shape's element count, any shape) = the reduction of x.
+  static absl::Status ReduceInto(OpKernelContext* ctx, const Tensor& x,
+                                 const ReductionPlan& p, Tensor* y) {
     const int64_t n = y->num_elements();
     if (n == 0) return absl::OkStatus();
     auto out = OutArray(y->data<T>(), n);
@@ -485,6 +507,12 @@ class ArgReduceKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(ReductionPlan p, PlanReduction(ctx, x));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, p.out_shape));
+    return ReduceInto(ctx, x, p, y);
+  }
+
+  // y (p.out_shape's element count, any shape) = the reduction of x.
+  static absl::Status ReduceInto(OpKernelContext* ctx, const Tensor& x,
+                                 const ReductionPlan& p, Tensor* y) {
     const int64_t n = y->num_elements();
     if (n == 0) return absl::OkStatus();
     if (p.reduced == 0) return EmptyReductionError(ctx->node(), x);
@@ -567,4 +595,35 @@ RUNNEL_STATIC_INIT(ReductionKernels) {
 }
 
 }  // namespace
+
+template <typename T>
+absl::Status SumOverAxes(OpKernelContext* ctx, const Tensor& x,
+                         const std::vector<int>& axes, Tensor* out) {
+  RN_ASSIGN_OR_RETURN(ReductionPlan p,
+                      PlanReduction(ctx, x, axes, /*keepdims=*/false));
+  if (p.out_shape.num_elements() != out->num_elements()) {
+    return absl::InternalError(StrCat("SumOverAxes: ", x.shape().ToString(),
+                                      " reduced is ", p.out_shape.ToString(),
+                                      ", not ", out->shape().ToString()));
+  }
+  return SumKernel<T>::ReduceInto(ctx, x, p, out);
+}
+
+template absl::Status SumOverAxes<Half>(OpKernelContext*, const Tensor&,
+                                        const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<BFloat16>(OpKernelContext*, const Tensor&,
+                                            const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<float>(OpKernelContext*, const Tensor&,
+                                         const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<double>(OpKernelContext*, const Tensor&,
+                                          const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<int8_t>(OpKernelContext*, const Tensor&,
+                                          const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<uint8_t>(OpKernelContext*, const Tensor&,
+                                           const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<int32_t>(OpKernelContext*, const Tensor&,
+                                           const std::vector<int>&, Tensor*);
+template absl::Status SumOverAxes<int64_t>(OpKernelContext*, const Tensor&,
+                                           const std::vector<int>&, Tensor*);
+
 }  // namespace runnel
