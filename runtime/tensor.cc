@@ -1,6 +1,7 @@
 #include "runtime/tensor.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "runtime/float16.h"
@@ -57,6 +58,22 @@ std::vector<double> Tensor::ToDoubles() const {
   std::vector<double> out(num_elements_);
   for (int64_t i = 0; i < num_elements_; ++i)
     out[i] = ElementAsDouble(*this, i);
+  return out;
+}
+
+std::vector<int64_t> Tensor::ToInt64s() const {
+  std::vector<int64_t> out(num_elements_);
+  VisitDType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      const T* p = data<T>();
+      for (int64_t i = 0; i < num_elements_; ++i) out[i] = p[i];
+    } else {
+      for (int64_t i = 0; i < num_elements_; ++i) {
+        out[i] = static_cast<int64_t>(ElementAsDouble(*this, i));
+      }
+    }
+  });
   return out;
 }
 

@@ -79,6 +79,9 @@ class Tensor {
   }
   // Values converted to double, for host code and tests (any dtype).
   std::vector<double> ToDoubles() const;
+  // Values as int64 (any dtype): integers exactly, floats truncated toward
+  // zero. For index and shape tensors.
+  std::vector<int64_t> ToInt64s() const;
   // A scalar or one-element tensor as int64 / double (any numeric dtype).
   absl::StatusOr<int64_t> ScalarAsInt() const;
   absl::StatusOr<double> ScalarAsDouble() const;

@@ -132,19 +132,6 @@ class BroadcastLikeKernel : public OpKernel {
 
 // ---- scattering adjoints ---------------------------------------------------
 
-// Integer tensor values (any integer dtype) as int64.
-std::vector<int64_t> IndexValues(const Tensor& t) {
-  std::vector<int64_t> out(t.num_elements());
-  VisitDType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_integral_v<T>) {
-      const T* p = t.data<T>();
-      for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = p[i];
-    }
-  });
-  return out;
-}
-
 // Sets every element of `t` to zero (all-zero bytes in every dtype).
 void Zero(ThreadPool* pool, Tensor* t) {
   const char zero[8] = {};
@@ -171,7 +158,7 @@ class GatherGradKernel : public OpKernel {
     for (int k = 0; k < a; ++k) outer *= params.dim(k);
     for (int k = a + 1; k < params.rank(); ++k) inner *= params.dim(k);
     const int64_t n = params.dim(a);
-    const std::vector<int64_t> idx = IndexValues(ctx->input(1));
+    const std::vector<int64_t> idx = ctx->input(1).ToInt64s();
     const int64_t m = static_cast<int64_t>(idx.size());
     for (int64_t j = 0; j < m; ++j) {
       if (idx[j] < 0 || idx[j] >= n) {
@@ -248,7 +235,7 @@ class SliceGradKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
     if (shape == dy.shape()) return ctx->set_output(0, dy);
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    const std::vector<int64_t> begin = IndexValues(ctx->input(1));
+    const std::vector<int64_t> begin = ctx->input(1).ToInt64s();
     const std::vector<int64_t> strides = RowMajorStrides(shape);
     int64_t offset = 0;
     for (int k = 0; k < shape.rank(); ++k) offset += begin[k] * strides[k];
@@ -341,7 +328,7 @@ class PadGradKernel : public OpKernel {
     if (shape == dy.shape()) return ctx->set_output(0, dy);
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     if (out->num_elements() == 0) return absl::OkStatus();
-    const std::vector<int64_t> pads = IndexValues(ctx->input(2));
+    const std::vector<int64_t> pads = ctx->input(2).ToInt64s();
     const std::vector<int64_t> strides = RowMajorStrides(dy.shape());
     int64_t offset = 0;
     for (int k = 0; k < shape.rank(); ++k) offset += pads[2 * k] * strides[k];

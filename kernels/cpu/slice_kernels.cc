@@ -13,19 +13,6 @@
 namespace runnel {
 namespace {
 
-// Integer tensor values (any integer dtype) as int64.
-std::vector<int64_t> IndexValues(const Tensor& t) {
-  std::vector<int64_t> out(t.num_elements());
-  VisitDType(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_integral_v<T>) {
-      const T* p = t.data<T>();
-      for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = p[i];
-    }
-  });
-  return out;
-}
-
 // Copies the block of `x` at `begin` (per axis) with steps `step` and
 // extent `size` into `y`, whose layout is row-major over `size`.
 void CopyBlock(ThreadPool* pool, const Tensor& x,
@@ -54,7 +41,7 @@ class SliceKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
     if (shape == x.shape()) return ctx->set_output(0, x);
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    CopyBlock(ctx->intra_op_pool(), x, IndexValues(ctx->input(1)),
+    CopyBlock(ctx->intra_op_pool(), x, ctx->input(1).ToInt64s(),
               std::vector<int64_t>(x.rank(), 1), shape.dims(), y);
     return absl::OkStatus();
   }
@@ -114,7 +101,7 @@ class GatherKernel : public OpKernel {
     for (int k = 0; k < a; ++k) outer *= params.dim(k);
     for (int k = a + 1; k < params.rank(); ++k) inner *= params.dim(k);
     const int64_t n = params.dim(a);
-    const std::vector<int64_t> idx = IndexValues(indices);
+    const std::vector<int64_t> idx = indices.ToInt64s();
     const int64_t m = static_cast<int64_t>(idx.size());
     for (int64_t j = 0; j < m; ++j) {
       if (idx[j] < 0 || idx[j] >= n) {
@@ -175,7 +162,7 @@ class PadKernel : public OpKernel {
     FillElements(ctx->intra_op_pool(), y->raw_data(), y->num_elements(),
                  ctx->input(2).raw_data(), esz);
     if (x.num_elements() == 0) return absl::OkStatus();
-    const std::vector<int64_t> pads = IndexValues(ctx->input(1));
+    const std::vector<int64_t> pads = ctx->input(1).ToInt64s();
     const std::vector<int64_t> strides = RowMajorStrides(shape);
     int64_t offset = 0;
     for (int k = 0; k < x.rank(); ++k) offset += pads[2 * k] * strides[k];

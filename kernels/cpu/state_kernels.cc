@@ -98,11 +98,7 @@ class ScatterKernel : public AssignBase {
     RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
     const Tensor& indices = ctx->input(1);
     const Tensor& updates = ctx->input(2);
-    std::vector<int64_t> idx(indices.num_elements());
-    for (int64_t j = 0; j < indices.num_elements(); ++j) {
-      idx[j] = indices.dtype() == DType::kI64 ? indices.data<int64_t>()[j]
-                                              : indices.data<int32_t>()[j];
-    }
+    const std::vector<int64_t> idx = indices.ToInt64s();
     const std::string& op = ctx->node().op();
     RN_ASSIGN_OR_RETURN(
         Tensor next,

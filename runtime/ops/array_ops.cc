@@ -48,12 +48,6 @@ absl::Status CheckScalar(const ShapeContext& c, int i, std::string_view what) {
   return absl::OkStatus();
 }
 
-std::vector<int64_t> IntValues(const Tensor& t) {
-  std::vector<int64_t> out;
-  for (double d : t.ToDoubles()) out.push_back(static_cast<int64_t>(d));
-  return out;
-}
-
 // The length of vector input `i` when known, else -1.
 int64_t VectorLength(const ShapeContext& c, int i) {
   const Shape& s = c.shape(i);
@@ -329,8 +323,8 @@ Specs SliceShape(const ShapeContext& c) {
   }
   if (rank < 0) return One(c.dtype(0), Shape::UnknownRank());
   std::vector<int64_t> begin, size;
-  if (c.value(1) != nullptr) begin = IntValues(*c.value(1));
-  if (c.value(2) != nullptr) size = IntValues(*c.value(2));
+  if (c.value(1) != nullptr) begin = c.value(1)->ToInt64s();
+  if (c.value(2) != nullptr) size = c.value(2)->ToInt64s();
   std::vector<int64_t> dims(rank, kUnknownDim);
   for (int i = 0; i < rank; ++i) {
     const int64_t dim = in.unknown_rank() ? kUnknownDim : in.dim(i);
@@ -410,7 +404,7 @@ Specs TileShape(const ShapeContext& c) {
   }
   std::vector<int64_t> dims(in.rank(), kUnknownDim);
   if (c.value(1) != nullptr) {
-    std::vector<int64_t> m = IntValues(*c.value(1));
+    std::vector<int64_t> m = c.value(1)->ToInt64s();
     for (int i = 0; i < in.rank(); ++i) {
       if (m[i] < 0) {
         return Invalid(
@@ -449,7 +443,7 @@ Specs PadShape(const ShapeContext& c) {
   }
   std::vector<int64_t> dims(in.rank(), kUnknownDim);
   if (c.value(1) != nullptr) {
-    std::vector<int64_t> pads = IntValues(*c.value(1));
+    std::vector<int64_t> pads = c.value(1)->ToInt64s();
     for (int i = 0; i < in.rank(); ++i) {
       if (pads[2 * i] < 0 || pads[2 * i + 1] < 0) {
         return Invalid(

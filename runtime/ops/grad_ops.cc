@@ -202,12 +202,6 @@ Specs GatherGradShape(const ShapeContext& c) {
   return One(c.dtype(2), c.shape(0));
 }
 
-std::vector<int64_t> IntValues(const Tensor& t) {
-  std::vector<int64_t> out;
-  for (double d : t.ToDoubles()) out.push_back(static_cast<int64_t>(d));
-  return out;
-}
-
 // (x, begin, dy) -> x's shape: dy is the block of x at `begin`.
 Specs SliceGradShape(const ShapeContext& c) {
   const TensorSpec& b = c.input(1);
@@ -227,7 +221,7 @@ Specs SliceGradShape(const ShapeContext& c) {
                             " must have one rank"));
     }
     if (c.value(1) != nullptr && !dy.unknown_rank()) {
-      const std::vector<int64_t> begin = IntValues(*c.value(1));
+      const std::vector<int64_t> begin = c.value(1)->ToInt64s();
       for (int i = 0; i < x.rank(); ++i) {
         if (begin[i] < 0 || (x.dim(i) >= 0 && dy.dim(i) >= 0 &&
                              begin[i] + dy.dim(i) > x.dim(i))) {
