@@ -3,6 +3,7 @@
 // reserved [first, first + n) from the node's RandomCounter; the values are
 // therefore the same whatever the number of threads.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -186,8 +187,7 @@ class DropoutKernel : public RandomKernel {
     RN_ASSIGN_OR_RETURN(RandomSampler sampler, Reserve(ctx, n));
     using A = AccumType<T>;
     const T kept = FromDouble<T>(1.0 / (1.0 - rate));
-    const A kept_a =
-        static_cast<A>(*reinterpret_cast<const EigenType<T>*>(&kept));
+    const A kept_a = static_cast<A>(std::bit_cast<EigenType<T>>(kept));
     const T zero = FromDouble<T>(0);
     const auto* in = reinterpret_cast<const EigenType<T>*>(x.data<T>());
     auto* out = reinterpret_cast<EigenType<T>*>(y->data<T>());
