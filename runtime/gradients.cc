@@ -197,8 +197,14 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
               [](Node* a, Node* b) { return a->id() < b->id(); });
   }
 
-  // Of those, the ones a gradient flows through: reachable from an x along
-  // floating-point edges.
+  // Whether consumer's input i carries a gradient from a node of `set`.
+  auto carries = [](const absl::flat_hash_set<Node*>& set, const Node* consumer,
+                    int i) {
+    return set.contains(consumer->input(i).node) &&
+           CarriesGradient(consumer->input_dtype(i));
+  };
+  // Of the ancestors, the ones a gradient flows through: reachable from an x
+  // along floating-point edges...
   absl::flat_hash_set<Node*> between;
   {
     absl::flat_hash_set<Node*> sources;
@@ -208,13 +214,12 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
     for (Node* n : ancestors) {
       bool reached = sources.contains(n);
       for (int i = 0; i < n->num_inputs() && !reached; ++i) {
-        reached = between.contains(n->input(i).node) &&
-                  CarriesGradient(n->input_dtype(i));
+        reached = carries(between, n, i);
       }
       if (reached) between.insert(n);
     }
   }
-  // And of those, the ones with a gradient-carrying path on to y.
+  // ... with a gradient-carrying path on to y.
   {
     absl::flat_hash_set<Node*> useful;
     if (between.contains(y.node)) useful.insert(y.node);
@@ -222,17 +227,13 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
       Node* n = *it;
       if (!useful.contains(n)) continue;
       for (int i = 0; i < n->num_inputs(); ++i) {
-        if (between.contains(n->input(i).node) &&
-            CarriesGradient(n->input_dtype(i))) {
-          useful.insert(n->input(i).node);
-        }
+        if (carries(between, n, i)) useful.insert(n->input(i).node);
       }
     }
     between = std::move(useful);
   }
   auto flows = [&](const Node* consumer, int i) {
-    return between.contains(consumer->input(i).node) &&
-           CarriesGradient(consumer->input_dtype(i));
+    return carries(between, consumer, i);
   };
 
   // How many gradient-carrying edges still have to report to each node.
@@ -256,16 +257,13 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
     return sum;
   };
 
+  std::vector<Node*> ready;
   if (between.contains(y.node)) {
     GradBuilder seed(graph, y.node, options.scope);
-    NodeOut dy =
-        options.dy.has_value() ? *options.dy : seed.Op("ones_like", {y});
+    partial[y].push_back(seed.Op("ones_like", {y}));
     if (!seed.status().ok()) return seed.status();
-    partial[y].push_back(dy);
+    ready.push_back(y.node);
   }
-
-  std::vector<Node*> ready;
-  if (between.contains(y.node)) ready.push_back(y.node);
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();

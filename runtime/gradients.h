@@ -27,7 +27,6 @@
 #define RUNNEL_RUNTIME_GRADIENTS_H_
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,13 +129,11 @@ class GradientRegistry {
 struct GradientOptions {
   // Prefix of the backward nodes' names.
   std::string scope = "gradients";
-  // The gradient of y itself; default ones_like(y).
-  std::optional<NodeOut> dy;
 };
 
-// Adds d(y)/d(x) for each x to `graph`. `y` must be floating point (any
-// shape: the seed is ones_like(y) unless options.dy is given). An x that y
-// does not depend on gets zeros_like(x).
+// Adds d(y)/d(x) for each x to `graph`. `y` must be floating point; a
+// non-scalar y is differentiated as sum(y) (the seed is ones_like(y)). An x
+// that y does not depend on gets zeros_like(x).
 absl::StatusOr<std::vector<NodeOut>> AddGradients(
     Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
     const GradientOptions& options = {});
