@@ -275,7 +275,7 @@ int Main(int argc, char** argv) {
   if (file.empty()) return Usage(StrCat("'", command, "' needs a FILE"));
   options.metrics_file = metrics;
   options.check_mode = command != "run";
-  return RunWithLargeStack([&]() {
+  return RunWithLargeStack([&]() -> int {
     lang::DiagnosticSink sink(stderr);
     Interpreter interp(options, &sink);
     g_batch_interp.store(&interp);
@@ -292,7 +292,6 @@ int Main(int argc, char** argv) {
     // took a tenth of `runnel check` on a large script.
     std::fflush(nullptr);
     std::_Exit(code);
-    return code;
   });
 }
 
