@@ -620,8 +620,9 @@ using Conv2DBackpropFilter = Conv2DBackpropKernel<T, true>;
 
 // max_pool and avg_pool. With "same" padding a window may hang over the
 // edge; only its elements inside the input count (TensorFlow's rule).
-template <typename T, bool kMax>
-class PoolKernel : public OpKernel {
+// What max_pool, avg_pool and their gradients share: the `size`, `strides`
+// and `padding` attributes, and where the windows fall on an input.
+class PoolBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
     RN_ASSIGN_OR_RETURN(size_, HWAttr(node, "size", 1));
@@ -633,19 +634,51 @@ class PoolKernel : public OpKernel {
     return absl::OkStatus();
   }
 
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
+ protected:
+  struct Geometry {
+    int64_t batch, in_h, in_w, chans;
+    Windows rows, cols;
+  };
+  // `x` must be NHWC; errors begin with `who`.
+  absl::StatusOr<Geometry> Place(const Tensor& x, std::string_view who) const {
     if (x.rank() != 4) {
       return absl::InvalidArgumentError(
-          StrCat("pooling needs an NHWC input of rank 4, got ",
+          StrCat(who, " needs an NHWC input of rank 4, got ",
                  DTypeName(x.dtype()), x.shape().ToString()));
     }
-    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
-                  chans = x.dim(3);
-    RN_ASSIGN_OR_RETURN(Windows rows, PlaceWindows(in_h, size_.first,
-                                                   strides_.first, 1, same_));
-    RN_ASSIGN_OR_RETURN(Windows cols, PlaceWindows(in_w, size_.second,
-                                                   strides_.second, 1, same_));
+    Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), {}, {}};
+    RN_ASSIGN_OR_RETURN(
+        g.rows, PlaceWindows(g.in_h, size_.first, strides_.first, 1, same_));
+    RN_ASSIGN_OR_RETURN(
+        g.cols, PlaceWindows(g.in_w, size_.second, strides_.second, 1, same_));
+    return g;
+  }
+  // The input rows [first, second) of output row `oh`'s window (and the
+  // same for columns), clipped to the input.
+  std::pair<int64_t, int64_t> RowRange(const Geometry& g, int64_t oh) const {
+    return Clip(oh * strides_.first - g.rows.pad_begin, size_.first, g.in_h);
+  }
+  std::pair<int64_t, int64_t> ColRange(const Geometry& g, int64_t ow) const {
+    return Clip(ow * strides_.second - g.cols.pad_begin, size_.second, g.in_w);
+  }
+
+  std::pair<int64_t, int64_t> size_{1, 1}, strides_{1, 1};
+  bool same_ = false;
+
+ private:
+  static std::pair<int64_t, int64_t> Clip(int64_t start, int64_t size,
+                                          int64_t in) {
+    return {std::max<int64_t>(start, 0), std::min(start + size, in)};
+  }
+};
+
+template <typename T, bool kMax>
+class PoolKernel : public PoolBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, "pooling"));
+    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
     RN_ASSIGN_OR_RETURN(
         Tensor * y,
         ctx->allocate_output(0, Shape{batch, rows.out, cols.out, chans}));
@@ -660,13 +693,9 @@ class PoolKernel : public OpKernel {
           std::vector<A> acc(chans);
           for (int64_t line = begin; line < end; ++line) {
             const int64_t n = line / rows.out, oh = line % rows.out;
-            const int64_t h0 = oh * strides_.first - rows.pad_begin;
-            const int64_t h_lo = std::max<int64_t>(h0, 0);
-            const int64_t h_hi = std::min(h0 + size_.first, in_h);
+            const auto [h_lo, h_hi] = RowRange(geo, oh);
             for (int64_t ow = 0; ow < cols.out; ++ow) {
-              const int64_t w0 = ow * strides_.second - cols.pad_begin;
-              const int64_t w_lo = std::max<int64_t>(w0, 0);
-              const int64_t w_hi = std::min(w0 + size_.second, in_w);
+              const auto [w_lo, w_hi] = ColRange(geo, ow);
               std::fill(acc.begin(), acc.end(),
                         kMax ? std::numeric_limits<A>::lowest() : A(0));
               for (int64_t ih = h_lo; ih < h_hi; ++ih) {
@@ -695,41 +724,18 @@ class PoolKernel : public OpKernel {
         });
     return absl::OkStatus();
   }
-
- private:
-  std::pair<int64_t, int64_t> size_{1, 1}, strides_{1, 1};
-  bool same_ = false;
 };
 
 // max_pool_grad (x, y, dy) and avg_pool_grad (x, dy), one image per shard
 // unit: overlapping windows of an image add up in order, in AccumType<T>.
 template <typename T, bool kMax>
-class PoolGradKernel : public OpKernel {
+class PoolGradKernel : public PoolBase {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(size_, HWAttr(node, "size", 1));
-    strides_ = size_;
-    if (node.attrs().contains("strides")) {
-      RN_ASSIGN_OR_RETURN(strides_, HWAttr(node, "strides", 1));
-    }
-    RN_ASSIGN_OR_RETURN(same_, SamePadding(node));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
-    if (x.rank() != 4) {
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": needs an NHWC input of rank 4, got ",
-                 DTypeName(x.dtype()), x.shape().ToString()));
-    }
-    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
-                  chans = x.dim(3);
-    RN_ASSIGN_OR_RETURN(Windows rows, PlaceWindows(in_h, size_.first,
-                                                   strides_.first, 1, same_));
-    RN_ASSIGN_OR_RETURN(Windows cols, PlaceWindows(in_w, size_.second,
-                                                   strides_.second, 1, same_));
+    RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, StrCat(ctx->node().op(), ":")));
+    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
     const Shape y_shape{batch, rows.out, cols.out, chans};
     if (dy.shape() != y_shape) {
       return absl::InvalidArgumentError(
@@ -758,13 +764,9 @@ class PoolGradKernel : public OpKernel {
             if constexpr (kInPlace) acc = out + n * image;
             std::fill_n(acc, image, A(0));
             for (int64_t oh = 0; oh < rows.out; ++oh) {
-              const int64_t h0 = oh * strides_.first - rows.pad_begin;
-              const int64_t h_lo = std::max<int64_t>(h0, 0);
-              const int64_t h_hi = std::min(h0 + size_.first, in_h);
+              const auto [h_lo, h_hi] = RowRange(geo, oh);
               for (int64_t ow = 0; ow < cols.out; ++ow) {
-                const int64_t w0 = ow * strides_.second - cols.pad_begin;
-                const int64_t w_lo = std::max<int64_t>(w0, 0);
-                const int64_t w_hi = std::min(w0 + size_.second, in_w);
+                const auto [w_lo, w_hi] = ColRange(geo, ow);
                 if (h_lo >= h_hi || w_lo >= w_hi) continue;
                 const EigenType<T>* g =
                     grad + ((n * rows.out + oh) * cols.out + ow) * chans;
@@ -832,10 +834,6 @@ class PoolGradKernel : public OpKernel {
         });
     return absl::OkStatus();
   }
-
- private:
-  std::pair<int64_t, int64_t> size_{1, 1}, strides_{1, 1};
-  bool same_ = false;
 };
 
 template <typename T>
