@@ -304,4 +304,16 @@ void ScalarToBytes(DType dtype, double v, void* out) {
   });
 }
 
+absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
+                                     std::string_view prefix) {
+  absl::StatusOr<int64_t> value = index.ScalarAsInt();
+  if (!value.ok()) return value.status();
+  const int64_t i = *value < 0 ? *value + n : *value;
+  if (i < 0 || i >= n) {
+    return absl::InvalidArgumentError(StrCat(
+        prefix, "index ", *value, " is out of range for axis 0 of size ", n));
+  }
+  return i;
+}
+
 }  // namespace runnel

@@ -8,6 +8,7 @@
 #define RUNNEL_KERNELS_CPU_ARRAY_UTIL_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -72,6 +73,12 @@ T FromDouble(double v) {
 
 // `v` in the storage of `dtype`, written to `out` (DTypeSize(dtype) bytes).
 void ScalarToBytes(DType dtype, double v, void* out);
+
+// The run-time scalar `index` into an axis of size `n` as a position in
+// [0, n), negative values counting from the end; out of range is an error
+// "{prefix}index I is out of range for axis 0 of size N".
+absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
+                                     std::string_view prefix = "");
 
 }  // namespace runnel
 

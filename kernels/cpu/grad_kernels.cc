@@ -281,14 +281,8 @@ class DynamicIndexGradKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(2);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t index, ctx->input(1).ScalarAsInt());
-    const int64_t n = x.dim(0);
-    const int64_t i = index < 0 ? index + n : index;
-    if (i < 0 || i >= n) {
-      return absl::InvalidArgumentError(
-          StrCat("dynamic_index_grad: index ", index,
-                 " is out of range for axis 0 of size ", n));
-    }
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0),
+                                                "dynamic_index_grad: "));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     Zero(ctx->intra_op_pool(), out);
     ParallelMemcpy(ctx->intra_op_pool(),

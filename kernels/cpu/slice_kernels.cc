@@ -74,13 +74,7 @@ class DynamicIndexKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t index, ctx->input(1).ScalarAsInt());
-    const int64_t n = x.dim(0);
-    const int64_t i = index < 0 ? index + n : index;
-    if (i < 0 || i >= n) {
-      return absl::InvalidArgumentError(
-          StrCat("index ", index, " is out of range for axis 0 of size ", n));
-    }
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0)));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
     ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(),
                    static_cast<const char*>(x.raw_data()) + i * y->bytes(),
