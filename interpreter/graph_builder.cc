@@ -142,12 +142,13 @@ class DatasetIterator : public Iterator {
 // ---- names and scopes -------------------------------------------------------
 
 std::string Interpreter::ScopePath(bool reserve) {
-  std::string path;
-  for (ScopeFrame& f : scopes_) {
-    if (f.resolved) {
-      path = f.path;
-      continue;
-    }
+  // Frames resolve in order, so the resolved ones are a prefix: start after
+  // the last of them.
+  size_t first = scopes_.size();
+  while (first > 0 && !scopes_[first - 1].resolved) --first;
+  std::string path = first > 0 ? scopes_[first - 1].path : std::string();
+  for (size_t k = first; k < scopes_.size(); ++k) {
+    ScopeFrame& f = scopes_[k];
     std::string candidate = path.empty() ? f.base : path + "/" + f.base;
     if (!reserve) {
       path = candidate;

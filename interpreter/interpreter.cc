@@ -1120,7 +1120,7 @@ absl::StatusOr<Value> Interpreter::EvalMember(const lang::MemberExpr& e) {
       Binding* b = m.env->FindLocal(name);
       if (b == nullptr) {
         std::vector<std::string> names;
-        for (const auto& [n, _] : m.env->vars()) {
+        for (const std::string& n : m.env->Names()) {
           if (!n.empty() && n[0] != '_') names.push_back(n);
         }
         lang::Diagnostic d;

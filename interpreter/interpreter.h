@@ -28,13 +28,13 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "interpreter/device_spec.h"
 #include "interpreter/progress.h"
@@ -302,11 +302,12 @@ class Interpreter {
 
   // Naming, devices and control dependencies of new nodes.
   std::vector<ScopeFrame> scopes_;
-  std::set<std::string> taken_;  // node names and reserved scope paths
+  absl::flat_hash_set<std::string>
+      taken_;  // node names and reserved scope paths
   // For each base name, the last suffix N a NAME_N made unique with: names
   // are never freed, so the search for a free NAME_N resumes after it
   // (without this, the search is quadratic in the nodes of one base name).
-  std::unordered_map<std::string, int> last_suffix_;
+  absl::flat_hash_map<std::string, int> last_suffix_;
   DeviceSpec device_;
   std::vector<Node*> control_;
   std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;

@@ -2,6 +2,7 @@
 // runs), `import NAME` from the standard library and `import "file" as x`.
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
@@ -38,7 +39,12 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
       return kExitUsage;
     }
   }
+  // Free the parser's tree and tokens on another thread while the program
+  // runs: for a large script that took a tenth of `runnel check`.
+  std::thread free_parse_tree(
+      [tree = std::move(parsed.parse_tree)]() mutable { tree.reset(); });
   absl::StatusOr<Value> v = Evaluate(program);
+  free_parse_tree.join();
   if (!v.ok()) return Report(v.status());
   return kExitOk;
 }

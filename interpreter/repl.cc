@@ -129,9 +129,10 @@ class Repl {
     if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
       std::fputs(kHelp, stdout);
     } else if (cmd == ":vars") {
-      const auto& vars = interp.globals().vars();
-      if (vars.empty()) std::puts("(no names defined)");
-      for (const auto& [name, binding] : vars) {
+      const std::vector<std::string> names = interp.globals().Names();
+      if (names.empty()) std::puts("(no names defined)");
+      for (const std::string& name : names) {
+        const Binding& binding = *interp.globals().FindLocal(name);
         std::string shown = FormatValue(binding.value, true);
         if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
         if (shown.find('\n') != std::string::npos) {
@@ -190,7 +191,7 @@ class Repl {
       if (b && b->value.kind() == ValueKind::kModule) {
         const auto& m = b->value.module();
         if (m && m->env) {
-          for (const auto& [name, _] : m->env->vars()) {
+          for (const std::string& name : m->env->Names()) {
             if (name.rfind(prefix, 0) == 0) out.insert(base + "." + name);
           }
         }

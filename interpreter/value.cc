@@ -1,5 +1,8 @@
 #include "interpreter/value.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "lang/ast.h"
 #include "runtime/strings.h"
 
@@ -325,8 +328,18 @@ Binding* Env::FindForRebind(const std::string& name, bool* crossed) {
 
 void Env::CollectNames(std::vector<std::string>* out) const {
   for (const Env* e = this; e != nullptr; e = e->parent_.get()) {
-    for (const auto& [name, b] : e->vars_) out->push_back(name);
+    std::vector<std::string> names = e->Names();
+    out->insert(out->end(), std::make_move_iterator(names.begin()),
+                std::make_move_iterator(names.end()));
   }
+}
+
+std::vector<std::string> Env::Names() const {
+  std::vector<std::string> names;
+  names.reserve(vars_.size());
+  for (const auto& [name, b] : vars_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace runnel::interp

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/graph.h"
 #include "runtime/source_span.h"
@@ -228,15 +229,18 @@ class Env {
   void Define(const std::string& name, Binding b) {
     vars_[name] = std::move(b);
   }
-  // Every name visible from here (for "did you mean").
+  // Every name visible from here (for "did you mean"), innermost scope
+  // first, each scope's names sorted.
   void CollectNames(std::vector<std::string>* out) const;
-  const std::map<std::string, Binding>& vars() const { return vars_; }
+  // The names bound in this scope itself, sorted.
+  std::vector<std::string> Names() const;
   const std::shared_ptr<Env>& parent() const { return parent_; }
 
  private:
   std::shared_ptr<Env> parent_;
   bool function_boundary_;
-  std::map<std::string, Binding> vars_;
+  // A node map: Find's pointers stay valid while other names are defined.
+  absl::node_hash_map<std::string, Binding> vars_;
 };
 
 }  // namespace runnel::interp

@@ -68,7 +68,8 @@ class SourcePositions {
   mutable size_t last_line_ = 0;        // index of the line found last
 };
 
-// RunnelLexer with lexical errors appended to `errors` as Diagnostics.
+// RunnelLexer with lexical errors appended to `errors` as Diagnostics, and
+// without the white space and comment tokens (nothing reads them).
 //
 // It also keeps an unclosed ( or [ from running into the rest of the file:
 // at a line break inside one, when the next line starts a statement (`let`,

@@ -1,8 +1,13 @@
 #include "lang/parser.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "antlr4-runtime.h"
@@ -36,7 +41,141 @@ Diagnostic Error(SourceSpan span, std::string message) {
   return d;
 }
 
+// From this size on, the lexer runs on a thread of its own, ahead of the
+// parser: ANTLR 4.9's generated lexer takes a lock for every character, and
+// lexing a large file took as long as parsing it.
+constexpr size_t kThreadedLexBytes = 32 * 1024;
+constexpr size_t kBatchTokens = 1024;
+
+// The token source the parser reads: the lexer's tokens, in batches handed
+// over from the lexer's thread, or lexed on demand for a small text. It also
+// refuses absurd nesting: each open bracket and each prefix operator costs
+// the recursive-descent parser stack, so at the first token too deep the
+// parser gets the end of the input instead, and TooDeep() the error.
+class LexerThread : public antlr4::TokenSource {
+ public:
+  LexerThread(Lexer* lexer, const SourcePositions* positions, bool threaded)
+      : lexer_(lexer), positions_(positions), threaded_(threaded) {
+    if (threaded_) thread_ = std::thread([this] { Run(); });
+  }
+  ~LexerThread() override { Finish(); }
+
+  // Stops the lexer's thread, if any, once the parser needs no more tokens.
+  void Finish() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    thread_.join();
+  }
+  std::optional<Diagnostic> TooDeep() const { return too_deep_; }
+
+  std::unique_ptr<Token> nextToken() override {
+    if (!threaded_) return Lex();
+    if (next_ == batch_.size()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [this] { return !batches_.empty(); });
+      batch_ = std::move(batches_.front());
+      batches_.pop_front();
+      next_ = 0;
+    }
+    return std::move(batch_[next_++]);
+  }
+  size_t getLine() const override { return 0; }
+  size_t getCharPositionInLine() override { return 0; }
+  antlr4::CharStream* getInputStream() override {
+    return lexer_->getInputStream();
+  }
+  std::string getSourceName() override { return lexer_->getSourceName(); }
+  antlr4::TokenFactory<antlr4::CommonToken>* getTokenFactory() override {
+    return lexer_->getTokenFactory();
+  }
+
+ private:
+  // The next token, or the end of the input where nesting got too deep.
+  std::unique_ptr<Token> Lex() {
+    if (end_ == nullptr) {
+      std::unique_ptr<Token> t = lexer_->nextToken();
+      if (t->getType() == Token::EOF || Check(*t)) return t;
+      // An end of input where the offending token starts.
+      end_ = lexer_->getTokenFactory()->create(
+          {lexer_, lexer_->getInputStream()}, Token::EOF, "<EOF>",
+          Token::DEFAULT_CHANNEL, t->getStartIndex(), t->getStartIndex() - 1,
+          t->getLine(), t->getCharPositionInLine());
+    }
+    return std::make_unique<antlr4::CommonToken>(end_.get());
+  }
+
+  // Whether the parser may have `t`; when not, sets too_deep_.
+  bool Check(const Token& t) {
+    if (t.getChannel() != Token::DEFAULT_CHANNEL) return true;
+    const size_t type = t.getType();
+    prefix_run_ = type == L::MINUS || type == L::NOT ? prefix_run_ + 1 : 0;
+    std::string message;
+    if (type == L::LPAREN || type == L::LBRACK || type == L::LBRACE) {
+      if (++depth_ > kMaxNesting) {
+        message = StrCat("brackets nested more than ", kMaxNesting,
+                         " deep; split the expression up");
+      }
+    } else if (type == L::RPAREN || type == L::RBRACK || type == L::RBRACE) {
+      depth_ = std::max(0, depth_ - 1);
+    } else if (prefix_run_ > kMaxPrefixRun) {
+      message = StrCat("more than ", kMaxPrefixRun,
+                       " '-' and 'not' operators in a row");
+    }
+    if (message.empty()) return true;
+    too_deep_ = Error(positions_->Span(&t), std::move(message));
+    return false;
+  }
+
+  // The lexer's thread: lexes to the end (or until cancelled), handing
+  // tokens over a batch at a time.
+  void Run() {
+    bool done = false;
+    while (!done) {
+      std::vector<std::unique_ptr<Token>> batch;
+      batch.reserve(kBatchTokens);
+      while (!done && batch.size() < kBatchTokens) {
+        batch.push_back(Lex());
+        done = batch.back()->getType() == Token::EOF;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancelled_) return;
+      batches_.push_back(std::move(batch));
+      ready_.notify_one();
+    }
+  }
+
+  Lexer* lexer_;
+  const SourcePositions* positions_;
+  int depth_ = 0;
+  int prefix_run_ = 0;
+  std::optional<Diagnostic> too_deep_;
+  std::unique_ptr<antlr4::CommonToken> end_;  // once too deep
+
+  const bool threaded_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::vector<std::unique_ptr<Token>>> batches_;  // guarded by mu_
+  bool cancelled_ = false;                                   // guarded by mu_
+  // The parser's side: the batch it reads from.
+  std::vector<std::unique_ptr<Token>> batch_;
+  size_t next_ = 0;
+};
+
 }  // namespace
+
+// What the AST was built from: the generated parser, its tree and tokens.
+struct ParseTree {
+  explicit ParseTree(const std::string& text) : input(text) {}
+  antlr4::ANTLRInputStream input;
+  std::unique_ptr<Lexer> lexer;
+  std::unique_ptr<LexerThread> lexing;
+  std::unique_ptr<antlr4::CommonTokenStream> tokens;
+  std::unique_ptr<grammar::RunnelParser> parser;
+};
 
 ParseResult Parse(const SourceFile& file) {
   ParseResult result;
@@ -54,49 +193,38 @@ ParseResult Parse(const SourceFile& file) {
     return result;
   }
 
+  // The lexer may run on a thread of its own, with its own positions (they
+  // cache the line found last) and its own error list.
+  SourcePositions lexer_positions(file.path(), text);
   std::vector<Diagnostic> lex_errors;
   std::vector<Diagnostic> parse_errors;
-  antlr4::ANTLRInputStream input(text);
-  Lexer lexer(&input, &positions, &lex_errors);
-  lexer.removeErrorListeners();
-  antlr4::CommonTokenStream tokens(&lexer);
-  tokens.fill();
-
-  // Each open bracket and each prefix operator costs the recursive-descent
-  // parser stack: refuse absurd nesting rather than overflow.
-  int depth = 0;
-  int prefix_run = 0;
-  for (Token* t : tokens.getTokens()) {
-    if (t->getChannel() != Token::DEFAULT_CHANNEL) continue;
-    const size_t type = t->getType();
-    prefix_run = type == L::MINUS || type == L::NOT ? prefix_run + 1 : 0;
-    std::string too_deep;
-    if (type == L::LPAREN || type == L::LBRACK || type == L::LBRACE) {
-      if (++depth > kMaxNesting) {
-        too_deep = StrCat("brackets nested more than ", kMaxNesting,
-                          " deep; split the expression up");
-      }
-    } else if (type == L::RPAREN || type == L::RBRACK || type == L::RBRACE) {
-      depth = std::max(0, depth - 1);
-    } else if (prefix_run > kMaxPrefixRun) {
-      too_deep = StrCat("more than ", kMaxPrefixRun,
-                        " '-' and 'not' operators in a row");
-    }
-    if (!too_deep.empty()) {
-      result.program = std::make_unique<Program>();
-      result.program->file = file.path();
-      result.errors.push_back(Error(positions.Span(t), std::move(too_deep)));
-      return result;
-    }
-  }
-
-  grammar::RunnelParser parser(&tokens);
+  auto tree = std::make_shared<ParseTree>(text);
+  tree->lexer =
+      std::make_unique<Lexer>(&tree->input, &lexer_positions, &lex_errors);
+  tree->lexer->removeErrorListeners();
+  tree->lexing = std::make_unique<LexerThread>(
+      tree->lexer.get(), &lexer_positions, text.size() >= kThreadedLexBytes);
+  tree->tokens =
+      std::make_unique<antlr4::CommonTokenStream>(tree->lexing.get());
+  tree->parser = std::make_unique<grammar::RunnelParser>(tree->tokens.get());
+  grammar::RunnelParser& parser = *tree->parser;
   parser.removeErrorListeners();
   parser.setErrorHandler(
       std::make_shared<SyntaxErrorStrategy>(&positions, &parse_errors));
-  grammar::RunnelParser::ProgramContext* tree = parser.program();
+  grammar::RunnelParser::ProgramContext* program = parser.program();
+  // The parser has read to the end, or stopped early after an error: either
+  // way the lexer is done with the text, the positions and the error list.
+  tree->lexing->Finish();
+  if (std::optional<Diagnostic> too_deep = tree->lexing->TooDeep()) {
+    result.program = std::make_unique<Program>();
+    result.program->file = file.path();
+    result.errors.push_back(*std::move(too_deep));
+    result.parse_tree = std::move(tree);
+    return result;
+  }
   AstBuilder builder(&positions, &parse_errors);
-  result.program = builder.Build(tree);
+  result.program = builder.Build(program);
+  result.parse_tree = std::move(tree);
 
   // A lexical error usually garbles the rest of its line for the parser:
   // report the lexical error alone there.

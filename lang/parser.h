@@ -36,6 +36,10 @@ struct ParseResult {
   // not for running.
   std::unique_ptr<Program> program;
   std::vector<Diagnostic> errors;  // in source order
+  // The generated parser's tree and tokens, which `program` no longer
+  // needs. Freeing them takes a while for a large file: a caller in a hurry
+  // may move this out and drop it on another thread.
+  std::shared_ptr<void> parse_tree;
 
   bool ok() const { return errors.empty(); }
 };

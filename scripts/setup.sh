@@ -9,7 +9,7 @@ packages=(
   # build dependencies (DESIGN.md)
   antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
-  libgtest-dev libgmock-dev zlib1g-dev libedit-dev
+  libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev
   # data, peer for benchmarks, graph rendering, editor tests
   dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz vim emacs-nox

@@ -1062,6 +1062,35 @@ TEST(SyntaxErrorTest, DeepNestingIsAnErrorNotACrash) {
   EXPECT_THAT(Errors(postfix), IsEmpty());
 }
 
+// From 32 KB on, the lexer runs on a thread of its own, ahead of the parser:
+// the same tree, the same errors, the same nesting limits.
+TEST(SyntaxErrorTest, LargeFilesParseTheSame) {
+  std::string padding;
+  for (int i = 0; i < 2000; ++i) padding += StrCat("let a", i, " =  ", i, "\n");
+  ASSERT_GT(padding.size(), 32u * 1024);
+  const std::string tail = "let b = (1 +\nlet c = [1, 2\nlet d = 1 $ 2\n";
+  EXPECT_THAT(Errors(tail),
+              ElementsAre("1:13: expected an expression after '+'",
+                          "2:14: expected ']' to close '[' opened at 2:9",
+                          "3:11: unexpected character '$'"));
+  EXPECT_THAT(Errors(padding + tail),
+              ElementsAre("2001:13: expected an expression after '+'",
+                          "2002:14: expected ']' to close '[' opened at 2002:9",
+                          "2003:11: unexpected character '$'"));
+
+  ParseResult r =
+      Parse(SourceFile("big.rnl", padding + "let z = (a1 + 2) * 3"));
+  EXPECT_THAT(r.errors, IsEmpty());
+  ASSERT_EQ(r.program->stmts.size(), 2001u);
+  EXPECT_EQ(DumpStmt(r.program->stmts[1].get()), "(let a1 1)");
+  EXPECT_EQ(DumpStmt(r.program->stmts[2000].get()), "(let z (* (+ a1 2) 3))");
+  EXPECT_EQ(r.program->stmts[2000]->span.line, 2001);
+
+  EXPECT_THAT(Errors(padding + "let x = " + std::string(500, '[') + "1"),
+              ElementsAre("2001:109: brackets nested more than 100 deep; "
+                          "split the expression up"));
+}
+
 // ---------------------------------------------------------------------------
 // IsIncomplete, for the REPL
 
