@@ -764,6 +764,33 @@ absl::StatusOr<Value> Interpreter::Index(const Value& target,
   if (!target.is_tensor()) {
     return ErrorAt(site.span, StrCat("cannot index ", DescribeValue(target)));
   }
+  // One element of a concrete tensor (`x.shape[1]`), picked here rather
+  // than by a strided_slice kernel; anything else, and an index out of
+  // range, takes the general path below.
+  if (target.is_concrete() &&
+      static_cast<int>(subs.size()) == target.tensor().rank()) {
+    const Tensor& t = target.tensor();
+    int64_t offset = 0;
+    bool element = true;
+    for (size_t k = 0; k < subs.size() && element; ++k) {
+      const Sub& s = subs[k];
+      std::optional<int64_t> i;
+      if (!s.is_slice && s.index.is_concrete() &&
+          s.index.tensor().rank() == 0) {
+        i = s.index.AsInt();
+      }
+      const int64_t n = t.shape().dim(static_cast<int>(k));
+      element = i && *i >= -n && *i < n;
+      if (element) offset = offset * n + (*i < 0 ? *i + n : *i);
+    }
+    if (element) {
+      Tensor out(t.dtype(), Shape{});
+      const size_t size = DTypeSize(t.dtype());
+      std::memcpy(out.raw_data(),
+                  static_cast<const char*>(t.raw_data()) + offset * size, size);
+      return Value::Concrete(std::move(out));
+    }
+  }
   // A symbolic scalar index: dynamic_index.
   if (subs.size() == 1 && !subs[0].is_slice && subs[0].index.is_symbolic()) {
     return ApplyOp("dynamic_index", {target, subs[0].index}, {}, site);
