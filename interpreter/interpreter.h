@@ -302,8 +302,8 @@ class Interpreter {
 
   // Naming, devices and control dependencies of new nodes.
   std::vector<ScopeFrame> scopes_;
-  absl::flat_hash_set<std::string>
-      taken_;  // node names and reserved scope paths
+  // Node names and reserved scope paths.
+  absl::flat_hash_set<std::string> taken_;
   // For each base name, the last suffix N a NAME_N made unique with: names
   // are never freed, so the search for a free NAME_N resumes after it
   // (without this, the search is quadratic in the nodes of one base name).
