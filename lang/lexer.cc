@@ -1,7 +1,9 @@
 #include "lang/lexer.h"
 
 #include <algorithm>
+#include <array>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "runtime/strings.h"
@@ -175,11 +177,123 @@ std::string ShowChars(std::string_view text) {
   return StrCat("'", text, "'");
 }
 
+// ANTLR 4.9's lexer simulator, with the work it did per character and per
+// token cut down. The lexing itself, the DFA and the actions are ANTLR's:
+// - The DFA's ASCII edges are looked up in a table of this simulator's own.
+//   ANTLR keeps each DFA state's edges in an unordered_map behind a lock it
+//   takes once per character. The table only caches edges ANTLR has built;
+//   a missing one goes to ANTLR, which builds it in its DFA as before.
+// - accept() runs the token's actions as ANTLR's does, without a
+//   std::function, a copied vector of shared_ptrs and a dynamic_cast per
+//   token.
+class FastLexerSimulator : public antlr4::atn::LexerATNSimulator {
+ public:
+  FastLexerSimulator(antlr4::Lexer* lexer, const antlr4::atn::ATN& atn,
+                     std::vector<antlr4::dfa::DFA>& dfa,
+                     antlr4::atn::PredictionContextCache& cache)
+      : LexerATNSimulator(lexer, atn, dfa, cache) {}
+
+ protected:
+  antlr4::dfa::DFAState* getExistingTargetState(antlr4::dfa::DFAState* s,
+                                                size_t t) override {
+    if (t > MAX_DFA_EDGE || s->stateNumber < 0) {
+      return LexerATNSimulator::getExistingTargetState(s, t);
+    }
+    const auto state = static_cast<size_t>(s->stateNumber);
+    if (state >= edges_.size()) edges_.resize(state + 1);
+    antlr4::dfa::DFAState*& edge = edges_[state][t];
+    if (edge == nullptr) edge = LexerATNSimulator::getExistingTargetState(s, t);
+    return edge;
+  }
+
+  // Runs the token's actions as LexerActionExecutor::execute does: an
+  // action that names an offset in the token runs with the input there, a
+  // position-dependent one with the input at the token's end.
+  void accept(antlr4::CharStream* input,
+              const Ref<antlr4::atn::LexerActionExecutor>& executor,
+              size_t /*start*/, size_t index, size_t line,
+              size_t char_pos) override {
+    input->seek(index);
+    _line = line;
+    _charPositionInLine = char_pos;
+    if (executor == nullptr || _recog == nullptr) return;
+    const size_t stop = input->index();
+    for (const Step& step : StepsOf(executor)) {
+      if (step.offset >= 0) {
+        input->seek(_startIndex + static_cast<size_t>(step.offset));
+      } else if (step.position_dependent) {
+        input->seek(stop);
+      }
+      step.action->execute(_recog);
+    }
+    input->seek(stop);
+  }
+
+ private:
+  struct Step {
+    antlr4::atn::LexerAction* action;
+    int offset;  // in the token, or -1
+    bool position_dependent;
+  };
+  struct Steps {
+    // Kept alive so that no other executor takes its address.
+    Ref<antlr4::atn::LexerActionExecutor> executor;
+    std::vector<Ref<antlr4::atn::LexerAction>> keep;
+    std::vector<Step> steps;
+  };
+
+  const std::vector<Step>& StepsOf(
+      const Ref<antlr4::atn::LexerActionExecutor>& executor) {
+    auto [it, added] = steps_.try_emplace(executor.get());
+    Steps& s = it->second;
+    if (added) {
+      s.executor = executor;
+      s.keep = executor->getLexerActions();
+      const size_t n = s.keep.size();
+      for (size_t i = 0; i < n; ++i) {
+        antlr4::atn::LexerAction* action = s.keep[i].get();
+        if (auto* indexed =
+                dynamic_cast<antlr4::atn::LexerIndexedCustomAction*>(action)) {
+          s.keep.push_back(indexed->getAction());
+          s.steps.push_back({s.keep.back().get(), indexed->getOffset(),
+                             /*position_dependent=*/true});
+        } else {
+          s.steps.push_back({action, -1, action->isPositionDependent()});
+        }
+      }
+    }
+    return s.steps;
+  }
+
+  std::vector<std::array<antlr4::dfa::DFAState*, MAX_DFA_EDGE + 1>> edges_;
+  // Executors met so far. Most live in ANTLR's DFA, which outlives the
+  // lexer; the ATN simulation also makes short-lived ones.
+  std::unordered_map<const antlr4::atn::LexerActionExecutor*, Steps> steps_;
+};
+
+// The DFA the simulators above share, built as the generated lexer builds
+// its own (which is private to it).
+struct LexerDfa {
+  explicit LexerDfa(const antlr4::atn::ATN& atn) {
+    for (size_t i = 0; i < atn.getNumberOfDecisions(); ++i) {
+      dfa.emplace_back(atn.getDecisionState(i), i);
+    }
+  }
+  std::vector<antlr4::dfa::DFA> dfa;
+  antlr4::atn::PredictionContextCache cache;
+};
+
 }  // namespace
 
 Lexer::Lexer(antlr4::CharStream* input, const SourcePositions* positions,
              std::vector<Diagnostic>* errors)
-    : grammar::RunnelLexer(input), positions_(positions), errors_(errors) {}
+    : grammar::RunnelLexer(input), positions_(positions), errors_(errors) {
+  static LexerDfa* const shared = new LexerDfa(getATN());
+  delete _interpreter;
+  simulator_ =
+      new FastLexerSimulator(this, getATN(), shared->dfa, shared->cache);
+  _interpreter = simulator_;
+}
 
 void Lexer::AddError(SourceSpan span, std::string message) {
   Diagnostic d;
@@ -227,7 +341,53 @@ std::unique_ptr<Token> Lexer::NextToken() {
   if (_input->LA(1) == '"') {
     if (auto token = MalformedString()) return token;
   }
-  return grammar::RunnelLexer::nextToken();
+  // What antlr4::Lexer::nextToken does, without its three dynamic_casts
+  // (getInterpreter) and a std::function per token: they were a fifth of
+  // the lexer's time. (It also marks and releases the input, which
+  // ANTLRInputStream ignores.)
+  for (;;) {
+    if (hitEOF) {
+      emitEOF();
+      return std::move(token);
+    }
+    token.reset();
+    channel = Token::DEFAULT_CHANNEL;
+    tokenStartCharIndex = _input->index();
+    tokenStartCharPositionInLine = simulator_->getCharPositionInLine();
+    tokenStartLine = simulator_->getLine();
+    _text.clear();
+    do {
+      type = Token::INVALID_TYPE;
+      size_t matched;
+      try {
+        matched = simulator_->match(_input, mode);
+      } catch (antlr4::LexerNoViableAltException& e) {
+        notifyListeners(e);
+        recover(e);
+        matched = SKIP;
+      }
+      if (_input->LA(1) == Token::EOF) hitEOF = true;
+      if (type == Token::INVALID_TYPE) type = matched;
+    } while (type == MORE);
+    if (type == SKIP) continue;
+    if (token == nullptr) {
+      // As Lexer::emit() with the default token factory.
+      auto t = std::make_unique<antlr4::CommonToken>(
+          std::pair<antlr4::TokenSource*, antlr4::CharStream*>(this, _input),
+          type, channel, tokenStartCharIndex, _input->index() - 1);
+      t->setLine(tokenStartLine);
+      t->setCharPositionInLine(tokenStartCharPositionInLine);
+      if (!_text.empty()) t->setText(_text);
+      token = std::move(t);
+    }
+    return std::move(token);
+  }
+}
+
+size_t Lexer::getLine() const { return simulator_->getLine(); }
+
+size_t Lexer::getCharPositionInLine() {
+  return simulator_->getCharPositionInLine();
 }
 
 bool Lexer::NextLineStartsStatement() {

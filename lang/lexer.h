@@ -84,6 +84,8 @@ class Lexer : public grammar::RunnelLexer {
         std::vector<Diagnostic>* errors);
 
   std::unique_ptr<antlr4::Token> nextToken() override;
+  size_t getLine() const override;
+  size_t getCharPositionInLine() override;
   void notifyListeners(const antlr4::LexerNoViableAltException& e) override;
   void recover(const antlr4::LexerNoViableAltException& e) override;
 
@@ -97,6 +99,7 @@ class Lexer : public grammar::RunnelLexer {
   bool NextLineStartsStatement();
   void AddError(SourceSpan span, std::string message);
 
+  antlr4::atn::LexerATNSimulator* simulator_;  // also _interpreter
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
   std::vector<size_t> open_;  // token types of the open brackets
