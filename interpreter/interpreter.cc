@@ -165,12 +165,12 @@ int Interpreter::Report(const absl::Status& status) {
 }
 
 absl::StatusOr<Value> Interpreter::Evaluate(
-    std::shared_ptr<const lang::Program> program) {
+    std::shared_ptr<const lang::Program> program, size_t first) {
   kept_.push_back(program);
   Restore<std::shared_ptr<Env>> env(&env_, globals_);
   signal_ = Signal::kNone;
   Value last;
-  absl::Status s = ExecStmts(program->stmts, &last);
+  absl::Status s = ExecStmts(program->stmts, &last, first);
   signal_ = Signal::kNone;
   if (!s.ok()) return s;
   return last;
@@ -189,11 +189,11 @@ absl::Status Interpreter::ExecBlock(const lang::Block& block, Value* value) {
 }
 
 absl::Status Interpreter::ExecStmts(const std::vector<lang::StmtPtr>& stmts,
-                                    Value* value) {
+                                    Value* value, size_t first) {
   *value = Value();
-  for (const lang::StmtPtr& s : stmts) {
+  for (size_t i = first; i < stmts.size(); ++i) {
     *value = Value();
-    RN_RETURN_IF_ERROR(Exec(*s, value));
+    RN_RETURN_IF_ERROR(Exec(*stmts[i], value));
     if (signal_ != Signal::kNone) return absl::OkStatus();
   }
   return absl::OkStatus();

@@ -41,6 +41,7 @@
 #include "interpreter/value.h"
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
+#include "lang/parser.h"
 #include "lang/source.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
@@ -97,8 +98,10 @@ class Interpreter {
   // diagnostics can quote it, then Evaluate). Returns the value of a
   // trailing expression statement (none otherwise). The interpreter keeps
   // the program alive: functions point into it. After an error the global
-  // scope keeps what was bound before it.
-  absl::StatusOr<Value> Evaluate(std::shared_ptr<const lang::Program> program);
+  // scope keeps what was bound before it. Statements before `first` are
+  // taken as evaluated already.
+  absl::StatusOr<Value> Evaluate(std::shared_ptr<const lang::Program> program,
+                                 size_t first = 0);
   // Reports `status` through the sink; returns the exit status it means.
   int Report(const absl::Status& status);
 
@@ -203,7 +206,8 @@ class Interpreter {
 
   // ---- statements and expressions (interpreter.cc) -------------------------
   absl::Status ExecBlock(const lang::Block& block, Value* value);
-  absl::Status ExecStmts(const std::vector<lang::StmtPtr>& stmts, Value* value);
+  absl::Status ExecStmts(const std::vector<lang::StmtPtr>& stmts, Value* value,
+                         size_t first = 0);
   absl::Status Exec(const lang::Stmt& stmt, Value* value);
   absl::Status ExecFor(const lang::ForStmt& s);
   absl::Status ExecAnnotate(const lang::AnnotateStmt& s);
@@ -283,6 +287,14 @@ class Interpreter {
 
   // ---- modules
   // ---------------------------------------------------------------
+  // Check mode: what ParseWhileEvaluating evaluated of a script.
+  struct Streamed {
+    size_t done = 0;       // statements evaluated, from the first
+    bool stopped = false;  // at an error (status) or a top-level return
+    absl::Status status;
+  };
+  lang::ParseResult ParseWhileEvaluating(const lang::SourceFile& src,
+                                         Streamed* streamed);
   absl::StatusOr<std::shared_ptr<const lang::Program>> ParseFile(
       const std::string& path, bool* parse_errors);
   void PreloadImports(const lang::Program& program, const std::string& file,
@@ -327,6 +339,7 @@ class Interpreter {
   std::map<std::string, std::shared_ptr<const lang::Program>> programs_;
   std::map<std::string, std::shared_ptr<Module>> modules_;
   std::vector<std::shared_ptr<const lang::Program>> kept_;
+  std::vector<std::shared_ptr<void>> kept_parse_trees_;
 };
 
 }  // namespace runnel::interp

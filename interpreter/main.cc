@@ -7,7 +7,6 @@
 //
 // Exit status: 0 success; 1 an error or failed assert while running; 2 a
 // usage or parse error.
-#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +22,7 @@
 
 #include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
+#include "interpreter/large_stack.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
 #include "runtime/strings.h"
@@ -81,26 +81,9 @@ extern "C" void OnBatchSigint(int) {
 }
 
 int RunWithLargeStack(const std::function<int()>& fn) {
-  struct Call {
-    const std::function<int()>* fn;
-    int result = kExitError;
-  } call{&fn};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t{1} << 30);
-  pthread_t thread;
-  auto body = [](void* p) -> void* {
-    auto* c = static_cast<Call*>(p);
-    c->result = (*c->fn)();
-    return nullptr;
-  };
-  if (pthread_create(&thread, &attr, body, &call) != 0) {
-    pthread_attr_destroy(&attr);
-    return fn();
-  }
-  pthread_attr_destroy(&attr);
-  pthread_join(thread, nullptr);
-  return call.result;
+  int result = kExitError;
+  LargeStackThread([&] { result = fn(); }).Join();
+  return result;
 }
 
 bool HasDot() {

@@ -1,11 +1,15 @@
 // Scripts and modules: parsing files (all syntax errors before anything
 // runs), `import NAME` from the standard library and `import "file" as x`.
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
+#include <utility>
 
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "interpreter/large_stack.h"
 #include "lang/parser.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -21,7 +25,12 @@ namespace fs = std::filesystem;
 int Interpreter::RunSource(const std::string& path, std::string text) {
   auto src = std::make_shared<lang::SourceFile>(path, std::move(text));
   sink_->AddSource(src);
-  lang::ParseResult parsed = lang::Parse(*src);
+  // Only checking evaluates statements while the rest is parsed: a run
+  // must not start when a line further down has a syntax error.
+  Streamed streamed;
+  lang::ParseResult parsed = options_.check_mode
+                                 ? ParseWhileEvaluating(*src, &streamed)
+                                 : lang::Parse(*src);
   if (!parsed.errors.empty()) {
     for (const lang::Diagnostic& d : parsed.errors) sink_->Report(d);
     return kExitUsage;
@@ -39,14 +48,82 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
       return kExitUsage;
     }
   }
+  if (streamed.stopped) {
+    kept_.push_back(program);  // functions point into it
+    return Report(streamed.status);
+  }
   // Free the parser's tree and tokens on another thread while the program
   // runs: for a large script that took a tenth of `runnel check`.
   std::thread free_parse_tree(
       [tree = std::move(parsed.parse_tree)]() mutable { tree.reset(); });
-  absl::StatusOr<Value> v = Evaluate(program);
+  absl::StatusOr<Value> v = Evaluate(program, streamed.done);
   free_parse_tree.join();
   if (!v.ok()) return Report(v.status());
   return kExitOk;
+}
+
+// Both cores at work: the parser on a thread of its own, and this one
+// evaluating each top-level statement as soon as it is parsed. Checking has
+// no effects outside the interpreter (no output, no files, no runs), so the
+// order of errors is all that could tell, and it stays as if the whole
+// script were parsed first:
+// - A syntax error anywhere voids what was evaluated: the caller reports
+//   the syntax errors alone.
+// - Evaluation pauses, for the caller to go on, at the first statement that
+//   imports: imported files are parsed, and their syntax errors reported,
+//   before anything runs.
+// - An error, or a `return` at the top level, ends evaluation; the caller
+//   reports the error once the parse has succeeded.
+lang::ParseResult Interpreter::ParseWhileEvaluating(const lang::SourceFile& src,
+                                                    Streamed* streamed) {
+  std::mutex mu;
+  std::condition_variable parsed_more;
+  std::vector<const lang::Stmt*> queue;  // guarded by mu
+  bool paused = false;                   // guarded by mu
+  bool done = false;                     // guarded by mu
+  lang::ParseResult result;
+  LargeStackThread parser([&] {
+    result = lang::Parse(src, [&](const lang::Stmt& stmt, bool imports) {
+      std::lock_guard<std::mutex> lock(mu);
+      paused = paused || imports;
+      if (paused) return;
+      queue.push_back(&stmt);
+      parsed_more.notify_one();
+    });
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    parsed_more.notify_one();
+  });
+
+  std::shared_ptr<Env> outer = std::exchange(env_, globals_);
+  signal_ = Signal::kNone;
+  std::vector<const lang::Stmt*> batch;
+  while (!streamed->stopped) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      parsed_more.wait(lock, [&] { return !queue.empty() || done; });
+      if (queue.empty()) break;
+      batch.swap(queue);
+    }
+    for (const lang::Stmt* stmt : batch) {
+      Value ignored;
+      absl::Status s = Exec(*stmt, &ignored);
+      if (!s.ok() || signal_ != Signal::kNone) {
+        streamed->status = std::move(s);
+        streamed->stopped = true;
+        break;
+      }
+      ++streamed->done;
+    }
+    batch.clear();
+  }
+  signal_ = Signal::kNone;
+  env_ = std::move(outer);
+  parser.Join();
+  // Functions evaluated above point into the statements, which the tree
+  // keeps when the parse failed; and freeing it would take a while.
+  kept_parse_trees_.push_back(std::move(result.parse_tree));
+  return result;
 }
 
 std::string Interpreter::StdlibDir() const {

@@ -349,6 +349,7 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     return stmt;
   }
   if (auto* s = dynamic_cast<G::ImportModuleContext*>(c)) {
+    ++imports_;
     auto stmt = make(std::make_unique<ImportStmt>());
     std::vector<antlr4::tree::TerminalNode*> ids = s->ID();
     if (!ids.empty()) stmt->module = Text(ids[0]);
@@ -356,6 +357,7 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     return stmt;
   }
   if (auto* s = dynamic_cast<G::ImportFileContext*>(c)) {
+    ++imports_;
     auto stmt = make(std::make_unique<ImportStmt>());
     stmt->path = DecodeStringLiteral(Text(s->STRING()));
     stmt->alias = Text(s->ID());

@@ -43,6 +43,12 @@ class AstBuilder {
   AstBuilder& operator=(const AstBuilder&) = delete;
 
   std::unique_ptr<Program> Build(grammar::RunnelParser::ProgramContext* tree);
+  // One statement, for a parse that hands statements out as it goes.
+  StmtPtr BuildStatement(grammar::RunnelParser::StatementContext* c) {
+    return Statement(c);
+  }
+  // How many import statements have been built so far.
+  int imports() const { return imports_; }
 
  private:
   using G = grammar::RunnelParser;
@@ -128,6 +134,7 @@ class AstBuilder {
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
   size_t syntax_errors_;  // errors_ holds the parser's errors first
+  int imports_ = 0;
   // The alternative of each context class seen, by the class's type_info:
   // a chain of failing dynamic_casts per context would cost more than the
   // rest of building.

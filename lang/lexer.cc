@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "lang/fast_parser.h"
 #include "runtime/strings.h"
 
 namespace runnel::lang {
@@ -271,24 +272,12 @@ class FastLexerSimulator : public antlr4::atn::LexerATNSimulator {
   std::unordered_map<const antlr4::atn::LexerActionExecutor*, Steps> steps_;
 };
 
-// The DFA the simulators above share, built as the generated lexer builds
-// its own (which is private to it).
-struct LexerDfa {
-  explicit LexerDfa(const antlr4::atn::ATN& atn) {
-    for (size_t i = 0; i < atn.getNumberOfDecisions(); ++i) {
-      dfa.emplace_back(atn.getDecisionState(i), i);
-    }
-  }
-  std::vector<antlr4::dfa::DFA> dfa;
-  antlr4::atn::PredictionContextCache cache;
-};
-
 }  // namespace
 
 Lexer::Lexer(antlr4::CharStream* input, const SourcePositions* positions,
              std::vector<Diagnostic>* errors)
     : grammar::RunnelLexer(input), positions_(positions), errors_(errors) {
-  static LexerDfa* const shared = new LexerDfa(getATN());
+  static SharedDfa* const shared = new SharedDfa(getATN());
   delete _interpreter;
   simulator_ =
       new FastLexerSimulator(this, getATN(), shared->dfa, shared->cache);

@@ -13,6 +13,7 @@
 #include "antlr4-runtime.h"
 #include "grammar/RunnelParser.h"
 #include "lang/ast_builder.h"
+#include "lang/fast_parser.h"
 #include "lang/lexer.h"
 #include "lang/syntax_errors.h"
 #include "runtime/strings.h"
@@ -70,6 +71,7 @@ class LexerThread : public antlr4::TokenSource {
     thread_.join();
   }
   std::optional<Diagnostic> TooDeep() const { return too_deep_; }
+  bool too_deep() const { return too_deep_.has_value(); }
 
   std::unique_ptr<Token> nextToken() override {
     if (!threaded_) return Lex();
@@ -165,19 +167,90 @@ class LexerThread : public antlr4::TokenSource {
   size_t next_ = 0;
 };
 
+// Builds each top-level statement as soon as the parser has it, and hands it
+// out, while no error is known. Runs on the parser's thread, as does the
+// lexer when statements are handed out.
+class StatementStream {
+ public:
+  StatementStream(const SourcePositions* positions, const LexerThread* lexing,
+                  const std::vector<Diagnostic>* lex_errors,
+                  const std::vector<Diagnostic>* parse_errors,
+                  const StatementCallback* callback, std::string file)
+      : lexing_(lexing),
+        lex_errors_(lex_errors),
+        parse_errors_(parse_errors),
+        callback_(callback),
+        builder_(positions, &build_errors_),
+        program_(std::make_unique<Program>()) {
+    program_->file = std::move(file);
+  }
+
+  // Whether every statement of the script was handed out (no error).
+  bool complete() const { return !failed_ && !Failed(); }
+  std::unique_ptr<Program> TakeProgram() { return std::move(program_); }
+
+  void Add(grammar::RunnelParser::StatementContext* ctx) {
+    if (failed_) return;
+    if (Failed()) {
+      failed_ = true;
+      return;
+    }
+    const int imports = builder_.imports();
+    StmtPtr stmt = builder_.BuildStatement(ctx);
+    if (!build_errors_.empty()) failed_ = true;
+    if (failed_ || stmt == nullptr) return;
+    const Stmt& handed = *stmt;
+    program_->stmts.push_back(std::move(stmt));
+    (*callback_)(handed, builder_.imports() != imports);
+  }
+
+ private:
+  bool Failed() const {
+    return !lex_errors_->empty() || !parse_errors_->empty() ||
+           !build_errors_.empty() || lexing_->too_deep();
+  }
+
+  const LexerThread* lexing_;
+  const std::vector<Diagnostic>* lex_errors_;
+  const std::vector<Diagnostic>* parse_errors_;
+  const StatementCallback* callback_;
+  // The builder's own errors: when there are any, or any other, the result
+  // is rebuilt without streaming, which reports them again.
+  std::vector<Diagnostic> build_errors_;
+  AstBuilder builder_;
+  std::unique_ptr<Program> program_;
+  bool failed_ = false;
+};
+
+ParseResult ParseImpl(const SourceFile& file,
+                      const StatementCallback* on_statement);
+
 }  // namespace
 
-// What the AST was built from: the generated parser, its tree and tokens.
+// What the AST was built from: the generated parser, its tree and tokens;
+// and the statements handed out of a parse that failed.
 struct ParseTree {
   explicit ParseTree(const std::string& text) : input(text) {}
   antlr4::ANTLRInputStream input;
   std::unique_ptr<Lexer> lexer;
   std::unique_ptr<LexerThread> lexing;
   std::unique_ptr<antlr4::CommonTokenStream> tokens;
-  std::unique_ptr<grammar::RunnelParser> parser;
+  std::unique_ptr<FastParser> parser;
+  std::unique_ptr<StatementStream> stream;
+  std::unique_ptr<Program> streamed;
 };
 
-ParseResult Parse(const SourceFile& file) {
+ParseResult Parse(const SourceFile& file) { return ParseImpl(file, nullptr); }
+
+ParseResult Parse(const SourceFile& file,
+                  const StatementCallback& on_statement) {
+  return ParseImpl(file, &on_statement);
+}
+
+namespace {
+
+ParseResult ParseImpl(const SourceFile& file,
+                      const StatementCallback* on_statement) {
   ParseResult result;
   const std::string text = WithoutByteOrderMark(file.text());
   SourcePositions positions(file.path(), text);
@@ -202,16 +275,27 @@ ParseResult Parse(const SourceFile& file) {
   tree->lexer =
       std::make_unique<Lexer>(&tree->input, &lexer_positions, &lex_errors);
   tree->lexer->removeErrorListeners();
+  // A caller that takes statements as they come keeps the other core busy.
   tree->lexing = std::make_unique<LexerThread>(
-      tree->lexer.get(), &lexer_positions, text.size() >= kThreadedLexBytes);
+      tree->lexer.get(), &lexer_positions,
+      on_statement == nullptr && text.size() >= kThreadedLexBytes);
   tree->tokens =
       std::make_unique<antlr4::CommonTokenStream>(tree->lexing.get());
-  tree->parser = std::make_unique<grammar::RunnelParser>(tree->tokens.get());
-  grammar::RunnelParser& parser = *tree->parser;
+  tree->parser = std::make_unique<FastParser>(tree->tokens.get());
+  FastParser& parser = *tree->parser;
   parser.removeErrorListeners();
   parser.setErrorHandler(
       std::make_shared<SyntaxErrorStrategy>(&positions, &parse_errors));
+  if (on_statement != nullptr) {
+    tree->stream = std::make_unique<StatementStream>(
+        &positions, tree->lexing.get(), &lex_errors, &parse_errors,
+        on_statement, file.path());
+    parser.OnTopLevelStatement(
+        [stream = tree->stream.get()](
+            grammar::RunnelParser::StatementContext* s) { stream->Add(s); });
+  }
   grammar::RunnelParser::ProgramContext* program = parser.program();
+  if (tree->stream != nullptr) parser.FinishStatements();
   // The parser has read to the end, or stopped early after an error: either
   // way the lexer is done with the text, the positions and the error list.
   tree->lexing->Finish();
@@ -222,8 +306,13 @@ ParseResult Parse(const SourceFile& file) {
     result.parse_tree = std::move(tree);
     return result;
   }
-  AstBuilder builder(&positions, &parse_errors);
-  result.program = builder.Build(program);
+  if (tree->stream != nullptr && tree->stream->complete()) {
+    result.program = tree->stream->TakeProgram();
+  } else {
+    if (tree->stream != nullptr) tree->streamed = tree->stream->TakeProgram();
+    AstBuilder builder(&positions, &parse_errors);
+    result.program = builder.Build(program);
+  }
   result.parse_tree = std::move(tree);
 
   // A lexical error usually garbles the rest of its line for the parser:
@@ -245,6 +334,8 @@ ParseResult Parse(const SourceFile& file) {
                    });
   return result;
 }
+
+}  // namespace
 
 bool IsIncomplete(std::string_view text_in) {
   const std::string text = WithoutByteOrderMark(std::string(text_in));

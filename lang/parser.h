@@ -20,6 +20,7 @@
 #ifndef RUNNEL_LANG_PARSER_H_
 #define RUNNEL_LANG_PARSER_H_
 
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -38,7 +39,8 @@ struct ParseResult {
   std::vector<Diagnostic> errors;  // in source order
   // The generated parser's tree and tokens, which `program` no longer
   // needs. Freeing them takes a while for a large file: a caller in a hurry
-  // may move this out and drop it on another thread.
+  // may move this out and drop it on another thread. (It also holds the
+  // statements handed out of a parse that failed; see below.)
   std::shared_ptr<void> parse_tree;
 
   bool ok() const { return errors.empty(); }
@@ -46,6 +48,22 @@ struct ParseResult {
 
 // Parses the whole of `file`; spans name file.path().
 ParseResult Parse(const SourceFile& file);
+
+// Called with each top-level statement of a script as soon as it is parsed,
+// in source order, while the parse goes on; `imports` tells whether the
+// statement holds an `import`, at any depth.
+using StatementCallback = std::function<void(const Stmt& stmt, bool imports)>;
+
+// Parse, handing statements out as it goes, on the calling thread: a caller
+// may work on them on another thread while the rest is parsed. (The lexer
+// then runs on the calling thread too, never on one of its own.)
+//
+// Statements are handed out only while no error is known. When the result
+// has errors, those handed out are not in result.program, which is built as
+// Parse(file) builds it: whatever was done with them is void. They stay
+// valid as long as result.program and result.parse_tree.
+ParseResult Parse(const SourceFile& file,
+                  const StatementCallback& on_statement);
 
 // For the REPL: whether `text` stops in the middle of a statement, so that
 // it should read another line (`...` prompt) rather than run it. True inside

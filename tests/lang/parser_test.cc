@@ -1092,6 +1092,82 @@ TEST(SyntaxErrorTest, LargeFilesParseTheSame) {
 }
 
 // ---------------------------------------------------------------------------
+// Parse handing statements out as it goes (runnel check)
+
+struct Handed {
+  std::vector<const Stmt*> stmts;
+  std::vector<bool> imports;
+};
+
+ParseResult ParseHanding(const std::string& text, Handed* handed) {
+  return Parse(SourceFile("test.rnl", text),
+               [handed](const Stmt& s, bool imports) {
+                 handed->stmts.push_back(&s);
+                 handed->imports.push_back(imports);
+               });
+}
+
+std::vector<std::string> Dump(const ParseResult& r) {
+  std::vector<std::string> out;
+  for (const StmtPtr& s : r.program->stmts) out.push_back(DumpStmt(s.get()));
+  for (const Diagnostic& d : r.errors) {
+    out.push_back(StrCat(d.span.line, ":", d.span.col, ": ", d.message));
+  }
+  return out;
+}
+
+TEST(StreamingParseTest, HandsOutEveryStatementOfTheProgramInOrder) {
+  const std::string text =
+      "let a = 1\n"
+      "def f(x) {\n  import nn\n  x\n}\n"
+      "import \"lib.rnl\" as l; let b = a + 2\n"
+      "var w = zeros([2])\n";
+  Handed handed;
+  ParseResult r = ParseHanding(text, &handed);
+  ASSERT_THAT(r.errors, IsEmpty());
+  ASSERT_EQ(r.program->stmts.size(), 5u);
+  ASSERT_EQ(handed.stmts.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(handed.stmts[i], r.program->stmts[i].get()) << i;
+  }
+  EXPECT_THAT(handed.imports, ElementsAre(false, true, true, false, false));
+  EXPECT_EQ(Dump(r), Dump(Parse(SourceFile("test.rnl", text))));
+}
+
+TEST(StreamingParseTest, LargeFilesAreHandedOutWhole) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += StrCat("let a", i, " = ", i, " * 2\n");
+  ASSERT_GT(text.size(), 32u * 1024);
+  Handed handed;
+  ParseResult r = ParseHanding(text, &handed);
+  ASSERT_THAT(r.errors, IsEmpty());
+  ASSERT_EQ(handed.stmts.size(), 3000u);
+  EXPECT_EQ(handed.stmts.back(), r.program->stmts.back().get());
+  EXPECT_EQ(Dump(r), Dump(Parse(SourceFile("test.rnl", text))));
+}
+
+// Whatever the error, the result is the one Parse without a callback gives,
+// and nothing from the error on was handed out.
+TEST(StreamingParseTest, ErrorsGiveTheResultOfAParseWithoutStreaming) {
+  const std::string good = "let a = 1\nlet b = a * 2\n";
+  for (const std::string& bad : std::vector<std::string>{
+           "let c = (1 +\nlet d = 2\n",       // syntax
+           "let c = 1 $ 2\nlet d = 2\n",      // lexical
+           "let c = 99999999999999999999\n",  // the builder's own
+           "f(x) = 3\nlet d = 2\n",           // the builder's, on a pattern
+           "let c = " + std::string(150, '(') + "1\n",  // too deep
+           "let s = \"abc\nlet d = 2\n",                // unterminated string
+       }) {
+    Handed handed;
+    ParseResult r = ParseHanding(good + bad, &handed);
+    EXPECT_THAT(r.errors, Not(IsEmpty())) << bad;
+    EXPECT_EQ(Dump(r), Dump(Parse(SourceFile("test.rnl", good + bad)))) << bad;
+    EXPECT_LE(handed.stmts.size(), 2u) << bad;
+    for (const Stmt* s : handed.stmts) EXPECT_LE(s->span.line, 2) << bad;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // IsIncomplete, for the REPL
 
 TEST(IsIncompleteTest, OpenConstructsAreIncomplete) {

@@ -1,0 +1,27 @@
+#include "interpreter/large_stack.h"
+
+#include <utility>
+
+namespace runnel::interp {
+
+LargeStackThread::LargeStackThread(std::function<void()> fn)
+    : fn_(std::move(fn)) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kStackBytes);
+  auto body = [](void* self) -> void* {
+    static_cast<LargeStackThread*>(self)->fn_();
+    return nullptr;
+  };
+  running_ = pthread_create(&thread_, &attr, body, this) == 0;
+  pthread_attr_destroy(&attr);
+  if (!running_) fn_();
+}
+
+void LargeStackThread::Join() {
+  if (!running_) return;
+  pthread_join(thread_, nullptr);
+  running_ = false;
+}
+
+}  // namespace runnel::interp

@@ -1,0 +1,135 @@
+#include "lang/fast_parser.h"
+
+#include <array>
+#include <utility>
+
+namespace runnel::lang {
+namespace {
+
+using antlr4::ParserRuleContext;
+using antlr4::dfa::DFAState;
+
+// In a parser, every node with children is a ParserRuleContext.
+ParserRuleContext* ParentOf(ParserRuleContext* ctx) {
+  return static_cast<ParserRuleContext*>(ctx->parent);
+}
+
+// ANTLR's prediction, with the DFA's edges looked up in a table of this
+// simulator's own (ANTLR keeps them in an unordered_map per DFA state,
+// behind a lock taken for every token of lookahead) and without a
+// std::function per prediction. Edges missing from the table, and
+// predictions that need the ATN, go to ANTLR as before.
+class FastParserSimulator : public antlr4::atn::ParserATNSimulator {
+ public:
+  FastParserSimulator(antlr4::Parser* parser, SharedDfa* shared)
+      : ParserATNSimulator(parser, parser->getATN(), shared->dfa,
+                           shared->cache),
+        edges_(shared->dfa.size()),
+        max_token_(parser->getATN().maxTokenType) {}
+
+  size_t adaptivePredict(antlr4::TokenStream* input, size_t decision,
+                         ParserRuleContext* outer) override {
+    antlr4::dfa::DFA& dfa = decisionToDFA[decision];
+    DFAState* s0 = dfa.isPrecedenceDfa()
+                       ? dfa.getPrecedenceStartState(parser->getPrecedence())
+                       : dfa.s0;
+    // Without a start state, ANTLR builds one from the ATN.
+    if (s0 == nullptr) {
+      return ParserATNSimulator::adaptivePredict(input, decision, outer);
+    }
+    _input = input;
+    _startIndex = input->index();
+    _outerContext = outer;
+    _dfa = &dfa;
+    // However the prediction ends (it may throw), the input goes back to
+    // where it started, as ANTLR's does.
+    struct Restore {
+      FastParserSimulator* self;
+      antlr4::TokenStream* input;
+      size_t index;
+      ssize_t mark;
+      ~Restore() {
+        self->mergeCache.clear();
+        self->_dfa = nullptr;
+        input->seek(index);
+        input->release(mark);
+      }
+    } restore{this, input, _startIndex, input->mark()};
+    return execATN(dfa, s0, input, _startIndex,
+                   outer != nullptr ? outer : &ParserRuleContext::EMPTY);
+  }
+
+ protected:
+  DFAState* getExistingTargetState(DFAState* previous, size_t t) override {
+    // Token types count from 1; EOF (-1 as size_t) goes to ANTLR.
+    if (_dfa == nullptr || t > max_token_ || previous->stateNumber < 0) {
+      return ParserATNSimulator::getExistingTargetState(previous, t);
+    }
+    std::vector<std::vector<DFAState*>>& table = edges_[_dfa->decision];
+    const auto state = static_cast<size_t>(previous->stateNumber);
+    if (state >= table.size()) table.resize(state + 1);
+    std::vector<DFAState*>& row = table[state];
+    if (row.empty()) row.resize(max_token_ + 1);
+    DFAState*& edge = row[t];
+    if (edge == nullptr) {
+      edge = ParserATNSimulator::getExistingTargetState(previous, t);
+    }
+    return edge;
+  }
+
+ private:
+  // By decision, DFA state and token type.
+  std::vector<std::vector<std::vector<DFAState*>>> edges_;
+  const size_t max_token_;
+};
+
+}  // namespace
+
+SharedDfa::SharedDfa(const antlr4::atn::ATN& atn) {
+  for (size_t i = 0; i < atn.getNumberOfDecisions(); ++i) {
+    dfa.emplace_back(atn.getDecisionState(i), i);
+  }
+}
+
+FastParser::FastParser(antlr4::TokenStream* input)
+    : grammar::RunnelParser(input) {
+  static SharedDfa* const shared = new SharedDfa(getATN());
+  delete _interpreter;
+  _interpreter = new FastParserSimulator(this, shared);
+}
+
+void FastParser::enterRule(ParserRuleContext* ctx, size_t state,
+                           size_t /*rule*/) {
+  setState(state);
+  _ctx = ctx;
+  _ctx->start = _input->LT(1);
+  if (_buildParseTrees && _ctx->parent != nullptr) {
+    ParentOf(_ctx)->addChild(_ctx);
+  }
+  if (!_parseListeners.empty()) triggerEnterRuleEvent();
+  if (hook_ && ctx->getRuleIndex() == RuleStatement && ctx->parent != nullptr &&
+      ParentOf(ctx)->getRuleIndex() == RuleProgram) {
+    FinishStatements();  // the one before is complete
+    pending_ = ctx;
+  }
+}
+
+void FastParser::FinishStatements() {
+  if (pending_ == nullptr) return;
+  hook_(static_cast<StatementContext*>(pending_));
+  pending_ = nullptr;
+}
+
+void FastParser::enterOuterAlt(ParserRuleContext* ctx, size_t alt) {
+  ctx->setAltNumber(alt);
+  // A labeled alternative's context takes the place of the rule's.
+  if (_buildParseTrees && _ctx != ctx && _ctx->parent != nullptr) {
+    ParserRuleContext* parent = ParentOf(_ctx);
+    parent->removeLastChild();
+    parent->addChild(ctx);
+  }
+  if (_ctx == pending_) pending_ = ctx;
+  _ctx = ctx;
+}
+
+}  // namespace runnel::lang
