@@ -7,8 +7,11 @@
 #include <fmt/args.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
@@ -257,11 +260,58 @@ Builtin ArgReduction(std::string name) {
                  }};
 }
 
+// The dimensions a concrete, non-negative integer vector (`[3, 4]` stacks
+// into one) or a list of such scalars spells, or nullopt.
+std::optional<Shape> ListedDims(const Value& v) {
+  std::vector<int64_t> dims;
+  auto add = [&](int64_t d) {
+    if (d < 0 || d > std::numeric_limits<int32_t>::max()) return false;
+    dims.push_back(d);
+    return true;
+  };
+  if (v.is_concrete()) {
+    const Tensor& t = v.tensor();
+    if (t.rank() != 1 || !IsInteger(t.dtype())) return std::nullopt;
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      const int64_t d = t.dtype() == DType::kI64   ? t.data<int64_t>()[i]
+                        : t.dtype() == DType::kI32 ? t.data<int32_t>()[i]
+                                                   : -1;
+      if (!add(d)) return std::nullopt;
+    }
+    return Shape(std::move(dims));
+  }
+  if (!v.is_sequence()) return std::nullopt;
+  for (const Value& item : v.items()) {
+    if (!item.is_concrete() || item.tensor().rank() != 0) return std::nullopt;
+    std::optional<int64_t> d = item.AsInt();
+    if (!d || !add(*d)) return std::nullopt;
+  }
+  return Shape(std::move(dims));
+}
+
 // zeros/ones: fill(shape, v as dtype).
 Builtin FillWith(std::string name, double v) {
   return Builtin{name,
                  {P("shape"), P("dtype", Value::OfDType(DType::kF32))},
                  [v](Interpreter& in, Args& a) -> Result {
+                   // The common `ones([n, m])`: the tensor at once, rather
+                   // than three eager ops (stack, cast, fill). Half types
+                   // and anything unusual take the general path.
+                   if (std::optional<Shape> dims = ListedDims(a[0])) {
+                     RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
+                     if (d != DType::kF16 && d != DType::kBF16) {
+                       Tensor t(d, *std::move(dims));
+                       VisitDType(d, [&](auto x) {
+                         using T = decltype(x);
+                         if constexpr (!std::is_same_v<T, Half> &&
+                                       !std::is_same_v<T, BFloat16>) {
+                           std::fill_n(t.data<T>(), t.num_elements(),
+                                       static_cast<T>(v));
+                         }
+                       });
+                       return Value::Concrete(std::move(t));
+                     }
+                   }
                    RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
                    RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
                    RN_ASSIGN_OR_RETURN(Value scalar, ScalarValue(in, d, v));

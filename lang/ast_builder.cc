@@ -13,6 +13,14 @@ namespace runnel::lang {
 namespace {
 using L = grammar::RunnelLexer;
 
+antlr4::Token* TokenOf(antlr4::tree::TerminalNode* n) {
+  return n != nullptr ? n->getSymbol() : nullptr;
+}
+
+std::string NameText(grammar::RunnelParser::NameContext* c) {
+  return c != nullptr ? c->getText() : "";
+}
+
 template <typename T>
 std::unique_ptr<T> Make(SourceSpan span) {
   auto e = std::make_unique<T>();
@@ -116,6 +124,40 @@ std::string DecodeStringLiteral(std::string_view literal) {
 // ---------------------------------------------------------------------------
 // Helpers
 
+template <typename T>
+T* AstBuilder::As(antlr4::tree::ParseTree* p) {
+  if (p == nullptr) return nullptr;
+  auto [it, added] = is_a_.try_emplace({&typeid(*p), &typeid(T)}, false);
+  if (added) it->second = dynamic_cast<T*>(p) != nullptr;
+  return it->second ? static_cast<T*>(p) : nullptr;
+}
+
+template <typename T>
+T* AstBuilder::One(antlr4::ParserRuleContext* c, size_t i) {
+  for (antlr4::tree::ParseTree* child : c->children) {
+    if (T* t = As<T>(child); t != nullptr && i-- == 0) return t;
+  }
+  return nullptr;
+}
+
+template <typename T>
+std::vector<T*> AstBuilder::All(antlr4::ParserRuleContext* c) {
+  std::vector<T*> all;
+  for (antlr4::tree::ParseTree* child : c->children) {
+    if (T* t = As<T>(child)) all.push_back(t);
+  }
+  return all;
+}
+
+antlr4::tree::TerminalNode* AstBuilder::Tok(antlr4::ParserRuleContext* c,
+                                            size_t type) {
+  for (antlr4::tree::ParseTree* child : c->children) {
+    auto* t = As<antlr4::tree::TerminalNode>(child);
+    if (t != nullptr && t->getSymbol()->getType() == type) return t;
+  }
+  return nullptr;
+}
+
 SourceSpan AstBuilder::Span(antlr4::ParserRuleContext* c) const {
   antlr4::Token* start = c->getStart();
   if (start == nullptr) return SourceSpan{positions_->path()};
@@ -127,7 +169,16 @@ SourceSpan AstBuilder::Span(antlr4::tree::TerminalNode* n) const {
 }
 
 std::string AstBuilder::Text(antlr4::tree::TerminalNode* n) const {
-  return n == nullptr ? std::string() : n->getText();
+  if (n == nullptr) return std::string();
+  // From the UTF-8 source, rather than through ANTLR's UTF-32 copy. Tokens
+  // that error recovery conjured are not in the source.
+  const antlr4::Token* t = n->getSymbol();
+  const size_t start = t->getStartIndex(), stop = t->getStopIndex();
+  if (t->getType() == antlr4::Token::EOF || start == INVALID_INDEX ||
+      stop == INVALID_INDEX || stop < start) {
+    return n->getText();
+  }
+  return std::string(positions_->CharText(start, stop));
 }
 
 void AstBuilder::Error(SourceSpan span, std::string message) {
@@ -208,14 +259,13 @@ AstBuilder::OperationAlt AstBuilder::FindAlt(G::OperationContext* c) {
 
 AstBuilder::G::OperationContext* AstBuilder::Operand(G::LogicalContext* c) {
   if (c == nullptr || AltOf(c) != LogicalAlt::kOperand) return nullptr;
-  G::OperationContext* operation =
-      static_cast<G::OperandContext*>(c)->operation();
+  G::OperationContext* operation = One<G::OperationContext>(c);
   return IsOperand(operation) ? operation : nullptr;
 }
 
 AstBuilder::G::OperationContext* AstBuilder::Operand(G::ExpressionContext* c) {
-  auto* e = dynamic_cast<G::OperatorExpressionContext*>(c);
-  return e != nullptr ? Operand(e->logical()) : nullptr;
+  auto* e = As<G::OperatorExpressionContext>(c);
+  return e != nullptr ? Operand(One<G::LogicalContext>(e)) : nullptr;
 }
 
 bool AstBuilder::IsOperand(G::OperationContext* c) {
@@ -280,11 +330,10 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->span = span;
     return stmt;
   };
-  // The commonest statements first: each failed dynamic_cast costs.
-  if (auto* s = dynamic_cast<G::ExpressionStatementContext*>(c)) {
-    std::vector<G::ExpressionContext*> sides = s->expression();
+  if (auto* s = As<G::ExpressionStatementContext>(c)) {
+    std::vector<G::ExpressionContext*> sides = All<G::ExpressionContext>(s);
     G::ExpressionContext* first = sides.empty() ? nullptr : sides[0];
-    if (s->ASSIGN() == nullptr) {
+    if (Tok(s, L::ASSIGN) == nullptr) {
       auto stmt = make(std::make_unique<ExprStmt>());
       stmt->expr = Expression(first);
       return stmt;
@@ -295,24 +344,25 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->value = Expression(sides.size() > 1 ? sides[1] : nullptr);
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::LetStatementContext*>(c)) {
+  if (auto* s = As<G::LetStatementContext>(c)) {
     auto stmt = make(std::make_unique<LetStmt>());
-    stmt->pattern = BuildPattern(s->pattern());
-    stmt->value = Expression(s->expression());
+    stmt->pattern = BuildPattern(One<G::PatternContext>(s));
+    stmt->value = Expression(One<G::ExpressionContext>(s));
     return stmt;
   }
-  if (dynamic_cast<G::VarStatementContext*>(c) ||
-      dynamic_cast<G::StateStatementContext*>(c)) {
+  if (As<G::VarStatementContext>(c) || As<G::StateStatementContext>(c)) {
     auto stmt = make(std::make_unique<VarStmt>());
     antlr4::tree::TerminalNode* id;
     G::TypeContext* type;
     G::ExpressionContext* init;
-    if (auto* s = dynamic_cast<G::VarStatementContext*>(c)) {
-      id = s->ID(), type = s->type(), init = s->expression();
+    if (auto* s = As<G::VarStatementContext>(c)) {
+      id = Tok(s, L::ID), type = One<G::TypeContext>(s);
+      init = One<G::ExpressionContext>(s);
     } else {
       auto* t = static_cast<G::StateStatementContext*>(c);
       stmt->is_state = true;
-      id = t->ID(), type = t->type(), init = t->expression();
+      id = Tok(t, L::ID), type = One<G::TypeContext>(t);
+      init = One<G::ExpressionContext>(t);
     }
     if (id != nullptr) {
       stmt->name = Text(id);
@@ -322,7 +372,7 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->init = Expression(init);
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::InputStatementContext*>(c)) {
+  if (auto* s = As<G::InputStatementContext>(c)) {
     auto stmt = make(std::make_unique<InputStmt>());
     if (s->ID() != nullptr) {
       stmt->name = Text(s->ID());
@@ -334,7 +384,7 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     }
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::DefStatementContext*>(c)) {
+  if (auto* s = As<G::DefStatementContext>(c)) {
     auto stmt = make(std::make_unique<DefStmt>());
     if (s->ID() != nullptr) {
       stmt->name = Text(s->ID());
@@ -348,7 +398,7 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     }
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::ImportModuleContext*>(c)) {
+  if (auto* s = As<G::ImportModuleContext>(c)) {
     ++imports_;
     auto stmt = make(std::make_unique<ImportStmt>());
     std::vector<antlr4::tree::TerminalNode*> ids = s->ID();
@@ -356,25 +406,25 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->alias = ids.size() > 1 ? Text(ids[1]) : stmt->module;
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::ImportFileContext*>(c)) {
+  if (auto* s = As<G::ImportFileContext>(c)) {
     ++imports_;
     auto stmt = make(std::make_unique<ImportStmt>());
     stmt->path = DecodeStringLiteral(Text(s->STRING()));
     stmt->alias = Text(s->ID());
     return stmt;
   }
-  if (auto* s = dynamic_cast<G::ReturnStatementContext*>(c)) {
+  if (auto* s = As<G::ReturnStatementContext>(c)) {
     auto stmt = make(std::make_unique<ReturnStmt>());
     if (s->expression() != nullptr) stmt->value = Expression(s->expression());
     return stmt;
   }
-  if (dynamic_cast<G::BreakStatementContext*>(c)) {
+  if (As<G::BreakStatementContext>(c)) {
     return make(std::make_unique<JumpStmt>(StmtKind::kBreak));
   }
-  if (dynamic_cast<G::ContinueStatementContext*>(c)) {
+  if (As<G::ContinueStatementContext>(c)) {
     return make(std::make_unique<JumpStmt>(StmtKind::kContinue));
   }
-  if (auto* s = dynamic_cast<G::ForStatementContext*>(c)) {
+  if (auto* s = As<G::ForStatementContext>(c)) {
     auto stmt = make(std::make_unique<ForStmt>());
     stmt->var = BuildPattern(s->pattern());
     stmt->iterable = Expression(s->expression());
@@ -388,13 +438,13 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     stmt->body = BuildBlock(body);
     return stmt;
   };
-  if (auto* s = dynamic_cast<G::ScopeStatementContext*>(c)) {
+  if (auto* s = As<G::ScopeStatementContext>(c)) {
     return annotate(StmtKind::kScope, s->expression(), s->block());
   }
-  if (auto* s = dynamic_cast<G::DeviceStatementContext*>(c)) {
+  if (auto* s = As<G::DeviceStatementContext>(c)) {
     return annotate(StmtKind::kDevice, s->expression(), s->block());
   }
-  if (auto* s = dynamic_cast<G::AfterStatementContext*>(c)) {
+  if (auto* s = As<G::AfterStatementContext>(c)) {
     return annotate(StmtKind::kAfter, s->expression(), s->block());
   }
   return nullptr;  // nothing recognisable: the error is already reported
@@ -404,10 +454,10 @@ Pattern AstBuilder::BuildPattern(G::PatternContext* c) {
   Pattern p;
   if (c == nullptr) return p;
   p.span = Span(c);
-  if (auto* n = dynamic_cast<G::NamePatternContext*>(c)) {
-    p.name = Text(n->ID());
+  if (auto* n = As<G::NamePatternContext>(c)) {
+    p.name = Text(Tok(n, L::ID));
     p.kind = p.name == "_" ? Pattern::Kind::kDiscard : Pattern::Kind::kName;
-  } else if (auto* t = dynamic_cast<G::TuplePatternContext*>(c)) {
+  } else if (auto* t = As<G::TuplePatternContext>(c)) {
     p.kind = Pattern::Kind::kTuple;
     for (G::PatternContext* e : t->pattern()) {
       p.elements.push_back(BuildPattern(e));
@@ -484,11 +534,12 @@ TypeAnnotation AstBuilder::Type(G::TypeContext* c) {
   TypeAnnotation type;
   if (c == nullptr) return type;
   type.span = Span(c);
-  type.dtype = Text(c->ID());
-  type.has_dims = c->LBRACK() != nullptr;
-  for (G::DimensionContext* d : c->dimension()) {
-    type.dims.push_back(d->QUESTION() != nullptr ? nullptr
-                                                 : Expression(d->expression()));
+  type.dtype = Text(Tok(c, L::ID));
+  type.has_dims = Tok(c, L::LBRACK) != nullptr;
+  for (G::DimensionContext* d : All<G::DimensionContext>(c)) {
+    type.dims.push_back(Tok(d, L::QUESTION) != nullptr
+                            ? nullptr
+                            : Expression(One<G::ExpressionContext>(d)));
   }
   return type;
 }
@@ -513,12 +564,12 @@ std::vector<Param> AstBuilder::Params(G::ParametersContext* c) {
 
 ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
   if (c == nullptr) return Placeholder(nullptr);
-  if (auto* e = dynamic_cast<G::OperatorExpressionContext*>(c)) {
-    if (e->op == nullptr) return Logical(e->logical());
+  if (auto* e = As<G::OperatorExpressionContext>(c)) {
+    if (e->op == nullptr) return Logical(One<G::LogicalContext>(e));
     auto assign = Make<AssignExpr>(Span(c));
     assign->op = AssignOpOf(e->op->getType());
     // The grammar takes any operand there, so that one token decides.
-    if (G::LogicalContext* target = e->logical();
+    if (G::LogicalContext* target = One<G::LogicalContext>(e);
         target != nullptr && Operand(target) == nullptr &&
         !HasSyntaxErrorWithin(assign->span)) {
       Error(Span(target),
@@ -526,14 +577,14 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
                    "' needs a var, a state or a let name on its left, not an "
                    "operator expression"));
     }
-    assign->target = Logical(e->logical());
-    assign->value = Expression(e->expression());
+    assign->target = Logical(One<G::LogicalContext>(e));
+    assign->value = Expression(One<G::ExpressionContext>(e));
     return assign;
   }
-  if (auto* e = dynamic_cast<G::ConditionalExpressionContext*>(c)) {
+  if (auto* e = As<G::ConditionalExpressionContext>(c)) {
     return If(e->ifExpression());
   }
-  if (auto* e = dynamic_cast<G::LambdaExpressionContext*>(c)) {
+  if (auto* e = As<G::LambdaExpressionContext>(c)) {
     auto lambda = Make<LambdaExpr>(Span(c));
     lambda->params = Params(e->parameters());
     if (e->block() != nullptr) {
@@ -543,23 +594,22 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
     }
     return lambda;
   }
-  if (auto* e = dynamic_cast<G::LoopExpressionContext*>(c)) {
+  if (auto* e = As<G::LoopExpressionContext>(c)) {
     auto loop = Make<LoopExpr>(Span(c));
     loop->state = BuildPattern(e->pattern());
     loop->init = Expression(e->expression());
-    if (auto* head = dynamic_cast<G::ForLoopHeadContext*>(e->loopHead())) {
+    if (auto* head = As<G::ForLoopHeadContext>(e->loopHead())) {
       loop->is_for = true;
       loop->var = BuildPattern(head->pattern());
       loop->iterable = Expression(head->expression());
-    } else if (auto* head =
-                   dynamic_cast<G::WhileLoopHeadContext*>(e->loopHead())) {
+    } else if (auto* head = As<G::WhileLoopHeadContext>(e->loopHead())) {
       loop->is_for = false;
       loop->cond = Expression(head->expression());
     }
     loop->body = BuildBlock(e->block());
     return loop;
   }
-  if (auto* e = dynamic_cast<G::RunExpressionContext*>(c)) {
+  if (auto* e = As<G::RunExpressionContext>(c)) {
     auto run = Make<RunExpr>(Span(c));
     std::vector<G::ExpressionContext*> parts = e->expression();
     run->fetches = Expression(parts.empty() ? nullptr : parts[0]);
@@ -594,9 +644,9 @@ ExprPtr AstBuilder::Logical(G::LogicalContext* c) {
     alt = AltOf(c);
     G::LogicalContext* left;
     if (alt == LogicalAlt::kConjunction) {
-      left = static_cast<G::ConjunctionContext*>(c)->logical(0);
+      left = One<G::LogicalContext>(c, 0);
     } else if (alt == LogicalAlt::kDisjunction) {
-      left = static_cast<G::DisjunctionContext*>(c)->logical(0);
+      left = One<G::LogicalContext>(c, 0);
     } else {
       break;
     }
@@ -607,12 +657,12 @@ ExprPtr AstBuilder::Logical(G::LogicalContext* c) {
   if (c == nullptr) {
     e = Placeholder(nullptr);
   } else if (alt == LogicalAlt::kOperand) {
-    e = Operation(static_cast<G::OperandContext*>(c)->operation());
+    e = Operation(One<G::OperationContext>(c));
   } else if (alt == LogicalAlt::kNegation) {
     auto* n = static_cast<G::NegationContext*>(c);
     auto neg = Make<UnaryExpr>(Span(c));
     neg->op = UnaryOp::kNot;
-    neg->operand = Logical(n->logical());
+    neg->operand = Logical(One<G::LogicalContext>(n));
     e = std::move(neg);
   } else {
     e = Placeholder(c);
@@ -622,14 +672,16 @@ ExprPtr AstBuilder::Logical(G::LogicalContext* c) {
     switch (spine[i].alt) {
       case LogicalAlt::kConjunction: {
         auto* x = static_cast<G::ConjunctionContext*>(p);
-        e = Binary(BinaryOp::kAnd, std::move(e), Logical(x->logical(1)),
-                   x->AND() != nullptr ? x->AND()->getSymbol() : nullptr, x);
+        e = Binary(BinaryOp::kAnd, std::move(e),
+                   Logical(One<G::LogicalContext>(x, 1)),
+                   TokenOf(Tok(x, L::AND)), x);
         break;
       }
       default: {
         auto* x = static_cast<G::DisjunctionContext*>(p);
-        e = Binary(BinaryOp::kOr, std::move(e), Logical(x->logical(1)),
-                   x->OR() != nullptr ? x->OR()->getSymbol() : nullptr, x);
+        e = Binary(BinaryOp::kOr, std::move(e),
+                   Logical(One<G::LogicalContext>(x, 1)),
+                   TokenOf(Tok(x, L::OR)), x);
         break;
       }
     }
@@ -649,28 +701,28 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
     G::OperationContext* left;
     switch (alt) {
       case OperationAlt::kCall:
-        left = static_cast<G::CallPostfixContext*>(c)->operation();
+        left = One<G::OperationContext>(c);
         break;
       case OperationAlt::kIndex:
-        left = static_cast<G::IndexPostfixContext*>(c)->operation();
+        left = One<G::OperationContext>(c);
         break;
       case OperationAlt::kMember:
-        left = static_cast<G::MemberPostfixContext*>(c)->operation();
+        left = One<G::OperationContext>(c);
         break;
       case OperationAlt::kPower:
-        left = static_cast<G::PowerContext*>(c)->operation(0);
+        left = One<G::OperationContext>(c, 0);
         break;
       case OperationAlt::kMultiplicative:
-        left = static_cast<G::MultiplicativeContext*>(c)->operation(0);
+        left = One<G::OperationContext>(c, 0);
         break;
       case OperationAlt::kAdditive:
-        left = static_cast<G::AdditiveContext*>(c)->operation(0);
+        left = One<G::OperationContext>(c, 0);
         break;
       case OperationAlt::kRange:
-        left = static_cast<G::RangeContext*>(c)->operation(0);
+        left = One<G::OperationContext>(c, 0);
         break;
       case OperationAlt::kComparison:
-        left = static_cast<G::ComparisonContext*>(c)->operation(0);
+        left = One<G::OperationContext>(c, 0);
         break;
       default:
         left = c;  // an operand: the bottom of the spine
@@ -705,42 +757,44 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
         auto* x = static_cast<G::MemberPostfixContext*>(p);
         auto m = Make<MemberExpr>(Span(p));
         m->target = std::move(e);
-        m->name = x->name() != nullptr ? x->name()->getText() : "";
+        m->name = NameText(One<G::NameContext>(x));
         e = std::move(m);
         break;
       }
       case OperationAlt::kPower: {
         auto* x = static_cast<G::PowerContext*>(p);
-        e = Binary(BinaryOp::kPow, std::move(e), Operation(x->operation(1)),
-                   x->POW() != nullptr ? x->POW()->getSymbol() : nullptr, x);
+        e = Binary(BinaryOp::kPow, std::move(e),
+                   Operation(One<G::OperationContext>(x, 1)),
+                   TokenOf(Tok(x, L::POW)), x);
         break;
       }
       case OperationAlt::kMultiplicative: {
         auto* x = static_cast<G::MultiplicativeContext*>(p);
         e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(x->operation(1)), x->op, x);
+                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
+                   x->op, x);
         break;
       }
       case OperationAlt::kAdditive: {
         auto* x = static_cast<G::AdditiveContext*>(p);
         e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(x->operation(1)), x->op, x);
+                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
+                   x->op, x);
         break;
       }
       // `..` and comparisons do not associate (LANGUAGE.md §5); the grammar
       // leaves that to the builder.
       case OperationAlt::kRange: {
         auto* x = static_cast<G::RangeContext*>(p);
-        antlr4::Token* op =
-            x->DOTDOT() != nullptr ? x->DOTDOT()->getSymbol() : nullptr;
+        antlr4::Token* op = TokenOf(Tok(x, L::DOTDOT));
         if (op != nullptr && i + 1 < spine.size() &&
             spine[i + 1].alt == OperationAlt::kRange &&
             !HasSyntaxErrorWithin(Span(x))) {
           Error(positions_->Span(op),
                 "ranges do not chain: a range is 'start..stop'");
         }
-        e = Binary(BinaryOp::kRange, std::move(e), Operation(x->operation(1)),
-                   op, x);
+        e = Binary(BinaryOp::kRange, std::move(e),
+                   Operation(One<G::OperationContext>(x, 1)), op, x);
         break;
       }
       default: {
@@ -753,7 +807,8 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
                 "'a < b < c'");
         }
         e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(x->operation(1)), x->op, x);
+                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
+                   x->op, x);
         break;
       }
     }
@@ -763,16 +818,16 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
 
 std::vector<Arg> AstBuilder::Arguments(G::CallPostfixContext* c) {
   std::vector<Arg> args;
-  G::ArgumentsContext* list = c->arguments();
+  G::ArgumentsContext* list = One<G::ArgumentsContext>(c);
   if (list == nullptr) return args;
-  for (G::ArgumentContext* a : list->argument()) {
+  for (G::ArgumentContext* a : All<G::ArgumentContext>(list)) {
     Arg arg;
     arg.span = Span(a);
-    if (auto* pos = dynamic_cast<G::PositionalArgumentContext*>(a)) {
-      arg.value = Expression(pos->expression());
-    } else if (auto* named = dynamic_cast<G::NamedArgumentContext*>(a)) {
-      arg.name = named->name() != nullptr ? named->name()->getText() : "";
-      arg.value = Expression(named->expression());
+    if (auto* pos = As<G::PositionalArgumentContext>(a)) {
+      arg.value = Expression(One<G::ExpressionContext>(pos));
+    } else if (auto* named = As<G::NamedArgumentContext>(a)) {
+      arg.name = NameText(One<G::NameContext>(named));
+      arg.value = Expression(One<G::ExpressionContext>(named));
     } else {
       arg.value = Placeholder(a);
     }
@@ -784,9 +839,9 @@ std::vector<Arg> AstBuilder::Arguments(G::CallPostfixContext* c) {
 Subscript AstBuilder::BuildSubscript(G::SubscriptContext* c) {
   Subscript s;
   s.span = Span(c);
-  if (auto* index = dynamic_cast<G::IndexSubscriptContext*>(c)) {
-    s.index = Expression(index->expression());
-  } else if (auto* slice = dynamic_cast<G::SliceSubscriptContext*>(c)) {
+  if (auto* index = As<G::IndexSubscriptContext>(c)) {
+    s.index = Expression(One<G::ExpressionContext>(index));
+  } else if (auto* slice = As<G::SliceSubscriptContext>(c)) {
     s.is_slice = true;
     if (slice->lo != nullptr) s.lo = Expression(slice->lo);
     if (slice->hi != nullptr) s.hi = Expression(slice->hi);
@@ -813,7 +868,7 @@ ExprPtr AstBuilder::Primary(G::OperationContext* c, OperationAlt alt) {
   switch (alt) {
     case OperationAlt::kName: {
       auto e = Make<NameExpr>(Span(c));
-      e->name = Text(static_cast<G::NameReferenceContext*>(c)->ID());
+      e->name = Text(Tok(c, L::ID));
       return e;
     }
     case OperationAlt::kInt:
@@ -829,7 +884,7 @@ ExprPtr AstBuilder::Primary(G::OperationContext* c, OperationAlt alt) {
     case OperationAlt::kUnary: {
       auto e = Make<UnaryExpr>(Span(c));
       e->op = UnaryOp::kNeg;
-      e->operand = Operation(static_cast<G::UnaryContext*>(c)->operation());
+      e->operand = Operation(One<G::OperationContext>(c));
       return e;
     }
     case OperationAlt::kBool: {
@@ -842,15 +897,15 @@ ExprPtr AstBuilder::Primary(G::OperationContext* c, OperationAlt alt) {
     case OperationAlt::kParenthesized: {
       // `(a)` is `a`; `()`, `(a,)` and `(a, b)` are tuples.
       auto* p = static_cast<G::ParenthesizedContext*>(c);
-      std::vector<G::ExpressionContext*> elements = p->expression();
-      if (elements.size() == 1 && p->COMMA().empty()) {
+      std::vector<G::ExpressionContext*> elements =
+          All<G::ExpressionContext>(p);
+      if (elements.size() == 1 && Tok(p, L::COMMA) == nullptr) {
         return Expression(elements[0]);
       }
       return Sequence(ExprKind::kTuple, elements, c);
     }
     case OperationAlt::kList:
-      return Sequence(ExprKind::kList,
-                      static_cast<G::ListLiteralContext*>(c)->expression(), c);
+      return Sequence(ExprKind::kList, All<G::ExpressionContext>(c), c);
     case OperationAlt::kRecord: {
       auto e = Make<RecordExpr>(Span(c));
       for (G::FieldContext* f :
@@ -870,7 +925,7 @@ ExprPtr AstBuilder::Primary(G::OperationContext* c, OperationAlt alt) {
 
 ExprPtr AstBuilder::IntLiteral(G::IntLiteralContext* c) {
   auto e = Make<IntExpr>(Span(c));
-  const std::string text = Text(c->INT());
+  const std::string text = Text(Tok(c, L::INT));
   const std::string digits = WithoutSeparators(text);
   constexpr uint64_t kMax = std::numeric_limits<int64_t>::max();
   uint64_t value = 0;
@@ -889,7 +944,7 @@ ExprPtr AstBuilder::IntLiteral(G::IntLiteralContext* c) {
 
 ExprPtr AstBuilder::FloatLiteral(G::FloatLiteralContext* c) {
   auto e = Make<FloatExpr>(Span(c));
-  const std::string text = Text(c->FLOAT());
+  const std::string text = Text(Tok(c, L::FLOAT));
   const std::string digits = WithoutSeparators(text);
   double value = 0;
   auto [end, ec] =

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "grammar/RunnelParser.h"
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
@@ -94,6 +95,19 @@ class AstBuilder {
   // bracketed expression: what may stand left of `:=` (LANGUAGE.md §4).
   bool IsOperand(G::OperationContext* c);
 
+  // A context's children as the generated accessors find them (One is
+  // getRuleContext, All getRuleContexts, Tok getToken), and As<T> for
+  // dynamic_cast<T*>, but with what a dynamic_cast would say looked up once
+  // per pair of classes: the accessors' dynamic_casts, one or two per child,
+  // were half of building.
+  template <typename T>
+  T* As(antlr4::tree::ParseTree* p);
+  template <typename T>
+  T* One(antlr4::ParserRuleContext* c, size_t i = 0);
+  template <typename T>
+  std::vector<T*> All(antlr4::ParserRuleContext* c);
+  antlr4::tree::TerminalNode* Tok(antlr4::ParserRuleContext* c, size_t type);
+
   StmtPtr Statement(G::StatementContext* c);
   Block BuildBlock(G::BlockContext* c);
   Pattern BuildPattern(G::PatternContext* c);
@@ -139,6 +153,10 @@ class AstBuilder {
   // a chain of failing dynamic_casts per context would cost more than the
   // rest of building.
   std::vector<std::pair<const std::type_info*, LogicalAlt>> logical_alts_;
+  // For As: by (class of the object, class cast to).
+  absl::flat_hash_map<std::pair<const std::type_info*, const std::type_info*>,
+                      bool>
+      is_a_;
   std::vector<std::pair<const std::type_info*, OperationAlt>> operation_alts_;
 };
 
