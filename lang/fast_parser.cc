@@ -91,6 +91,21 @@ SharedDfa::SharedDfa(const antlr4::atn::ATN& atn) {
   }
 }
 
+size_t FastTokenStream::fetch(size_t n) {
+  if (_fetchedEOF) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::unique_ptr<antlr4::Token> t = _tokenSource->nextToken();
+    static_cast<antlr4::CommonToken*>(t.get())->setTokenIndex(_tokens.size());
+    const bool eof = t->getType() == antlr4::Token::EOF;
+    _tokens.push_back(std::move(t));
+    if (eof) {
+      _fetchedEOF = true;
+      return i + 1;
+    }
+  }
+  return n;
+}
+
 FastParser::FastParser(antlr4::TokenStream* input)
     : grammar::RunnelParser(input) {
   static SharedDfa* const shared = new SharedDfa(getATN());

@@ -30,6 +30,16 @@ struct SharedDfa {
   antlr4::atn::PredictionContextCache cache;
 };
 
+// CommonTokenStream, numbering the tokens it buffers without a dynamic_cast
+// per token: every token here is a CommonToken.
+class FastTokenStream : public antlr4::CommonTokenStream {
+ public:
+  using CommonTokenStream::CommonTokenStream;
+
+ protected:
+  size_t fetch(size_t n) override;
+};
+
 class FastParser : public grammar::RunnelParser {
  public:
   using StatementHook = std::function<void(StatementContext*)>;

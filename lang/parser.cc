@@ -234,7 +234,7 @@ struct ParseTree {
   antlr4::ANTLRInputStream input;
   std::unique_ptr<Lexer> lexer;
   std::unique_ptr<LexerThread> lexing;
-  std::unique_ptr<antlr4::CommonTokenStream> tokens;
+  std::unique_ptr<FastTokenStream> tokens;
   std::unique_ptr<FastParser> parser;
   std::unique_ptr<StatementStream> stream;
   std::unique_ptr<Program> streamed;
@@ -279,8 +279,7 @@ ParseResult ParseImpl(const SourceFile& file,
   tree->lexing = std::make_unique<LexerThread>(
       tree->lexer.get(), &lexer_positions,
       on_statement == nullptr && text.size() >= kThreadedLexBytes);
-  tree->tokens =
-      std::make_unique<antlr4::CommonTokenStream>(tree->lexing.get());
+  tree->tokens = std::make_unique<FastTokenStream>(tree->lexing.get());
   tree->parser = std::make_unique<FastParser>(tree->tokens.get());
   FastParser& parser = *tree->parser;
   parser.removeErrorListeners();

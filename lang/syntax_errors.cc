@@ -532,16 +532,31 @@ bool BetweenStatements(Parser* parser) {
 }
 }  // namespace
 
+bool SyntaxErrorStrategy::MayComeNext(Parser* parser, size_t state, size_t t) {
+  const antlr4::atn::ATN& atn = parser->getATN();
+  if (t > atn.maxTokenType) {  // EOF
+    return atn.nextTokens(atn.states[state]).contains(t);
+  }
+  if (next_tokens_.empty()) next_tokens_.resize(atn.states.size());
+  std::vector<bool>& next = next_tokens_[state];
+  if (next.empty()) {
+    const antlr4::misc::IntervalSet& set = atn.nextTokens(atn.states[state]);
+    next.resize(atn.maxTokenType + 1);
+    for (size_t k = 0; k <= atn.maxTokenType; ++k) next[k] = set.contains(k);
+  }
+  return next[t];
+}
+
 void SyntaxErrorStrategy::sync(Parser* parser) {
   if (inErrorRecoveryMode(parser)) return;
   // The parser syncs before every decision: settle the common case, a token
   // that can come next within the rule, without copying the set as
   // DefaultErrorStrategy::sync does.
   const antlr4::atn::ATN& atn = parser->getATN();
+  const size_t la = parser->getInputStream()->LA(1);
+  if (MayComeNext(parser, parser->getState(), la)) return;
   const antlr4::misc::IntervalSet& next =
       atn.nextTokens(atn.states[parser->getState()]);
-  const size_t la = parser->getInputStream()->LA(1);
-  if (next.contains(la)) return;
   if (!BetweenStatements(parser)) {
     if (next.contains(Token::EPSILON)) return;
     antlr4::DefaultErrorStrategy::sync(parser);

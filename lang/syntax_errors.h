@@ -54,6 +54,9 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  private:
   struct Site;
   void Report(const Site& site);
+  // Whether token type `t` may come next within the rule at ATN `state`:
+  // the parser asks before every decision.
+  bool MayComeNext(antlr4::Parser* parser, size_t state, size_t t);
 
   const SourcePositions* positions_;
   std::vector<Diagnostic>* errors_;
@@ -62,6 +65,8 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
   size_t last_error_token_ = INVALID_INDEX;
   // The innermost statement of the last error, if any; the parser owns it.
   antlr4::ParserRuleContext* last_error_statement_ = nullptr;
+  // MayComeNext's answers, by state and token type; empty until asked.
+  std::vector<std::vector<bool>> next_tokens_;
 };
 
 }  // namespace runnel::lang
