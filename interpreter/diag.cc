@@ -40,7 +40,7 @@ bool GetInt(std::string_view* in, int* v) {
 void Encode(const lang::Diagnostic& d, std::string* out) {
   PutInt(out, static_cast<int>(d.severity));
   PutField(out, d.message);
-  PutField(out, d.span.file);
+  PutField(out, d.span.file.str());
   PutInt(out, d.span.line);
   PutInt(out, d.span.col);
   PutInt(out, d.span.end_line);
@@ -52,13 +52,15 @@ void Encode(const lang::Diagnostic& d, std::string* out) {
 
 bool Decode(std::string_view* in, lang::Diagnostic* d) {
   int severity = 0, notes = 0;
+  std::string file;
   if (!GetInt(in, &severity) || !GetField(in, &d->message) ||
-      !GetField(in, &d->span.file) || !GetInt(in, &d->span.line) ||
+      !GetField(in, &file) || !GetInt(in, &d->span.line) ||
       !GetInt(in, &d->span.col) || !GetInt(in, &d->span.end_line) ||
       !GetInt(in, &d->span.end_col) || !GetInt(in, &d->caret_col) ||
       !GetInt(in, &notes)) {
     return false;
   }
+  d->span.file = file;
   d->severity = static_cast<lang::Severity>(severity);
   for (int i = 0; i < notes; ++i) {
     lang::Diagnostic n;

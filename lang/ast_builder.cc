@@ -160,7 +160,7 @@ antlr4::tree::TerminalNode* AstBuilder::Tok(antlr4::ParserRuleContext* c,
 
 SourceSpan AstBuilder::Span(antlr4::ParserRuleContext* c) const {
   antlr4::Token* start = c->getStart();
-  if (start == nullptr) return SourceSpan{positions_->path()};
+  if (start == nullptr) return SourceSpan{positions_->file()};
   return positions_->Span(start, c->getStop());
 }
 
@@ -286,7 +286,7 @@ bool AstBuilder::IsOperand(G::OperationContext* c) {
 
 ExprPtr AstBuilder::Placeholder(antlr4::ParserRuleContext* c) {
   return Make<NoneExpr>(c != nullptr ? Span(c)
-                                     : SourceSpan{positions_->path()});
+                                     : SourceSpan{positions_->file()});
 }
 
 ExprPtr AstBuilder::Binary(BinaryOp op, ExprPtr lhs, ExprPtr rhs,

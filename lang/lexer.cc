@@ -63,7 +63,7 @@ bool IsValidUtf8(std::string_view text, size_t* bad_offset) {
 // SourcePositions
 
 SourcePositions::SourcePositions(std::string path, std::string_view text)
-    : path_(std::move(path)), text_(text) {
+    : path_(std::move(path)), file_(path_), text_(text) {
   byte_of_char_.reserve(text.size() + 1);
   line_starts_.push_back(0);
   for (size_t i = 0; i < text.size(); ++i) {
@@ -125,7 +125,7 @@ size_t SourcePositions::EndByte(const Token* t) const {
 
 SourceSpan SourcePositions::ByteSpan(size_t first, size_t last) const {
   SourceSpan span;
-  span.file = path_;
+  span.file = file_;
   if (last < first) last = first;
   LineCol(first, &span.line, &span.col);
   LineCol(last, &span.end_line, &span.end_col);

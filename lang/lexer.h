@@ -40,6 +40,7 @@ class SourcePositions {
   SourcePositions& operator=(const SourcePositions&) = delete;
 
   const std::string& path() const { return path_; }
+  const FileName& file() const { return file_; }
   std::string_view text() const { return text_; }
 
   // The span of the tokens `first` through `last` (inclusive). An empty or
@@ -62,6 +63,7 @@ class SourcePositions {
   void LineCol(size_t byte, int* line, int* col) const;
 
   std::string path_;
+  FileName file_;  // path_, interned once for all the spans
   std::string_view text_;
   std::vector<uint32_t> byte_of_char_;  // one per code point, plus the end
   std::vector<size_t> line_starts_;     // byte offset of each line

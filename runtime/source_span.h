@@ -3,14 +3,60 @@
 #ifndef RUNNEL_RUNTIME_SOURCE_SPAN_H_
 #define RUNNEL_RUNTIME_SOURCE_SPAN_H_
 
+#include <mutex>
+#include <ostream>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "runtime/strings.h"
 
 namespace runnel {
 
+// The name of a script file, interned: every AST node, graph node and value
+// site holds a span, spans are copied a great deal, and copying this copies
+// a pointer. Two FileNames are equal when their names are.
+class FileName {
+ public:
+  FileName() = default;                                       // ""
+  FileName(std::string_view name) : name_(Intern(name)) {}    // NOLINT
+  FileName(const std::string& name) : name_(Intern(name)) {}  // NOLINT
+  FileName(const char* name) : name_(Intern(name)) {}         // NOLINT
+
+  const std::string& str() const { return name_ ? *name_ : Empty(); }
+  operator const std::string&() const { return str(); }  // NOLINT
+  bool empty() const { return name_ == nullptr; }
+
+  friend bool operator==(const FileName& a, const FileName& b) {
+    return a.name_ == b.name_;
+  }
+  friend bool operator!=(const FileName& a, const FileName& b) {
+    return a.name_ != b.name_;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const FileName& f) {
+    return os << f.str();
+  }
+
+ private:
+  // One string per name, never freed; null for "". Inline so that lang/ can
+  // use spans without linking the runtime.
+  static const std::string* Intern(std::string_view name) {
+    if (name.empty()) return nullptr;
+    static std::mutex mu;
+    static auto* names = new std::unordered_set<std::string>;
+    std::lock_guard<std::mutex> lock(mu);
+    return &*names->emplace(name).first;
+  }
+  static const std::string& Empty() {
+    static const std::string* const empty = new std::string;
+    return *empty;
+  }
+
+  const std::string* name_ = nullptr;
+};
+
 struct SourceSpan {
-  std::string file;  // empty when the node was made by C++ code
+  FileName file;     // empty when the node was made by C++ code
   int line = 0;      // 1-based; 0 = unknown
   int col = 0;       // 1-based
   int end_line = 0;  // the span's last character, inclusive
@@ -21,10 +67,19 @@ struct SourceSpan {
   // without linking the runtime.
   std::string ToString() const {
     if (!known()) return "";
-    return StrCat(file.empty() ? "<input>" : file, ":", line, ":", col);
+    return StrCat(file.empty() ? std::string_view("<input>")
+                               : std::string_view(file.str()),
+                  ":", line, ":", col);
   }
 };
 
 }  // namespace runnel
+
+template <>
+struct fmt::formatter<runnel::FileName> : fmt::formatter<std::string_view> {
+  auto format(const runnel::FileName& f, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(f.str(), ctx);
+  }
+};
 
 #endif  // RUNNEL_RUNTIME_SOURCE_SPAN_H_

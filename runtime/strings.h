@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "absl/strings/string_view.h"
 
@@ -22,11 +23,26 @@ struct fmt::formatter<absl::string_view> : fmt::formatter<std::string_view> {
 
 namespace runnel {
 
-// Concatenates the fmt "{}" rendering of each argument.
+namespace strings_internal {
+template <typename T>
+void Append(std::string* out, const T& arg) {
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    out->append(std::string_view(arg));
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                       !std::is_same_v<T, char>) {
+    out->append(fmt::format_int(arg).c_str());
+  } else {
+    fmt::format_to(std::back_inserter(*out), "{}", arg);
+  }
+}
+}  // namespace strings_internal
+
+// Concatenates the fmt "{}" rendering of each argument (strings and integers
+// appended directly: names are built from them by the hundred thousand).
 template <typename... Args>
 std::string StrCat(const Args&... args) {
   std::string out;
-  (fmt::format_to(std::back_inserter(out), "{}", args), ...);
+  (strings_internal::Append(&out, args), ...);
   return out;
 }
 
