@@ -187,14 +187,53 @@ std::string ShowChars(std::string_view text) {
 // - accept() runs the token's actions as ANTLR's does, without a
 //   std::function, a copied vector of shared_ptrs and a dynamic_cast per
 //   token.
-class FastLexerSimulator : public antlr4::atn::LexerATNSimulator {
+class FastLexerSimulator final : public antlr4::atn::LexerATNSimulator {
  public:
-  FastLexerSimulator(antlr4::Lexer* lexer, const antlr4::atn::ATN& atn,
+  FastLexerSimulator(antlr4::Lexer* lexer, SourceStream* source,
+                     const antlr4::atn::ATN& atn,
                      std::vector<antlr4::dfa::DFA>& dfa,
                      antlr4::atn::PredictionContextCache& cache)
-      : LexerATNSimulator(lexer, atn, dfa, cache) {}
+      : LexerATNSimulator(lexer, atn, dfa, cache), source_(source) {}
 
  protected:
+  // ANTLR's loop over the DFA, with the characters read in place and the
+  // edges from the table below: the runtime made several virtual calls per
+  // character.
+  size_t execATN(antlr4::CharStream* input,
+                 antlr4::dfa::DFAState* s0) override {
+    if (input != source_) return LexerATNSimulator::execATN(input, s0);
+    const char32_t* chars = source_->chars();
+    const size_t n = source_->length();
+    size_t& p = source_->position();
+    auto next = [&] { return p < n ? size_t{chars[p]} : antlr4::Token::EOF; };
+    if (s0->isAcceptState) captureSimState(input, s0);
+    antlr4::dfa::DFAState* s = s0;
+    size_t t = next();
+    for (;;) {
+      antlr4::dfa::DFAState* target = getExistingTargetState(s, t);
+      if (target == nullptr) target = computeTargetState(input, s, t);
+      if (target == ERROR.get()) break;
+      // Consume before capturing an accept state, so that the position,
+      // line and column captured are the token's end (as ANTLR does).
+      if (t != antlr4::Token::EOF) {
+        if (t == '\n') {
+          ++_line;
+          _charPositionInLine = 0;
+        } else {
+          ++_charPositionInLine;
+        }
+        ++p;
+      }
+      if (target->isAcceptState) {
+        captureSimState(input, target);
+        if (t == antlr4::Token::EOF) break;
+      }
+      t = next();
+      s = target;
+    }
+    return failOrAccept(input, s->configs.get(), t);
+  }
+
   antlr4::dfa::DFAState* getExistingTargetState(antlr4::dfa::DFAState* s,
                                                 size_t t) override {
     if (t > MAX_DFA_EDGE || s->stateNumber < 0) {
@@ -266,6 +305,7 @@ class FastLexerSimulator : public antlr4::atn::LexerATNSimulator {
     return s.steps;
   }
 
+  SourceStream* const source_;
   std::vector<std::array<antlr4::dfa::DFAState*, MAX_DFA_EDGE + 1>> edges_;
   // Executors met so far. Most live in ANTLR's DFA, which outlives the
   // lexer; the ATN simulation also makes short-lived ones.
@@ -274,13 +314,13 @@ class FastLexerSimulator : public antlr4::atn::LexerATNSimulator {
 
 }  // namespace
 
-Lexer::Lexer(antlr4::CharStream* input, const SourcePositions* positions,
+Lexer::Lexer(SourceStream* input, const SourcePositions* positions,
              std::vector<Diagnostic>* errors)
     : grammar::RunnelLexer(input), positions_(positions), errors_(errors) {
   static SharedDfa* const shared = new SharedDfa(getATN());
   delete _interpreter;
   simulator_ =
-      new FastLexerSimulator(this, getATN(), shared->dfa, shared->cache);
+      new FastLexerSimulator(this, input, getATN(), shared->dfa, shared->cache);
   _interpreter = simulator_;
 }
 

@@ -70,6 +70,16 @@ class SourcePositions {
   mutable size_t last_line_ = 0;        // index of the line found last
 };
 
+// ANTLR's input stream of a text (its code points), readable in place by
+// the lexer's inner loop.
+class SourceStream : public antlr4::ANTLRInputStream {
+ public:
+  using ANTLRInputStream::ANTLRInputStream;
+  const char32_t* chars() const { return _data.data(); }
+  size_t length() const { return _data.size(); }
+  size_t& position() { return p; }
+};
+
 // RunnelLexer with lexical errors appended to `errors` as Diagnostics, and
 // without the white space and comment tokens (nothing reads them).
 //
@@ -82,7 +92,7 @@ class SourcePositions {
 // the brackets open there were never closed.
 class Lexer : public grammar::RunnelLexer {
  public:
-  Lexer(antlr4::CharStream* input, const SourcePositions* positions,
+  Lexer(SourceStream* input, const SourcePositions* positions,
         std::vector<Diagnostic>* errors);
 
   std::unique_ptr<antlr4::Token> nextToken() override;

@@ -231,7 +231,7 @@ ParseResult ParseImpl(const SourceFile& file,
 // and the statements handed out of a parse that failed.
 struct ParseTree {
   explicit ParseTree(const std::string& text) : input(text) {}
-  antlr4::ANTLRInputStream input;
+  SourceStream input;
   std::unique_ptr<Lexer> lexer;
   std::unique_ptr<LexerThread> lexing;
   std::unique_ptr<FastTokenStream> tokens;
@@ -342,7 +342,7 @@ bool IsIncomplete(std::string_view text_in) {
   if (!IsValidUtf8(text, &bad)) return false;
   SourcePositions positions("", text);
   std::vector<Diagnostic> errors;
-  antlr4::ANTLRInputStream input(text);
+  SourceStream input(text);
   Lexer lexer(&input, &positions, &errors);
   lexer.removeErrorListeners();
   bool any = false;
