@@ -53,11 +53,14 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
     return Report(streamed.status);
   }
   // Free the parser's tree and tokens on another thread while the program
-  // runs: for a large script that took a tenth of `runnel check`.
-  std::thread free_parse_tree(
-      [tree = std::move(parsed.parse_tree)]() mutable { tree.reset(); });
+  // runs: for a large script that takes a while. (Checking kept them.)
+  std::thread free_parse_tree;
+  if (parsed.parse_tree != nullptr) {
+    free_parse_tree = std::thread(
+        [tree = std::move(parsed.parse_tree)]() mutable { tree.reset(); });
+  }
   absl::StatusOr<Value> v = Evaluate(program, streamed.done);
-  free_parse_tree.join();
+  if (free_parse_tree.joinable()) free_parse_tree.join();
   if (!v.ok()) return Report(v.status());
   return kExitOk;
 }
