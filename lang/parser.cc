@@ -267,18 +267,22 @@ ParseResult ParseImpl(const SourceFile& file,
   }
 
   // The lexer may run on a thread of its own, with its own positions (they
-  // cache the line found last) and its own error list.
-  SourcePositions lexer_positions(file.path(), text);
+  // cache the line found last) and its own error list. A caller that takes
+  // statements as they come keeps the other core busy: then it does not.
+  const bool threaded =
+      on_statement == nullptr && text.size() >= kThreadedLexBytes;
+  std::optional<SourcePositions> own_positions;
+  if (threaded) own_positions.emplace(file.path(), text);
+  const SourcePositions* lexer_positions =
+      threaded ? &*own_positions : &positions;
   std::vector<Diagnostic> lex_errors;
   std::vector<Diagnostic> parse_errors;
   auto tree = std::make_shared<ParseTree>(text);
   tree->lexer =
-      std::make_unique<Lexer>(&tree->input, &lexer_positions, &lex_errors);
+      std::make_unique<Lexer>(&tree->input, lexer_positions, &lex_errors);
   tree->lexer->removeErrorListeners();
-  // A caller that takes statements as they come keeps the other core busy.
-  tree->lexing = std::make_unique<LexerThread>(
-      tree->lexer.get(), &lexer_positions,
-      on_statement == nullptr && text.size() >= kThreadedLexBytes);
+  tree->lexing = std::make_unique<LexerThread>(tree->lexer.get(),
+                                               lexer_positions, threaded);
   tree->tokens = std::make_unique<FastTokenStream>(tree->lexing.get());
   tree->parser = std::make_unique<FastParser>(tree->tokens.get());
   FastParser& parser = *tree->parser;
