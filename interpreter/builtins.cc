@@ -272,10 +272,7 @@ std::optional<Shape> ListedDims(const Value& v) {
   if (v.is_concrete()) {
     const Tensor& t = v.tensor();
     if (t.rank() != 1 || !IsInteger(t.dtype())) return std::nullopt;
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      const int64_t d = t.dtype() == DType::kI64   ? t.data<int64_t>()[i]
-                        : t.dtype() == DType::kI32 ? t.data<int32_t>()[i]
-                                                   : -1;
+    for (int64_t d : t.ToInt64s()) {
       if (!add(d)) return std::nullopt;
     }
     return Shape(std::move(dims));

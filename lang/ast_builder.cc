@@ -733,6 +733,12 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
     c = left;
   }
   ExprPtr e = c != nullptr ? Primary(c, alt) : Placeholder(nullptr);
+  // `e op rhs` for an alternative whose operator is labeled `op`.
+  auto with_op = [&](auto* x) {
+    return Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
+                  std::move(e), Operation(One<G::OperationContext>(x, 1)),
+                  x->op, x);
+  };
   for (size_t i = spine.size(); i-- > 0;) {
     G::OperationContext* p = spine[i].c;
     switch (spine[i].alt) {
@@ -768,20 +774,12 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
                    TokenOf(Tok(x, L::POW)), x);
         break;
       }
-      case OperationAlt::kMultiplicative: {
-        auto* x = static_cast<G::MultiplicativeContext*>(p);
-        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
-                   x->op, x);
+      case OperationAlt::kMultiplicative:
+        e = with_op(static_cast<G::MultiplicativeContext*>(p));
         break;
-      }
-      case OperationAlt::kAdditive: {
-        auto* x = static_cast<G::AdditiveContext*>(p);
-        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
-                   x->op, x);
+      case OperationAlt::kAdditive:
+        e = with_op(static_cast<G::AdditiveContext*>(p));
         break;
-      }
       // `..` and comparisons do not associate (LANGUAGE.md §5); the grammar
       // leaves that to the builder.
       case OperationAlt::kRange: {
@@ -806,9 +804,7 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
                 "comparisons do not chain: write 'a < b and b < c' instead of "
                 "'a < b < c'");
         }
-        e = Binary(BinaryOpOf(x->op != nullptr ? x->op->getType() : 0),
-                   std::move(e), Operation(One<G::OperationContext>(x, 1)),
-                   x->op, x);
+        e = with_op(x);
         break;
       }
     }

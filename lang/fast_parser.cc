@@ -1,6 +1,5 @@
 #include "lang/fast_parser.h"
 
-#include <array>
 #include <utility>
 
 namespace runnel::lang {
@@ -14,18 +13,16 @@ ParserRuleContext* ParentOf(ParserRuleContext* ctx) {
   return static_cast<ParserRuleContext*>(ctx->parent);
 }
 
-// ANTLR's prediction, with the DFA's edges looked up in a table of this
-// simulator's own (ANTLR keeps them in an unordered_map per DFA state,
-// behind a lock taken for every token of lookahead) and without a
-// std::function per prediction. Edges missing from the table, and
-// predictions that need the ATN, go to ANTLR as before.
+// ANTLR's prediction, with the DFA's edges from a DfaEdgeCache and without
+// a std::function per prediction. Predictions that need the ATN go to ANTLR
+// as before.
 class FastParserSimulator : public antlr4::atn::ParserATNSimulator {
  public:
   FastParserSimulator(antlr4::Parser* parser, SharedDfa* shared)
       : ParserATNSimulator(parser, parser->getATN(), shared->dfa,
                            shared->cache),
-        edges_(shared->dfa.size()),
-        max_token_(parser->getATN().maxTokenType) {}
+        max_token_(parser->getATN().maxTokenType),
+        edges_(shared->dfa.size(), DfaEdgeCache(max_token_ + 1)) {}
 
   size_t adaptivePredict(antlr4::TokenStream* input, size_t decision,
                          ParserRuleContext* outer) override {
@@ -61,26 +58,19 @@ class FastParserSimulator : public antlr4::atn::ParserATNSimulator {
 
  protected:
   DFAState* getExistingTargetState(DFAState* previous, size_t t) override {
+    auto ask_antlr = [&] {
+      return ParserATNSimulator::getExistingTargetState(previous, t);
+    };
     // Token types count from 1; EOF (-1 as size_t) goes to ANTLR.
     if (_dfa == nullptr || t > max_token_ || previous->stateNumber < 0) {
-      return ParserATNSimulator::getExistingTargetState(previous, t);
+      return ask_antlr();
     }
-    std::vector<std::vector<DFAState*>>& table = edges_[_dfa->decision];
-    const auto state = static_cast<size_t>(previous->stateNumber);
-    if (state >= table.size()) table.resize(state + 1);
-    std::vector<DFAState*>& row = table[state];
-    if (row.empty()) row.resize(max_token_ + 1);
-    DFAState*& edge = row[t];
-    if (edge == nullptr) {
-      edge = ParserATNSimulator::getExistingTargetState(previous, t);
-    }
-    return edge;
+    return edges_[_dfa->decision].Get(previous, t, ask_antlr);
   }
 
  private:
-  // By decision, DFA state and token type.
-  std::vector<std::vector<std::vector<DFAState*>>> edges_;
   const size_t max_token_;
+  std::vector<DfaEdgeCache> edges_;  // by decision
 };
 
 }  // namespace

@@ -30,6 +30,33 @@ struct SharedDfa {
   antlr4::atn::PredictionContextCache cache;
 };
 
+// The edges of one DFA that a simulator has looked up, by state number and
+// symbol. ANTLR keeps them in an unordered_map per DFA state, behind a lock
+// it takes for each lookup, once per character or token of lookahead. Only
+// edges ANTLR has built are cached; it builds the others as before.
+class DfaEdgeCache {
+ public:
+  explicit DfaEdgeCache(size_t symbols) : symbols_(symbols) {}
+
+  // The edge from `s` (numbered) on symbol `t` (below `symbols`): cached, or
+  // else what `lookup()` finds, cached when found.
+  template <typename Lookup>
+  antlr4::dfa::DFAState* Get(antlr4::dfa::DFAState* s, size_t t,
+                             Lookup&& lookup) {
+    const auto state = static_cast<size_t>(s->stateNumber);
+    if (state >= rows_.size()) rows_.resize(state + 1);
+    std::vector<antlr4::dfa::DFAState*>& row = rows_[state];
+    if (row.empty()) row.resize(symbols_);
+    antlr4::dfa::DFAState*& edge = row[t];
+    if (edge == nullptr) edge = lookup();
+    return edge;
+  }
+
+ private:
+  size_t symbols_;
+  std::vector<std::vector<antlr4::dfa::DFAState*>> rows_;
+};
+
 // CommonTokenStream, numbering the tokens it buffers without a dynamic_cast
 // per token: every token here is a CommonToken.
 class FastTokenStream : public antlr4::CommonTokenStream {

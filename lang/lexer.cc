@@ -1,7 +1,6 @@
 #include "lang/lexer.h"
 
 #include <algorithm>
-#include <array>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -180,10 +179,7 @@ std::string ShowChars(std::string_view text) {
 
 // ANTLR 4.9's lexer simulator, with the work it did per character and per
 // token cut down. The lexing itself, the DFA and the actions are ANTLR's:
-// - The DFA's ASCII edges are looked up in a table of this simulator's own.
-//   ANTLR keeps each DFA state's edges in an unordered_map behind a lock it
-//   takes once per character. The table only caches edges ANTLR has built;
-//   a missing one goes to ANTLR, which builds it in its DFA as before.
+// - The DFA's ASCII edges come from a DfaEdgeCache (lang/fast_parser.h).
 // - accept() runs the token's actions as ANTLR's does, without a
 //   std::function, a copied vector of shared_ptrs and a dynamic_cast per
 //   token.
@@ -197,7 +193,7 @@ class FastLexerSimulator final : public antlr4::atn::LexerATNSimulator {
 
  protected:
   // ANTLR's loop over the DFA, with the characters read in place and the
-  // edges from the table below: the runtime made several virtual calls per
+  // edges from edges_: the runtime made several virtual calls per
   // character.
   size_t execATN(antlr4::CharStream* input,
                  antlr4::dfa::DFAState* s0) override {
@@ -236,14 +232,11 @@ class FastLexerSimulator final : public antlr4::atn::LexerATNSimulator {
 
   antlr4::dfa::DFAState* getExistingTargetState(antlr4::dfa::DFAState* s,
                                                 size_t t) override {
-    if (t > MAX_DFA_EDGE || s->stateNumber < 0) {
+    auto ask_antlr = [&] {
       return LexerATNSimulator::getExistingTargetState(s, t);
-    }
-    const auto state = static_cast<size_t>(s->stateNumber);
-    if (state >= edges_.size()) edges_.resize(state + 1);
-    antlr4::dfa::DFAState*& edge = edges_[state][t];
-    if (edge == nullptr) edge = LexerATNSimulator::getExistingTargetState(s, t);
-    return edge;
+    };
+    if (t > MAX_DFA_EDGE || s->stateNumber < 0) return ask_antlr();
+    return edges_.Get(s, t, ask_antlr);
   }
 
   // Runs the token's actions as LexerActionExecutor::execute does: an
@@ -306,7 +299,7 @@ class FastLexerSimulator final : public antlr4::atn::LexerATNSimulator {
   }
 
   SourceStream* const source_;
-  std::vector<std::array<antlr4::dfa::DFAState*, MAX_DFA_EDGE + 1>> edges_;
+  DfaEdgeCache edges_{MAX_DFA_EDGE + 1};
   // Executors met so far. Most live in ANTLR's DFA, which outlives the
   // lexer; the ATN simulation also makes short-lived ones.
   std::unordered_map<const antlr4::atn::LexerActionExecutor*, Steps> steps_;

@@ -185,20 +185,16 @@ class StatementStream {
     program_->file = std::move(file);
   }
 
-  // Whether every statement of the script was handed out (no error).
-  bool complete() const { return !failed_ && !Failed(); }
+  // Whether every statement of the script was handed out: no error (errors
+  // are only ever added, so once one is known none is handed out after it).
+  bool complete() const { return !Failed(); }
   std::unique_ptr<Program> TakeProgram() { return std::move(program_); }
 
   void Add(grammar::RunnelParser::StatementContext* ctx) {
-    if (failed_) return;
-    if (Failed()) {
-      failed_ = true;
-      return;
-    }
+    if (Failed()) return;
     const int imports = builder_.imports();
     StmtPtr stmt = builder_.BuildStatement(ctx);
-    if (!build_errors_.empty()) failed_ = true;
-    if (failed_ || stmt == nullptr) return;
+    if (Failed() || stmt == nullptr) return;
     const Stmt& handed = *stmt;
     program_->stmts.push_back(std::move(stmt));
     (*callback_)(handed, builder_.imports() != imports);
@@ -219,7 +215,6 @@ class StatementStream {
   std::vector<Diagnostic> build_errors_;
   AstBuilder builder_;
   std::unique_ptr<Program> program_;
-  bool failed_ = false;
 };
 
 ParseResult ParseImpl(const SourceFile& file,
@@ -249,6 +244,15 @@ ParseResult Parse(const SourceFile& file,
 
 namespace {
 
+// The result of a parse that stopped at `error`: an empty program.
+ParseResult Failure(const SourceFile& file, Diagnostic error) {
+  ParseResult result;
+  result.program = std::make_unique<Program>();
+  result.program->file = file.path();
+  result.errors.push_back(std::move(error));
+  return result;
+}
+
 ParseResult ParseImpl(const SourceFile& file,
                       const StatementCallback* on_statement) {
   ParseResult result;
@@ -256,14 +260,11 @@ ParseResult ParseImpl(const SourceFile& file,
   SourcePositions positions(file.path(), text);
   size_t bad = 0;
   if (!IsValidUtf8(text, &bad)) {
-    result.program = std::make_unique<Program>();
-    result.program->file = file.path();
-    result.errors.push_back(
-        Error(positions.ByteSpan(bad, bad),
-              fmt::format("invalid UTF-8 (byte 0x{:02X}): scripts must be "
-                          "UTF-8 text",
-                          static_cast<unsigned char>(text[bad]))));
-    return result;
+    return Failure(
+        file, Error(positions.ByteSpan(bad, bad),
+                    fmt::format("invalid UTF-8 (byte 0x{:02X}): scripts must "
+                                "be UTF-8 text",
+                                static_cast<unsigned char>(text[bad]))));
   }
 
   // The lexer may run on a thread of its own, with its own positions (they
@@ -303,9 +304,7 @@ ParseResult ParseImpl(const SourceFile& file,
   // way the lexer is done with the text, the positions and the error list.
   tree->lexing->Finish();
   if (std::optional<Diagnostic> too_deep = tree->lexing->TooDeep()) {
-    result.program = std::make_unique<Program>();
-    result.program->file = file.path();
-    result.errors.push_back(*std::move(too_deep));
+    result = Failure(file, *std::move(too_deep));
     result.parse_tree = std::move(tree);
     return result;
   }
