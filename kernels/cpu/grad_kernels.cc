@@ -204,12 +204,20 @@ class GatherGradKernel : public OpKernel {
 };
 
 // Writes `dy` (row-major over `dims`) into zeros of `out`, element k of
-// axis i going to out + offset + k * strides[i] (elements; a stride may be
+// axis i going to index begin[i] + k * step[i] of that axis (a step may be
 // negative).
 void ScatterBlock(ThreadPool* pool, const Tensor& dy,
-                  const std::vector<int64_t>& dims, int64_t offset,
-                  std::vector<int64_t> strides, Tensor* out) {
+                  const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& begin,
+                  const std::vector<int64_t>& step, Tensor* out) {
   Zero(pool, out);
+  const std::vector<int64_t> out_strides = RowMajorStrides(out->shape());
+  int64_t offset = 0;
+  std::vector<int64_t> strides(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    offset += begin[k] * out_strides[k];
+    strides[k] = step[k] * out_strides[k];
+  }
   const int64_t esz = static_cast<int64_t>(DTypeSize(dy.dtype()));
   std::vector<int64_t> src = RowMajorStrides(dims);
   int64_t src_offset = 0;
@@ -235,12 +243,9 @@ class SliceGradKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
     if (shape == dy.shape()) return ctx->set_output(0, dy);
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    const std::vector<int64_t> begin = ctx->input(1).ToInt64s();
-    const std::vector<int64_t> strides = RowMajorStrides(shape);
-    int64_t offset = 0;
-    for (int k = 0; k < shape.rank(); ++k) offset += begin[k] * strides[k];
-    ScatterBlock(ctx->intra_op_pool(), dy, dy.shape().dims(), offset, strides,
-                 out);
+    ScatterBlock(ctx->intra_op_pool(), dy, dy.shape().dims(),
+                 ctx->input(1).ToInt64s(),
+                 std::vector<int64_t>(shape.rank(), 1), out);
     return absl::OkStatus();
   }
 };
@@ -262,14 +267,8 @@ class StridedSliceGradKernel : public OpKernel {
       return ctx->set_output(0, std::move(view));
     }
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    const std::vector<int64_t> x_strides = RowMajorStrides(shape);
-    std::vector<int64_t> strides(shape.rank());
-    int64_t offset = 0;
-    for (int k = 0; k < shape.rank(); ++k) {
-      offset += plan.begin[k] * x_strides[k];
-      strides[k] = plan.stride[k] * x_strides[k];
-    }
-    ScatterBlock(ctx->intra_op_pool(), dy, plan.size, offset, strides, out);
+    ScatterBlock(ctx->intra_op_pool(), dy, plan.size, plan.begin, plan.stride,
+                 out);
     return absl::OkStatus();
   }
 };
