@@ -3,6 +3,10 @@ BUILD      ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+# CI builds our own code with -Werror (third-party headers are -isystem).
+ifeq ($(CI),true)
+CMAKE_ARGS += -DRUNNEL_WERROR=ON
+endif
 
 .PHONY: setup configure build run test format check-format bench tsan asan clean
 

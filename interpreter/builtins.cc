@@ -128,18 +128,33 @@ absl::Status AxisAttr(Interpreter& in, const Args& a, int i, AttrMap* attrs,
 
 // A shape argument: an int, a list of ints, or an integer vector tensor
 // (symbolic too, e.g. shape_of(x)); gives an i32 vector value.
+bool FitsI32(const Tensor& t) {
+  for (int64_t d : t.ToInt64s()) {
+    if (d < INT32_MIN || d > INT32_MAX) return false;
+  }
+  return true;
+}
+
 Result ShapeArg(Interpreter& in, const Args& a, int i) {
   const Value& v = a[i];
   if (v.is_symbolic()) {
-    if (v.tensor_dtype() == DType::kI32) return v;
+    if (v.tensor_dtype() == DType::kI32 || v.tensor_dtype() == DType::kI64) {
+      return v;
+    }
     return in.ApplyOp("cast", {v}, {{"dtype", DType::kI32}},
                       OpSite{a.span_of(i)});
   }
   if (v.is_sequence() && v.items().empty()) {
     return Value::Concrete(Tensor(DType::kI32, Shape{0}));
   }
-  RN_ASSIGN_OR_RETURN(
-      Tensor t, in.ToConcrete(v, DType::kI32, a.span_of(i), ParamName(a, i)));
+  // i32, unless a dimension needs i64: sizes are never cut to 32 bits.
+  RN_ASSIGN_OR_RETURN(Value tv, in.ToTensor(v, a.span_of(i), ParamName(a, i)));
+  const DType dtype = tv.is_concrete() && tv.tensor().dtype() == DType::kI64 &&
+                              !FitsI32(tv.tensor())
+                          ? DType::kI64
+                          : DType::kI32;
+  RN_ASSIGN_OR_RETURN(Tensor t,
+                      in.ToConcrete(tv, dtype, a.span_of(i), ParamName(a, i)));
   if (t.rank() == 0) {
     RN_ASSIGN_OR_RETURN(t, t.Reshaped(Shape{1}));
   }
@@ -265,7 +280,7 @@ Builtin ArgReduction(std::string name) {
 std::optional<Shape> ListedDims(const Value& v) {
   std::vector<int64_t> dims;
   auto add = [&](int64_t d) {
-    if (d < 0 || d > std::numeric_limits<int32_t>::max()) return false;
+    if (d < 0) return false;
     dims.push_back(d);
     return true;
   };
@@ -367,8 +382,7 @@ Builtin Initializer(std::string name, bool glorot) {
           RN_ASSIGN_OR_RETURN(seed, IntArg(a, 1));
         }
         RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
-        std::vector<int32_t> d32(dims.begin(), dims.end());
-        Value shape = Value::Concrete(Tensor::FromVector<int32_t>(d32));
+        Value shape = Value::Concrete(Tensor::OfDims(dims));
         if (glorot) {
           const double limit =
               fan_in + fan_out > 0 ? std::sqrt(6.0 / (fan_in + fan_out)) : 0;

@@ -6,13 +6,17 @@
 #ifndef RUNNEL_INTERPRETER_DIAG_H_
 #define RUNNEL_INTERPRETER_DIAG_H_
 
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "lang/diagnostics.h"
+#include "runtime/allocator.h"
+#include "runtime/strings.h"
 
 namespace runnel::interp {
 
@@ -37,6 +41,26 @@ std::optional<int> ExitCodeOf(const absl::Status& status);
 // runtime's node span (runtime/errors.h), or one at `fallback`.
 lang::Diagnostic ToDiagnostic(const absl::Status& status,
                               const SourceSpan& fallback);
+
+// Runs `fn` (returning a Status or StatusOr) and turns an allocation
+// failure inside it into "<what>: out of memory (N bytes requested)" at
+// `span`, so that no exception reaches std::terminate.
+template <typename Fn>
+auto OutOfMemoryAsError(Fn&& fn, const SourceSpan& span, std::string_view what)
+    -> decltype(fn()) {
+  std::string message;
+  try {
+    return fn();
+  } catch (const AllocationFailed& e) {
+    message = OutOfMemoryMessage(e.bytes());
+  } catch (const std::bad_alloc&) {
+    message = "out of memory";
+  } catch (const std::length_error&) {
+    message = "out of memory (a size past what the system allows)";
+  }
+  if (!what.empty()) message = StrCat(what, ": ", message);
+  return ErrorAt(span, std::move(message));
+}
 
 // Edit distance, and the closest of `candidates` to `name` when close
 // enough to be a likely typo ("relux" -> "relu"); empty when none is.

@@ -174,7 +174,10 @@ std::string Interpreter::ScopePath(bool reserve) {
 
 std::string Interpreter::NewNodeName(const std::string& base) {
   const std::string path = ScopePath(true);
-  const std::string first = path.empty() ? base : path + "/" + base;
+  return UniqueName(path.empty() ? base : path + "/" + base);
+}
+
+std::string Interpreter::UniqueName(const std::string& first) {
   std::string name = first;
   if (taken_.count(name) || graph_->FindNode(name) != nullptr) {
     int& i = last_suffix_[first];
@@ -212,6 +215,25 @@ absl::StatusOr<Node*> Interpreter::AddNode(NodeSpec spec, const OpSite& site,
     }
   }
   return DiagStatus(std::move(d));
+}
+
+absl::StatusOr<NodeOut> Interpreter::ReadVariable(Node* var,
+                                                  const SourceSpan& span) {
+  // Reads outside `after` blocks are interchangeable: one per variable and
+  // device serves them all.
+  const bool shared = control_.empty();
+  auto key = std::make_pair(var, device_.ToString());
+  if (shared) {
+    auto it = read_cache_.find(key);
+    if (it != read_cache_.end()) return NodeOut{it->second, 0};
+  }
+  NodeSpec spec;
+  spec.name = UniqueName(var->name() + "/read");
+  spec.op = "read_variable";
+  spec.inputs = {NodeOut{var, 0}};
+  RN_ASSIGN_OR_RETURN(Node * node, AddNode(std::move(spec), OpSite{span}, {}));
+  if (shared) read_cache_[key] = node;
+  return NodeOut{node, 0};
 }
 
 absl::StatusOr<Node*> Interpreter::ConstNode(const Tensor& t,
@@ -257,6 +279,7 @@ absl::StatusOr<Value> Interpreter::ToTensor(const Value& v,
                                 " holds values that are not concrete numbers "
                                 "(use stack() for symbolic tensors)"));
   }
+  RN_RETURN_IF_ERROR(UsedNoneOfIf(v, span));
   return ErrorAt(span,
                  StrCat(what, " must be a tensor, got ", DescribeValue(v)));
 }
@@ -357,12 +380,12 @@ absl::Status Interpreter::Promote(const std::string& op,
     }
     const DType from = v.tensor().dtype();
     if (*target == DType::kBool || (IsFloating(from) && !IsFloating(*target))) {
-      return ErrorAt(site.span,
-                     StrCat(op, ": dtypes differ: ", DTypeName(*target),
-                            " and a ", IsFloating(from) ? "float" : "number",
-                            " literal; convert with cast(x, ",
-                            *target == DType::kBool ? "f32" : "f32", ")"),
-                     site.caret);
+      return ErrorAt(
+          site.span,
+          StrCat(op, ": dtypes differ: ", DTypeName(*target), " and ",
+                 DTypeName(from), " (a ", IsFloating(from) ? "float" : "number",
+                 " literal); convert with cast(x, ", DTypeName(from), ")"),
+          site.caret);
     }
     RN_ASSIGN_OR_RETURN(Tensor t, Cast(v.tensor(), *target));
     v = Value::Concrete(std::move(t), true);
@@ -430,7 +453,16 @@ absl::StatusOr<std::vector<Value>> Interpreter::ApplyOpN(
   spec.op = op;
   spec.attrs = std::move(attrs);
   spec.control_inputs = std::move(control);
-  for (const Value& v : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = inputs[i];
+    // A var or state used as a tensor is read here, where the script reads
+    // it; only an op's `ref` input takes the variable itself.
+    const bool ref = i < def->inputs.size() && def->inputs[i] == "ref";
+    if (v.is_symbolic() && IsVariableNode(v.out().node) && !ref) {
+      RN_ASSIGN_OR_RETURN(NodeOut r, ReadVariable(v.out().node, site.span));
+      spec.inputs.push_back(r);
+      continue;
+    }
     RN_ASSIGN_OR_RETURN(NodeOut o, ToGraph(v, site.span));
     spec.inputs.push_back(o);
   }
@@ -547,12 +579,10 @@ absl::Status Interpreter::DeclareVar(const lang::VarStmt& s) {
     // shape.
     if (!shape.unknown_rank() && shape.IsFullyDefined() &&
         !init.tensor_shape().unknown_rank() && init.tensor_shape() != shape) {
-      std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
       RN_ASSIGN_OR_RETURN(
-          init,
-          ApplyOp("broadcast_to",
-                  {init, Value::Concrete(Tensor::FromVector<int32_t>(dims))},
-                  {}, OpSite(s.init->span)));
+          init, ApplyOp("broadcast_to",
+                        {init, Value::Concrete(Tensor::OfDims(shape.dims()))},
+                        {}, OpSite(s.init->span)));
     }
     if (!shape.IsCompatibleWith(init.tensor_shape()) &&
         !(init.tensor_shape().unknown_rank())) {
@@ -650,10 +680,9 @@ absl::StatusOr<Value> Interpreter::Assign(const std::string& op,
   const Shape var_shape = target.tensor_shape();
   if (v.is_tensor() && !v.tensor_shape().unknown_rank() &&
       v.tensor_shape().IsFullyDefined() && v.tensor_shape() != var_shape) {
-    std::vector<int32_t> dims(var_shape.dims().begin(), var_shape.dims().end());
     RN_ASSIGN_OR_RETURN(
         v, ApplyOp("broadcast_to",
-                   {v, Value::Concrete(Tensor::FromVector<int32_t>(dims))}, {},
+                   {v, Value::Concrete(Tensor::OfDims(var_shape.dims()))}, {},
                    OpSite(site.span, site.caret)));
   }
   return ApplyOp(op, {target, v}, {}, site);

@@ -193,7 +193,10 @@ absl::Status Interpreter::ExecStmts(const std::vector<lang::StmtPtr>& stmts,
   *value = Value();
   for (size_t i = first; i < stmts.size(); ++i) {
     *value = Value();
-    RN_RETURN_IF_ERROR(Exec(*stmts[i], value));
+    // Builtins report their own allocation failures; this catches the
+    // tensors the evaluator makes itself (literals, stacking).
+    RN_RETURN_IF_ERROR(OutOfMemoryAsError(
+        [&] { return Exec(*stmts[i], value); }, stmts[i]->span, ""));
     if (signal_ != Signal::kNone) return absl::OkStatus();
   }
   return absl::OkStatus();
@@ -206,7 +209,7 @@ absl::Status Interpreter::Exec(const lang::Stmt& stmt, Value* value) {
       std::string hint =
           s.pattern.kind == lang::Pattern::Kind::kName ? s.pattern.name : "";
       RN_ASSIGN_OR_RETURN(Value v, Eval(*s.value, hint));
-      return BindPattern(s.pattern, v, BindingKind::kLet);
+      return BindPattern(s.pattern, AsNamed(std::move(v)), BindingKind::kLet);
     }
     case StmtKind::kVar:
       return DeclareVar(static_cast<const lang::VarStmt&>(stmt));
@@ -414,7 +417,7 @@ absl::Status Interpreter::ExecRebind(const lang::RebindStmt& s) {
   }
   RN_ASSIGN_OR_RETURN(Value v, Eval(*s.value, hint));
   std::vector<Bound> bound;
-  RN_RETURN_IF_ERROR(MatchPattern(s.pattern, v, &bound));
+  RN_RETURN_IF_ERROR(MatchPattern(s.pattern, AsNamed(std::move(v)), &bound));
   for (Bound& b : bound) {
     bool crossed = false;
     Binding* binding = env_->FindForRebind(b.name, &crossed);
@@ -660,6 +663,7 @@ absl::StatusOr<Value> Interpreter::EvalList(const lang::SequenceExpr& e) {
 absl::StatusOr<Value> Interpreter::EvalUnary(const lang::UnaryExpr& e,
                                              const std::string& hint) {
   RN_ASSIGN_OR_RETURN(Value v, Eval(*e.operand));
+  RN_RETURN_IF_ERROR(UsedNoneOfIf(v, e.span));
   OpSite site{e.span, e.span.col, hint};
   if (e.op == lang::UnaryOp::kNeg) {
     if (!v.is_tensor() && !v.is_sequence()) {
@@ -707,6 +711,8 @@ absl::StatusOr<Value> Interpreter::BinaryOnValues(BinaryOp op, const Value& a,
                                                   const OpSite& site) {
   const bool eq = op == BinaryOp::kEq, ne = op == BinaryOp::kNe;
   auto kinds_error = [&]() {
+    RN_RETURN_IF_ERROR(UsedNoneOfIf(a, site.span));
+    RN_RETURN_IF_ERROR(UsedNoneOfIf(b, site.span));
     return ErrorAt(site.span,
                    StrCat("unsupported operands for '", lang::BinaryOpText(op),
                           "': ", DescribeValue(a), " and ", DescribeValue(b)),
@@ -936,7 +942,8 @@ absl::StatusOr<Value> Interpreter::CallBuiltin(
     }
     call.values[i] = b.params[i].default_value;
   }
-  absl::StatusOr<Value> out = b.fn(*this, call);
+  absl::StatusOr<Value> out =
+      OutOfMemoryAsError([&] { return b.fn(*this, call); }, span, b.name);
   if (!out.ok() && !DiagOf(out.status()) && !ExitCodeOf(out.status())) {
     lang::Diagnostic d = ToDiagnostic(out.status(), span);
     if (!SpanOf(out.status())) d.span = span;
@@ -1156,9 +1163,7 @@ absl::StatusOr<Value> Interpreter::EvalMember(const lang::MemberExpr& e) {
         if (s.unknown_rank()) {
           return ErrorAt(e.span, "the rank of this tensor is not known");
         }
-        std::vector<int32_t> dims;
-        for (int64_t d : s.dims()) dims.push_back(static_cast<int32_t>(d));
-        return Value::Concrete(Tensor::FromVector<int32_t>(dims));
+        return Value::Concrete(Tensor::OfDims(s.dims()));
       }
       if (name == "dtype") return Value::OfDType(target.tensor_dtype());
       if (name == "rank") {
@@ -1209,8 +1214,22 @@ absl::StatusOr<Value> Interpreter::EvalIf(const lang::IfExpr& e,
         v, EvalIf(static_cast<const lang::IfExpr&>(*e.else_if), statement));
   } else if (e.else_block) {
     RN_RETURN_IF_ERROR(ExecBlock(*e.else_block, &v));
+  } else if (!statement) {
+    v = Value::NoneOfIf(e.span);
   }
   return v;
+}
+
+absl::Status Interpreter::UsedNoneOfIf(const Value& v, const SourceSpan& use) {
+  const SourceSpan* if_span = v.if_without_else();
+  if (if_span == nullptr) return absl::OkStatus();
+  lang::Diagnostic d;
+  d.message =
+      "this 'if' has no 'else', so its value is none when the condition is "
+      "false; add an 'else' branch";
+  d.span = *if_span;
+  d.notes.push_back(Note(use, "the value is used here"));
+  return DiagStatus(std::move(d));
 }
 
 absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {

@@ -259,6 +259,9 @@ class Interpreter {
   absl::StatusOr<Value> BinaryOnValues(lang::BinaryOp op, const Value& a,
                                        const Value& b, const OpSite& site);
   absl::Status UnknownName(const std::string& name, const SourceSpan& span);
+  // An error at the `if` when `v` is the none of an `if` without `else`
+  // (a note points at `use`); OK for any other value.
+  absl::Status UsedNoneOfIf(const Value& v, const SourceSpan& use);
   absl::Status CheckInterrupt(const SourceSpan& span);
 
   // ---- declarations, graph building and run (graph_builder.cc) -------------
@@ -270,6 +273,11 @@ class Interpreter {
   // `reserve`), and a unique node name in it.
   std::string ScopePath(bool reserve);
   std::string NewNodeName(const std::string& base);
+  // `first`, or `first_N` when that is taken.
+  std::string UniqueName(const std::string& first);
+  // A `read_variable` of `var` made in the current build context (device,
+  // control dependencies).
+  absl::StatusOr<NodeOut> ReadVariable(Node* var, const SourceSpan& span);
   absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
                                 const std::vector<Value>& inputs);
   absl::StatusOr<Node*> ConstNode(const Tensor& t, const SourceSpan& span);
@@ -323,6 +331,8 @@ class Interpreter {
   DeviceSpec device_;
   std::vector<Node*> control_;
   std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;
+  // Reads made outside `after` blocks, by variable and device.
+  absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
   std::vector<Node*> variables_;
   Value global_step_;
 

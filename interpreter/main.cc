@@ -281,4 +281,13 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace runnel::interp
 
-int main(int argc, char** argv) { return runnel::interp::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // The interpreter turns every failure into a diagnostic; this is the last
+  // guard, so that nothing ever reaches std::terminate.
+  try {
+    return runnel::interp::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runnel: internal error: %s\n", e.what());
+    return runnel::interp::kExitError;
+  }
+}

@@ -106,6 +106,27 @@ Value Value::Float(double x, bool literal) {
   return Concrete(Tensor::Scalar<float>(static_cast<float>(x)), literal);
 }
 Value Value::Bool(bool x) { return Concrete(Tensor::Scalar<bool>(x)); }
+Value Value::NoneOfIf(const SourceSpan& if_span) {
+  Value v;
+  v.if_span_ = std::make_shared<const SourceSpan>(if_span);
+  return v;
+}
+
+Value AsNamed(Value v) {
+  if (v.is_concrete() && v.literal()) return Value::Concrete(v.tensor());
+  if (v.is_sequence()) {
+    bool any = false;
+    for (const Value& i : v.items())
+      any = any || (i.is_concrete() && i.literal()) || i.is_sequence();
+    if (!any) return v;
+    std::vector<Value> items;
+    items.reserve(v.items().size());
+    for (const Value& i : v.items()) items.push_back(AsNamed(i));
+    return v.kind() == ValueKind::kTuple ? Value::Tuple(std::move(items))
+                                         : Value::List(std::move(items));
+  }
+  return v;
+}
 
 const std::vector<Value>& Value::items() const {
   return items_ ? *items_ : EmptyItems();

@@ -80,6 +80,9 @@ class Value {
   static Value Int(int64_t v, bool literal = true);
   static Value Float(double v, bool literal = true);
   static Value Bool(bool v);
+  // The none an `if` without `else` gives when its condition is false; it
+  // remembers the `if`, so a later use can point at the missing `else`.
+  static Value NoneOfIf(const SourceSpan& if_span);
 
   ValueKind kind() const { return kind_; }
   bool is_none() const { return kind_ == ValueKind::kNone; }
@@ -115,6 +118,8 @@ class Value {
   const std::shared_ptr<Module>& module() const { return module_; }
   const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
   const std::shared_ptr<Iterable>& iterable() const { return iterable_; }
+  // kNone made by NoneOfIf: the `if`; nullptr otherwise.
+  const SourceSpan* if_without_else() const { return if_span_.get(); }
 
   // The dtype and static shape of a tensor value (concrete or symbolic).
   DType tensor_dtype() const;
@@ -139,7 +144,13 @@ class Value {
   std::shared_ptr<Module> module_;
   std::shared_ptr<const Dataset> dataset_;
   std::shared_ptr<Iterable> iterable_;
+  std::shared_ptr<const SourceSpan> if_span_;
 };
+
+// What `let` and `=` bind: a value whose bare literals (at the top, or as
+// items of tuples and lists) become ordinary tensors. Only a literal written
+// in place adapts to the other operand's dtype; `let a = [1, 2]` is i32.
+Value AsNamed(Value v);
 
 // "a concrete f32[2,3] tensor", "a list", "a string", ... for messages.
 std::string DescribeValue(const Value& v);

@@ -2,9 +2,19 @@
 
 #include <malloc.h>
 
+#include <cstdint>
 #include <cstdlib>
 
+#include "runtime/strings.h"
+
 namespace runnel {
+
+std::string OutOfMemoryMessage(size_t bytes) {
+  if (bytes == SIZE_MAX) {
+    return "out of memory (more than 2^64 bytes requested)";
+  }
+  return StrCat("out of memory (", bytes, " bytes requested)");
+}
 
 CpuAllocator* CpuAllocator::Get() {
   static CpuAllocator* const kAllocator = [] {
@@ -21,6 +31,7 @@ CpuAllocator* CpuAllocator::Get() {
 
 void* CpuAllocator::Allocate(size_t bytes, size_t alignment) {
   if (alignment < kTensorAlignment) alignment = kTensorAlignment;
+  if (bytes > SIZE_MAX - alignment) return nullptr;
   // aligned_alloc needs a size that is a multiple of the alignment.
   size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = alignment;

@@ -8,11 +8,31 @@
 
 #include <atomic>
 #include <cstddef>
+#include <new>
 #include <string>
 
 namespace runnel {
 
 inline constexpr size_t kTensorAlignment = 64;
+
+// Thrown by a Tensor whose buffer cannot be allocated (the only exception
+// the runtime raises). It never crosses the runtime's API: kernels run
+// inside ComputeSafely (runtime/kernel.h), which turns it into
+// "<op>: out of memory (N bytes requested)", and the interpreter catches it
+// around the host code that makes tensors itself.
+class AllocationFailed : public std::bad_alloc {
+ public:
+  explicit AllocationFailed(size_t bytes) : bytes_(bytes) {}
+  const char* what() const noexcept override { return "out of memory"; }
+  // SIZE_MAX when the byte count itself overflowed.
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+};
+
+// "out of memory (N bytes requested)".
+std::string OutOfMemoryMessage(size_t bytes);
 
 class Allocator {
  public:

@@ -46,11 +46,12 @@ struct NodeOut {
 struct NodeSpec {
   std::string name;  // scope path, e.g. "encoder/dense_1/w"; unique in a graph
   std::string op;
-  std::vector<NodeOut> inputs;
-  std::vector<Node*> control_inputs;
-  AttrMap attrs;
-  std::string device;  // requested device spec, "" = anywhere
-  SourceSpan span;
+  // Defaulted so that designated initializers may leave them out.
+  std::vector<NodeOut> inputs = {};
+  std::vector<Node*> control_inputs = {};
+  AttrMap attrs = {};
+  std::string device = {};  // requested device spec, "" = anywhere
+  SourceSpan span = {};
 };
 
 class Node {

@@ -50,9 +50,16 @@ absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {
   absl::Status s;
   try {
     s = kernel.Compute(ctx);
+  } catch (const AllocationFailed& e) {
+    return absl::ResourceExhaustedError(
+        StrCat(ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes())));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         StrCat(ctx->node().op(), ": out of memory"));
+  } catch (const std::exception& e) {
+    // A library call that throws (std::length_error from a huge vector,
+    // say) must not reach std::terminate on a worker thread.
+    return absl::InternalError(StrCat(ctx->node().op(), ": ", e.what()));
   }
   for (int i = 0; s.ok() && i < ctx->num_outputs(); ++i) {
     if (ctx->output(i).empty()) {

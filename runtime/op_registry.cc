@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/status_macros.h"
+
 namespace runnel {
 
 std::string TensorSpec::ToString() const {
@@ -37,6 +39,19 @@ std::vector<std::string> OpRegistry::ListOps() const {
   return names;
 }
 
+absl::Status CheckOutputSizes(std::string_view op,
+                              const std::vector<TensorSpec>& specs) {
+  // Checked before any kernel computes a byte count from the shape.
+  for (const TensorSpec& spec : specs) {
+    if (spec.shape.num_elements() == Shape::kMaxElements) {
+      return absl::InvalidArgumentError(StrCat(
+          op, ": shape ", spec.shape.ToString(),
+          " has too many elements (more than ", Shape::kMaxElements, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
     const OpDef& def, AttrMap& attrs, std::vector<TensorSpec> inputs,
     std::vector<const Tensor*> input_values) {
@@ -60,6 +75,7 @@ absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
     return absl::Status(out.status().code(),
                         StrCat(def.name, ": ", out.status().message()));
   }
+  RN_RETURN_IF_ERROR(CheckOutputSizes(def.name, *out));
   return out;
 }
 

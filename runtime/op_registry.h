@@ -163,6 +163,10 @@ class OpRegistry {
 
 // Runs `def`'s shape function after filling default attributes into
 // `attrs` and checking the input count. Errors are "op: message".
+// An error naming `op` when an output shape has more elements than int64
+// holds (sizes are int64 end to end and never wrap).
+absl::Status CheckOutputSizes(std::string_view op,
+                              const std::vector<TensorSpec>& specs);
 absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
     const OpDef& def, AttrMap& attrs, std::vector<TensorSpec> inputs,
     std::vector<const Tensor*> input_values);

@@ -21,8 +21,12 @@ bool Shape::IsFullyDefined() const {
 int64_t Shape::num_elements() const {
   if (!IsFullyDefined()) return -1;
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool overflow = false;
+  for (int64_t d : dims_) {
+    if (d == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
+  }
+  return overflow ? kMaxElements : n;
 }
 
 bool Shape::IsCompatibleWith(const Shape& other) const {

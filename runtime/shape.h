@@ -29,8 +29,10 @@ class Shape {
   std::vector<int64_t>& mutable_dims() { return dims_; }
 
   bool IsFullyDefined() const;
-  // Product of dimensions; -1 when any is unknown.
+  // Product of dimensions; -1 when any is unknown. A product past int64
+  // saturates at kMaxElements, which no allocation can satisfy.
   int64_t num_elements() const;
+  static constexpr int64_t kMaxElements = INT64_MAX;
   // True when a tensor of shape `concrete` may flow where this shape is
   // expected (unknown dims and unknown rank match anything).
   bool IsCompatibleWith(const Shape& concrete) const;

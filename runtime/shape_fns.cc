@@ -108,7 +108,7 @@ absl::StatusOr<Shape> ShapeFromTensor(const Tensor* value,
                                       const TensorSpec& spec) {
   if (spec.dtype != DType::kI32 && spec.dtype != DType::kI64) {
     return absl::InvalidArgumentError(
-        StrCat("a shape must be an i32 vector, got ", spec.ToString()));
+        StrCat("a shape must be an i32 or i64 vector, got ", spec.ToString()));
   }
   if (spec.shape.rank() > 1) {
     return absl::InvalidArgumentError(
@@ -120,9 +120,7 @@ absl::StatusOr<Shape> ShapeFromTensor(const Tensor* value,
     }
     return Shape::UnknownRank();
   }
-  std::vector<int64_t> dims;
-  for (double d : value->ToDoubles()) dims.push_back(static_cast<int64_t>(d));
-  return Shape(std::move(dims));
+  return Shape(value->ToInt64s());
 }
 
 }  // namespace runnel

@@ -13,7 +13,7 @@ TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes)
     : allocator_(allocator),
       data_(allocator->Allocate(bytes, kTensorAlignment)),
       size_(bytes) {
-  if (data_ == nullptr) throw std::bad_alloc();
+  if (data_ == nullptr) throw AllocationFailed(bytes);
 }
 
 TensorBuffer::~TensorBuffer() { allocator_->Deallocate(data_, size_); }
@@ -23,7 +23,19 @@ Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
   num_elements_ = shape_.num_elements();
   if (num_elements_ < 0) num_elements_ = 0;
   if (allocator == nullptr) allocator = CpuAllocator::Get();
-  buffer_ = std::make_shared<TensorBuffer>(allocator, bytes());
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(num_elements_),
+                             DTypeSize(dtype_), &bytes)) {
+    throw AllocationFailed(SIZE_MAX);
+  }
+  buffer_ = std::make_shared<TensorBuffer>(allocator, bytes);
+}
+
+Tensor Tensor::OfDims(const std::vector<int64_t>& dims) {
+  for (int64_t d : dims) {
+    if (d < INT32_MIN || d > INT32_MAX) return FromVector<int64_t>(dims);
+  }
+  return FromVector<int32_t>(std::vector<int32_t>(dims.begin(), dims.end()));
 }
 
 namespace {

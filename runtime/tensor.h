@@ -59,6 +59,10 @@ class Tensor {
     return FromVector(std::vector<T>{value}, Shape{});
   }
 
+  // A shape or index vector: i32 when every value fits, else i64 (sizes are
+  // int64 end to end; they are never cut to 32 bits).
+  static Tensor OfDims(const std::vector<int64_t>& dims);
+
   bool empty() const { return buffer_ == nullptr; }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }

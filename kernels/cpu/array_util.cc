@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/op_registry.h"
+#include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -191,6 +193,7 @@ absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
     return absl::Status(out.status().code(),
                         StrCat(node.op(), ": ", out.status().message()));
   }
+  RN_RETURN_IF_ERROR(CheckOutputSizes(node.op(), *out));
   if (static_cast<int>(out->size()) != ctx.num_outputs()) {
     return absl::InternalError(StrCat(node.op(), ": ", out->size(),
                                       " outputs at run time, ",

@@ -87,11 +87,19 @@ Eigen::Map<EigenArray<EigenType<T>>> OutArray(T* p, int64_t n) {
       reinterpret_cast<EigenType<T>*>(p), n);
 }
 
+// Signed and unsigned integers of one width: the same bits, read either way
+// (the aliasing rules allow it), so no conversion is needed between them.
+template <typename A, typename B>
+inline constexpr bool kIntTwins =
+    std::is_integral_v<A>&& std::is_integral_v<B> && sizeof(A) == sizeof(B);
+
 // `n` elements at `p` as an expression of scalar type C (converted lazily).
 template <typename C, typename T>
 auto Load(const T* p, int64_t n) {
   if constexpr (std::is_same_v<C, EigenType<T>>) {
     return InArray(p, n);
+  } else if constexpr (kIntTwins<C, EigenType<T>>) {
+    return Eigen::Map<const EigenArray<C>>(reinterpret_cast<const C*>(p), n);
   } else {
     return InArray(p, n).template cast<C>();
   }
@@ -124,8 +132,12 @@ void WithOperand(const T* p, int64_t stride, int64_t n, Fn&& fn) {
 template <typename Out, typename Expr>
 void Assign(Out&& out, const Expr& expr) {
   using OS = typename std::decay_t<Out>::Scalar;
-  if constexpr (std::is_same_v<typename Expr::Scalar, OS>) {
+  using ES = typename Expr::Scalar;
+  if constexpr (std::is_same_v<ES, OS>) {
     out = expr;
+  } else if constexpr (kIntTwins<ES, OS>) {
+    Eigen::Map<EigenArray<ES>>(reinterpret_cast<ES*>(out.data()), out.size()) =
+        expr;
   } else {
     out = expr.template cast<OS>();
   }

@@ -29,21 +29,37 @@ struct SameTypeOp {
   static constexpr bool kIntDivides = false;
 };
 
-struct Add : SameTypeOp {
+// add, sub and mul compute signed integers as their unsigned twins, so an
+// overflow wraps around in two's complement (as in NumPy, TensorFlow and
+// PyTorch; docs/language.md) instead of being undefined behaviour.
+template <typename T, bool = kIsInt<T>&& std::is_signed_v<T>>
+struct WrappingType {
+  using type = AccumType<T>;
+};
+template <typename T>
+struct WrappingType<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+struct WrappingOp : SameTypeOp {
+  template <typename T>
+  using Compute = typename WrappingType<T>::type;
+};
+
+struct Add : WrappingOp {
   static constexpr int kCost = 1;
   template <class X, class Y>
   static auto Eval(const X& x, const Y& y) {
     return x + y;
   }
 };
-struct Sub : SameTypeOp {
+struct Sub : WrappingOp {
   static constexpr int kCost = 1;
   template <class X, class Y>
   static auto Eval(const X& x, const Y& y) {
     return x - y;
   }
 };
-struct Mul : SameTypeOp {
+struct Mul : WrappingOp {
   static constexpr int kCost = 1;
   template <class X, class Y>
   static auto Eval(const X& x, const Y& y) {

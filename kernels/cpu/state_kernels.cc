@@ -55,6 +55,15 @@ class AssignKernel : public AssignBase {
   }
 };
 
+class ReadVariableKernel : public AssignBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
+    RN_ASSIGN_OR_RETURN(Tensor value, var->Read());
+    return ctx->set_output(0, std::move(value));
+  }
+};
+
 template <typename T, int kSign>
 class AssignAddKernel : public AssignBase {
  public:
@@ -159,6 +168,7 @@ using ScatterUpdate = ScatterKernel<T, Scatter::kUpdate>;
 
 RUNNEL_STATIC_INIT(StateKernels) {
   RegisterKernelForAllTypes<VariableKernel>("variable");
+  RegisterKernelForAllTypes<ReadVariableKernel>("read_variable");
   RegisterKernelForAllTypes<AssignKernel>("assign");
   RegisterKernelForTypes<AssignAdd, float, double, int8_t, uint8_t, int32_t,
                          int64_t>("assign_add");

@@ -19,6 +19,9 @@ Grads ReshapeBack(GradBuilder& g, const Grads& dy) {
 }
 
 RUNNEL_REGISTER_GRADIENT("identity", PassThrough);
+// Every read of a variable passes its gradient on to the variable node, so
+// grad(y, w) sums over all the places `w` is read.
+RUNNEL_REGISTER_GRADIENT("read_variable", PassThrough);
 RUNNEL_REGISTER_GRADIENT("check_numerics", PassThrough);
 RUNNEL_REGISTER_GRADIENT("debug_print", PassThrough);
 RUNNEL_REGISTER_GRADIENT("placeholder_with_default", PassThrough);

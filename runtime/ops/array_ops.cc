@@ -102,8 +102,9 @@ Specs ReshapeShape(const ShapeContext& c) {
     } else if (d < 0) {
       return Invalid(
           StrCat("shape ", target.ToString(), " has a negative dimension"));
-    } else {
-      known *= d;
+    } else if (__builtin_mul_overflow(known, d, &known)) {
+      return Invalid(
+          StrCat("shape ", target.ToString(), " has too many elements"));
     }
   }
   auto mismatch = [&](std::string wanted) {

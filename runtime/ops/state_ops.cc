@@ -89,6 +89,18 @@ RUNNEL_REGISTER_OP(
              "`initializer` names the tensor (\"node:index\") that "
              "initialises it on first use."));
 
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("read_variable")
+        .Inputs({"ref"})
+        .Outputs({"value"})
+        .Stateful()
+        .Shape(UnchangedShape)
+        .Doc("The value of the variable feeding input 0 at the moment this "
+             "node runs. The language makes one where a var or state is "
+             "read, so a read inside `after` waits for the block's "
+             "dependencies and a read inside `device` is placed there, as "
+             "with TensorFlow's resource variables."));
+
 RUNNEL_REGISTER_OP(OpDefBuilder("assign")
                        .Inputs({"ref", "value"})
                        .Outputs({"new_value"})

@@ -91,7 +91,7 @@ let j = i + 1
 
 TEST_F(ScriptTest, FloatLiteralWithIntegerTensorIsAnError) {
   EXPECT_EQ(Run("input i: i32[]\nlet j = i * 0.5\n"), 1);
-  EXPECT_NE(err().find("dtypes differ: i32 and a float literal"),
+  EXPECT_NE(err().find("dtypes differ: i32 and f32 (a float literal)"),
             std::string::npos)
       << err();
 }

@@ -1481,7 +1481,8 @@ Node* AddNode(Graph& g, const std::string& name, const std::string& op,
 
 TEST(GradOpsTest, ScatterOpsUpdateAVariable) {
   auto g = std::make_shared<Graph>();
-  Node* init = *g->AddConst(F32({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}), "w_init");
+  ASSERT_TRUE(
+      g->AddConst(F32({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}), "w_init").ok());
   Node* w = AddNode(*g, "w", "variable", {},
                     {{"dtype", DType::kF32},
                      {"shape", Shape{4, 2}},

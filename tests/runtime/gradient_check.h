@@ -25,7 +25,7 @@ namespace runnel::testing {
 
 struct GradInput {
   Shape shape;
-  std::optional<Tensor> fixed;  // a constant input, not differentiated
+  std::optional<Tensor> fixed = {};  // a constant input, not differentiated
   double lo = -1, hi = 1;
   bool away_from_zero = false;  // values in [lo, hi] with |v| >= 0.2
 };
