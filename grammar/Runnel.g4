@@ -1,4 +1,4 @@
-// The grammar of the Runnel language (LANGUAGE.md §2-§5).
+// The grammar of the Runnel language (docs/language.md §2-§5).
 //
 // One combined grammar: the interpreter generates its C++ lexer and parser
 // from it in the build directory
@@ -130,7 +130,7 @@ parameter
     : ID (ASSIGN expression)?
     ;
 
-// Loosest first (LANGUAGE.md §5): `fn`, `if`, `loop` and `run`, the
+// Loosest first (docs/language.md §5): `fn`, `if`, `loop` and `run`, the
 // assignment operators, then the other operators in `logical` and
 // `operation`.
 //
@@ -231,7 +231,7 @@ name
 // ---------------------------------------------------------------------------
 // Lexer
 
-// Keywords (LANGUAGE.md §2). Editors check their keyword lists against the
+// Keywords (docs/language.md §2). Editors check their keyword lists against the
 // rules of this form (editors/test/vocabulary.js).
 LET      : 'let' ;
 VAR      : 'var' ;

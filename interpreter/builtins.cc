@@ -1,4 +1,4 @@
-// The builtin table (LANGUAGE.md §6). Op-backed builtins translate the
+// The builtin table (docs/language.md §6). Op-backed builtins translate the
 // language's arguments into an op's inputs and attributes and go through
 // Interpreter::ApplyOp, so they follow the concrete/symbolic rule; host
 // builtins (print, fmt, data files, ...) work on concrete values.

@@ -1,4 +1,4 @@
-// The builtin functions of LANGUAGE.md §6: one table that maps each name,
+// The builtin functions of docs/language.md §6: one table that maps each name,
 // with the language's parameter names and defaults, to its implementation
 // — mostly a registered op applied through Interpreter::ApplyOp, else host
 // code (print, fmt, data files, datasets, progress bars).

@@ -1,4 +1,4 @@
-// `save(path)` and `restore(path)` (LANGUAGE.md §6): every var and state of
+// `save` and `restore` (docs/language.md §6): every var and state of
 // the interpreter's session, by node name, through runtime/checkpoint.h.
 // Errors point at the call and name the file and the tensors; a mismatch
 // adds a note at each variable's declaration. In check mode both do nothing

@@ -1,4 +1,4 @@
-// Host-side data files and datasets for the data builtins (LANGUAGE.md §6):
+// Host-side data files and datasets for data builtins (docs/language.md §6):
 // NumPy .npy files, CSV files, and row selection for `batches`.
 #ifndef RUNNEL_INTERPRETER_DATA_H_
 #define RUNNEL_INTERPRETER_DATA_H_

@@ -1,4 +1,4 @@
-// Device specs of `device "..." { }` blocks (LANGUAGE.md §4):
+// Device specs of `device "..." { }` blocks (docs/language.md §4):
 // `/job:NAME/task:N/device:TYPE:N`, any part optional, with the short forms
 // `/cpu:0`, `/gpu:1`, `/job:ps`. A task may be `*` (variables spread over
 // the matching tasks). Nested blocks refine the outer spec field by field.

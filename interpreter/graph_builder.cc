@@ -1,4 +1,4 @@
-// The concrete/symbolic rule (LANGUAGE.md §1) and everything that makes
+// The concrete/symbolic rule (docs/language.md §1) and everything that makes
 // graph nodes: ApplyOp, node names and scopes, declarations, indexing,
 // `run`, and iteration over values.
 #include <algorithm>

@@ -4,7 +4,7 @@
 //   Interpreter interp({.seed = 0}, &sink);
 //   int exit_status = interp.RunFile("model.rnl");
 //
-// Values follow the concrete/symbolic rule of LANGUAGE.md §1: an op whose
+// Values follow the concrete/symbolic rule of docs/language.md §1: an op whose
 // tensor operands are all concrete runs now, through runtime::EagerContext;
 // any symbolic operand adds a node to the interpreter's one Graph instead
 // (ApplyOp is the single place that decides). `run` executes parts of the
@@ -62,7 +62,7 @@ struct Options {
   std::string stdlib_dir;
 };
 
-// Exit statuses (LANGUAGE.md §7).
+// Exit statuses (docs/language.md §7).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
@@ -123,7 +123,7 @@ class Interpreter {
 
   // ---- used by the builtins ------------------------------------------------
 
-  // Applies registered op `op` (LANGUAGE.md §1): eagerly when every tensor
+  // Applies registered op `op` (docs/language.md §1): eagerly when every tensor
   // input is concrete, else as a new graph node. Bare literals take the
   // dtype of the tensors they meet. Errors point at `site`.
   absl::StatusOr<Value> ApplyOp(const std::string& op,

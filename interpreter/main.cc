@@ -1,4 +1,4 @@
-// The `runnel` command (LANGUAGE.md §8).
+// The `runnel` command (docs/language.md §8).
 //
 //   runnel                                 the REPL
 //   runnel run FILE [--arg k=v]... [--seed N] [--threads N] [--metrics FILE]

@@ -1,4 +1,4 @@
-// The interactive REPL (LANGUAGE.md §8).
+// The interactive REPL (docs/language.md §8).
 //
 // On a terminal, lines are read with libedit (histedit.h): emacs key
 // bindings, history in $RUNNEL_HISTORY or ~/.runnel_history, and tab

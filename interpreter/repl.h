@@ -1,4 +1,4 @@
-// The interactive read-eval-print loop (LANGUAGE.md §8): `runnel` with no
+// The interactive read-eval-print loop (docs/language.md §8): `runnel` with no
 // arguments. It keeps one Interpreter (so one graph and one session) for
 // the whole session.
 #ifndef RUNNEL_INTERPRETER_REPL_H_

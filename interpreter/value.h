@@ -1,4 +1,4 @@
-// Values of the Runnel language (LANGUAGE.md §1, §3) and the environments
+// Values of the Runnel language (docs/language.md §1, §3) and the environments
 // that bind names to them.
 //
 // A Value is cheap to copy: tensors share their buffers and compound values
@@ -179,7 +179,7 @@ struct Module {
   bool loading = true;       // for import cycles
 };
 
-// Named columns of one first dimension (LANGUAGE.md §6 `dataset`). A
+// Named columns of one first dimension (docs/language.md §6 `dataset`). A
 // dataset is a record of its columns for `run ... with`.
 struct Dataset {
   std::vector<std::pair<std::string, Tensor>> columns;

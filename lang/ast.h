@@ -1,4 +1,4 @@
-// The abstract syntax tree of a Runnel script (LANGUAGE.md §2-§5).
+// The abstract syntax tree of a Runnel script (docs/language.md §2-§5).
 //
 // lang/parser.h builds it from the ANTLR parse tree; the interpreter walks
 // it. Every node has the source span it came from, so any error found while

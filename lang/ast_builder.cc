@@ -780,8 +780,8 @@ ExprPtr AstBuilder::Operation(G::OperationContext* c) {
       case OperationAlt::kAdditive:
         e = with_op(static_cast<G::AdditiveContext*>(p));
         break;
-      // `..` and comparisons do not associate (LANGUAGE.md §5); the grammar
-      // leaves that to the builder.
+      // `..` and comparisons do not associate (docs/language.md §5); the
+      // grammar leaves that to the builder.
       case OperationAlt::kRange: {
         auto* x = static_cast<G::RangeContext*>(p);
         antlr4::Token* op = TokenOf(Tok(x, L::DOTDOT));

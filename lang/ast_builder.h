@@ -92,7 +92,7 @@ class AstBuilder {
   G::OperationContext* Operand(G::LogicalContext* c);
   G::OperationContext* Operand(G::ExpressionContext* c);
   // Whether `c` is a name, a literal, a call, an index, a member or a
-  // bracketed expression: what may stand left of `:=` (LANGUAGE.md §4).
+  // bracketed expression: what may stand left of `:=` (docs/language.md §4).
   bool IsOperand(G::OperationContext* c);
 
   // A context's children as the generated accessors find them (One is

@@ -1,4 +1,4 @@
-// Diagnostics: errors and notes that point into scripts (LANGUAGE.md §7).
+// Diagnostics: errors and notes that point into scripts (docs/language.md §7).
 //
 //   model.rnl:12:17: error: matmul: inner dimensions differ: ...
 //      12 | let logits = h @ w2

@@ -1,4 +1,4 @@
-// Parsing Runnel scripts (LANGUAGE.md §2-§5) into the AST of lang/ast.h.
+// Parsing Runnel scripts (docs/language.md §2-§5) into the AST of lang/ast.h.
 //
 //   auto file = SourceFile::Read("model.rnl");          // lang/source.h
 //   ParseResult r = Parse(**file);
@@ -6,7 +6,7 @@
 //   Interpret(*r.program);
 //
 // Syntax errors are Diagnostics in plain words, each with its span and, for
-// an unclosed bracket, a note at the opening one (LANGUAGE.md §7):
+// an unclosed bracket, a note at the opening one (docs/language.md §7):
 //   model.rnl:3:14: error: expected an expression after '+'
 //   model.rnl:7:1: error: expected ')' to close '(' opened at 5:9
 //   model.rnl:5:9: note: '(' opened here

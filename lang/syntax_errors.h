@@ -1,4 +1,4 @@
-// Syntax errors in plain words (LANGUAGE.md §7), and recovery so that one
+// Syntax errors in plain words (docs/language.md §7), and recovery so that one
 // run reports every independent mistake of a script.
 //
 // Internal to lang/. SyntaxErrorStrategy replaces ANTLR's messages ("no

@@ -1,5 +1,5 @@
 // Checkpoints: named tensors in one file, and the session hooks that save
-// and restore every variable of a session (LANGUAGE.md §6 `save`/`restore`).
+// and restore every variable of a session (docs/language.md §6).
 //
 //   RN_RETURN_IF_ERROR(SaveVariables(session, "model.ckpt"));
 //   ...

@@ -6,7 +6,7 @@
 //
 // The same shape function checks the call and the same registered kernel
 // computes it as in a graph, so eager and graph results are bit-identical
-// (DESIGN.md decision 3). Stateful ops (random, variables) keep their state
+// (docs/architecture.md). Stateful ops (random, variables) keep their state
 // in the context's resource manager under the name passed to Execute.
 //
 // Thread-safety: Execute may be called from several threads at once.

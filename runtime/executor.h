@@ -6,7 +6,7 @@
 //   RN_RETURN_IF_ERROR(ex->Run({.call_frame = &frame, .global_seed = 0}));
 //
 // Create() makes every node's kernel once and precomputes the edge tables
-// (DESIGN.md decision 4). Run() schedules nodes as their inputs become
+// (docs/architecture.md). Run() schedules nodes as their inputs become
 // ready, using atomic pending counts: cheap kernels run inline on the thread
 // that readied them, expensive ones go to the inter-op pool, so independent
 // branches run in parallel. Every tensor slot carries an `is_dead` bit and

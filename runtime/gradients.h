@@ -1,5 +1,5 @@
-// Automatic differentiation as a graph-to-graph transformation (DESIGN.md
-// decision 6).
+// Automatic differentiation as a graph-to-graph transformation
+// (docs/architecture.md, Autodiff).
 //
 // AddGradients walks back from `y` to the `xs`, calls each op's gradient
 // function and adds the backward nodes to the same graph; gradients that

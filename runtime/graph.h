@@ -1,5 +1,5 @@
 // The dataflow graph: nodes, their data and control edges, attributes,
-// devices, scope-path names and source spans (DESIGN.md decision 2).
+// devices, scope-path names and source spans (docs/architecture.md).
 //
 //   Graph g;
 //   Node* a = *g.AddNode({.name = "a", .op = "const", .attrs = {{"value",

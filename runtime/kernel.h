@@ -17,7 +17,7 @@
 // A kernel object is made once per node per executor (or per eager call) by
 // its factory, which may read attributes in `Init`; `Compute` may then run
 // concurrently for different steps, so kernels keep no per-step state in
-// members. Eager execution calls the same kernels (DESIGN.md decision 3).
+// members. Eager execution calls the same kernels (docs/architecture.md).
 #ifndef RUNNEL_RUNTIME_KERNEL_H_
 #define RUNNEL_RUNTIME_KERNEL_H_
 

@@ -1,4 +1,4 @@
-// Counter-based random numbers for the random ops (DESIGN.md decision 10).
+// Counter-based random numbers for the random ops (docs/architecture.md).
 //
 // Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
 // 3", SC'11) maps a (key, counter) pair to 128 random bits. Draw `i` of a

@@ -1,4 +1,4 @@
-// Per-device state owned by a session (DESIGN.md decision 5): variables,
+// Per-device state owned by a session (docs/architecture.md): variables,
 // random-generator counters, later queues. Found by name; graph rewrites
 // never copy state, they refer to it by name.
 //
@@ -54,7 +54,7 @@ class Variable : public Resource {
 };
 
 // The draw counter of one random op, so each run draws new numbers while a
-// whole program stays repeatable for a seed (DESIGN.md decision 10).
+// whole program stays repeatable for a seed (docs/architecture.md).
 class RandomCounter : public Resource {
  public:
   // Reserves `n` draws and returns the index of the first.

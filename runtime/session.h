@@ -38,7 +38,7 @@ namespace runnel {
 
 struct SessionOptions {
   int num_threads = 0;  // size of each pool; 0 = all cores
-  uint64_t seed = 0;    // global seed (DESIGN.md decision 10)
+  uint64_t seed = 0;    // global seed (docs/architecture.md)
 };
 
 class Session {

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # toolchain
   g++ cmake ninja-build ccache make clang-format
-  # build dependencies (DESIGN.md)
+  # build dependencies
   antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev

@@ -7,7 +7,7 @@
 ;;; Commentary:
 
 ;; Highlighting and indentation for Runnel scripts (*.rnl), the language of
-;; LANGUAGE.md.  Install: see docs/editors.md; in short
+;; docs/language.md.  Install: see docs/editors.md; in short
 ;;
 ;;   (add-to-list 'load-path "/path/to/runnel/editors/emacs")
 ;;   (require 'runnel-mode)

@@ -11,7 +11,7 @@ const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
 
-// Editor categories of the keywords (LANGUAGE.md §2).
+// Editor categories of the keywords (docs/language.md §2).
 const KEYWORD_CATEGORIES = {
   declaration: ['let', 'var', 'state', 'input', 'def', 'fn'],
   conditional: ['if', 'else'],

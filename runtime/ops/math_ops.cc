@@ -63,7 +63,7 @@ Specs NumericBinaryShape(const ShapeContext& c) {
   return BinaryBroadcastShape(c);
 }
 
-// `/` on integers is true division: f32, or f64 for i64 (LANGUAGE.md §3).
+// `/` on integers is true division: f32, or f64 for i64 (docs/language.md §3).
 Specs DivShape(const ShapeContext& c) {
   RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> out, NumericBinaryShape(c));
   if (IsInteger(c.dtype(0))) {

@@ -1,6 +1,6 @@
 // Random ops. Each is stateful: every run draws new numbers from a counter
 // kept per node, while a whole program stays repeatable for a global seed
-// (DESIGN.md decision 10; runtime/random.h). Attribute `seed` (-1 = none)
+// (docs/architecture.md; runtime/random.h). Attribute `seed` (-1 = none)
 // picks the stream; without it the node name does.
 #include "runtime/op_registry.h"
 #include "runtime/shape_fns.h"

@@ -4,7 +4,8 @@
 #   - parses every script of tests/grammar, editors/test, examples and stdlib,
 #   - rejects every script of tests/grammar/errors,
 #   - gives the parse trees of tests/grammar/trees.txt,
-#   - and ANTLR's TestRig parses the §9 script without an error.
+#   - and ANTLR's TestRig parses the complete script of docs/language.md §9
+#     (complete_script.rnl) without an error.
 # Usage: parse_test.sh [WORKDIR]   (exit status 77: skipped, no JDK)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

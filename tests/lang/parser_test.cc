@@ -348,7 +348,7 @@ TEST(ParserTest, OtherLiterals) {
 }
 
 // ---------------------------------------------------------------------------
-// Operators and precedence (LANGUAGE.md §5)
+// Operators and precedence (docs/language.md §5)
 
 TEST(ParserTest, ArithmeticPrecedence) {
   EXPECT_EQ(Dump("a + b * c"), "(+ a (* b c))");
@@ -542,7 +542,7 @@ TEST(ParserTest, RunExpressions) {
 }
 
 // ---------------------------------------------------------------------------
-// Declarations and statements (LANGUAGE.md §4)
+// Declarations and statements (docs/language.md §4)
 
 TEST(ParserTest, Declarations) {
   EXPECT_EQ(Dump("input x: f32[?, 784]"), "(input x: f32[? 784])");
@@ -648,7 +648,7 @@ TEST(ParserTest, BlockAndIfSpans) {
 }
 
 // ---------------------------------------------------------------------------
-// Statement ends (LANGUAGE.md §2)
+// Statement ends (docs/language.md §2)
 
 TEST(ParserTest, NewlinesEndStatements) {
   EXPECT_EQ(Dump("a\nb\n\n\nc"), "a; b; c");
@@ -703,7 +703,7 @@ TEST(ParserTest, Comments) {
 }
 
 // ---------------------------------------------------------------------------
-// The complete script of LANGUAGE.md §9
+// The complete script of docs/language.md §9
 
 constexpr char kCompleteScript[] = R"(import nn
 import optim
@@ -784,7 +784,7 @@ TEST(ParserTest, GrammarTestScripts) {
 }
 
 // ---------------------------------------------------------------------------
-// Syntax errors (LANGUAGE.md §7)
+// Syntax errors (docs/language.md §7)
 
 TEST(SyntaxErrorTest, ExpectedExpression) {
   EXPECT_THAT(Errors("let a = 1 +"),

@@ -1,5 +1,5 @@
 " Vim syntax file
-" Language:    Runnel (.rnl), see LANGUAGE.md
+" Language:    Runnel (.rnl), see docs/language.md
 " Maintainer:  the Runnel project (editors/vim)
 "
 " The lists between BEGIN GENERATED and END GENERATED are written by
