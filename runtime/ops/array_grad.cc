@@ -56,20 +56,34 @@ RUNNEL_REGISTER_GRADIENT(
       int64_t axis = g.attr_or<int64_t>("axis", 0);
       if (axis < 0) axis += rank;
       Grads out;
-      int64_t offset = 0;
+      bool known = true;
       for (int i = 0; i < n; ++i) {
         const Shape& xs = g.shape(g.x(i));
-        const int64_t len = xs.unknown_rank() ? -1 : xs.dim(axis);
-        if (len < 0) {
-          g.Fail(absl::UnimplementedError(StrCat(
-              "the gradient of concat needs the inputs' sizes along axis ",
-              axis)));
-          return Grads(n);
+        known = known && !xs.unknown_rank() && xs.dim(axis) >= 0;
+      }
+      const Shape vec{rank};
+      if (!known) {
+        // Sizes known only at run time: input i's block of dy starts at the
+        // sum of the earlier inputs' shape_of along `axis` and has input
+        // i's shape.
+        std::vector<int32_t> unit(rank, 0);
+        unit[axis] = 1;
+        NodeOut along = g.Const(Tensor::FromVector(unit, vec));
+        NodeOut begin =
+            g.Const(Tensor::FromVector(std::vector<int32_t>(rank, 0), vec));
+        for (int i = 0; i < n; ++i) {
+          NodeOut size = g.Op("shape_of", {g.x(i)});
+          out.push_back(g.Op("slice", {dy[0], begin, size}));
+          begin = g.Add(begin, g.Mul(size, along));
         }
+        return out;
+      }
+      int64_t offset = 0;
+      for (int i = 0; i < n; ++i) {
+        const int64_t len = g.shape(g.x(i)).dim(axis);
         std::vector<int64_t> begin(rank, 0), size(rank, -1);
         begin[axis] = offset;
         size[axis] = len;
-        const Shape vec{rank};
         out.push_back(
             g.Op("slice", {dy[0], g.Const(Tensor::FromVector(begin, vec)),
                            g.Const(Tensor::FromVector(size, vec))}));
@@ -169,9 +183,13 @@ RUNNEL_REGISTER_GRADIENT(
       const Shape& dys = g.shape(g.x(0));
       const Shape& xs = g.shape(g.x(1));
       if (!dys.IsFullyDefined() || !xs.IsFullyDefined()) {
-        g.Fail(absl::UnimplementedError(
-            "the gradient of tile_grad needs fully known shapes"));
-        return {{}, {}};
+        // The multiples at run time: dy's shape over x's (a zero-sized
+        // axis of x tiles zero times).
+        NodeOut xshape = g.Op("shape_of", {g.x(1)});
+        NodeOut one = g.Const(Tensor::Scalar<int32_t>(1));
+        NodeOut multiples = g.Op("floordiv", {g.Op("shape_of", {g.x(0)}),
+                                              g.Op("maximum", {xshape, one})});
+        return {g.Op("tile", {d[0], multiples}), {}};
       }
       std::vector<int64_t> multiples;
       for (int i = 0; i < xs.rank(); ++i) {

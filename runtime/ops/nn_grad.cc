@@ -73,17 +73,29 @@ RUNNEL_REGISTER_GRADIENT(
     [](GradBuilder& g, const Grads& dy) -> Grads {
       NodeOut l = g.x(0), labels = g.x(1);
       const Shape& ls = g.shape(l);
-      if (ls.unknown_rank() || ls.dim(ls.rank() - 1) < 0) {
-        g.Fail(absl::UnimplementedError(
-            "the gradient needs the number of classes (the logits' last "
-            "dimension) to be known"));
-        return {{}, {}};
-      }
       const DType dt = g.dtype(l);
-      NodeOut hot = g.Op("one_hot", {labels},
-                         {{"depth", ls.dim(ls.rank() - 1)},
-                          {"dtype", dt},
-                          {"axis", int64_t{-1}}});
+      NodeOut hot;
+      if (!ls.unknown_rank() && ls.dim(ls.rank() - 1) >= 0) {
+        hot = g.Op("one_hot", {labels},
+                   {{"depth", ls.dim(ls.rank() - 1)},
+                    {"dtype", dt},
+                    {"axis", int64_t{-1}}});
+      } else {
+        // The class count is known only at run time: compare each label
+        // with range(classes).
+        const DType lt = g.dtype(labels);
+        NodeOut classes = g.Cast(
+            g.Op("dynamic_index",
+                 {g.Op("shape_of", {l}), g.Const(Tensor::Scalar<int32_t>(-1))}),
+            lt);
+        NodeOut ids = g.Op(
+            "range", {g.Cast(g.Const(Tensor::Scalar<int32_t>(0)), lt), classes,
+                      g.Cast(g.Const(Tensor::Scalar<int32_t>(1)), lt)});
+        hot = g.Cast(
+            g.Op("equal",
+                 {g.Op("expand_dims", {labels}, {{"axis", int64_t{-1}}}), ids}),
+            dt);
+      }
       NodeOut d = g.Op("expand_dims", {dy[0]}, {{"axis", int64_t{-1}}});
       return {g.Mul(d, g.Sub(g.Op("softmax", {l}), hot)), {}};
     });

@@ -39,12 +39,14 @@ Tensor Values(const GradInput& in, int seed, uint32_t salt) {
 }
 
 // Adds L = sum_k sum(outs_k * w_k) for the floating outputs of `outs`.
-NodeOut WeightedSum(Graph& g, const std::vector<NodeOut>& outs, uint32_t salt) {
+NodeOut WeightedSum(Graph& g, const std::vector<NodeOut>& outs,
+                    const std::vector<Shape>& shapes, uint32_t salt) {
   NodeOut total;
   int k = 0;
-  for (const NodeOut& o : outs) {
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const NodeOut& o = outs[j];
     if (!IsFloating(o.node->output_dtype(o.index))) continue;
-    const Shape& s = o.node->output_shape(o.index);
+    const Shape& s = shapes[j];
     EXPECT_TRUE(s.IsFullyDefined()) << s.ToString();
     Tensor w = Values(Diff(s, 0.5, 1.5), 100 + k++, salt);
     if (o.node->output_dtype(o.index) != DType::kF64) {
@@ -69,34 +71,67 @@ NodeOut WeightedSum(Graph& g, const std::vector<NodeOut>& outs, uint32_t salt) {
   return total;
 }
 
-}  // namespace
-
-void CheckGradientOf(const GraphBuilderFn& build,
-                     const std::vector<GradInput>& inputs,
-                     GradCheckOptions options) {
-  auto graph = std::make_shared<Graph>();
-  Graph& g = *graph;
-  std::vector<NodeOut> placeholders;  // one per differentiable input
-  std::vector<Tensor> values;
-  std::vector<NodeOut> all;  // every input, fixed ones as constants
+// Adds the inputs to `g`: fixed ones as constants, the others as f64
+// placeholders (of unknown dimensions when `unknown_dims`), which go to
+// `placeholders` too. Returns every input in order.
+std::vector<NodeOut> AddInputs(Graph& g, const std::vector<GradInput>& inputs,
+                               bool unknown_dims,
+                               std::vector<NodeOut>* placeholders) {
+  std::vector<NodeOut> all;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const GradInput& in = inputs[i];
     if (in.fixed.has_value()) {
       all.push_back({*g.AddConst(*in.fixed, StrCat("fixed", i)), 0});
       continue;
     }
+    Shape declared = in.shape;
+    if (unknown_dims) {
+      declared = Shape(std::vector<int64_t>(in.shape.rank(), kUnknownDim));
+    }
     absl::StatusOr<Node*> p =
         g.AddNode({.name = StrCat("x", i),
                    .op = "placeholder",
-                   .attrs = {{"dtype", DType::kF64}, {"shape", in.shape}}});
-    ASSERT_TRUE(p.ok()) << p.status();
-    placeholders.push_back({*p, 0});
+                   .attrs = {{"dtype", DType::kF64}, {"shape", declared}}});
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {};
+    placeholders->push_back({*p, 0});
     all.push_back({*p, 0});
-    values.push_back(Values(in, static_cast<int>(i), options.salt));
+  }
+  return all;
+}
+
+}  // namespace
+
+void CheckGradientOf(const GraphBuilderFn& build,
+                     const std::vector<GradInput>& inputs,
+                     GradCheckOptions options) {
+  // The weights of the checked sum have the outputs' concrete shapes: with
+  // unknown dimensions, a twin graph of known shapes tells them.
+  std::vector<Shape> out_shapes;
+  {
+    Graph twin;
+    std::vector<NodeOut> unused;
+    std::vector<NodeOut> all = AddInputs(twin, inputs, false, &unused);
+    ASSERT_EQ(all.size(), inputs.size());
+    for (const NodeOut& o : build(twin, all)) {
+      ASSERT_NE(o.node, nullptr);
+      out_shapes.push_back(o.node->output_shape(o.index));
+    }
+  }
+  auto graph = std::make_shared<Graph>();
+  Graph& g = *graph;
+  std::vector<NodeOut> placeholders;  // one per differentiable input
+  std::vector<NodeOut> all =
+      AddInputs(g, inputs, options.unknown_dims, &placeholders);
+  ASSERT_EQ(all.size(), inputs.size());
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].fixed.has_value()) continue;
+    values.push_back(Values(inputs[i], static_cast<int>(i), options.salt));
   }
   std::vector<NodeOut> outs = build(g, all);
   for (const NodeOut& o : outs) ASSERT_NE(o.node, nullptr);
-  NodeOut loss = WeightedSum(g, outs, options.salt);
+  NodeOut loss = WeightedSum(g, outs, out_shapes, options.salt);
   ASSERT_NE(loss.node, nullptr);
   absl::StatusOr<std::vector<NodeOut>> grads =
       AddGradients(&g, loss, placeholders);

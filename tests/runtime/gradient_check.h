@@ -43,6 +43,9 @@ struct GradCheckOptions {
   double step = 1e-6;
   double tolerance = 1e-6;  // absolute plus relative
   uint32_t salt = 17;
+  // Placeholders of the inputs' ranks with every dimension unknown (`?`),
+  // so gradient functions must take sizes from shapes at run time.
+  bool unknown_dims = false;
 };
 
 // Builds `op` over the inputs, differentiates, and EXPECTs every element of

@@ -18,6 +18,8 @@ using testing::CheckGradient;
 using testing::CheckGradientOf;
 using testing::Diff;
 using testing::Fixed;
+using testing::GradCheckOptions;
+using testing::GradInput;
 using testing::NonZero;
 using testing::Positive;
 
@@ -235,6 +237,77 @@ TEST(GradientCheck, IndexingOps) {
                 {Diff({2, 3}),
                  Fixed(Tensor::FromVector<int64_t>({1, 0, 0, 2}, Shape{2, 2})),
                  Diff({})});
+}
+
+// Every gradient with `?` dimensions: the inputs are placeholders of
+// unknown size, so gradient functions that need a size take it from
+// shape_of at run time.
+TEST(GradientCheck, UnknownDimensions) {
+  const GradCheckOptions unknown{.unknown_dims = true};
+  auto check = [&](const std::string& op, const std::vector<GradInput>& in,
+                   AttrMap attrs = {}) {
+    SCOPED_TRACE(op);
+    CheckGradient(op, in, std::move(attrs), unknown);
+  };
+  check("add", {Diff({2, 3}), Diff({3})});
+  check("mul", {Diff({2, 3}), Diff({2, 1})});
+  check("div", {Diff({2, 3}), NonZero({3})});
+  check("sum", {Diff({2, 3})}, {{"axis", int64_t{1}}});
+  check("mean", {Diff({2, 3})}, {{"axis", int64_t{0}}, {"keepdims", true}});
+  check("max", {Diff({2, 3})}, {{"axis", int64_t{1}}});
+  check("matmul", {Diff({2, 3}), Diff({3, 4})});
+  check("softmax", {Diff({2, 5})});
+  check("log_softmax", {Diff({2, 5})});
+  check("softmax_cross_entropy", {Diff({3, 4}), Diff({3, 4}, 0, 1)});
+  check("sparse_softmax_cross_entropy",
+        {Diff({3, 4}), Fixed(testing::I32({0, 3, 1}, {3}))});
+  check("bias_add", {Diff({2, 3, 4}), Diff({4})});
+  check("l2_loss", {Diff({2, 3})});
+  check("conv2d", {Diff({2, 5, 5, 2}), Diff({3, 3, 2, 3})},
+        {{"strides", int64_t{2}}, {"padding", std::string("same")}});
+  check("max_pool", {Diff({2, 4, 4, 2})},
+        {{"size", int64_t{2}}, {"strides", int64_t{2}}});
+  check("avg_pool", {Diff({2, 4, 4, 2})},
+        {{"size", int64_t{2}}, {"strides", int64_t{2}}});
+  check("reshape", {Diff({2, 3}), Fixed(I64s({3, 2}))});
+  check("transpose", {Diff({2, 3, 4})},
+        {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  check("concat", {Diff({2, 3}), Diff({2, 1}), Diff({2, 2})},
+        {{"axis", int64_t{1}}});
+  check("concat", {Diff({1, 3}), Diff({2, 3})}, {{"axis", int64_t{0}}});
+  check("stack", {Diff({2, 3}), Diff({2, 3})}, {{"axis", int64_t{1}}});
+  check("broadcast_to", {Diff({3}), Fixed(I64s({2, 3}))});
+  check("slice", {Diff({3, 4}), Fixed(I64s({1, 1})), Fixed(I64s({2, -1}))});
+  check("strided_slice", {Diff({5, 4})},
+        {{"begin", std::vector<int64_t>{4, 1}},
+         {"end", std::vector<int64_t>{0, 2}},
+         {"strides", std::vector<int64_t>{-2, 1}},
+         {"shrink_axis_mask", int64_t{2}}});
+  check("dynamic_index", {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1))});
+  check("gather", {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3}))});
+  check("tile", {Diff({2, 3}), Fixed(I64s({2, 1}))});
+  check("pad", {Diff({2, 3}),
+                Fixed(Tensor::FromVector<int64_t>({1, 0, 0, 2}, Shape{2, 2})),
+                Diff({})});
+  check("where",
+        {Fixed(Tensor::FromVector<bool>({true, false, true}, Shape{3})),
+         Diff({2, 3}), Diff({3})});
+}
+
+// The gradient of tile's adjoint (a second derivative) with unknown sizes.
+TEST(GradientCheck, TileSecondOrderUnknownDimensions) {
+  CheckGradientOf(
+      [](Graph& g, const std::vector<NodeOut>& in) -> std::vector<NodeOut> {
+        Node* reps = *g.AddConst(I64s({2, 3}), "reps");
+        Node* t = *g.AddNode(
+            {.name = "t", .op = "tile", .inputs = {in[0], {reps, 0}}});
+        Node* sq =
+            *g.AddNode({.name = "sq", .op = "mul", .inputs = {{t, 0}, {t, 0}}});
+        Node* s = *g.AddNode({.name = "s", .op = "sum", .inputs = {{sq, 0}}});
+        std::vector<NodeOut> d = *AddGradients(&g, {s, 0}, {in[0]});
+        return {d[0]};
+      },
+      {Diff({2, 2})}, {.unknown_dims = true});
 }
 
 // Gradients of the indexing adjoints, through second derivatives of
