@@ -824,16 +824,43 @@ absl::StatusOr<Value> Interpreter::Index(const Value& target,
   if (subs.size() == 1 && !subs[0].is_slice && subs[0].index.is_symbolic()) {
     return ApplyOp("dynamic_index", {target, subs[0].index}, {}, site);
   }
+  // Symbolic subscripts anywhere (`t[k:k+2]`, `t[:, k]`, `t[k, 1]`): the
+  // concrete ones first, with the symbolic axes kept whole; then each
+  // symbolic one by a gather on its axis, the last first, so the axes
+  // before it keep their positions.
+  auto symbolic = [](const Sub& s) {
+    return s.index.is_symbolic() || s.lo.is_symbolic() || s.hi.is_symbolic() ||
+           s.step.is_symbolic();
+  };
+  if (std::any_of(subs.begin(), subs.end(), symbolic)) {
+    std::vector<Sub> rest = subs;
+    std::vector<size_t> dynamic;
+    bool all_whole = true;
+    for (size_t k = 0; k < subs.size(); ++k) {
+      if (symbolic(subs[k])) {
+        rest[k] = Sub{.is_slice = true, .span = subs[k].span};
+        dynamic.push_back(k);
+      } else {
+        all_whole = all_whole && subs[k].is_slice && subs[k].lo.is_none() &&
+                    subs[k].hi.is_none() && subs[k].step.is_none();
+      }
+    }
+    Value x = target;
+    if (!all_whole) {
+      RN_ASSIGN_OR_RETURN(x, Index(target, rest, OpSite(site.span)));
+    }
+    for (auto it = dynamic.rbegin(); it != dynamic.rend(); ++it) {
+      int64_t axis = 0;  // the axis's position once scalar indices are gone
+      for (size_t j = 0; j < *it; ++j) axis += rest[j].is_slice ? 1 : 0;
+      RN_ASSIGN_OR_RETURN(x, DynamicSubscript(x, subs[*it], axis, site));
+    }
+    return x;
+  }
   std::vector<int64_t> begin, end, strides;
   int64_t begin_mask = 0, end_mask = 0, shrink = 0;
   for (size_t k = 0; k < subs.size(); ++k) {
     const Sub& s = subs[k];
     if (!s.is_slice) {
-      if (s.index.is_symbolic()) {
-        return ErrorAt(s.span,
-                       "a symbolic index is only allowed as the single index "
-                       "x[i]");
-      }
       if (s.index.is_concrete() && s.index.tensor().rank() > 0) {
         return ErrorAt(s.span,
                        "indexing with a tensor of indices is not supported; "
@@ -849,11 +876,6 @@ absl::StatusOr<Value> Interpreter::Index(const Value& target,
       continue;
     }
     std::optional<int64_t> lo, hi, step;
-    for (const Value* v : {&s.lo, &s.hi, &s.step}) {
-      if (v->is_symbolic()) {
-        return ErrorAt(s.span, "slice bounds must be concrete integers");
-      }
-    }
     RN_RETURN_IF_ERROR(int_of(s.lo, s.span, &lo));
     RN_RETURN_IF_ERROR(int_of(s.hi, s.span, &hi));
     RN_RETURN_IF_ERROR(int_of(s.step, s.span, &step));
@@ -870,6 +892,87 @@ absl::StatusOr<Value> Interpreter::Index(const Value& target,
                    {"strides", strides},   {"begin_mask", begin_mask},
                    {"end_mask", end_mask}, {"shrink_axis_mask", shrink}};
   return ApplyOp("strided_slice", {target}, std::move(attrs), site);
+}
+
+absl::StatusOr<Value> Interpreter::DynamicSubscript(const Value& x,
+                                                    const Sub& s, int64_t axis,
+                                                    const OpSite& site) {
+  const OpSite at(s.span);
+  std::optional<int64_t> step;
+  if (s.step.is_symbolic()) {
+    return ErrorAt(s.span, "a slice step must be a concrete integer");
+  }
+  if (!s.step.is_none()) {
+    step = s.step.AsInt();
+    if (!step || s.step.tensor().rank() != 0) {
+      return ErrorAt(s.span, StrCat("a slice step must be an integer, got ",
+                                    DescribeValue(s.step)));
+    }
+    if (*step == 0) return ErrorAt(s.span, "a slice step cannot be zero");
+  }
+  // Indices compute in i64 when any bound is i64, else in i32.
+  DType dtype = DType::kI32;
+  for (const Value* v : {&s.index, &s.lo, &s.hi}) {
+    if (v->is_none()) continue;
+    if (!v->is_tensor() || v->tensor_shape().rank() != 0 ||
+        !IsInteger(v->tensor_dtype())) {
+      return ErrorAt(s.span, StrCat("an index must be an integer scalar, got ",
+                                    DescribeValue(*v)));
+    }
+    if (v->tensor_dtype() == DType::kI64) dtype = DType::kI64;
+  }
+  auto cast = [&](const Value& v) -> absl::StatusOr<Value> {
+    if (v.tensor_dtype() == dtype) return v;
+    return ApplyOp("cast", {v}, {{"dtype", dtype}}, at);
+  };
+  // The axis's length: static when known, else from shape_of at run time.
+  const Shape shape = x.tensor_shape();
+  if (shape.unknown_rank() || axis >= shape.rank()) {
+    return ErrorAt(s.span, StrCat("too many indices for ", DescribeValue(x)));
+  }
+  Value dim;
+  if (shape.dim(axis) >= 0) {
+    dim = Value::Concrete(dtype == DType::kI64
+                              ? Tensor::Scalar<int64_t>(shape.dim(axis))
+                              : Tensor::Scalar<int32_t>(shape.dim(axis)));
+  } else {
+    RN_ASSIGN_OR_RETURN(Value shape_of,
+                        ApplyOp("shape_of", {x}, {{"out_type", dtype}}, at));
+    RN_ASSIGN_OR_RETURN(
+        dim, Index(shape_of, {Sub{.index = Value::Int(axis, false)}}, at));
+  }
+  // Python's rule: a negative index counts from the end.
+  auto from_end = [&](const Value& v) -> absl::StatusOr<Value> {
+    RN_ASSIGN_OR_RETURN(Value i, cast(v));
+    RN_ASSIGN_OR_RETURN(Value neg, ApplyOp("less", {i, Value::Int(0)}, {}, at));
+    RN_ASSIGN_OR_RETURN(Value shifted, ApplyOp("add", {i, dim}, {}, at));
+    return ApplyOp("where", {neg, shifted, i}, {}, at);
+  };
+  AttrMap axis_attr = {{"axis", axis}};
+  if (!s.is_slice) {
+    RN_ASSIGN_OR_RETURN(Value i, from_end(s.index));
+    return ApplyOp("gather", {x, i}, std::move(axis_attr), site);
+  }
+  // A slice gathers range(lo, hi, step), its bounds clamped as in Python:
+  // to [0, dim] going forward, to [-1, dim - 1] going backward.
+  const int64_t st = step.value_or(1);
+  RN_ASSIGN_OR_RETURN(Value last, ApplyOp("sub", {dim, Value::Int(1)}, {}, at));
+  const Value low = st > 0 ? Value::Int(0) : Value::Int(-1);
+  const Value high = st > 0 ? dim : last;
+  auto bound = [&](const Value& v,
+                   const Value& absent) -> absl::StatusOr<Value> {
+    if (v.is_none()) return absent;
+    RN_ASSIGN_OR_RETURN(Value i, from_end(v));
+    RN_ASSIGN_OR_RETURN(i, ApplyOp("maximum", {i, low}, {}, at));
+    return ApplyOp("minimum", {i, high}, {}, at);
+  };
+  RN_ASSIGN_OR_RETURN(Value lo, bound(s.lo, st > 0 ? Value::Int(0) : last));
+  RN_ASSIGN_OR_RETURN(Value hi, bound(s.hi, st > 0 ? dim : Value::Int(-1)));
+  RN_ASSIGN_OR_RETURN(Value delta, cast(Value::Int(st)));
+  RN_ASSIGN_OR_RETURN(lo, cast(lo));
+  RN_ASSIGN_OR_RETURN(hi, cast(hi));
+  RN_ASSIGN_OR_RETURN(Value ids, ApplyOp("range", {lo, hi, delta}, {}, at));
+  return ApplyOp("gather", {x, ids}, std::move(axis_attr), site);
 }
 
 // ---- iteration

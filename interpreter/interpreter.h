@@ -285,11 +285,14 @@ class Interpreter {
                        const OpSite& site);
   struct Sub {
     bool is_slice = false;
-    Value index, lo, hi, step;  // none = absent
-    SourceSpan span;
+    Value index = {}, lo = {}, hi = {}, step = {};  // none = absent
+    SourceSpan span = {};
   };
   absl::StatusOr<Value> Index(const Value& target, const std::vector<Sub>& subs,
                               const OpSite& site);
+  // x[s] on `axis` for a subscript with a symbolic index or bound.
+  absl::StatusOr<Value> DynamicSubscript(const Value& x, const Sub& s,
+                                         int64_t axis, const OpSite& site);
   absl::StatusOr<Value> RunFetches(const Value& fetches, const Value* feeds,
                                    const lang::RunExpr& e);
 
