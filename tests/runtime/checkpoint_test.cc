@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -624,16 +625,48 @@ TEST(CheckpointAtomicTest, ATensorWithoutValueWritesNothing) {
   EXPECT_TRUE(dir.Entries().empty());
 }
 
+// The message of WriteCheckpoint(path, ...) run as a user without write
+// permission: root ignores permission bits, so as root (CI) the write runs
+// in a child process that first drops to the unprivileged user `nobody`.
+std::string WriteWithoutPrivileges(const std::string& path,
+                                   const Tensor& value) {
+  if (geteuid() != 0) return Message(WriteCheckpoint(path, {{"w", value}}));
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::string m = "could not drop privileges";
+    if (setgid(65534) == 0 && setuid(65534) == 0) {
+      m = Message(WriteCheckpoint(path, {{"w", value}}));
+    }
+    (void)!write(fds[1], m.data(), m.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
+    message.append(buf, n);
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return message;
+}
+
 TEST(CheckpointAtomicTest, UnwritableDirectory) {
-  if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only directories";
   TempDir dir;
   const std::string path = dir.File("model.ckpt");
   ASSERT_TRUE(WriteCheckpoint(path, {{"w", F32({1, 2}, {2})}}).ok());
   const std::string before = ReadBytes(path);
-  fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
-  absl::Status s = WriteCheckpoint(path, {{"w", F32({3, 4}, {2})}});
+  const auto read_only = fs::perms::owner_read | fs::perms::owner_exec |
+                         fs::perms::group_read | fs::perms::group_exec |
+                         fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir.path(), read_only);
+  const std::string message = WriteWithoutPrivileges(path, F32({3, 4}, {2}));
   fs::permissions(dir.path(), fs::perms::owner_all);
-  EXPECT_NE(Message(s).find("Permission denied"), std::string::npos) << s;
+  EXPECT_NE(message.find("Permission denied"), std::string::npos) << message;
   EXPECT_EQ(ReadBytes(path), before);
   EXPECT_EQ(dir.Entries(), std::vector<std::string>{"model.ckpt"});
 }

@@ -5,6 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "runtime/errors.h"
@@ -19,28 +22,51 @@ namespace {
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 
-// Counts kernels running at the same moment.
+// Counts kernels running at the same moment. Tests that assert overlap
+// set g_wait_for: each test_wait kernel then waits (on a condition
+// variable, not a sleep) until that many run at once, so the overlap is
+// observed however slow the machine; a deadline far beyond any scheduling
+// delay turns a missing overlap into a failure instead of a hang.
 std::atomic<int> g_in_flight{0};
 std::atomic<int> g_max_in_flight{0};
 std::atomic<int> g_runs{0};
+std::mutex g_mu;
+std::condition_variable g_cv;
+int g_wait_for = 1;          // guarded by g_mu
+int g_started = 0;           // guarded by g_mu
+int g_hold_after = INT_MAX;  // kernels started after this many wait ...
+bool g_released = false;     // ... until this is set (guarded by g_mu)
+constexpr auto kDeadline = std::chrono::seconds(60);
 
-void ResetCounters() {
+void ResetCounters(int wait_for = 1) {
+  std::lock_guard<std::mutex> l(g_mu);
   g_in_flight = 0;
   g_max_in_flight = 0;
   g_runs = 0;
+  g_wait_for = wait_for;
+  g_started = 0;
+  g_hold_after = INT_MAX;
+  g_released = false;
 }
 
-// test_sleep(x): sleeps 30 ms and returns x; records overlap.
-class SleepKernel : public OpKernel {
+// test_wait(x): returns x once g_wait_for kernels are in flight together
+// (and, past g_hold_after, once released); records overlap.
+class WaitKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
-    int now = ++g_in_flight;
-    int prev = g_max_in_flight.load();
-    while (now > prev && !g_max_in_flight.compare_exchange_weak(prev, now)) {
+    {
+      std::unique_lock<std::mutex> l(g_mu);
+      const int now = ++g_in_flight;
+      if (now > g_max_in_flight) g_max_in_flight = now;
+      const bool hold = ++g_started > g_hold_after;
+      g_cv.notify_all();
+      g_cv.wait_for(l, kDeadline,
+                    [] { return g_max_in_flight.load() >= g_wait_for; });
+      if (hold) g_cv.wait_for(l, kDeadline, [] { return g_released; });
+      --g_in_flight;
+      ++g_runs;
+      g_cv.notify_all();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    --g_in_flight;
-    ++g_runs;
     return ctx->set_output(0, ctx->input(0));
   }
   bool IsExpensive() const override { return true; }
@@ -71,14 +97,14 @@ class FailKernel : public OpKernel {
 };
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("test_sleep").Inputs({"x"}).Shape(UnchangedShape));
+    OpDefBuilder("test_wait").Inputs({"x"}).Shape(UnchangedShape));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("test_sum").Inputs({"xs"}).Variadic().Shape(UnchangedShape));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("test_fail").Inputs({"x"}).Shape(UnchangedShape));
 
 RUNNEL_STATIC_INIT(ExecutorTestKernels) {
-  RegisterKernel<SleepKernel>("test_sleep", kDeviceCpu, DType::kF32);
+  RegisterKernel<WaitKernel>("test_wait", kDeviceCpu, DType::kF32);
   RegisterKernel<SumKernel>("test_sum", kDeviceCpu, DType::kF32);
   RegisterKernel<FailKernel>("test_fail", kDeviceCpu, DType::kF32);
 }
@@ -105,11 +131,11 @@ Node* Placeholder(Graph& g, const std::string& name, Shape shape,
 TEST(ExecutorTest, DiamondRunsBranchesConcurrently) {
   auto g = std::make_shared<Graph>();
   Node* a = *g->AddConst(F32({1, 2}, {2}), "a");
-  Node* b = Add(*g, "b", "test_sleep", {{a, 0}});
-  Node* c = Add(*g, "c", "test_sleep", {{a, 0}});
+  Node* b = Add(*g, "b", "test_wait", {{a, 0}});
+  Node* c = Add(*g, "c", "test_wait", {{a, 0}});
   Node* d = Add(*g, "d", "test_sum", {{b, 0}, {c, 0}});
   Session s(g, {.num_threads = 4});
-  ResetCounters();
+  ResetCounters(/*wait_for=*/2);
   auto out = s.Run(Session::Feeds{}, {{d, 0}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DType::kF32, {2}, {2, 4});
@@ -122,11 +148,12 @@ TEST(ExecutorTest, WideFanOutRunsInParallel) {
   std::vector<NodeOut> branches;
   for (int i = 0; i < 8; ++i) {
     branches.push_back(
-        {Add(*g, "s" + std::to_string(i), "test_sleep", {{a, 0}}), 0});
+        {Add(*g, "s" + std::to_string(i), "test_wait", {{a, 0}}), 0});
   }
   Node* sum = Add(*g, "sum", "test_sum", branches);
   Session s(g, {.num_threads = 4});
-  ResetCounters();
+  // 4 pool threads plus the calling thread can overlap.
+  ResetCounters(/*wait_for=*/4);
   auto out = s.Run(Session::Feeds{}, {{sum, 0}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DType::kF32, {1}, {8});
@@ -152,15 +179,19 @@ TEST(SessionTest, CancelStopsARunBetweenKernels) {
   auto g = std::make_shared<Graph>();
   Node* c = *g->AddConst(F32({1}, {1}), "c");
   NodeOut cur{c, 0};
-  for (int i = 0; i < 100; ++i) {  // 100 x 30 ms in sequence
-    cur = {Add(*g, "s" + std::to_string(i), "test_sleep", {cur}), 0};
+  for (int i = 0; i < 100; ++i) {  // 100 in sequence; the 4th waits
+    cur = {Add(*g, "s" + std::to_string(i), "test_wait", {cur}), 0};
   }
   Session s(g, {.num_threads = 2});
   ResetCounters();
+  g_hold_after = 3;  // the 4th kernel waits until the run is cancelled
   std::atomic<bool> cancelled{false};
   std::thread canceller([&] {
-    while (g_runs.load() < 3) std::this_thread::yield();
+    std::unique_lock<std::mutex> l(g_mu);
+    g_cv.wait(l, [] { return g_runs.load() >= 3; });
     cancelled = true;
+    g_released = true;
+    g_cv.notify_all();
   });
   auto out = s.Run(Session::Feeds{}, {cur}, {}, &cancelled);
   canceller.join();
@@ -316,7 +347,7 @@ TEST(SessionTest, ConcurrentRunsAreSafe) {
 TEST(SessionTest, TargetsRunWithoutFetching) {
   auto g = std::make_shared<Graph>();
   Node* c = *g->AddConst(F32({1}, {1}), "c");
-  Node* sl = Add(*g, "sl", "test_sleep", {{c, 0}});
+  Node* sl = Add(*g, "sl", "test_wait", {{c, 0}});
   Node* group =
       *g->AddNode({.name = "group", .op = "noop", .control_inputs = {sl}});
   Session s(g, {.num_threads = 2});

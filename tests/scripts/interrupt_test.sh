@@ -29,20 +29,20 @@ fail() { echo "FAIL: $*"; cat err.txt 2>/dev/null; exit 1; }
 
 "$runnel" run train.rnl --threads 2 2> err.txt &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do
   [[ -f model.ckpt ]] && break
   sleep 0.1
 done
-[[ -f model.ckpt ]] || fail "no checkpoint after 10 s"
+[[ -f model.ckpt ]] || fail "no checkpoint after 60 s"
 sleep 0.5
 kill -INT "$pid"
-for _ in $(seq 100); do
+for _ in $(seq 600); do
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
 done
 if kill -0 "$pid" 2>/dev/null; then
   kill -KILL "$pid"
-  fail "still running 10 s after Ctrl-C"
+  fail "still running 60 s after Ctrl-C"
 fi
 wait "$pid"
 status=$?
