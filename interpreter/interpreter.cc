@@ -1215,18 +1215,7 @@ absl::StatusOr<Value> Interpreter::EvalIf(const lang::IfExpr& e,
 
 absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
   RN_ASSIGN_OR_RETURN(Value state, Eval(*e.init));
-  auto any_symbolic = [](const Value& v) {
-    std::vector<const Value*> stack = {&v};
-    while (!stack.empty()) {
-      const Value* x = stack.back();
-      stack.pop_back();
-      if (x->is_symbolic()) return true;
-      for (const Value& i : x->items()) stack.push_back(&i);
-      for (const Field& f : x->fields()) stack.push_back(&f.second);
-    }
-    return false;
-  };
-  if (any_symbolic(state)) {
+  if (state.contains_symbolic()) {
     return ErrorAt(e.init->span,
                    "in-graph loops are not supported yet: the initial state "
                    "is symbolic");
@@ -1244,7 +1233,7 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
       if (signal_ == Signal::kReturn) return absl::OkStatus();
       signal_ = Signal::kNone;
     }
-    if (any_symbolic(v)) {
+    if (v.contains_symbolic()) {
       return ErrorAt(e.body.span,
                      "in-graph loops are not supported yet: the loop body "
                      "gives a symbolic state");

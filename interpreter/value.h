@@ -89,6 +89,10 @@ class Value {
   bool is_sequence() const {
     return kind_ == ValueKind::kTuple || kind_ == ValueKind::kList;
   }
+  // Whether this is a symbolic tensor or a tuple, list or record with one
+  // inside, at any depth. Known when the value is made: asking is O(1), so
+  // a host loop that nests its state ever deeper stays linear.
+  bool contains_symbolic() const { return contains_symbolic_; }
 
   // kTensor
   const Tensor& tensor() const { return tensor_; }
@@ -126,6 +130,7 @@ class Value {
 
  private:
   ValueKind kind_ = ValueKind::kNone;
+  bool contains_symbolic_ = false;
   Tensor tensor_;
   bool literal_ = false;
   NodeOut out_;
