@@ -234,6 +234,10 @@ class Env {
   void Define(const std::string& name, Binding b) {
     vars_[name] = std::move(b);
   }
+  // Forgets every name bound here. A function bound in the scope it closes
+  // over keeps that scope alive (a cycle of shared_ptrs): the interpreter
+  // clears its scopes when it goes, so that they are freed.
+  void Clear() { vars_.clear(); }
   // Every name visible from here (for "did you mean"), innermost scope
   // first, each scope's names sorted.
   void CollectNames(std::vector<std::string>* out) const;
