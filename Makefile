@@ -3,8 +3,10 @@ BUILD      ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+FUZZ_SECONDS ?= 600
+FUZZ_TARGET  ?= both
 
-.PHONY: setup configure build run test format check-format bench tsan asan clean
+.PHONY: setup configure build run test format check-format bench fuzz tsan asan clean
 
 setup:
 	@bash scripts/setup.sh
@@ -31,6 +33,12 @@ check-format:
 bench:
 	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
 	@bash bench/run_all.sh build-release
+
+# Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
+# growing the corpus in $(BUILD)/fuzz/corpus; crashes go to
+# $(BUILD)/fuzz/artifacts. FUZZ_TARGET: check_fuzzer, parse_fuzzer or both.
+fuzz: build
+	@bash fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --target $(FUZZ_TARGET) $(BUILD)/fuzz
 
 # The executor, session and determinism tests under ThreadSanitizer.
 tsan: setup
