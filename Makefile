@@ -35,10 +35,10 @@ bench:
 	@bash bench/run_all.sh build-release
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
-# growing the corpus in $(BUILD)/fuzz/corpus; crashes go to
-# $(BUILD)/fuzz/artifacts. FUZZ_TARGET: check_fuzzer, parse_fuzzer or both.
+# growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to
+# $(BUILD)/fuzz/targets/artifacts. FUZZ_TARGET: check_fuzzer, parse_fuzzer or both.
 fuzz: build
-	@bash fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --target $(FUZZ_TARGET) $(BUILD)/fuzz
+	@bash fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --target $(FUZZ_TARGET) $(BUILD)/fuzz/targets
 
 # The executor, session and determinism tests under ThreadSanitizer.
 tsan: setup

@@ -2,7 +2,7 @@
 # Fuzzes the parser and `runnel check` with the libFuzzer targets of fuzz/,
 # seeded with every .rnl script of tests/ and examples/.
 #
-#   fuzz/run_fuzz.sh [options] FUZZ_DIR      (FUZZ_DIR: build/fuzz)
+#   fuzz/run_fuzz.sh [options] FUZZ_DIR      (FUZZ_DIR: build/fuzz/targets)
 #     --seconds N     how long to fuzz (default 60)
 #     --target NAME   check_fuzzer (default), parse_fuzzer, or both:
 #                     check_fuzzer three quarters of the time (it is the
