@@ -7,8 +7,10 @@ CMAKE_ARGS ?=
 ifeq ($(CI),true)
 CMAKE_ARGS += -DRUNNEL_WERROR=ON
 endif
+FUZZ_SECONDS ?= 600
+FUZZ_TARGET  ?= both
 
-.PHONY: setup configure build run test format check-format bench tsan asan clean
+.PHONY: setup configure build run test format check-format bench fuzz tsan asan clean
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +37,12 @@ check-format:
 bench:
 	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
 	@bash bench/run_all.sh build-release
+
+# Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
+# growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to
+# $(BUILD)/fuzz/targets/artifacts. FUZZ_TARGET: check_fuzzer, parse_fuzzer or both.
+fuzz: build
+	@bash fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --target $(FUZZ_TARGET) $(BUILD)/fuzz/targets
 
 # The executor, session and determinism tests under ThreadSanitizer.
 tsan: setup

@@ -137,7 +137,22 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
   env_ = globals_;
 }
 
-Interpreter::~Interpreter() = default;
+Interpreter::~Interpreter() {
+  // Break the cycles between scopes and the functions defined in them.
+  for (const std::weak_ptr<Env>& closure : closures_) {
+    if (std::shared_ptr<Env> env = closure.lock()) env->Clear();
+  }
+}
+
+void Interpreter::NoteClosure(const std::shared_ptr<Env>& env) {
+  if (!closures_.empty() && closures_.back().lock() == env) return;
+  if (closures_.size() >= prune_closures_at_) {
+    std::erase_if(closures_,
+                  [](const std::weak_ptr<Env>& e) { return e.expired(); });
+    prune_closures_at_ = 2 * closures_.size() + 64;
+  }
+  closures_.push_back(env);
+}
 
 std::vector<std::string> Interpreter::BuiltinNames() {
   std::vector<std::string> names;
@@ -221,6 +236,7 @@ absl::Status Interpreter::Exec(const lang::Stmt& stmt, Value* value) {
       f->name = s.name;
       f->def = &s;
       f->closure = env_;
+      NoteClosure(env_);
       f->span = s.name_span.known() ? s.name_span : s.span;
       env_->Define(s.name, Binding{Value::OfFunction(std::move(f)),
                                    BindingKind::kDef, s.span});
@@ -552,6 +568,7 @@ absl::StatusOr<Value> Interpreter::Eval(const lang::Expr& e,
       f->name = "<lambda>";
       f->lambda = &static_cast<const lang::LambdaExpr&>(e);
       f->closure = env_;
+      NoteClosure(env_);
       f->span = e.span;
       return Value::OfFunction(std::move(f));
     }
@@ -1234,18 +1251,7 @@ absl::Status Interpreter::UsedNoneOfIf(const Value& v, const SourceSpan& use) {
 
 absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
   RN_ASSIGN_OR_RETURN(Value state, Eval(*e.init));
-  auto any_symbolic = [](const Value& v) {
-    std::vector<const Value*> stack = {&v};
-    while (!stack.empty()) {
-      const Value* x = stack.back();
-      stack.pop_back();
-      if (x->is_symbolic()) return true;
-      for (const Value& i : x->items()) stack.push_back(&i);
-      for (const Field& f : x->fields()) stack.push_back(&f.second);
-    }
-    return false;
-  };
-  if (any_symbolic(state)) {
+  if (state.contains_symbolic()) {
     return ErrorAt(e.init->span,
                    "in-graph loops are not supported yet: the initial state "
                    "is symbolic");
@@ -1263,7 +1269,7 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
       if (signal_ == Signal::kReturn) return absl::OkStatus();
       signal_ = Signal::kNone;
     }
-    if (any_symbolic(v)) {
+    if (v.contains_symbolic()) {
       return ErrorAt(e.body.span,
                      "in-graph loops are not supported yet: the loop body "
                      "gives a symbolic state");

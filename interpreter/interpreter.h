@@ -353,6 +353,11 @@ class Interpreter {
   std::map<std::string, std::shared_ptr<Module>> modules_;
   std::vector<std::shared_ptr<const lang::Program>> kept_;
   std::vector<std::shared_ptr<void>> kept_parse_trees_;
+  // The scopes functions close over: a function bound in its own closure
+  // keeps it alive, so ~Interpreter clears them to free both.
+  void NoteClosure(const std::shared_ptr<Env>& env);
+  std::vector<std::weak_ptr<Env>> closures_;
+  size_t prune_closures_at_ = 64;
 };
 
 }  // namespace runnel::interp

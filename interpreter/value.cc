@@ -17,6 +17,10 @@ const std::vector<Field>& EmptyFields() {
   static const auto* empty = new std::vector<Field>();
   return *empty;
 }
+bool AnySymbolic(const std::vector<Value>& items) {
+  return std::any_of(items.begin(), items.end(),
+                     [](const Value& i) { return i.contains_symbolic(); });
+}
 }  // namespace
 
 Value Value::Concrete(Tensor t, bool literal) {
@@ -29,6 +33,7 @@ Value Value::Concrete(Tensor t, bool literal) {
 Value Value::Symbolic(NodeOut out) {
   Value v;
   v.kind_ = ValueKind::kSymbolic;
+  v.contains_symbolic_ = true;
   v.out_ = out;
   return v;
 }
@@ -53,18 +58,23 @@ Value Value::OfDType(DType d) {
 Value Value::Tuple(std::vector<Value> items) {
   Value v;
   v.kind_ = ValueKind::kTuple;
+  v.contains_symbolic_ = AnySymbolic(items);
   v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
   return v;
 }
 Value Value::List(std::vector<Value> items) {
   Value v;
   v.kind_ = ValueKind::kList;
+  v.contains_symbolic_ = AnySymbolic(items);
   v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
   return v;
 }
 Value Value::Record(std::vector<Field> fields) {
   Value v;
   v.kind_ = ValueKind::kRecord;
+  v.contains_symbolic_ =
+      std::any_of(fields.begin(), fields.end(),
+                  [](const Field& f) { return f.second.contains_symbolic(); });
   v.fields_ = std::make_shared<const std::vector<Field>>(std::move(fields));
   return v;
 }

@@ -92,6 +92,10 @@ class Value {
   bool is_sequence() const {
     return kind_ == ValueKind::kTuple || kind_ == ValueKind::kList;
   }
+  // Whether this is a symbolic tensor or a tuple, list or record with one
+  // inside, at any depth. Known when the value is made: asking is O(1), so
+  // a host loop that nests its state ever deeper stays linear.
+  bool contains_symbolic() const { return contains_symbolic_; }
 
   // kTensor
   const Tensor& tensor() const { return tensor_; }
@@ -131,6 +135,7 @@ class Value {
 
  private:
   ValueKind kind_ = ValueKind::kNone;
+  bool contains_symbolic_ = false;
   Tensor tensor_;
   bool literal_ = false;
   NodeOut out_;
@@ -240,6 +245,10 @@ class Env {
   void Define(const std::string& name, Binding b) {
     vars_[name] = std::move(b);
   }
+  // Forgets every name bound here. A function bound in the scope it closes
+  // over keeps that scope alive (a cycle of shared_ptrs): the interpreter
+  // clears its scopes when it goes, so that they are freed.
+  void Clear() { vars_.clear(); }
   // Every name visible from here (for "did you mean"), innermost scope
   // first, each scope's names sorted.
   void CollectNames(std::vector<std::string>* out) const;

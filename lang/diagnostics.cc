@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "runtime/strings.h"
 
@@ -24,6 +27,12 @@ absl::StatusOr<std::shared_ptr<SourceFile>> SourceFile::Read(
   if (!in) {
     return absl::NotFoundError(
         StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  // A directory opens, and then reads as nothing at all.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::NotFoundError(
+        StrCat(path, ": cannot open: ", std::strerror(EISDIR)));
   }
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -62,35 +71,214 @@ const char* SeverityText(Severity s) {
 }
 }  // namespace
 
+namespace {
+
+// How one character of a source line is shown.
+enum class Shown : uint8_t {
+  kAsIs,       // printable: its bytes
+  kTab,        // spaces to the next tab stop
+  kCodePoint,  // escaped: <U+XXXX>
+  kByte,       // not UTF-8: <XX>
+  kInside,     // a continuation byte of the character before
+};
+
+constexpr int kTabStop = 8;
+
+// Characters that would move the cursor, change the terminal's state or
+// reorder the text around them: C0 and C1 controls, DEL, the bidirectional
+// marks, embeddings, overrides and isolates, line and paragraph separators
+// and the byte order mark.
+bool IsControl(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x200E ||
+         cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+// The UTF-8 sequence at s[i]: its length and code point, or 0 when the
+// bytes there are not well-formed UTF-8.
+int DecodeUtf8(std::string_view s, size_t i, uint32_t* cp) {
+  const auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  const uint8_t b0 = byte(i);
+  int len = 0;
+  uint32_t min = 0;
+  if (b0 < 0x80) {
+    *cp = b0;
+    return 1;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    len = 2, min = 0x80, *cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3, min = 0x800, *cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4, min = 0x10000, *cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (int k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    *cp = (*cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) {
+    return 0;
+  }
+  return len;
+}
+
+// Classifies the character at s[i]; `*len` is its length in bytes.
+Shown Classify(std::string_view s, size_t i, int* len, uint32_t* cp) {
+  *len = DecodeUtf8(s, i, cp);
+  if (*len == 0) {
+    *len = 1;
+    return Shown::kByte;
+  }
+  if (*cp == '\t') return Shown::kTab;
+  return IsControl(*cp) ? Shown::kCodePoint : Shown::kAsIs;
+}
+
+// Appends the escaped form of a character Classify did not show as is.
+void AppendEscaped(std::string* out, Shown how, std::string_view s, size_t i,
+                   uint32_t cp) {
+  if (how == Shown::kByte) {
+    *out += fmt::format("<{:02X}>", static_cast<uint8_t>(s[i]));
+  } else {
+    *out += fmt::format("<U+{:04X}>", cp);
+  }
+}
+
+}  // namespace
+
+std::string EscapeControls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    int len = 0;
+    uint32_t cp = 0;
+    const Shown how = Classify(text, i, &len, &cp);
+    if (how == Shown::kAsIs || how == Shown::kTab ||
+        (how == Shown::kCodePoint && cp == '\n')) {
+      out.append(text.substr(i, len));
+    } else {
+      AppendEscaped(&out, how, text, i, cp);
+    }
+    i += len;
+  }
+  return out;
+}
+
+SourceExcerpt Excerpt(std::string_view line, int first, int last, int caret,
+                      int max_width) {
+  // Columns are 1-based bytes; the marks may go one past the line's end
+  // (where something is missing), and no further.
+  const int n = static_cast<int>(line.size());
+  first = std::clamp(first, 1, n + 1);
+  last = std::max(first, std::min(last, n));
+  caret = caret > 0 ? std::min(caret, n + 1) : first;
+  const int end = std::max({n, last, caret});  // last column with a mark
+  // Per column: how it is shown, its width and where it starts.
+  std::vector<Shown> how(end + 1, Shown::kAsIs);
+  std::vector<int> width(end + 1, 1), pos(end + 2, 0);
+  for (int c = 1; c <= end; ++c) {
+    pos[c + 1] = pos[c];
+    if (c > n) {
+      pos[c + 1] += 1;
+      continue;
+    }
+    int len = 0;
+    uint32_t cp = 0;
+    how[c] = Classify(line, c - 1, &len, &cp);
+    switch (how[c]) {
+      case Shown::kAsIs:
+        width[c] = 1;
+        break;
+      case Shown::kTab:
+        width[c] = kTabStop - pos[c] % kTabStop;
+        break;
+      case Shown::kCodePoint:
+        width[c] = 8;  // <U+XXXX>: IsControl takes no code point above FFFF
+        break;
+      case Shown::kByte:
+        width[c] = 4;
+        break;
+      case Shown::kInside:
+        break;
+    }
+    pos[c + 1] = pos[c] + width[c];
+    for (int k = 1; k < len && c + 1 <= n; ++k) {
+      ++c;
+      how[c] = Shown::kInside;
+      width[c] = 0;
+      pos[c + 1] = pos[c];
+    }
+  }
+  // A span starts, and the caret points, at the first byte of a character.
+  while (first > 1 && how[first] == Shown::kInside) --first;
+  while (caret > 1 && how[caret] == Shown::kInside) --caret;
+  // The window [from, to] of columns to show.
+  int from = 1, to = end;
+  if (pos[end + 1] > max_width) {
+    const int budget = std::max(max_width - 6, 16);  // room for two "..."
+    int start = std::max(0, pos[caret] - budget / 3);
+    start = std::min(start, std::max(0, pos[end + 1] - budget));
+    while (from < end && (pos[from] < start || how[from] == Shown::kInside)) {
+      ++from;
+    }
+    to = from;
+    while (to < end && pos[to + 2] - pos[from] <= budget) ++to;
+  }
+  SourceExcerpt e;
+  if (from > 1) {
+    e.text = "...";
+    e.marks = "   ";
+  }
+  for (int c = from; c <= std::min(to, n); ++c) {
+    switch (how[c]) {
+      case Shown::kAsIs: {
+        int len = 0;
+        uint32_t cp = 0;
+        Classify(line, c - 1, &len, &cp);
+        e.text.append(line.substr(c - 1, len));
+        break;
+      }
+      case Shown::kTab:
+        e.text.append(width[c], ' ');
+        break;
+      case Shown::kCodePoint:
+      case Shown::kByte: {
+        int len = 0;
+        uint32_t cp = 0;
+        Classify(line, c - 1, &len, &cp);
+        AppendEscaped(&e.text, how[c], line, c - 1, cp);
+        break;
+      }
+      case Shown::kInside:
+        break;
+    }
+  }
+  if (to < n) e.text += "...";
+  for (int c = from; c <= std::min(to, std::max(last, caret)); ++c) {
+    const bool under = c >= first && c <= last;
+    if (width[c] == 0) continue;
+    e.marks += c == caret ? '^' : under ? '~' : ' ';
+    e.marks.append(width[c] - 1, under ? '~' : ' ');
+  }
+  return e;
+}
+
 std::string DiagnosticSink::RenderOne(const Diagnostic& d) const {
   std::string out;
   if (d.span.known()) out += d.span.ToString() + ": ";
-  out += StrCat(SeverityText(d.severity), ": ", d.message, "\n");
+  out +=
+      StrCat(SeverityText(d.severity), ": ", EscapeControls(d.message), "\n");
   const SourceFile* src = d.span.known() ? FindSource(d.span.file) : nullptr;
   if (src == nullptr || d.severity == Severity::kNote) return out;
   std::string_view line = src->Line(d.span.line);
   if (line.empty()) return out;
-  out += fmt::format("{:>5} | {}\n", d.span.line, line);
-  // Underline the span on its first line: `~` over it, `^` at the caret.
-  const int first = d.span.col;
-  int last = d.span.end_line == d.span.line ? d.span.end_col
-                                            : static_cast<int>(line.size());
-  last = std::max(first, std::min(last, static_cast<int>(line.size())));
-  const int caret = d.caret_col > 0 ? d.caret_col : first;
-  std::string marks;
-  for (int c = 1; c <= std::max(last, caret); ++c) {
-    if (c == caret) {
-      marks += '^';
-    } else if (c >= first && c <= last) {
-      marks += '~';
-    } else {
-      // Keep tabs so the marks line up under tab-indented code.
-      marks += (c - 1 < static_cast<int>(line.size()) && line[c - 1] == '\t')
-                   ? '\t'
-                   : ' ';
-    }
-  }
-  out += fmt::format("{:>5} | {}\n", "", marks);
+  const int last = d.span.end_line == d.span.line
+                       ? d.span.end_col
+                       : static_cast<int>(line.size());
+  const SourceExcerpt excerpt = Excerpt(line, d.span.col, last, d.caret_col);
+  out += fmt::format("{:>5} | {}\n", d.span.line, excerpt.text);
+  out += fmt::format("{:>5} | {}\n", "", excerpt.marks);
   return out;
 }
 
@@ -103,7 +291,7 @@ std::string DiagnosticSink::Render(const Diagnostic& d) const {
 void DiagnosticSink::Report(const Diagnostic& d) {
   if (d.severity == Severity::kError) ++errors_;
   std::string text = Render(d);
-  std::fputs(text.c_str(), out_);
+  std::fwrite(text.data(), 1, text.size(), out_);
   std::fflush(out_);
 }
 

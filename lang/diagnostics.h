@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lang/source.h"
@@ -31,6 +32,28 @@ struct Diagnostic {
   int caret_col = 0;  // 0 = the span's first column
   std::vector<Diagnostic> notes;
 };
+
+// A source line as a diagnostic echoes it, and the line of marks under it.
+struct SourceExcerpt {
+  std::string text;
+  std::string marks;
+};
+
+// The widest echo of a source line, in columns; a wider line is cut to a
+// window around the caret, with "..." where it is cut.
+inline constexpr int kMaxExcerptWidth = 100;
+
+// Echoes `line` for a terminal: tabs become spaces (tab stops every 8
+// columns), control characters are shown as <U+0000> and bytes that are not
+// UTF-8 as <FF>. `marks` underlines the byte columns [first, last] (1-based)
+// with '~' and puts '^' under `caret` (0: `first`), each under the character
+// it marks in `text`.
+SourceExcerpt Excerpt(std::string_view line, int first, int last, int caret,
+                      int max_width = kMaxExcerptWidth);
+
+// `text` with control characters other than newline and tab escaped as in
+// Excerpt, so that a message cannot cut or garble what a terminal shows.
+std::string EscapeControls(std::string_view text);
 
 class DiagnosticSink {
  public:

@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-  # toolchain
-  g++ cmake ninja-build ccache make clang-format
+  # toolchain; clang for the fuzz targets (libFuzzer is in libclang-rt)
+  g++ cmake ninja-build ccache make clang-format clang libclang-rt-14-dev
   # build dependencies
   antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc

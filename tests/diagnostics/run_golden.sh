@@ -6,9 +6,11 @@
 #
 # With RUNNEL_UPDATE_GOLDENS=1 (or --update after the arguments) it writes
 # NAME.expected instead. A line "# runnel: check" in the script runs
-# `runnel check` instead of `runnel run`.
+# `runnel check` instead of `runnel run`. A line "# runnel: bytes" runs a
+# copy of the script in which each \xNN is the byte NN, for scripts with
+# bytes that git should not hold (a NUL, text that is not UTF-8).
 set -uo pipefail
-runnel="$1"
+runnel="$(realpath "$1")"
 script="$2"
 update="${RUNNEL_UPDATE_GOLDENS:-0}"
 [[ "${3:-}" == "--update" ]] && update=1
@@ -17,7 +19,13 @@ name="$(basename "$script" .rnl)"
 command=run
 grep -q '^# runnel: check' "$script" && command=check
 cd "$dir"
-actual="$("$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
+run_dir="$dir"
+if grep -q '^# runnel: bytes' "$script"; then
+  run_dir="$(mktemp -d)"
+  trap 'rm -rf "$run_dir"' EXIT
+  perl -pe 's/\\x([0-9A-Fa-f]{2})/chr(hex($1))/ge' "$name.rnl" >"$run_dir/$name.rnl"
+fi
+actual="$(cd "$run_dir" && "$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
 status=$?
 actual="$actual
 exit status: $status"

@@ -94,4 +94,48 @@ if [[ -e "$work/bad.dot" ]]; then
   echo "FAIL: a failed graph command left an output file"
   fail=1
 fi
+
+# A directory where a script should be: an error naming it, exit 2.
+mkdir -p "$work/dir.rnl"
+for command in run check graph; do
+  expect_status 2 "$command of a directory" -- "$runnel" "$command" "$work/dir.rnl"
+  expect_in "$work/err" "$work/dir.rnl: cannot open: Is a directory" "$command of a directory"
+done
+printf ':load %s\n' "$work/dir.rnl" >"$work/repl_in"
+expect_status 0 "the REPL's :load of a directory" -- "$runnel" <"$work/repl_in"
+expect_in "$work/err" "$work/dir.rnl: cannot open: Is a directory" ":load of a directory"
+printf 'import "dir.rnl" as d\n' >"$work/import_dir.rnl"
+expect_status 1 "import of a directory" -- "$runnel" run "$work/import_dir.rnl"
+expect_in "$work/err" 'cannot import "dir.rnl": ' "import of a directory"
+expect_in "$work/err" "dir.rnl: cannot open: Is a directory" "import of a directory"
+
+# A NUL byte in a script: the echoed line goes on past it, escaped, and the
+# caret line follows.
+printf 'let a = "x\0y" + \0 + 1\n' >"$work/nul.rnl"
+expect_status 2 "a NUL byte" -- "$runnel" check "$work/nul.rnl"
+expect_in "$work/err" '    1 | let a = "x<U+0000>y" + <U+0000> + 1' "a NUL byte is echoed escaped"
+expect_in "$work/err" '      |                        ^~~~~~~~' "the caret under the NUL byte"
+
+# A 100,000-character line is echoed as a window around the caret.
+{
+  printf 'let a = 1'
+  for _ in $(seq 5000); do printf ' + 1 + 2 + 3 + 4 + 5'; done
+  printf ' + $'
+  for _ in $(seq 5000); do printf ' + 1 + 2 + 3 + 4 + 5'; done
+  printf '\n'
+} >"$work/long.rnl"
+expect_status 2 "a long line" -- "$runnel" check "$work/long.rnl"
+expect_in "$work/err" "long.rnl:1:100013: error: unexpected character '\$'" "a long line"
+longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n }' "$work/err")
+if ((longest > 120)); then
+  echo "FAIL: a long line is echoed $longest characters wide"
+  fail=1
+fi
+caret_at=$(grep -F '^' "$work/err" | awk '{ print index($0, "^") }')
+dollar_at=$(grep -F '| ...' "$work/err" | awk '{ print index($0, "$") }')
+if [[ -z $caret_at || $caret_at != "$dollar_at" ]]; then
+  echo "FAIL: the caret (column $caret_at) is not under the '\$' (column $dollar_at)"
+  sed 's/^/    /' "$work/err"
+  fail=1
+fi
 exit $fail
