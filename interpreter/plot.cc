@@ -34,11 +34,21 @@ constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c",
                                    "#ff7f0e", "#9467bd", "#8c564b",
                                    "#e377c2", "#7f7f7f", "#17becf"};
 
+// "path:line[:col]: error: message", with the line quoted under it and a
+// caret at the column, as script diagnostics are.
 absl::Status LineError(const std::string& path, int line,
-                       const std::string& message, int column = 0) {
-  return absl::InvalidArgumentError(
+                       const std::string& message, std::string_view text = {},
+                       int column = 0) {
+  std::string out =
       StrCat(path, ":", line, column > 0 ? StrCat(":", column) : "",
-             ": error: ", message));
+             ": error: ", message);
+  if (column > 0 && text.size() <= 200) {
+    const std::string number = StrCat(line);
+    out += StrCat("\n    ", number, " | ", text, "\n    ",
+                  std::string(number.size(), ' '), " | ",
+                  std::string(column - 1, ' '), "^");
+  }
+  return absl::InvalidArgumentError(out);
 }
 
 // `value` as the user wrote it, cut short.
@@ -170,8 +180,8 @@ absl::StatusOr<MetricsLog> ParseMetrics(const std::string& path,
       if (column != std::string::npos && colon != std::string::npos) {
         what = what.substr(colon + 2);
       }
-      return LineError(path, line_no, "malformed JSON: " + what,
-                       static_cast<int>(e.byte));
+      return LineError(path, line_no, "malformed JSON: " + what, line,
+                       static_cast<int>(std::min(e.byte, line.size() + 1)));
     }
     if (!object.is_object()) {
       return LineError(

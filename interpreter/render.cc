@@ -5,11 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "runtime/strings.h"
@@ -24,8 +27,14 @@ std::string TempDirBase() {
   return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
-// Runs `argv` (the program looked up on $PATH) and waits for it; its
-// exit status, or -1 when it could not start or did not exit.
+// How long a renderer may run. Graphviz's layout can take many minutes on
+// a few hundred nodes with a hub (one input read by every step of a long
+// chain); a clear error is better than a hang.
+constexpr int kRenderSeconds = 60;
+
+// Runs `argv` (the program looked up on $PATH) and waits for it, at most
+// kRenderSeconds; its exit status, -1 when it could not start or did not
+// exit, -2 when it ran out of time (and was killed).
 int Spawn(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& a : argv)
@@ -36,9 +45,19 @@ int Spawn(const std::vector<std::string>& argv) {
       0) {
     return -1;
   }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(kRenderSeconds);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -62,7 +81,16 @@ absl::Status Render(const std::string& program, const std::string& input,
     for (std::string& a : args(in_path, out_path)) argv.push_back(std::move(a));
     const int rc = Spawn(argv);
     std::ifstream rendered(out_path, std::ios::binary);
-    if (rc != 0 || !rendered) {
+    if (rc == -2) {
+      status = absl::DeadlineExceededError(StrCat(
+          program, " did not finish writing ", out, " within ", kRenderSeconds,
+          " seconds; ",
+          program == "dot"
+              ? "a graph of many unscoped nodes is slow to lay out: group "
+                "them with `scope \"NAME\" { ... }`, or write DOT (-o "
+                "OUT.dot)"
+              : "the logs may be too large"));
+    } else if (rc != 0 || !rendered) {
       status = absl::InternalError(
           rc < 0 ? StrCat(program, " did not run to completion writing ", out)
                  : StrCat(program, " failed to write ", out, " (exit status ",

@@ -6,19 +6,27 @@
 #
 # With RUNNEL_UPDATE_GOLDENS=1 (or --update after the arguments) it writes
 # NAME.expected instead. A line "# runnel: check" in the script runs
-# `runnel check` instead of `runnel run`.
+# `runnel check` instead of `runnel run`. For NAME.args instead of NAME.rnl,
+# the file holds the command line (after `runnel`), e.g. for `runnel plot`.
 set -uo pipefail
 runnel="$1"
 script="$2"
 update="${RUNNEL_UPDATE_GOLDENS:-0}"
 [[ "${3:-}" == "--update" ]] && update=1
 dir="$(cd "$(dirname "$script")" && pwd)"
-name="$(basename "$script" .rnl)"
-command=run
-grep -q '^# runnel: check' "$script" && command=check
 cd "$dir"
-actual="$("$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
-status=$?
+if [[ "$script" == *.args ]]; then
+  name="$(basename "$script" .args)"
+  read -r -a args <"$name.args"
+  actual="$("$runnel" "${args[@]}" 2>&1 >/dev/null)"
+  status=$?
+else
+  name="$(basename "$script" .rnl)"
+  command=run
+  grep -q '^# runnel: check' "$name.rnl" && command=check
+  actual="$("$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
+  status=$?
+fi
 actual="$actual
 exit status: $status"
 if [[ "$update" == 1 ]]; then
