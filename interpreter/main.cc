@@ -3,7 +3,9 @@
 //   runnel                                 the REPL
 //   runnel run FILE [--arg k=v]... [--seed N] [--threads N] [--metrics FILE]
 //   runnel check FILE [--arg k=v]...       build and shape-check, run nothing
-//   runnel graph FILE [-o out.dot|out.svg] the graph `check` builds, as DOT
+//   runnel graph FILE [-o out.dot|out.svg|out.png] [--expand SCOPE]...
+//                [--depth N] [--all]      the graph `check` builds
+//   runnel plot LOG... [-o out.svg|out.png|out.gp]  training curves
 //
 // Exit status: 0 success; 1 an error or failed assert while running; 2 a
 // usage or parse error.
@@ -15,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@
 #include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/plot.h"
+#include "interpreter/render.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
 #include "runtime/strings.h"
@@ -36,10 +39,17 @@ constexpr char kUsage[] =
     "       runnel check FILE [options]     parse, build the graph and check "
     "shapes;\n"
     "                                       run nothing\n"
-    "       runnel graph FILE [-o OUT]      write the graph `check` builds as "
-    "Graphviz\n"
-    "                                       DOT (OUT.dot, OUT.svg; stdout "
-    "without -o)\n"
+    "       runnel graph FILE [-o OUT]      draw the graph `check` builds: "
+    "Graphviz DOT\n"
+    "                                       (OUT.dot, or stdout without -o), "
+    "OUT.svg\n"
+    "                                       or OUT.png; one box per name "
+    "scope\n"
+    "       runnel plot LOG... [-o OUT]     draw the curves of --metrics logs "
+    "with\n"
+    "                                       gnuplot (OUT.svg, OUT.png; the "
+    "script to\n"
+    "                                       stdout without -o, or OUT.gp)\n"
     "       runnel --help | --version\n"
     "\n"
     "options:\n"
@@ -48,6 +58,13 @@ constexpr char kUsage[] =
     "  --seed N           the global random seed (default 0)\n"
     "  --threads N        threads per pool (default: all cores)\n"
     "  --metrics FILE     append one JSON line per report(...) to FILE\n"
+    "\n"
+    "graph options:\n"
+    "  --expand SCOPE     open SCOPE's box (repeatable), e.g. --expand dense\n"
+    "  --depth N          show N levels of scopes (default 1: a box per "
+    "top-level\n"
+    "                     scope)\n"
+    "  --all              draw every node\n"
     "\n"
     "exit status: 0 success, 1 error or failed assert, 2 usage or parse "
     "error\n";
@@ -86,90 +103,50 @@ int RunWithLargeStack(const std::function<int()>& fn) {
   return result;
 }
 
-bool HasDot() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(
-        start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (dir.empty()) dir = ".";
-    if (access((dir + "/dot").c_str(), X_OK) == 0) return true;
-    if (colon == std::string::npos) break;
-    start = colon + 1;
+// The DOT text of the graph in `view`, written to `out` (stdout for "").
+int WriteGraph(const Graph& graph, const GraphView& view,
+               const std::string& out) {
+  absl::StatusOr<std::string> dot = GraphToDot(graph, view);
+  absl::Status status = dot.status();
+  if (status.ok() && (out.empty() || out == "-")) {
+    std::fputs(dot->c_str(), stdout);
+  } else if (status.ok()) {
+    status = WriteDot(*dot, out);
   }
-  return false;
+  if (!status.ok()) {
+    std::fprintf(stderr, "runnel: %s\n", std::string(status.message()).c_str());
+    return kExitError;
+  }
+  return kExitOk;
 }
 
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Writes `text` to `path` through a temporary file and a rename.
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return false;
+// `runnel plot LOG... [-o OUT]`.
+int Plot(const std::vector<std::string>& args) {
+  std::vector<std::string> logs;
+  std::string out;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "-o" || args[i].rfind("-o=", 0) == 0) {
+      if (args[i] == "-o" && i + 1 < args.size()) {
+        out = args[++i];
+      } else {
+        out = args[i].size() > 3 ? args[i].substr(3) : "";
+      }
+      if (out.empty()) return Usage("-o needs a file name");
+    } else if (args[i].size() > 1 && args[i][0] == '-') {
+      return Usage(StrCat("unknown option '", args[i], "' for 'plot'"));
+    } else {
+      logs.push_back(args[i]);
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
-}
-
-int WriteGraph(const Graph& graph, const std::string& out) {
-  const std::string dot = GraphToDot(graph);
-  if (out.empty() || out == "-") {
-    std::fputs(dot.c_str(), stdout);
-    return kExitOk;
-  }
-  if (EndsWith(out, ".svg")) {
-    if (!HasDot()) {
-      std::fprintf(stderr,
-                   "runnel: writing %s needs the Graphviz 'dot' program, "
-                   "which is not installed; install graphviz, or write DOT "
-                   "with -o %s.dot\n",
-                   out.c_str(), out.substr(0, out.size() - 4).c_str());
-      return kExitError;
-    }
-    char dot_path[] = "/tmp/runnel-graph-XXXXXX";
-    int fd = mkstemp(dot_path);
-    if (fd < 0) {
-      std::fprintf(stderr, "runnel: cannot create a temporary file: %s\n",
-                   std::strerror(errno));
-      return kExitError;
-    }
-    if (write(fd, dot.data(), dot.size()) != static_cast<ssize_t>(dot.size())) {
-      close(fd);
-      std::remove(dot_path);
-      std::fprintf(stderr, "runnel: cannot write a temporary file\n");
-      return kExitError;
-    }
-    close(fd);
-    const std::string tmp_svg = out + ".tmp";
-    std::string cmd = StrCat("dot -Tsvg -o '", tmp_svg, "' '", dot_path, "'");
-    const int rc = std::system(cmd.c_str());
-    std::remove(dot_path);
-    if (rc != 0 || std::rename(tmp_svg.c_str(), out.c_str()) != 0) {
-      std::remove(tmp_svg.c_str());
-      std::fprintf(stderr, "runnel: dot failed to write %s\n", out.c_str());
-      return kExitError;
-    }
-    return kExitOk;
-  }
-  if (!WriteFileAtomically(out, dot)) {
-    std::fprintf(stderr, "runnel: cannot write %s: %s\n", out.c_str(),
-                 std::strerror(errno));
+  if (logs.empty()) return Usage("'plot' needs a metrics FILE");
+  const absl::Status status = WritePlot(logs, out);
+  if (!status.ok()) {
+    const std::string message(status.message());
+    // Errors in a log name their line ("m.jsonl:3: error: ...").
+    std::fprintf(
+        stderr, "%s%s\n",
+        message.find(": error: ") == std::string::npos ? "runnel: " : "",
+        message.c_str());
     return kExitError;
   }
   return kExitOk;
@@ -188,10 +165,12 @@ int Main(int argc, char** argv) {
     std::printf("runnel %s\n", RUNNEL_VERSION);
     return kExitOk;
   }
+  if (command == "plot") return Plot(args);
   if (command != "run" && command != "check" && command != "graph") {
     return Usage(StrCat("unknown command '", command, "'"));
   }
   std::string file, graph_out, metrics;
+  GraphView view;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string a = args[i];
     std::string value;
@@ -247,6 +226,9 @@ int Main(int argc, char** argv) {
       if (!take(&graph_out) || graph_out.empty()) {
         return Usage("-o needs a file name");
       }
+    } else if (std::string error; command == "graph" &&
+                                  TakeGraphViewOption(a, take, &view, &error)) {
+      if (!error.empty()) return Usage(error);
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       return Usage(StrCat("unknown option '", a, "' for '", command, "'"));
     } else if (file.empty()) {
@@ -268,7 +250,7 @@ int Main(int argc, char** argv) {
     g_batch_interp.store(nullptr);
     const int code = status != kExitOk || command != "graph"
                          ? status
-                         : WriteGraph(interp.graph(), graph_out);
+                         : WriteGraph(interp.graph(), view, graph_out);
     // Everything the program wrote is complete (checkpoints and .npy files
     // are fsync'd when written); flush the streams and leave without
     // freeing the graph, the AST and the session piece by piece, which

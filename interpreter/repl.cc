@@ -34,6 +34,8 @@
 #include <vector>
 
 #include "interpreter/graph_dot.h"
+#include "interpreter/plot.h"
+#include "interpreter/render.h"
 #include "lang/ast.h"
 #include "lang/parser.h"
 #include "lang/source.h"
@@ -47,7 +49,13 @@ constexpr char kHelp[] =
     "Unfinished input continues on '...' lines.\n"
     "  :help        this text\n"
     "  :vars        the names defined in this session\n"
-    "  :graph       the graph built so far (:graph dot for Graphviz DOT)\n"
+    "  :graph [OUT] draw the graph built so far (OUT.svg, OUT.png; a file in\n"
+    "               a temporary directory without OUT) and print its path;\n"
+    "               options as for `runnel graph`: --expand SCOPE, --depth N,\n"
+    "               --all. `:graph dot` prints the DOT text, `:graph list`\n"
+    "               the nodes\n"
+    "  :plot LOG... draw the curves of metrics logs (--metrics) with gnuplot\n"
+    "               and print the picture's path; -o OUT names it\n"
     "  :load FILE   run FILE in this session\n"
     "  :reset       start over with a fresh graph and session\n"
     "  :quit        leave (or Ctrl-D on an empty line)\n"
@@ -142,20 +150,9 @@ class Repl {
                     DescribeValue(binding.value).c_str(), shown.c_str());
       }
     } else if (cmd == ":graph") {
-      const Graph& g = interp.graph();
-      if (arg == "dot") {
-        std::fputs(GraphToDot(g).c_str(), stdout);
-      } else {
-        std::printf("%d nodes\n", g.num_nodes());
-        int shown = 0;
-        for (Node* n : g.nodes()) {
-          if (++shown > 50) {
-            std::puts("  ...");
-            break;
-          }
-          std::printf("  %s = %s\n", n->name().c_str(), n->op().c_str());
-        }
-      }
+      DrawGraph(interp.graph(), Words(arg));
+    } else if (cmd == ":plot") {
+      DrawPlot(Words(arg));
     } else if (cmd == ":load") {
       if (arg.empty()) {
         std::fputs(":load needs a FILE\n", stderr);
@@ -177,6 +174,104 @@ class Repl {
     std::fflush(stdout);
     std::fflush(stderr);
     return true;
+  }
+
+  // `:graph [dot|list] [OUT] [--expand SCOPE]... [--depth N] [--all]`.
+  void DrawGraph(const Graph& graph, const std::vector<std::string>& words) {
+    GraphView view;
+    std::string out, mode;
+    for (size_t i = 0; i < words.size(); ++i) {
+      auto take = [&](std::string* value) {
+        if (i + 1 >= words.size()) return false;
+        *value = words[++i];
+        return true;
+      };
+      std::string error;
+      if (TakeGraphViewOption(words[i], take, &view, &error)) {
+        if (!error.empty()) return Fail(error);
+      } else if (words[i] == "dot" || words[i] == "list") {
+        mode = words[i];
+      } else if (words[i][0] == '-' || !out.empty()) {
+        return Fail(StrCat(":graph: unexpected '", words[i], "' (see :help)"));
+      } else {
+        out = words[i];
+      }
+    }
+    if (mode == "list") {
+      std::printf("%d nodes\n", graph.num_nodes());
+      for (Node* n : graph.nodes()) {
+        std::printf("  %s = %s\n", n->name().c_str(), n->op().c_str());
+      }
+      return;
+    }
+    absl::StatusOr<std::string> dot = GraphToDot(graph, view);
+    if (!dot.ok()) return Fail(std::string(dot.status().message()));
+    if (mode == "dot") {
+      std::fputs(dot->c_str(), stdout);
+      return;
+    }
+    if (out.empty() && !ScratchFile("graph.svg", &out)) return;
+    Written(WriteDot(*dot, out), out);
+  }
+
+  // `:plot LOG... [-o OUT]`.
+  void DrawPlot(const std::vector<std::string>& words) {
+    std::vector<std::string> logs;
+    std::string out;
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (words[i] == "-o" && i + 1 < words.size()) {
+        out = words[++i];
+      } else if (words[i][0] == '-') {
+        return Fail(StrCat(":plot: unexpected '", words[i], "' (see :help)"));
+      } else {
+        logs.push_back(words[i]);
+      }
+    }
+    if (logs.empty()) return Fail(":plot needs a metrics FILE");
+    if (out.empty() && !ScratchFile("curves.svg", &out)) return;
+    Written(WritePlot(logs, out), out);
+  }
+
+  static void Fail(const std::string& message) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+  }
+
+  static void Written(const absl::Status& status, const std::string& out) {
+    if (status.ok()) {
+      std::printf("wrote %s\n", out.c_str());
+    } else {
+      Fail(std::string(status.message()));
+    }
+  }
+
+  // `name` in this session's temporary directory (made on first use).
+  bool ScratchFile(const std::string& name, std::string* path) {
+    if (scratch_.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string dir =
+          StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/runnel-XXXXXX");
+      if (mkdtemp(dir.data()) == nullptr) {
+        Fail(StrCat("cannot create a temporary directory: ",
+                    std::strerror(errno)));
+        return false;
+      }
+      scratch_ = dir;
+    }
+    *path = scratch_ + "/" + name;
+    return true;
+  }
+
+  static std::vector<std::string> Words(const std::string& text) {
+    std::vector<std::string> words;
+    size_t i = 0;
+    while (true) {
+      i = text.find_first_not_of(" \t", i);
+      if (i == std::string::npos) break;
+      size_t j = text.find_first_of(" \t", i);
+      words.push_back(text.substr(i, j - i));
+      i = j;
+    }
+    return words;
   }
 
   // The completions of `word` (which may be `module.prefix`).
@@ -221,6 +316,7 @@ class Repl {
   Options options_;
   std::unique_ptr<Session> session_;
   int inputs_ = 0;
+  std::string scratch_;  // the temporary directory for pictures
 };
 
 bool IsBlank(const std::string& s) {

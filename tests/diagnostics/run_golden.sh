@@ -8,25 +8,34 @@
 # NAME.expected instead. A line "# runnel: check" in the script runs
 # `runnel check` instead of `runnel run`. A line "# runnel: bytes" runs a
 # copy of the script in which each \xNN is the byte NN, for scripts with
-# bytes that git should not hold (a NUL, text that is not UTF-8).
+# bytes that git should not hold (a NUL, text that is not UTF-8). For
+# NAME.args instead of NAME.rnl, the file holds the command line (after
+# `runnel`), e.g. for `runnel plot`.
 set -uo pipefail
 runnel="$(realpath "$1")"
 script="$2"
 update="${RUNNEL_UPDATE_GOLDENS:-0}"
 [[ "${3:-}" == "--update" ]] && update=1
 dir="$(cd "$(dirname "$script")" && pwd)"
-name="$(basename "$script" .rnl)"
-command=run
-grep -q '^# runnel: check' "$script" && command=check
 cd "$dir"
-run_dir="$dir"
-if grep -q '^# runnel: bytes' "$script"; then
-  run_dir="$(mktemp -d)"
-  trap 'rm -rf "$run_dir"' EXIT
-  perl -pe 's/\\x([0-9A-Fa-f]{2})/chr(hex($1))/ge' "$name.rnl" >"$run_dir/$name.rnl"
+if [[ "$script" == *.args ]]; then
+  name="$(basename "$script" .args)"
+  read -r -a args <"$name.args"
+  actual="$("$runnel" "${args[@]}" 2>&1 >/dev/null)"
+  status=$?
+else
+  name="$(basename "$script" .rnl)"
+  command=run
+  grep -q '^# runnel: check' "$name.rnl" && command=check
+  run_dir="$dir"
+  if grep -q '^# runnel: bytes' "$name.rnl"; then
+    run_dir="$(mktemp -d)"
+    trap 'rm -rf "$run_dir"' EXIT
+    perl -pe 's/\\x([0-9A-Fa-f]{2})/chr(hex($1))/ge' "$name.rnl" >"$run_dir/$name.rnl"
+  fi
+  actual="$(cd "$run_dir" && "$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
+  status=$?
 fi
-actual="$(cd "$run_dir" && "$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
-status=$?
 actual="$actual
 exit status: $status"
 if [[ "$update" == 1 ]]; then

@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -26,6 +27,7 @@ class Repl:
         env["TERM"] = "xterm"
         env.pop("EDITRC", None)
         env["HOME"] = os.path.dirname(history)  # no ~/.editrc
+        env["TMPDIR"] = os.path.dirname(history)  # :graph's pictures
         pid, fd = pty.fork()
         if pid == 0:
             os.execve(RUNNEL, [RUNNEL], env)
@@ -175,9 +177,36 @@ def main():
     r.send("helper_fn(loaded_value)\r")
     r.expect(r"\r\n41\r\n>>> ", "names from :load")
 
-    r.send(":graph\r")
-    r.expect(r"nodes", ":graph")
-    r.expect(r">>> ", "prompt after :graph")
+    # :graph writes a picture and prints its path; :plot draws a metrics log.
+    # (A fresh session first: Graphviz takes minutes over the 8000-node
+    # chain above.)
+    r.send(":reset\r")
+    r.expect(r"a fresh graph and session\r\n>>> ", ":reset")
+    r.send("input x: f32[?, 3]\r")
+    r.expect(r">>> ", "an input")
+    r.send('scope "layer" { let h = relu(x @ ones([3, 2])) }\r')
+    r.expect(r">>> ", "a scoped layer")
+    r.send(":graph list\r")
+    r.expect(r"nodes", ":graph list")
+    r.expect(r">>> ", "prompt after :graph list")
+    r.send(":graph dot\r")
+    r.expect(r"digraph runnel", ":graph dot")
+    r.expect(r">>> ", "prompt after :graph dot")
+    metrics = os.path.join(tmp, "m.jsonl")
+    with open(metrics, "w") as f:
+        f.write('{"report": 1, "step": 0, "loss": 2.0}\n'
+                '{"report": 2, "step": 1, "loss": 1.0}\n')
+    for command, picture in ((f":plot {metrics}", "curves.svg"),
+                             (":graph", "graph.svg")):
+        r.send(command + "\r")
+        m = r.expect(r"wrote (\S+)\r\n", command)
+        path = m.group(1).decode()
+        if not path.endswith(picture):
+            fail(f"{command} wrote {path}, want a {picture}")
+        with open(path) as f:
+            if "<svg" not in f.read():
+                fail(f"{command}: {path} is not an SVG")
+        r.expect(r">>> ", f"prompt after {command}")
 
     # Ctrl-D on an empty line exits with status 0. (The prompt is written
     # just before libedit puts the terminal in raw mode; a ^D that arrived
@@ -200,10 +229,10 @@ def main():
     r.send("\x1b[A")
     r.expect(r":graph", "history recalled in a second session")
     r.send("\r")
-    r.expect(r"nodes", "the recalled entry runs")
+    r.expect(r"wrote \S*graph\.svg", "the recalled entry runs")
     r.expect(r">>> ", "prompt after the recalled entry")
     r.send("\x1b[A\x1b[A")
-    r.expect(r"helper_fn\(loaded_value\)", "going further back in history")
+    r.expect(r"plot \S*m\.jsonl", "going further back in history")
     r.send("\x03")
     r.expect(r"\^C\r\n>>> ", "abandoning the recalled entry")
     r.send("1 + 1\r")
@@ -214,6 +243,7 @@ def main():
     status = r.wait_exit(":quit")
     if status != 0:
         fail(f":quit: exit status {status}")
+    shutil.rmtree(tmp)
     print("PASS")
 
 

@@ -66,6 +66,15 @@ if command -v dot >/dev/null; then
   expect_in "$work/g.svg" "<svg" "SVG written by dot"
 fi
 
+# Graph views: --placed is refused until placement exists; --expand must
+# name a scope of the graph.
+expect_status 2 "graph --placed" -- "$runnel" graph "$work/model.rnl" --placed
+expect_in "$work/err" "placement is not implemented yet" "--placed explains itself"
+expect_status 2 "graph --depth 0" -- "$runnel" graph "$work/model.rnl" --depth 0
+expect_status 1 "graph --expand of no scope" -- "$runnel" graph "$work/model.rnl" --expand nope
+expect_in "$work/err" "the graph has no scope 'nope'" "--expand names the missing scope"
+expect_status 0 "graph --all" -- "$runnel" graph "$work/model.rnl" --all --depth 3
+
 cat >"$work/metrics.rnl" <<'RNL'
 for i in progress(0..3, "loop") {
     report(loss = 0.5 * i, name = "a")
@@ -79,6 +88,38 @@ if [[ $lines != 3 ]]; then
 fi
 expect_in "$work/m.jsonl" '"loss": 1' "metrics values"
 expect_in "$work/m.jsonl" '"label": "loop"' "metrics name the progress bar"
+
+# runnel plot: the metrics just written, as a gnuplot script and a picture.
+cat >"$work/curves.rnl" <<'RNL'
+for i in progress(0..3, "loop") {
+    report(loss = 0.5 * i)
+}
+report(test_acc = 0.75)
+RNL
+expect_status 0 "metrics for plot" -- "$runnel" run "$work/curves.rnl" --metrics "$work/c.jsonl"
+expect_status 0 "plot to stdout" -- "$runnel" plot "$work/c.jsonl"
+expect_in "$work/out" 'set title "loss"' "plot writes a panel per metric"
+expect_in "$work/out" 'set title "test_acc"' "plot draws the evaluation"
+expect_status 0 "plot -o .gp" -- "$runnel" plot "$work/c.jsonl" -o "$work/c.gp"
+expect_in "$work/c.gp" "linespoints" "the evaluation is drawn as points"
+expect_status 2 "plot without a file" -- "$runnel" plot
+expect_status 2 "plot with an unknown option" -- "$runnel" plot "$work/c.jsonl" --frob
+expect_status 1 "plot to an unknown format" -- "$runnel" plot "$work/c.jsonl" -o "$work/c.pdf"
+expect_in "$work/err" "name it .svg or .png" "plot names the formats"
+expect_status 1 "plot of a log with a string metric" -- "$runnel" plot "$work/m.jsonl"
+expect_in "$work/err" 'm.jsonl:1: error: metric "name" is not a number' "plot names the line"
+if command -v gnuplot >/dev/null; then
+  expect_status 0 "plot -o svg" -- "$runnel" plot "$work/c.jsonl" "$work/c.jsonl" -o "$work/c.svg"
+  expect_in "$work/c.svg" "<svg" "SVG written by gnuplot"
+  # Without gnuplot on PATH the error says what to install, and no file is left.
+  rm -f "$work/none.svg"
+  expect_status 1 "plot without gnuplot" -- env PATH=/nonexistent "$runnel" plot "$work/c.jsonl" -o "$work/none.svg"
+  expect_in "$work/err" "needs gnuplot" "the missing gnuplot is named"
+  if [[ -e "$work/none.svg" ]]; then
+    echo "FAIL: plot without gnuplot left an output file"
+    fail=1
+  fi
+fi
 
 cat >"$work/bad.rnl" <<'RNL'
 let a = (1 +
