@@ -206,11 +206,11 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
     }
     for (std::string s = scope; !s.empty(); s = Parent(s)) expanded.insert(s);
   }
-  // A scope holding only constants under a node of its own name (a
-  // variable's initial value) opens only when asked to.
+  // A scope holding only constants and reads under a node of its own name
+  // (a variable's initial value and its reads) opens only when asked to.
   absl::flat_hash_set<std::string> computing;
   for (const Node* n : nodes) {
-    if (n->op() == "const") continue;
+    if (n->op() == "const" || n->op() == "read_variable") continue;
     for (std::string s = Parent(n->name()); !s.empty(); s = Parent(s)) {
       if (!computing.insert(s).second) break;
     }
@@ -284,8 +284,9 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
     }
   }
 
-  // A box holding one node named like its scope and the constants that
-  // initialize it (a variable and its initial value) is drawn as the node.
+  // A box holding one node named like its scope, the constants that
+  // initialize it and the reads of it (a variable, its initial value and
+  // its reads) is drawn as the node.
   for (Unit& u : units) {
     if (u.scope.empty()) continue;
     auto named =
@@ -293,7 +294,8 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
                      [&](const Node* n) { return n->name() == u.scope; });
     if (named != u.members.end() &&
         std::all_of(u.members.begin(), u.members.end(), [&](const Node* n) {
-          return n == *named || n->op() == "const";
+          return n == *named || n->op() == "const" ||
+                 n->op() == "read_variable";
         })) {
       std::rotate(u.members.begin(), named, named + 1);
       u.scope.clear();

@@ -154,10 +154,11 @@ class GraphDotTest : public ::testing::Test {
 
 TEST_F(GraphDotTest, OneBoxPerScopeWithItsOpCount) {
   const Dot dot = View({});
-  // dense: w and b with their initial values, matmul, bias_add, relu.
+  // dense: w and b with their initial values and reads, matmul, bias_add,
+  // relu.
   ASSERT_NE(dot.Find("dense"), nullptr);
-  EXPECT_EQ(dot.Find("dense")->label[1], "7 ops");
-  EXPECT_EQ(dot.Find("dense_2")->label[1], "6 ops");  // no relu
+  EXPECT_EQ(dot.Find("dense")->label[1], "9 ops");
+  EXPECT_EQ(dot.Find("dense_2")->label[1], "8 ops");  // no relu
   EXPECT_EQ(dot.Find("cross_entropy")->label[1], "2 ops");
   for (const std::string scope :
        {"dense", "dense_1", "dense_2", "cross_entropy", "adam"}) {
@@ -217,10 +218,11 @@ TEST_F(GraphDotTest, ExpandOpensOneScope) {
   EXPECT_EQ(dot.Find("dense"), nullptr);
   ASSERT_NE(dot.Find("dense/y"), nullptr);
   EXPECT_EQ(dot.Find("dense/y")->label[1], "matmul");
-  // A variable and its initial value are one node.
+  // A variable, its initial value and its read are one node.
   EXPECT_EQ(dot.Find("dense/w")->label[1], "variable");
   EXPECT_EQ(dot.Find("dense/w")->members,
-            (std::vector<std::string>{"dense/w", "dense/w/initial_value"}));
+            (std::vector<std::string>{"dense/w", "dense/w/initial_value",
+                                      "dense/w/read"}));
   EXPECT_EQ(dot.EdgeLabel("x", "dense/y"),
             std::vector<std::string>{"f32[?,784]"});
   EXPECT_EQ(dot.EdgeLabel("dense/relu", "dense_1"),
