@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/op_registry.h"
 
@@ -271,6 +273,35 @@ TEST_F(ScriptTest, EveryBuiltinSurvivesBadArguments) {
         }
       }
     }
+  }
+}
+
+// A function bound in the scope it closes over is a cycle of shared_ptrs:
+// the interpreter must break it when it goes, or every script that defines
+// a function leaks its scopes (and the builtins they reach).
+TEST_F(ScriptTest, FreesFunctionsAndTheirScopes) {
+  ASSERT_EQ(Run(R"(
+def f(x) = x + 1
+let g = fn(y) => y * 2
+def outer() {
+    def inner() = 1
+    let also = fn() => inner()
+    also
+}
+let h = outer()
+let (a, b) = loop (a, b) = (0, none) for i in 0..3 { (a + 1, fn() => i) }
+)"),
+            0)
+      << err();
+  std::vector<std::weak_ptr<const Function>> functions;
+  for (const char* name : {"f", "g", "h", "b", "print"}) {
+    Binding* binding = interp_->globals().Find(name);
+    ASSERT_NE(binding, nullptr) << name;
+    functions.push_back(binding->value.function());
+  }
+  interp_.reset();
+  for (const std::weak_ptr<const Function>& f : functions) {
+    EXPECT_TRUE(f.expired());
   }
 }
 

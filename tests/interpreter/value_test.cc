@@ -54,6 +54,25 @@ TEST(FormatValue, Symbolic) {
             "a symbolic f32[?,10] tensor");
 }
 
+TEST(ContainsSymbolic, KnownAtAnyDepth) {
+  Graph g;
+  NodeSpec spec;
+  spec.name = "x";
+  spec.op = "placeholder";
+  spec.attrs = {{"dtype", DType::kF32}, {"shape", Shape{2}}};
+  Value x = Value::Symbolic({*g.AddNode(std::move(spec)), 0});
+  EXPECT_TRUE(x.contains_symbolic());
+  EXPECT_FALSE(Value::Int(1).contains_symbolic());
+  EXPECT_FALSE(Value().contains_symbolic());
+  Value plain = Value::Tuple({Value::Int(1), Value::List({Value::Int(2)})});
+  EXPECT_FALSE(plain.contains_symbolic());
+  Value deep = Value::Record({{"a", plain}, {"b", Value::List({x})}});
+  for (int i = 0; i < 1000; ++i) deep = Value::Tuple({Value::Int(i), deep});
+  EXPECT_TRUE(deep.contains_symbolic());
+  EXPECT_TRUE(Value::List({plain, deep}).contains_symbolic());
+  EXPECT_FALSE(Value::Record({{"p", plain}}).contains_symbolic());
+}
+
 TEST(Literals, IntAndFloatLiteralsAreMarked) {
   Value i = Value::Int(2);
   EXPECT_TRUE(i.literal());
