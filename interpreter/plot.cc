@@ -172,6 +172,9 @@ absl::StatusOr<MetricsLog> ParseMetrics(const std::string& path,
     try {
       object = Json::parse(line);
     } catch (const Json::parse_error& e) {
+      // A last line without its newline is still being written (the
+      // training is running): leave it for the next plot.
+      if (end == text.size()) break;
       // e.what(): "[json.exception.parse_error.101] parse error at line 1,
       // column 5: syntax error while parsing ..."
       std::string what = e.what();

@@ -38,6 +38,8 @@ struct MetricsLog {
 
 // Parses the text of a metrics log read from `path`. Errors name the line
 // (and the column of a JSON syntax error) as "path:line:col: error: ...".
+// A malformed last line without a newline is skipped: the log is still
+// being written.
 absl::StatusOr<MetricsLog> ParseMetrics(const std::string& path,
                                         std::string_view text);
 absl::StatusOr<MetricsLog> ReadMetrics(const std::string& path);

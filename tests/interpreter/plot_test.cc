@@ -85,6 +85,14 @@ TEST(ParseMetrics, AStepThatGoesDownStartsANewLoop) {
   EXPECT_EQ(log->boundaries, std::vector<double>{6.0});
 }
 
+TEST(ParseMetrics, SkipsALastLineStillBeingWritten) {
+  absl::StatusOr<MetricsLog> log =
+      ParseMetrics("m.jsonl", "{\"loss\": 3}\n{\"loss\": 2}\n{\"lo");
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(log->series[0].points, (Points{{1.0, 3.0}, {2.0, 2.0}}));
+  EXPECT_FALSE(ParseMetrics("m.jsonl", "{\"lo\n{\"loss\": 2}\n").ok());
+}
+
 TEST(ParseMetrics, ErrorsNameTheLine) {
   auto error = [](const std::string& text) {
     absl::StatusOr<MetricsLog> log = ParseMetrics("m.jsonl", text);
