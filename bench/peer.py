@@ -204,7 +204,7 @@ def compare(title, threads, runnel, peer_cmd, rounds, workloads,
                 f"(medians); ratio {statistics.median(ratios):.3g} "
                 f"(median of per-round ratios, {min(ratios):.3g}-"
                 f"{max(ratios):.3g})")
-        if peak:
+        if peak and flops.get(w):
             floor = flops[w] / (peak * 1e9)
             line += (f"; floor {fmt_time(floor)} ({flops[w] / 1e9:.3g} GFLOP"
                      f" at {peak:.0f} GFLOP/s: Runnel at {floor / r:.0%} of "
