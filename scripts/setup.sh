@@ -10,6 +10,7 @@ packages=(
   antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev
+  libdnnl-dev
   # data, peer for benchmarks, graph rendering, editor tests
   dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz vim emacs-nox
