@@ -11,7 +11,8 @@ same workload, with the same thread count, in the same invocation, honestly.
     (Runnel / peer: below 1 Runnel is faster).
   - Where the work is arithmetic, the floor is printed beside them: the
     FLOPs of the workload divided by the f32 GEMM peak measured in the same
-    run (the faster of PyTorch's and Runnel's on a 1024^3 product).
+    run (the best of PyTorch's and Runnel's on a 1024^3 product, measured
+    every round).
 
 A side is a command that prints lines `RESULT <workload> <seconds>` (one
 unit of work: a step, an op, a product), or a Python function of the
@@ -122,32 +123,37 @@ def fmt_time(s):
     return f"{s * 1e6:.3f} us"
 
 
-def peer_gemm_peak(threads):
-    """GFLOP/s of PyTorch's f32 matmul (OpenBLAS) at its best setting."""
-    best = 0.0
-    for c in peer_configs(threads)[:1]:  # passive: nothing else runs
+class GemmPeak:
+    """The f32 GEMM peak: the best GFLOP/s of PyTorch's (OpenBLAS, OpenMP
+    passive) and Runnel's (matmul_bench in `build_dir`, when built) on a
+    PEAK_SHAPE^3 product, measured once per round, so a burst of load from
+    other processes during one measurement does not lower the floor."""
+
+    def __init__(self, threads, build_dir=None):
+        self.threads = threads
+        binary = os.path.join(build_dir, "matmul_bench") if build_dir else ""
+        self.binary = binary if os.access(binary, os.X_OK) else None
+        self.peer = self.ours = 0.0
+
+    def measure(self):
+        flops = 2.0 * PEAK_SHAPE ** 3
         r = run_side([PYTHON, os.path.join(HERE, "peer.py"), "--peak",
-                      "--threads", str(threads)], c)
-        best = max(best, 2.0 * PEAK_SHAPE ** 3 / r["gemm"] / 1e9)
-    return best
+                      "--threads", str(self.threads)],
+                     peer_configs(self.threads)[0])
+        self.peer = max(self.peer, flops / r["gemm"] / 1e9)
+        if self.binary:
+            r = run_side([self.binary, "--runnel-only", "--peak", "--threads",
+                          str(self.threads)])
+            self.ours = max(self.ours, flops / r["gemm"] / 1e9)
 
+    def gflops(self):
+        return max(self.peer, self.ours)
 
-def gemm_peak(threads, build_dir=None):
-    """(peak GFLOP/s, description): the faster of PyTorch's and Runnel's
-    f32 GEMM on a PEAK_SHAPE^3 product, measured now."""
-    flops = 2.0 * PEAK_SHAPE ** 3
-    peer = peer_gemm_peak(threads)
-    parts = [f"PyTorch {peer:.0f}"]
-    ours = 0.0
-    binary = os.path.join(build_dir, "matmul_bench") if build_dir else None
-    if binary and os.access(binary, os.X_OK):
-        r = run_side([binary, "--runnel-only", "--peak", "--threads",
-                      str(threads)])
-        ours = flops / r["gemm"] / 1e9
-        parts.append(f"Runnel {ours:.0f}")
-    peak = max(peer, ours)
-    return peak, f"{PEAK_SHAPE}^3 f32 GEMM peak {peak:.0f} GFLOP/s (" + \
-        ", ".join(parts) + ")"
+    def describe(self, rounds):
+        parts = [f"PyTorch {self.peer:.0f}"] + (
+            [f"Runnel {self.ours:.0f}"] if self.binary else [])
+        return (f"{PEAK_SHAPE}^3 f32 GEMM peak {self.gflops():.0f} GFLOP/s, "
+                f"best of {rounds} rounds (" + ", ".join(parts) + ")")
 
 
 def compare(title, threads, runnel, peer_cmd, rounds, workloads,
@@ -167,10 +173,7 @@ def compare(title, threads, runnel, peer_cmd, rounds, workloads,
         else [Config({}, args, label) for label, args in variants]
     chosen = tune(peer_cmd, configs, trial_args) if len(configs) > 1 else \
         {w: configs[0] for w in workloads}
-    peak = None
-    if flops:
-        peak, peak_text = gemm_peak(threads, build_dir)
-        print("  " + peak_text)
+    peak = GemmPeak(threads, build_dir) if flops else None
     groups = []  # distinct chosen configs, in order
     for w in workloads:
         if all(chosen[w] is not g for g in groups):
@@ -193,10 +196,14 @@ def compare(title, threads, runnel, peer_cmd, rounds, workloads,
             (run_theirs, run_ours)
         first()
         second()
+        if peak:
+            peak.measure()
         print("  round %d: " % (k + 1) + "; ".join(
             f"{w} Runnel {fmt_time(ours[w][-1])}, {peer_name} "
             f"{fmt_time(theirs[w][-1])}" for w in workloads))
         sys.stdout.flush()
+    if peak:
+        print("  " + peak.describe(rounds))
     for w, desc in workloads.items():
         r, p = statistics.median(ours[w]), statistics.median(theirs[w])
         ratios = [a / b for a, b in zip(ours[w], theirs[w])]
@@ -205,9 +212,10 @@ def compare(title, threads, runnel, peer_cmd, rounds, workloads,
                 f"(median of per-round ratios, {min(ratios):.3g}-"
                 f"{max(ratios):.3g})")
         if peak and flops.get(w):
-            floor = flops[w] / (peak * 1e9)
+            floor = flops[w] / (peak.gflops() * 1e9)
             line += (f"; floor {fmt_time(floor)} ({flops[w] / 1e9:.3g} GFLOP"
-                     f" at {peak:.0f} GFLOP/s: Runnel at {floor / r:.0%} of "
+                     f" at {peak.gflops():.0f} GFLOP/s: Runnel at "
+                     f"{floor / r:.0%} of "
                      f"it, {peer_name} at {floor / p:.0%})")
         print(line)
         print(f"  {peer_name} configuration: "
