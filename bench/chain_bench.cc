@@ -1,7 +1,10 @@
 // Executor overhead: a chain of 1000 scalar adds run as one graph, against
-// the same 1000 adds in PyTorch eager mode, in the same invocation.
+// the same 1000 adds in PyTorch eager mode, in the same invocation. The
+// comparison (peer tuning, alternating rounds, report) is bench/chain_peer.py,
+// to which this hands itself over; with --runnel-only it times Runnel alone
+// and prints `RESULT chain <seconds per add>`.
 //
-//   build-release/chain_bench [--threads N]
+//   build-release/chain_bench [--threads N] [--rounds N] [--runnel-only]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +19,7 @@
 using namespace runnel;
 
 int main(int argc, char** argv) {
+  bench::HandOffToDriver(argc, argv, "chain_peer.py");
   int threads = bench::ThreadsArg(argc, argv, 2);
   constexpr int kOps = 1000;
   auto g = std::make_shared<Graph>();
@@ -49,13 +53,6 @@ int main(int argc, char** argv) {
                  (20.0 * kOps));
   }
   std::sort(us.begin(), us.end());
-  double runnel_us = us[us.size() / 2];
-
-  double peer_us = bench::RunPeer("chain_peer.py", threads);
-  std::printf(
-      "chain of %d scalar adds (%d threads): runnel %.3f us/op, pytorch "
-      "eager %.3f us/op, ratio %.2fx (runnel time / pytorch time)\n",
-      kOps, threads, runnel_us, peer_us,
-      peer_us > 0 ? runnel_us / peer_us : 0.0);
+  bench::Result("chain", us[us.size() / 2] * 1e-6);
   return 0;
 }

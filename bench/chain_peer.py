@@ -1,34 +1,53 @@
-"""PyTorch side of chain_bench: 1000 scalar adds in eager mode.
+"""chain_bench's peer and driver: 1000 scalar adds in PyTorch eager mode.
 
-Prints one number: median microseconds per add.
+    /usr/bin/python3 bench/chain_peer.py --compare build-release/chain_bench
+        [--threads 2] [--rounds 6]
+
+compares (build-release/chain_bench does this itself); `--peer` runs the
+PyTorch side alone and prints `RESULT chain <seconds per add>`, the median
+of 15 reps of 20 chains.
 """
-import argparse
+import os
 import statistics
+import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402  pylint: disable=wrong-import-position
 
-p = argparse.ArgumentParser()
-p.add_argument("--threads", type=int, default=2)
-args = p.parse_args()
-torch.set_num_threads(args.threads)
-
-one = torch.tensor(1.0)
+OPS = 1000
 
 
-def chain():
-    x = one
-    for _ in range(1000):
-        x = x + one
-    assert float(x) == 1001.0
+def torch_main(argv):
+    import torch  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(peer.threads_arg(argv))
+    one = torch.tensor(1.0)
 
+    def chain():
+        x = one
+        for _ in range(OPS):
+            x = x + one
+        assert float(x) == OPS + 1.0
 
-for _ in range(20):
-    chain()
-times = []
-for _ in range(15):
-    t0 = time.perf_counter()
     for _ in range(20):
         chain()
-    times.append((time.perf_counter() - t0) / (20 * 1000) * 1e6)
-print(f"{statistics.median(times):.4f}")
+    times = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        for _ in range(20):
+            chain()
+        times.append((time.perf_counter() - t0) / (20 * OPS))
+    print(f"RESULT chain {statistics.median(times):.9f}")
+
+
+def main(argv):
+    peer.drive_binary("executor overhead", argv, __file__,
+                      {"chain": f"chain of {OPS} scalar adds, per add"})
+    print("  floor: 1 FLOP per add, nothing: the time is all dispatch")
+
+
+if __name__ == "__main__":
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])

@@ -1,12 +1,15 @@
 // Benchmark: f32 matmul through the runtime (eager, so shape inference,
 // kernel creation and output allocation are included) against PyTorch on
-// the same shapes and thread count, run from bench/matmul_peer.py.
+// the same shapes and thread count. The comparison (peer tuning,
+// alternating rounds, the report with the GEMM floor) is
+// bench/matmul_peer.py, to which this hands itself over; with --runnel-only
+// it times Runnel alone and prints `RESULT <workload> <seconds per product>`
+// (--peak: only the 1024^3 product, as `gemm`, for other benchmarks'
+// floors).
 //
-//   build-release/matmul_bench [--threads N] [--reps R] [--rounds N]
-//                              [--no-peer]
+//   build-release/matmul_bench [--threads N] [--rounds N] [--runnel-only]
+//                              [--peak]
 //
-// Prints, per shape, a line like
-//   matmul f32 1024^3: runnel 61.2 GFLOP/s, pytorch 65.0 GFLOP/s, ratio 0.94
 // Not a test: nothing here asserts a speed.
 #include <algorithm>
 #include <chrono>
@@ -17,20 +20,10 @@
 
 #include "bench/peer.h"
 #include "runtime/eager.h"
-#include "runtime/strings.h"
 #include "runtime/tensor.h"
 
 namespace runnel {
 namespace {
-
-struct Options {
-  int threads = 2;
-  int reps = 10;
-  // Runnel and PyTorch alternate this many times; each reports the median
-  // round, so a burst of load from other processes hits both alike.
-  int rounds = 3;
-  bool peer = true;
-};
 
 struct Workload {
   std::string name;
@@ -53,7 +46,7 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median GFLOP/s over `reps` timed runs of `w.iters` products.
+// Median seconds per product over `reps` timed runs of `w.iters` products.
 absl::StatusOr<double> TimeRunnel(EagerContext& ctx, const Workload& w,
                                   int reps) {
   Tensor a = Filled(w.m, w.k, 1), b = Filled(w.k, w.n, 2);
@@ -71,78 +64,29 @@ absl::StatusOr<double> TimeRunnel(EagerContext& ctx, const Workload& w,
     std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
     seconds.push_back(d.count() / w.iters);
   }
-  return 2.0 * w.m * w.k * w.n / Median(seconds) / 1e9;
+  return Median(seconds);
 }
 
 int Main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--threads" && i + 1 < argc) {
-      o.threads = std::atoi(argv[++i]);
-    } else if (arg == "--reps" && i + 1 < argc) {
-      o.reps = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--rounds" && i + 1 < argc) {
-      o.rounds = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--no-peer") {
-      o.peer = false;
-    } else {
-      std::fprintf(
-          stderr,
-          "usage: %s [--threads N] [--reps R] [--rounds N] [--no-peer]\n",
-          argv[0]);
-      return 2;
-    }
-  }
-  EagerContext ctx({.num_threads = o.threads, .seed = 0});
-  std::printf(
-      "matmul benchmark, %d threads, median of %d reps, median of %d "
-      "alternating rounds\n",
-      o.threads, o.reps, o.rounds);
-  const std::vector<Workload> workloads = {
+  bench::HandOffToDriver(argc, argv, "matmul_peer.py");
+  EagerContext ctx(
+      {.num_threads = bench::ThreadsArg(argc, argv, 2), .seed = 0});
+  // The same workloads as bench/matmul_peer.py.
+  std::vector<Workload> workloads = {
       {"1024^3", 1024, 1024, 1024, 5},
-      {"[128,784]x[784,256]", 128, 784, 256, 50},
+      {"128x784x256", 128, 784, 256, 50},
   };
+  if (bench::HasFlag(argc, argv, "--peak")) {
+    workloads = {{"gemm", 1024, 1024, 1024, 1}};
+  }
   for (const Workload& w : workloads) {
-    std::vector<double> ours_by_round, theirs_by_round;
-    for (int r = 0; r < o.rounds; ++r) {
-      absl::StatusOr<double> ours = TimeRunnel(ctx, w, o.reps);
-      if (!ours.ok()) {
-        std::fprintf(stderr, "matmul_bench: %s\n",
-                     std::string(ours.status().message()).c_str());
-        return 1;
-      }
-      ours_by_round.push_back(*ours);
-      if (o.peer) {
-        const double theirs =
-            bench::RunPeer("matmul_peer.py", o.threads,
-                           StrCat("--m ", w.m, " --k ", w.k, " --n ", w.n,
-                                  " --iters ", w.iters, " --reps ", o.reps));
-        if (theirs > 0) theirs_by_round.push_back(theirs);
-      }
+    absl::StatusOr<double> seconds = TimeRunnel(ctx, w, 10);
+    if (!seconds.ok()) {
+      std::fprintf(stderr, "matmul_bench: %s\n",
+                   std::string(seconds.status().message()).c_str());
+      return 1;
     }
-    const double ours = Median(ours_by_round);
-    if (!theirs_by_round.empty()) {
-      const double theirs = Median(theirs_by_round);
-      std::printf(
-          "matmul f32 %s: runnel %.1f GFLOP/s, pytorch %.1f GFLOP/s, ratio "
-          "%.2f\n",
-          w.name.c_str(), ours, theirs, ours / theirs);
-    } else {
-      std::printf("matmul f32 %s: runnel %.1f GFLOP/s, pytorch n/a\n",
-                  w.name.c_str(), ours);
-    }
-    std::string detail = "  rounds: runnel";
-    for (double g : ours_by_round)
-      detail += StrCat(" ", fmt::format("{:.1f}", g));
-    if (!theirs_by_round.empty()) {
-      detail += ", pytorch";
-      for (double g : theirs_by_round) {
-        detail += StrCat(" ", fmt::format("{:.1f}", g));
-      }
-    }
-    std::printf("%s\n", detail.c_str());
-    std::fflush(stdout);
+    bench::Result(w.name, *seconds);
   }
   return 0;
 }

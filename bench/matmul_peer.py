@@ -1,50 +1,53 @@
-#!/usr/bin/python3
-"""PyTorch peer of bench/matmul_bench.cc: the same f32 matmul, same threads.
+"""matmul_bench's peer and driver: the same f32 products in PyTorch.
 
-Prints one number, the median GFLOP/s, for the C++ benchmark to read. Run
-it with Debian's /usr/bin/python3 (python3-torch); a pyenv python3 has no
-torch.
+    /usr/bin/python3 bench/matmul_peer.py --compare build-release/matmul_bench
+        [--threads 2] [--rounds 6]
+
+compares (build-release/matmul_bench does this itself); `--peer` runs the
+PyTorch side alone and prints `RESULT <workload> <seconds per product>`,
+the median of 10 reps.
 """
-import argparse
 import os
 import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402  pylint: disable=wrong-import-position
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--m", type=int, default=1024)
-    p.add_argument("--k", type=int, default=1024)
-    p.add_argument("--n", type=int, default=1024)
-    p.add_argument("--reps", type=int, default=10)
-    p.add_argument("--iters", type=int, default=5, help="matmuls per rep")
-    args = p.parse_args()
-    # OpenBLAS (libopenblas0-pthread) sizes its own pool from the
-    # environment, not from torch.set_num_threads: pin both before import
-    # (bench/peer.h does too; this keeps the script right when run alone).
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+# name: (m, k, n, products per rep), as in matmul_bench.cc.
+WORKLOADS = {"1024^3": (1024, 1024, 1024, 5),
+             "128x784x256": (128, 784, 256, 50)}
+
+
+def torch_main(argv):
     import torch  # pylint: disable=import-outside-toplevel
-
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(peer.threads_arg(argv))
     g = torch.Generator().manual_seed(0)
-    a = torch.rand(args.m, args.k, generator=g, dtype=torch.float32)
-    b = torch.rand(args.k, args.n, generator=g, dtype=torch.float32)
-    # Like runnel's eager call, each product allocates its output.
-    for _ in range(3):
-        torch.matmul(a, b)
-    times = []
-    for _ in range(args.reps):
-        start = time.perf_counter()
-        for _ in range(args.iters):
+    for name, (m, k, n, iters) in WORKLOADS.items():
+        a = torch.rand(m, k, generator=g)
+        b = torch.rand(k, n, generator=g)
+        # Like Runnel's eager call, each product allocates its output.
+        for _ in range(3):
             torch.matmul(a, b)
-        times.append((time.perf_counter() - start) / args.iters)
-    flops = 2.0 * args.m * args.k * args.n
-    print(f"{flops / statistics.median(times) / 1e9:.2f}")
-    return 0
+        times = []
+        for _ in range(10):
+            start = time.perf_counter()
+            for _ in range(iters):
+                torch.matmul(a, b)
+            times.append((time.perf_counter() - start) / iters)
+        print(f"RESULT {name} {statistics.median(times):.9f}")
+
+
+def main(argv):
+    peer.drive_binary("f32 matmul, eager", argv, __file__,
+                      {w: f"matmul {w}" for w in WORKLOADS},
+                      flops={w: 2.0 * m * k * n
+                             for w, (m, k, n, _) in WORKLOADS.items()})
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])

@@ -1,13 +1,22 @@
-// Helpers for benchmarks that run the same workload in PyTorch (the peer)
-// in the same invocation. Header-only: each benchmark is one executable.
+// Helpers for the C++ benchmarks, which compare with PyTorch (the peer)
+// through a Python driver (bench/<name>_peer.py, built on bench/peer.py):
+// the driver tunes the peer, alternates rounds of the two sides and
+// reports. Run without --runnel-only, a benchmark hands itself over to its
+// driver; the driver runs it again with --runnel-only for each round, and
+// it prints `RESULT <workload> <seconds>` lines. Header-only: each
+// benchmark is one executable.
 #ifndef RUNNEL_BENCH_PEER_H_
 #define RUNNEL_BENCH_PEER_H_
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace runnel::bench {
 
@@ -17,6 +26,13 @@ inline int ThreadsArg(int argc, char** argv, int fallback) {
     if (std::strcmp(argv[i], "--threads") == 0) return std::atoi(argv[i + 1]);
   }
   return fallback;
+}
+
+inline bool HasFlag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) return true;
+  }
+  return false;
 }
 
 // The path of bench/<script>: beside this header, or under bench/ from
@@ -30,23 +46,33 @@ inline std::string PeerScript(const std::string& script) {
   return script;
 }
 
-// Runs the peer script under Debian's python3 (which has torch; a pyenv
-// python3 earlier on PATH does not) with --threads and the BLAS/OpenMP
-// thread counts pinned, and returns the number it prints, or -1 when the
-// peer is unavailable.
-inline double RunPeer(const std::string& script, int threads,
-                      const std::string& extra = "") {
-  const std::string n = std::to_string(threads);
-  std::string cmd = "OMP_NUM_THREADS=" + n + " OPENBLAS_NUM_THREADS=" + n +
-                    " /usr/bin/python3 '" + PeerScript(script) +
-                    "' --threads " + n + " " + extra;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return -1;
-  char buf[256] = {0};
-  double value = -1;
-  if (std::fgets(buf, sizeof buf, p) != nullptr) value = std::atof(buf);
-  if (pclose(p) != 0) return -1;
-  return value;
+// Unless --runnel-only is given, replaces this process with
+// `/usr/bin/python3 bench/<driver> --compare <this executable> ARGS...`
+// (Debian's python3, which has torch). Returns only for --runnel-only, or
+// with an error message when the driver cannot be started.
+inline void HandOffToDriver(int argc, char** argv, const std::string& driver) {
+  if (HasFlag(argc, argv, "--runnel-only")) return;
+  std::error_code ec;
+  const std::string self =
+      std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  std::vector<std::string> args = {"/usr/bin/python3", PeerScript(driver),
+                                   "--compare", ec ? argv[0] : self};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  execv(cargs[0], cargs.data());
+  std::fprintf(stderr,
+               "%s: cannot run %s (%s); --runnel-only times Runnel alone\n",
+               argv[0], args[1].c_str(), std::strerror(errno));
+  std::exit(1);
+}
+
+// One RESULT line for the driver.
+inline void Result(const std::string& workload, double seconds) {
+  std::printf("RESULT %s %.9f\n", workload.c_str(), seconds);
+  std::fflush(stdout);
 }
 
 }  // namespace runnel::bench

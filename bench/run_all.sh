@@ -8,7 +8,10 @@
 #   bash bench/run_all.sh build-release [--threads 2]
 #
 # Run from the repository root; benchmarks find their PyTorch peer scripts
-# under bench/. Exits non-zero if any benchmark fails.
+# under bench/. Every benchmark compares with its peer the same way
+# (bench/peer.py): the peer at its fastest configuration, printed;
+# alternating rounds; medians, the median of the per-round ratios, and the
+# arithmetic floor where there is one. Exits non-zero if any benchmark fails.
 set -u
 if [[ $# -lt 1 || ! -d "$1" ]]; then
   echo "usage: bash bench/run_all.sh BUILD_DIR [ARGS...]" >&2

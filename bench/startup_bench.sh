@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Startup benchmark: `runnel run` on a one-line script, against the peer
-# `python3 -c 'import torch'`, in the same invocation. Reports the median
-# wall time of N runs and the peak RSS (max resident set, per process).
+# `python3 -c 'import torch'` at its best OpenMP settings (bench/peer.py),
+# alternating rounds in the same invocation. Reports each side's median
+# wall time, the median of the per-round ratios, the peak RSS (max resident
+# set, per process), and the floor: starting an empty process (/bin/true).
 #
-#   bash bench/startup_bench.sh BUILD_DIR [--runs 20]
+#   bash bench/startup_bench.sh BUILD_DIR [--runs 20] [--rounds 6]
+#            [--threads 2]
 #
 # Wall time and max RSS come from os.wait4 in a /usr/bin/python3 driver
 # (per-child rusage), so nothing needs to be installed.
@@ -15,10 +18,14 @@ fi
 build_dir=$1
 shift
 runs=20
+rounds=6
+threads=2
 while [[ $# -gt 0 ]]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
-    *) shift ;;  # run_all.sh may pass benchmark arguments (--threads N)
+    --rounds) rounds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    *) shift ;;
   esac
 done
 runnel=$build_dir/runnel
@@ -31,43 +38,59 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo 'print(1 + 2)' > "$tmp/one.rnl"
 
-exec /usr/bin/python3 - "$runnel" "$tmp/one.rnl" "$runs" <<'PY'
+here=$(cd "$(dirname "$0")" && pwd)
+exec /usr/bin/python3 - "$here" "$runnel" "$tmp/one.rnl" "$runs" "$rounds" \
+  "$threads" <<'PY'
 import os, statistics, subprocess, sys, time
 
-runnel, script, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[1])
+import peer
 
-def measure(cmd, n):
-    """Median wall ms and max peak RSS (KB) over n runs of cmd."""
-    walls, rss = [], []
+runnel, script = sys.argv[2], sys.argv[3]
+runs, rounds, threads = (int(a) for a in sys.argv[4:7])
+rss = {"runnel": 0, "peer": 0}
+
+
+def measure(cmd, n, env=None):
+    """Median wall seconds over n runs of cmd; records the peak RSS (KB)."""
+    walls, peak = [], 0
     for _ in range(n):
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
         _, status, ru = os.wait4(p.pid, 0)
-        walls.append((time.perf_counter() - t0) * 1e3)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        if p.returncode != 0:
-            return None
-        rss.append(ru.ru_maxrss)
-    return statistics.median(walls), max(rss)
+        walls.append(time.perf_counter() - t0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"startup: {' '.join(cmd)} failed")
+        peak = max(peak, ru.ru_maxrss)
+    return statistics.median(walls), peak
+
+
+def runnel_side(_):
+    t, rss["runnel"] = measure([runnel, "run", script], runs)
+    return {"startup": t}
+
+
+def peer_side(config):
+    t, rss["peer"] = measure([peer.PYTHON, "-c", "import torch"],
+                             max(3, runs // 4), config.environ())
+    return {"startup": t}
+
 
 # One warm-up each, so the page cache holds the binaries and libraries.
 subprocess.run([runnel, "run", script], stdout=subprocess.DEVNULL)
-r = measure([runnel, "run", script], runs)
-if r is None:
-    print(f"startup: runnel run failed on {script}", file=sys.stderr)
-    sys.exit(1)
-rt, rm = r
-line = f"startup: runnel {rt:.1f} ms, {rm / 1024:.1f} MB peak"
-
-peer_cmd = ["/usr/bin/python3", "-c", "import torch"]
-if subprocess.run(peer_cmd, stdout=subprocess.DEVNULL,
-                  stderr=subprocess.DEVNULL).returncode == 0:
-    pt, pm = measure(peer_cmd, max(3, runs // 4))
-    line += (f"; python3 -c 'import torch' {pt:.0f} ms, {pm / 1024:.0f} MB peak"
-             f"; ratio {rt / pt:.3f}x time, {rm / pm:.3f}x memory")
-else:
-    line += "; peer unavailable (no torch under /usr/bin/python3)"
-print(line)
-print(f"  ({runs} runnel runs; aim: under 20 ms and 30 MB: "
-      f"{'met' if rt < 20 and rm / 1024 < 30 else 'NOT met'})")
+if subprocess.run([peer.PYTHON, "-c", "import torch"]).returncode != 0:
+    sys.exit("startup: peer unavailable (no torch under /usr/bin/python3)")
+ours, _ = peer.compare(
+    "startup", threads, runnel_side, peer_side, rounds,
+    {"startup": "startup: runnel run print(1 + 2) vs python3 -c 'import "
+                "torch'"}, sets_threads=False)
+floor = peer.spawn_floor()
+print(f"  peak RSS: runnel {rss['runnel'] / 1024:.1f} MB, python3 -c "
+      f"'import torch' {rss['peer'] / 1024:.0f} MB, ratio "
+      f"{rss['runnel'] / rss['peer']:.3f}")
+print(f"  floor: starting an empty process (/bin/true) "
+      f"{peer.fmt_time(floor)}")
+rt = statistics.median(ours["startup"]) * 1e3
+print(f"  ({runs} runnel runs per round; aim: under 20 ms and 30 MB: "
+      f"{'met' if rt < 20 and rss['runnel'] / 1024 < 30 else 'NOT met'})")
 PY

@@ -1,89 +1,156 @@
 """Training-step benchmark: the Fashion-MNIST MLP (Adam, batch 128) and the
-tutorial CNN (SGD, batch 64), in Runnel (bench/train_*.rnl) and in PyTorch
-in the same invocation, with the same thread count. Prints ms/step for
-each and the ratio Runnel / PyTorch (lower is better for Runnel).
+tutorial CNN (SGD, batch 64), in Runnel (bench/train_*.rnl) and in PyTorch,
+alternating in the same invocation with the same thread count, the peer at
+its best configuration (bench/peer.py). Prints ms/step, the median of the
+per-round ratios Runnel / PyTorch (lower is better for Runnel), and the
+floor: the step's matmul and convolution FLOPs at the measured GEMM peak.
 
-    /usr/bin/python3 bench/train_bench.py BUILD_DIR [--threads 2] [--rounds 3]
+    /usr/bin/python3 bench/train_bench.py BUILD_DIR [--threads 2] [--rounds 6]
+        [--only mlp|cnn]
 
 Runnel's time per step is the difference between a long and a short run of
 the same script, divided by the difference in steps, so start-up, graph
 building and the first steps' allocations cancel out. PyTorch is timed in
-process after warm-up steps. Each side's best round is reported, with every
-round printed because this machine is noisy."""
+its own process after warm-up steps (`--peer` runs that side)."""
 import os
 import subprocess
 import sys
 import time
 
-args = sys.argv[1:]
-build = args[0] if args else "build-release"
-threads, rounds = 2, 3
-for i, a in enumerate(args):
-    if a == "--threads":
-        threads = int(args[i + 1])
-    if a == "--rounds":
-        rounds = int(args[i + 1])
-os.environ["OMP_NUM_THREADS"] = str(threads)
-import torch  # noqa: E402  (after OMP_NUM_THREADS)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402  pylint: disable=wrong-import-position
 
-torch.set_num_threads(threads)
-here = os.path.dirname(os.path.abspath(__file__))
-runnel = os.path.join(build, "runnel")
+HERE = os.path.dirname(os.path.abspath(__file__))
+MLP_LAYERS = [(784, 256), (256, 128), (128, 10)]
+MLP_BATCH, CNN_BATCH = 128, 64
+# (output height, width, in channels, out channels, window) per convolution.
+CNN_CONVS = [(28, 28, 1, 32, 5), (14, 14, 32, 64, 5)]
+CNN_DENSE = [(7 * 7 * 64, 1024), (1024, 10)]
+# Runnel steps of the short and long runs; PyTorch's timed steps.
+STEPS = {"mlp": (50, 550, 300), "cnn": (5, 35, 30)}
+DESCRIPTION = {"mlp": "MLP 784-256-128-10, Adam, batch 128",
+               "cnn": "CNN tutorial, SGD, batch 64"}
 
 
-def runnel_ms(script, short, long):
-    def wall(steps):
+def dense_flops(batch, layers):
+    """Forward, weight gradients, and input gradients but the first's."""
+    fwd = sum(2 * batch * i * o for i, o in layers)
+    return 2 * fwd + sum(2 * batch * i * o for i, o in layers[1:])
+
+
+def cnn_flops():
+    conv = [2 * CNN_BATCH * h * w * k * k * c * o for h, w, c, o, k in
+            CNN_CONVS]
+    dense = dense_flops(CNN_BATCH, CNN_DENSE)
+    # Forward, filter gradients, input gradients but the first layer's;
+    # the dense layers after the convolutions need their input gradients.
+    dx_first_dense = 2 * CNN_BATCH * CNN_DENSE[0][0] * CNN_DENSE[0][1]
+    return 2 * sum(conv) + sum(conv[1:]) + dense + dx_first_dense
+
+
+FLOPS = {"mlp": dense_flops(MLP_BATCH, MLP_LAYERS), "cnn": cnn_flops()}
+
+
+# ---- the PyTorch side (run with --peer, in its own process) ----------------
+
+def torch_main(argv):
+    import torch  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(peer.threads_arg(argv))
+    trial = "--trial" in argv
+    channels_last = "--channels-last" in argv
+    if "--no-mkldnn" in argv:
+        torch.backends.mkldnn.enabled = False
+
+    def mlp():
+        layers = []
+        for i, o in MLP_LAYERS:
+            layers += [torch.nn.Linear(i, o), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers[:-1])
+        opt = torch.optim.Adam(model.parameters(), lr=0.001)
+        return model, opt, torch.rand(MLP_BATCH, 784), torch.randint(
+            0, 10, (MLP_BATCH,))
+
+    def cnn():
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024),
+            torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+        x = torch.rand(CNN_BATCH, 1, 28, 28)
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+            x = x.contiguous(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        return model, opt, x, torch.randint(0, 10, (CNN_BATCH,))
+
+    for name, make in (("mlp", mlp), ("cnn", cnn)):
+        if name not in only(argv):
+            continue
+        model, opt, x, y = make()
+        loss_fn = torch.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        steps = STEPS[name][2] // (3 if trial else 1)
+        for _ in range(max(3, steps // 10)):
+            step()
         t = time.perf_counter()
-        subprocess.run([runnel, "run", os.path.join(here, script),
-                        "--threads", str(threads), "--arg", "steps=%d" % steps],
-                       check=True)
-        return time.perf_counter() - t
-    return (wall(long) - wall(short)) * 1000 / (long - short)
+        for _ in range(steps):
+            step()
+        print(f"RESULT {name} {(time.perf_counter() - t) / steps:.9f}")
 
 
-def torch_mlp():
-    model = torch.nn.Sequential(
-        torch.nn.Linear(784, 256), torch.nn.ReLU(),
-        torch.nn.Linear(256, 128), torch.nn.ReLU(),
-        torch.nn.Linear(128, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=0.001)
-    return model, opt, torch.rand(128, 784), torch.randint(0, 10, (128,))
+def only(argv):
+    for i, a in enumerate(argv[:-1]):
+        if a == "--only":
+            return [argv[i + 1]]
+    return ["mlp", "cnn"]
 
 
-def torch_cnn():
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024), torch.nn.ReLU(),
-        torch.nn.Linear(1024, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    return model, opt, torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
+# ---- the driver -------------------------------------------------------------
+
+def main(argv):
+    build = argv[0] if argv and not argv[0].startswith("-") else \
+        "build-release"
+    threads = peer.threads_arg(argv)
+    rounds = peer.int_arg(argv, "--rounds", 6)
+    runnel = os.path.join(build, "runnel")
+    names = only(argv)
+
+    def runnel_side(_):
+        out = {}
+        for name in names:
+            short, long, _ = STEPS[name]
+
+            def wall(steps):
+                t = time.perf_counter()
+                subprocess.run([runnel, "run",
+                                os.path.join(HERE, f"train_{name}.rnl"),
+                                "--threads", str(threads), "--arg",
+                                f"steps={steps}"], check=True)
+                return time.perf_counter() - t
+            out[name] = (wall(long) - wall(short)) / (long - short)
+        return out
+
+    peer_cmd = [peer.PYTHON, os.path.abspath(__file__), "--peer",
+                "--threads", str(threads)]
+    for name in names:
+        peer_cmd += ["--only", name] if len(names) == 1 else []
+    variants = [("", ())]
+    if "cnn" in names:
+        variants += [("channels_last", ("--channels-last",)),
+                     ("mkldnn off", ("--no-mkldnn",))]
+    peer.compare("training steps", threads, runnel_side, peer_cmd, rounds,
+                 {n: DESCRIPTION[n] for n in names}, variants=variants,
+                 trial_args=["--trial"], flops=FLOPS, build_dir=build)
 
 
-def torch_ms(make, steps):
-    model, opt, x, y = make()
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-    for _ in range(max(3, steps // 10)):
-        step()
-    t = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return (time.perf_counter() - t) * 1000 / steps
-
-
-for name, script, short, long, make, tsteps in [
-        ("MLP 784-256-128-10, Adam, batch 128", "train_mlp.rnl", 50, 550, torch_mlp, 300),
-        ("CNN tutorial, SGD, batch 64", "train_cnn.rnl", 5, 35, torch_cnn, 30)]:
-    r, p = [], []
-    for k in range(rounds):
-        r.append(runnel_ms(script, short, long))
-        p.append(torch_ms(make, tsteps))
-        print("  round %d: Runnel %.2f ms/step, PyTorch %.2f ms/step" % (k + 1, r[-1], p[-1]))
-    print("%s (%d threads): Runnel %.2f ms/step, PyTorch %.2f ms/step, ratio %.2f"
-          % (name, threads, min(r), min(p), min(r) / min(p)))
-    sys.stdout.flush()
+if __name__ == "__main__":
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])

@@ -10,7 +10,7 @@ packages=(
   antlr4 libantlr4-runtime-dev libeigen3-dev libfmt-dev libabsl-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev
-  nlohmann-json3-dev libpng-dev
+  nlohmann-json3-dev libpng-dev libdnnl-dev
   # data, peer for benchmarks, graph and curve rendering, editor tests
   dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz gnuplot-nox vim emacs-nox

@@ -1,4 +1,4 @@
-// Eigen, threading and GEMM helpers for CPU kernels.
+// Eigen and threading helpers for CPU kernels.
 //
 // Include only from kernels/cpu/*.cc: it pulls in Eigen's Tensor module,
 // which is heavy. It gives a kernel
@@ -7,9 +7,7 @@
 //   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
 //   - EigenData<T>(t): a tensor's data as Eigen's scalar type (the types
 //     themselves are in eigen_types.h), and ToF32/FromF32 for kernels that
-//     compute the 16-bit floats in f32;
-//   - GemmF32: the fast f32 matrix product (matmul_kernels.cc) that matmul
-//     and conv2d share.
+//     compute the 16-bit floats in f32.
 #ifndef RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
 #define RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
 
@@ -90,33 +88,6 @@ void FromF32(const Eigen::ThreadPoolDevice& device, const Tensor& from,
                                                        to->num_elements());
   out.device(device) = in.template cast<EigenType<T>>();
 }
-
-// A strided f32 matrix: element (i, j) is data[i * row_stride + j *
-// col_stride]. A transposed operand is the same buffer with strides swapped.
-struct ConstMatrixF32 {
-  const float* data;
-  int64_t row_stride;
-  int64_t col_stride;
-};
-
-// A left operand read in place: row i of A is the concatenation of
-// segments.size() runs of `segment_len` contiguous floats, run s starting
-// segments[s] floats after row(i); k = segments.size() * segment_len.
-// conv2d uses it for image patches without materialising im2col: a row is
-// an output pixel, a run the input channels under one filter tap.
-struct GemmRowsLhs {
-  std::function<const float*(int64_t row)> row;
-  std::vector<int64_t> segments;
-  int64_t segment_len;
-};
-
-// C[m, n] = A[m, k] * B[k, n], C row-major with row stride `ldc`. Work is
-// split over `pool` (null: the calling thread only). The result does not
-// depend on the number of threads.
-void GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-             ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc);
-void GemmF32(ThreadPool* pool, int64_t m, int64_t n, const GemmRowsLhs& a,
-             ConstMatrixF32 b, float* c, int64_t ldc);
 
 }  // namespace runnel
 

@@ -1041,6 +1041,8 @@ TEST(GradOpsTest, ConvBackpropAgainstNaive) {
       {5, 6, 6, 10, 3, 3, 4, 1, 1, 1, 1, false},  // implicit GEMM, valid
       {1, 9, 8, 3, 3, 2, 2, 3, 2, 2, 1, false},   // rows no window reads
       {1, 5, 5, 16, 1, 1, 8, 2, 2, 1, 1, true},   // pointwise, strided
+      {11, 6, 6, 3, 3, 3, 4, 1, 1, 1, 1, true},   // batch: uneven pieces
+      {13, 7, 9, 5, 3, 2, 3, 2, 3, 1, 1, true},   // uneven, strided
   };
   for (const ConvCase& k : cases) {
     SCOPED_TRACE(Describe(k));
@@ -1063,6 +1065,32 @@ TEST(GradOpsTest, ConvBackpropAgainstNaive) {
                  xs, want_dx, 1e-10);
     ExpectTensor(Run1("conv2d_backprop_filter", f64, ConvAttrs(k)), DType::kF64,
                  fs, want_df, 1e-10);
+  }
+}
+
+// oneDNN runs single-threaded on pieces of the batch cut by its size alone,
+// and the filter gradient's partial sums are added in piece order: one
+// thread and two give the same bits.
+TEST(GradOpsTest, ConvResultsDoNotDependOnThreads) {
+  const ConvCase k{10, 8, 8, 6, 3, 3, 7, 1, 1, 1, 1, true};
+  const Shape xs{k.n, k.h, k.w, k.c}, fs{k.kh, k.kw, k.c, k.o};
+  const std::vector<Tensor> in = {
+      F32(Pattern(xs.num_elements(), 1), xs),
+      F32(Pattern(fs.num_elements(), 2), fs),
+      F32(Pattern(ConvOut(k).num_elements(), 3), ConvOut(k))};
+  EagerContext one({.num_threads = 1}), two({.num_threads = 2});
+  for (const char* op :
+       {"conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}) {
+    SCOPED_TRACE(op);
+    const std::vector<Tensor> args =
+        std::string(op) == "conv2d" ? std::vector<Tensor>{in[0], in[1]} : in;
+    absl::StatusOr<Tensor> a = one.Execute1(op, args, ConvAttrs(k));
+    absl::StatusOr<Tensor> b = two.Execute1(op, args, ConvAttrs(k));
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->num_elements(), b->num_elements());
+    for (int64_t i = 0; i < a->num_elements(); ++i) {
+      ASSERT_EQ(a->at<float>(i), b->at<float>(i)) << "element " << i;
+    }
   }
 }
 

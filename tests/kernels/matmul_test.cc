@@ -69,14 +69,15 @@ TEST(MatMulTest, Transposes) {
       DType::kF32, {2, 4}, want, 0);
 }
 
-// Sizes that cross the micro-tile (6x16), k-slice (256) and thread splits,
-// in every transpose combination.
+// Sizes that cut into uneven pieces (16 rows or columns apart) and single
+// rows and columns, in every transpose combination.
 TEST(MatMulTest, LargeAgainstNaive) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs : {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5},
-                  Case{1, 33, 64}, Case{200, 1, 17}}) {
+  for (Case cs :
+       {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5}, Case{1, 33, 64},
+        Case{200, 1, 17}, Case{1000, 3, 300}, Case{5, 900, 200}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       std::vector<float> a = Pattern(cs.m * cs.k, 1);

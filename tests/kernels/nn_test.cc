@@ -264,6 +264,8 @@ TEST(NnTest, Conv2DAgainstNaive) {
       {1, 5, 20, 3, 3, 3, 4, 1, 2, 1, 1, true},     // wide rows, stride 2
       {2, 6, 16, 2, 3, 3, 3, 2, 1, 1, 2, false},    // dilated along w
       {1, 6, 14, 30, 3, 3, 8, 1, 1, 1, 1, true},    // slices split a tap
+      {11, 5, 5, 4, 3, 3, 6, 1, 1, 1, 1, true},     // batch: uneven pieces
+      {9, 8, 7, 3, 4, 2, 5, 3, 2, 1, 1, false},     // uneven, strided
   };
   for (const ConvCase& k : cases) {
     std::vector<float> x = Pattern(k.n * k.h * k.w * k.c, 1);

@@ -1,0 +1,97 @@
+"""ops_bench's peer and driver: the training steps' heavy ops in PyTorch,
+channels-last (the layout of Runnel's NHWC), one at a time.
+
+    /usr/bin/python3 bench/ops_peer.py --compare build-release/ops_bench
+        [--threads 2] [--rounds 6]
+
+compares (build-release/ops_bench does this itself); `--peer` runs the
+PyTorch side alone and prints `RESULT <op> <seconds>`, each the median of 20
+calls. Convolution gradients are aten.convolution_backward with one output
+asked for, as Runnel computes each in its own op.
+"""
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402  pylint: disable=wrong-import-position
+
+# op: description, FLOPs (0: no floor, nothing is multiplied).
+CONV1 = 2 * 64 * 28 * 28 * 32 * 25
+CONV2 = 2 * 64 * 14 * 14 * 64 * 800
+OPS = {
+    "conv1": ("conv2d 28x28x1 -> 32, 5x5, batch 64", CONV1),
+    "conv1_dw": ("  its filter gradient", CONV1),
+    "pool1": ("max_pool 2x2 of 64x28x28x32", 0),  # no multiply-adds
+    "pool1_dx": ("  its gradient", 0),
+    "conv2": ("conv2d 14x14x32 -> 64, 5x5, batch 64", CONV2),
+    "conv2_dx": ("  its input gradient", CONV2),
+    "conv2_dw": ("  its filter gradient", CONV2),
+    "fc1": ("matmul 64x3136 @ 3136x1024", 2 * 64 * 3136 * 1024),
+    "fc1_dw": ("  its weight gradient, x^T @ dy", 2 * 64 * 3136 * 1024),
+    "fc1_dx": ("  its input gradient, dy @ w^T", 2 * 64 * 3136 * 1024),
+    "mlp1": ("matmul 128x784 @ 784x256", 2 * 128 * 784 * 256),
+    "mlp1_dw": ("  its weight gradient", 2 * 128 * 784 * 256),
+}
+
+
+def torch_main(argv):
+    import torch  # pylint: disable=import-outside-toplevel
+    import torch.nn.functional as F  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(peer.threads_arg(argv))
+    cl = torch.channels_last
+    aten = torch.ops.aten
+
+    def nchw(n, c, h, w):
+        return torch.rand(n, c, h, w).contiguous(memory_format=cl) - 0.5
+
+    def conv_grad(x, w, dy, mask):
+        return lambda: aten.convolution_backward(
+            dy, x, w, None, [1, 1], [2, 2], [1, 1], False, [0, 0], 1, mask)
+
+    x1, w1, dy1 = nchw(64, 1, 28, 28), nchw(32, 1, 5, 5), nchw(64, 32, 28, 28)
+    x2, w2, dy2 = nchw(64, 32, 14, 14), nchw(64, 32, 5, 5), nchw(64, 64, 14, 14)
+    p1 = nchw(64, 32, 28, 28)
+    _, idx = aten.max_pool2d_with_indices(p1, [2, 2], [2, 2])
+    dp = nchw(64, 32, 14, 14)
+    a, w, dy = torch.rand(64, 3136), torch.rand(3136, 1024), torch.rand(64, 1024)
+    m, mw, mdy = torch.rand(128, 784), torch.rand(784, 256), torch.rand(128, 256)
+    calls = {
+        "conv1": lambda: F.conv2d(x1, w1, padding=2),
+        "conv1_dw": conv_grad(x1, w1, dy1, [False, True, False]),
+        "pool1": lambda: aten.max_pool2d_with_indices(p1, [2, 2], [2, 2]),
+        "pool1_dx": lambda: aten.max_pool2d_with_indices_backward(
+            dp, p1, [2, 2], [2, 2], [0, 0], [1, 1], False, idx),
+        "conv2": lambda: F.conv2d(x2, w2, padding=2),
+        "conv2_dx": conv_grad(x2, w2, dy2, [True, False, False]),
+        "conv2_dw": conv_grad(x2, w2, dy2, [False, True, False]),
+        "fc1": lambda: torch.mm(a, w),
+        "fc1_dw": lambda: torch.mm(a.t(), dy),
+        "fc1_dx": lambda: torch.mm(dy, w.t()),
+        "mlp1": lambda: torch.mm(m, mw),
+        "mlp1_dw": lambda: torch.mm(m.t(), mdy),
+    }
+    for name in OPS:
+        f = calls[name]
+        for _ in range(3):
+            f()
+        t = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            f()
+            t.append(time.perf_counter() - t0)
+        print(f"RESULT {name} {statistics.median(t):.9f}")
+
+
+def main(argv):
+    peer.drive_binary("training ops, one at a time", argv, __file__,
+                      {n: f"{n:9} {d}" for n, (d, _) in OPS.items()},
+                      flops={n: f for n, (_, f) in OPS.items()})
+
+
+if __name__ == "__main__":
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])
