@@ -45,12 +45,14 @@ find "$root/tests" "$root/examples" -name '*.rnl' -print0 |
   while IFS= read -r -d '' f; do
     cp "$f" "$work/seeds/$(echo "$f" | md5sum | cut -c1-12)-$(basename "$f")"
   done
-# The dictionary: the grammar's keywords and punctuation, the builtins and
-# the dtypes.
+# The dictionary: the grammar's keywords and punctuation, the builtins, the
+# dtypes, and numbers at the edges of sizes and integer types.
 {
   grep -oP "^[A-Z_]+\s*:\s*'\K[^']+(?=')" "$root/grammar/Runnel.g4"
   grep -v '^#' "$root/interpreter/builtins.list"
   printf '%s\n' f16 bf16 f32 f64 i8 u8 i32 i64 bool '# ' '    '
+  printf '%s\n' 100000 1000000000 2147483647 2147483648 4294967296 \
+    9223372036854775807 9223372036854775808 1e30 1e309 nan inf -0.0
 } | sed '/^$/d; s/\\/\\\\/g; s/"/\\"/g; s/.*/"&"/' | sort -u >"$work/runnel.dict"
 echo '"\x0A"' >>"$work/runnel.dict"
 
