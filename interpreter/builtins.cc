@@ -1243,15 +1243,23 @@ std::vector<Builtin> MakeBuiltins() {
                  RN_ASSIGN_OR_RETURN(Value m, ShapeArg(in, a, 1));
                  return in.ApplyOp("tile", {a[0], m}, {}, Site(a));
                }});
-  b.push_back({"pad",
-               {P("x"), P("paddings"), P("value", Value::Int(0))},
-               [](Interpreter& in, Args& a) -> Result {
-                 RN_ASSIGN_OR_RETURN(
-                     Tensor p, in.ToConcrete(a[1], DType::kI32, a.span_of(1),
-                                             "pad: 'paddings'"));
-                 return in.ApplyOp("pad", {a[0], Value::Concrete(p), a[2]}, {},
-                                   Site(a));
-               }});
+  b.push_back(
+      {"pad",
+       {P("x"), P("paddings"), P("value", Value::Int(0))},
+       [](Interpreter& in, Args& a) -> Result {
+         // i64 when a padding needs it: never cut to 32 bits.
+         RN_ASSIGN_OR_RETURN(
+             Value pv, in.ToTensor(a[1], a.span_of(1), "pad: 'paddings'"));
+         const DType pd = pv.is_concrete() &&
+                                  pv.tensor().dtype() == DType::kI64 &&
+                                  !FitsI32(pv.tensor())
+                              ? DType::kI64
+                              : DType::kI32;
+         RN_ASSIGN_OR_RETURN(
+             Tensor p, in.ToConcrete(pv, pd, a.span_of(1), "pad: 'paddings'"));
+         return in.ApplyOp("pad", {a[0], Value::Concrete(p), a[2]}, {},
+                           Site(a));
+       }});
   b.push_back({"broadcast_to",
                {P("x"), P("shape")},
                [](Interpreter& in, Args& a) -> Result {
