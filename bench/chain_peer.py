@@ -19,6 +19,8 @@ OPS = 1000
 
 
 def torch_main(argv):
+    # Before torch loads OpenMP: spin-waiting fights OpenBLAS on 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(peer.threads_arg(argv))
     one = torch.tensor(1.0)

@@ -21,6 +21,8 @@ WORKLOADS = {"1024^3": (1024, 1024, 1024, 5),
 
 
 def torch_main(argv):
+    # Before torch loads OpenMP: spin-waiting fights OpenBLAS on 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(peer.threads_arg(argv))
     g = torch.Generator().manual_seed(0)

@@ -37,6 +37,8 @@ OPS = {
 
 
 def torch_main(argv):
+    # Before torch loads OpenMP: spin-waiting fights OpenBLAS on 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
     import torch.nn.functional as F  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(peer.threads_arg(argv))

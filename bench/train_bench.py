@@ -54,6 +54,8 @@ FLOPS = {"mlp": dense_flops(MLP_BATCH, MLP_LAYERS), "cnn": cnn_flops()}
 # ---- the PyTorch side (run with --peer, in its own process) ----------------
 
 def torch_main(argv):
+    # Before torch loads OpenMP: spin-waiting fights OpenBLAS on 2 cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(peer.threads_arg(argv))
     trial = "--trial" in argv
