@@ -11,6 +11,8 @@
 
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
+#include "interpreter/indexing.h"
+#include "interpreter/restore.h"
 #include "runtime/errors.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -44,22 +46,6 @@ bool StackLow() {
   char here;
   return &here - low < 256 * 1024;
 }
-
-// Sets `*slot` to `value` for the guard's lifetime.
-template <typename T>
-class Restore {
- public:
-  Restore(T* slot, T value) : slot_(slot), saved_(std::move(*slot)) {
-    *slot_ = std::move(value);
-  }
-  ~Restore() { *slot_ = std::move(saved_); }
-  Restore(const Restore&) = delete;
-  Restore& operator=(const Restore&) = delete;
-
- private:
-  T* slot_;
-  T saved_;
-};
 
 const char* OpNameOf(BinaryOp op) {
   switch (op) {
@@ -117,9 +103,8 @@ bool IsVariable(const Value& v) {
 Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
     : options_(std::move(options)),
       sink_(sink),
-      graph_(std::make_shared<Graph>()),
-      eager_(std::make_unique<EagerContext>(EagerOptions{
-          .num_threads = options_.threads, .seed = options_.seed})),
+      builder_(
+          EagerOptions{.num_threads = options_.threads, .seed = options_.seed}),
       reporter_(std::make_unique<Reporter>(options_.err, options_.check_mode)) {
   builtins_ = std::make_shared<Env>(nullptr, true);
   for (const Builtin& b : Builtins()) {
@@ -344,10 +329,8 @@ absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
                               "\": use letters, digits, '_', '-', '.' and "
                               "inner '/'"));
       }
-      scopes_.push_back(MakeFrame(name, /*unique=*/false));
-      absl::Status st = ExecStmts(s.body.stmts, &ignored);
-      scopes_.pop_back();
-      return st;
+      BuildScope scope = builder_.OpenScope(name, /*unique=*/false);
+      return ExecStmts(s.body.stmts, &ignored);
     }
     case StmtKind::kDevice: {
       if (arg.kind() != ValueKind::kString) {
@@ -360,13 +343,13 @@ absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
         return ErrorAt(s.arg->span,
                        std::string(ToStd(spec.status().message())));
       }
-      Restore<DeviceSpec> device(&device_, device_.Refine(*spec));
+      BuildScope device = builder_.OnDevice(*spec);
       return ExecStmts(s.body.stmts, &ignored);
     }
     default: {
-      std::vector<Node*> nodes = control_;
-      RN_RETURN_IF_ERROR(CollectNodes(arg, s.arg->span, &nodes));
-      Restore<std::vector<Node*>> control(&control_, std::move(nodes));
+      std::vector<Node*> nodes;
+      RN_RETURN_IF_ERROR(builder_.CollectNodes(arg, s.arg->span, &nodes));
+      BuildScope after = builder_.After(nodes);
       return ExecStmts(s.body.stmts, &ignored);
     }
   }
@@ -490,6 +473,130 @@ absl::Status Interpreter::BindPattern(const lang::Pattern& p, const Value& v,
   return absl::OkStatus();
 }
 
+// ---- declarations -----------------------------------------------------------
+
+absl::StatusOr<Shape> Interpreter::EvalTypeShape(const lang::TypeAnnotation& t,
+                                                 DType* dtype) {
+  std::optional<DType> d = DTypeFromName(t.dtype);
+  if (!d) {
+    std::vector<std::string> names;
+    for (DType x : kAllDTypes) names.emplace_back(DTypeName(x));
+    lang::Diagnostic diag;
+    diag.message = StrCat("unknown dtype '", t.dtype, "'");
+    diag.span = t.span;
+    std::string best = ClosestName(t.dtype, names);
+    diag.notes.push_back(Note(
+        SourceSpan{}, best.empty()
+                          ? "dtypes are f16 bf16 f32 f64 i8 u8 i32 i64 bool"
+                          : StrCat("did you mean '", best, "'?")));
+    return DiagStatus(std::move(diag));
+  }
+  *dtype = *d;
+  if (!t.has_dims) return Shape::UnknownRank();
+  std::vector<int64_t> dims;
+  for (const lang::ExprPtr& e : t.dims) {
+    if (e == nullptr) {
+      dims.push_back(kUnknownDim);
+      continue;
+    }
+    RN_ASSIGN_OR_RETURN(Value v, Eval(*e));
+    std::optional<int64_t> n = v.AsInt();
+    if (!n || v.tensor().rank() != 0 || *n < 0) {
+      return ErrorAt(e->span,
+                     StrCat("a dimension must be a concrete integer >= 0 or "
+                            "'?', got ",
+                            v.is_concrete() ? v.tensor().ValuesString()
+                                            : DescribeValue(v)));
+    }
+    dims.push_back(*n);
+  }
+  return Shape(dims);
+}
+
+absl::Status Interpreter::DeclareInput(const lang::InputStmt& s) {
+  DType dtype;
+  RN_ASSIGN_OR_RETURN(Shape shape, EvalTypeShape(s.type, &dtype));
+  const SourceSpan& decl = s.span;
+  OpSite site{decl, 0, ""};
+  NodeSpec spec;
+  spec.attrs = {{"dtype", dtype}, {"shape", shape}};
+  std::vector<Value> inputs;
+  if (s.default_value) {
+    RN_ASSIGN_OR_RETURN(Value v, Eval(*s.default_value));
+    RN_ASSIGN_OR_RETURN(
+        v, builder_.ToTensor(v, s.default_value->span, "the default"));
+    if (v.tensor_dtype() != dtype) {
+      if (v.is_symbolic() || !v.literal()) {
+        return ErrorAt(
+            s.default_value->span,
+            StrCat("the default is ", DescribeValue(v), " but input '", s.name,
+                   "' is ", DTypeName(dtype)));
+      }
+      RN_ASSIGN_OR_RETURN(Tensor t, builder_.Cast(v.tensor(), dtype));
+      v = Value::Concrete(t);
+    }
+    RN_ASSIGN_OR_RETURN(NodeOut o, builder_.ToGraph(v, s.default_value->span));
+    spec.op = "placeholder_with_default";
+    spec.inputs = {o};
+    inputs.push_back(v);
+  } else {
+    spec.op = "placeholder";
+  }
+  spec.name = builder_.NewNodeName(s.name);
+  RN_ASSIGN_OR_RETURN(Node * node,
+                      builder_.AddNode(std::move(spec), site, inputs));
+  env_->Define(s.name,
+               Binding{Value::Symbolic({node, 0}), BindingKind::kInput, decl});
+  return absl::OkStatus();
+}
+
+absl::Status Interpreter::DeclareVar(const lang::VarStmt& s) {
+  const char* what = s.is_state ? "state" : "var";
+  RN_ASSIGN_OR_RETURN(Value init, Eval(*s.init));
+  RN_ASSIGN_OR_RETURN(init, builder_.ToTensor(init, s.init->span,
+                                              StrCat("the initializer of ",
+                                                     what, " '", s.name, "'")));
+  if (s.type) {
+    DType dtype;
+    RN_ASSIGN_OR_RETURN(Shape shape, EvalTypeShape(*s.type, &dtype));
+    if (init.tensor_dtype() != dtype) {
+      if (init.is_concrete()) {
+        RN_ASSIGN_OR_RETURN(Tensor t, builder_.Cast(init.tensor(), dtype));
+        init = Value::Concrete(t);
+      } else {
+        return ErrorAt(
+            s.init->span,
+            StrCat(what, " '", s.name, "' is declared ", DTypeName(dtype),
+                   " but its initializer is ", DescribeValue(init)));
+      }
+    }
+    // `var b: f32[10] = 0.0` broadcasts the initializer to the declared
+    // shape.
+    if (!shape.unknown_rank() && shape.IsFullyDefined() &&
+        !init.tensor_shape().unknown_rank() && init.tensor_shape() != shape) {
+      RN_ASSIGN_OR_RETURN(
+          init, builder_.ApplyOp(
+                    "broadcast_to",
+                    {init, Value::Concrete(Tensor::OfDims(shape.dims()))}, {},
+                    OpSite(s.init->span)));
+    }
+    if (!shape.IsCompatibleWith(init.tensor_shape()) &&
+        !(init.tensor_shape().unknown_rank())) {
+      return ErrorAt(s.init->span,
+                     StrCat(what, " '", s.name, "' is declared ",
+                            DTypeName(dtype), shape.ToString(),
+                            " but its initializer is ", DescribeValue(init)));
+    }
+  }
+  const bool trainable = !s.is_state && IsFloating(init.tensor_dtype());
+  RN_ASSIGN_OR_RETURN(Value v,
+                      builder_.MakeVariable(s.name, init, trainable, s.span));
+  env_->Define(
+      s.name,
+      Binding{v, s.is_state ? BindingKind::kState : BindingKind::kVar, s.span});
+  return absl::OkStatus();
+}
+
 // ---- expressions ------------------------------------------------------------
 
 absl::Status Interpreter::UnknownName(const std::string& name,
@@ -589,76 +696,6 @@ absl::StatusOr<Value> Interpreter::EvalName(const lang::NameExpr& e) {
   return b->value;
 }
 
-absl::StatusOr<std::optional<Value>> Interpreter::TryStack(
-    const std::vector<Value>& items, const SourceSpan& span) {
-  if (items.empty()) return std::optional<Value>();
-  std::vector<Value> conv;
-  for (const Value& v : items) {
-    if (v.is_sequence()) {
-      RN_ASSIGN_OR_RETURN(std::optional<Value> inner,
-                          TryStack(v.items(), span));
-      if (!inner) return std::optional<Value>();
-      conv.push_back(std::move(*inner));
-    } else if (v.is_concrete()) {
-      conv.push_back(v);
-    } else {
-      return std::optional<Value>();
-    }
-  }
-  // One dtype: that of the non-literal elements, else the widest literal.
-  std::optional<DType> dtype;
-  bool all_literal = true;
-  for (const Value& v : conv) {
-    if (v.literal()) continue;
-    all_literal = false;
-    if (dtype && *dtype != v.tensor().dtype()) {
-      return ErrorAt(span, StrCat("a tensor literal mixes ", DTypeName(*dtype),
-                                  " and ", DTypeName(v.tensor().dtype()),
-                                  " elements; convert with cast()"));
-    }
-    dtype = v.tensor().dtype();
-  }
-  if (!dtype) {
-    for (const Value& v : conv) {
-      DType d = v.tensor().dtype();
-      if (!dtype || (IsFloating(d) && !IsFloating(*dtype)) ||
-          (d == DType::kI64 && *dtype == DType::kI32)) {
-        dtype = d;
-      }
-    }
-  }
-  const Shape& shape = conv[0].tensor().shape();
-  for (size_t i = 1; i < conv.size(); ++i) {
-    if (conv[i].tensor().shape() != shape) {
-      return ErrorAt(span,
-                     StrCat("ragged tensor literal: element ", i, " has shape ",
-                            conv[i].tensor().shape().ToString(),
-                            " but element 0 has ", shape.ToString()));
-    }
-  }
-  std::vector<int64_t> dims = {static_cast<int64_t>(conv.size())};
-  dims.insert(dims.end(), shape.dims().begin(), shape.dims().end());
-  Tensor out(*dtype, Shape(dims));
-  char* dst = static_cast<char*>(out.raw_data());
-  for (Value& v : conv) {
-    Tensor t = v.tensor();
-    if (t.dtype() != *dtype) {
-      if (!IsFloating(*dtype) && IsFloating(t.dtype())) {
-        return ErrorAt(span,
-                       StrCat("a tensor literal mixes ", DTypeName(*dtype),
-                              " elements and float literals"));
-      }
-      if (*dtype == DType::kBool || t.dtype() == DType::kBool) {
-        return ErrorAt(span, "a tensor literal mixes bool and numbers");
-      }
-      RN_ASSIGN_OR_RETURN(t, Cast(t, *dtype));
-    }
-    if (t.bytes() > 0) std::memcpy(dst, t.raw_data(), t.bytes());
-    dst += t.bytes();
-  }
-  return std::optional<Value>(Value::Concrete(std::move(out), all_literal));
-}
-
 absl::StatusOr<Value> Interpreter::EvalList(const lang::SequenceExpr& e) {
   std::vector<Value> items;
   for (const lang::ExprPtr& el : e.elements) {
@@ -671,7 +708,8 @@ absl::StatusOr<Value> Interpreter::EvalList(const lang::SequenceExpr& e) {
     if (!v.is_concrete()) all_tensors = false;
   }
   if (all_tensors) {
-    RN_ASSIGN_OR_RETURN(std::optional<Value> t, TryStack(items, e.span));
+    RN_ASSIGN_OR_RETURN(std::optional<Value> t,
+                        builder_.TryStack(items, e.span));
     if (t) return *t;
   }
   return Value::List(std::move(items));
@@ -687,7 +725,7 @@ absl::StatusOr<Value> Interpreter::EvalUnary(const lang::UnaryExpr& e,
       return ErrorAt(e.span, StrCat("cannot negate ", DescribeValue(v)),
                      e.span.col);
     }
-    return ApplyOp("neg", {v}, {}, site);
+    return builder_.ApplyOp("neg", {v}, {}, site);
   }
   if (v.is_concrete() && v.tensor().dtype() == DType::kBool &&
       v.tensor().num_elements() == 1 && v.tensor().rank() == 0) {
@@ -698,7 +736,7 @@ absl::StatusOr<Value> Interpreter::EvalUnary(const lang::UnaryExpr& e,
                    StrCat("'not' needs a bool tensor, got ", DescribeValue(v)),
                    e.span.col);
   }
-  return ApplyOp("logical_not", {v}, {}, site);
+  return builder_.ApplyOp("logical_not", {v}, {}, site);
 }
 
 absl::Status Interpreter::Truthy(const Value& v, const SourceSpan& span,
@@ -765,7 +803,7 @@ absl::StatusOr<Value> Interpreter::BinaryOnValues(BinaryOp op, const Value& a,
     return v.is_tensor() || v.is_sequence();
   };
   if (!tensorish(a) || !tensorish(b)) return kinds_error();
-  return ApplyOp(OpNameOf(op), {a, b}, {}, site);
+  return builder_.ApplyOp(OpNameOf(op), {a, b}, {}, site);
 }
 
 absl::StatusOr<Value> Interpreter::EvalBinary(const lang::BinaryExpr& e,
@@ -787,7 +825,7 @@ absl::StatusOr<Value> Interpreter::EvalBinary(const lang::BinaryExpr& e,
                  DescribeValue(a), " and ", DescribeValue(b)),
           site.caret);
     }
-    return ApplyOp(OpNameOf(e.op), {a, b}, {}, site);
+    return builder_.ApplyOp(OpNameOf(e.op), {a, b}, {}, site);
   }
   RN_ASSIGN_OR_RETURN(Value b, Eval(*e.rhs));
   if (e.op == BinaryOp::kRange) {
@@ -1047,7 +1085,8 @@ absl::StatusOr<Value> Interpreter::CallUser(const Function& f,
   }
   // A `def` call opens a name scope, reserved when it makes its first node.
   const bool opens_scope = f.def != nullptr;
-  if (opens_scope) scopes_.push_back(MakeFrame(f.name, /*unique=*/true));
+  std::optional<BuildScope> scope;
+  if (opens_scope) scope.emplace(builder_.OpenScope(f.name, /*unique=*/true));
   Restore<int> loops(&loop_depth_, 0);
   Restore<int> fdepth(&function_depth_, function_depth_ + 1);
   absl::StatusOr<Value> result;
@@ -1075,7 +1114,7 @@ absl::StatusOr<Value> Interpreter::CallUser(const Function& f,
   } else if (body != nullptr) {
     result = Eval(*body);
   }
-  if (opens_scope) scopes_.pop_back();
+  scope.reset();
   if (!result.ok() && !ExitCodeOf(result.status())) {
     std::optional<lang::Diagnostic> d = DiagOf(result.status());
     // Say where the failing call came from (a few levels deep at most).
@@ -1097,9 +1136,9 @@ absl::StatusOr<Value> Interpreter::CallUser(const Function& f,
 absl::StatusOr<Value> Interpreter::EvalIndex(const lang::IndexExpr& e,
                                              const std::string& hint) {
   RN_ASSIGN_OR_RETURN(Value target, Eval(*e.target));
-  std::vector<Sub> subs;
+  std::vector<Subscript> subs;
   for (const lang::Subscript& s : e.subscripts) {
-    Sub sub;
+    Subscript sub;
     sub.is_slice = s.is_slice;
     sub.span = s.span.known() ? s.span : e.span;
     if (s.is_slice) {
@@ -1117,7 +1156,7 @@ absl::StatusOr<Value> Interpreter::EvalIndex(const lang::IndexExpr& e,
     }
     subs.push_back(std::move(sub));
   }
-  return Index(target, subs, OpSite{e.span, 0, hint});
+  return Index(builder_, target, subs, OpSite{e.span, 0, hint});
 }
 
 absl::StatusOr<Value> Interpreter::EvalMember(const lang::MemberExpr& e) {
@@ -1237,18 +1276,6 @@ absl::StatusOr<Value> Interpreter::EvalIf(const lang::IfExpr& e,
   return v;
 }
 
-absl::Status Interpreter::UsedNoneOfIf(const Value& v, const SourceSpan& use) {
-  const SourceSpan* if_span = v.if_without_else();
-  if (if_span == nullptr) return absl::OkStatus();
-  lang::Diagnostic d;
-  d.message =
-      "this 'if' has no 'else', so its value is none when the condition is "
-      "false; add an 'else' branch";
-  d.span = *if_span;
-  d.notes.push_back(Note(use, "the value is used here"));
-  return DiagStatus(std::move(d));
-}
-
 absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
   RN_ASSIGN_OR_RETURN(Value state, Eval(*e.init));
   if (state.contains_symbolic()) {
@@ -1364,7 +1391,7 @@ absl::StatusOr<Value> Interpreter::EvalAssign(const lang::AssignExpr& e,
     const char* op = e.op == AssignOp::kAssign ? "assign"
                      : e.op == AssignOp::kAdd  ? "assign_add"
                                                : "assign_sub";
-    return Assign(op, target, v, site);
+    return builder_.Assign(op, target, v, site);
   }
   if (binding == nullptr) {
     return ErrorAt(e.target->span,

@@ -36,7 +36,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "interpreter/device_spec.h"
+#include "interpreter/graph_builder.h"
+#include "interpreter/iteration.h"
 #include "interpreter/progress.h"
 #include "interpreter/value.h"
 #include "lang/ast.h"
@@ -69,17 +70,6 @@ inline constexpr int kExitUsage = 2;
 
 struct CallArgs;
 
-// Where an op is applied: the span to point at (caret inside it), and the
-// name a new node should take (`let NAME = ...`), if any.
-struct OpSite {
-  OpSite() = default;
-  OpSite(SourceSpan s, int c = 0, std::string hint = "")
-      : span(std::move(s)), caret(c), name_hint(std::move(hint)) {}
-  SourceSpan span;
-  int caret = 0;
-  std::string name_hint;
-};
-
 class Interpreter {
  public:
   Interpreter(Options options, lang::DiagnosticSink* sink);
@@ -105,8 +95,10 @@ class Interpreter {
   // Reports `status` through the sink; returns the exit status it means.
   int Report(const absl::Status& status);
 
-  Graph& graph() { return *graph_; }
-  const std::shared_ptr<Graph>& graph_ptr() const { return graph_; }
+  Graph& graph() { return builder_.graph(); }
+  const std::shared_ptr<Graph>& graph_ptr() const {
+    return builder_.graph_ptr();
+  }
   Env& globals() { return *globals_; }
   lang::DiagnosticSink& sink() { return *sink_; }
   const Options& options() const { return options_; }
@@ -121,35 +113,51 @@ class Interpreter {
   static std::vector<std::string> BuiltinNames();
   static std::vector<std::string> BuiltinsListNames();
 
-  // ---- used by the builtins ------------------------------------------------
+  // Graph building: every op, node, variable and name goes through it.
+  GraphBuilder& builder() { return builder_; }
 
-  // Applies registered op `op` (docs/language.md §1): eagerly when every tensor
-  // input is concrete, else as a new graph node. Bare literals take the
-  // dtype of the tensors they meet. Errors point at `site`.
+  // ---- used by the builtins (forwarded to the builder) ---------------------
   absl::StatusOr<Value> ApplyOp(const std::string& op,
                                 std::vector<Value> inputs, AttrMap attrs,
-                                const OpSite& site);
-  // The same for ops with several outputs (a tuple of values comes back).
+                                const OpSite& site) {
+    return builder_.ApplyOp(op, std::move(inputs), std::move(attrs), site);
+  }
   absl::StatusOr<std::vector<Value>> ApplyOpN(const std::string& op,
                                               std::vector<Value> inputs,
                                               AttrMap attrs, const OpSite& site,
-                                              std::vector<Node*> control = {});
-  // A tensor value from a tensor, or from a list/tuple of numbers or
-  // concrete tensors (stacked). `what` names the argument in errors.
+                                              std::vector<Node*> control = {}) {
+    return builder_.ApplyOpN(op, std::move(inputs), std::move(attrs), site,
+                             std::move(control));
+  }
   absl::StatusOr<Value> ToTensor(const Value& v, const SourceSpan& span,
-                                 std::string_view what);
-  // A concrete tensor of `dtype` from a value (literals are cast).
+                                 std::string_view what) {
+    return builder_.ToTensor(v, span, what);
+  }
   absl::StatusOr<Tensor> ToConcrete(const Value& v, DType dtype,
                                     const SourceSpan& span,
-                                    std::string_view what);
-  // A symbolic tensor for `v` (concrete values become const nodes).
-  absl::StatusOr<NodeOut> ToGraph(const Value& v, const SourceSpan& span);
-  // The node a value names for control dependencies (ops, symbolic
-  // tensors, lists of them).
+                                    std::string_view what) {
+    return builder_.ToConcrete(v, dtype, span, what);
+  }
   absl::Status CollectNodes(const Value& v, const SourceSpan& span,
-                            std::vector<Node*>* out);
-  // Casts a concrete tensor eagerly.
-  absl::StatusOr<Tensor> Cast(const Tensor& t, DType dtype);
+                            std::vector<Node*>* out) {
+    return builder_.CollectNodes(v, span, out);
+  }
+  absl::StatusOr<Tensor> Cast(const Tensor& t, DType dtype) {
+    return builder_.Cast(t, dtype);
+  }
+  absl::StatusOr<Value> Assign(const std::string& op, const Value& target,
+                               const Value& value, const OpSite& site) {
+    return builder_.Assign(op, target, value, site);
+  }
+  absl::StatusOr<Value> GlobalStep(const SourceSpan& span) {
+    return builder_.GlobalStep(span);
+  }
+  const std::vector<Node*>& variables() const { return builder_.variables(); }
+  absl::StatusOr<std::unique_ptr<Iterator>> Iterate(const Value& v,
+                                                    const SourceSpan& span) {
+    return interp::Iterate(v, span);
+  }
+  int64_t IterationCount(const Value& v) { return interp::IterationCount(v); }
 
   // Calls a function value with positional and named arguments.
   absl::StatusOr<Value> Call(const Value& callee, std::vector<Value> args,
@@ -159,26 +167,6 @@ class Interpreter {
                              const SourceSpan& span,
                              const std::string& name_hint = "");
 
-  // An `assign`, `assign_add` or `assign_sub` node updating variable
-  // `target`; the value broadcasts to the variable's shape.
-  absl::StatusOr<Value> Assign(const std::string& op, const Value& target,
-                               const Value& value, const OpSite& site);
-  // A new `variable` node (var/state/global_step) named `name` in the
-  // current scope, initialised by `init`.
-  absl::StatusOr<Value> MakeVariable(const std::string& name, const Value& init,
-                                     bool trainable, const SourceSpan& span);
-  const std::vector<Node*>& variables() const { return variables_; }
-  // The `state` counting training steps (`global_step()`), made on first
-  // use at the top level of the graph.
-  absl::StatusOr<Value> GlobalStep(const SourceSpan& span);
-
-  // An iterator over a value (`for`): ranges, lists, tuples, tensors (axis
-  // 0), datasets (rows as records), iterables.
-  absl::StatusOr<std::unique_ptr<Iterator>> Iterate(const Value& v,
-                                                    const SourceSpan& span);
-  // Element count of what Iterate would give, -1 when unknown.
-  int64_t IterationCount(const Value& v);
-
   // The session `run` executes in, made on first use: it holds the
   // variables' values (save and restore read and set them there).
   Session& session();
@@ -186,22 +174,9 @@ class Interpreter {
   Reporter& reporter() { return *reporter_; }
   // `--arg name=value`, or nullptr.
   const std::string* FindArg(const std::string& name) const;
-  EagerContext& eager() { return *eager_; }
+  EagerContext& eager() { return builder_.eager(); }
 
  private:
-  friend struct Scope;
-  struct ScopeFrame {
-    std::string base;
-    bool unique = true;  // made unique when resolved (function scopes)
-    bool resolved = false;
-    std::string path;  // the full scope path once resolved
-  };
-  static ScopeFrame MakeFrame(std::string base, bool unique) {
-    ScopeFrame f;
-    f.base = std::move(base);
-    f.unique = unique;
-    return f;
-  }
   enum class Signal { kNone, kBreak, kContinue, kReturn };
 
   // ---- statements and expressions (interpreter.cc) -------------------------
@@ -250,51 +225,40 @@ class Interpreter {
                             std::vector<Bound>* out);
   absl::Status BindPattern(const lang::Pattern& p, const Value& v,
                            BindingKind kind);
-  // A tensor from numbers and concrete tensors of one shape; nullopt when
-  // some item is not a concrete tensor (then it is a list).
-  absl::StatusOr<std::optional<Value>> TryStack(const std::vector<Value>& items,
-                                                const SourceSpan& span);
   absl::Status Truthy(const Value& v, const SourceSpan& span,
                       std::string_view what, bool* out);
   absl::StatusOr<Value> BinaryOnValues(lang::BinaryOp op, const Value& a,
                                        const Value& b, const OpSite& site);
   absl::Status UnknownName(const std::string& name, const SourceSpan& span);
-  // An error at the `if` when `v` is the none of an `if` without `else`
-  // (a note points at `use`); OK for any other value.
-  absl::Status UsedNoneOfIf(const Value& v, const SourceSpan& use);
   absl::Status CheckInterrupt(const SourceSpan& span);
 
-  // ---- declarations, graph building and run (graph_builder.cc) -------------
+  // ---- declarations (interpreter.cc) ----------------------------------------
   absl::Status DeclareInput(const lang::InputStmt& s);
   absl::Status DeclareVar(const lang::VarStmt& s);
   absl::StatusOr<Shape> EvalTypeShape(const lang::TypeAnnotation& t,
                                       DType* dtype);
-  // The scope path for a new node (reserving lazy function scopes when
-  // `reserve`), and a unique node name in it.
-  std::string ScopePath(bool reserve);
-  std::string NewNodeName(const std::string& base);
-  // `first`, or `first_N` when that is taken.
-  std::string UniqueName(const std::string& first);
-  // A `read_variable` of `var` made in the current build context (device,
-  // control dependencies).
-  absl::StatusOr<NodeOut> ReadVariable(Node* var, const SourceSpan& span);
-  absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
-                                const std::vector<Value>& inputs);
-  absl::StatusOr<Node*> ConstNode(const Tensor& t, const SourceSpan& span);
-  absl::Status Promote(const std::string& op, std::vector<Value>* inputs,
-                       const OpSite& site);
-  struct Sub {
-    bool is_slice = false;
-    Value index = {}, lo = {}, hi = {}, step = {};  // none = absent
-    SourceSpan span = {};
-  };
-  absl::StatusOr<Value> Index(const Value& target, const std::vector<Sub>& subs,
-                              const OpSite& site);
-  // x[s] on `axis` for a subscript with a symbolic index or bound.
-  absl::StatusOr<Value> DynamicSubscript(const Value& x, const Sub& s,
-                                         int64_t axis, const OpSite& site);
+
+  // ---- run (run.cc) -------------------------------------------------------
   absl::StatusOr<Value> RunFetches(const Value& fetches, const Value* feeds,
                                    const lang::RunExpr& e);
+  // The tensors and ops `fetches` names, depth first (RebuildResults walks
+  // the same way).
+  absl::Status CollectFetches(const Value& fetches, const SourceSpan& span,
+                              std::vector<NodeOut>* outs,
+                              std::vector<Node*>* targets);
+  // `run ... with feeds`: each field checked against the input it names and
+  // converted to its dtype.
+  absl::StatusOr<Session::Feeds> ConvertFeeds(const Value& feeds,
+                                              const lang::RunExpr& e);
+  // Check mode: no run; a missing feed is an error, zeros stand in for the
+  // fetched values.
+  absl::StatusOr<std::vector<Tensor>> CheckRun(
+      const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
+      const Session::Feeds& feeds, const lang::RunExpr& e);
+  // A run in the session; its errors as diagnostics at the run.
+  absl::StatusOr<std::vector<Tensor>> SessionRun(
+      const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
+      const Session::Feeds& feeds, const lang::RunExpr& e);
 
   // ---- modules
   // ---------------------------------------------------------------
@@ -315,29 +279,12 @@ class Interpreter {
 
   Options options_;
   lang::DiagnosticSink* sink_;
-  std::shared_ptr<Graph> graph_;
-  std::unique_ptr<EagerContext> eager_;
+  GraphBuilder builder_;
   std::unique_ptr<Session> session_;
   std::unique_ptr<Reporter> reporter_;
   std::shared_ptr<Env> builtins_;
   std::shared_ptr<Env> globals_;
   std::shared_ptr<Env> env_;  // the current lexical scope
-
-  // Naming, devices and control dependencies of new nodes.
-  std::vector<ScopeFrame> scopes_;
-  // Node names and reserved scope paths.
-  absl::flat_hash_set<std::string> taken_;
-  // For each base name, the last suffix N a NAME_N made unique with: names
-  // are never freed, so the search for a free NAME_N resumes after it
-  // (without this, the search is quadratic in the nodes of one base name).
-  absl::flat_hash_map<std::string, int> last_suffix_;
-  DeviceSpec device_;
-  std::vector<Node*> control_;
-  std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;
-  // Reads made outside `after` blocks, by variable and device.
-  absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
-  std::vector<Node*> variables_;
-  Value global_step_;
 
   // Control flow.
   Signal signal_ = Signal::kNone;

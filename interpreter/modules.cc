@@ -10,6 +10,7 @@
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/restore.h"
 #include "lang/parser.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -232,25 +233,17 @@ absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
     // A module runs at the top level of its own: its own names, no
     // enclosing device or `after` block, nodes under a scope named after it.
     Value ignored;
-    std::vector<ScopeFrame> scopes = {
-        MakeFrame(fs::path(path).stem().string(), /*unique=*/false)};
-    std::swap(scopes, scopes_);
-    std::shared_ptr<Env> env = module->env;
-    std::swap(env, env_);
-    DeviceSpec device;
-    std::swap(device, device_);
-    std::vector<Node*> control;
-    std::swap(control, control_);
-    const int loops = loop_depth_, functions = function_depth_;
-    loop_depth_ = function_depth_ = 0;
-    absl::Status st = ExecStmts((*program)->stmts, &ignored);
-    signal_ = Signal::kNone;
-    std::swap(scopes, scopes_);
-    std::swap(env, env_);
-    std::swap(device, device_);
-    std::swap(control, control_);
-    loop_depth_ = loops;
-    function_depth_ = functions;
+    absl::Status st;
+    {
+      BuildScope top = builder_.Replace();
+      BuildScope scope = builder_.OpenScope(fs::path(path).stem().string(),
+                                            /*unique=*/false);
+      Restore<std::shared_ptr<Env>> env(&env_, module->env);
+      Restore<int> loops(&loop_depth_, 0);
+      Restore<int> functions(&function_depth_, 0);
+      st = ExecStmts((*program)->stmts, &ignored);
+      signal_ = Signal::kNone;
+    }
     module->loading = false;
     if (!st.ok()) {
       modules_.erase(path);

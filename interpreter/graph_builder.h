@@ -1,0 +1,214 @@
+// GraphBuilder: the one place that applies ops and makes graph nodes.
+//
+//   GraphBuilder b({.num_threads = 2, .seed = 0});
+//   auto x = b.ApplyOp("add", {Value::Int(1), y}, {}, OpSite{span});
+//   {
+//     BuildScope s = b.OpenScope("encoder", /*unique=*/false);
+//     BuildScope d = b.OnDevice(spec);
+//     ...  // nodes made here are named encoder/... and placed by `spec`
+//   }      // the build context is back as it was
+//
+// It owns the graph, the eager context that runs ops on concrete values, and
+// one BuildContext value: the name scopes, the device and the control
+// dependencies that new nodes get. A BuildScope guard saves that value and
+// restores it as a unit, whatever happens in between (errors, returns).
+//
+// ApplyOp decides the concrete/symbolic rule of docs/language.md §1: an op
+// whose tensor inputs are all concrete runs now, eagerly; any symbolic input
+// makes a node instead. Bare literals among inputs that share a dtype (the
+// op's dtype groups) take the dtype of the others.
+//
+// The Interpreter evaluates the AST and calls this class; nothing here knows
+// about statements, expressions or environments. Errors are diagnostics
+// (interpreter/diag.h) at the OpSite or span they are given.
+#ifndef RUNNEL_INTERPRETER_GRAPH_BUILDER_H_
+#define RUNNEL_INTERPRETER_GRAPH_BUILDER_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "interpreter/device_spec.h"
+#include "interpreter/value.h"
+#include "runtime/eager.h"
+#include "runtime/graph.h"
+
+namespace runnel::interp {
+
+// Where an op is applied: the span to point at (caret inside it), and the
+// name a new node should take (`let NAME = ...`), if any.
+struct OpSite {
+  OpSite() = default;
+  OpSite(SourceSpan s, int c = 0, std::string hint = "")
+      : span(std::move(s)), caret(c), name_hint(std::move(hint)) {}
+  SourceSpan span;
+  int caret = 0;
+  std::string name_hint;
+};
+
+// One open name scope. A function's scope is resolved lazily: it takes its
+// unique name (`dense`, `dense_1`) when the first node is made inside it, so
+// a call that makes no node reserves no name. Frames are shared between
+// copies of a context, so a resolution made while an inner scope is open
+// outlives that scope.
+struct ScopeFrame {
+  std::string base;
+  bool unique = true;  // made unique when resolved (function scopes)
+  bool resolved = false;
+  std::string path;  // the full scope path once resolved
+};
+
+// What a new node gets from the blocks around the code that makes it.
+struct BuildContext {
+  std::vector<std::shared_ptr<ScopeFrame>> scopes;  // `scope`, calls, modules
+  DeviceSpec device;                                // `device` blocks
+  std::vector<Node*> control;                       // `after` blocks
+  // Next: the control-flow frame of an in-graph `if` or `loop`.
+};
+
+class GraphBuilder;
+
+// Restores the builder's BuildContext when it goes out of scope.
+class [[nodiscard]] BuildScope {
+ public:
+  explicit BuildScope(GraphBuilder* b);
+  BuildScope(BuildScope&& o) noexcept
+      : builder_(std::exchange(o.builder_, nullptr)),
+        saved_(std::move(o.saved_)) {}
+  BuildScope(const BuildScope&) = delete;
+  BuildScope& operator=(const BuildScope&) = delete;
+  BuildScope& operator=(BuildScope&&) = delete;
+  ~BuildScope();
+
+ private:
+  GraphBuilder* builder_;
+  BuildContext saved_;
+};
+
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(EagerOptions eager_options);
+  GraphBuilder(const GraphBuilder&) = delete;
+  GraphBuilder& operator=(const GraphBuilder&) = delete;
+
+  Graph& graph() { return *graph_; }
+  const std::shared_ptr<Graph>& graph_ptr() const { return graph_; }
+  EagerContext& eager() { return *eager_; }
+
+  // ---- the build context -----------------------------------------------
+  const BuildContext& context() const { return context_; }
+  // Each returns a guard that restores the context as it was before.
+  BuildScope OpenScope(std::string base, bool unique);
+  BuildScope OnDevice(const DeviceSpec& spec);  // refines the current device
+  BuildScope After(const std::vector<Node*>& nodes);
+  // An empty context (top-level names, no device, no dependencies), or
+  // `context` itself.
+  BuildScope Replace(BuildContext context = {});
+
+  // ---- names -------------------------------------------------------------
+  // The scope path for a new node (reserving lazy function scopes when
+  // `reserve`), and a unique node name in it.
+  std::string ScopePath(bool reserve);
+  std::string NewNodeName(const std::string& base);
+  // `first`, or `first_N` when that is taken.
+  std::string UniqueName(const std::string& first);
+
+  // ---- applying ops --------------------------------------------------------
+  // Applies registered op `op` eagerly when every tensor input is concrete,
+  // else as a new graph node. Bare literals take the dtype of the tensors
+  // they meet. Errors point at `site`.
+  absl::StatusOr<Value> ApplyOp(const std::string& op,
+                                std::vector<Value> inputs, AttrMap attrs,
+                                const OpSite& site);
+  // The same for ops with several outputs (a tuple of values comes back).
+  absl::StatusOr<std::vector<Value>> ApplyOpN(const std::string& op,
+                                              std::vector<Value> inputs,
+                                              AttrMap attrs, const OpSite& site,
+                                              std::vector<Node*> control = {});
+  // Casts the bare literals among `inputs` that share a dtype with other
+  // inputs of `op` (its dtype groups) to that dtype.
+  absl::Status Promote(const std::string& op, std::vector<Value>* inputs,
+                       const OpSite& site);
+  // Adds a node in the current context (device, control dependencies). An
+  // error points at `site`, with notes at the declarations of `inputs`.
+  absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
+                                const std::vector<Value>& inputs);
+
+  // ---- conversions ----------------------------------------------------------
+  // A tensor value from a tensor, or from a list/tuple of numbers or
+  // concrete tensors (stacked). `what` names the argument in errors.
+  absl::StatusOr<Value> ToTensor(const Value& v, const SourceSpan& span,
+                                 std::string_view what);
+  // A concrete tensor of `dtype` from a value (literals are cast).
+  absl::StatusOr<Tensor> ToConcrete(const Value& v, DType dtype,
+                                    const SourceSpan& span,
+                                    std::string_view what);
+  // A symbolic tensor for `v` (concrete values become const nodes).
+  absl::StatusOr<NodeOut> ToGraph(const Value& v, const SourceSpan& span);
+  // The nodes a value names for control dependencies (ops, symbolic
+  // tensors, lists of them).
+  absl::Status CollectNodes(const Value& v, const SourceSpan& span,
+                            std::vector<Node*>* out);
+  // Casts a concrete tensor eagerly.
+  absl::StatusOr<Tensor> Cast(const Tensor& t, DType dtype);
+  // A tensor from numbers and concrete tensors of one shape; nullopt when
+  // some item is not a concrete tensor (then it is a list).
+  absl::StatusOr<std::optional<Value>> TryStack(const std::vector<Value>& items,
+                                                const SourceSpan& span);
+  // A const node holding `t` (one per tensor buffer).
+  absl::StatusOr<Node*> ConstNode(const Tensor& t, const SourceSpan& span);
+
+  // ---- variables ------------------------------------------------------------
+  // A new `variable` node (var/state/global_step) named `name` in the
+  // current scope, initialised by `init`.
+  absl::StatusOr<Value> MakeVariable(const std::string& name, const Value& init,
+                                     bool trainable, const SourceSpan& span);
+  // A `read_variable` of `var` made in the current context (device, control
+  // dependencies). Reads outside `after` blocks are shared.
+  absl::StatusOr<NodeOut> ReadVariable(Node* var, const SourceSpan& span);
+  // An `assign`, `assign_add` or `assign_sub` node updating variable
+  // `target`; the value broadcasts to the variable's shape.
+  absl::StatusOr<Value> Assign(const std::string& op, const Value& target,
+                               const Value& value, const OpSite& site);
+  // The `state` counting training steps (`global_step()`), made on first
+  // use at the top level of the graph.
+  absl::StatusOr<Value> GlobalStep(const SourceSpan& span);
+  const std::vector<Node*>& variables() const { return variables_; }
+
+ private:
+  friend class BuildScope;
+
+  std::shared_ptr<Graph> graph_;
+  std::unique_ptr<EagerContext> eager_;
+  BuildContext context_;
+
+  // Node names and reserved scope paths.
+  absl::flat_hash_set<std::string> taken_;
+  // For each base name, the last suffix N a NAME_N made unique with: names
+  // are never freed, so the search for a free NAME_N resumes after it
+  // (without this, the search is quadratic in the nodes of one base name).
+  absl::flat_hash_map<std::string, int> last_suffix_;
+  // Const nodes by tensor buffer, dtype and shape.
+  std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;
+  // Reads made outside `after` blocks, by variable and device.
+  absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
+  std::vector<Node*> variables_;
+  Value global_step_;
+};
+
+// An error at the `if` when `v` is the none of an `if` without `else` (a
+// note points at `use`); OK for any other value.
+absl::Status UsedNoneOfIf(const Value& v, const SourceSpan& use);
+
+bool IsVariableNode(const Node* n);
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_GRAPH_BUILDER_H_

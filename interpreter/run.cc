@@ -1,0 +1,259 @@
+// `run FETCHES with FEEDS` (docs/language.md §2): collect the fetched
+// tensors and ops, convert the feeds, run them in the session (or, in check
+// mode, check them without running), and rebuild the fetched structure with
+// concrete values.
+#include <cstring>
+
+#include "absl/strings/match.h"
+#include "interpreter/diag.h"
+#include "interpreter/interpreter.h"
+#include "runtime/errors.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel::interp {
+namespace {
+
+// Zeros standing in for a fetched value in check mode.
+Tensor Placeholder(DType dtype, const Shape& shape) {
+  std::vector<int64_t> dims;
+  if (!shape.unknown_rank()) {
+    for (int64_t d : shape.dims()) dims.push_back(d < 0 ? 1 : d);
+  }
+  Tensor t(dtype, Shape(dims));
+  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
+  return t;
+}
+
+// `fetches` with each symbolic tensor replaced by the next of `results`
+// (in CollectFetches' order) and each op by none.
+Value RebuildResults(const Value& v, const std::vector<Tensor>& results,
+                     size_t* next) {
+  switch (v.kind()) {
+    case ValueKind::kSymbolic:
+      return Value::Concrete(results[(*next)++]);
+    case ValueKind::kOp:
+      return Value();
+    case ValueKind::kTuple:
+    case ValueKind::kList: {
+      std::vector<Value> items;
+      for (const Value& i : v.items()) {
+        items.push_back(RebuildResults(i, results, next));
+      }
+      return v.kind() == ValueKind::kTuple ? Value::Tuple(std::move(items))
+                                           : Value::List(std::move(items));
+    }
+    case ValueKind::kRecord: {
+      std::vector<Field> fields;
+      for (const Field& f : v.fields()) {
+        fields.emplace_back(f.first, RebuildResults(f.second, results, next));
+      }
+      return Value::Record(std::move(fields));
+    }
+    default:
+      return v;
+  }
+}
+
+// The diagnostic for a missing feed: at the run, with a note at the input.
+absl::Status MissingFeed(const std::string& message, const Node* input,
+                         const SourceSpan& run) {
+  lang::Diagnostic d;
+  d.message = message;
+  d.span = run;
+  if (input != nullptr) {
+    d.notes.push_back(
+        Note(input->span(), StrCat(input->name(), " declared here")));
+  }
+  return DiagStatus(std::move(d));
+}
+
+}  // namespace
+
+Session& Interpreter::session() {
+  if (!session_) {
+    session_ = std::make_unique<Session>(
+        graph_ptr(),
+        SessionOptions{.num_threads = options_.threads, .seed = options_.seed});
+  }
+  return *session_;
+}
+
+absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
+                                              const Value* feeds,
+                                              const lang::RunExpr& e) {
+  ++runs_;
+  std::vector<NodeOut> outs;
+  std::vector<Node*> targets;
+  RN_RETURN_IF_ERROR(CollectFetches(fetches, e.fetches->span, &outs, &targets));
+  Session::Feeds feed_list;
+  if (feeds != nullptr) {
+    RN_ASSIGN_OR_RETURN(feed_list, ConvertFeeds(*feeds, e));
+  }
+  RN_ASSIGN_OR_RETURN(std::vector<Tensor> results,
+                      check_mode() ? CheckRun(outs, targets, feed_list, e)
+                                   : SessionRun(outs, targets, feed_list, e));
+  size_t next = 0;
+  return RebuildResults(fetches, results, &next);
+}
+
+absl::Status Interpreter::CollectFetches(const Value& v, const SourceSpan& span,
+                                         std::vector<NodeOut>* outs,
+                                         std::vector<Node*>* targets) {
+  switch (v.kind()) {
+    case ValueKind::kSymbolic:
+      outs->push_back(v.out());
+      return absl::OkStatus();
+    case ValueKind::kOp:
+      targets->push_back(v.node());
+      return absl::OkStatus();
+    case ValueKind::kTuple:
+    case ValueKind::kList:
+      for (const Value& i : v.items()) {
+        RN_RETURN_IF_ERROR(CollectFetches(i, span, outs, targets));
+      }
+      return absl::OkStatus();
+    case ValueKind::kRecord:
+      for (const Field& f : v.fields()) {
+        RN_RETURN_IF_ERROR(CollectFetches(f.second, span, outs, targets));
+      }
+      return absl::OkStatus();
+    case ValueKind::kTensor:
+    case ValueKind::kNone:
+      return absl::OkStatus();
+    default:
+      return ErrorAt(span, StrCat("run fetches tensors, ops, and tuples, lists "
+                                  "or records of them; got ",
+                                  DescribeValue(v)));
+  }
+}
+
+absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
+    const Value& feeds, const lang::RunExpr& e) {
+  Value record = feeds;
+  if (record.kind() == ValueKind::kDataset) {
+    record = record.dataset()->AsRecord();
+  }
+  if (record.kind() != ValueKind::kRecord) {
+    return ErrorAt(e.feeds->span,
+                   StrCat("the feeds of run must be a record such as {x: "
+                          "value}, a dataset or a batch; got ",
+                          DescribeValue(record)));
+  }
+  const lang::RecordExpr* literal =
+      e.feeds->kind == lang::ExprKind::kRecord
+          ? static_cast<const lang::RecordExpr*>(e.feeds.get())
+          : nullptr;
+  Session::Feeds feed_list;
+  for (size_t i = 0; i < record.fields().size(); ++i) {
+    const auto& [name, value] = record.fields()[i];
+    const SourceSpan span = literal && i < literal->fields.size()
+                                ? literal->fields[i].span
+                                : e.feeds->span;
+    Binding* b = env_->Find(name);
+    if (b == nullptr) {
+      absl::Status st = UnknownName(name, span);
+      lang::Diagnostic d = ToDiagnostic(st, span);
+      d.message = StrCat("cannot feed '", name,
+                         "': there is no input of "
+                         "that name here");
+      return DiagStatus(std::move(d));
+    }
+    if (!b->value.is_symbolic()) {
+      lang::Diagnostic d;
+      d.message =
+          StrCat("cannot feed '", name, "': it is ", DescribeValue(b->value),
+                 ", not a symbolic tensor such as an input");
+      d.span = span;
+      if (b->span.known()) {
+        d.notes.push_back(Note(b->span, StrCat(name, " declared here")));
+      }
+      return DiagStatus(std::move(d));
+    }
+    const DType dtype = b->value.tensor_dtype();
+    const Shape shape = b->value.tensor_shape();
+    RN_ASSIGN_OR_RETURN(
+        Value tv,
+        builder_.ToTensor(value, span, StrCat("the feed for '", name, "'")));
+    if (tv.is_symbolic()) {
+      return ErrorAt(span,
+                     StrCat("the feed for '", name, "' must be concrete, got ",
+                            DescribeValue(tv)));
+    }
+    Tensor t = tv.tensor();
+    if (t.dtype() != dtype) {
+      if ((t.dtype() == DType::kBool) != (dtype == DType::kBool)) {
+        return ErrorAt(span, StrCat("the feed for '", name, "' is ",
+                                    DescribeValue(tv), " but '", name, "' is ",
+                                    DTypeName(dtype), shape.ToString()));
+      }
+      RN_ASSIGN_OR_RETURN(t, builder_.Cast(t, dtype));
+    }
+    if (!shape.IsCompatibleWith(t.shape())) {
+      return ErrorAt(span, StrCat("the feed for '", name, "' has shape ",
+                                  t.shape().ToString(), " but '", name, "' is ",
+                                  DTypeName(dtype), shape.ToString()));
+    }
+    feed_list.emplace_back(b->value.out(), std::move(t));
+  }
+  return feed_list;
+}
+
+absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(
+    const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
+    const Session::Feeds& feeds, const lang::RunExpr& e) {
+  // Find a placeholder the fetches need that is not fed.
+  std::set<const Node*> fed;
+  for (const auto& [o, t] : feeds) fed.insert(o.node);
+  std::set<const Node*> seen;
+  std::vector<const Node*> stack;
+  for (const NodeOut& o : outs) stack.push_back(o.node);
+  for (Node* t : targets) stack.push_back(t);
+  const Node* missing = nullptr;
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (fed.count(n) || !seen.insert(n).second) continue;
+    if (n->op() == "placeholder" &&
+        (missing == nullptr || n->id() < missing->id())) {
+      missing = n;
+    }
+    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  if (missing != nullptr) {
+    return MissingFeed(StrCat("missing feed for input '", missing->name(), "'"),
+                       missing, e.span);
+  }
+  std::vector<Tensor> results;
+  for (const NodeOut& o : outs) {
+    results.push_back(Placeholder(o.node->output_dtype(o.index),
+                                  o.node->output_shape(o.index)));
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
+    const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
+    const Session::Feeds& feeds, const lang::RunExpr& e) {
+  absl::StatusOr<std::vector<Tensor>> r =
+      session().Run(feeds, outs, targets, &interrupted_);
+  if (r.ok()) return r;
+  if (r.status().code() == absl::StatusCode::kCancelled) {
+    interrupted_ = false;  // this interruption is consumed here
+    return ErrorAt(e.span, "interrupted");
+  }
+  const std::string msg(ToStd(r.status().message()));
+  std::optional<std::string> node = NodeNameOf(r.status());
+  if (absl::StartsWith(msg, "missing feed for input '") && node) {
+    return MissingFeed(msg, graph().FindNode(*node), e.span);
+  }
+  lang::Diagnostic d = ToDiagnostic(r.status(), e.span);
+  if (d.span.line != e.span.line || d.span.col != e.span.col ||
+      d.span.file != e.span.file) {
+    d.notes.push_back(Note(e.span, "while running this"));
+  }
+  return DiagStatus(std::move(d));
+}
+
+}  // namespace runnel::interp
