@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "interpreter/calls.h"
 #include "interpreter/graph_builder.h"
 #include "interpreter/iteration.h"
 #include "interpreter/progress.h"
@@ -205,17 +206,15 @@ class Interpreter {
   absl::StatusOr<Value> EvalRun(const lang::RunExpr& e);
   absl::StatusOr<Value> EvalAssign(const lang::AssignExpr& e,
                                    const std::string& hint);
-  absl::StatusOr<Value> CallUser(const Function& f, std::vector<Value> args,
-                                 std::vector<SourceSpan> arg_spans,
-                                 std::vector<Field> named,
-                                 std::vector<SourceSpan> named_spans,
+  // ---- calls (calls.cc)
+  // ------------------------------------------------------
+  absl::StatusOr<Value> CallUser(const Function& f, Arguments args,
                                  const SourceSpan& span);
-  absl::StatusOr<Value> CallBuiltin(const Builtin& b, std::vector<Value> args,
-                                    std::vector<SourceSpan> arg_spans,
-                                    std::vector<Field> named,
-                                    std::vector<SourceSpan> named_spans,
+  absl::StatusOr<Value> CallBuiltin(const Builtin& b, Arguments args,
                                     const SourceSpan& span,
                                     const std::string& hint);
+  // A user function's body, in the scope of its bound parameters.
+  absl::StatusOr<Value> EvalBody(const Function& f);
   struct Bound {
     std::string name;
     Value value;

@@ -24,4 +24,23 @@ void LargeStackThread::Join() {
   running_ = false;
 }
 
+bool StackLow() {
+  static thread_local bool looked = false;
+  static thread_local const char* low = nullptr;
+  if (!looked) {
+    looked = true;
+    pthread_attr_t attr;
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+    }
+    low = static_cast<const char*>(addr);
+  }
+  if (low == nullptr) return false;
+  char here;
+  return &here - low < 256 * 1024;
+}
+
 }  // namespace runnel::interp

@@ -32,6 +32,11 @@ class LargeStackThread {
   bool running_ = false;
 };
 
+// Whether this thread's stack is nearly used up (under 256 KiB left): deep
+// recursion in a script becomes a diagnostic, whatever the stack size of
+// the calling thread.
+bool StackLow();
+
 }  // namespace runnel::interp
 
 #endif  // RUNNEL_INTERPRETER_LARGE_STACK_H_
