@@ -24,90 +24,51 @@ bool AnySymbolic(const std::vector<Value>& items) {
 }  // namespace
 
 Value Value::Concrete(Tensor t, bool literal) {
-  Value v;
-  v.kind_ = ValueKind::kTensor;
-  v.tensor_ = std::move(t);
-  v.literal_ = literal && v.tensor_.dtype() != DType::kBool;
-  return v;
+  const bool lit = literal && t.dtype() != DType::kBool;
+  return Make(ValueKind::kTensor, Concrete_{std::move(t), lit});
 }
 Value Value::Symbolic(NodeOut out) {
-  Value v;
-  v.kind_ = ValueKind::kSymbolic;
-  v.contains_symbolic_ = true;
-  v.out_ = out;
-  return v;
+  return Make(ValueKind::kSymbolic, out, /*contains_symbolic=*/true);
 }
-Value Value::Op(Node* node) {
-  Value v;
-  v.kind_ = ValueKind::kOp;
-  v.node_ = node;
-  return v;
-}
+Value Value::Op(Node* node) { return Make(ValueKind::kOp, node); }
 Value Value::String(std::string s) {
-  Value v;
-  v.kind_ = ValueKind::kString;
-  v.str_ = std::move(s);
-  return v;
+  return Make(ValueKind::kString, std::move(s));
 }
-Value Value::OfDType(DType d) {
-  Value v;
-  v.kind_ = ValueKind::kDType;
-  v.dtype_ = d;
-  return v;
-}
+Value Value::OfDType(DType d) { return Make(ValueKind::kDType, d); }
 Value Value::Tuple(std::vector<Value> items) {
-  Value v;
-  v.kind_ = ValueKind::kTuple;
-  v.contains_symbolic_ = AnySymbolic(items);
-  v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
-  return v;
+  const bool sym = AnySymbolic(items);
+  return Make(ValueKind::kTuple,
+              std::make_shared<const std::vector<Value>>(std::move(items)),
+              sym);
 }
 Value Value::List(std::vector<Value> items) {
-  Value v;
-  v.kind_ = ValueKind::kList;
-  v.contains_symbolic_ = AnySymbolic(items);
-  v.items_ = std::make_shared<const std::vector<Value>>(std::move(items));
-  return v;
+  const bool sym = AnySymbolic(items);
+  return Make(ValueKind::kList,
+              std::make_shared<const std::vector<Value>>(std::move(items)),
+              sym);
 }
 Value Value::Record(std::vector<Field> fields) {
-  Value v;
-  v.kind_ = ValueKind::kRecord;
-  v.contains_symbolic_ =
+  const bool sym =
       std::any_of(fields.begin(), fields.end(),
                   [](const Field& f) { return f.second.contains_symbolic(); });
-  v.fields_ = std::make_shared<const std::vector<Field>>(std::move(fields));
-  return v;
+  return Make(ValueKind::kRecord,
+              std::make_shared<const std::vector<Field>>(std::move(fields)),
+              sym);
 }
 Value Value::Range(int64_t start, int64_t stop) {
-  Value v;
-  v.kind_ = ValueKind::kRange;
-  v.range_[0] = start;
-  v.range_[1] = stop;
-  return v;
+  return Make(ValueKind::kRange, Range_{start, stop});
 }
 Value Value::OfFunction(std::shared_ptr<const Function> f) {
-  Value v;
-  v.kind_ = ValueKind::kFunction;
-  v.function_ = std::move(f);
-  return v;
+  return Make(ValueKind::kFunction, std::move(f));
 }
 Value Value::OfModule(std::shared_ptr<Module> m) {
-  Value v;
-  v.kind_ = ValueKind::kModule;
-  v.module_ = std::move(m);
-  return v;
+  return Make(ValueKind::kModule, std::move(m));
 }
 Value Value::OfDataset(std::shared_ptr<const Dataset> d) {
-  Value v;
-  v.kind_ = ValueKind::kDataset;
-  v.dataset_ = std::move(d);
-  return v;
+  return Make(ValueKind::kDataset, std::move(d));
 }
 Value Value::OfIterable(std::shared_ptr<Iterable> it) {
-  Value v;
-  v.kind_ = ValueKind::kIterable;
-  v.iterable_ = std::move(it);
-  return v;
+  return Make(ValueKind::kIterable, std::move(it));
 }
 Value Value::Int(int64_t x, bool literal) {
   return Concrete(Tensor::Scalar<int32_t>(static_cast<int32_t>(x)), literal);
@@ -117,9 +78,8 @@ Value Value::Float(double x, bool literal) {
 }
 Value Value::Bool(bool x) { return Concrete(Tensor::Scalar<bool>(x)); }
 Value Value::NoneOfIf(const SourceSpan& if_span) {
-  Value v;
-  v.if_span_ = std::make_shared<const SourceSpan>(if_span);
-  return v;
+  return Make(ValueKind::kNone,
+              IfSpan_{std::make_shared<const SourceSpan>(if_span)});
 }
 
 Value AsNamed(Value v) {
@@ -138,11 +98,50 @@ Value AsNamed(Value v) {
   return v;
 }
 
+namespace {
+template <typename T>
+const T& Null() {
+  static const T* none = new T();
+  return *none;
+}
+}  // namespace
+
+const Tensor& Value::tensor() const {
+  return is_concrete() ? As<Concrete_>().tensor : Null<Tensor>();
+}
+const std::string& Value::str() const {
+  return kind_ == ValueKind::kString ? As<std::string>() : Null<std::string>();
+}
 const std::vector<Value>& Value::items() const {
-  return items_ ? *items_ : EmptyItems();
+  return is_sequence() ? *As<Items_>() : EmptyItems();
 }
 const std::vector<Field>& Value::fields() const {
-  return fields_ ? *fields_ : EmptyFields();
+  return kind_ == ValueKind::kRecord
+             ? *As<std::shared_ptr<const std::vector<Field>>>()
+             : EmptyFields();
+}
+const Value::Range_& Value::RangeOrEmpty() const {
+  return kind_ == ValueKind::kRange ? As<Range_>() : Null<Range_>();
+}
+const std::shared_ptr<const Function>& Value::function() const {
+  using P = std::shared_ptr<const Function>;
+  return kind_ == ValueKind::kFunction ? As<P>() : Null<P>();
+}
+const std::shared_ptr<Module>& Value::module() const {
+  using P = std::shared_ptr<Module>;
+  return kind_ == ValueKind::kModule ? As<P>() : Null<P>();
+}
+const std::shared_ptr<const Dataset>& Value::dataset() const {
+  using P = std::shared_ptr<const Dataset>;
+  return kind_ == ValueKind::kDataset ? As<P>() : Null<P>();
+}
+const std::shared_ptr<Iterable>& Value::iterable() const {
+  using P = std::shared_ptr<Iterable>;
+  return kind_ == ValueKind::kIterable ? As<P>() : Null<P>();
+}
+const SourceSpan* Value::if_without_else() const {
+  const IfSpan_* s = std::get_if<IfSpan_>(&payload_);
+  return s == nullptr ? nullptr : s->span.get();
 }
 const Value* Value::FindField(std::string_view name) const {
   for (const Field& f : fields()) {
@@ -152,29 +151,29 @@ const Value* Value::FindField(std::string_view name) const {
 }
 
 DType Value::tensor_dtype() const {
-  if (kind_ == ValueKind::kSymbolic) return out_.node->output_dtype(out_.index);
-  return tensor_.dtype();
+  if (is_symbolic()) return out().node->output_dtype(out().index);
+  return tensor().dtype();
 }
 Shape Value::tensor_shape() const {
-  if (kind_ == ValueKind::kSymbolic) return out_.node->output_shape(out_.index);
-  return tensor_.shape();
+  if (is_symbolic()) return out().node->output_shape(out().index);
+  return tensor().shape();
 }
 
 std::optional<double> Value::AsDouble() const {
-  if (kind_ != ValueKind::kTensor || tensor_.num_elements() != 1) {
+  if (kind_ != ValueKind::kTensor || tensor().num_elements() != 1) {
     return std::nullopt;
   }
-  absl::StatusOr<double> d = tensor_.ScalarAsDouble();
+  absl::StatusOr<double> d = tensor().ScalarAsDouble();
   if (!d.ok()) return std::nullopt;
   return *d;
 }
 
 std::optional<int64_t> Value::AsInt() const {
-  if (kind_ != ValueKind::kTensor || tensor_.num_elements() != 1 ||
-      !IsInteger(tensor_.dtype())) {
+  if (kind_ != ValueKind::kTensor || tensor().num_elements() != 1 ||
+      !IsInteger(tensor().dtype())) {
     return std::nullopt;
   }
-  absl::StatusOr<int64_t> i = tensor_.ScalarAsInt();
+  absl::StatusOr<int64_t> i = tensor().ScalarAsInt();
   if (!i.ok()) return std::nullopt;
   return *i;
 }

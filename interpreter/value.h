@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/node_hash_map.h"
@@ -97,33 +98,37 @@ class Value {
   // a host loop that nests its state ever deeper stays linear.
   bool contains_symbolic() const { return contains_symbolic_; }
 
-  // kTensor
-  const Tensor& tensor() const { return tensor_; }
-  bool literal() const { return literal_; }
+  // kTensor (an empty tensor for other kinds)
+  const Tensor& tensor() const;
+  bool literal() const { return is_concrete() && As<Concrete_>().literal; }
   // kSymbolic
-  NodeOut out() const { return out_; }
+  NodeOut out() const { return is_symbolic() ? As<NodeOut>() : NodeOut{}; }
   // kOp (and the node of kSymbolic)
   Node* node() const {
-    return kind_ == ValueKind::kSymbolic ? out_.node : node_;
+    if (is_symbolic()) return As<NodeOut>().node;
+    return kind_ == ValueKind::kOp ? As<Node*>() : nullptr;
   }
-  // kString
-  const std::string& str() const { return str_; }
+  // kString (empty for other kinds)
+  const std::string& str() const;
   // kDType
-  DType dtype_value() const { return dtype_; }
+  DType dtype_value() const {
+    return kind_ == ValueKind::kDType ? As<DType>() : DType::kF32;
+  }
   // kTuple, kList
   const std::vector<Value>& items() const;
   // kRecord
   const std::vector<Field>& fields() const;
   const Value* FindField(std::string_view name) const;
   // kRange
-  int64_t range_start() const { return range_[0]; }
-  int64_t range_stop() const { return range_[1]; }
-  const std::shared_ptr<const Function>& function() const { return function_; }
-  const std::shared_ptr<Module>& module() const { return module_; }
-  const std::shared_ptr<const Dataset>& dataset() const { return dataset_; }
-  const std::shared_ptr<Iterable>& iterable() const { return iterable_; }
+  int64_t range_start() const { return RangeOrEmpty().start; }
+  int64_t range_stop() const { return RangeOrEmpty().stop; }
+  // kFunction, kModule, kDataset, kIterable (null for other kinds)
+  const std::shared_ptr<const Function>& function() const;
+  const std::shared_ptr<Module>& module() const;
+  const std::shared_ptr<const Dataset>& dataset() const;
+  const std::shared_ptr<Iterable>& iterable() const;
   // kNone made by NoneOfIf: the `if`; nullptr otherwise.
-  const SourceSpan* if_without_else() const { return if_span_.get(); }
+  const SourceSpan* if_without_else() const;
 
   // The dtype and static shape of a tensor value (concrete or symbolic).
   DType tensor_dtype() const;
@@ -134,22 +139,44 @@ class Value {
   std::optional<int64_t> AsInt() const;  // integer dtype (or literal) only
 
  private:
+  struct Concrete_ {
+    Tensor tensor;
+    bool literal = false;
+  };
+  struct Range_ {
+    int64_t start = 0, stop = 0;
+  };
+  // The none of an `if` without `else`: the `if`.
+  struct IfSpan_ {
+    std::shared_ptr<const SourceSpan> span;
+  };
+  using Items_ = std::shared_ptr<const std::vector<Value>>;  // tuple, list
+  using Payload =
+      std::variant<std::monostate, IfSpan_, Concrete_, NodeOut, Node*,
+                   std::string, DType, Items_,
+                   std::shared_ptr<const std::vector<Field>>, Range_,
+                   std::shared_ptr<const Function>, std::shared_ptr<Module>,
+                   std::shared_ptr<const Dataset>, std::shared_ptr<Iterable>>;
+
+  template <typename T>
+  const T& As() const {
+    return std::get<T>(payload_);
+  }
+  const Range_& RangeOrEmpty() const;
+  template <typename T>
+  static Value Make(ValueKind kind, T payload, bool contains_symbolic = false) {
+    Value v;
+    v.kind_ = kind;
+    v.contains_symbolic_ = contains_symbolic;
+    v.payload_ = std::move(payload);
+    return v;
+  }
+
   ValueKind kind_ = ValueKind::kNone;
   bool contains_symbolic_ = false;
-  Tensor tensor_;
-  bool literal_ = false;
-  NodeOut out_;
-  Node* node_ = nullptr;
-  std::string str_;
-  DType dtype_ = DType::kF32;
-  int64_t range_[2] = {0, 0};
-  std::shared_ptr<const std::vector<Value>> items_;
-  std::shared_ptr<const std::vector<Field>> fields_;
-  std::shared_ptr<const Function> function_;
-  std::shared_ptr<Module> module_;
-  std::shared_ptr<const Dataset> dataset_;
-  std::shared_ptr<Iterable> iterable_;
-  std::shared_ptr<const SourceSpan> if_span_;
+  // Which alternative is set follows from kind_ (tuples and lists share
+  // Items_).
+  Payload payload_;
 };
 
 // What `let` and `=` bind: a value whose bare literals (at the top, or as

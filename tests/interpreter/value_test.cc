@@ -210,3 +210,33 @@ TEST(Batches, ShuffleIsDeterministicPermutation) {
 
 }  // namespace
 }  // namespace runnel::interp
+
+namespace runnel::interp {
+namespace {
+
+// A Value is one kind tag and one payload (a variant), not a field per kind:
+// copies stay cheap (the 15-field struct was 272 bytes).
+TEST(ValueVariantTest, IsSmallAndKeepsOnlyItsOwnPayload) {
+  EXPECT_LE(sizeof(Value), 96u);
+  const Value s = Value::String("abc");
+  EXPECT_EQ(s.str(), "abc");
+  EXPECT_EQ(s.items().size(), 0u);
+  EXPECT_EQ(s.tensor().num_elements(), 0);
+  EXPECT_EQ(s.function(), nullptr);
+  const Value r = Value::Range(2, 5);
+  EXPECT_EQ(r.range_start(), 2);
+  EXPECT_EQ(r.range_stop(), 5);
+  EXPECT_EQ(s.range_stop(), 0);
+  const Value t = Value::Tuple({Value::Int(1), Value::String("x")});
+  ASSERT_EQ(t.items().size(), 2u);
+  EXPECT_EQ(t.items()[1].str(), "x");
+  EXPECT_TRUE(Value::Int(3).literal());
+  EXPECT_FALSE(Value::Int(3, false).literal());
+  EXPECT_FALSE(s.literal());
+  EXPECT_EQ(Value::NoneOfIf(SourceSpan{}).kind(), ValueKind::kNone);
+  EXPECT_NE(Value::NoneOfIf(SourceSpan{}).if_without_else(), nullptr);
+  EXPECT_EQ(Value().if_without_else(), nullptr);
+}
+
+}  // namespace
+}  // namespace runnel::interp
