@@ -20,42 +20,31 @@ namespace {
 bool IsVariableNode(const Node* n) { return n->op() == "variable"; }
 
 // Inputs of one op that must share a dtype, so bare literals among them
-// take the dtype of the others. {-1} means all inputs.
+// take the dtype of the others: the op's dtype group (OpDef::dtype_groups;
+// ops declare at most one). {-1} means all inputs.
 const std::vector<int>* PromotionGroup(const std::string& op) {
-  static const auto* groups = new std::map<std::string, std::vector<int>>{
-      {"add", {0, 1}},
-      {"sub", {0, 1}},
-      {"mul", {0, 1}},
-      {"div", {0, 1}},
-      {"floordiv", {0, 1}},
-      {"mod", {0, 1}},
-      {"pow", {0, 1}},
-      {"maximum", {0, 1}},
-      {"minimum", {0, 1}},
-      {"equal", {0, 1}},
-      {"not_equal", {0, 1}},
-      {"less", {0, 1}},
-      {"less_equal", {0, 1}},
-      {"greater", {0, 1}},
-      {"greater_equal", {0, 1}},
-      {"matmul", {0, 1}},
-      {"bias_add", {0, 1}},
-      {"conv2d", {0, 1}},
-      {"softmax_cross_entropy", {0, 1}},
-      {"sigmoid_cross_entropy", {0, 1}},
-      {"assign", {0, 1}},
-      {"assign_add", {0, 1}},
-      {"assign_sub", {0, 1}},
-      {"clip", {0, 1, 2}},
-      {"where", {1, 2}},
-      {"pad", {0, 2}},
-      {"range", {0, 1, 2}},
-      {"dropout", {0, 1}},
-      {"concat", {-1}},
-      {"stack", {-1}},
-  };
+  static const auto* groups = [] {
+    auto* m = new std::map<std::string, std::vector<int>>;
+    const OpRegistry& registry = OpRegistry::Global();
+    for (const std::string& name : registry.ListOps()) {
+      const OpDef& def = *registry.Find(name);
+      if (def.dtype_groups.empty()) continue;
+      const DTypeGroup& g = def.dtype_groups[0];
+      (*m)[name] = g.all ? std::vector<int>{-1} : g.inputs;
+    }
+    return m;
+  }();
   auto it = groups->find(op);
   return it == groups->end() ? nullptr : &it->second;
+}
+
+// Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
+// arithmetic does, and negation; a stateful op (dropout) never does, as its
+// result is a new value each time, not a constant.
+bool GivesLiteral(const std::string& op) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr || def->stateful) return false;
+  return PromotionGroup(op) != nullptr || op == "neg";
 }
 
 // Zeros standing in for a fetched value in check mode.
@@ -443,8 +432,7 @@ absl::StatusOr<std::vector<Value>> Interpreter::ApplyOpN(
     }
     std::vector<Value> values;
     // Arithmetic on bare literals gives a bare literal (`x * (1.0 / 3.0)`).
-    const bool literal =
-        all_literal && (PromotionGroup(op) != nullptr || op == "neg");
+    const bool literal = all_literal && GivesLiteral(op);
     for (Tensor& t : *out)
       values.push_back(Value::Concrete(std::move(t), literal));
     return values;
