@@ -49,7 +49,7 @@ find "$root/tests" "$root/examples" -name '*.rnl' -print0 |
 # dtypes, and numbers at the edges of sizes and integer types.
 {
   grep -oP "^[A-Z_]+\s*:\s*'\K[^']+(?=')" "$root/grammar/Runnel.g4"
-  grep -v '^#' "$root/interpreter/builtins.list"
+  grep -oP '^\| `\K[A-Za-z_0-9]+(?=` \|)' "$root/docs/ops.md"  # ops and builtins
   printf '%s\n' f16 bf16 f32 f64 i8 u8 i32 i64 bool '# ' '    '
   printf '%s\n' 100000 1000000000 2147483647 2147483648 4294967296 \
     9223372036854775807 9223372036854775808 1e30 1e309 nan inf -0.0

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "interpreter/data.h"
@@ -18,6 +19,7 @@
 #include "interpreter/interpreter.h"
 #include "runtime/gradients.h"
 #include "runtime/idx_reader.h"
+#include "runtime/op_registry.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -234,34 +236,75 @@ Result NotImplemented(Interpreter&, Args& a) {
   return ErrorAt(a.span, StrCat(a.builtin->name, " is not implemented yet"));
 }
 
-// `name(x)` -> op(x).
-Builtin UnaryOp(std::string name, std::string op = "") {
-  if (op.empty()) op = name;
-  return Builtin{name, {P("x")}, [op](Interpreter& in, Args& a) -> Result {
-                   return in.ApplyOp(op, {a[0]}, {}, Site(a));
-                 }};
+// A default attribute value as the language writes it.
+Value AttrDefault(const AttrValue& v) {
+  if (const bool* x = std::get_if<bool>(&v)) return Value::Bool(*x);
+  if (const int64_t* x = std::get_if<int64_t>(&v)) return Value::Int(*x);
+  if (const double* x = std::get_if<double>(&v)) return Value::Float(*x);
+  if (const std::string* x = std::get_if<std::string>(&v)) {
+    return Value::String(*x);
+  }
+  if (const DType* x = std::get_if<DType>(&v)) return Value::OfDType(*x);
+  return None();  // not a parameter type of any builtin
 }
 
-Builtin BinaryOp(std::string name, std::vector<std::string> params) {
-  return Builtin{name,
-                 {P(params[0]), P(params[1])},
-                 [name](Interpreter& in, Args& a) -> Result {
-                   return in.ApplyOp(name, {a[0], a[1]}, {}, Site(a));
-                 }};
+// Attribute `name` from argument `i`, converted like its default. An
+// attribute without one, such as a reduction's `axis`, takes an int or a
+// list of ints, and none leaves it absent.
+absl::Status SetAttr(Interpreter& in, const Args& a, int i, const OpDef& def,
+                     const std::string& name, AttrMap* attrs) {
+  auto it = def.default_attrs.find(name);
+  if (it == def.default_attrs.end()) return AxisAttr(in, a, i, attrs, name);
+  const AttrValue& d = it->second;
+  if (std::holds_alternative<bool>(d)) {
+    RN_ASSIGN_OR_RETURN((*attrs)[name], BoolArg(a, i));
+  } else if (std::holds_alternative<int64_t>(d)) {
+    RN_ASSIGN_OR_RETURN((*attrs)[name], IntArg(a, i));
+  } else if (std::holds_alternative<double>(d)) {
+    RN_ASSIGN_OR_RETURN((*attrs)[name], NumberArg(a, i));
+  } else if (std::holds_alternative<std::string>(d)) {
+    RN_ASSIGN_OR_RETURN((*attrs)[name], StringArg(a, i));
+  } else if (std::holds_alternative<DType>(d)) {
+    RN_ASSIGN_OR_RETURN((*attrs)[name], DTypeArg(a, i));
+  }
+  return absl::OkStatus();
 }
 
-Builtin Reduction(std::string name) {
-  return Builtin{name,
-                 {P("x"), P("axis", None()), P("keepdims", Value::Bool(false))},
-                 [name](Interpreter& in, Args& a) -> Result {
-                   AttrMap attrs;
-                   RN_RETURN_IF_ERROR(AxisAttr(in, a, 1, &attrs));
-                   RN_ASSIGN_OR_RETURN(bool keep, BoolArg(a, 2));
-                   attrs["keepdims"] = keep;
-                   return in.ApplyOp(name, {a[0]}, std::move(attrs), Site(a));
-                 }};
+// The builtin of op `op`, made from its definition: one parameter per
+// input, then one per declared attribute with its default (none for one
+// without), under the op's name; the op's one output, or a tuple.
+Builtin FromOp(const std::string& op) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr || def->variadic) {
+    std::fprintf(stderr, "runnel: builtin of unknown or variadic op '%s'\n",
+                 op.c_str());
+    std::abort();  // a mistake in the builtin table, found at start-up
+  }
+  std::vector<BuiltinParam> params;
+  for (const std::string& input : def->inputs) params.push_back(P(input));
+  for (const std::string& attr : def->attr_names) {
+    auto it = def->default_attrs.find(attr);
+    params.push_back(P(attr, it == def->default_attrs.end()
+                                 ? None()
+                                 : AttrDefault(it->second)));
+  }
+  return Builtin{
+      op, std::move(params), [def](Interpreter& in, Args& a) -> Result {
+        const int n = static_cast<int>(def->inputs.size());
+        std::vector<Value> inputs(a.values.begin(), a.values.begin() + n);
+        AttrMap attrs;
+        const int m = static_cast<int>(def->attr_names.size());
+        for (int i = 0; i < m; ++i) {
+          RN_RETURN_IF_ERROR(
+              SetAttr(in, a, n + i, *def, def->attr_names[i], &attrs));
+        }
+        return in.ApplyOp(def->name, std::move(inputs), std::move(attrs),
+                          Site(a));
+      }};
 }
 
+// argmax, argmin: the ops have `keepdims` (they share the reductions'
+// definition), which the language leaves out, and take a single axis.
 Builtin ArgReduction(std::string name) {
   return Builtin{name,
                  {P("x"), P("axis", None())},
@@ -353,20 +396,20 @@ Builtin Random(std::string name, std::string op, std::string p1, std::string a1,
                  }};
 }
 
-// Fan-in and fan-out of a weight shape (dense [in, out]; conv [h, w, in,
-// out] counts the receptive field).
-absl::Status Fans(const std::vector<int64_t>& s, const SourceSpan& span,
-                  double* fan_in, double* fan_out) {
-  if (s.empty()) return ErrorAt(span, "the shape needs at least one dimension");
-  if (s.size() == 1) {
-    *fan_in = *fan_out = static_cast<double>(s[0]);
-    return absl::OkStatus();
+// Fan-in and fan-out of a weight shape, by the rule of nn._fans
+// (stdlib/nn.rnl, Keras's): a scalar (1, 1), a vector [n] (n, n), else the
+// last two dimensions times the product of the others (a filter's window).
+// nn.glorot_uniform and nn.he_normal are the definitions; these builtins
+// keep the names working without `import nn`.
+void Fans(const std::vector<int64_t>& s, double* fan_in, double* fan_out) {
+  if (s.size() <= 1) {
+    *fan_in = *fan_out = s.empty() ? 1.0 : static_cast<double>(s[0]);
+    return;
   }
   double receptive = 1;
   for (size_t i = 0; i + 2 < s.size(); ++i) receptive *= s[i];
   *fan_in = s[s.size() - 2] * receptive;
   *fan_out = s[s.size() - 1] * receptive;
-  return absl::OkStatus();
 }
 
 Builtin Initializer(std::string name, bool glorot) {
@@ -376,7 +419,7 @@ Builtin Initializer(std::string name, bool glorot) {
       [glorot](Interpreter& in, Args& a) -> Result {
         RN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntsArg(in, a, 0));
         double fan_in = 0, fan_out = 0;
-        RN_RETURN_IF_ERROR(Fans(dims, a.span_of(0), &fan_in, &fan_out));
+        Fans(dims, &fan_in, &fan_out);
         int64_t seed = -1;
         if (!a[1].is_none()) {
           RN_ASSIGN_OR_RETURN(seed, IntArg(a, 1));
@@ -1058,8 +1101,8 @@ std::vector<Builtin> MakeBuiltins() {
                  }
                  return in.ApplyOp("fill", {shape, v}, {}, Site(a));
                }});
-  b.push_back(UnaryOp("zeros_like"));
-  b.push_back(UnaryOp("ones_like"));
+  b.push_back(FromOp("zeros_like"));
+  b.push_back(FromOp("ones_like"));
   b.push_back(
       {"arange",
        {P("start"), P("stop", None()), P("step", Value::Int(1)),
@@ -1126,21 +1169,11 @@ std::vector<Builtin> MakeBuiltins() {
        {"abs", "neg",      "sign",  "sqrt", "rsqrt", "square",  "exp",
         "log", "log1p",    "sin",   "cos",  "tanh",  "sigmoid", "relu",
         "elu", "softplus", "floor", "ceil", "round", "isnan",   "isfinite"}) {
-    b.push_back(UnaryOp(op));
+    b.push_back(FromOp(op));
   }
-  b.push_back(BinaryOp("pow", {"x", "y"}));
-  b.push_back(BinaryOp("maximum", {"x", "y"}));
-  b.push_back(BinaryOp("minimum", {"x", "y"}));
-  b.push_back({"clip",
-               {P("x"), P("lo"), P("hi")},
-               [](Interpreter& in, Args& a) -> Result {
-                 return in.ApplyOp("clip", {a[0], a[1], a[2]}, {}, Site(a));
-               }});
-  b.push_back({"where",
-               {P("cond"), P("a"), P("b")},
-               [](Interpreter& in, Args& a) -> Result {
-                 return in.ApplyOp("where", {a[0], a[1], a[2]}, {}, Site(a));
-               }});
+  for (const char* op : {"pow", "maximum", "minimum", "clip", "where"}) {
+    b.push_back(FromOp(op));
+  }
   b.push_back(
       {"cast", {P("x"), P("dtype")}, [](Interpreter& in, Args& a) -> Result {
          RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
@@ -1150,7 +1183,7 @@ std::vector<Builtin> MakeBuiltins() {
   // Reductions.
   for (const char* op :
        {"sum", "mean", "max", "min", "prod", "all", "any", "logsumexp"}) {
-    b.push_back(Reduction(op));
+    b.push_back(FromOp(op));
   }
   b.push_back(ArgReduction("argmax"));
   b.push_back(ArgReduction("argmin"));
@@ -1266,21 +1299,11 @@ std::vector<Builtin> MakeBuiltins() {
                  RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
                  return in.ApplyOp("broadcast_to", {a[0], shape}, {}, Site(a));
                }});
-  b.push_back(UnaryOp("shape_of"));
-  b.push_back(UnaryOp("size"));
-  b.push_back(UnaryOp("rank"));
+  for (const char* op : {"shape_of", "size", "rank"}) b.push_back(FromOp(op));
 
   // Linear algebra and NN.
-  b.push_back({"matmul",
-               {P("a"), P("b"), P("transpose_a", Value::Bool(false)),
-                P("transpose_b", Value::Bool(false))},
-               [](Interpreter& in, Args& a) -> Result {
-                 RN_ASSIGN_OR_RETURN(bool ta, BoolArg(a, 2));
-                 RN_ASSIGN_OR_RETURN(bool tb, BoolArg(a, 3));
-                 return in.ApplyOp("matmul", {a[0], a[1]},
-                                   {{"transpose_a", ta}, {"transpose_b", tb}},
-                                   Site(a));
-               }});
+  b.push_back(FromOp("matmul"));
+  // The ops call their input `logits`; the language calls it x.
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back({op,
                  {P("x"), P("axis", Value::Int(-1))},
@@ -1289,9 +1312,11 @@ std::vector<Builtin> MakeBuiltins() {
                    return in.ApplyOp(op, {a[0]}, {{"axis", axis}}, Site(a));
                  }});
   }
-  b.push_back(BinaryOp("softmax_cross_entropy", {"logits", "probs"}));
-  b.push_back(BinaryOp("sparse_softmax_cross_entropy", {"logits", "labels"}));
-  b.push_back(BinaryOp("sigmoid_cross_entropy", {"logits", "labels"}));
+  for (const char* op :
+       {"softmax_cross_entropy", "sparse_softmax_cross_entropy",
+        "sigmoid_cross_entropy", "bias_add", "l2_loss"}) {
+    b.push_back(FromOp(op));
+  }
   b.push_back(
       {"conv2d",
        {P("x"), P("filters"), P("strides", Value::Int(1)),
@@ -1317,7 +1342,6 @@ std::vector<Builtin> MakeBuiltins() {
                    return in.ApplyOp(op, {a[0]}, std::move(attrs), Site(a));
                  }});
   }
-  b.push_back(BinaryOp("bias_add", {"x", "bias"}));
   b.push_back(
       {"dropout",
        {P("x"), P("rate"), P("training", Value::Bool(true)), P("seed", None())},
@@ -1334,7 +1358,6 @@ std::vector<Builtin> MakeBuiltins() {
                                          std::move(attrs), Site(a)));
          return out[0];
        }});
-  b.push_back(UnaryOp("l2_loss"));
   b.push_back({"embedding_lookup",
                {P("params"), P("ids")},
                [](Interpreter& in, Args& a) -> Result {
@@ -1359,7 +1382,7 @@ std::vector<Builtin> MakeBuiltins() {
 
   // Autodiff.
   b.push_back({"grad", {P("y"), P("xs")}, Grad});
-  b.push_back(UnaryOp("stop_gradient"));
+  b.push_back(FromOp("stop_gradient"));
   b.push_back(
       {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
   b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
@@ -1371,14 +1394,8 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back({"noop", {}, [](Interpreter& in, Args& a) -> Result {
                  return in.ApplyOp("noop", {}, {}, Site(a));
                }});
-  b.push_back(UnaryOp("identity"));
-  for (const char* op : {"check_numerics", "debug_print"}) {
-    b.push_back({op,
-                 {P("x"), P("message", Value::String(""))},
-                 [op](Interpreter& in, Args& a) -> Result {
-                   RN_ASSIGN_OR_RETURN(std::string msg, StringArg(a, 1));
-                   return in.ApplyOp(op, {a[0]}, {{"message", msg}}, Site(a));
-                 }});
+  for (const char* op : {"identity", "check_numerics", "debug_print"}) {
+    b.push_back(FromOp(op));
   }
 
   // Loops over the first axis.
@@ -1416,10 +1433,37 @@ std::vector<Builtin> MakeBuiltins() {
   // Checkpoints (checkpoint_builtins.cc).
   b.push_back({"save", {P("path")}, SaveBuiltin});
   b.push_back({"restore", {P("path")}, RestoreBuiltin});
+
+  // The ops each builtin applies: the op of its name, else these.
+  const std::map<std::string, std::vector<std::string>> applies = {
+      {"zeros", {"fill"}},
+      {"ones", {"fill"}},
+      {"arange", {"range"}},
+      {"glorot_uniform", {"random_uniform"}},
+      {"he_normal", {"random_normal"}},
+      {"embedding_lookup", {"gather"}},
+      {"group", {"noop"}},
+  };
+  for (Builtin& builtin : b) {
+    auto it = applies.find(builtin.name);
+    if (it != applies.end()) {
+      builtin.ops = it->second;
+    } else if (OpRegistry::Global().Find(builtin.name) != nullptr) {
+      builtin.ops = {builtin.name};
+    }
+  }
   return b;
 }
 
 }  // namespace
+
+const std::string* Interpreter::FindArg(const std::string& name) const {
+  const std::string* found = nullptr;
+  for (const auto& [k, v] : options().args) {
+    if (k == name) found = &v;  // the last one given wins
+  }
+  return found;
+}
 
 const std::vector<Builtin>& Builtins() {
   static const auto* table = new std::vector<Builtin>(MakeBuiltins());

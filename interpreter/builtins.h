@@ -3,8 +3,9 @@
 // — mostly a registered op applied through Interpreter::ApplyOp, else host
 // code (print, fmt, data files, datasets, progress bars).
 //
-// interpreter/builtins.list is the list of names the table must have; a
-// test checks the two agree.
+// The table is the one list of builtin names: `runnel ops --json`
+// (op_catalog.h) prints it with the op registry, and docs/ops.md and the
+// editors' vocabulary are generated from that.
 #ifndef RUNNEL_INTERPRETER_BUILTINS_H_
 #define RUNNEL_INTERPRETER_BUILTINS_H_
 
@@ -53,6 +54,9 @@ struct Builtin {
   BuiltinFn fn;
   bool variadic = false;  // extra positional arguments go to `rest`
   bool kwargs = false;    // extra named arguments go to `named`
+  // The registered ops the builtin applies (docs/ops.md, `:help`); empty
+  // for host builtins.
+  std::vector<std::string> ops = {};
 };
 
 // Every builtin, in a stable order. Built on first use.

@@ -17,43 +17,13 @@
 namespace runnel::interp {
 namespace {
 
-// Inputs of one op that must share a dtype, so bare literals among them
-// take the dtype of the others. {-1} means all inputs.
-const std::vector<int>* PromotionGroup(const std::string& op) {
-  static const auto* groups = new std::map<std::string, std::vector<int>>{
-      {"add", {0, 1}},
-      {"sub", {0, 1}},
-      {"mul", {0, 1}},
-      {"div", {0, 1}},
-      {"floordiv", {0, 1}},
-      {"mod", {0, 1}},
-      {"pow", {0, 1}},
-      {"maximum", {0, 1}},
-      {"minimum", {0, 1}},
-      {"equal", {0, 1}},
-      {"not_equal", {0, 1}},
-      {"less", {0, 1}},
-      {"less_equal", {0, 1}},
-      {"greater", {0, 1}},
-      {"greater_equal", {0, 1}},
-      {"matmul", {0, 1}},
-      {"bias_add", {0, 1}},
-      {"conv2d", {0, 1}},
-      {"softmax_cross_entropy", {0, 1}},
-      {"sigmoid_cross_entropy", {0, 1}},
-      {"assign", {0, 1}},
-      {"assign_add", {0, 1}},
-      {"assign_sub", {0, 1}},
-      {"clip", {0, 1, 2}},
-      {"where", {1, 2}},
-      {"pad", {0, 2}},
-      {"range", {0, 1, 2}},
-      {"dropout", {0, 1}},
-      {"concat", {-1}},
-      {"stack", {-1}},
-  };
-  auto it = groups->find(op);
-  return it == groups->end() ? nullptr : &it->second;
+// Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
+// arithmetic does, and negation; a stateful op (dropout) never does, as its
+// result is a new value each time, not a constant.
+bool GivesLiteral(const std::string& op) {
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr || def->stateful) return false;
+  return !def->dtype_groups.empty() || op == "neg";
 }
 
 }  // namespace
@@ -309,16 +279,21 @@ absl::Status GraphBuilder::CollectNodes(const Value& v, const SourceSpan& span,
 absl::Status GraphBuilder::Promote(const std::string& op,
                                    std::vector<Value>* inputs,
                                    const OpSite& site) {
-  const std::vector<int>* group = PromotionGroup(op);
-  if (group == nullptr) return absl::OkStatus();
-  std::vector<int> idx;
-  if (!group->empty() && (*group)[0] == -1) {
-    for (size_t i = 0; i < inputs->size(); ++i) idx.push_back(i);
-  } else {
-    for (int i : *group) {
-      if (i < static_cast<int>(inputs->size())) idx.push_back(i);
-    }
+  // The op's dtype groups (OpDef::dtype_groups), as TensorFlow's type
+  // attributes: the inputs of one group share a dtype.
+  const OpDef* def = OpRegistry::Global().Find(op);
+  if (def == nullptr) return absl::OkStatus();
+  for (const std::vector<int>& group :
+       def->DTypeGroupsFor(static_cast<int>(inputs->size()))) {
+    RN_RETURN_IF_ERROR(PromoteGroup(op, group, inputs, site));
   }
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::PromoteGroup(const std::string& op,
+                                        const std::vector<int>& idx,
+                                        std::vector<Value>* inputs,
+                                        const OpSite& site) {
   std::optional<DType> target;
   for (int i : idx) {
     const Value& v = (*inputs)[i];
@@ -409,8 +384,7 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     }
     std::vector<Value> values;
     // Arithmetic on bare literals gives a bare literal (`x * (1.0 / 3.0)`).
-    const bool literal =
-        all_literal && (PromotionGroup(op) != nullptr || op == "neg");
+    const bool literal = all_literal && GivesLiteral(op);
     for (Tensor& t : *out)
       values.push_back(Value::Concrete(std::move(t), literal));
     return values;

@@ -136,6 +136,9 @@ class GraphBuilder {
   // inputs of `op` (its dtype groups) to that dtype.
   absl::Status Promote(const std::string& op, std::vector<Value>* inputs,
                        const OpSite& site);
+  // The same for the inputs `idx` of one group.
+  absl::Status PromoteGroup(const std::string& op, const std::vector<int>& idx,
+                            std::vector<Value>* inputs, const OpSite& site);
   // Adds a node in the current context (device, control dependencies). An
   // error points at `site`, with notes at the declarations of `inputs`.
   absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,

@@ -110,9 +110,8 @@ class Interpreter {
   void ClearInterrupt() { interrupted_ = false; }
 
   // The names bound by builtins (the table of builtins.cc, the dtypes not
-  // included), and the contents of interpreter/builtins.list.
+  // included).
   static std::vector<std::string> BuiltinNames();
-  static std::vector<std::string> BuiltinsListNames();
 
   // Graph building: every op, node, variable and name goes through it.
   GraphBuilder& builder() { return builder_; }

@@ -6,6 +6,7 @@
 //   runnel graph FILE [-o out.dot|out.svg|out.png] [--expand SCOPE]...
 //                [--depth N] [--all]      the graph `check` builds
 //   runnel plot LOG... [-o out.svg|out.png|out.gp]  training curves
+//   runnel ops --json                      the op registry and builtins
 //
 // Exit status: 0 success; 1 an error or failed assert while running; 2 a
 // usage or parse error.
@@ -24,6 +25,7 @@
 #include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/op_catalog.h"
 #include "interpreter/plot.h"
 #include "interpreter/render.h"
 #include "interpreter/repl.h"
@@ -50,6 +52,9 @@ constexpr char kUsage[] =
     "                                       gnuplot (OUT.svg, OUT.png; the "
     "script to\n"
     "                                       stdout without -o, or OUT.gp)\n"
+    "       runnel ops --json               every op and builtin as JSON "
+    "(docs/ops.md\n"
+    "                                       is made from it)\n"
     "       runnel --help | --version\n"
     "\n"
     "options:\n"
@@ -166,6 +171,13 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "plot") return Plot(args);
+  if (command == "ops") {
+    if (args.size() != 2 || args[1] != "--json") {
+      return Usage("'ops' takes --json");
+    }
+    std::fputs(OpsJson().c_str(), stdout);
+    return kExitOk;
+  }
   if (command != "run" && command != "check" && command != "graph") {
     return Usage(StrCat("unknown command '", command, "'"));
   }

@@ -29,11 +29,13 @@
 #include <cwchar>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "interpreter/graph_dot.h"
+#include "interpreter/op_catalog.h"
 #include "interpreter/plot.h"
 #include "interpreter/render.h"
 #include "lang/ast.h"
@@ -48,6 +50,8 @@ constexpr char kHelp[] =
     "Type a statement to run it; an expression prints its value.\n"
     "Unfinished input continues on '...' lines.\n"
     "  :help        this text\n"
+    "  :help NAME   a builtin's parameters and defaults and the doc of the\n"
+    "               ops it applies (or an op's; docs/ops.md has them all)\n"
     "  :vars        the names defined in this session\n"
     "  :graph [OUT] draw the graph built so far (OUT.svg, OUT.png; a file in\n"
     "               a temporary directory without OUT) and print its path;\n"
@@ -134,8 +138,14 @@ class Repl {
     }
     Interpreter& interp = session_->interp;
     if (cmd == ":quit" || cmd == ":q" || cmd == ":exit") return false;
-    if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
+    if ((cmd == ":help" || cmd == ":h" || cmd == ":?") && arg.empty()) {
       std::fputs(kHelp, stdout);
+    } else if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
+      if (std::optional<std::string> help = HelpText(arg)) {
+        std::fputs(help->c_str(), stdout);
+      } else {
+        std::fprintf(stderr, "no builtin or op named '%s'\n", arg.c_str());
+      }
     } else if (cmd == ":vars") {
       const std::vector<std::string> names = interp.globals().Names();
       if (names.empty()) std::puts("(no names defined)");

@@ -12,6 +12,22 @@ std::string TensorSpec::ToString() const {
   return StrCat(DTypeName(dtype), shape.ToString());
 }
 
+std::vector<std::vector<int>> OpDef::DTypeGroupsFor(int num_inputs) const {
+  std::vector<std::vector<int>> groups;
+  for (const DTypeGroup& g : dtype_groups) {
+    std::vector<int> idx;
+    if (g.all) {
+      for (int i = 0; i < num_inputs; ++i) idx.push_back(i);
+    } else {
+      for (int i : g.inputs) {
+        if (i < num_inputs) idx.push_back(i);
+      }
+    }
+    groups.push_back(std::move(idx));
+  }
+  return groups;
+}
+
 OpRegistry& OpRegistry::Global() {
   static OpRegistry* const kRegistry = new OpRegistry();
   return *kRegistry;
@@ -21,6 +37,15 @@ absl::Status OpRegistry::Register(OpDef def) {
   if (ops_.contains(def.name)) {
     return absl::AlreadyExistsError(
         StrCat("op '", def.name, "' registered twice"));
+  }
+  for (const DTypeGroup& g : def.dtype_groups) {
+    for (int i : g.inputs) {
+      if (i < 0 || i >= static_cast<int>(def.inputs.size())) {
+        return absl::InvalidArgumentError(StrCat("op '", def.name,
+                                                 "': dtype group names input ",
+                                                 i, " of ", def.inputs.size()));
+      }
+    }
   }
   std::string name = def.name;
   ops_.emplace(std::move(name), std::make_unique<OpDef>(std::move(def)));

@@ -5,7 +5,9 @@
 //                          .Inputs({"a", "b"})
 //                          .Outputs({"product"})
 //                          .Attr("transpose_a", false)
-//                          .Shape(MatMulShape));
+//                          .SameDType({0, 1})
+//                          .Shape(MatMulShape)
+//                          .Doc("Matrix product ..."));
 //
 // The shape function runs when a node is added to a graph (and for every
 // eager call): it checks input dtypes and shapes and attributes and returns
@@ -15,6 +17,11 @@
 // Op names are the language's snake_case builtin names where an op is one
 // builtin (`matmul`, `relu`, `conv2d`), so errors read as the user wrote them.
 // Kernels are registered separately, per device type and dtype (kernel.h).
+//
+// The definitions are the one source of what the language says about ops:
+// the interpreter's literal promotion reads the dtype groups, the builtins
+// their input names and attribute defaults, and `runnel ops --json` prints
+// them all (docs/ops.md and the editors' vocabulary are generated from it).
 #ifndef RUNNEL_RUNTIME_OP_REGISTRY_H_
 #define RUNNEL_RUNTIME_OP_REGISTRY_H_
 
@@ -79,6 +86,14 @@ class ShapeContext {
 using ShapeFn =
     std::function<absl::StatusOr<std::vector<TensorSpec>>(const ShapeContext&)>;
 
+// Inputs that must have one dtype, like a TensorFlow type attribute `T`
+// shared by several inputs. Bare literals among them take the dtype of the
+// others (docs/language.md §3). The shape function checks the dtypes.
+struct DTypeGroup {
+  std::vector<int> inputs;  // indices into OpDef::inputs
+  bool all = false;         // every input, however many (variadic ops)
+};
+
 struct OpDef {
   std::string name;
   std::vector<std::string> inputs;  // names, for docs and error messages
@@ -87,7 +102,14 @@ struct OpDef {
   bool variadic = false;
   std::vector<std::string> outputs;  // names; the shape function decides count
   AttrMap default_attrs;             // filled in when a node omits them
-  bool stateful = false;             // never pruned as duplicate, never folded
+  // The attributes declared with Attr or OptionalAttr, in declaration order
+  // (the order a builtin's parameters follow); others may still be set.
+  std::vector<std::string> attr_names;
+  // The op has effects or gives a new value each time it runs (random
+  // ops, variables and their updates, debug_print): two such nodes are
+  // never merged into one, and a result is never folded into a literal.
+  bool stateful = false;
+  std::vector<DTypeGroup> dtype_groups;
   // Which dtype selects the kernel: input `kernel_dtype_input`, or, when
   // that is -1, the attribute named `kernel_dtype_attr` (default "dtype").
   int kernel_dtype_input = 0;
@@ -98,6 +120,9 @@ struct OpDef {
   int min_inputs() const {
     return static_cast<int>(inputs.size()) - (variadic ? 1 : 0);
   }
+  // The inputs of a node with `num_inputs` inputs that share a dtype with
+  // others, per group; empty when the op has no group.
+  std::vector<std::vector<int>> DTypeGroupsFor(int num_inputs) const;
 };
 
 class OpDefBuilder {
@@ -117,7 +142,24 @@ class OpDefBuilder {
     return *this;
   }
   OpDefBuilder& Attr(std::string name, AttrValue default_value) {
+    def_.attr_names.push_back(name);
     def_.default_attrs[std::move(name)] = std::move(default_value);
+    return *this;
+  }
+  // An attribute without a default: absent unless a node sets it (a
+  // reduction's `axis`: all axes).
+  OpDefBuilder& OptionalAttr(std::string name) {
+    def_.attr_names.push_back(std::move(name));
+    return *this;
+  }
+  // Inputs `inputs` have one dtype (see DTypeGroup).
+  OpDefBuilder& SameDType(std::vector<int> inputs) {
+    def_.dtype_groups.push_back(DTypeGroup{std::move(inputs), false});
+    return *this;
+  }
+  // Every input has one dtype (variadic ops: concat, stack).
+  OpDefBuilder& SameDTypeAllInputs() {
+    def_.dtype_groups.push_back(DTypeGroup{{}, true});
     return *this;
   }
   OpDefBuilder& Stateful() {

@@ -14,7 +14,8 @@
 ;;
 ;; The lists between BEGIN GENERATED and END GENERATED are written by
 ;; editors/test/sync_vocabulary.js from grammar/Runnel.g4,
-;; interpreter/builtins.list and runtime/dtype.h; edit the rest by hand.
+;; the builtin table (`runnel ops --json`) and runtime/dtype.h; edit the
+;; rest by hand.
 
 ;;; Code:
 
@@ -61,24 +62,24 @@
   '("f16" "bf16" "f32" "f64" "i8" "u8" "i32" "i64" "bool")
   "Runnel dtype names (runtime/dtype.h).")
 (defconst runnel-builtins
-  '("zeros" "ones" "fill" "zeros_like" "ones_like" "arange" "eye" "one_hot"
-    "random_normal" "random_uniform" "truncated_normal" "glorot_uniform"
-    "he_normal" "abs" "neg" "sign" "sqrt" "rsqrt" "square" "exp" "log"
-    "log1p" "sin" "cos" "tanh" "sigmoid" "relu" "elu" "softplus" "floor"
-    "ceil" "round" "pow" "maximum" "minimum" "clip" "where" "cast" "isnan"
-    "isfinite" "sum" "mean" "max" "min" "prod" "all" "any" "argmax" "argmin"
-    "logsumexp" "reshape" "transpose" "expand_dims" "squeeze" "concat"
-    "stack" "unstack" "split" "slice" "gather" "tile" "pad" "broadcast_to"
-    "shape_of" "size" "rank" "matmul" "softmax" "log_softmax"
-    "softmax_cross_entropy" "sparse_softmax_cross_entropy"
-    "sigmoid_cross_entropy" "conv2d" "max_pool" "avg_pool" "bias_add"
-    "dropout" "l2_loss" "embedding_lookup" "assign" "assign_add" "assign_sub"
-    "scatter_add" "scatter_sub" "scatter_update" "grad" "stop_gradient"
-    "trainable_vars" "global_step" "group" "noop" "identity" "check_numerics"
-    "debug_print" "scan" "map" "print" "fmt" "assert" "allclose" "len"
-    "float" "int" "exit" "arg" "progress" "report" "load_idx" "load_csv"
-    "load_npy" "save_npy" "dataset" "batches" "save" "restore")
-  "Runnel builtins (interpreter/builtins.list).")
+  '("abs" "all" "allclose" "any" "arange" "arg" "argmax" "argmin" "assert"
+    "assign" "assign_add" "assign_sub" "avg_pool" "batches" "bias_add"
+    "broadcast_to" "cast" "ceil" "check_numerics" "clip" "concat" "conv2d"
+    "cos" "dataset" "debug_print" "dropout" "elu" "embedding_lookup" "exit"
+    "exp" "expand_dims" "eye" "fill" "float" "floor" "fmt" "gather"
+    "global_step" "glorot_uniform" "grad" "group" "he_normal" "identity"
+    "int" "isfinite" "isnan" "l2_loss" "len" "load_csv" "load_idx" "load_npy"
+    "log" "log1p" "log_softmax" "logsumexp" "map" "matmul" "max" "max_pool"
+    "maximum" "mean" "min" "minimum" "neg" "noop" "one_hot" "ones"
+    "ones_like" "pad" "pow" "print" "prod" "progress" "random_normal"
+    "random_uniform" "rank" "relu" "report" "reshape" "restore" "round"
+    "rsqrt" "save" "save_npy" "scan" "scatter_add" "scatter_sub"
+    "scatter_update" "shape_of" "sigmoid" "sigmoid_cross_entropy" "sign"
+    "sin" "size" "slice" "softmax" "softmax_cross_entropy" "softplus"
+    "sparse_softmax_cross_entropy" "split" "sqrt" "square" "squeeze" "stack"
+    "stop_gradient" "sum" "tanh" "tile" "trainable_vars" "transpose"
+    "truncated_normal" "unstack" "where" "zeros" "zeros_like")
+  "Runnel builtins (the builtin table, via `runnel ops --json`).")
 ;; END GENERATED
 
 (defvar runnel-mode-syntax-table

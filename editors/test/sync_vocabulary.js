@@ -3,7 +3,10 @@
 //   node editors/test/sync_vocabulary.js           rewrite the editor files
 //   node editors/test/sync_vocabulary.js --check   fail if any is out of date
 // The check is the test editors.vocabulary: adding a keyword to the grammar
-// or a builtin to interpreter/builtins.list without running this fails it.
+// or a builtin to the interpreter without running this fails it. The builtin
+// names come from the build's builtins.list (vocabulary.js); after adding a
+// builtin, `python3 scripts/gen_ops_doc.py` rewrites docs/ops.md and runs
+// this.
 'use strict';
 
 const fs = require('fs');
@@ -110,7 +113,7 @@ function emacs(v, text) {
       list('runnel-keywords', keywords, 'Runnel keywords (grammar/Runnel.g4), less the constants.') +
       list('runnel-constants', v.byCategory.constant, 'Runnel constant keywords.') +
       list('runnel-dtypes', v.dtypes, 'Runnel dtype names (runtime/dtype.h).') +
-      list('runnel-builtins', v.builtins, 'Runnel builtins (interpreter/builtins.list).'));
+      list('runnel-builtins', v.builtins, 'Runnel builtins (the builtin table, via `runnel ops --json`).'));
 }
 
 function main() {
@@ -139,8 +142,9 @@ function main() {
   }
   const counts = `${v.keywords.length} keywords, ${v.dtypes.length} dtypes, ${v.builtins.length} builtins`;
   if (check && stale.length) {
-    console.error(`out of date with grammar/Runnel.g4, interpreter/builtins.list and runtime/dtype.h ` +
-                  `(${counts}):\n  ${stale.join('\n  ')}\nrun: node editors/test/sync_vocabulary.js`);
+    console.error(`out of date with grammar/Runnel.g4, the builtins (${vocabulary.builtinsListPath()}) ` +
+                  `and runtime/dtype.h (${counts}):\n  ${stale.join('\n  ')}\n` +
+                  'run: python3 scripts/gen_ops_doc.py (or node editors/test/sync_vocabulary.js)');
     process.exit(1);
   }
   console.log(check ? `editor vocabularies are in sync (${counts})` :

@@ -1,6 +1,8 @@
 // The words editors highlight, read from their sources of truth:
 //   keywords  from the lexer rules `NAME : 'word' ...;` of grammar/Runnel.g4,
-//   builtins  from interpreter/builtins.list,
+//   builtins  from the list the build writes from the builtin table
+//             (build/builtins.list, by scripts/gen_ops_doc.py from
+//             `runnel ops --json`; $RUNNEL_BUILTINS_LIST names another),
 //   dtypes    from `enum class DType` in runtime/dtype.h (kF32 -> f32).
 // Each keyword belongs to one editor category below; a keyword the grammar
 // gains without a category here is an error, so the editors cannot miss it.
@@ -46,10 +48,20 @@ function readDTypes(headerText) {
       });
 }
 
+// The generated builtin list: $RUNNEL_BUILTINS_LIST, else build/builtins.list.
+function builtinsListPath() {
+  return process.env.RUNNEL_BUILTINS_LIST || path.join(root, 'build', 'builtins.list');
+}
+
 function load() {
   const read = (p) => fs.readFileSync(path.join(root, p), 'utf8');
   const keywords = readKeywords(read('grammar/Runnel.g4'));
-  const builtins = readList(read('interpreter/builtins.list'));
+  const listPath = builtinsListPath();
+  if (!fs.existsSync(listPath)) {
+    throw new Error(`${listPath} not found: build runnel first (cmake --build build), ` +
+                    'which writes it from `runnel ops --json`, or set RUNNEL_BUILTINS_LIST');
+  }
+  const builtins = readList(fs.readFileSync(listPath, 'utf8'));
   const dtypes = readDTypes(read('runtime/dtype.h'));
   const errors = [];
 
@@ -70,10 +82,10 @@ function load() {
   }
   const seen = new Set();
   for (const b of builtins) {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(b)) errors.push(`interpreter/builtins.list: '${b}' is not a name`);
-    if (seen.has(b)) errors.push(`interpreter/builtins.list: '${b}' appears twice`);
-    if (keywords.includes(b)) errors.push(`interpreter/builtins.list: '${b}' is a keyword`);
-    if (dtypes.includes(b)) errors.push(`interpreter/builtins.list: '${b}' is a dtype`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(b)) errors.push(`builtin '${b}' is not a name`);
+    if (seen.has(b)) errors.push(`builtin '${b}' appears twice`);
+    if (keywords.includes(b)) errors.push(`builtin '${b}' is a keyword`);
+    if (dtypes.includes(b)) errors.push(`builtin '${b}' is a dtype`);
     seen.add(b);
   }
   if (errors.length) throw new Error(errors.join('\n'));
@@ -85,7 +97,7 @@ function load() {
   return {keywords, categoryOf, byCategory, builtins, dtypes};
 }
 
-module.exports = {load, root, readKeywords, readDTypes, KEYWORD_CATEGORIES};
+module.exports = {load, root, readKeywords, readDTypes, builtinsListPath, KEYWORD_CATEGORIES};
 
 if (require.main === module) {
   const v = load();

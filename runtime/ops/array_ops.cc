@@ -611,6 +611,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("concat")
                        .Variadic()
                        .Outputs({"y"})
                        .Attr("axis", int64_t{0})
+                       .SameDTypeAllInputs()
                        .Shape(ConcatShape)
                        .Doc("Joins tensors along an existing axis."));
 
@@ -619,6 +620,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("stack")
                        .Variadic()
                        .Outputs({"y"})
                        .Attr("axis", int64_t{0})
+                       .SameDTypeAllInputs()
                        .Shape(StackShape)
                        .Doc("Joins tensors of one shape along a new axis."));
 
@@ -679,6 +681,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("pad")
         .Inputs({"x", "paddings", "value"})
         .Outputs({"y"})
+        .SameDType({0, 2})
         .Shape(PadShape)
         .Doc("Pads axis i with paddings[i, 0] values before and paddings[i, "
              "1] after; `value` is a scalar of x's dtype."));
@@ -713,16 +716,19 @@ RUNNEL_REGISTER_OP(OpDefBuilder("fill")
 RUNNEL_REGISTER_OP(OpDefBuilder("zeros_like")
                        .Inputs({"x"})
                        .Outputs({"y"})
-                       .Shape(UnchangedShape));
+                       .Shape(UnchangedShape)
+                       .Doc("Zeros of x's dtype and shape."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("ones_like")
                        .Inputs({"x"})
                        .Outputs({"y"})
-                       .Shape(UnchangedShape));
+                       .Shape(UnchangedShape)
+                       .Doc("Ones of x's dtype and shape."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("range")
                        .Inputs({"start", "limit", "delta"})
                        .Outputs({"y"})
+                       .SameDType({0, 1, 2})
                        .Shape(RangeShape)
                        .Doc("start, start + delta, ... up to `limit` "
                             "(excluded): ceil((limit - start) / delta) "

@@ -65,7 +65,9 @@ RUNNEL_REGISTER_OP(OpDefBuilder("placeholder_with_default")
 RUNNEL_REGISTER_OP(OpDefBuilder("identity")
                        .Inputs({"x"})
                        .Outputs({"y"})
-                       .Shape(UnchangedShape));
+                       .Shape(UnchangedShape)
+                       .Doc("x itself (a graph node of its own: a name, a "
+                            "device, control inputs)."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("stop_gradient")

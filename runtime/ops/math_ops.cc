@@ -178,10 +178,12 @@ OpDefBuilder Unary(const char* name, ShapeFn fn) {
   return OpDefBuilder(name).Inputs({"x"}).Outputs({"y"}).Shape(std::move(fn));
 }
 
+// x and y have one dtype (logical_and and logical_or take bools only).
 OpDefBuilder Binary(const char* name, ShapeFn fn) {
   return OpDefBuilder(name)
       .Inputs({"x", "y"})
       .Outputs({"z"})
+      .SameDType({0, 1})
       .Shape(std::move(fn));
 }
 
@@ -189,6 +191,7 @@ OpDefBuilder Reduction(const char* name, ShapeFn fn) {
   return OpDefBuilder(name)
       .Inputs({"x"})
       .Outputs({"y"})
+      .OptionalAttr("axis")
       .Attr("keepdims", false)
       .Shape(std::move(fn));
 }
@@ -207,11 +210,11 @@ Specs FloatReduction(const ShapeContext& c) {
 }
 
 // Unary ops on any numeric dtype.
-RUNNEL_REGISTER_OP(Unary("abs", NumericUnaryShape));
-RUNNEL_REGISTER_OP(Unary("neg", NumericUnaryShape));
+RUNNEL_REGISTER_OP(Unary("abs", NumericUnaryShape).Doc("|x|."));
+RUNNEL_REGISTER_OP(Unary("neg", NumericUnaryShape).Doc("-x."));
 RUNNEL_REGISTER_OP(
     Unary("sign", NumericUnaryShape).Doc("-1, 0 or 1 (nan for nan)."));
-RUNNEL_REGISTER_OP(Unary("square", NumericUnaryShape));
+RUNNEL_REGISTER_OP(Unary("square", NumericUnaryShape).Doc("x * x."));
 RUNNEL_REGISTER_OP(Unary("relu", NumericUnaryShape).Doc("max(x, 0)."));
 RUNNEL_REGISTER_OP(
     Unary("floor", NumericUnaryShape).Doc("Integers are returned unchanged."));
@@ -220,18 +223,27 @@ RUNNEL_REGISTER_OP(
 RUNNEL_REGISTER_OP(Unary("round", NumericUnaryShape)
                        .Doc("Rounds half to even, like NumPy; integers are "
                             "returned unchanged."));
-RUNNEL_REGISTER_OP(Unary("isnan", NumericPredicateShape));
-RUNNEL_REGISTER_OP(Unary("isfinite", NumericPredicateShape));
+RUNNEL_REGISTER_OP(Unary("isnan", NumericPredicateShape)
+                       .Doc("True where x is nan (never for integers)."));
+RUNNEL_REGISTER_OP(
+    Unary("isfinite", NumericPredicateShape)
+        .Doc(
+            "True where x is neither nan nor infinite (always for integers)."));
 
 // Unary ops on floating dtypes only.
-RUNNEL_REGISTER_OP(Unary("sqrt", FloatUnchangedShape));
+RUNNEL_REGISTER_OP(Unary("sqrt", FloatUnchangedShape)
+                       .Doc("The square root; nan for negative x."));
 RUNNEL_REGISTER_OP(Unary("rsqrt", FloatUnchangedShape).Doc("1 / sqrt(x)."));
-RUNNEL_REGISTER_OP(Unary("exp", FloatUnchangedShape));
-RUNNEL_REGISTER_OP(Unary("log", FloatUnchangedShape));
+RUNNEL_REGISTER_OP(Unary("exp", FloatUnchangedShape).Doc("e to the power x."));
+RUNNEL_REGISTER_OP(Unary("log", FloatUnchangedShape)
+                       .Doc("The natural logarithm; -inf at 0, nan below."));
 RUNNEL_REGISTER_OP(Unary("log1p", FloatUnchangedShape).Doc("log(1 + x)."));
-RUNNEL_REGISTER_OP(Unary("sin", FloatUnchangedShape));
-RUNNEL_REGISTER_OP(Unary("cos", FloatUnchangedShape));
-RUNNEL_REGISTER_OP(Unary("tanh", FloatUnchangedShape));
+RUNNEL_REGISTER_OP(
+    Unary("sin", FloatUnchangedShape).Doc("The sine of x in radians."));
+RUNNEL_REGISTER_OP(
+    Unary("cos", FloatUnchangedShape).Doc("The cosine of x in radians."));
+RUNNEL_REGISTER_OP(
+    Unary("tanh", FloatUnchangedShape).Doc("The hyperbolic tangent."));
 RUNNEL_REGISTER_OP(
     Unary("sigmoid", FloatUnchangedShape).Doc("1 / (1 + exp(-x))."));
 RUNNEL_REGISTER_OP(
@@ -239,12 +251,14 @@ RUNNEL_REGISTER_OP(
 RUNNEL_REGISTER_OP(
     Unary("softplus", FloatUnchangedShape).Doc("log(1 + exp(x)), stably."));
 
-RUNNEL_REGISTER_OP(Unary("logical_not", BoolUnaryShape));
+RUNNEL_REGISTER_OP(
+    Unary("logical_not", BoolUnaryShape).Doc("`not x` for bool x."));
 
 // Arithmetic: one numeric dtype, NumPy broadcasting.
-RUNNEL_REGISTER_OP(Binary("add", NumericBinaryShape));
-RUNNEL_REGISTER_OP(Binary("sub", NumericBinaryShape));
-RUNNEL_REGISTER_OP(Binary("mul", NumericBinaryShape));
+RUNNEL_REGISTER_OP(Binary("add", NumericBinaryShape).Doc("x + y."));
+RUNNEL_REGISTER_OP(Binary("sub", NumericBinaryShape).Doc("x - y."));
+RUNNEL_REGISTER_OP(
+    Binary("mul", NumericBinaryShape).Doc("x * y, element-wise."));
 RUNNEL_REGISTER_OP(
     Binary("div", DivShape)
         .Doc("True division; integers give f32 (f64 for i64). Integer "
@@ -264,25 +278,41 @@ RUNNEL_REGISTER_OP(
     Binary("minimum", NumericBinaryShape).Doc("Propagates nan."));
 
 // Comparisons give bool; equality works on every dtype.
-RUNNEL_REGISTER_OP(Binary("equal", EqualityShape));
-RUNNEL_REGISTER_OP(Binary("not_equal", EqualityShape));
-RUNNEL_REGISTER_OP(Binary("less", OrderShape));
-RUNNEL_REGISTER_OP(Binary("less_equal", OrderShape));
-RUNNEL_REGISTER_OP(Binary("greater", OrderShape));
-RUNNEL_REGISTER_OP(Binary("greater_equal", OrderShape));
+RUNNEL_REGISTER_OP(
+    Binary("equal", EqualityShape).Doc("x == y, element-wise, as bool."));
+RUNNEL_REGISTER_OP(
+    Binary("not_equal", EqualityShape).Doc("x != y, element-wise, as bool."));
+RUNNEL_REGISTER_OP(
+    Binary("less", OrderShape).Doc("x < y, element-wise, as bool."));
+RUNNEL_REGISTER_OP(
+    Binary("less_equal", OrderShape).Doc("x <= y, element-wise, as bool."));
+RUNNEL_REGISTER_OP(
+    Binary("greater", OrderShape).Doc("x > y, element-wise, as bool."));
+RUNNEL_REGISTER_OP(
+    Binary("greater_equal", OrderShape).Doc("x >= y, element-wise, as bool."));
 
-RUNNEL_REGISTER_OP(Binary("logical_and", LogicalBinaryShape));
-RUNNEL_REGISTER_OP(Binary("logical_or", LogicalBinaryShape));
+RUNNEL_REGISTER_OP(OpDefBuilder("logical_and")
+                       .Inputs({"x", "y"})
+                       .Outputs({"z"})
+                       .Shape(LogicalBinaryShape)
+                       .Doc("`x and y` for bool tensors, element-wise."));
+RUNNEL_REGISTER_OP(OpDefBuilder("logical_or")
+                       .Inputs({"x", "y"})
+                       .Outputs({"z"})
+                       .Shape(LogicalBinaryShape)
+                       .Doc("`x or y` for bool tensors, element-wise."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("clip")
                        .Inputs({"x", "lo", "hi"})
                        .Outputs({"y"})
+                       .SameDType({0, 1, 2})
                        .Shape(ClipShape)
                        .Doc("min(max(x, lo), hi), broadcasting all three."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("where")
                        .Inputs({"cond", "a", "b"})
                        .Outputs({"y"})
+                       .SameDType({1, 2})
                        .KernelDTypeFromInput(1)
                        .Shape(WhereShape)
                        .Doc("a where cond is true, else b, broadcasting all "
@@ -296,18 +326,26 @@ RUNNEL_REGISTER_OP(
 
 // Reductions: attribute `axis` (int or int list, negative allowed; absent =
 // all axes) and `keepdims` (default false).
-RUNNEL_REGISTER_OP(Reduction("sum", NumericReduction));
+RUNNEL_REGISTER_OP(
+    Reduction("sum", NumericReduction)
+        .Doc("The sum over `axis` (all axes when absent); 0 for no elements."));
 // The mean of an integer tensor is an integer of the same dtype, truncated
 // toward zero (as in TensorFlow); cast to a float first for a float mean.
 RUNNEL_REGISTER_OP(Reduction("mean", NumericReduction)
                        .Doc("Integer inputs give the truncated integer mean."));
-RUNNEL_REGISTER_OP(Reduction("prod", NumericReduction));
+RUNNEL_REGISTER_OP(Reduction("prod", NumericReduction)
+                       .Doc("The product over `axis` (all axes when absent); 1 "
+                            "for no elements."));
 RUNNEL_REGISTER_OP(
     Reduction("max", NumericReductionNoIdentity).Doc("Propagates nan."));
 RUNNEL_REGISTER_OP(
     Reduction("min", NumericReductionNoIdentity).Doc("Propagates nan."));
-RUNNEL_REGISTER_OP(Reduction("all", BoolReduction));
-RUNNEL_REGISTER_OP(Reduction("any", BoolReduction));
+RUNNEL_REGISTER_OP(Reduction("all", BoolReduction)
+                       .Doc("Whether every element over `axis` is true; true "
+                            "for no elements."));
+RUNNEL_REGISTER_OP(Reduction("any", BoolReduction)
+                       .Doc("Whether some element over `axis` is true; false "
+                            "for no elements."));
 RUNNEL_REGISTER_OP(Reduction("logsumexp", FloatReduction)
                        .Doc("log(sum(exp(x))), computed stably."));
 RUNNEL_REGISTER_OP(Reduction("argmax", ArgReductionShape)

@@ -111,6 +111,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("matmul")
         .Inputs({"a", "b"})
         .Outputs({"product"})
+        .SameDType({0, 1})
         .Attr("transpose_a", false)
         .Attr("transpose_b", false)
         .Shape(MatMulShape)
@@ -170,6 +171,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("softmax_cross_entropy")
         .Inputs({"logits", "probs"})
         .Outputs({"loss"})
+        .SameDType({0, 1})
         .Shape(SoftmaxCrossEntropyShape)
         .Doc("Per-example -sum(probs * log_softmax(logits)) over the last "
              "axis."));
@@ -233,6 +235,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("sigmoid_cross_entropy")
         .Inputs({"logits", "labels"})
         .Outputs({"loss"})
+        .SameDType({0, 1})
         .Shape(SigmoidCrossEntropyShape)
         .Doc("Element-wise max(x, 0) - x * z + log(1 + exp(-|x|))."));
 
@@ -274,6 +277,7 @@ Specs BiasAddShape(const ShapeContext& c) {
 RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
                        .Inputs({"x", "bias"})
                        .Outputs({"y"})
+                       .SameDType({0, 1})
                        .Shape(BiasAddShape)
                        .Doc("x + bias, the 1-D bias added along the last "
                             "dimension."));
@@ -379,6 +383,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("conv2d")
         .Inputs({"x", "filters"})
         .Outputs({"y"})
+        .SameDType({0, 1})
         .Attr("strides", int64_t{1})
         .Attr("padding", std::string("same"))
         .Attr("dilations", int64_t{1})

@@ -123,6 +123,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("dropout")
         .Inputs({"x", "rate", "training"})
         .Outputs({"y", "scale"})
+        .SameDType({0, 1})
         .Attr("seed", int64_t{-1})
         .Stateful()
         .Shape(DropoutShape)

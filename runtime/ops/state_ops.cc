@@ -89,11 +89,14 @@ RUNNEL_REGISTER_OP(
              "`initializer` names the tensor (\"node:index\") that "
              "initialises it on first use."));
 
+// Not stateful, like TensorFlow's ReadVariableOp: what a read sees is set by
+// its input and control inputs, so two reads of one variable with the same
+// control inputs are interchangeable, and the interpreter makes one per
+// variable and device outside `after` blocks.
 RUNNEL_REGISTER_OP(
     OpDefBuilder("read_variable")
         .Inputs({"ref"})
         .Outputs({"value"})
-        .Stateful()
         .Shape(UnchangedShape)
         .Doc("The value of the variable feeding input 0 at the moment this "
              "node runs. The language makes one where a var or state is "
@@ -104,18 +107,27 @@ RUNNEL_REGISTER_OP(
 RUNNEL_REGISTER_OP(OpDefBuilder("assign")
                        .Inputs({"ref", "value"})
                        .Outputs({"new_value"})
+                       .SameDType({0, 1})
                        .Stateful()
-                       .Shape(AssignShape));
+                       .Shape(AssignShape)
+                       .Doc("Sets the variable feeding `ref` to `value`; gives "
+                            "the new value."));
 RUNNEL_REGISTER_OP(OpDefBuilder("assign_add")
                        .Inputs({"ref", "delta"})
                        .Outputs({"new_value"})
+                       .SameDType({0, 1})
                        .Stateful()
-                       .Shape(NumericAssignShape));
+                       .Shape(NumericAssignShape)
+                       .Doc("Adds `delta` to the variable feeding `ref`; gives "
+                            "the new value."));
 RUNNEL_REGISTER_OP(OpDefBuilder("assign_sub")
                        .Inputs({"ref", "delta"})
                        .Outputs({"new_value"})
+                       .SameDType({0, 1})
                        .Stateful()
-                       .Shape(NumericAssignShape));
+                       .Shape(NumericAssignShape)
+                       .Doc("Subtracts `delta` from the variable feeding "
+                            "`ref`; gives the new value."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("scatter_add")

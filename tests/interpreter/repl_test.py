@@ -114,6 +114,15 @@ def main():
     r.expect(r"error", "syntax error")
     r.expect(r">>> ", "prompt after a syntax error")
 
+    # :help NAME: a builtin's signature and its op's doc.
+    r.send(":help sum\r")
+    r.expect(r"sum\(x, axis = none, keepdims = false\)", ":help sum signature")
+    r.expect(r"The sum over `axis`", ":help sum doc")
+    r.expect(r">>> ", "prompt after :help sum")
+    r.send(":help no_such_thing\r")
+    r.expect(r"no builtin or op named 'no_such_thing'", ":help of an unknown name")
+    r.expect(r">>> ", "prompt after :help of an unknown name")
+
     # :vars lists the defined names.
     r.send(":vars\r")
     r.expect(r"\nt: ", ":vars lists t")
