@@ -396,51 +396,17 @@ Builtin Random(std::string name, std::string op, std::string p1, std::string a1,
                  }};
 }
 
-// Fan-in and fan-out of a weight shape, by the rule of nn._fans
-// (stdlib/nn.rnl, Keras's): a scalar (1, 1), a vector [n] (n, n), else the
-// last two dimensions times the product of the others (a filter's window).
-// nn.glorot_uniform and nn.he_normal are the definitions; these builtins
-// keep the names working without `import nn`.
-void Fans(const std::vector<int64_t>& s, double* fan_in, double* fan_out) {
-  if (s.size() <= 1) {
-    *fan_in = *fan_out = s.empty() ? 1.0 : static_cast<double>(s[0]);
-    return;
-  }
-  double receptive = 1;
-  for (size_t i = 0; i + 2 < s.size(); ++i) receptive *= s[i];
-  *fan_in = s[s.size() - 2] * receptive;
-  *fan_out = s[s.size() - 1] * receptive;
-}
-
-Builtin Initializer(std::string name, bool glorot) {
+// glorot_uniform and he_normal are defined in stdlib/nn.rnl; these builtins
+// forward to them, so the names work without `import nn`.
+Builtin Initializer(std::string name) {
   return Builtin{
       name,
       {P("shape"), P("seed", None()), P("dtype", Value::OfDType(DType::kF32))},
-      [glorot](Interpreter& in, Args& a) -> Result {
-        RN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntsArg(in, a, 0));
-        double fan_in = 0, fan_out = 0;
-        Fans(dims, &fan_in, &fan_out);
-        int64_t seed = -1;
-        if (!a[1].is_none()) {
-          RN_ASSIGN_OR_RETURN(seed, IntArg(a, 1));
-        }
-        RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
-        Value shape = Value::Concrete(Tensor::OfDims(dims));
-        if (glorot) {
-          const double limit =
-              fan_in + fan_out > 0 ? std::sqrt(6.0 / (fan_in + fan_out)) : 0;
-          return in.ApplyOp("random_uniform", {shape},
-                            {{"minval", -limit},
-                             {"maxval", limit},
-                             {"seed", seed},
-                             {"dtype", d}},
-                            Site(a));
-        }
-        const double stddev = fan_in > 0 ? std::sqrt(2.0 / fan_in) : 0;
-        return in.ApplyOp(
-            "random_normal", {shape},
-            {{"mean", 0.0}, {"stddev", stddev}, {"seed", seed}, {"dtype", d}},
-            Site(a));
+      [name](Interpreter& in, Args& a) -> Result {
+        RN_ASSIGN_OR_RETURN(Value f, in.StdlibMember("nn", name, a.span));
+        return in.Call(f, {a[0], a[1], a[2]},
+                       {a.span_of(0), a.span_of(1), a.span_of(2)}, {}, {},
+                       a.span, a.hint);
       }};
 }
 
@@ -1161,8 +1127,8 @@ std::vector<Builtin> MakeBuiltins() {
                      "max", "maxval", 1));
   b.push_back(Random("truncated_normal", "truncated_normal", "mean", "mean", 0,
                      "stddev", "stddev", 1));
-  b.push_back(Initializer("glorot_uniform", true));
-  b.push_back(Initializer("he_normal", false));
+  b.push_back(Initializer("glorot_uniform"));
+  b.push_back(Initializer("he_normal"));
 
   // Element-wise.
   for (const char* op :
@@ -1385,6 +1351,11 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back(FromOp("stop_gradient"));
   b.push_back(
       {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
+  b.push_back(
+      {"slot", {P("var"), P("name")}, [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 1));
+         return in.builder().MakeSlot(a[0], name, a.span);
+       }});
   b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
                  return in.GlobalStep(a.span);
                }});

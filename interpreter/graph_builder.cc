@@ -458,6 +458,35 @@ absl::StatusOr<Value> GraphBuilder::MakeVariable(const std::string& name,
   return Value::Symbolic({node, 0});
 }
 
+absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
+                                             const std::string& slot,
+                                             const SourceSpan& span) {
+  if (!var.is_symbolic() || !IsVariableNode(var.out().node)) {
+    return ErrorAt(
+        span, StrCat("slot: needs a var or state, got ", DescribeValue(var)));
+  }
+  const bool ok =
+      !slot.empty() && std::all_of(slot.begin(), slot.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      });
+  if (!ok) {
+    return ErrorAt(span, StrCat("slot: invalid slot name \"", slot,
+                                "\": use letters, digits and '_'"));
+  }
+  const Node* v = var.out().node;
+  BuildContext top;
+  if (!v->requested_device().empty()) {
+    absl::StatusOr<DeviceSpec> device =
+        DeviceSpec::Parse(v->requested_device());
+    if (device.ok()) top.device = *device;
+  }
+  BuildScope scope = Replace(std::move(top));
+  Tensor zeros(v->output_dtype(0), v->output_shape(0));
+  if (zeros.bytes() > 0) std::memset(zeros.raw_data(), 0, zeros.bytes());
+  return MakeVariable(StrCat(v->name(), "/", slot),
+                      Value::Concrete(std::move(zeros)), false, span);
+}
+
 absl::StatusOr<Value> GraphBuilder::GlobalStep(const SourceSpan& span) {
   if (!global_step_.is_none()) return global_step_;
   BuildScope top = Replace();

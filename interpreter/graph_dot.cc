@@ -206,11 +206,19 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
     }
     for (std::string s = scope; !s.empty(); s = Parent(s)) expanded.insert(s);
   }
-  // A scope holding only constants and reads under a node of its own name
-  // (a variable's initial value and its reads) opens only when asked to.
+  // A scope holding only constants, reads and slots under a node of its own
+  // name (a variable's initial value, its reads and its optimizer slots
+  // `<var>/<slot>`) opens only when asked to.
+  auto is_slot = [&](const Node* n) {
+    if (n->op() != "variable") return false;
+    const Node* owner = graph.FindNode(Parent(n->name()));
+    return owner != nullptr && owner->op() == "variable";
+  };
   absl::flat_hash_set<std::string> computing;
   for (const Node* n : nodes) {
-    if (n->op() == "const" || n->op() == "read_variable") continue;
+    if (n->op() == "const" || n->op() == "read_variable" || is_slot(n)) {
+      continue;
+    }
     for (std::string s = Parent(n->name()); !s.empty(); s = Parent(s)) {
       if (!computing.insert(s).second) break;
     }
@@ -286,7 +294,7 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
 
   // A box holding one node named like its scope, the constants that
   // initialize it and the reads of it (a variable, its initial value and
-  // its reads) is drawn as the node.
+  // its reads, with its slots and theirs) is drawn as the node.
   for (Unit& u : units) {
     if (u.scope.empty()) continue;
     auto named =
@@ -295,7 +303,7 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
     if (named != u.members.end() &&
         std::all_of(u.members.begin(), u.members.end(), [&](const Node* n) {
           return n == *named || n->op() == "const" ||
-                 n->op() == "read_variable";
+                 n->op() == "read_variable" || is_slot(n);
         })) {
       std::rotate(u.members.begin(), named, named + 1);
       u.scope.clear();

@@ -171,6 +171,12 @@ class Interpreter {
   // variables' values (save and restore read and set them there).
   Session& session();
 
+  // Member `name` of stdlib module `module` (loaded on first use, not bound
+  // to a name): builtins that forward to the stdlib.
+  absl::StatusOr<Value> StdlibMember(const std::string& module,
+                                     const std::string& name,
+                                     const SourceSpan& span);
+
   Reporter& reporter() { return *reporter_; }
   // `--arg name=value`, or nullptr.
   const std::string* FindArg(const std::string& name) const;
@@ -272,6 +278,8 @@ class Interpreter {
       const std::string& path, bool* parse_errors);
   void PreloadImports(const lang::Program& program, const std::string& file,
                       bool* parse_errors);
+  // Loads (or finds) the module `s` imports; binds nothing.
+  absl::StatusOr<std::shared_ptr<Module>> LoadModule(const lang::ImportStmt& s);
   std::string ResolveImport(const lang::ImportStmt& s, const std::string& file);
   std::string StdlibDir() const;
 

@@ -200,6 +200,29 @@ void Interpreter::PreloadImports(const lang::Program& program,
 }
 
 absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Module> module, LoadModule(s));
+  const std::string alias = s.alias.empty() ? s.module : s.alias;
+  env_->Define(alias,
+               Binding{Value::OfModule(module), BindingKind::kImport, s.span});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Value> Interpreter::StdlibMember(const std::string& module,
+                                                const std::string& name,
+                                                const SourceSpan& span) {
+  lang::ImportStmt s;
+  s.module = module;
+  s.span = span;
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Module> m, LoadModule(s));
+  Binding* b = m->env->FindLocal(name);
+  if (b == nullptr) {
+    return ErrorAt(span, StrCat("module ", module, " has no '", name, "'"));
+  }
+  return b->value;
+}
+
+absl::StatusOr<std::shared_ptr<Module>> Interpreter::LoadModule(
+    const lang::ImportStmt& s) {
   const std::string path = ResolveImport(s, s.span.file);
   const std::string alias = s.alias.empty() ? s.module : s.alias;
   auto found = modules_.find(path);
@@ -250,9 +273,7 @@ absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
       return AddNote(st, s.span, StrCat("in the module imported here"));
     }
   }
-  env_->Define(alias,
-               Binding{Value::OfModule(module), BindingKind::kImport, s.span});
-  return absl::OkStatus();
+  return module;
 }
 
 }  // namespace runnel::interp

@@ -155,10 +155,11 @@ class GraphDotTest : public ::testing::Test {
 TEST_F(GraphDotTest, OneBoxPerScopeWithItsOpCount) {
   const Dot dot = View({});
   // dense: w and b with their initial values and reads, matmul, bias_add,
-  // relu.
+  // relu (9), and Adam's slots dense/w/adam_m, ... (4 slots, each a
+  // variable, its initial value and its read).
   ASSERT_NE(dot.Find("dense"), nullptr);
-  EXPECT_EQ(dot.Find("dense")->label[1], "9 ops");
-  EXPECT_EQ(dot.Find("dense_2")->label[1], "8 ops");  // no relu
+  EXPECT_EQ(dot.Find("dense")->label[1], "21 ops");
+  EXPECT_EQ(dot.Find("dense_2")->label[1], "20 ops");  // no relu
   EXPECT_EQ(dot.Find("cross_entropy")->label[1], "2 ops");
   for (const std::string scope :
        {"dense", "dense_1", "dense_2", "cross_entropy", "adam"}) {
@@ -218,11 +219,15 @@ TEST_F(GraphDotTest, ExpandOpensOneScope) {
   EXPECT_EQ(dot.Find("dense"), nullptr);
   ASSERT_NE(dot.Find("dense/y"), nullptr);
   EXPECT_EQ(dot.Find("dense/y")->label[1], "matmul");
-  // A variable, its initial value and its read are one node.
+  // A variable, its initial value and its read are one node, with its
+  // optimizer slots (`<var>/<slot>`) and theirs.
   EXPECT_EQ(dot.Find("dense/w")->label[1], "variable");
   EXPECT_EQ(dot.Find("dense/w")->members,
-            (std::vector<std::string>{"dense/w", "dense/w/initial_value",
-                                      "dense/w/read"}));
+            (std::vector<std::string>{
+                "dense/w", "dense/w/initial_value", "dense/w/read",
+                "dense/w/adam_m/initial_value", "dense/w/adam_m",
+                "dense/w/adam_v/initial_value", "dense/w/adam_v",
+                "dense/w/adam_m/read", "dense/w/adam_v/read"}));
   EXPECT_EQ(dot.EdgeLabel("x", "dense/y"),
             std::vector<std::string>{"f32[?,784]"});
   EXPECT_EQ(dot.EdgeLabel("dense/relu", "dense_1"),

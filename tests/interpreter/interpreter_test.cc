@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -303,6 +304,41 @@ let (a, b) = loop (a, b) = (0, none) for i in 0..3 { (a + 1, fn() => i) }
   for (const std::weak_ptr<const Function>& f : functions) {
     EXPECT_TRUE(f.expired());
   }
+}
+
+// Checkpoint keys users rely on (docs/checkpoints.md): an optimizer's slots
+// are `<var>/<slot>`, whatever scopes the stdlib opens inside.
+TEST_F(ScriptTest, OptimizerSlotsAreNamedAfterTheirVariable) {
+  ASSERT_EQ(Run(R"(
+import nn
+import optim
+input x: f32[?, 3]
+let y = nn.dense(x, 2)
+let loss = mean(square(y))
+scope "train" {
+    let a = optim.adam(loss)
+    let m = optim.momentum(loss)
+    let g = optim.adagrad(loss)
+    let r = optim.rmsprop(loss)
+    let second = optim.adam(loss)
+}
+var w = ones([2])
+device "/cpu:0" { var d = ones([2]) }
+let s = slot(d, "extra")
+assert(s.name == "d/extra", "a slot is named <var>/<slot>")
+)"),
+            0)
+      << err();
+  std::vector<std::string> names;
+  for (const Node* v : interp_->variables()) names.push_back(v->name());
+  for (const char* want :
+       {"dense/w/adam_m", "dense/w/adam_v", "dense/b/adam_m", "dense/b/adam_v",
+        "dense/w/momentum", "dense/w/adagrad_accumulator",
+        "dense/w/rmsprop_square_avg", "dense/w/adam_m_1", "dense/w/adam_v_1"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  }
+  EXPECT_EQ(node("d/extra")->requested_device(), "/device:cpu:0");
+  EXPECT_EQ(node("dense/w/adam_m")->output_shape(0).ToString(), "[3,2]");
 }
 
 }  // namespace

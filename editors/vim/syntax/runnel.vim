@@ -45,7 +45,7 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|all\|allclose
       \\|random_uniform\|rank\|relu\|report\|reshape\|restore\|round\|rsqrt
       \\|save\|save_npy\|scan\|scatter_add\|scatter_sub\|scatter_update
       \\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin\|size\|slice
-      \\|softmax\|softmax_cross_entropy\|softplus
+      \\|slot\|softmax\|softmax_cross_entropy\|softplus
       \\|sparse_softmax_cross_entropy\|split\|sqrt\|square\|squeeze\|stack
       \\|stop_gradient\|sum\|tanh\|tile\|trainable_vars\|transpose
       \\|truncated_normal\|unstack\|where\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
