@@ -50,9 +50,14 @@ tsan: setup
 	@cmake --build build-tsan -j $(JOBS) --target runtime_tests
 	@TSAN_OPTIONS=halt_on_error=1 build-tsan/runtime_tests --gtest_filter='Executor*:Session*:Determinism*'
 
+# Every test, the script tests included, under AddressSanitizer,
+# UndefinedBehaviorSanitizer and LeakSanitizer (tests/lsan.supp lists the
+# third-party libraries whose process-lifetime allocations are not ours).
 asan:
 	@$(MAKE) --no-print-directory build BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_ASAN=ON
-	@cd build-asan && ctest --output-on-failure -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  ctest --output-on-failure -j $(JOBS)
 
 clean:
 	@rm -rf build build-release build-tsan build-asan

@@ -1192,10 +1192,9 @@ std::vector<Builtin> MakeBuiltins() {
                                    Site(a));
                }});
   for (const char* op : {"concat", "stack"}) {
-    const bool stack = std::string(op) == "stack";
     b.push_back(
         {op,
-         {P("xs"), P("axis", stack ? Value::Int(0) : Value::Int(0))},
+         {P("xs"), P("axis", Value::Int(0))},
          [op](Interpreter& in, Args& a) -> Result {
            RN_ASSIGN_OR_RETURN(std::vector<Value> xs, TensorsArg(in, a, 0));
            RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
