@@ -16,8 +16,10 @@
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "runtime/csv_reader.h"
 #include "runtime/gradients.h"
 #include "runtime/idx_reader.h"
+#include "runtime/npy.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
