@@ -1,12 +1,10 @@
-// Values as `print` shows them, the helpers behind "did you mean", device
-// specs, and the dataset helpers.
+// Values as `print` shows them, the helpers behind "did you mean", and the
+// dataset helpers.
 #include "interpreter/value.h"
 
 #include <gtest/gtest.h>
 
-
 #include "interpreter/data.h"
-#include "interpreter/device_spec.h"
 #include "interpreter/diag.h"
 
 namespace runnel::interp {
@@ -107,33 +105,6 @@ TEST(Diagnostics, TravelInStatuses) {
   EXPECT_EQ(back->notes[0].message, "x declared here");
   EXPECT_EQ(back->notes[0].severity, lang::Severity::kNote);
   EXPECT_EQ(*ExitCodeOf(ExitRequest(3)), 3);
-}
-
-TEST(DeviceSpec, FullAndShortForms) {
-  EXPECT_EQ(DeviceSpec::Parse("/job:ps/task:0/device:cpu:0")->ToString(),
-            "/job:ps/task:0/device:cpu:0");
-  EXPECT_EQ(DeviceSpec::Parse("/cpu:0")->ToString(), "/device:cpu:0");
-  EXPECT_EQ(DeviceSpec::Parse("/gpu:1")->ToString(), "/device:gpu:1");
-  EXPECT_EQ(DeviceSpec::Parse("/job:ps")->ToString(), "/job:ps");
-  EXPECT_EQ(DeviceSpec::Parse("/job:worker/task:*")->ToString(),
-            "/job:worker/task:*");
-  EXPECT_EQ(DeviceSpec::Parse("")->ToString(), "");
-}
-
-TEST(DeviceSpec, Malformed) {
-  for (const char* bad :
-       {"gpu:0", "/tpu:0", "/job:", "/task:x", "/gpu:one", "/job:a/job:b",
-        "/gpu:0/job:ps", "//cpu:0", "/device:gpu"}) {
-    EXPECT_FALSE(DeviceSpec::Parse(bad).ok()) << bad;
-  }
-}
-
-TEST(DeviceSpec, InnerRefinesOuter) {
-  DeviceSpec outer = *DeviceSpec::Parse("/job:ps/task:1");
-  DeviceSpec inner = *DeviceSpec::Parse("/gpu:0");
-  EXPECT_EQ(outer.Refine(inner).ToString(), "/job:ps/task:1/device:gpu:0");
-  EXPECT_EQ(outer.Refine(*DeviceSpec::Parse("/task:2")).ToString(),
-            "/job:ps/task:2");
 }
 
 TEST(Batches, ShuffleIsDeterministicPermutation) {
