@@ -92,13 +92,5 @@ TEST(Float16Test, RoundTrips) {
   EXPECT_EQ(FloatToHalf(1.0f).bits, 0x3c00);
 }
 
-TEST(ShapeTest, Basics) {
-  EXPECT_EQ((Shape{2, -1, 3}).ToString(), "[2,?,3]");
-  EXPECT_FALSE((Shape{2, -1}).IsFullyDefined());
-  EXPECT_TRUE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 784}));
-  EXPECT_FALSE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 700}));
-  EXPECT_EQ(Shape().num_elements(), 1);
-}
-
 }  // namespace
 }  // namespace runnel
