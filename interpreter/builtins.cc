@@ -17,8 +17,10 @@
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "runtime/csv_reader.h"
 #include "runtime/gradients.h"
 #include "runtime/idx_reader.h"
+#include "runtime/npy.h"
 #include "runtime/op_registry.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -199,30 +201,6 @@ absl::Status CheckFile(const Args& a, const absl::Status& s) {
   return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
 }
 
-// A scalar of `dtype` holding `v`.
-Tensor ScalarOf(DType dtype, double v) {
-  Tensor t(dtype, Shape{});
-  VisitDType(dtype, [&](auto x) {
-    using T = decltype(x);
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      Tensor f = Tensor::Scalar<float>(static_cast<float>(v));
-      (void)f;
-    } else {
-      t.data<T>()[0] = static_cast<T>(v);
-    }
-  });
-  return t;
-}
-
-Result ScalarValue(Interpreter& in, DType dtype, double v) {
-  if (dtype == DType::kF16 || dtype == DType::kBF16) {
-    RN_ASSIGN_OR_RETURN(
-        Tensor t, in.Cast(Tensor::Scalar<float>(static_cast<float>(v)), dtype));
-    return Value::Concrete(t);
-  }
-  return Value::Concrete(ScalarOf(dtype, v));
-}
-
 // ---- builtin definitions
 // ----------------------------------------------------------
 
@@ -369,7 +347,7 @@ Builtin FillWith(std::string name, double v) {
                    }
                    RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
                    RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
-                   RN_ASSIGN_OR_RETURN(Value scalar, ScalarValue(in, d, v));
+                   Value scalar = Value::Concrete(Tensor::ScalarOf(d, v));
                    return in.ApplyOp("fill", {shape, scalar}, {}, Site(a));
                  }};
 }

@@ -35,8 +35,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "interpreter/device_spec.h"
 #include "interpreter/value.h"
+#include "runtime/device_spec.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
 

@@ -45,6 +45,7 @@
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
 #include "lang/source.h"
+#include "runtime/device_spec.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
 #include "runtime/session.h"

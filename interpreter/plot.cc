@@ -1,17 +1,14 @@
 #include "interpreter/plot.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "interpreter/render.h"
+#include "runtime/read_file.h"
 #include "runtime/strings.h"
 
 namespace runnel::interp {
@@ -251,14 +248,15 @@ absl::StatusOr<MetricsLog> ParseMetrics(const std::string& path,
 }
 
 absl::StatusOr<MetricsLog> ReadMetrics(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  std::string text;
+  ReadFileFailure failure;
+  if (!ReadFileToString(path, &text, &failure)) {
+    return failure.opened ? absl::DataLossError(StrCat("cannot read ", path,
+                                                       ": ", failure.reason))
+                          : absl::NotFoundError(StrCat("cannot open ", path,
+                                                       ": ", failure.reason));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseMetrics(path, text.str());
+  return ParseMetrics(path, text);
 }
 
 absl::StatusOr<std::string> PlotScript(const std::vector<MetricsLog>& logs,

@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "runtime/read_file.h"
 #include "runtime/strings.h"
 
 extern char** environ;
@@ -80,7 +80,7 @@ absl::Status Render(const std::string& program, const std::string& input,
     std::vector<std::string> argv = {program};
     for (std::string& a : args(in_path, out_path)) argv.push_back(std::move(a));
     const int rc = Spawn(argv);
-    std::ifstream rendered(out_path, std::ios::binary);
+    absl::StatusOr<std::string> rendered = ReadFileToString(out_path);
     if (rc == -2) {
       status = absl::DeadlineExceededError(StrCat(
           program, " did not finish writing ", out, " within ", kRenderSeconds,
@@ -90,15 +90,13 @@ absl::Status Render(const std::string& program, const std::string& input,
                 "them with `scope \"NAME\" { ... }`, or write DOT (-o "
                 "OUT.dot)"
               : "the logs may be too large"));
-    } else if (rc != 0 || !rendered) {
+    } else if (rc != 0 || !rendered.ok()) {
       status = absl::InternalError(
           rc < 0 ? StrCat(program, " did not run to completion writing ", out)
                  : StrCat(program, " failed to write ", out, " (exit status ",
                           rc, ")"));
     } else {
-      std::ostringstream text;
-      text << rendered.rdbuf();
-      status = WriteFileAtomically(out, text.str());
+      status = WriteFileAtomically(out, *rendered);
     }
   }
   std::remove(in_path.c_str());

@@ -8,6 +8,7 @@
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "runtime/errors.h"
+#include "runtime/prune.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -202,26 +203,15 @@ absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
 absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(
     const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
     const Session::Feeds& feeds, const lang::RunExpr& e) {
-  // Find a placeholder the fetches need that is not fed.
-  std::set<const Node*> fed;
-  for (const auto& [o, t] : feeds) fed.insert(o.node);
-  std::set<const Node*> seen;
-  std::vector<const Node*> stack;
-  for (const NodeOut& o : outs) stack.push_back(o.node);
-  for (Node* t : targets) stack.push_back(t);
-  const Node* missing = nullptr;
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (fed.count(n) || !seen.insert(n).second) continue;
-    if (n->op() == "placeholder" &&
-        (missing == nullptr || n->id() < missing->id())) {
-      missing = n;
-    }
-    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
-    for (const Node* c : n->control_inputs()) stack.push_back(c);
-  }
-  if (missing != nullptr) {
+  // The walk Session::Run prunes with: a needed placeholder that is not
+  // fed is a missing feed, the first declared reported.
+  std::vector<NodeOut> fed;
+  for (const auto& [out, t] : feeds) fed.push_back(out);
+  absl::StatusOr<PrunedGraph> needed = PruneGraph(graph(), outs, targets, fed);
+  if (!needed.ok())
+    return ErrorAt(e.span, std::string(needed.status().message()));
+  if (!needed->missing_feeds.empty()) {
+    const Node* missing = needed->missing_feeds.front();
     return MissingFeed(StrCat("missing feed for input '", missing->name(), "'"),
                        missing, e.span);
   }

@@ -1,14 +1,10 @@
 #include "lang/diagnostics.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "runtime/read_file.h"
 #include "runtime/strings.h"
 
 namespace runnel::lang {
@@ -23,20 +19,9 @@ SourceFile::SourceFile(std::string path, std::string text)
 
 absl::StatusOr<std::shared_ptr<SourceFile>> SourceFile::Read(
     const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
-  // A directory opens, and then reads as nothing at all.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::NotFoundError(
-        StrCat(path, ": cannot open: ", std::strerror(EISDIR)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return std::make_shared<SourceFile>(path, ss.str());
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  return std::make_shared<SourceFile>(path, *std::move(text));
 }
 
 std::string_view SourceFile::Line(int n) const {

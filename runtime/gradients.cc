@@ -4,7 +4,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "runtime/errors.h"
-#include "runtime/float16.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -62,18 +61,7 @@ NodeOut GradBuilder::Const(Tensor value) {
 }
 
 NodeOut GradBuilder::Scalar(double v, DType d) {
-  Tensor t(d, Shape{});
-  VisitDType(d, [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_same_v<T, Half>) {
-      t.data<Half>()[0] = FloatToHalf(static_cast<float>(v));
-    } else if constexpr (std::is_same_v<T, BFloat16>) {
-      t.data<BFloat16>()[0] = FloatToBFloat16(static_cast<float>(v));
-    } else {
-      t.data<T>()[0] = static_cast<T>(v);
-    }
-  });
-  return Const(std::move(t));
+  return Const(Tensor::ScalarOf(d, v));
 }
 
 NodeOut GradBuilder::SumToLike(NodeOut g, NodeOut like) {

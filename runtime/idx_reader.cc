@@ -2,31 +2,49 @@
 
 #include <zlib.h>
 
-#include <cerrno>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
+#include "runtime/read_file.h"
 #include "runtime/strings.h"
 
 namespace runnel {
 
 absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
-  if (f == nullptr) {
-    return absl::NotFoundError(
-        StrCat(path, ": cannot open: ", std::strerror(errno)));
+  absl::StatusOr<std::string> file = ReadFileToString(path);
+  if (!file.ok()) return file.status();
+  if (file->size() < 2 || static_cast<uint8_t>((*file)[0]) != 0x1f ||
+      static_cast<uint8_t>((*file)[1]) != 0x8b) {
+    return file;
   }
+  // Gunzip, member after member (gzip files may be concatenated).
   std::string data;
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+    return absl::ResourceExhaustedError(
+        StrCat(path, ": cannot start decompressing"));
+  }
+  z.next_in = reinterpret_cast<Bytef*>(file->data());
+  z.avail_in = static_cast<uInt>(file->size());
   char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) data.append(buf, n);
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  bool failed = n < 0 || (err != Z_OK && err != Z_STREAM_END);
-  std::string why = failed ? std::string(msg) : "";
-  gzclose(f);
-  if (failed) {
+  int rc = Z_OK;
+  // Another member follows when the input goes on with the gzip magic;
+  // anything else after a member is ignored, as gzread does.
+  auto another_member = [&] {
+    return z.avail_in >= 2 && z.next_in[0] == 0x1f && z.next_in[1] == 0x8b;
+  };
+  while (rc == Z_OK || (rc == Z_STREAM_END && another_member())) {
+    if (rc == Z_STREAM_END) inflateReset(&z);
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);  // Z_BUF_ERROR: the input ended early
+    data.append(buf, sizeof buf - z.avail_out);
+  }
+  const std::string why = rc == Z_STREAM_END ? ""
+                          : z.msg != nullptr ? std::string(z.msg)
+                                             : "unexpected end of file";
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) {
     return absl::DataLossError(StrCat(path, ": corrupt or truncated: ", why));
   }
   return data;

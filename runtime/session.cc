@@ -4,6 +4,7 @@
 
 #include "runtime/errors.h"
 #include "runtime/executor.h"
+#include "runtime/prune.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -80,41 +81,18 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
     const std::vector<Node*>& targets) {
   absl::flat_hash_map<NodeOut, int> fed;
+  std::vector<NodeOut> fed_outs;
   for (size_t i = 0; i < feeds.size(); ++i) {
-    const NodeOut& out = feeds[i].first;
-    if (out.node == nullptr || out.index >= out.node->num_outputs()) {
-      return absl::InvalidArgumentError("feed is not a tensor of the graph");
-    }
-    fed.emplace(out, static_cast<int>(i));
+    fed.emplace(feeds[i].first, static_cast<int>(i));
+    fed_outs.push_back(feeds[i].first);
   }
+  RN_ASSIGN_OR_RETURN(PrunedGraph needed,
+                      PruneGraph(*graph_, fetches, targets, fed_outs));
 
-  // Mark what the fetches and targets need, stopping at fed tensors.
-  std::vector<Node*> all = graph_->nodes();
-  std::vector<bool> needed(all.size(), false);
-  std::vector<Node*> stack;
-  auto need = [&](Node* n) {
-    if (!needed[n->id()]) {
-      needed[n->id()] = true;
-      stack.push_back(n);
-    }
-  };
-  for (const NodeOut& f : fetches) {
-    if (!fed.contains(f)) need(f.node);
-  }
-  for (Node* t : targets) need(t);
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const NodeOut& in : n->inputs()) {
-      if (!fed.contains(in)) need(in.node);
-    }
-    for (Node* c : n->control_inputs()) need(c);
-  }
-
-  // Copy the needed nodes, in id order (a topological order, since a
-  // node's inputs exist before it), with feeds and fetches as endpoints.
+  // Copy the needed nodes, in their topological order, with feeds and
+  // fetches as endpoints.
   auto pruned = std::make_shared<Graph>();
-  std::vector<Node*> copy_of(all.size(), nullptr);
+  std::vector<Node*> copy_of(graph_->num_nodes(), nullptr);
   std::vector<Node*> feed_nodes(feeds.size(), nullptr);
   auto feed_node = [&](int i) -> absl::StatusOr<Node*> {
     if (feed_nodes[i] == nullptr) {
@@ -140,8 +118,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   };
 
   auto plan = std::make_shared<Plan>();
-  for (Node* n : all) {
-    if (!needed[n->id()]) continue;
+  for (Node* n : needed.nodes) {
     NodeSpec spec;
     spec.name = n->name();
     spec.op = n->op();

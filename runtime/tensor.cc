@@ -31,6 +31,15 @@ Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
   buffer_ = std::make_shared<TensorBuffer>(allocator, bytes);
 }
 
+Tensor Tensor::ScalarOf(DType dtype, double value) {
+  Tensor t(dtype, Shape{});
+  VisitDType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    t.data<T>()[0] = FromDouble<T>(value);
+  });
+  return t;
+}
+
 Tensor Tensor::OfDims(const std::vector<int64_t>& dims) {
   for (int64_t d : dims) {
     if (d < INT32_MIN || d > INT32_MAX) return FromVector<int64_t>(dims);
@@ -42,14 +51,7 @@ namespace {
 
 double ElementAsDouble(const Tensor& t, int64_t i) {
   return VisitDType(t.dtype(), [&](auto zero) -> double {
-    using T = decltype(zero);
-    if constexpr (std::is_same_v<T, Half>) {
-      return HalfToFloat(t.data<Half>()[i]);
-    } else if constexpr (std::is_same_v<T, BFloat16>) {
-      return BFloat16ToFloat(t.data<BFloat16>()[i]);
-    } else {
-      return static_cast<double>(t.data<T>()[i]);
-    }
+    return ToDouble(t.data<decltype(zero)>()[i]);
   });
 }
 

@@ -58,6 +58,9 @@ class Tensor {
   static Tensor Scalar(T value) {
     return FromVector(std::vector<T>{value}, Shape{});
   }
+  // A scalar of `dtype` holding `value`, converted as a C++ cast would
+  // (16-bit floats round to nearest even through float; bool is value != 0).
+  static Tensor ScalarOf(DType dtype, double value);
 
   // A shape or index vector: i32 when every value fits, else i64 (sizes are
   // int64 end to end; they are never cut to 32 bits).

@@ -1,7 +1,8 @@
 // Kernels of the shape-manipulation ops (runtime/ops/array_ops.cc): views
 // (reshape, expand_dims, squeeze), transpose, joining and splitting, tile,
-// broadcast_to, and shape queries. They move bytes, so one kernel serves
-// every dtype.
+// broadcast_to (and broadcast_like, its gradient-op twin of
+// runtime/ops/grad_ops.cc), and shape queries. They move bytes, so one
+// kernel serves every dtype.
 #include <algorithm>
 #include <cstring>
 
@@ -193,12 +194,17 @@ class TileKernel : public OpKernel {
   }
 };
 
-class BroadcastToKernel : public OpKernel {
+// broadcast_to(x, shape) and broadcast_like(g, x): input 0 broadcast to the
+// output shape, NumPy-style (a view when no element repeats).
+class BroadcastKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    if (shape == x.shape()) return ctx->set_output(0, x);
+    if (shape.num_elements() == x.num_elements()) {
+      RN_ASSIGN_OR_RETURN(Tensor view, x.Reshaped(shape));
+      return ctx->set_output(0, std::move(view));
+    }
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
     std::vector<int64_t> in_strides = RowMajorStrides(x.shape());
     const int offset = shape.rank() - x.rank();
@@ -250,7 +256,8 @@ RUNNEL_STATIC_INIT(ArrayKernels) {
   RegisterKernelForAllTypes<SplitKernel>("split");
   RegisterKernelForAllTypes<SplitKernel>("unstack");
   RegisterKernelForAllTypes<TileKernel>("tile");
-  RegisterKernelForAllTypes<BroadcastToKernel>("broadcast_to");
+  RegisterKernelForAllTypes<BroadcastKernel>("broadcast_to");
+  RegisterKernelForAllTypes<BroadcastKernel>("broadcast_like");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kShape>>("shape_of");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kSize>>("size");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kRank>>("rank");

@@ -299,14 +299,6 @@ void FillElements(ThreadPool* pool, void* dst_v, int64_t n, const void* value,
   });
 }
 
-void ScalarToBytes(DType dtype, double v, void* out) {
-  VisitDType(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    T t = FromDouble<T>(v);
-    std::memcpy(out, &t, sizeof(T));
-  });
-}
-
 absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
                                      std::string_view prefix) {
   absl::StatusOr<int64_t> value = index.ScalarAsInt();

@@ -47,33 +47,6 @@ void ParallelMemcpy(ThreadPool* pool, void* dst, const void* src, size_t bytes);
 void FillElements(ThreadPool* pool, void* dst, int64_t n, const void* value,
                   size_t elem_size);
 
-// Host conversions between double and any storage type.
-template <typename T>
-double ToDouble(T v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return HalfToFloat(v);
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return BFloat16ToFloat(v);
-  } else {
-    return static_cast<double>(v);
-  }
-}
-template <typename T>
-T FromDouble(double v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return FloatToHalf(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return FloatToBFloat16(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return v != 0;
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-// `v` in the storage of `dtype`, written to `out` (DTypeSize(dtype) bytes).
-void ScalarToBytes(DType dtype, double v, void* out);
-
 // The run-time scalar `index` into an axis of size `n` as a position in
 // [0, n), negative values counting from the end; out of range is an error
 // "{prefix}index I is out of range for axis 0 of size N".

@@ -13,64 +13,10 @@
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/onednn.h"
 #include "runtime/strings.h"
+#include "runtime/window.h"
 
 namespace runnel {
 namespace {
-
-// {h, w} from an int, [h, w] or [1, h, w, 1] attribute (validated by the
-// shape function), or `fallback` when absent.
-absl::StatusOr<std::pair<int64_t, int64_t>> HWAttr(const Node& node,
-                                                   std::string_view name,
-                                                   int64_t fallback) {
-  RN_ASSIGN_OR_RETURN(std::vector<int64_t> v,
-                      GetAttrOr<std::vector<int64_t>>(
-                          node.attrs(), name, std::vector<int64_t>{fallback}));
-  if (v.size() == 1) return std::make_pair(v[0], v[0]);
-  if (v.size() == 2) return std::make_pair(v[0], v[1]);
-  if (v.size() == 4) return std::make_pair(v[1], v[2]);
-  return absl::InvalidArgumentError(
-      StrCat("attribute '", name, "' must be an int or [h, w]"));
-}
-
-absl::StatusOr<bool> SamePadding(const Node& node) {
-  // (Not RN_ASSIGN_OR_RETURN: GCC 12 then warns the string may be used
-  // uninitialised.)
-  absl::StatusOr<std::string> padding = node.attr<std::string>("padding");
-  if (!padding.ok()) return padding.status();
-  const std::string& p = *padding;
-  if (p == "same" || p == "SAME") return true;
-  if (p == "valid" || p == "VALID") return false;
-  return absl::InvalidArgumentError(
-      StrCat("padding must be \"same\" or \"valid\", got \"", p, "\""));
-}
-
-// The placement of windows along one spatial dimension, as TensorFlow
-// places them: "same" gives ceil(in / stride) outputs and pads the excess
-// evenly, the odd element at the end.
-struct Windows {
-  int64_t out = 0;        // number of output positions
-  int64_t pad_begin = 0;  // input index of window 0 is -pad_begin
-};
-
-absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
-                                     int64_t dilation, bool same) {
-  const int64_t effective = (window - 1) * dilation + 1;
-  Windows w;
-  if (same) {
-    w.out = (in + stride - 1) / stride;
-    const int64_t total =
-        std::max<int64_t>(0, (w.out - 1) * stride + effective - in);
-    w.pad_begin = total / 2;
-  } else {
-    if (in < effective) {
-      return absl::InvalidArgumentError(
-          StrCat("the window of effective size ", effective,
-                 " is larger than the input (", in, ") with valid padding"));
-    }
-    w.out = (in - effective) / stride + 1;
-  }
-  return w;
-}
 
 // Everything a convolution needs to know about its operands.
 struct ConvGeometry {
@@ -82,9 +28,7 @@ struct ConvGeometry {
 
 // The geometry of conv2d(x, f) (NHWC x, HWIO f).
 absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
-                                          std::pair<int64_t, int64_t> strides,
-                                          std::pair<int64_t, int64_t> dilations,
-                                          bool same) {
+                                          const ConvAttrs& attrs) {
   if (x.rank() != 4 || f.rank() != 4) {
     return absl::InvalidArgumentError(
         StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
@@ -105,12 +49,14 @@ absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
   g.k_h = f.dim(0);
   g.k_w = f.dim(1);
   g.out_c = f.dim(3);
-  std::tie(g.stride_h, g.stride_w) = strides;
-  std::tie(g.dil_h, g.dil_w) = dilations;
-  RN_ASSIGN_OR_RETURN(g.rows,
-                      PlaceWindows(g.in_h, g.k_h, g.stride_h, g.dil_h, same));
-  RN_ASSIGN_OR_RETURN(g.cols,
-                      PlaceWindows(g.in_w, g.k_w, g.stride_w, g.dil_w, same));
+  g.stride_h = attrs.strides.h;
+  g.stride_w = attrs.strides.w;
+  g.dil_h = attrs.dilations.h;
+  g.dil_w = attrs.dilations.w;
+  RN_ASSIGN_OR_RETURN(g.rows, PlaceWindows(g.in_h, g.k_h, g.stride_h, g.dil_h,
+                                           attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(g.cols, PlaceWindows(g.in_w, g.k_w, g.stride_w, g.dil_w,
+                                           attrs.same, "filter"));
   return g;
 }
 
@@ -191,13 +137,7 @@ struct DnnlWindows {
       : strides{g.stride_h, g.stride_w},
         dilates{g.dil_h - 1, g.dil_w - 1},
         pad_l{g.rows.pad_begin, g.cols.pad_begin},
-        pad_r{PadEnd(g.in_h, g.rows, g.k_h, g.stride_h, g.dil_h),
-              PadEnd(g.in_w, g.cols, g.k_w, g.stride_w, g.dil_w)} {}
-  static int64_t PadEnd(int64_t in, const Windows& w, int64_t k, int64_t stride,
-                        int64_t dil) {
-    return std::max<int64_t>(
-        0, (w.out - 1) * stride + (k - 1) * dil + 1 - in - w.pad_begin);
-  }
+        pad_r{g.rows.pad_end, g.cols.pad_end} {}
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
 };
 
@@ -393,21 +333,18 @@ absl::Status DnnlConvBackwardFilter(ThreadPool* pool, const ConvGeometry& g,
 class ConvKernelBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(strides_, HWAttr(node, "strides", 1));
-    RN_ASSIGN_OR_RETURN(dilations_, HWAttr(node, "dilations", 1));
-    RN_ASSIGN_OR_RETURN(same_, SamePadding(node));
+    RN_ASSIGN_OR_RETURN(attrs_, ReadConvAttrs(node.attrs()));
     return absl::OkStatus();
   }
 
  protected:
   absl::StatusOr<ConvGeometry> Geometry(const Tensor& x,
                                         const Tensor& f) const {
-    return MakeGeometry(x, f, strides_, dilations_, same_);
+    return MakeGeometry(x, f, attrs_);
   }
 
  private:
-  std::pair<int64_t, int64_t> strides_{1, 1}, dilations_{1, 1};
-  bool same_ = true;
+  ConvAttrs attrs_;
 };
 
 template <typename T>
@@ -583,12 +520,7 @@ using Conv2DBackpropFilter = Conv2DBackpropKernel<T, true>;
 class PoolBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(size_, HWAttr(node, "size", 1));
-    strides_ = size_;
-    if (node.attrs().contains("strides")) {
-      RN_ASSIGN_OR_RETURN(strides_, HWAttr(node, "strides", 1));
-    }
-    RN_ASSIGN_OR_RETURN(same_, SamePadding(node));
+    RN_ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(node.attrs()));
     return absl::OkStatus();
   }
 
@@ -605,23 +537,26 @@ class PoolBase : public OpKernel {
                  DTypeName(x.dtype()), x.shape().ToString()));
     }
     Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), {}, {}};
-    RN_ASSIGN_OR_RETURN(
-        g.rows, PlaceWindows(g.in_h, size_.first, strides_.first, 1, same_));
-    RN_ASSIGN_OR_RETURN(
-        g.cols, PlaceWindows(g.in_w, size_.second, strides_.second, 1, same_));
+    RN_ASSIGN_OR_RETURN(g.rows,
+                        PlaceWindows(g.in_h, attrs_.size.h, attrs_.strides.h, 1,
+                                     attrs_.same, "window"));
+    RN_ASSIGN_OR_RETURN(g.cols,
+                        PlaceWindows(g.in_w, attrs_.size.w, attrs_.strides.w, 1,
+                                     attrs_.same, "window"));
     return g;
   }
   // The input rows [first, second) of output row `oh`'s window (and the
   // same for columns), clipped to the input.
   std::pair<int64_t, int64_t> RowRange(const Geometry& g, int64_t oh) const {
-    return Clip(oh * strides_.first - g.rows.pad_begin, size_.first, g.in_h);
+    return Clip(oh * attrs_.strides.h - g.rows.pad_begin, attrs_.size.h,
+                g.in_h);
   }
   std::pair<int64_t, int64_t> ColRange(const Geometry& g, int64_t ow) const {
-    return Clip(ow * strides_.second - g.cols.pad_begin, size_.second, g.in_w);
+    return Clip(ow * attrs_.strides.w - g.cols.pad_begin, attrs_.size.w,
+                g.in_w);
   }
 
-  std::pair<int64_t, int64_t> size_{1, 1}, strides_{1, 1};
-  bool same_ = false;
+  PoolAttrs attrs_;
 
  private:
   static std::pair<int64_t, int64_t> Clip(int64_t start, int64_t size,
@@ -644,7 +579,7 @@ class PoolKernel : public PoolBase {
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     EigenType<T>* out = EigenMutableData<T>(y);
-    const int64_t cost = size_.first * size_.second * chans * 2;
+    const int64_t cost = attrs_.size.h * attrs_.size.w * chans * 2;
     // One shard unit: a row of output pixels (n, oh).
     ctx->intra_op_pool()->ParallelFor(
         batch * rows.out, cost * cols.out, [&](int64_t begin, int64_t end) {
@@ -709,7 +644,7 @@ class PoolGradKernel : public PoolBase {
     EigenType<T>* out = EigenMutableData<T>(dx);
     const int64_t image = in_h * in_w * chans;
     const int64_t cost =
-        rows.out * cols.out * size_.first * size_.second * chans * 2 + image;
+        rows.out * cols.out * attrs_.size.h * attrs_.size.w * chans * 2 + image;
     ctx->intra_op_pool()->ParallelFor(
         batch, cost, [&](int64_t begin, int64_t end) {
           // f32 and f64 accumulate in the output itself, the 16-bit floats

@@ -31,9 +31,8 @@ template <int kValue>
 class ConstantLikeKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
-    char value[8];
-    ScalarToBytes(ctx->output_dtype(0), kValue, value);
-    return FillOutput(ctx, ctx->input(0).shape(), value);
+    const Tensor value = Tensor::ScalarOf(ctx->output_dtype(0), kValue);
+    return FillOutput(ctx, ctx->input(0).shape(), value.raw_data());
   }
 };
 
@@ -64,15 +63,14 @@ class EyeKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    char zero[8], one[8];
-    ScalarToBytes(ctx->output_dtype(0), 0, zero);
-    ScalarToBytes(ctx->output_dtype(0), 1, one);
-    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, zero));
+    const Tensor zero = Tensor::ScalarOf(ctx->output_dtype(0), 0);
+    const Tensor one = Tensor::ScalarOf(ctx->output_dtype(0), 1);
+    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, zero.raw_data()));
     const size_t esz = DTypeSize(ctx->output_dtype(0));
     char* out = static_cast<char*>(ctx->output(0).raw_data());
     const int64_t n = shape.dim(0), m = shape.dim(1);
     for (int64_t i = 0; i < std::min(n, m); ++i) {
-      std::memcpy(out + (i * m + i) * esz, one, esz);
+      std::memcpy(out + (i * m + i) * esz, one.raw_data(), esz);
     }
     return absl::OkStatus();
   }
@@ -85,14 +83,14 @@ class OneHotKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(double off, node.attr<double>("off_value"));
     RN_ASSIGN_OR_RETURN(depth_, node.attr<int64_t>("depth"));
     RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
-    ScalarToBytes(node.output_dtype(0), on, on_);
-    ScalarToBytes(node.output_dtype(0), off, off_);
+    on_ = Tensor::ScalarOf(node.output_dtype(0), on);
+    off_ = Tensor::ScalarOf(node.output_dtype(0), off);
     return absl::OkStatus();
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& indices = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, off_));
+    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, off_.raw_data()));
     const int axis = axis_ < 0 ? indices.rank() : static_cast<int>(axis_);
     int64_t inner = 1;
     for (int k = axis; k < indices.rank(); ++k) inner *= indices.dim(k);
@@ -106,7 +104,8 @@ class OneHotKernel : public OpKernel {
           const int64_t d = idx[e];
           if (d < 0 || d >= depth_) continue;  // a row of off_value
           const int64_t o = e / inner, i = e % inner;
-          std::memcpy(out + ((o * depth_ + d) * inner + i) * esz, on_, esz);
+          std::memcpy(out + ((o * depth_ + d) * inner + i) * esz,
+                      on_.raw_data(), esz);
         }
       }
     });
@@ -115,7 +114,7 @@ class OneHotKernel : public OpKernel {
 
  private:
   int64_t depth_ = 0, axis_ = -1;
-  char on_[8], off_[8];
+  Tensor on_, off_;  // scalars of the output dtype
 };
 
 RUNNEL_STATIC_INIT(CreationKernels) {

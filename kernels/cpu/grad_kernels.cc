@@ -107,29 +107,6 @@ class SumToLikeKernel : public OpKernel {
   }
 };
 
-// broadcast_like(g, x): g broadcast to x's shape.
-class BroadcastLikeKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& g = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    if (shape.num_elements() == g.num_elements()) {
-      RN_ASSIGN_OR_RETURN(Tensor view, g.Reshaped(shape));
-      return ctx->set_output(0, std::move(view));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    const std::vector<int64_t> g_strides = RowMajorStrides(g.shape());
-    const int offset = shape.rank() - g.rank();
-    std::vector<int64_t> src(shape.rank(), 0);
-    for (int k = 0; k < g.rank(); ++k) {
-      src[offset + k] = g.dim(k) == 1 ? 0 : g_strides[k];
-    }
-    StridedCopy(ctx->intra_op_pool(), DTypeSize(g.dtype()), shape.dims(),
-                g.raw_data(), src, y->raw_data(), RowMajorStrides(shape));
-    return absl::OkStatus();
-  }
-};
-
 // ---- scattering adjoints ---------------------------------------------------
 
 // Sets every element of `t` to zero (all-zero bytes in every dtype).
@@ -338,7 +315,6 @@ RUNNEL_STATIC_INIT(GradKernels) {
   RegisterKernelForTypeList<SigmoidGradKernel>("sigmoid_grad", FloatTypes{});
   RegisterKernelForTypeList<TanhGradKernel>("tanh_grad", FloatTypes{});
   RegisterKernelForTypeList<SumToLikeKernel>("sum_to_like", NumericTypes{});
-  RegisterKernelForAllTypes<BroadcastLikeKernel>("broadcast_like");
   RegisterKernelForTypeList<GatherGradKernel>("gather_grad", NumericTypes{});
   RegisterKernelForAllTypes<SliceGradKernel>("slice_grad");
   RegisterKernelForAllTypes<StridedSliceGradKernel>("strided_slice_grad");

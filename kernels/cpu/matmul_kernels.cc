@@ -7,84 +7,12 @@
 #include <vector>
 
 #include "kernels/cpu/eigen_support.h"
-#include "kernels/cpu/onednn.h"
+#include "kernels/cpu/gemm.h"
 #include "runtime/shape_fns.h"
 #include "runtime/strings.h"
 
 namespace runnel {
 namespace {
-
-// Below this many multiply-adds per thread, a thread costs more than it
-// saves.
-constexpr int64_t kMinWorkPerShard = int64_t{1} << 18;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// ---- f32 through oneDNN
-// -------------------------------------------------------
-
-// A strided f32 matrix: element (i, j) is data[i * row_stride + j *
-// col_stride]. A transposed operand is the same buffer with strides swapped.
-struct ConstMatrixF32 {
-  const float* data;
-  int64_t row_stride;
-  int64_t col_stride;
-};
-
-//
-// dnnl_sgemm, single-threaded, on blocks of C that pool threads claim
-// (onednn.h): C is cut along its longer side into at most kMaxGemmPieces
-// blocks of at least kMinWorkPerShard multiply-adds, 16 rows or columns
-// apart. The cut depends on the shapes alone.
-constexpr int64_t kMaxGemmPieces = 8;
-
-// How dnnl_sgemm (row-major) reads a rows x cols operand: 'N' or 'T' and
-// the leading dimension, or false when neither stride is 1.
-bool SgemmLayout(ConstMatrixF32 x, int64_t rows, int64_t cols, char* trans,
-                 int64_t* ld) {
-  if (x.col_stride == 1 && (rows == 1 || x.row_stride >= cols)) {
-    *trans = 'N';
-    *ld = rows == 1 ? cols : x.row_stride;
-    return true;
-  }
-  if (x.row_stride == 1 && (cols == 1 || x.col_stride >= rows)) {
-    *trans = 'T';
-    *ld = cols == 1 ? rows : x.col_stride;
-    return true;
-  }
-  return false;
-}
-
-absl::Status DnnlGemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-                         ConstMatrixF32 a, ConstMatrixF32 b, float* c,
-                         int64_t ldc) {
-  char ta, tb;
-  int64_t lda, ldb;
-  if (m <= 0 || n <= 0) return absl::OkStatus();
-  if (k <= 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
-    return absl::OkStatus();
-  }
-  if (!SgemmLayout(a, m, k, &ta, &lda) || !SgemmLayout(b, k, n, &tb, &ldb)) {
-    return absl::InternalError("matmul: an operand with no unit stride");
-  }
-  const bool by_rows = m >= n;
-  const int64_t side = by_rows ? m : n;
-  const int64_t want =
-      std::clamp<int64_t>(m * n * k / kMinWorkPerShard, 1, kMaxGemmPieces);
-  const int64_t size = CeilDiv(CeilDiv(side, want), 16) * 16;
-  const int64_t pieces = CeilDiv(side, size);
-  return DnnlPieces(pool, pieces, "matmul", [&](int64_t i) {
-    const int64_t first = i * size, len = std::min(size, side - first);
-    const float* ap = by_rows ? a.data + first * a.row_stride : a.data;
-    const float* bp = by_rows ? b.data : b.data + first * b.col_stride;
-    float* cp = by_rows ? c + first * ldc : c + first;
-    const dnnl_status_t status =
-        dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, 1.0f, ap,
-                   lda, bp, ldb, 0.0f, cp, ldc);
-    if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
-  });
-}
 
 // Offsets of each output batch matrix's operands under NumPy broadcasting:
 // batch dims of a and b are right-aligned against `out`.
@@ -129,10 +57,10 @@ absl::Status MatMulF32(ThreadPool* pool, const MatMulDims& d, const float* a,
   auto one = [&](ThreadPool* p, int64_t i) {
     ConstMatrixF32 am{a + a_off[i], d.ta ? 1 : d.a_cols, d.ta ? d.a_cols : 1};
     ConstMatrixF32 bm{b + b_off[i], d.tb ? 1 : d.b_cols, d.tb ? d.b_cols : 1};
-    return DnnlGemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n);
+    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n);
   };
   const int threads = pool->num_threads();
-  if (batch == 1 || d.m * d.n * d.k >= threads * kMinWorkPerShard * 4) {
+  if (batch == 1 || d.m * d.n * d.k >= threads * kMinGemmWorkPerThread * 4) {
     for (int64_t i = 0; i < batch; ++i) RN_RETURN_IF_ERROR(one(pool, i));
     return absl::OkStatus();
   }
@@ -165,7 +93,7 @@ void MatMulEigen(OpKernelContext* ctx, const MatMulDims& d, const T* a,
     cm.device(device) = am.contract(bm, dims);
   };
   ThreadPool* pool = ctx->intra_op_pool();
-  if (batch == 1 || d.m * d.n * d.k >= kMinWorkPerShard * 4) {
+  if (batch == 1 || d.m * d.n * d.k >= kMinGemmWorkPerThread * 4) {
     Eigen::ThreadPoolDevice device = EigenDevice(ctx);
     for (int64_t i = 0; i < batch; ++i) one(device, i);
     return;

@@ -12,6 +12,7 @@
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
+#include "runtime/window.h"
 
 namespace runnel {
 namespace {
@@ -284,70 +285,12 @@ RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
 
 // ---- conv2d and pooling ----------------------------------------------------
 
-// Reads an attribute that is an int or a list of one or two ints ([h, w]),
-// or TensorFlow's four ([1, h, w, 1]); returns {h, w}, all positive.
-absl::StatusOr<std::pair<int64_t, int64_t>> ReadHW(const ShapeContext& c,
-                                                   std::string_view name,
-                                                   int64_t fallback) {
-  RN_ASSIGN_OR_RETURN(
-      std::vector<int64_t> v,
-      c.attr_or<std::vector<int64_t>>(name, std::vector<int64_t>{fallback}));
-  std::pair<int64_t, int64_t> hw;
-  if (v.size() == 1) {
-    hw = {v[0], v[0]};
-  } else if (v.size() == 2) {
-    hw = {v[0], v[1]};
-  } else if (v.size() == 4 && v[0] == 1 && v[3] == 1) {
-    hw = {v[1], v[2]};
-  } else {
-    return absl::InvalidArgumentError(
-        StrCat("attribute '", name, "' must be an int or [h, w], got ",
-               AttrValueToString(c.attrs().find(name)->second)));
-  }
-  if (hw.first < 1 || hw.second < 1) {
-    return absl::InvalidArgumentError(StrCat("attribute '", name,
-                                             "' must be positive, got [",
-                                             hw.first, ", ", hw.second, "]"));
-  }
-  return hw;
-}
-
-// True for "same", false for "valid".
-absl::StatusOr<bool> ReadPadding(const ShapeContext& c) {
-  // (Not RN_ASSIGN_OR_RETURN: GCC 12 then warns the string may be used
-  // uninitialised.)
-  absl::StatusOr<std::string> padding = c.attr<std::string>("padding");
-  if (!padding.ok()) return padding.status();
-  const std::string& p = *padding;
-  if (p == "same" || p == "SAME") return true;
-  if (p == "valid" || p == "VALID") return false;
-  return absl::InvalidArgumentError(
-      StrCat("padding must be \"same\" or \"valid\", got \"", p, "\""));
-}
-
-// The output length of one spatial dimension (-1 when `in` is unknown).
-absl::StatusOr<int64_t> WindowedLength(int64_t in, int64_t window,
-                                       int64_t stride, int64_t dilation,
-                                       bool same, std::string_view what) {
-  if (in < 0) return kUnknownDim;
-  if (same) return (in + stride - 1) / stride;
-  const int64_t effective = (window - 1) * dilation + 1;
-  if (in < effective) {
-    return absl::InvalidArgumentError(
-        StrCat("the ", what, " of effective size ", effective,
-               " is larger than the input (", in, ") with valid padding"));
-  }
-  return (in - effective) / stride + 1;
-}
-
 Specs Conv2DShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(RequireFloating(c, 0));
   RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
   RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
   RN_RETURN_IF_ERROR(RequireRank(c, 1, 4, "the filters (HWIO)"));
-  RN_ASSIGN_OR_RETURN(auto strides, ReadHW(c, "strides", 1));
-  RN_ASSIGN_OR_RETURN(auto dilations, ReadHW(c, "dilations", 1));
-  RN_ASSIGN_OR_RETURN(bool same, ReadPadding(c));
+  RN_ASSIGN_OR_RETURN(ConvAttrs attrs, ReadConvAttrs(c.attrs()));
   const Shape& x = c.shape(0);
   const Shape& f = c.shape(1);
   if (x.unknown_rank()) {
@@ -367,16 +310,13 @@ Specs Conv2DShape(const ShapeContext& c) {
                  " expect ", f.dim(2)));
     }
   }
-  int64_t oh = kUnknownDim, ow = kUnknownDim;
-  if (kh >= 0 || same) {
-    RN_ASSIGN_OR_RETURN(oh, WindowedLength(x.dim(1), kh, strides.first,
-                                           dilations.first, same, "filter"));
-  }
-  if (kw >= 0 || same) {
-    RN_ASSIGN_OR_RETURN(ow, WindowedLength(x.dim(2), kw, strides.second,
-                                           dilations.second, same, "filter"));
-  }
-  return One(c.dtype(0), Shape{x.dim(0), oh, ow, out_c});
+  RN_ASSIGN_OR_RETURN(Windows rows,
+                      PlaceWindows(x.dim(1), kh, attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(Windows cols,
+                      PlaceWindows(x.dim(2), kw, attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "filter"));
+  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, out_c});
 }
 
 RUNNEL_REGISTER_OP(
@@ -400,24 +340,16 @@ Specs PoolShape(const ShapeContext& c, bool floating_only) {
                c.input(0).ToString()));
   }
   RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
-  if (!c.attrs().contains("size")) {
-    return absl::InvalidArgumentError("missing attribute 'size'");
-  }
-  RN_ASSIGN_OR_RETURN(auto size, ReadHW(c, "size", 1));
-  std::pair<int64_t, int64_t> strides = size;
-  if (c.attrs().contains("strides")) {
-    RN_ASSIGN_OR_RETURN(strides, ReadHW(c, "strides", 1));
-  }
-  RN_ASSIGN_OR_RETURN(bool same, ReadPadding(c));
+  RN_ASSIGN_OR_RETURN(PoolAttrs attrs, ReadPoolAttrs(c.attrs()));
   const Shape& x = c.shape(0);
   if (x.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
-  RN_ASSIGN_OR_RETURN(
-      int64_t oh,
-      WindowedLength(x.dim(1), size.first, strides.first, 1, same, "window"));
-  RN_ASSIGN_OR_RETURN(
-      int64_t ow,
-      WindowedLength(x.dim(2), size.second, strides.second, 1, same, "window"));
-  return One(c.dtype(0), Shape{x.dim(0), oh, ow, x.dim(3)});
+  RN_ASSIGN_OR_RETURN(Windows rows,
+                      PlaceWindows(x.dim(1), attrs.size.h, attrs.strides.h, 1,
+                                   attrs.same, "window"));
+  RN_ASSIGN_OR_RETURN(Windows cols,
+                      PlaceWindows(x.dim(2), attrs.size.w, attrs.strides.w, 1,
+                                   attrs.same, "window"));
+  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, x.dim(3)});
 }
 
 RUNNEL_REGISTER_OP(

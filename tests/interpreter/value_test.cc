@@ -1,14 +1,10 @@
-// Values as `print` shows them, the helpers behind "did you mean", device
-// specs, and the data-file readers.
+// Values as `print` shows them, the helpers behind "did you mean", and the
+// dataset helpers.
 #include "interpreter/value.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <filesystem>
-
 #include "interpreter/data.h"
-#include "interpreter/device_spec.h"
 #include "interpreter/diag.h"
 
 namespace runnel::interp {
@@ -109,91 +105,6 @@ TEST(Diagnostics, TravelInStatuses) {
   EXPECT_EQ(back->notes[0].message, "x declared here");
   EXPECT_EQ(back->notes[0].severity, lang::Severity::kNote);
   EXPECT_EQ(*ExitCodeOf(ExitRequest(3)), 3);
-}
-
-TEST(DeviceSpec, FullAndShortForms) {
-  EXPECT_EQ(DeviceSpec::Parse("/job:ps/task:0/device:cpu:0")->ToString(),
-            "/job:ps/task:0/device:cpu:0");
-  EXPECT_EQ(DeviceSpec::Parse("/cpu:0")->ToString(), "/device:cpu:0");
-  EXPECT_EQ(DeviceSpec::Parse("/gpu:1")->ToString(), "/device:gpu:1");
-  EXPECT_EQ(DeviceSpec::Parse("/job:ps")->ToString(), "/job:ps");
-  EXPECT_EQ(DeviceSpec::Parse("/job:worker/task:*")->ToString(),
-            "/job:worker/task:*");
-  EXPECT_EQ(DeviceSpec::Parse("")->ToString(), "");
-}
-
-TEST(DeviceSpec, Malformed) {
-  for (const char* bad :
-       {"gpu:0", "/tpu:0", "/job:", "/task:x", "/gpu:one", "/job:a/job:b",
-        "/gpu:0/job:ps", "//cpu:0", "/device:gpu"}) {
-    EXPECT_FALSE(DeviceSpec::Parse(bad).ok()) << bad;
-  }
-}
-
-TEST(DeviceSpec, InnerRefinesOuter) {
-  DeviceSpec outer = *DeviceSpec::Parse("/job:ps/task:1");
-  DeviceSpec inner = *DeviceSpec::Parse("/gpu:0");
-  EXPECT_EQ(outer.Refine(inner).ToString(), "/job:ps/task:1/device:gpu:0");
-  EXPECT_EQ(outer.Refine(*DeviceSpec::Parse("/task:2")).ToString(),
-            "/job:ps/task:2");
-}
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("runnel_value_test_" + std::to_string(getpid()) + "_" + name))
-      .string();
-}
-
-TEST(Npy, RoundTripsEveryDType) {
-  const std::string path = TempPath("a.npy");
-  std::vector<Tensor> cases = {
-      Tensor::FromVector<float>({1.5, -2, 3, 4, 5, 6}, Shape{2, 3}),
-      Tensor::FromVector<double>({1, 2}, Shape{2}),
-      Tensor::FromVector<int32_t>({7}, Shape{}),
-      Tensor::FromVector<int64_t>({1, 2, 3}, Shape{3, 1}),
-      Tensor::FromVector<uint8_t>({255, 0}, Shape{2}),
-      Tensor::FromVector<bool>({true, false, true}, Shape{3}),
-  };
-  for (const Tensor& t : cases) {
-    ASSERT_TRUE(WriteNpy(path, t).ok());
-    absl::StatusOr<Tensor> back = ReadNpy(path);
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(back->dtype(), t.dtype());
-    EXPECT_EQ(back->shape(), t.shape());
-    EXPECT_EQ(back->ToDoubles(), t.ToDoubles());
-  }
-  std::remove(path.c_str());
-}
-
-TEST(Npy, ErrorsNameTheFile) {
-  absl::StatusOr<Tensor> t = ReadNpy("/no/such/file.npy");
-  ASSERT_FALSE(t.ok());
-  EXPECT_NE(std::string(t.status().message()).find("/no/such/file.npy"),
-            std::string::npos);
-  const std::string path = TempPath("bad.npy");
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs("not numpy", f);
-  std::fclose(f);
-  EXPECT_FALSE(ReadNpy(path).ok());
-  std::remove(path.c_str());
-}
-
-TEST(Csv, ColumnsByHeader) {
-  const std::string path = TempPath("a.csv");
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs("a, b\n1, 2.5\n3,4\n", f);
-  std::fclose(f);
-  auto cols = ReadCsv(path, true);
-  ASSERT_TRUE(cols.ok()) << cols.status();
-  ASSERT_EQ(cols->size(), 2u);
-  EXPECT_EQ((*cols)[1].first, "b");
-  EXPECT_EQ((*cols)[1].second.ToDoubles(), (std::vector<double>{2.5, 4}));
-  f = std::fopen(path.c_str(), "w");
-  std::fputs("1,x\n", f);
-  std::fclose(f);
-  cols = ReadCsv(path, false);
-  EXPECT_FALSE(cols.ok());
-  std::remove(path.c_str());
 }
 
 TEST(Batches, ShuffleIsDeterministicPermutation) {

@@ -4,20 +4,15 @@
 #include <zlib.h>
 
 #include <cstdio>
-#include <fstream>
 
+#include "runtime/read_file.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
-}
-
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using ::runnel::testing::TempPath;
+using ::runnel::testing::WriteFile;
 
 void WriteGz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
@@ -54,6 +49,19 @@ TEST(IdxReaderTest, ReadsBigEndianInt32AndFloat) {
   testing::ExpectTensor(*t, DType::kF32, {}, {1.5}, 0);
 }
 
+TEST(IdxReaderTest, GunzipsConcatenatedMembersAndPassesPlainFilesThrough) {
+  WriteGz(TempPath("first.gz"), kU8.substr(0, 5));
+  WriteGz(TempPath("second.gz"), kU8.substr(5));
+  WriteFile(TempPath("both.idx.gz"),
+            *ReadFileToString(TempPath("first.gz")) +
+                *ReadFileToString(TempPath("second.gz")));
+  absl::StatusOr<std::string> both = ReadMaybeGzipped(TempPath("both.idx.gz"));
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(*both, kU8);
+  WriteFile(TempPath("plain.bin"), "\x1f plain");
+  EXPECT_EQ(*ReadMaybeGzipped(TempPath("plain.bin")), "\x1f plain");
+}
+
 TEST(IdxReaderTest, ErrorsNameTheFile) {
   auto missing = ReadIdx(TempPath("nope.idx"));
   ASSERT_FALSE(missing.ok());
@@ -70,10 +78,11 @@ TEST(IdxReaderTest, ErrorsNameTheFile) {
   EXPECT_FALSE(ReadIdx(TempPath("magic.idx")).ok());
   // A gzip stream cut in the middle.
   WriteGz(TempPath("cut.gz"), std::string(10000, 'x'));
-  std::ifstream in(TempPath("cut.gz"), std::ios::binary);
-  std::string gz((std::istreambuf_iterator<char>(in)), {});
+  const std::string gz = *ReadFileToString(TempPath("cut.gz"));
   WriteFile(TempPath("cut.gz"), gz.substr(0, gz.size() / 2));
-  EXPECT_FALSE(ReadIdx(TempPath("cut.gz")).ok());
+  EXPECT_EQ(
+      std::string(ReadIdx(TempPath("cut.gz")).status().message()),
+      TempPath("cut.gz") + ": corrupt or truncated: unexpected end of file");
 }
 
 }  // namespace

@@ -59,18 +59,37 @@ TEST(TensorTest, DebugString) {
   EXPECT_EQ(Tensor::Scalar<bool>(true).ValuesString(), "true");
 }
 
+TEST(TensorTest, ScalarOfEveryDType) {
+  auto scalar = [](DType d, double v) {
+    Tensor t = Tensor::ScalarOf(d, v);
+    EXPECT_EQ(t.dtype(), d);
+    EXPECT_EQ(t.rank(), 0);
+    EXPECT_EQ(t.num_elements(), 1);
+    return t;
+  };
+  EXPECT_EQ(scalar(DType::kF32, 2.5).at<float>(0), 2.5f);
+  EXPECT_EQ(scalar(DType::kF64, 0.1).at<double>(0), 0.1);
+  // 16-bit floats round to nearest: 0.1 is 0.0999755859375 in f16 and
+  // 0.10009765625 in bf16.
+  EXPECT_EQ(HalfToFloat(scalar(DType::kF16, 0.1).at<Half>(0)),
+            0.0999755859375f);
+  EXPECT_EQ(BFloat16ToFloat(scalar(DType::kBF16, 0.1).at<BFloat16>(0)),
+            0.10009765625f);
+  EXPECT_EQ(HalfToFloat(scalar(DType::kF16, -3).at<Half>(0)), -3.0f);
+  // Integers truncate toward zero, as a cast does.
+  EXPECT_EQ(scalar(DType::kI32, -7.9).at<int32_t>(0), -7);
+  EXPECT_EQ(scalar(DType::kI64, 1e15).at<int64_t>(0), 1000000000000000);
+  EXPECT_EQ(scalar(DType::kI8, -128).at<int8_t>(0), -128);
+  EXPECT_EQ(scalar(DType::kU8, 255).at<uint8_t>(0), 255);
+  EXPECT_TRUE(scalar(DType::kBool, 0.5).at<bool>(0));
+  EXPECT_FALSE(scalar(DType::kBool, 0).at<bool>(0));
+  EXPECT_EQ(*scalar(DType::kF16, 1.5).ScalarAsDouble(), 1.5);
+}
+
 TEST(Float16Test, RoundTrips) {
   EXPECT_EQ(HalfToFloat(FloatToHalf(1.5f)), 1.5f);
   EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(-2.0f)), -2.0f);
   EXPECT_EQ(FloatToHalf(1.0f).bits, 0x3c00);
-}
-
-TEST(ShapeTest, Basics) {
-  EXPECT_EQ((Shape{2, -1, 3}).ToString(), "[2,?,3]");
-  EXPECT_FALSE((Shape{2, -1}).IsFullyDefined());
-  EXPECT_TRUE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 784}));
-  EXPECT_FALSE((Shape{-1, 784}).IsCompatibleWith(Shape{32, 700}));
-  EXPECT_EQ(Shape().num_elements(), 1);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tests/util/test_util.h"
 
 #include <cmath>
+#include <fstream>
 
 namespace runnel::testing {
 
@@ -50,6 +51,14 @@ std::vector<float> PatternValues(int64_t n, int seed, uint32_t salt) {
     v[i] = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
   }
   return v;
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
 void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,

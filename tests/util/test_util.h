@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "runtime/eager.h"
@@ -31,6 +32,11 @@ Tensor Bool(const std::vector<bool>& v, Shape s);
 // Deterministic values in [-1, 1) from a linear congruential generator
 // started at `salt * (seed + 1)`; `salt` lets a file keep its own stream.
 std::vector<float> PatternValues(int64_t n, int seed, uint32_t salt);
+
+// `name` in the test's temporary directory.
+std::string TempPath(const std::string& name);
+// Writes `bytes` to the file `path`, replacing it.
+void WriteFile(const std::string& path, const std::string& bytes);
 
 // Expects dtype, shape and values (compared as doubles, within `tol`
 // relative-or-absolute; exact when tol == 0).

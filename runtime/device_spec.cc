@@ -1,11 +1,11 @@
-#include "interpreter/device_spec.h"
+#include "runtime/device_spec.h"
 
 #include <cctype>
 #include <vector>
 
 #include "runtime/strings.h"
 
-namespace runnel::interp {
+namespace runnel {
 namespace {
 
 bool IsDigits(std::string_view s) {
@@ -141,4 +141,4 @@ std::string DeviceSpec::ToString() const {
   return s;
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel

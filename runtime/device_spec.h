@@ -1,16 +1,17 @@
-// Device specs of `device "..." { }` blocks (docs/language.md §4):
+// Device specs: what `device "..." { }` blocks (docs/language.md §4) ask
+// for, and what the placer matches devices against:
 // `/job:NAME/task:N/device:TYPE:N`, any part optional, with the short forms
 // `/cpu:0`, `/gpu:1`, `/job:ps`. A task may be `*` (variables spread over
 // the matching tasks). Nested blocks refine the outer spec field by field.
-#ifndef RUNNEL_INTERPRETER_DEVICE_SPEC_H_
-#define RUNNEL_INTERPRETER_DEVICE_SPEC_H_
+#ifndef RUNNEL_RUNTIME_DEVICE_SPEC_H_
+#define RUNNEL_RUNTIME_DEVICE_SPEC_H_
 
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 
-namespace runnel::interp {
+namespace runnel {
 
 struct DeviceSpec {
   std::string job;      // "" = any
@@ -27,6 +28,6 @@ struct DeviceSpec {
   std::string ToString() const;
 };
 
-}  // namespace runnel::interp
+}  // namespace runnel
 
-#endif  // RUNNEL_INTERPRETER_DEVICE_SPEC_H_
+#endif  // RUNNEL_RUNTIME_DEVICE_SPEC_H_

@@ -1,0 +1,38 @@
+// f32 matrix products for the kernels: C = A B on oneDNN's sgemm
+// (onednn.h), each call cut into pieces that the intra-op pool's threads
+// claim. matmul's f32, f16 and bf16 kernels use it (kernels/cpu/
+// matmul_kernels.cc); conv2d calls oneDNN's convolutions directly.
+#ifndef RUNNEL_KERNELS_CPU_GEMM_H_
+#define RUNNEL_KERNELS_CPU_GEMM_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+// Below this many multiply-adds per thread, a thread costs more than it
+// saves.
+inline constexpr int64_t kMinGemmWorkPerThread = int64_t{1} << 18;
+
+// A strided f32 matrix: element (i, j) is data[i * row_stride + j *
+// col_stride]. A transposed operand is the same buffer with strides swapped.
+struct ConstMatrixF32 {
+  const float* data;
+  int64_t row_stride;
+  int64_t col_stride;
+};
+
+// C (m x n, row-major with leading dimension `ldc`) = A (m x k) B (k x n).
+// Each operand needs a unit stride along one of its axes (else Internal).
+// C is cut along its longer side into at most 8 blocks of at least
+// kMinGemmWorkPerThread multiply-adds, 16 rows or columns apart, each one
+// single-threaded sgemm: the cut depends on the shapes alone, so results do
+// not depend on the number of threads. k == 0 gives zeros.
+absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                     ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CPU_GEMM_H_
