@@ -1,6 +1,6 @@
 // The builtin table (docs/language.md §6). Op-backed builtins translate the
 // language's arguments into an op's inputs and attributes and go through
-// Interpreter::ApplyOp, so they follow the concrete/symbolic rule; host
+// GraphBuilder::ApplyOp, so they follow the concrete/symbolic rule; host
 // builtins (print, fmt, data files, ...) work on concrete values.
 #include "interpreter/builtins.h"
 
@@ -106,7 +106,8 @@ absl::StatusOr<std::vector<int64_t>> IntsArg(Interpreter& in, const Args& a,
                    StrCat(ParamName(a, i), " must be concrete integers"));
   }
   RN_ASSIGN_OR_RETURN(
-      Tensor t, in.ToConcrete(v, DType::kI64, a.span_of(i), ParamName(a, i)));
+      Tensor t,
+      in.builder().ToConcrete(v, DType::kI64, a.span_of(i), ParamName(a, i)));
   if (t.rank() > 1) {
     return ErrorAt(a.span_of(i),
                    StrCat(ParamName(a, i), " must be a list of integers"));
@@ -145,20 +146,21 @@ Result ShapeArg(Interpreter& in, const Args& a, int i) {
     if (v.tensor_dtype() == DType::kI32 || v.tensor_dtype() == DType::kI64) {
       return v;
     }
-    return in.ApplyOp("cast", {v}, {{"dtype", DType::kI32}},
-                      OpSite{a.span_of(i)});
+    return in.builder().ApplyOp("cast", {v}, {{"dtype", DType::kI32}},
+                                OpSite{a.span_of(i)});
   }
   if (v.is_sequence() && v.items().empty()) {
     return Value::Concrete(Tensor(DType::kI32, Shape{0}));
   }
   // i32, unless a dimension needs i64: sizes are never cut to 32 bits.
-  RN_ASSIGN_OR_RETURN(Value tv, in.ToTensor(v, a.span_of(i), ParamName(a, i)));
+  RN_ASSIGN_OR_RETURN(Value tv,
+                      in.builder().ToTensor(v, a.span_of(i), ParamName(a, i)));
   const DType dtype = tv.is_concrete() && tv.tensor().dtype() == DType::kI64 &&
                               !FitsI32(tv.tensor())
                           ? DType::kI64
                           : DType::kI32;
-  RN_ASSIGN_OR_RETURN(Tensor t,
-                      in.ToConcrete(tv, dtype, a.span_of(i), ParamName(a, i)));
+  RN_ASSIGN_OR_RETURN(Tensor t, in.builder().ToConcrete(tv, dtype, a.span_of(i),
+                                                        ParamName(a, i)));
   if (t.rank() == 0) {
     RN_ASSIGN_OR_RETURN(t, t.Reshaped(Shape{1}));
   }
@@ -177,8 +179,7 @@ absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
   if (v.is_sequence()) return v.items();
   if (v.is_concrete() && v.tensor().rank() > 0) {
     std::vector<Value> rows;
-    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
-                        in.Iterate(v, a.span_of(i)));
+    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(v, a.span_of(i)));
     while (true) {
       RN_ASSIGN_OR_RETURN(std::optional<Value> row, it->Next());
       if (!row) break;
@@ -276,8 +277,8 @@ Builtin FromOp(const std::string& op) {
           RN_RETURN_IF_ERROR(
               SetAttr(in, a, n + i, *def, def->attr_names[i], &attrs));
         }
-        return in.ApplyOp(def->name, std::move(inputs), std::move(attrs),
-                          Site(a));
+        return in.builder().ApplyOp(def->name, std::move(inputs),
+                                    std::move(attrs), Site(a));
       }};
 }
 
@@ -292,7 +293,8 @@ Builtin ArgReduction(std::string name) {
                      RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
                      attrs["axis"] = axis;
                    }
-                   return in.ApplyOp(name, {a[0]}, std::move(attrs), Site(a));
+                   return in.builder().ApplyOp(name, {a[0]}, std::move(attrs),
+                                               Site(a));
                  }};
 }
 
@@ -324,32 +326,32 @@ std::optional<Shape> ListedDims(const Value& v) {
 
 // zeros/ones: fill(shape, v as dtype).
 Builtin FillWith(std::string name, double v) {
-  return Builtin{name,
-                 {P("shape"), P("dtype", Value::OfDType(DType::kF32))},
-                 [v](Interpreter& in, Args& a) -> Result {
-                   // The common `ones([n, m])`: the tensor at once, rather
-                   // than three eager ops (stack, cast, fill). Half types
-                   // and anything unusual take the general path.
-                   if (std::optional<Shape> dims = ListedDims(a[0])) {
-                     RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
-                     if (d != DType::kF16 && d != DType::kBF16) {
-                       Tensor t(d, *std::move(dims));
-                       VisitDType(d, [&](auto x) {
-                         using T = decltype(x);
-                         if constexpr (!std::is_same_v<T, Half> &&
-                                       !std::is_same_v<T, BFloat16>) {
-                           std::fill_n(t.data<T>(), t.num_elements(),
-                                       static_cast<T>(v));
-                         }
-                       });
-                       return Value::Concrete(std::move(t));
-                     }
-                   }
-                   RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
-                   RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
-                   Value scalar = Value::Concrete(Tensor::ScalarOf(d, v));
-                   return in.ApplyOp("fill", {shape, scalar}, {}, Site(a));
-                 }};
+  return Builtin{
+      name,
+      {P("shape"), P("dtype", Value::OfDType(DType::kF32))},
+      [v](Interpreter& in, Args& a) -> Result {
+        // The common `ones([n, m])`: the tensor at once, rather
+        // than three eager ops (stack, cast, fill). Half types
+        // and anything unusual take the general path.
+        if (std::optional<Shape> dims = ListedDims(a[0])) {
+          RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
+          if (d != DType::kF16 && d != DType::kBF16) {
+            Tensor t(d, *std::move(dims));
+            VisitDType(d, [&](auto x) {
+              using T = decltype(x);
+              if constexpr (!std::is_same_v<T, Half> &&
+                            !std::is_same_v<T, BFloat16>) {
+                std::fill_n(t.data<T>(), t.num_elements(), static_cast<T>(v));
+              }
+            });
+            return Value::Concrete(std::move(t));
+          }
+        }
+        RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+        RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
+        Value scalar = Value::Concrete(Tensor::ScalarOf(d, v));
+        return in.builder().ApplyOp("fill", {shape, scalar}, {}, Site(a));
+      }};
 }
 
 // random_normal / truncated_normal / random_uniform.
@@ -367,7 +369,7 @@ Builtin Random(std::string name, std::string op, std::string p1, std::string a1,
                      RN_ASSIGN_OR_RETURN(seed, IntArg(a, 3));
                    }
                    RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 4));
-                   return in.ApplyOp(
+                   return in.builder().ApplyOp(
                        op, {shape},
                        {{a1, x1}, {a2, x2}, {"seed", seed}, {"dtype", d}},
                        Site(a));
@@ -519,12 +521,11 @@ class ProgressIterable : public Iterable {
         label_(std::move(label)),
         span_(std::move(span)) {}
   absl::StatusOr<std::unique_ptr<Iterator>> Begin() override {
-    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
-                        in_->Iterate(inner_, span_));
+    RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(inner_, span_));
     return std::unique_ptr<Iterator>(
         new ProgressIterator(&in_->reporter(), std::move(it), label_, Size()));
   }
-  int64_t Size() const override { return in_->IterationCount(inner_); }
+  int64_t Size() const override { return IterationCount(inner_); }
   std::string Describe() const override {
     return StrCat("progress \"", label_, "\"");
   }
@@ -605,34 +606,37 @@ Result Allclose(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(double rtol, NumberArg(a, 2));
   RN_ASSIGN_OR_RETURN(double atol, NumberArg(a, 3));
   for (int i : {0, 1}) {
-    RN_ASSIGN_OR_RETURN(Value v,
-                        in.ToTensor(a[i], a.span_of(i), ParamName(a, i)));
+    RN_ASSIGN_OR_RETURN(
+        Value v, in.builder().ToTensor(a[i], a.span_of(i), ParamName(a, i)));
     if (v.is_symbolic()) {
       return ErrorAt(a.span_of(i),
                      "allclose needs concrete values; this one is symbolic "
                      "(compute it with run first)");
     }
   }
-  RN_ASSIGN_OR_RETURN(Tensor x, in.ToConcrete(a[0], DType::kF64, a.span_of(0),
+  RN_ASSIGN_OR_RETURN(Tensor x,
+                      in.builder().ToConcrete(a[0], DType::kF64, a.span_of(0),
                                               ParamName(a, 0)));
-  RN_ASSIGN_OR_RETURN(Tensor y, in.ToConcrete(a[1], DType::kF64, a.span_of(1),
+  RN_ASSIGN_OR_RETURN(Tensor y,
+                      in.builder().ToConcrete(a[1], DType::kF64, a.span_of(1),
                                               ParamName(a, 1)));
   OpSite site{a.span};
   Value vx = Value::Concrete(x), vy = Value::Concrete(y);
-  RN_ASSIGN_OR_RETURN(Value diff, in.ApplyOp("sub", {vx, vy}, {}, site));
-  RN_ASSIGN_OR_RETURN(diff, in.ApplyOp("abs", {diff}, {}, site));
-  RN_ASSIGN_OR_RETURN(Value tol, in.ApplyOp("abs", {vy}, {}, site));
+  RN_ASSIGN_OR_RETURN(Value diff,
+                      in.builder().ApplyOp("sub", {vx, vy}, {}, site));
+  RN_ASSIGN_OR_RETURN(diff, in.builder().ApplyOp("abs", {diff}, {}, site));
+  RN_ASSIGN_OR_RETURN(Value tol, in.builder().ApplyOp("abs", {vy}, {}, site));
   RN_ASSIGN_OR_RETURN(
-      tol,
-      in.ApplyOp("mul", {tol, Value::Concrete(Tensor::Scalar<double>(rtol))},
-                 {}, site));
+      tol, in.builder().ApplyOp(
+               "mul", {tol, Value::Concrete(Tensor::Scalar<double>(rtol))}, {},
+               site));
   RN_ASSIGN_OR_RETURN(
-      tol,
-      in.ApplyOp("add", {tol, Value::Concrete(Tensor::Scalar<double>(atol))},
-                 {}, site));
-  RN_ASSIGN_OR_RETURN(Value ok,
-                      in.ApplyOp("less_equal", {diff, tol}, {}, site));
-  RN_ASSIGN_OR_RETURN(ok, in.ApplyOp("all", {ok}, {}, site));
+      tol, in.builder().ApplyOp(
+               "add", {tol, Value::Concrete(Tensor::Scalar<double>(atol))}, {},
+               site));
+  RN_ASSIGN_OR_RETURN(
+      Value ok, in.builder().ApplyOp("less_equal", {diff, tol}, {}, site));
+  RN_ASSIGN_OR_RETURN(ok, in.builder().ApplyOp("all", {ok}, {}, site));
   return ok;
 }
 
@@ -653,7 +657,7 @@ Result Len(Interpreter& in, Args& a) {
       break;
     }
     default:
-      n = in.IterationCount(v);
+      n = IterationCount(v);
   }
   if (n < 0) {
     return ErrorAt(a.span_of(0),
@@ -746,12 +750,14 @@ Result Arg(Interpreter& in, Args& a) {
       if (d == DType::kI32 && (v > INT32_MAX || v < INT32_MIN)) {
         return bad("an i32 integer");
       }
-      RN_ASSIGN_OR_RETURN(Tensor t, in.Cast(Tensor::Scalar<int64_t>(v), d));
+      RN_ASSIGN_OR_RETURN(Tensor t,
+                          in.builder().Cast(Tensor::Scalar<int64_t>(v), d));
       return Value::Concrete(t, def.literal());
     }
     double v = std::strtod(text->c_str(), &end);
     if (text->empty() || *end != '\0') return bad("a number");
-    RN_ASSIGN_OR_RETURN(Tensor t, in.Cast(Tensor::Scalar<double>(v), d));
+    RN_ASSIGN_OR_RETURN(Tensor t,
+                        in.builder().Cast(Tensor::Scalar<double>(v), d));
     return Value::Concrete(t, def.literal());
   }
   return ErrorAt(a.span_of(1),
@@ -841,8 +847,8 @@ Result LoadNpy(Interpreter& in, Args& a) {
 
 Result SaveNpy(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
-  RN_ASSIGN_OR_RETURN(Value v,
-                      in.ToTensor(a[1], a.span_of(1), "save_npy: 'x'"));
+  RN_ASSIGN_OR_RETURN(
+      Value v, in.builder().ToTensor(a[1], a.span_of(1), "save_npy: 'x'"));
   if (v.is_symbolic()) {
     return ErrorAt(a.span_of(1),
                    "save_npy needs a concrete tensor; this one is symbolic "
@@ -865,8 +871,8 @@ absl::StatusOr<std::shared_ptr<Dataset>> MakeDataset(
   for (size_t i = 0; i < columns.size(); ++i) {
     const auto& [name, v] = columns[i];
     const SourceSpan& s = i < spans.size() ? spans[i] : span;
-    RN_ASSIGN_OR_RETURN(Value t,
-                        in.ToTensor(v, s, StrCat("column '", name, "'")));
+    RN_ASSIGN_OR_RETURN(
+        Value t, in.builder().ToTensor(v, s, StrCat("column '", name, "'")));
     if (t.is_symbolic()) {
       return ErrorAt(s,
                      StrCat("column '", name, "' must be concrete data, got ",
@@ -947,17 +953,19 @@ Result Batches(Interpreter& in, Args& a) {
 Result Group(Interpreter& in, Args& a) {
   std::vector<Node*> nodes;
   for (size_t i = 0; i < a.rest.size(); ++i) {
-    RN_RETURN_IF_ERROR(in.CollectNodes(a.rest[i], a.rest_spans[i], &nodes));
+    RN_RETURN_IF_ERROR(
+        in.builder().CollectNodes(a.rest[i], a.rest_spans[i], &nodes));
   }
-  RN_ASSIGN_OR_RETURN(std::vector<Value> out,
-                      in.ApplyOpN("noop", {}, {}, Site(a), std::move(nodes)));
+  RN_ASSIGN_OR_RETURN(
+      std::vector<Value> out,
+      in.builder().ApplyOpN("noop", {}, {}, Site(a), std::move(nodes)));
   return out.empty() ? Value() : out[0];
 }
 
 Result TrainableVars(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string scope, StringArg(a, 0));
   std::vector<Value> out;
-  for (Node* n : in.variables()) {
+  for (Node* n : in.builder().variables()) {
     absl::StatusOr<bool> trainable = n->attr<bool>("trainable");
     if (!trainable.ok() || !*trainable) continue;
     const std::string& name = n->name();
@@ -1019,7 +1027,7 @@ Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
     return ErrorAt(a.span_of(0), StrCat(op, " needs a var or state, got ",
                                         DescribeValue(target)));
   }
-  return in.Assign(op, target, a[1], Site(a));
+  return in.builder().Assign(op, target, a[1], Site(a));
 }
 
 std::vector<Builtin> MakeBuiltins() {
@@ -1033,40 +1041,41 @@ std::vector<Builtin> MakeBuiltins() {
                {P("shape"), P("value"), P("dtype", None())},
                [](Interpreter& in, Args& a) -> Result {
                  RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
-                 RN_ASSIGN_OR_RETURN(
-                     Value v, in.ToTensor(a[1], a.span_of(1), "fill: 'value'"));
+                 RN_ASSIGN_OR_RETURN(Value v,
+                                     in.builder().ToTensor(a[1], a.span_of(1),
+                                                           "fill: 'value'"));
                  if (!a[2].is_none()) {
                    RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
                    if (v.tensor_dtype() != d) {
-                     RN_ASSIGN_OR_RETURN(v,
-                                         in.ApplyOp("cast", {v}, {{"dtype", d}},
-                                                    OpSite{a.span_of(1)}));
+                     RN_ASSIGN_OR_RETURN(
+                         v, in.builder().ApplyOp("cast", {v}, {{"dtype", d}},
+                                                 OpSite{a.span_of(1)}));
                    }
                  }
-                 return in.ApplyOp("fill", {shape, v}, {}, Site(a));
+                 return in.builder().ApplyOp("fill", {shape, v}, {}, Site(a));
                }});
   b.push_back(FromOp("zeros_like"));
   b.push_back(FromOp("ones_like"));
-  b.push_back(
-      {"arange",
-       {P("start"), P("stop", None()), P("step", Value::Int(1)),
-        P("dtype", None())},
-       [](Interpreter& in, Args& a) -> Result {
-         Value start = a[0], stop = a[1], step = a[2];
-         if (stop.is_none()) {
-           stop = start;
-           start = Value::Int(0);
-         }
-         std::vector<Value> v = {start, stop, step};
-         if (!a[3].is_none()) {
-           RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 3));
-           for (Value& x : v) {
-             RN_ASSIGN_OR_RETURN(
-                 x, in.ApplyOp("cast", {x}, {{"dtype", d}}, OpSite{a.span}));
-           }
-         }
-         return in.ApplyOp("range", v, {}, Site(a));
-       }});
+  b.push_back({"arange",
+               {P("start"), P("stop", None()), P("step", Value::Int(1)),
+                P("dtype", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 Value start = a[0], stop = a[1], step = a[2];
+                 if (stop.is_none()) {
+                   stop = start;
+                   start = Value::Int(0);
+                 }
+                 std::vector<Value> v = {start, stop, step};
+                 if (!a[3].is_none()) {
+                   RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 3));
+                   for (Value& x : v) {
+                     RN_ASSIGN_OR_RETURN(
+                         x, in.builder().ApplyOp("cast", {x}, {{"dtype", d}},
+                                                 OpSite{a.span}));
+                   }
+                 }
+                 return in.builder().ApplyOp("range", v, {}, Site(a));
+               }});
   b.push_back({"eye",
                {P("n"), P("m", None()), P("dtype", f32)},
                [](Interpreter& in, Args& a) -> Result {
@@ -1079,7 +1088,8 @@ std::vector<Builtin> MakeBuiltins() {
                  }
                  RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 2));
                  attrs["dtype"] = d;
-                 return in.ApplyOp("eye", {}, std::move(attrs), Site(a));
+                 return in.builder().ApplyOp("eye", {}, std::move(attrs),
+                                             Site(a));
                }});
   b.push_back({"one_hot",
                {P("indices"), P("depth"), P("on_value", Value::Float(1)),
@@ -1091,13 +1101,13 @@ std::vector<Builtin> MakeBuiltins() {
                  RN_ASSIGN_OR_RETURN(double off, NumberArg(a, 3));
                  RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 4));
                  RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 5));
-                 return in.ApplyOp("one_hot", {a[0]},
-                                   {{"depth", depth},
-                                    {"on_value", on},
-                                    {"off_value", off},
-                                    {"dtype", d},
-                                    {"axis", axis}},
-                                   Site(a));
+                 return in.builder().ApplyOp("one_hot", {a[0]},
+                                             {{"depth", depth},
+                                              {"on_value", on},
+                                              {"off_value", off},
+                                              {"dtype", d},
+                                              {"axis", axis}},
+                                             Site(a));
                }});
   b.push_back(Random("random_normal", "random_normal", "mean", "mean", 0,
                      "stddev", "stddev", 1));
@@ -1121,7 +1131,7 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back(
       {"cast", {P("x"), P("dtype")}, [](Interpreter& in, Args& a) -> Result {
          RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
-         return in.ApplyOp("cast", {a[0]}, {{"dtype", d}}, Site(a));
+         return in.builder().ApplyOp("cast", {a[0]}, {{"dtype", d}}, Site(a));
        }});
 
   // Reductions.
@@ -1136,26 +1146,27 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back(
       {"reshape", {P("x"), P("shape")}, [](Interpreter& in, Args& a) -> Result {
          RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
-         return in.ApplyOp("reshape", {a[0], shape}, {}, Site(a));
+         return in.builder().ApplyOp("reshape", {a[0], shape}, {}, Site(a));
        }});
-  b.push_back(
-      {"transpose",
-       {P("x"), P("perm", None())},
-       [](Interpreter& in, Args& a) -> Result {
-         AttrMap attrs;
-         if (!a[1].is_none()) {
-           RN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntsArg(in, a, 1));
-           attrs["perm"] = perm;
-         }
-         return in.ApplyOp("transpose", {a[0]}, std::move(attrs), Site(a));
-       }});
-  b.push_back(
-      {"expand_dims",
-       {P("x"), P("axis")},
-       [](Interpreter& in, Args& a) -> Result {
-         RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
-         return in.ApplyOp("expand_dims", {a[0]}, {{"axis", axis}}, Site(a));
-       }});
+  b.push_back({"transpose",
+               {P("x"), P("perm", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 AttrMap attrs;
+                 if (!a[1].is_none()) {
+                   RN_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                                       IntsArg(in, a, 1));
+                   attrs["perm"] = perm;
+                 }
+                 return in.builder().ApplyOp("transpose", {a[0]},
+                                             std::move(attrs), Site(a));
+               }});
+  b.push_back({"expand_dims",
+               {P("x"), P("axis")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+                 return in.builder().ApplyOp("expand_dims", {a[0]},
+                                             {{"axis", axis}}, Site(a));
+               }});
   b.push_back({"squeeze",
                {P("x"), P("axis", None())},
                [](Interpreter& in, Args& a) -> Result {
@@ -1166,18 +1177,19 @@ std::vector<Builtin> MakeBuiltins() {
                    attrs["axis"] =
                        std::vector<int64_t>{std::get<int64_t>(attrs["axis"])};
                  }
-                 return in.ApplyOp("squeeze", {a[0]}, std::move(attrs),
-                                   Site(a));
+                 return in.builder().ApplyOp("squeeze", {a[0]},
+                                             std::move(attrs), Site(a));
                }});
   for (const char* op : {"concat", "stack"}) {
-    b.push_back(
-        {op,
-         {P("xs"), P("axis", Value::Int(0))},
-         [op](Interpreter& in, Args& a) -> Result {
-           RN_ASSIGN_OR_RETURN(std::vector<Value> xs, TensorsArg(in, a, 0));
-           RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
-           return in.ApplyOp(op, std::move(xs), {{"axis", axis}}, Site(a));
-         }});
+    b.push_back({op,
+                 {P("xs"), P("axis", Value::Int(0))},
+                 [op](Interpreter& in, Args& a) -> Result {
+                   RN_ASSIGN_OR_RETURN(std::vector<Value> xs,
+                                       TensorsArg(in, a, 0));
+                   RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+                   return in.builder().ApplyOp(op, std::move(xs),
+                                               {{"axis", axis}}, Site(a));
+                 }});
   }
   b.push_back({"unstack",
                {P("x"), P("axis", Value::Int(0))},
@@ -1185,7 +1197,8 @@ std::vector<Builtin> MakeBuiltins() {
                  RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
                  RN_ASSIGN_OR_RETURN(
                      std::vector<Value> out,
-                     in.ApplyOpN("unstack", {a[0]}, {{"axis", axis}}, Site(a)));
+                     in.builder().ApplyOpN("unstack", {a[0]}, {{"axis", axis}},
+                                           Site(a)));
                  return Value::Tuple(std::move(out));
                }});
   b.push_back({"split",
@@ -1195,52 +1208,56 @@ std::vector<Builtin> MakeBuiltins() {
                  RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 2));
                  RN_ASSIGN_OR_RETURN(
                      std::vector<Value> out,
-                     in.ApplyOpN("split", {a[0]}, {{"num", n}, {"axis", axis}},
-                                 Site(a)));
+                     in.builder().ApplyOpN("split", {a[0]},
+                                           {{"num", n}, {"axis", axis}},
+                                           Site(a)));
                  return Value::Tuple(std::move(out));
                }});
-  b.push_back({"slice",
-               {P("x"), P("begin"), P("size")},
-               [](Interpreter& in, Args& a) -> Result {
-                 RN_ASSIGN_OR_RETURN(Value begin, ShapeArg(in, a, 1));
-                 RN_ASSIGN_OR_RETURN(Value size, ShapeArg(in, a, 2));
-                 return in.ApplyOp("slice", {a[0], begin, size}, {}, Site(a));
-               }});
   b.push_back(
-      {"gather",
-       {P("x"), P("indices"), P("axis", Value::Int(0))},
+      {"slice",
+       {P("x"), P("begin"), P("size")},
        [](Interpreter& in, Args& a) -> Result {
-         RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 2));
-         return in.ApplyOp("gather", {a[0], a[1]}, {{"axis", axis}}, Site(a));
+         RN_ASSIGN_OR_RETURN(Value begin, ShapeArg(in, a, 1));
+         RN_ASSIGN_OR_RETURN(Value size, ShapeArg(in, a, 2));
+         return in.builder().ApplyOp("slice", {a[0], begin, size}, {}, Site(a));
        }});
+  b.push_back({"gather",
+               {P("x"), P("indices"), P("axis", Value::Int(0))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 2));
+                 return in.builder().ApplyOp("gather", {a[0], a[1]},
+                                             {{"axis", axis}}, Site(a));
+               }});
   b.push_back({"tile",
                {P("x"), P("multiples")},
                [](Interpreter& in, Args& a) -> Result {
                  RN_ASSIGN_OR_RETURN(Value m, ShapeArg(in, a, 1));
-                 return in.ApplyOp("tile", {a[0], m}, {}, Site(a));
+                 return in.builder().ApplyOp("tile", {a[0], m}, {}, Site(a));
                }});
-  b.push_back(
-      {"pad",
-       {P("x"), P("paddings"), P("value", Value::Int(0))},
-       [](Interpreter& in, Args& a) -> Result {
-         // i64 when a padding needs it: never cut to 32 bits.
-         RN_ASSIGN_OR_RETURN(
-             Value pv, in.ToTensor(a[1], a.span_of(1), "pad: 'paddings'"));
-         const DType pd = pv.is_concrete() &&
-                                  pv.tensor().dtype() == DType::kI64 &&
-                                  !FitsI32(pv.tensor())
-                              ? DType::kI64
-                              : DType::kI32;
-         RN_ASSIGN_OR_RETURN(
-             Tensor p, in.ToConcrete(pv, pd, a.span_of(1), "pad: 'paddings'"));
-         return in.ApplyOp("pad", {a[0], Value::Concrete(p), a[2]}, {},
-                           Site(a));
-       }});
+  b.push_back({"pad",
+               {P("x"), P("paddings"), P("value", Value::Int(0))},
+               [](Interpreter& in, Args& a) -> Result {
+                 // i64 when a padding needs it: never cut to 32 bits.
+                 RN_ASSIGN_OR_RETURN(Value pv,
+                                     in.builder().ToTensor(a[1], a.span_of(1),
+                                                           "pad: 'paddings'"));
+                 const DType pd = pv.is_concrete() &&
+                                          pv.tensor().dtype() == DType::kI64 &&
+                                          !FitsI32(pv.tensor())
+                                      ? DType::kI64
+                                      : DType::kI32;
+                 RN_ASSIGN_OR_RETURN(
+                     Tensor p, in.builder().ToConcrete(pv, pd, a.span_of(1),
+                                                       "pad: 'paddings'"));
+                 return in.builder().ApplyOp(
+                     "pad", {a[0], Value::Concrete(p), a[2]}, {}, Site(a));
+               }});
   b.push_back({"broadcast_to",
                {P("x"), P("shape")},
                [](Interpreter& in, Args& a) -> Result {
                  RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
-                 return in.ApplyOp("broadcast_to", {a[0], shape}, {}, Site(a));
+                 return in.builder().ApplyOp("broadcast_to", {a[0], shape}, {},
+                                             Site(a));
                }});
   for (const char* op : {"shape_of", "size", "rank"}) b.push_back(FromOp(op));
 
@@ -1248,12 +1265,13 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
   for (const char* op : {"softmax", "log_softmax"}) {
-    b.push_back({op,
-                 {P("x"), P("axis", Value::Int(-1))},
-                 [op](Interpreter& in, Args& a) -> Result {
-                   RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
-                   return in.ApplyOp(op, {a[0]}, {{"axis", axis}}, Site(a));
-                 }});
+    b.push_back(
+        {op,
+         {P("x"), P("axis", Value::Int(-1))},
+         [op](Interpreter& in, Args& a) -> Result {
+           RN_ASSIGN_OR_RETURN(int64_t axis, IntArg(a, 1));
+           return in.builder().ApplyOp(op, {a[0]}, {{"axis", axis}}, Site(a));
+         }});
   }
   for (const char* op :
        {"softmax_cross_entropy", "sparse_softmax_cross_entropy",
@@ -1270,7 +1288,8 @@ std::vector<Builtin> MakeBuiltins() {
          RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
          attrs["padding"] = padding;
          RN_RETURN_IF_ERROR(AxisAttr(in, a, 4, &attrs, "dilations"));
-         return in.ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs), Site(a));
+         return in.builder().ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs),
+                                     Site(a));
        }});
   for (const char* op : {"max_pool", "avg_pool"}) {
     b.push_back({op,
@@ -1282,7 +1301,8 @@ std::vector<Builtin> MakeBuiltins() {
                    RN_RETURN_IF_ERROR(AxisAttr(in, a, 2, &attrs, "strides"));
                    RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
                    attrs["padding"] = padding;
-                   return in.ApplyOp(op, {a[0]}, std::move(attrs), Site(a));
+                   return in.builder().ApplyOp(op, {a[0]}, std::move(attrs),
+                                               Site(a));
                  }});
   }
   b.push_back(
@@ -1296,16 +1316,17 @@ std::vector<Builtin> MakeBuiltins() {
          }
          // Output 1, the scale each element was multiplied by, is for the
          // gradient; the language's dropout is y alone.
-         RN_ASSIGN_OR_RETURN(std::vector<Value> out,
-                             in.ApplyOpN("dropout", {a[0], a[1], a[2]},
-                                         std::move(attrs), Site(a)));
+         RN_ASSIGN_OR_RETURN(
+             std::vector<Value> out,
+             in.builder().ApplyOpN("dropout", {a[0], a[1], a[2]},
+                                   std::move(attrs), Site(a)));
          return out[0];
        }});
   b.push_back({"embedding_lookup",
                {P("params"), P("ids")},
                [](Interpreter& in, Args& a) -> Result {
-                 return in.ApplyOp("gather", {a[0], a[1]},
-                                   {{"axis", int64_t{0}}}, Site(a));
+                 return in.builder().ApplyOp("gather", {a[0], a[1]},
+                                             {{"axis", int64_t{0}}}, Site(a));
                }});
 
   // State.
@@ -1316,11 +1337,12 @@ std::vector<Builtin> MakeBuiltins() {
          }});
   }
   for (const char* op : {"scatter_add", "scatter_sub", "scatter_update"}) {
-    b.push_back({op,
-                 {P("var"), P("indices"), P("updates")},
-                 [op](Interpreter& in, Args& a) -> Result {
-                   return in.ApplyOp(op, {a[0], a[1], a[2]}, {}, Site(a));
-                 }});
+    b.push_back(
+        {op,
+         {P("var"), P("indices"), P("updates")},
+         [op](Interpreter& in, Args& a) -> Result {
+           return in.builder().ApplyOp(op, {a[0], a[1], a[2]}, {}, Site(a));
+         }});
   }
 
   // Autodiff.
@@ -1334,13 +1356,13 @@ std::vector<Builtin> MakeBuiltins() {
          return in.builder().MakeSlot(a[0], name, a.span);
        }});
   b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
-                 return in.GlobalStep(a.span);
+                 return in.builder().GlobalStep(a.span);
                }});
 
   // Graph control.
   b.push_back({"group", {}, Group, /*variadic=*/true});
   b.push_back({"noop", {}, [](Interpreter& in, Args& a) -> Result {
-                 return in.ApplyOp("noop", {}, {}, Site(a));
+                 return in.builder().ApplyOp("noop", {}, {}, Site(a));
                }});
   for (const char* op : {"identity", "check_numerics", "debug_print"}) {
     b.push_back(FromOp(op));

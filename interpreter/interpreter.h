@@ -117,49 +117,6 @@ class Interpreter {
   // Graph building: every op, node, variable and name goes through it.
   GraphBuilder& builder() { return builder_; }
 
-  // ---- used by the builtins (forwarded to the builder) ---------------------
-  absl::StatusOr<Value> ApplyOp(const std::string& op,
-                                std::vector<Value> inputs, AttrMap attrs,
-                                const OpSite& site) {
-    return builder_.ApplyOp(op, std::move(inputs), std::move(attrs), site);
-  }
-  absl::StatusOr<std::vector<Value>> ApplyOpN(const std::string& op,
-                                              std::vector<Value> inputs,
-                                              AttrMap attrs, const OpSite& site,
-                                              std::vector<Node*> control = {}) {
-    return builder_.ApplyOpN(op, std::move(inputs), std::move(attrs), site,
-                             std::move(control));
-  }
-  absl::StatusOr<Value> ToTensor(const Value& v, const SourceSpan& span,
-                                 std::string_view what) {
-    return builder_.ToTensor(v, span, what);
-  }
-  absl::StatusOr<Tensor> ToConcrete(const Value& v, DType dtype,
-                                    const SourceSpan& span,
-                                    std::string_view what) {
-    return builder_.ToConcrete(v, dtype, span, what);
-  }
-  absl::Status CollectNodes(const Value& v, const SourceSpan& span,
-                            std::vector<Node*>* out) {
-    return builder_.CollectNodes(v, span, out);
-  }
-  absl::StatusOr<Tensor> Cast(const Tensor& t, DType dtype) {
-    return builder_.Cast(t, dtype);
-  }
-  absl::StatusOr<Value> Assign(const std::string& op, const Value& target,
-                               const Value& value, const OpSite& site) {
-    return builder_.Assign(op, target, value, site);
-  }
-  absl::StatusOr<Value> GlobalStep(const SourceSpan& span) {
-    return builder_.GlobalStep(span);
-  }
-  const std::vector<Node*>& variables() const { return builder_.variables(); }
-  absl::StatusOr<std::unique_ptr<Iterator>> Iterate(const Value& v,
-                                                    const SourceSpan& span) {
-    return interp::Iterate(v, span);
-  }
-  int64_t IterationCount(const Value& v) { return interp::IterationCount(v); }
-
   // Calls a function value with positional and named arguments.
   absl::StatusOr<Value> Call(const Value& callee, std::vector<Value> args,
                              std::vector<SourceSpan> arg_spans,
