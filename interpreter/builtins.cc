@@ -1030,11 +1030,9 @@ Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
   return in.builder().Assign(op, target, a[1], Site(a));
 }
 
-std::vector<Builtin> MakeBuiltins() {
-  std::vector<Builtin> b;
+// Creation.
+void AddCreation(std::vector<Builtin>& b) {
   const Value f32 = Value::OfDType(DType::kF32);
-
-  // Creation.
   b.push_back(FillWith("zeros", 0));
   b.push_back(FillWith("ones", 1));
   b.push_back({"fill",
@@ -1117,8 +1115,10 @@ std::vector<Builtin> MakeBuiltins() {
                      "stddev", "stddev", 1));
   b.push_back(Initializer("glorot_uniform"));
   b.push_back(Initializer("he_normal"));
+}
 
-  // Element-wise.
+// Element-wise.
+void AddElementWise(std::vector<Builtin>& b) {
   for (const char* op :
        {"abs", "neg",      "sign",  "sqrt", "rsqrt", "square",  "exp",
         "log", "log1p",    "sin",   "cos",  "tanh",  "sigmoid", "relu",
@@ -1133,16 +1133,20 @@ std::vector<Builtin> MakeBuiltins() {
          RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
          return in.builder().ApplyOp("cast", {a[0]}, {{"dtype", d}}, Site(a));
        }});
+}
 
-  // Reductions.
+// Reductions.
+void AddReductions(std::vector<Builtin>& b) {
   for (const char* op :
        {"sum", "mean", "max", "min", "prod", "all", "any", "logsumexp"}) {
     b.push_back(FromOp(op));
   }
   b.push_back(ArgReduction("argmax"));
   b.push_back(ArgReduction("argmin"));
+}
 
-  // Shape.
+// Shape.
+void AddShape(std::vector<Builtin>& b) {
   b.push_back(
       {"reshape", {P("x"), P("shape")}, [](Interpreter& in, Args& a) -> Result {
          RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 1));
@@ -1260,8 +1264,10 @@ std::vector<Builtin> MakeBuiltins() {
                                              Site(a));
                }});
   for (const char* op : {"shape_of", "size", "rank"}) b.push_back(FromOp(op));
+}
 
-  // Linear algebra and NN.
+// Linear algebra and NN.
+void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
   for (const char* op : {"softmax", "log_softmax"}) {
@@ -1328,8 +1334,10 @@ std::vector<Builtin> MakeBuiltins() {
                  return in.builder().ApplyOp("gather", {a[0], a[1]},
                                              {{"axis", int64_t{0}}}, Site(a));
                }});
+}
 
-  // State.
+// State.
+void AddState(std::vector<Builtin>& b) {
   for (const char* op : {"assign", "assign_add", "assign_sub"}) {
     b.push_back(
         {op, {P("var"), P("value")}, [op](Interpreter& in, Args& a) -> Result {
@@ -1344,8 +1352,10 @@ std::vector<Builtin> MakeBuiltins() {
            return in.builder().ApplyOp(op, {a[0], a[1], a[2]}, {}, Site(a));
          }});
   }
+}
 
-  // Autodiff.
+// Autodiff.
+void AddAutodiff(std::vector<Builtin>& b) {
   b.push_back({"grad", {P("y"), P("xs")}, Grad});
   b.push_back(FromOp("stop_gradient"));
   b.push_back(
@@ -1358,8 +1368,10 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
                  return in.builder().GlobalStep(a.span);
                }});
+}
 
-  // Graph control.
+// Graph control.
+void AddGraphControl(std::vector<Builtin>& b) {
   b.push_back({"group", {}, Group, /*variadic=*/true});
   b.push_back({"noop", {}, [](Interpreter& in, Args& a) -> Result {
                  return in.builder().ApplyOp("noop", {}, {}, Site(a));
@@ -1367,12 +1379,16 @@ std::vector<Builtin> MakeBuiltins() {
   for (const char* op : {"identity", "check_numerics", "debug_print"}) {
     b.push_back(FromOp(op));
   }
+}
 
-  // Loops over the first axis.
+// Loops over the first axis.
+void AddLoops(std::vector<Builtin>& b) {
   b.push_back({"scan", {P("f"), P("xs"), P("init", None())}, NotImplemented});
   b.push_back({"map", {P("f"), P("xs")}, NotImplemented});
+}
 
-  // Host.
+// Host.
+void AddHost(std::vector<Builtin>& b) {
   b.push_back({"print", {}, Print, /*variadic=*/true});
   b.push_back({"fmt", {P("format")}, Fmt, true, true});
   b.push_back({"assert", {P("cond"), P("message", None())}, Assert});
@@ -1387,8 +1403,10 @@ std::vector<Builtin> MakeBuiltins() {
   b.push_back({"arg", {P("name"), P("default", None())}, Arg});
   b.push_back({"progress", {P("iterable"), P("label", None())}, Progress});
   b.push_back({"report", {}, Report, true, true});
+}
 
-  // Data.
+// Data.
+void AddData(std::vector<Builtin>& b) {
   b.push_back({"load_idx", {P("path")}, LoadIdx});
   b.push_back(
       {"load_csv", {P("path"), P("header", Value::Bool(true))}, LoadCsv});
@@ -1399,10 +1417,28 @@ std::vector<Builtin> MakeBuiltins() {
                {P("ds"), P("size"), P("shuffle", Value::Bool(false)),
                 P("seed", Value::Int(0)), P("drop_last", Value::Bool(false))},
                Batches});
+}
 
-  // Checkpoints (checkpoint_builtins.cc).
+// Checkpoints (checkpoint_builtins.cc).
+void AddCheckpoints(std::vector<Builtin>& b) {
   b.push_back({"save", {P("path")}, SaveBuiltin});
   b.push_back({"restore", {P("path")}, RestoreBuiltin});
+}
+
+std::vector<Builtin> MakeBuiltins() {
+  std::vector<Builtin> b;
+  AddCreation(b);
+  AddElementWise(b);
+  AddReductions(b);
+  AddShape(b);
+  AddNN(b);
+  AddState(b);
+  AddAutodiff(b);
+  AddGraphControl(b);
+  AddLoops(b);
+  AddHost(b);
+  AddData(b);
+  AddCheckpoints(b);
 
   // The ops each builtin applies: the op of its name, else these.
   const std::map<std::string, std::vector<std::string>> applies = {

@@ -330,7 +330,8 @@ assert(s.name == "d/extra", "a slot is named <var>/<slot>")
             0)
       << err();
   std::vector<std::string> names;
-  for (const Node* v : interp_->builder().variables()) names.push_back(v->name());
+  for (const Node* v : interp_->builder().variables())
+    names.push_back(v->name());
   for (const char* want :
        {"dense/w/adam_m", "dense/w/adam_v", "dense/b/adam_m", "dense/b/adam_v",
         "dense/w/momentum", "dense/w/adagrad_accumulator",
