@@ -53,9 +53,11 @@ tsan: setup
 # Every test, the script tests included, under AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer (tests/lsan.supp lists the
 # third-party libraries whose process-lifetime allocations are not ours).
+# allocator_may_return_null: a refused allocation is Runnel's "out of
+# memory" diagnostic, as without the sanitizer, not an abort.
 asan:
 	@$(MAKE) --no-print-directory build BUILD=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS=-DRUNNEL_ASAN=ON
-	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 \
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  ctest --output-on-failure -j $(JOBS)
 
