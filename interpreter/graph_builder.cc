@@ -20,10 +20,9 @@ namespace {
 // Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
 // arithmetic does, and negation; a stateful op (dropout) never does, as its
 // result is a new value each time, not a constant.
-bool GivesLiteral(const std::string& op) {
-  const OpDef* def = OpRegistry::Global().Find(op);
-  if (def == nullptr || def->stateful) return false;
-  return !def->dtype_groups.empty() || op == "neg";
+bool GivesLiteral(const OpDef& def) {
+  if (def.stateful) return false;
+  return !def.dtype_groups.empty() || def.name == "neg";
 }
 
 }  // namespace
@@ -276,16 +275,13 @@ absl::Status GraphBuilder::CollectNodes(const Value& v, const SourceSpan& span,
 // ---- ApplyOp
 // ------------------------------------------------------------------
 
-absl::Status GraphBuilder::Promote(const std::string& op,
-                                   std::vector<Value>* inputs,
+absl::Status GraphBuilder::Promote(const OpDef& def, std::vector<Value>* inputs,
                                    const OpSite& site) {
   // The op's dtype groups (OpDef::dtype_groups), as TensorFlow's type
   // attributes: the inputs of one group share a dtype.
-  const OpDef* def = OpRegistry::Global().Find(op);
-  if (def == nullptr) return absl::OkStatus();
   for (const std::vector<int>& group :
-       def->DTypeGroupsFor(static_cast<int>(inputs->size()))) {
-    RN_RETURN_IF_ERROR(PromoteGroup(op, group, inputs, site));
+       def.DTypeGroupsFor(static_cast<int>(inputs->size()))) {
+    RN_RETURN_IF_ERROR(PromoteGroup(def.name, group, inputs, site));
   }
   return absl::OkStatus();
 }
@@ -359,7 +355,7 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
                                  : StrCat(op, ": input ", i);
     RN_ASSIGN_OR_RETURN(inputs[i], ToTensor(inputs[i], site.span, what));
   }
-  RN_RETURN_IF_ERROR(Promote(op, &inputs, site));
+  RN_RETURN_IF_ERROR(Promote(*def, &inputs, site));
   bool all_concrete = true, all_literal = !inputs.empty();
   for (const Value& v : inputs) {
     if (!v.is_concrete()) all_concrete = false;
@@ -384,7 +380,7 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     }
     std::vector<Value> values;
     // Arithmetic on bare literals gives a bare literal (`x * (1.0 / 3.0)`).
-    const bool literal = all_literal && GivesLiteral(op);
+    const bool literal = all_literal && GivesLiteral(*def);
     for (Tensor& t : *out)
       values.push_back(Value::Concrete(std::move(t), literal));
     return values;
@@ -481,10 +477,10 @@ absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
     if (device.ok()) top.device = *device;
   }
   BuildScope scope = Replace(std::move(top));
-  Tensor zeros(v->output_dtype(0), v->output_shape(0));
-  if (zeros.bytes() > 0) std::memset(zeros.raw_data(), 0, zeros.bytes());
-  return MakeVariable(StrCat(v->name(), "/", slot),
-                      Value::Concrete(std::move(zeros)), false, span);
+  return MakeVariable(
+      StrCat(v->name(), "/", slot),
+      Value::Concrete(Tensor::Zeros(v->output_dtype(0), v->output_shape(0))),
+      false, span);
 }
 
 absl::StatusOr<Value> GraphBuilder::GlobalStep(const SourceSpan& span) {
@@ -514,7 +510,9 @@ absl::StatusOr<Value> GraphBuilder::Assign(const std::string& op,
   if (v.is_concrete() && v.literal() &&
       v.tensor().dtype() != target.tensor_dtype()) {
     std::vector<Value> pair = {target, v};
-    RN_RETURN_IF_ERROR(Promote(op, &pair, site));
+    if (const OpDef* def = OpRegistry::Global().Find(op)) {
+      RN_RETURN_IF_ERROR(Promote(*def, &pair, site));
+    }
     v = pair[1];
   }
   const Shape var_shape = target.tensor_shape();

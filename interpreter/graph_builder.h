@@ -39,6 +39,7 @@
 #include "runtime/device_spec.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
+#include "runtime/op_registry.h"
 
 namespace runnel::interp {
 
@@ -133,8 +134,8 @@ class GraphBuilder {
                                               AttrMap attrs, const OpSite& site,
                                               std::vector<Node*> control = {});
   // Casts the bare literals among `inputs` that share a dtype with other
-  // inputs of `op` (its dtype groups) to that dtype.
-  absl::Status Promote(const std::string& op, std::vector<Value>* inputs,
+  // inputs of `def`'s op (its dtype groups) to that dtype.
+  absl::Status Promote(const OpDef& def, std::vector<Value>* inputs,
                        const OpSite& site);
   // The same for the inputs `idx` of one group.
   absl::Status PromoteGroup(const std::string& op, const std::vector<int>& idx,

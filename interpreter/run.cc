@@ -2,8 +2,6 @@
 // tensors and ops, convert the feeds, run them in the session (or, in check
 // mode, check them without running), and rebuild the fetched structure with
 // concrete values.
-#include <cstring>
-
 #include "absl/strings/match.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
@@ -21,9 +19,7 @@ Tensor Placeholder(DType dtype, const Shape& shape) {
   if (!shape.unknown_rank()) {
     for (int64_t d : shape.dims()) dims.push_back(d < 0 ? 1 : d);
   }
-  Tensor t(dtype, Shape(dims));
-  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
-  return t;
+  return Tensor::Zeros(dtype, Shape(dims));
 }
 
 // `fetches` with each symbolic tensor replaced by the next of `results`

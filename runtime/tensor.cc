@@ -1,6 +1,7 @@
 #include "runtime/tensor.h"
 
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
@@ -29,6 +30,12 @@ Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
     throw AllocationFailed(SIZE_MAX);
   }
   buffer_ = std::make_shared<TensorBuffer>(allocator, bytes);
+}
+
+Tensor Tensor::Zeros(DType dtype, Shape shape) {
+  Tensor t(dtype, std::move(shape));
+  if (t.bytes() > 0) std::memset(t.raw_data(), 0, t.bytes());
+  return t;
 }
 
 Tensor Tensor::ScalarOf(DType dtype, double value) {

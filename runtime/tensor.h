@@ -61,6 +61,9 @@ class Tensor {
   // A scalar of `dtype` holding `value`, converted as a C++ cast would
   // (16-bit floats round to nearest even through float; bool is value != 0).
   static Tensor ScalarOf(DType dtype, double value);
+  // A tensor of `shape` (fully defined) with every element zero (all-zero
+  // bytes are 0 in every dtype, false for bool).
+  static Tensor Zeros(DType dtype, Shape shape);
 
   // A shape or index vector: i32 when every value fits, else i64 (sizes are
   // int64 end to end; they are never cut to 32 bits).

@@ -59,6 +59,16 @@ TEST(TensorTest, DebugString) {
   EXPECT_EQ(Tensor::Scalar<bool>(true).ValuesString(), "true");
 }
 
+TEST(TensorTest, ZerosOfEveryDType) {
+  for (DType d : kAllDTypes) {
+    const Tensor t = Tensor::Zeros(d, Shape{2, 3});
+    EXPECT_EQ(t.dtype(), d);
+    EXPECT_EQ(t.shape(), (Shape{2, 3}));
+    EXPECT_EQ(t.ToDoubles(), std::vector<double>(6, 0.0)) << DTypeName(d);
+  }
+  EXPECT_EQ(Tensor::Zeros(DType::kF32, Shape{0}).num_elements(), 0);
+}
+
 TEST(TensorTest, ScalarOfEveryDType) {
   auto scalar = [](DType d, double v) {
     Tensor t = Tensor::ScalarOf(d, v);
