@@ -11,8 +11,8 @@ packages=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev
   nlohmann-json3-dev libpng-dev libdnnl-dev
-  # data, peer for benchmarks, graph and curve rendering, editor tests
-  dataset-fashion-mnist python3 python3-numpy python3-torch libopenblas0-pthread
+  # data (Fashion-MNIST; the fortunes text for examples/charlm.rnl), peer for benchmarks, graph and curve rendering, editor tests
+  dataset-fashion-mnist fortunes python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz gnuplot-nox vim emacs-nox
   # the grammar test drives ANTLR's Java target
   default-jdk-headless
