@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 
+#include "interpreter/control_flow.h"
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
@@ -210,10 +211,6 @@ BuiltinParam P(std::string name, Value def) {
   return BuiltinParam(std::move(name), std::move(def));
 }
 Value None() { return Value(); }
-
-Result NotImplemented(Interpreter&, Args& a) {
-  return ErrorAt(a.span, StrCat(a.builtin->name, " is not implemented yet"));
-}
 
 // A default attribute value as the language writes it.
 Value AttrDefault(const AttrValue& v) {
@@ -984,6 +981,11 @@ Result TrainableVars(Interpreter& in, Args& a) {
 // var or input.
 Result Grad(Interpreter& in, Args& a) {
   const Value& y = a[0];
+  if (in.builder().context().cf != nullptr) {
+    return ErrorAt(a.span,
+                   "grad inside an in-graph loop or 'if' is not supported; "
+                   "take the gradient of the loop's or the if's result");
+  }
   if (!y.is_symbolic()) {
     return ErrorAt(a.span_of(0),
                    StrCat("grad needs a symbolic y (computed from a var or "
@@ -1019,6 +1021,63 @@ Result Grad(Interpreter& in, Args& a) {
   if (!many) return values[0];
   return xs.kind() == ValueKind::kTuple ? Value::Tuple(std::move(values))
                                         : Value::List(std::move(values));
+}
+
+// scan(f, xs, init) and map(f, xs): on the host when xs and init are
+// concrete (the results stacked), else an in-graph loop.
+Result ScanFn(Interpreter& in, Args& a) {
+  const bool is_scan = a.builtin->name == "scan";
+  const Value& f = a[0];
+  Value xs = a[1];
+  if (!xs.is_tensor()) {
+    RN_ASSIGN_OR_RETURN(xs, in.builder().ToTensor(xs, a.span_of(1), "xs"));
+  }
+  if (xs.tensor_shape().rank() == 0) {
+    return ErrorAt(a.span_of(1), StrCat(a.builtin->name,
+                                        " loops over the first axis of xs, "
+                                        "which is a scalar"));
+  }
+  StepFn call = [&](std::vector<Value> args) {
+    std::vector<SourceSpan> spans(args.size(), a.span);
+    return in.Call(f, std::move(args), std::move(spans), {}, {}, a.span);
+  };
+  const Value* init = is_scan ? &a[2] : nullptr;
+  if (xs.is_symbolic() || (init != nullptr && init->contains_symbolic())) {
+    return GraphScan(in.builder(), call, xs, init, Site(a));
+  }
+  RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(xs, a.span_of(1)));
+  Value state = init != nullptr ? *init : Value();
+  Value like;
+  std::vector<std::vector<Value>> columns;
+  while (true) {
+    RN_ASSIGN_OR_RETURN(std::optional<Value> x, it->Next());
+    if (!x) break;
+    RN_ASSIGN_OR_RETURN(Value y,
+                        init != nullptr ? call({state, *x}) : call({*x}));
+    std::vector<Value> leaves;
+    RN_RETURN_IF_ERROR(FlattenTensors(y, a.span, "the results of f", &leaves));
+    if (columns.empty()) {
+      columns.resize(leaves.size());
+      like = y;
+    }
+    if (leaves.size() != columns.size()) {
+      return ErrorAt(a.span, "f must give the same structure at every step");
+    }
+    for (size_t k = 0; k < leaves.size(); ++k) columns[k].push_back(leaves[k]);
+    state = y;
+  }
+  if (columns.empty()) {
+    return ErrorAt(a.span_of(1), StrCat(a.builtin->name,
+                                        " over an empty xs has no results "
+                                        "to stack"));
+  }
+  std::vector<Value> stacked;
+  for (const std::vector<Value>& col : columns) {
+    RN_ASSIGN_OR_RETURN(Value s,
+                        in.builder().ApplyOp("stack", col, {}, Site(a)));
+    stacked.push_back(s);
+  }
+  return Unflatten(like, stacked);
 }
 
 Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
@@ -1383,8 +1442,8 @@ void AddGraphControl(std::vector<Builtin>& b) {
 
 // Loops over the first axis.
 void AddLoops(std::vector<Builtin>& b) {
-  b.push_back({"scan", {P("f"), P("xs"), P("init", None())}, NotImplemented});
-  b.push_back({"map", {P("f"), P("xs")}, NotImplemented});
+  b.push_back({"scan", {P("f"), P("xs"), P("init")}, ScanFn});
+  b.push_back({"map", {P("f"), P("xs")}, ScanFn});
 }
 
 // Host.

@@ -73,6 +73,93 @@ BuildScope GraphBuilder::Replace(BuildContext context) {
   return guard;
 }
 
+BuildScope GraphBuilder::InControlFlow(CfContext* cf) {
+  BuildScope guard(this);
+  context_.cf = cf;
+  context_.control.clear();
+  return guard;
+}
+
+// ---- in-graph control flow --------------------------------------------------
+
+CfContext* GraphBuilder::NewCfContext(CfContext::Kind kind, CfContext* parent) {
+  cf_contexts_.push_back(std::make_unique<CfContext>());
+  CfContext* cf = cf_contexts_.back().get();
+  cf->kind = kind;
+  cf->parent = parent;
+  return cf;
+}
+
+CfContext* GraphBuilder::ContextOf(const Node* n) const {
+  auto it = node_cf_.find(n);
+  return it == node_cf_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<Node*> GraphBuilder::AddRaw(NodeSpec spec, CfContext* cf) {
+  spec.name = UniqueName(spec.name);
+  if (spec.device.empty()) spec.device = context_.device.ToString();
+  const SourceSpan span = spec.span;
+  absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
+  if (!node.ok()) {
+    return ErrorAt(span, std::string(ToStd(node.status().message())));
+  }
+  if (cf != nullptr) node_cf_[*node] = cf;
+  return node;
+}
+
+NodeMaker GraphBuilder::MakerFor(CfContext* body) {
+  return [this, body](NodeSpec spec, bool in_parent) {
+    return AddRaw(std::move(spec), in_parent ? body->parent : body);
+  };
+}
+
+absl::StatusOr<NodeOut> GraphBuilder::Import(NodeOut v, CfContext* cf,
+                                             const SourceSpan& span) {
+  CfContext* home = ContextOf(v.node);
+  if (home == cf) return v;
+  if (cf == nullptr) {
+    return ErrorAt(span, StrCat("'", v.node->name(),
+                                "' was made inside an in-graph loop body or "
+                                "branch and cannot be used outside it; use the "
+                                "value of the loop or `if` instead"));
+  }
+  auto it = cf->imported.find(v);
+  if (it != cf->imported.end()) return it->second;
+  NodeOut inner;
+  if (const Tensor* value = v.node->constant_value()) {
+    // A constant is made again inside, so shape functions still see its
+    // value (a reshape's target shape stays static in a loop body).
+    NodeSpec spec;
+    spec.name = StrCat(v.node->name(), "/inside");
+    spec.op = "const";
+    spec.attrs = {{"value", *value}};
+    spec.control_inputs = {cf->pivot};
+    spec.span = span;
+    RN_ASSIGN_OR_RETURN(Node * c, AddRaw(std::move(spec), cf));
+    cf->imported[v] = {c, 0};
+    return NodeOut{c, 0};
+  }
+  RN_ASSIGN_OR_RETURN(NodeOut outer, Import(v, cf->parent, span));
+  if (cf->kind == CfContext::Kind::kLoop) {
+    absl::StatusOr<NodeOut> e = cf->loop->EnterInvariant(outer);
+    if (!e.ok()) return ErrorAt(span, std::string(ToStd(e.status().message())));
+    inner = *e;
+  } else {
+    NodeSpec spec;
+    spec.name = StrCat(v.node->name(), "/switch");
+    spec.op = "switch";
+    spec.inputs = {outer, cf->branch_switch->input(1)};
+    spec.span = span;
+    RN_ASSIGN_OR_RETURN(Node * sw, AddRaw(std::move(spec), cf->parent));
+    inner = {sw, cf->branch};
+  }
+  // The enter or switch output belongs to the context it leads into.
+  node_cf_[inner.node] = cf;
+  if (cf->kind == CfContext::Kind::kBranch) node_cf_[inner.node] = cf->parent;
+  cf->imported[v] = inner;
+  return inner;
+}
+
 // ---- names and scopes -------------------------------------------------------
 
 std::string GraphBuilder::ScopePath(bool reserve) {
@@ -128,6 +215,30 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
                                             const std::vector<Value>& inputs) {
   spec.span = site.span;
   if (spec.device.empty()) spec.device = context_.device.ToString();
+  CfContext* cf = context_.cf;
+  const OpDef* def = OpRegistry::Global().Find(spec.op);
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    NodeOut& in = spec.inputs[i];
+    // A variable's updates and reads inside a loop or branch name it: their
+    // input is then the imported value, not the variable node.
+    if (cf != nullptr && IsVariableNode(in.node) && def != nullptr &&
+        i < def->inputs.size() && def->inputs[i] == "ref") {
+      spec.attrs["var"] = in.node->name();
+    }
+    RN_ASSIGN_OR_RETURN(in, Import(in, cf, site.span));
+  }
+  // A node that reads nothing made in the body (only invariants) would also
+  // run in the loop's last, dead iteration: the pivot keeps it to the
+  // iterations that run.
+  bool outer_only = true;
+  for (const NodeOut& in : spec.inputs) {
+    outer_only = outer_only && in.node->op() == "enter";
+  }
+  if (cf != nullptr && spec.control_inputs.empty() &&
+      (spec.inputs.empty() ||
+       (outer_only && cf->kind == CfContext::Kind::kLoop))) {
+    spec.control_inputs.push_back(cf->pivot);
+  }
   for (Node* c : context_.control) {
     if (std::find(spec.control_inputs.begin(), spec.control_inputs.end(), c) ==
         spec.control_inputs.end()) {
@@ -135,7 +246,14 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
     }
   }
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
-  if (node.ok()) return node;
+  if (node.ok()) {
+    if (cf != nullptr) {
+      node_cf_[*node] = cf;
+      if ((*node)->stateful() && (*node)->op() != "read_variable")
+        cf->effects.push_back(*node);
+    }
+    return node;
+  }
   lang::Diagnostic d;
   d.message = std::string(ToStd(node.status().message()));
   d.span = site.span;
@@ -157,7 +275,10 @@ absl::StatusOr<NodeOut> GraphBuilder::ReadVariable(Node* var,
   // Reads outside `after` blocks are interchangeable: one per variable and
   // device serves them all.
   const bool shared = context_.control.empty();
-  auto key = std::make_pair(var, context_.device.ToString());
+  // One per loop body or branch, too: a read there runs each time it runs.
+  auto key =
+      std::make_pair(var, StrCat(context_.device.ToString(), "@",
+                                 reinterpret_cast<uintptr_t>(context_.cf)));
   if (shared) {
     auto it = read_cache_.find(key);
     if (it != read_cache_.end()) return NodeOut{it->second, 0};
@@ -419,6 +540,19 @@ absl::StatusOr<Value> GraphBuilder::MakeVariable(const std::string& name,
                                                  const Value& init,
                                                  bool trainable,
                                                  const SourceSpan& span) {
+  // Variables live at the top level even when declared in a loop body or
+  // branch: their initializer runs once, not per iteration.
+  std::optional<BuildScope> top;
+  if (context_.cf != nullptr) {
+    if (init.is_symbolic() && ContextOf(init.out().node) != nullptr) {
+      return ErrorAt(span, StrCat("'", name,
+                                  "' is declared inside an in-graph loop or "
+                                  "'if' with an initializer computed there; "
+                                  "its initializer must not depend on the "
+                                  "loop or branch"));
+    }
+    top.emplace(InControlFlow(nullptr));
+  }
   const Shape shape = init.tensor_shape();
   if (!shape.IsFullyDefined()) {
     return ErrorAt(span, StrCat("'", name,

@@ -36,6 +36,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "interpreter/value.h"
+#include "runtime/control_flow.h"
 #include "runtime/device_spec.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
@@ -66,12 +67,32 @@ struct ScopeFrame {
   std::string path;  // the full scope path once resolved
 };
 
+// A branch of an in-graph `if` or the body of an in-graph `loop` while it
+// is built. Nodes made inside belong to it; a value from an enclosing
+// context is imported once per context: through `enter` into a loop body
+// (visible in every iteration), through `switch` into a branch (dead when
+// the branch is not taken). Nodes with no inputs take the pivot as a
+// control input so that they run in the branch or iteration.
+struct CfContext {
+  enum class Kind { kBranch, kLoop };
+  Kind kind = Kind::kBranch;
+  CfContext* parent = nullptr;    // nullptr: the top level
+  WhileBuilder* loop = nullptr;   // kLoop
+  Node* branch_switch = nullptr;  // kBranch: switch(pred, pred)
+  int branch = 0;                 // kBranch: 1 = the `if` side
+  Node* pivot = nullptr;
+  absl::flat_hash_map<NodeOut, NodeOut> imported;
+  // Stateful nodes made here (assignments): they run with the branch or
+  // iteration even when no value depends on them.
+  std::vector<Node*> effects;
+};
+
 // What a new node gets from the blocks around the code that makes it.
 struct BuildContext {
   std::vector<std::shared_ptr<ScopeFrame>> scopes;  // `scope`, calls, modules
   DeviceSpec device;                                // `device` blocks
   std::vector<Node*> control;                       // `after` blocks
-  // Next: the control-flow frame of an in-graph `if` or `loop`.
+  CfContext* cf = nullptr;  // the in-graph branch or loop body, if any
 };
 
 class GraphBuilder;
@@ -112,6 +133,26 @@ class GraphBuilder {
   // An empty context (top-level names, no device, no dependencies), or
   // `context` itself.
   BuildScope Replace(BuildContext context = {});
+  // Nodes made inside belong to `cf` (nullptr: the top level). The `after`
+  // dependencies of enclosing blocks gate the construct's entry instead of
+  // every node inside.
+  BuildScope InControlFlow(CfContext* cf);
+
+  // ---- in-graph control flow -------------------------------------------
+  CfContext* NewCfContext(CfContext::Kind kind, CfContext* parent);
+  // The context a node was made in (nullptr: the top level).
+  CfContext* ContextOf(const Node* n) const;
+  // `v` as seen from inside `cf`: imported through the contexts between.
+  // An error when v was made inside a branch or loop body that does not
+  // enclose cf (a value cannot leave its loop but through the loop's
+  // result).
+  absl::StatusOr<NodeOut> Import(NodeOut v, CfContext* cf,
+                                 const SourceSpan& span);
+  // Adds `spec` as is (no imports) as a node of `cf`, its name made unique.
+  absl::StatusOr<Node*> AddRaw(NodeSpec spec, CfContext* cf);
+  // What a WhileBuilder makes its nodes with: nodes of `body`, and exits
+  // in its parent.
+  NodeMaker MakerFor(CfContext* body);
 
   // ---- names -------------------------------------------------------------
   // The scope path for a new node (reserving lazy function scopes when
@@ -212,6 +253,8 @@ class GraphBuilder {
   absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
   std::vector<Node*> variables_;
   Value global_step_;
+  std::vector<std::unique_ptr<CfContext>> cf_contexts_;
+  absl::flat_hash_map<const Node*, CfContext*> node_cf_;
 };
 
 // An error at the `if` when `v` is the none of an `if` without `else` (a

@@ -166,6 +166,13 @@ class Interpreter {
   absl::StatusOr<Value> EvalMember(const lang::MemberExpr& e);
   absl::StatusOr<Value> EvalIf(const lang::IfExpr& e, bool statement);
   absl::StatusOr<Value> EvalLoop(const lang::LoopExpr& e);
+  absl::StatusOr<Value> EvalGraphIf(const lang::IfExpr& e, const Value& cond);
+  absl::StatusOr<std::optional<std::pair<Value, Value>>> EvalBounds(
+      const lang::Expr& iterable);
+  absl::StatusOr<Value> EvalGraphLoop(const lang::LoopExpr& e,
+                                      const Value& init,
+                                      const std::pair<Value, Value>* bounds,
+                                      const Value* over);
   absl::StatusOr<Value> EvalRun(const lang::RunExpr& e);
   absl::StatusOr<Value> EvalAssign(const lang::AssignExpr& e,
                                    const std::string& hint);

@@ -1,14 +1,104 @@
 #include "runtime/executor.h"
 
-#include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "runtime/errors.h"
 #include "runtime/strings.h"
 
 namespace runnel {
+
+// ---- building: kernels, frames and edge tables
+// -------------------------------
+
+namespace {
+
+Executor::Kind KindOf(const Node& n) {
+  using K = Executor::Kind;
+  const std::string& op = n.op();
+  if (op == "switch") return K::kSwitch;
+  if (op == "merge") return K::kMerge;
+  if (op == "enter") return K::kEnter;
+  if (op == "exit") return K::kExit;
+  if (op == "next_iteration") return K::kNextIteration;
+  if (op == "control_trigger") return K::kControlTrigger;
+  return K::kPlain;
+}
+
+bool IsBackEdgeInput(const Node& n, int i) {
+  return n.op() == "merge" && n.input(i).node->op() == "next_iteration";
+}
+
+}  // namespace
+
+// The frame each node runs in: the frame of its inputs, where an enter's
+// output is in its child frame and an exit's in its frame's parent.
+absl::Status Executor::AssignFrames() {
+  frames_.assign(1, StaticFrame{});
+  absl::flat_hash_map<std::string, int> by_name;
+  auto output_frame = [&](const NodeItem& p) {
+    if (p.kind == Kind::kEnter) return p.child_frame;
+    if (p.kind == Kind::kExit) return frames_[p.frame].parent;
+    return p.frame;
+  };
+  for (NodeItem& item : items_) {
+    const Node& n = *item.node;
+    int frame = -1;
+    auto meet = [&](const Node* src) -> absl::Status {
+      const int f = output_frame(items_[src->id()]);
+      if (frame >= 0 && f != frame) {
+        return AttachNode(
+            absl::InvalidArgumentError(
+                StrCat("'", n.name(), "' takes inputs from two frames ('",
+                       frames_[frame].name, "' and '", frames_[f].name, "')")),
+            n.name(), n.span());
+      }
+      frame = f;
+      return absl::OkStatus();
+    };
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      if (!IsBackEdgeInput(n, i)) RN_RETURN_IF_ERROR(meet(n.input(i).node));
+    }
+    for (const Node* c : n.control_inputs()) RN_RETURN_IF_ERROR(meet(c));
+    item.frame = frame < 0 ? 0 : frame;
+    if (item.kind == Kind::kEnter) {
+      RN_ASSIGN_OR_RETURN(std::string name, n.attr<std::string>("frame_name"));
+      auto [it, fresh] =
+          by_name.emplace(name, static_cast<int>(frames_.size()));
+      if (fresh) {
+        frames_.push_back(StaticFrame{});
+        frames_.back().name = name;
+        frames_.back().parent = item.frame;
+      }
+      item.child_frame = it->second;
+      if (frames_[item.child_frame].parent != item.frame) {
+        return AttachNode(absl::InvalidArgumentError(StrCat(
+                              "enter '", n.name(), "' into frame '", name,
+                              "' runs in frame '", frames_[item.frame].name,
+                              "', not in the frame around the loop")),
+                          n.name(), n.span());
+      }
+      item.is_constant = n.attr<bool>("is_constant").value_or(false);
+      StaticFrame& child = frames_[item.child_frame];
+      child.num_enters++;
+      const int64_t p = n.attr<int64_t>("parallel_iterations").value_or(32);
+      child.parallel_iterations =
+          std::max<int>(1, std::min<int64_t>(child.parallel_iterations, p));
+    }
+    if (item.kind == Kind::kExit) frames_[item.frame].exits.push_back(n.id());
+    if (item.frame != 0 && n.num_inputs() == 0 && n.control_inputs().empty()) {
+      return AttachNode(absl::InternalError(StrCat(
+                            "'", n.name(), "' is in loop frame '",
+                            frames_[item.frame].name, "' but has no inputs")),
+                        n.name(), n.span());
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     std::shared_ptr<const Graph> graph, Device* device,
@@ -17,22 +107,43 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
       new Executor(std::move(graph), device, inter_op_pool));
   std::vector<Node*> nodes = ex->graph_->nodes();
   ex->items_.resize(nodes.size());
-  int slot = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeItem& item = ex->items_[i];
     const Node* n = nodes[i];
     item.node = n;
+    item.kind = KindOf(*n);
     RN_ASSIGN_OR_RETURN(item.kernel,
                         KernelRegistry::Global().Create(*n, device->type()));
     item.expensive = item.kernel->IsExpensive();
-    item.input_start = slot;
     item.num_inputs = n->num_inputs();
-    slot += n->num_inputs();
-    item.initial_pending =
-        n->num_inputs() + static_cast<int>(n->control_inputs().size());
+    if (item.kind == Kind::kMerge && !n->control_inputs().empty()) {
+      return AttachNode(absl::InvalidArgumentError(StrCat(
+                            "merge '", n->name(), "' has control inputs")),
+                        n->name(), n->span());
+    }
+  }
+  RN_RETURN_IF_ERROR(ex->AssignFrames());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    NodeItem& item = ex->items_[i];
+    const Node* n = nodes[i];
+    StaticFrame& f = ex->frames_[item.frame];
+    item.local = f.num_nodes++;
+    item.input_start = f.num_inputs;
+    f.num_inputs += n->num_inputs();
+    if (item.kind == Kind::kMerge) {
+      item.initial_pending = 1;  // cleared by the input that fires it
+      item.merge_expected = n->num_inputs();
+      for (int k = 0; k < n->num_inputs(); ++k) {
+        if (IsBackEdgeInput(*n, k)) item.merge_expected = 1;
+      }
+    } else {
+      item.initial_pending =
+          n->num_inputs() + static_cast<int>(n->control_inputs().size());
+    }
+    f.initial_pending.push_back(item.initial_pending);
+    f.merge_expected.push_back(item.merge_expected);
     if (item.initial_pending == 0) ex->roots_.push_back(static_cast<int>(i));
   }
-  ex->total_inputs_ = slot;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
     for (int k = 0; k < n->num_inputs(); ++k) {
@@ -48,6 +159,9 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
 }
 
 Executor::~Executor() = default;
+
+// ---- running
+// ------------------------------------------------------------------
 
 // A one-shot event. Built on std::mutex and std::condition_variable, which
 // ThreadSanitizer sees (Debian's Abseil is not built with its annotations).
@@ -73,51 +187,73 @@ class Notification {
 struct Entry {
   Tensor tensor;
   bool is_dead = false;
+  bool has_value = false;  // a live value arrived (merges read this)
 };
 
-// The state of one iteration of one frame. Only the root frame's iteration
-// 0 exists until loops arrive; they add one IterationState per live
-// iteration, each with its own pending counts and input slots.
+// One iteration of one frame instance: pending counts and input slots of
+// the frame's nodes, and what is still running in it.
 struct IterationState {
-  IterationState(const std::vector<Executor::NodeItem>& items, int slots)
-      : pending(new std::atomic<int>[items.size()]),
-        dead_controls(new std::atomic<bool>[items.size()]),
-        inputs(slots) {
-    for (size_t i = 0; i < items.size(); ++i) {
-      pending[i].store(items[i].initial_pending, std::memory_order_relaxed);
+  explicit IterationState(const Executor::StaticFrame& f)
+      : pending(new std::atomic<int>[f.num_nodes]),
+        merge_dead(new std::atomic<int>[f.num_nodes]),
+        dead_controls(new std::atomic<bool>[f.num_nodes]),
+        inputs(f.num_inputs) {
+    for (int i = 0; i < f.num_nodes; ++i) {
+      pending[i].store(f.initial_pending[i], std::memory_order_relaxed);
+      merge_dead[i].store(0, std::memory_order_relaxed);
       dead_controls[i].store(false, std::memory_order_relaxed);
     }
   }
   std::unique_ptr<std::atomic<int>[]> pending;
+  std::unique_ptr<std::atomic<int>[]> merge_dead;
   std::unique_ptr<std::atomic<bool>[]> dead_controls;
   std::vector<Entry> inputs;
+  std::atomic<int> outstanding_ops{0};
+  std::atomic<int> outstanding_frames{0};
 };
 
+// One instance of a frame: the root, or a loop entered from one iteration
+// of its parent.
 struct FrameState {
-  int64_t id = 0;  // 0 = root
-  std::vector<std::unique_ptr<IterationState>> iterations;
+  const Executor::StaticFrame* def = nullptr;
+  int static_id = 0;
+  uint64_t id = 0;
+  FrameState* parent = nullptr;
+  int64_t parent_iter = 0;
+  IterationState* parent_state = nullptr;
+  std::mutex mu;
+  std::map<int64_t, std::unique_ptr<IterationState>> iterations;
+  int pending_enters = 0;
+  // Loop invariants (enter is_constant): delivered to every iteration.
+  std::vector<std::pair<int, Entry>> invariants;
+  // next_iteration values waiting for an iteration slot: (iteration, item).
+  std::deque<std::tuple<int64_t, int, Entry>> deferred;
+  absl::flat_hash_set<int> live_exits;
+  bool done = false;
 };
 
 struct TaggedNode {
   int item;
   FrameState* frame;
   int64_t iter;
+  IterationState* state;
 };
 
-// Per-Run state; deleted when the last node finishes.
+// Per-Run state; deleted when the root frame's iteration is done.
 class ExecutorState {
  public:
   ExecutorState(const Executor& ex, const Executor::RunArgs& args)
       : ex_(ex), args_(args) {
-    root_.iterations.push_back(
-        std::make_unique<IterationState>(ex.items_, ex.total_inputs_));
+    root_.def = &ex.frames_[0];
+    root_.iterations[0] = std::make_unique<IterationState>(ex.frames_[0]);
   }
 
   absl::Status RunToCompletion() {
     if (ex_.roots_.empty()) return absl::OkStatus();
+    IterationState* is = root_.iterations[0].get();
     std::vector<TaggedNode> ready;
-    for (int r : ex_.roots_) ready.push_back({r, &root_, 0});
-    outstanding_.store(static_cast<int>(ready.size()));
+    for (int r : ex_.roots_) ready.push_back({r, &root_, 0, is});
+    is->outstanding_ops.store(static_cast<int>(ready.size()));
     std::deque<TaggedNode> inline_ready;
     ScheduleReady(ready, &inline_ready);
     Process(std::move(inline_ready));
@@ -127,83 +263,304 @@ class ExecutorState {
   }
 
  private:
+  using Outputs = std::vector<Tensor>;
+  using Ready = std::vector<TaggedNode>;
+
   void Process(std::deque<TaggedNode> inline_ready) {
-    std::vector<TaggedNode> ready;
+    Ready ready;
     while (!inline_ready.empty()) {
       TaggedNode tn = inline_ready.front();
       inline_ready.pop_front();
       const Executor::NodeItem& item = ex_.items_[tn.item];
-      IterationState& iter = *tn.frame->iterations[tn.iter];
-      Entry* in = iter.inputs.data() + item.input_start;
-
-      bool is_dead =
-          iter.dead_controls[tn.item].load(std::memory_order_relaxed);
-      for (int i = 0; i < item.num_inputs; ++i) is_dead |= in[i].is_dead;
-
-      std::vector<Tensor> outputs;
-      if (!is_dead && args_.cancelled != nullptr &&
-          args_.cancelled->load(std::memory_order_relaxed)) {
-        Abort(absl::CancelledError("interrupted"));
-      }
-      if (!is_dead && !aborted_.load(std::memory_order_relaxed)) {
-        std::vector<const Tensor*> inputs(item.num_inputs);
-        for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
-        OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
-                            args_.global_seed, args_.call_frame);
-        absl::Status s = ComputeSafely(*item.kernel, &ctx);
-        if (!s.ok()) {
-          Abort(AttachNode(s, item.node->name(), item.node->span()));
-          is_dead = true;
-        } else {
-          outputs = std::move(ctx.outputs());
-        }
+      Entry* in = tn.state->inputs.data() + item.input_start;
+      Outputs outputs;
+      std::vector<bool> dead(item.node->num_outputs(), false);
+      bool is_dead = false;
+      if (item.kind == Executor::Kind::kMerge) {
+        is_dead = !RunMerge(item, in, &outputs);
       } else {
-        is_dead = true;
+        is_dead =
+            item.kind != Executor::Kind::kControlTrigger &&
+            tn.state->dead_controls[item.local].load(std::memory_order_relaxed);
+        for (int i = 0; i < item.num_inputs; ++i) is_dead |= in[i].is_dead;
+        if (!is_dead && args_.cancelled != nullptr &&
+            args_.cancelled->load(std::memory_order_relaxed)) {
+          Abort(absl::CancelledError("interrupted"));
+        }
+        if (!is_dead && !aborted_.load(std::memory_order_relaxed)) {
+          is_dead = !RunKernel(tn, item, in, &outputs, &dead);
+        } else {
+          is_dead = true;
+        }
       }
+      if (is_dead) dead.assign(dead.size(), true);
+      outputs.resize(dead.size());
       // Inputs are no longer needed: release their buffers now.
-      for (int i = 0; i < item.num_inputs; ++i) in[i].tensor = Tensor();
+      for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
 
       ready.clear();
-      PropagateOutputs(tn, item, std::move(outputs), is_dead, &ready);
-      // This node is done (-1) and `ready` nodes are now outstanding.
-      int delta = static_cast<int>(ready.size()) - 1;
-      if (outstanding_.fetch_add(delta, std::memory_order_acq_rel) + delta ==
-          0) {
-        done_.Notify();
-        return;
-      }
+      Propagate(tn, item, outputs, dead, &ready);
+      // After the run's last node, `this` may be gone: touch nothing.
+      if (NodeDone(tn, &ready)) return;
       ScheduleReady(ready, &inline_ready);
     }
   }
 
-  void PropagateOutputs(const TaggedNode& tn, const Executor::NodeItem& item,
-                        std::vector<Tensor> outputs, bool is_dead,
-                        std::vector<TaggedNode>* ready) {
-    IterationState& iter = *tn.frame->iterations[tn.iter];
+  // Whether the kernel ran and gave live outputs (per-output deadness in
+  // `dead`); an error aborts the run.
+  bool RunKernel(const TaggedNode& tn, const Executor::NodeItem& item,
+                 Entry* in, Outputs* outputs, std::vector<bool>* dead) {
+    std::vector<const Tensor*> inputs(item.num_inputs);
+    for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
+    OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
+                        args_.global_seed, args_.call_frame, &step_);
+    ctx.set_frame_iter(tn.frame->id, tn.iter);
+    absl::Status s = ComputeSafely(*item.kernel, &ctx);
+    if (!s.ok()) {
+      Abort(AttachNode(s, item.node->name(), item.node->span()));
+      return false;
+    }
+    *outputs = std::move(ctx.outputs());
+    for (size_t i = 0; i < dead->size(); ++i) (*dead)[i] = ctx.output_dead(i);
+    return true;
+  }
+
+  // A merge forwards its live input and that input's index.
+  bool RunMerge(const Executor::NodeItem& item, Entry* in, Outputs* outputs) {
+    if (aborted_.load(std::memory_order_relaxed)) return false;
+    for (int i = 0; i < item.num_inputs; ++i) {
+      if (in[i].has_value && !in[i].is_dead) {
+        outputs->push_back(in[i].tensor);
+        outputs->push_back(Tensor::ScalarOf(DType::kI32, i));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Delivers a node's outputs to its consumers: in the same iteration, or
+  // into a loop (enter), out of it (exit) or to the next iteration.
+  void Propagate(const TaggedNode& tn, const Executor::NodeItem& item,
+                 const Outputs& outputs, const std::vector<bool>& dead,
+                 Ready* ready) {
+    using K = Executor::Kind;
+    const bool all_dead = dead.empty() || dead[0];
+    switch (item.kind) {
+      case K::kEnter:
+        return Enter(tn, item, outputs, all_dead, ready);
+      case K::kExit:
+        if (all_dead) return;  // a dead exit counts when its frame ends
+        {
+          std::lock_guard<std::mutex> lock(tn.frame->mu);
+          tn.frame->live_exits.insert(tn.item);
+        }
+        Activate(item, outputs, dead, tn.frame->parent, tn.frame->parent_iter,
+                 tn.frame->parent_state, ready);
+        return;
+      case K::kNextIteration:
+        if (!all_dead) NextIteration(tn, item, outputs, ready);
+        return;
+      default:
+        Activate(item, outputs, dead, tn.frame, tn.iter, tn.state, ready);
+    }
+  }
+
+  void Activate(const Executor::NodeItem& item, const Outputs& outputs,
+                const std::vector<bool>& dead, FrameState* frame, int64_t iter,
+                IterationState* is, Ready* ready) {
+    auto make_ready = [&](int dst) {
+      is->outstanding_ops.fetch_add(1, std::memory_order_relaxed);
+      ready->push_back({dst, frame, iter, is});
+    };
     for (const Executor::OutEdge& e : item.out_edges) {
-      Entry& dst = iter.inputs[e.dst_slot];
-      if (is_dead) {
-        dst.is_dead = true;
+      const Executor::NodeItem& dst = ex_.items_[e.dst];
+      Entry& slot = is->inputs[e.dst_slot];
+      const bool out_dead = dead.empty() || dead[e.src_output];
+      if (dst.kind == Executor::Kind::kMerge) {
+        if (!out_dead) {
+          slot.tensor = outputs[e.src_output];
+          slot.has_value = true;
+          if (is->pending[dst.local].exchange(0) == 1) make_ready(e.dst);
+        } else {
+          slot.is_dead = true;
+          if (is->merge_dead[dst.local].fetch_add(1) + 1 ==
+                  dst.merge_expected &&
+              is->pending[dst.local].exchange(0) == 1) {
+            make_ready(e.dst);
+          }
+        }
+        continue;
+      }
+      if (out_dead) {
+        slot.is_dead = true;
       } else {
-        dst.tensor = outputs[e.src_output];
+        slot.tensor = outputs[e.src_output];
       }
-      if (iter.pending[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready->push_back({e.dst, tn.frame, tn.iter});
-      }
+      if (is->pending[dst.local].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        make_ready(e.dst);
     }
+    const bool node_dead = !dead.empty() && dead[0];
     for (int dst : item.control_out) {
-      if (is_dead)
-        iter.dead_controls[dst].store(true, std::memory_order_relaxed);
-      if (iter.pending[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready->push_back({dst, tn.frame, tn.iter});
-      }
+      const Executor::NodeItem& d = ex_.items_[dst];
+      if (node_dead) is->dead_controls[d.local].store(true);
+      if (is->pending[d.local].fetch_sub(1, std::memory_order_acq_rel) == 1)
+        make_ready(dst);
     }
+  }
+
+  // ---- frames and iterations ------------------------------------------------
+
+  void Enter(const TaggedNode& tn, const Executor::NodeItem& item,
+             const Outputs& outputs, bool dead, Ready* ready) {
+    FrameState* child = ChildFrame(tn, item.child_frame);
+    Entry value;
+    if (!dead) value.tensor = outputs[0];
+    value.is_dead = dead;
+    bool enters_done = false;
+    {
+      std::lock_guard<std::mutex> lock(child->mu);
+      const std::vector<bool> d{dead};
+      const Outputs out{value.tensor};
+      if (item.is_constant) {
+        child->invariants.push_back({tn.item, value});
+        for (auto& [iter, is] : child->iterations)
+          Activate(item, out, d, child, iter, is.get(), ready);
+      } else {
+        auto it = child->iterations.find(0);
+        if (it != child->iterations.end())
+          Activate(item, out, d, child, 0, it->second.get(), ready);
+      }
+      enters_done = --child->pending_enters == 0;
+    }
+    // Cannot end the run: the enter itself is still outstanding.
+    if (enters_done) FinishIterations(child, ready);
+  }
+
+  FrameState* ChildFrame(const TaggedNode& tn, int static_id) {
+    std::lock_guard<std::mutex> lock(frames_mu_);
+    auto key = std::make_tuple(tn.frame, tn.iter, static_id);
+    auto it = children_.find(key);
+    if (it != children_.end()) return it->second.get();
+    auto f = std::make_unique<FrameState>();
+    f->def = &ex_.frames_[static_id];
+    f->static_id = static_id;
+    f->id = ++next_frame_id_;
+    f->parent = tn.frame;
+    f->parent_iter = tn.iter;
+    f->parent_state = tn.state;
+    f->pending_enters = f->def->num_enters;
+    f->iterations[0] = std::make_unique<IterationState>(*f->def);
+    tn.state->outstanding_frames.fetch_add(1);
+    FrameState* raw = f.get();
+    children_.emplace(key, std::move(f));
+    return raw;
+  }
+
+  void NextIteration(const TaggedNode& tn, const Executor::NodeItem& item,
+                     const Outputs& outputs, Ready* ready) {
+    FrameState* f = tn.frame;
+    std::lock_guard<std::mutex> lock(f->mu);
+    const int64_t next = tn.iter + 1;
+    IterationState* is = StartIteration(f, next, ready);
+    if (is == nullptr) {
+      f->deferred.emplace_back(next, tn.item, Entry{outputs[0], false, true});
+      return;
+    }
+    Activate(item, outputs, {false}, f, next, is, ready);
+  }
+
+  // Iteration `iter` of f, made (with the invariants delivered) when the
+  // bound on iterations in flight allows; nullptr when it does not yet.
+  // Holds f->mu.
+  IterationState* StartIteration(FrameState* f, int64_t iter, Ready* ready) {
+    auto it = f->iterations.find(iter);
+    if (it != f->iterations.end()) return it->second.get();
+    const int64_t oldest =
+        f->iterations.empty() ? iter : f->iterations.begin()->first;
+    if (iter - oldest >= f->def->parallel_iterations) return nullptr;
+    auto& slot = f->iterations[iter];
+    slot = std::make_unique<IterationState>(*f->def);
+    for (const auto& [inv, value] : f->invariants) {
+      Activate(ex_.items_[inv], {value.tensor}, {value.is_dead}, f, iter,
+               slot.get(), ready);
+    }
+    return slot.get();
+  }
+
+  // Called when a node of tn's iteration is done; true when that ended
+  // the run.
+  bool NodeDone(const TaggedNode& tn, Ready* ready) {
+    if (tn.state->outstanding_ops.fetch_sub(1, std::memory_order_acq_rel) ==
+        1) {
+      return FinishIterations(tn.frame, ready);
+    }
+    return false;
+  }
+
+  // Retires f's done iterations, oldest first, starting deferred ones in
+  // the slots they free; ends f when nothing is left.
+  bool FinishIterations(FrameState* f, Ready* ready) {
+    bool frame_done = false;
+    bool run_done = false;
+    {
+      std::lock_guard<std::mutex> lock(f->mu);
+      while (!f->iterations.empty()) {
+        auto it = f->iterations.begin();
+        IterationState* is = it->second.get();
+        if (is->outstanding_ops.load() != 0 ||
+            is->outstanding_frames.load() != 0 ||
+            (it->first == 0 && f->pending_enters > 0)) {
+          break;
+        }
+        if (f == &root_) {
+          run_done = true;
+          break;
+        }
+        f->iterations.erase(it);
+        while (!f->deferred.empty()) {
+          auto& [iter, item, value] = f->deferred.front();
+          IterationState* next = StartIteration(f, iter, ready);
+          if (next == nullptr) break;
+          Activate(ex_.items_[item], {value.tensor}, {false}, f, iter, next,
+                   ready);
+          f->deferred.pop_front();
+        }
+      }
+      frame_done = !f->done && f->iterations.empty() && f->deferred.empty() &&
+                   f->pending_enters == 0;
+      if (frame_done) f->done = true;
+    }
+    if (run_done) {
+      done_.Notify();
+      return true;
+    }
+    return frame_done && FinishFrame(f, ready);
+  }
+
+  // A frame instance is over: exits that never gave a live value give a
+  // dead one (the whole loop was on an untaken branch), and the parent's
+  // iteration no longer waits for it.
+  bool FinishFrame(FrameState* f, Ready* ready) {
+    FrameState* parent = f->parent;
+    IterationState* ps = f->parent_state;
+    for (int exit : f->def->exits) {
+      if (f->live_exits.contains(exit)) continue;
+      const Executor::NodeItem& item = ex_.items_[exit];
+      Activate(item, {Tensor()}, {true}, parent, f->parent_iter, ps, ready);
+    }
+    {
+      std::lock_guard<std::mutex> lock(frames_mu_);
+      children_.erase(std::make_tuple(parent, f->parent_iter, f->static_id));
+    }
+    if (ps->outstanding_frames.fetch_sub(1) == 1) {
+      return FinishIterations(parent, ready);
+    }
+    return false;
   }
 
   // Cheap nodes join this thread's queue; expensive ones go to the pool,
   // except one kept here when this thread would otherwise sit idle.
-  void ScheduleReady(const std::vector<TaggedNode>& ready,
-                     std::deque<TaggedNode>* inline_ready) {
+  void ScheduleReady(const Ready& ready, std::deque<TaggedNode>* inline_ready) {
     const TaggedNode* keep = nullptr;
     for (const TaggedNode& tn : ready) {
       if (!ex_.items_[tn.item].expensive) {
@@ -233,8 +590,12 @@ class ExecutorState {
 
   const Executor& ex_;
   const Executor::RunArgs args_;
+  StepContainer step_;
   FrameState root_;
-  std::atomic<int> outstanding_{0};
+  std::mutex frames_mu_;
+  std::map<std::tuple<FrameState*, int64_t, int>, std::unique_ptr<FrameState>>
+      children_;
+  uint64_t next_frame_id_ = 0;
   std::atomic<bool> aborted_{false};
   Notification done_;
   std::mutex mu_;

@@ -10,9 +10,11 @@
 // ready, using atomic pending counts: cheap kernels run inline on the thread
 // that readied them, expensive ones go to the inter-op pool, so independent
 // branches run in parallel. Every tensor slot carries an `is_dead` bit and
-// every scheduled node a frame and iteration, which conditionals and loops
-// build on; today only the root frame exists. A node with a dead input
-// produces dead outputs without running.
+// every scheduled node a frame and iteration (DESIGN decision 11): switch
+// and merge make conditionals, enter, exit and next_iteration loops whose
+// iterations overlap (at most `parallel_iterations` at once). A node with a
+// dead input produces dead outputs without running, except merge (live when
+// any input is) and control_trigger (never dead).
 //
 // Ownership and threads: the executor keeps the graph alive and borrows the
 // device and pool, which must outlive it. Run() may be called from many
@@ -53,34 +55,64 @@ class Executor {
 
   int num_nodes() const { return static_cast<int>(items_.size()); }
 
- private:
-  friend class ExecutorState;
-  friend struct IterationState;
+  // The precomputed tables (used by executor.cc only).
   struct OutEdge {
     int dst;       // node item index
-    int dst_slot;  // absolute input slot of dst
+    int dst_slot;  // input slot of dst within dst's frame
     int src_output;
+  };
+  enum class Kind {
+    kPlain,
+    kSwitch,
+    kMerge,
+    kEnter,
+    kExit,
+    kNextIteration,
+    kControlTrigger
   };
   struct NodeItem {
     const Node* node = nullptr;
     std::unique_ptr<OpKernel> kernel;
     bool expensive = true;
-    int input_start = 0;  // first slot in the per-run input table
+    Kind kind = Kind::kPlain;
+    int frame = 0;        // static frame (0 = root)
+    int local = 0;        // index among the nodes of its frame
+    int input_start = 0;  // first input slot within its frame
     int num_inputs = 0;
-    int initial_pending = 0;  // data + control inputs
+    int initial_pending = 0;  // data + control inputs (merge: control only)
+    int merge_expected = 0;   // merge: data inputs per iteration
+    // enter: the frame it leads into; is_constant.
+    int child_frame = -1;
+    bool is_constant = false;
     std::vector<OutEdge> out_edges;
     std::vector<int> control_out;
   };
+  // A loop's frame as the graph declares it (instances are made per run,
+  // per iteration of the frame around it).
+  struct StaticFrame {
+    std::string name;
+    int parent = -1;
+    int num_nodes = 0;
+    int num_inputs = 0;
+    int parallel_iterations = 32;
+    int num_enters = 0;
+    std::vector<int> initial_pending;  // by local index
+    std::vector<int> merge_expected;   // by local index
+    std::vector<int> exits;            // items
+  };
 
+ private:
+  friend class ExecutorState;
   Executor(std::shared_ptr<const Graph> graph, Device* device, ThreadPool* pool)
       : graph_(std::move(graph)), device_(device), pool_(pool) {}
+  absl::Status AssignFrames();
 
   std::shared_ptr<const Graph> graph_;
   Device* device_;
   ThreadPool* pool_;
   std::vector<NodeItem> items_;
+  std::vector<StaticFrame> frames_;
   std::vector<int> roots_;  // items with no inputs
-  int total_inputs_ = 0;
 };
 
 }  // namespace runnel

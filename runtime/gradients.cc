@@ -10,8 +10,12 @@ namespace runnel {
 
 // ---- GradBuilder ------------------------------------------------------------
 
-GradBuilder::GradBuilder(Graph* graph, const Node* forward, std::string scope)
-    : graph_(graph), forward_(forward), scope_(std::move(scope)) {}
+GradBuilder::GradBuilder(Graph* graph, const Node* forward, std::string scope,
+                         GradContext* context)
+    : graph_(graph),
+      forward_(forward),
+      scope_(std::move(scope)),
+      context_(context) {}
 
 DType GradBuilder::dtype(NodeOut t) const {
   return t.node == nullptr ? DType::kF32 : t.node->output_dtype(t.index);
@@ -33,6 +37,16 @@ std::vector<NodeOut> GradBuilder::OpN(std::string_view op,
       return {};
     }
   }
+  if (context_ != nullptr) {
+    for (NodeOut& in : inputs) {
+      absl::StatusOr<NodeOut> r = context_->Resolve(in);
+      if (!r.ok()) {
+        Fail(r.status());
+        return {};
+      }
+      in = *r;
+    }
+  }
   NodeSpec spec;
   spec.name = graph_->UniqueName(StrCat(scope_, "/", op));
   spec.op = std::string(op);
@@ -45,6 +59,7 @@ std::vector<NodeOut> GradBuilder::OpN(std::string_view op,
     Fail(node.status());
     return {};
   }
+  if (context_ != nullptr) context_->Made(*node);
   std::vector<NodeOut> outs;
   for (int i = 0; i < (*node)->num_outputs(); ++i) outs.push_back({*node, i});
   return outs;
@@ -147,160 +162,5 @@ Registrar::Registrar(const char* op, GradFn fn) {
 Registrar::Registrar(const char* op) : Registrar(op, GradFn()) {}
 
 }  // namespace gradients_internal
-
-// ---- the backward pass
-// --------------------------------------------------------
-
-namespace {
-
-bool CarriesGradient(DType d) { return IsFloating(d); }
-
-}  // namespace
-
-absl::StatusOr<std::vector<NodeOut>> AddGradients(
-    Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
-    const GradientOptions& options) {
-  if (y.node == nullptr) return absl::InvalidArgumentError("grad: no y");
-  if (!CarriesGradient(y.node->output_dtype(y.index))) {
-    return absl::InvalidArgumentError(
-        StrCat("grad: y must be a floating-point tensor, got ",
-               y.node->output(y.index).ToString()));
-  }
-
-  // The ancestors of y, in creation order, which is a topological order:
-  // a node's inputs always exist before it.
-  std::vector<Node*> ancestors;
-  {
-    absl::flat_hash_set<Node*> seen{y.node};
-    std::vector<Node*> stack{y.node};
-    while (!stack.empty()) {
-      Node* n = stack.back();
-      stack.pop_back();
-      ancestors.push_back(n);
-      for (const NodeOut& in : n->inputs()) {
-        if (seen.insert(in.node).second) stack.push_back(in.node);
-      }
-    }
-    std::sort(ancestors.begin(), ancestors.end(),
-              [](Node* a, Node* b) { return a->id() < b->id(); });
-  }
-
-  // Whether consumer's input i carries a gradient from a node of `set`.
-  auto carries = [](const absl::flat_hash_set<Node*>& set, const Node* consumer,
-                    int i) {
-    return set.contains(consumer->input(i).node) &&
-           CarriesGradient(consumer->input_dtype(i));
-  };
-  // Of the ancestors, the ones a gradient flows through: reachable from an x
-  // along floating-point edges...
-  absl::flat_hash_set<Node*> between;
-  {
-    absl::flat_hash_set<Node*> sources;
-    for (const NodeOut& x : xs) {
-      if (x.node != nullptr) sources.insert(x.node);
-    }
-    for (Node* n : ancestors) {
-      bool reached = sources.contains(n);
-      for (int i = 0; i < n->num_inputs() && !reached; ++i) {
-        reached = carries(between, n, i);
-      }
-      if (reached) between.insert(n);
-    }
-  }
-  // ... with a gradient-carrying path on to y.
-  {
-    absl::flat_hash_set<Node*> useful;
-    if (between.contains(y.node)) useful.insert(y.node);
-    for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
-      Node* n = *it;
-      if (!useful.contains(n)) continue;
-      for (int i = 0; i < n->num_inputs(); ++i) {
-        if (carries(between, n, i)) useful.insert(n->input(i).node);
-      }
-    }
-    between = std::move(useful);
-  }
-  auto flows = [&](const Node* consumer, int i) {
-    return carries(between, consumer, i);
-  };
-
-  // How many gradient-carrying edges still have to report to each node.
-  absl::flat_hash_map<Node*, int> pending;
-  for (Node* n : between) {
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      if (flows(n, i)) ++pending[n->input(i).node];
-    }
-  }
-
-  absl::flat_hash_map<NodeOut, std::vector<NodeOut>> partial;
-  absl::flat_hash_map<NodeOut, NodeOut> total;
-  const GradientRegistry& registry = GradientRegistry::Global();
-
-  auto sum_partials = [&](GradBuilder& b, NodeOut t) -> NodeOut {
-    auto done = total.find(t);
-    if (done != total.end()) return done->second;
-    auto it = partial.find(t);
-    NodeOut sum = it == partial.end() ? NodeOut{} : b.AddN(it->second);
-    total[t] = sum;
-    return sum;
-  };
-
-  std::vector<Node*> ready;
-  if (between.contains(y.node)) {
-    GradBuilder seed(graph, y.node, options.scope);
-    partial[y].push_back(seed.Op("ones_like", {y}));
-    if (!seed.status().ok()) return seed.status();
-    ready.push_back(y.node);
-  }
-  while (!ready.empty()) {
-    Node* n = ready.back();
-    ready.pop_back();
-    GradBuilder b(graph, n, StrCat(options.scope, "/", n->name()));
-
-    Grads dy(n->num_outputs());
-    bool any = false;
-    for (int i = 0; i < n->num_outputs(); ++i) {
-      dy[i] = sum_partials(b, {n, i});
-      any = any || dy[i].node != nullptr;
-    }
-    Grads dx;
-    if (any && n->num_inputs() > 0) {
-      const GradientRegistry::Entry* entry = registry.Find(n->op());
-      if (entry == nullptr) {
-        return AttachNode(
-            absl::UnimplementedError(
-                StrCat("grad: op '", n->op(), "' has no gradient (node '",
-                       n->name(), "' lies between y and x)")),
-            n->name(), n->span());
-      }
-      if (entry->fn) dx = entry->fn(b, dy);
-    }
-    if (!b.status().ok()) {
-      return AttachNode(
-          absl::Status(b.status().code(),
-                       StrCat("grad: while differentiating ", n->op(), " '",
-                              n->name(), "': ", b.status().message())),
-          n->name(), n->span());
-    }
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      if (!flows(n, i)) continue;
-      const NodeOut in = n->input(i);
-      if (i < static_cast<int>(dx.size()) && dx[i].node != nullptr) {
-        partial[in].push_back(dx[i]);
-      }
-      if (--pending[in.node] == 0) ready.push_back(in.node);
-    }
-  }
-
-  std::vector<NodeOut> result;
-  for (const NodeOut& x : xs) {
-    GradBuilder b(graph, x.node, options.scope);
-    NodeOut g = between.contains(x.node) ? sum_partials(b, x) : NodeOut{};
-    if (g.node == nullptr) g = b.ZerosLike(x);
-    if (!b.status().ok()) return b.status();
-    result.push_back(g);
-  }
-  return result;
-}
 
 }  // namespace runnel

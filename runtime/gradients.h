@@ -41,13 +41,25 @@ namespace runnel {
 // "no gradient" (the same as zeros, without building them).
 using Grads = std::vector<NodeOut>;
 
+// How backward nodes see forward values: inside the backward loop of a
+// loop, a forward value of the loop's body is the one its iteration saved
+// on a stack (gradients.cc). Every input of a node a GradBuilder makes goes
+// through Resolve, and every node made is reported to Made.
+class GradContext {
+ public:
+  virtual ~GradContext() = default;
+  virtual absl::StatusOr<NodeOut> Resolve(NodeOut v) = 0;
+  virtual void Made(Node* n) = 0;
+};
+
 // Builds the backward nodes of one forward node. Errors are sticky: the
 // first failure is kept and later calls return empty NodeOuts, so a gradient
 // function reads as straight-line math and AddGradients checks status()
 // once.
 class GradBuilder {
  public:
-  GradBuilder(Graph* graph, const Node* forward, std::string scope);
+  GradBuilder(Graph* graph, const Node* forward, std::string scope,
+              GradContext* context = nullptr);
 
   const Node& node() const { return *forward_; }
   // Forward input `i` and output `i`.
@@ -100,6 +112,7 @@ class GradBuilder {
   Graph* graph_;
   const Node* forward_;
   std::string scope_;
+  GradContext* context_;
   absl::Status status_;
 };
 
@@ -134,6 +147,13 @@ struct GradientOptions {
 // Adds d(y)/d(x) for each x to `graph`. `y` must be floating point; a
 // non-scalar y is differentiated as sum(y) (the seed is ones_like(y)). An x
 // that y does not depend on gets zeros_like(x).
+//
+// Through control flow (docs/architecture.md): the gradient of a switch is
+// a merge and that of a merge a switch on the branch it took, so only the
+// taken branch gets a gradient. A loop is differentiated as a unit: a
+// backward loop runs as many iterations as the forward one did, each the
+// gradient of the body, reading the forward values it needs from stacks
+// that the forward loop pushes them onto (indexed by iteration).
 absl::StatusOr<std::vector<NodeOut>> AddGradients(
     Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
     const GradientOptions& options = {});

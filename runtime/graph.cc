@@ -50,6 +50,30 @@ absl::StatusOr<std::unique_ptr<Node>> Node::Detached(
   return n;
 }
 
+absl::Status Graph::UpdateInput(Node* n, int i, NodeOut src) {
+  if (n->op() != "merge" || i < 0 || i >= n->num_inputs() ||
+      src.node == nullptr || src.index >= src.node->num_outputs()) {
+    return absl::InvalidArgumentError(
+        StrCat("UpdateInput: input ", i, " of '", n->name(),
+               "' cannot be replaced (only a merge's inputs can)"));
+  }
+  const TensorSpec& s = src.node->output(src.index);
+  if (s.dtype != n->output_dtype(0) ||
+      !s.shape.IsCompatibleWith(n->output_shape(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("UpdateInput: '", src.node->name(), "' gives ", s.ToString(),
+               " but '", n->name(), "' is ", n->output(0).ToString()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  n->inputs_[i] = src;
+  return absl::OkStatus();
+}
+
+void Graph::AddControlInput(Node* n, Node* c) {
+  std::lock_guard<std::mutex> lock(mu_);
+  n->control_inputs_.push_back(c);
+}
+
 absl::StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   std::vector<TensorSpec> specs;
   std::vector<const Tensor*> values;

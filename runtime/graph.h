@@ -122,6 +122,13 @@ class Graph {
   // Checks the op, the inputs and the name, runs shape inference and adds
   // the node. Errors carry the spec's name and span (errors.h).
   absl::StatusOr<Node*> AddNode(NodeSpec spec);
+  // Replaces input `i` of merge `n` (a loop's back edge, made after the
+  // merge). The only change a node may get after creation besides
+  // AddControlInput; src must keep n's dtype and fit its shape.
+  absl::Status UpdateInput(Node* n, int i, NodeOut src);
+  // Adds control input `c` to `n` (autodiff orders a loop's stack pushes
+  // before its next iteration).
+  void AddControlInput(Node* n, Node* c);
   // Shorthand for a `const` node holding `value`.
   absl::StatusOr<Node*> AddConst(Tensor value, std::string name);
 

@@ -46,6 +46,36 @@ absl::Status OpKernelContext::set_output(int i, Tensor t) {
   return absl::OkStatus();
 }
 
+int64_t StepContainer::NewStack() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stacks_.emplace_back();
+  return static_cast<int64_t>(stacks_.size()) - 1;
+}
+
+absl::Status StepContainer::Push(int64_t stack, int64_t index, Tensor value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stack < 0 || stack >= static_cast<int64_t>(stacks_.size())) {
+    return absl::InvalidArgumentError(
+        StrCat("no stack ", stack, " in this run"));
+  }
+  stacks_[stack][index] = std::move(value);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Tensor>> StepContainer::Pop(int64_t stack,
+                                                         int64_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stack < 0 || stack >= static_cast<int64_t>(stacks_.size())) {
+    return absl::InvalidArgumentError(
+        StrCat("no stack ", stack, " in this run"));
+  }
+  auto it = stacks_[stack].find(index);
+  if (it == stacks_[stack].end()) return std::optional<Tensor>();
+  Tensor t = std::move(it->second);
+  stacks_[stack].erase(it);
+  return std::optional<Tensor>(std::move(t));
+}
+
 absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {
   absl::Status s;
   try {
@@ -62,7 +92,7 @@ absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {
     return absl::InternalError(StrCat(ctx->node().op(), ": ", e.what()));
   }
   for (int i = 0; s.ok() && i < ctx->num_outputs(); ++i) {
-    if (ctx->output(i).empty()) {
+    if (ctx->output(i).empty() && !ctx->output_dead(i)) {
       s = absl::InternalError(
           StrCat(ctx->node().op(), ": output ", i, " was not produced"));
     }

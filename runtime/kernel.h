@@ -23,6 +23,8 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,17 +43,34 @@ struct CallFrame {
   std::vector<Tensor> fetches;
 };
 
+// What lives for one run and no longer: the stacks that carry a loop's
+// forward values to its gradient (stack_new/stack_push/stack_pop). The
+// executor makes one per Run and frees it, and every stack, at the end.
+class StepContainer {
+ public:
+  int64_t NewStack();
+  absl::Status Push(int64_t stack, int64_t index, Tensor value);
+  // The value at `index`, removed; nullopt when nothing was pushed there.
+  absl::StatusOr<std::optional<Tensor>> Pop(int64_t stack, int64_t index);
+
+ private:
+  std::mutex mu_;
+  std::vector<absl::flat_hash_map<int64_t, Tensor>> stacks_;
+};
+
 class OpKernelContext {
  public:
   OpKernelContext(const Node& node, Device* device,
                   std::vector<const Tensor*> inputs, uint64_t global_seed,
-                  CallFrame* call_frame)
+                  CallFrame* call_frame, StepContainer* step = nullptr)
       : node_(node),
         device_(device),
         inputs_(std::move(inputs)),
         outputs_(node.num_outputs()),
+        dead_(node.num_outputs(), false),
         global_seed_(global_seed),
-        call_frame_(call_frame) {}
+        call_frame_(call_frame),
+        step_(step) {}
 
   const Node& node() const { return node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -66,6 +85,21 @@ class OpKernelContext {
   absl::Status set_output(int i, Tensor t);
   Tensor& output(int i) { return outputs_[i]; }
   std::vector<Tensor>& outputs() { return outputs_; }
+  // Output `i` carries a dead value (switch's untaken side; a pop of what
+  // an untaken branch never pushed): its consumers do not run.
+  void set_output_dead(int i) { dead_[i] = true; }
+  bool output_dead(int i) const { return dead_[i]; }
+
+  // The run's step container (nullptr outside an executor run), and where
+  // in the loops this kernel runs: the frame instance (0 for the root) and
+  // the iteration. Send/Recv keys carry both (runtime/rendezvous.h).
+  StepContainer* step_container() const { return step_; }
+  uint64_t frame_id() const { return frame_id_; }
+  int64_t iteration() const { return iteration_; }
+  void set_frame_iter(uint64_t frame, int64_t iter) {
+    frame_id_ = frame;
+    iteration_ = iter;
+  }
 
   Device* device() const { return device_; }
   ResourceMgr* resources() const { return device_->resources(); }
@@ -78,8 +112,12 @@ class OpKernelContext {
   Device* device_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
+  std::vector<bool> dead_;
   uint64_t global_seed_;
   CallFrame* call_frame_;
+  StepContainer* step_;
+  uint64_t frame_id_ = 0;
+  int64_t iteration_ = 0;
 };
 
 class OpKernel {

@@ -1,5 +1,7 @@
 #include "runtime/prune.h"
 
+#include <queue>
+
 #include "absl/container/flat_hash_set.h"
 
 namespace runnel {
@@ -14,6 +16,46 @@ bool InGraph(const std::vector<Node*>& all, const Node* n) {
 bool IsTensorOf(const std::vector<Node*>& all, const NodeOut& out) {
   return InGraph(all, out.node) && out.index >= 0 &&
          out.index < out.node->num_outputs();
+}
+
+// The needed nodes, each after its inputs and control inputs (a loop's back
+// edge excepted), lowest id first among the ready ones: creation order,
+// unless a control input was added to a node after it was made (autodiff
+// orders a loop's stack pushes that way).
+std::vector<Node*> TopologicalOrder(const std::vector<Node*>& all,
+                                    const std::vector<bool>& needed,
+                                    const absl::flat_hash_set<NodeOut>& cut) {
+  std::vector<int> waiting(all.size(), 0);
+  std::vector<std::vector<int>> after(all.size());
+  for (Node* n : all) {
+    if (!needed[n->id()]) continue;
+    auto edge = [&](const Node* src) {
+      if (!needed[src->id()]) return;
+      ++waiting[n->id()];
+      after[src->id()].push_back(n->id());
+    };
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const NodeOut& in = n->input(i);
+      if (cut.contains(in)) continue;
+      if (n->op() == "merge" && in.node->op() == "next_iteration") continue;
+      edge(in.node);
+    }
+    for (const Node* c : n->control_inputs()) edge(c);
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (Node* n : all) {
+    if (needed[n->id()] && waiting[n->id()] == 0) ready.push(n->id());
+  }
+  std::vector<Node*> order;
+  while (!ready.empty()) {
+    const int id = ready.top();
+    ready.pop();
+    order.push_back(all[id]);
+    for (int next : after[id]) {
+      if (--waiting[next] == 0) ready.push(next);
+    }
+  }
+  return order;
 }
 
 }  // namespace
@@ -64,10 +106,10 @@ absl::StatusOr<PrunedGraph> PruneGraph(const Graph& graph,
   }
 
   PrunedGraph pruned;
+  pruned.nodes = TopologicalOrder(all, needed, cut);
   for (Node* n : all) {
-    if (!needed[n->id()]) continue;
-    pruned.nodes.push_back(n);
-    if (n->op() == "placeholder") pruned.missing_feeds.push_back(n);
+    if (needed[n->id()] && n->op() == "placeholder")
+      pruned.missing_feeds.push_back(n);
   }
   return pruned;
 }

@@ -24,8 +24,9 @@
 namespace runnel {
 
 struct PrunedGraph {
-  // The needed nodes in id order, which is a topological order (a node's
-  // inputs and control inputs are made before it).
+  // The needed nodes in a topological order: each after its inputs and
+  // control inputs, except a loop's back edge (a merge's input from its
+  // next_iteration); creation order where that is one.
   std::vector<Node*> nodes;
   // The placeholders among `nodes`, in id order: inputs the run needs but
   // does not feed. Running would fail at the first one with "missing feed

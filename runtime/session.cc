@@ -118,6 +118,9 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   };
 
   auto plan = std::make_shared<Plan>();
+  // A loop's back edge (a merge's input from a later next_iteration) is
+  // copied as the merge's first input, then set once its source exists.
+  std::vector<std::tuple<Node*, int, NodeOut>> back_edges;
   for (Node* n : needed.nodes) {
     NodeSpec spec;
     spec.name = n->name();
@@ -125,7 +128,13 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     spec.attrs = n->attrs();
     spec.device = n->requested_device();
     spec.span = n->span();
-    for (const NodeOut& in : n->inputs()) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const NodeOut& in = n->input(i);
+      if (!fed.contains(in) && copy_of[in.node->id()] == nullptr) {
+        back_edges.emplace_back(n, i, in);
+        spec.inputs.push_back(spec.inputs.front());
+        continue;
+      }
       RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
       spec.inputs.push_back(m);
     }
@@ -133,6 +142,10 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
       spec.control_inputs.push_back(copy_of[c->id()]);
     RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(std::move(spec)));
     if (n->op() == "variable") plan->variables.push_back(n);
+  }
+  for (auto& [n, i, in] : back_edges) {
+    RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
+    RN_RETURN_IF_ERROR(pruned->UpdateInput(copy_of[n->id()], i, m));
   }
   for (size_t i = 0; i < fetches.size(); ++i) {
     RN_ASSIGN_OR_RETURN(NodeOut src, map_input(fetches[i]));

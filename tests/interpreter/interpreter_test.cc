@@ -244,12 +244,14 @@ assert(allclose(run grad(sum(v), v), [1.0, 1.0, 1.0]), "d/dv sum(v)")
 )RNL"),
             0)
       << err();
-  for (const char* call : {"scan(relu, v)", "map(relu, v)"}) {
-    EXPECT_EQ(Run(std::string("var v = [1.0]\nlet r = ") + call + "\n"), 1);
-    EXPECT_NE(err().find("is not implemented yet"), std::string::npos)
-        << call << "\n"
-        << err();
-  }
+  // scan and map over a var run in the graph.
+  EXPECT_EQ(Run(R"RNL(
+var v = [1.0, -2.0]
+assert(allclose(run map(relu, v), [1.0, 0.0]), "map")
+assert(allclose(run scan(fn(s, x) => s + x, v, 0.0), [1.0, -1.0]), "scan")
+)RNL"),
+            0)
+      << err();
 }
 
 // No builtin crashes on wrong arguments: each call either works or is a

@@ -1,0 +1,97 @@
+// Kernels of the control-flow ops (runtime/ops/control_flow_ops.cc). The
+// executor gives them their meaning (frames, iterations, dead values);
+// the kernels only forward values. merge never runs a kernel: the executor
+// forwards the live input itself.
+#include "runtime/kernel.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// enter, exit, next_iteration, loop_cond: output = input 0.
+class ForwardKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return ctx->set_output(0, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class SwitchKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const bool pred = ctx->input(1).data<bool>()[0];
+    const int live = pred ? 1 : 0;
+    ctx->set_output_dead(1 - live);
+    return ctx->set_output(live, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class NoOpKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext*) override { return absl::OkStatus(); }
+  bool IsExpensive() const override { return false; }
+};
+
+absl::StatusOr<StepContainer*> Step(OpKernelContext* ctx) {
+  if (ctx->step_container() == nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat(ctx->node().op(), " runs only inside a graph run"));
+  }
+  return ctx->step_container();
+}
+
+class StackNewKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
+    return ctx->set_output(0, Tensor::ScalarOf(DType::kI64, step->NewStack()));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class StackPushKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
+    RN_RETURN_IF_ERROR(step->Push(ctx->input(0).data<int64_t>()[0],
+                                  ctx->input(1).data<int32_t>()[0],
+                                  ctx->input(2)));
+    return ctx->set_output(0, ctx->input(2));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class StackPopKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
+    RN_ASSIGN_OR_RETURN(std::optional<Tensor> t,
+                        step->Pop(ctx->input(0).data<int64_t>()[0],
+                                  ctx->input(1).data<int32_t>()[0]));
+    // Nothing pushed: the push was on a branch the forward pass did not
+    // take, and so is everything that reads this value.
+    if (!t) {
+      ctx->set_output_dead(0);
+      return absl::OkStatus();
+    }
+    return ctx->set_output(0, std::move(*t));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+RUNNEL_STATIC_INIT(ControlFlowKernels) {
+  for (const char* op : {"enter", "exit", "next_iteration", "merge"}) {
+    RegisterKernelForAllTypes<ForwardKernel>(op);
+  }
+  RegisterKernelForAllTypes<SwitchKernel>("switch");
+  RegisterKernel<ForwardKernel>("loop_cond", kDeviceCpu, DType::kBool);
+  RegisterKernelForAllTypes<NoOpKernel>("control_trigger");
+  RegisterKernelForAllTypes<StackNewKernel>("stack_new");
+  RegisterKernelForAllTypes<StackPushKernel>("stack_push");
+  RegisterKernelForAllTypes<StackPopKernel>("stack_pop");
+}
+
+}  // namespace
+}  // namespace runnel
