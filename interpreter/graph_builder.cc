@@ -145,12 +145,16 @@ absl::StatusOr<NodeOut> GraphBuilder::Import(NodeOut v, CfContext* cf,
     if (!e.ok()) return ErrorAt(span, std::string(ToStd(e.status().message())));
     inner = *e;
   } else {
-    NodeSpec spec;
-    spec.name = StrCat(v.node->name(), "/switch");
-    spec.op = "switch";
-    spec.inputs = {outer, cf->branch_switch->input(1)};
-    spec.span = span;
-    RN_ASSIGN_OR_RETURN(Node * sw, AddRaw(std::move(spec), cf->parent));
+    // One switch serves both branches of an `if`: each takes its side.
+    Node*& sw = branch_switches_[{outer, cf->branch_switch}];
+    if (sw == nullptr) {
+      NodeSpec spec;
+      spec.name = StrCat(v.node->name(), "/switch");
+      spec.op = "switch";
+      spec.inputs = {outer, cf->branch_switch->input(1)};
+      spec.span = span;
+      RN_ASSIGN_OR_RETURN(sw, AddRaw(std::move(spec), cf->parent));
+    }
     inner = {sw, cf->branch};
   }
   // The enter or switch output belongs to the context it leads into.

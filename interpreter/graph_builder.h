@@ -255,6 +255,8 @@ class GraphBuilder {
   Value global_step_;
   std::vector<std::unique_ptr<CfContext>> cf_contexts_;
   absl::flat_hash_map<const Node*, CfContext*> node_cf_;
+  // The switch that brings an outer value into the branches of one `if`.
+  absl::flat_hash_map<std::pair<NodeOut, Node*>, Node*> branch_switches_;
 };
 
 // An error at the `if` when `v` is the none of an `if` without `else` (a

@@ -36,7 +36,14 @@ void* CpuAllocator::Allocate(size_t bytes, size_t alignment) {
   size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = alignment;
   void* p = std::aligned_alloc(alignment, rounded);
-  if (p) bytes_in_use_.fetch_add(bytes, std::memory_order_relaxed);
+  if (p) {
+    const size_t now =
+        bytes_in_use_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    size_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak &&
+           !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
   return p;
 }
 

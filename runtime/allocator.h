@@ -51,9 +51,14 @@ class CpuAllocator final : public Allocator {
   void* Allocate(size_t bytes, size_t alignment) override;
   void Deallocate(void* ptr, size_t bytes) override;
   size_t bytes_in_use() const { return bytes_in_use_.load(); }
+  // The most bytes in use at once since the last ResetPeak (tests measure
+  // what a run holds at its height).
+  size_t peak_bytes_in_use() const { return peak_.load(); }
+  void ResetPeak() { peak_.store(bytes_in_use_.load()); }
 
  private:
   std::atomic<size_t> bytes_in_use_{0};
+  std::atomic<size_t> peak_{0};
 };
 
 }  // namespace runnel

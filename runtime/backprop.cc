@@ -54,7 +54,7 @@ struct Level {
   std::string frame;  // the forward loop's frame ("" at level 0)
   WhileBuilder* loop = nullptr;
   NodeOut index;  // the forward iteration this backward iteration undoes
-  std::vector<Node*> pushes;
+  std::vector<std::pair<Node*, Node*>> pushes;  // (pop, its push)
   absl::flat_hash_map<NodeOut, NodeOut> pops;
 };
 
@@ -182,7 +182,7 @@ absl::StatusOr<NodeOut> Backprop::PopAt(NodeOut v, int e) {
       Node * push,
       Forward("stack_push", {{handle, 0}, {loop->counter_body, 0}, v}, {}, {},
               level.frame, v.node));
-  level.pushes.push_back(push);
+  level.pushes.push_back({nullptr, push});
   RN_ASSIGN_OR_RETURN(NodeOut h, ResolveTo({stack, 0}, e));
   NodeSpec pop;
   pop.name = graph_->UniqueName(StrCat(scope_, "/", v.node->name(), "/pop"));
@@ -193,7 +193,8 @@ absl::StatusOr<NodeOut> Backprop::PopAt(NodeOut v, int e) {
   pop.span = v.node->span();
   RN_ASSIGN_OR_RETURN(Node * p, graph_->AddNode(std::move(pop)));
   depth_[p] = e;
-  level.pops[v] = {p, 0};
+  levels_[e].pushes.back().first = p;
+  levels_[e].pops[v] = {p, 0};
   return NodeOut{p, 0};
 }
 
@@ -307,10 +308,28 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
   // does not run; the trigger runs all the same.
   Level done = std::move(levels_.back());
   levels_.pop_back();
-  if (!done.pushes.empty()) {
+  // Only the pushes of pops the backward loop uses run: a gradient function
+  // may read a forward value for an input that needs no gradient.
+  absl::flat_hash_set<const Node*> used;
+  {
+    std::vector<const Node*> stack;
+    for (const NodeOut& e : exits) stack.push_back(e.node);
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!used.insert(n).second) continue;
+      for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
+      for (const Node* c : n->control_inputs()) stack.push_back(c);
+    }
+  }
+  std::vector<Node*> pushes;
+  for (auto [pop, push] : done.pushes) {
+    if (used.contains(pop)) pushes.push_back(push);
+  }
+  if (!pushes.empty()) {
     RN_ASSIGN_OR_RETURN(Node * trigger,
-                        Forward("control_trigger", {}, {}, done.pushes,
-                                u.loop_frame, loop.counter_next));
+                        Forward("control_trigger", {}, {}, pushes, u.loop_frame,
+                                loop.counter_next));
     graph_->AddControlInput(loop.counter_next, trigger);
   }
   // Gradients of the loop unit's inputs (its enters', in order).
