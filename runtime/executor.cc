@@ -549,8 +549,16 @@ class ExecutorState {
       Activate(item, {Tensor()}, {true}, parent, f->parent_iter, ps, ready);
     }
     {
+      // Another thread may still be about to lock f (its node ended an
+      // iteration that this thread's cascade retired): keep f until the
+      // run ends, holding nothing.
+      std::lock_guard<std::mutex> f_lock(f->mu);
+      f->invariants.clear();
       std::lock_guard<std::mutex> lock(frames_mu_);
-      children_.erase(std::make_tuple(parent, f->parent_iter, f->static_id));
+      auto it =
+          children_.find(std::make_tuple(parent, f->parent_iter, f->static_id));
+      finished_.push_back(std::move(it->second));
+      children_.erase(it);
     }
     if (ps->outstanding_frames.fetch_sub(1) == 1) {
       return FinishIterations(parent, ready);
@@ -595,6 +603,7 @@ class ExecutorState {
   std::mutex frames_mu_;
   std::map<std::tuple<FrameState*, int64_t, int>, std::unique_ptr<FrameState>>
       children_;
+  std::vector<std::unique_ptr<FrameState>> finished_;
   uint64_t next_frame_id_ = 0;
   std::atomic<bool> aborted_{false};
   Notification done_;
