@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -258,6 +259,11 @@ class ExecutorState {
     ScheduleReady(ready, &inline_ready);
     Process(std::move(inline_ready));
     done_.Wait();
+    // A thread that finished a node may still be on its way out of the
+    // frames it touched (they belong to this state): wait until none is.
+    while (active_.load(std::memory_order_acquire) != 0) {
+      std::this_thread::yield();
+    }
     std::lock_guard<std::mutex> lock(mu_);
     return status_;
   }
@@ -267,6 +273,12 @@ class ExecutorState {
   using Ready = std::vector<TaggedNode>;
 
   void Process(std::deque<TaggedNode> inline_ready) {
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    ProcessQueue(std::move(inline_ready));
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  void ProcessQueue(std::deque<TaggedNode> inline_ready) {
     Ready ready;
     while (!inline_ready.empty()) {
       TaggedNode tn = inline_ready.front();
@@ -606,6 +618,7 @@ class ExecutorState {
   std::vector<std::unique_ptr<FrameState>> finished_;
   uint64_t next_frame_id_ = 0;
   std::atomic<bool> aborted_{false};
+  std::atomic<int> active_{0};  // threads inside Process
   Notification done_;
   std::mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -21,6 +21,7 @@
 #ifndef RUNNEL_RUNTIME_KERNEL_H_
 #define RUNNEL_RUNTIME_KERNEL_H_
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,9 @@ namespace runnel {
 struct CallFrame {
   std::vector<Tensor> feeds;
   std::vector<Tensor> fetches;
+  // Whether each fetch was set: one computed only on a branch that did not
+  // run is dead and never reaches its `_fetch`.
+  std::deque<bool> fetched;
 };
 
 // What lives for one run and no longer: the stacks that carry a loop's

@@ -216,9 +216,21 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   frame.feeds.reserve(feeds.size());
   for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
   frame.fetches.resize(plan->num_fetches);
+  frame.fetched.assign(plan->num_fetches, false);
   RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
                                           .global_seed = options_.seed,
                                           .cancelled = cancelled}));
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    if (!frame.fetched[i]) {
+      const Node* n = fetches[i].node;
+      return AttachNode(
+          absl::InvalidArgumentError(
+              StrCat("'", n->name(),
+                     "' has no value in this run: it is computed "
+                     "only on a branch of an in-graph 'if' that did not run")),
+          n->name(), n->span());
+    }
+  }
   return std::move(frame.fetches);
 }
 

@@ -128,6 +128,8 @@ class FetchKernel : public OpKernel {
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     ctx->call_frame()->fetches[index_] = ctx->input(0);
+    if (index_ < static_cast<int64_t>(ctx->call_frame()->fetched.size()))
+      ctx->call_frame()->fetched[index_] = true;
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
