@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "runtime/errors.h"
 #include "runtime/strings.h"
 
@@ -226,7 +227,12 @@ struct FrameState {
   std::map<int64_t, std::unique_ptr<IterationState>> iterations;
   int pending_enters = 0;
   // Loop invariants (enter is_constant): delivered to every iteration.
-  std::vector<std::pair<int, Entry>> invariants;
+  struct Invariant {
+    int item;
+    std::vector<Tensor> value;  // as an output list, ready to deliver
+    bool is_dead;
+  };
+  std::vector<Invariant> invariants;
   // next_iteration values waiting for an iteration slot: (iteration, item).
   std::deque<std::tuple<int64_t, int, Entry>> deferred;
   absl::flat_hash_set<int> live_exits;
@@ -270,6 +276,8 @@ class ExecutorState {
 
  private:
   using Outputs = std::vector<Tensor>;
+  // Per output: dead or not (inline: no allocation per node).
+  using DeadMask = absl::InlinedVector<bool, 4>;
   using Ready = std::vector<TaggedNode>;
 
   void Process(std::deque<TaggedNode> inline_ready) {
@@ -286,7 +294,7 @@ class ExecutorState {
       const Executor::NodeItem& item = ex_.items_[tn.item];
       Entry* in = tn.state->inputs.data() + item.input_start;
       Outputs outputs;
-      std::vector<bool> dead(item.node->num_outputs(), false);
+      DeadMask dead(item.node->num_outputs(), false);
       bool is_dead = false;
       if (item.kind == Executor::Kind::kMerge) {
         is_dead = !RunMerge(item, in, &outputs);
@@ -321,7 +329,7 @@ class ExecutorState {
   // Whether the kernel ran and gave live outputs (per-output deadness in
   // `dead`); an error aborts the run.
   bool RunKernel(const TaggedNode& tn, const Executor::NodeItem& item,
-                 Entry* in, Outputs* outputs, std::vector<bool>* dead) {
+                 Entry* in, Outputs* outputs, DeadMask* dead) {
     std::vector<const Tensor*> inputs(item.num_inputs);
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
@@ -353,8 +361,7 @@ class ExecutorState {
   // Delivers a node's outputs to its consumers: in the same iteration, or
   // into a loop (enter), out of it (exit) or to the next iteration.
   void Propagate(const TaggedNode& tn, const Executor::NodeItem& item,
-                 const Outputs& outputs, const std::vector<bool>& dead,
-                 Ready* ready) {
+                 const Outputs& outputs, const DeadMask& dead, Ready* ready) {
     using K = Executor::Kind;
     const bool all_dead = dead.empty() || dead[0];
     switch (item.kind) {
@@ -378,7 +385,7 @@ class ExecutorState {
   }
 
   void Activate(const Executor::NodeItem& item, const Outputs& outputs,
-                const std::vector<bool>& dead, FrameState* frame, int64_t iter,
+                const DeadMask& dead, FrameState* frame, int64_t iter,
                 IterationState* is, Ready* ready) {
     auto make_ready = [&](int dst) {
       is->outstanding_ops.fetch_add(1, std::memory_order_relaxed);
@@ -431,10 +438,10 @@ class ExecutorState {
     bool enters_done = false;
     {
       std::lock_guard<std::mutex> lock(child->mu);
-      const std::vector<bool> d{dead};
+      const DeadMask d{dead};
       const Outputs out{value.tensor};
       if (item.is_constant) {
-        child->invariants.push_back({tn.item, value});
+        child->invariants.push_back({tn.item, out, dead});
         for (auto& [iter, is] : child->iterations)
           Activate(item, out, d, child, iter, is.get(), ready);
       } else {
@@ -492,8 +499,8 @@ class ExecutorState {
     if (iter - oldest >= f->def->parallel_iterations) return nullptr;
     auto& slot = f->iterations[iter];
     slot = std::make_unique<IterationState>(*f->def);
-    for (const auto& [inv, value] : f->invariants) {
-      Activate(ex_.items_[inv], {value.tensor}, {value.is_dead}, f, iter,
+    for (const FrameState::Invariant& inv : f->invariants) {
+      Activate(ex_.items_[inv.item], inv.value, {inv.is_dead}, f, iter,
                slot.get(), ready);
     }
     return slot.get();

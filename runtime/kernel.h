@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "runtime/device.h"
 #include "runtime/graph.h"
@@ -116,7 +117,7 @@ class OpKernelContext {
   Device* device_;
   std::vector<const Tensor*> inputs_;
   std::vector<Tensor> outputs_;
-  std::vector<bool> dead_;
+  absl::InlinedVector<bool, 4> dead_;
   uint64_t global_seed_;
   CallFrame* call_frame_;
   StepContainer* step_;
