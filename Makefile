@@ -44,11 +44,11 @@ bench:
 fuzz: build
 	@bash fuzz/run_fuzz.sh --seconds $(FUZZ_SECONDS) --target $(FUZZ_TARGET) $(BUILD)/fuzz/targets
 
-# The executor, session and determinism tests under ThreadSanitizer.
+# The executor, session, determinism and control-flow tests under ThreadSanitizer.
 tsan: setup
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUNNEL_TSAN=ON >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target runtime_tests
-	@TSAN_OPTIONS=halt_on_error=1 build-tsan/runtime_tests --gtest_filter='Executor*:Session*:Determinism*'
+	@TSAN_OPTIONS=halt_on_error=1 build-tsan/runtime_tests --gtest_filter='Executor*:Session*:Determinism*:ControlFlow*'
 
 # Every test, the script tests included, under AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer (tests/lsan.supp lists the
