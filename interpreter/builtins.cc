@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "runtime/idx_reader.h"
 #include "runtime/npy.h"
 #include "runtime/op_registry.h"
+#include "runtime/read_file.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -842,6 +844,16 @@ Result LoadNpy(Interpreter& in, Args& a) {
   return Value::Concrete(*t);
 }
 
+// The bytes of a file as a u8 vector (text for character models).
+Result LoadText(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  RN_RETURN_IF_ERROR(CheckFile(a, text.status()));
+  Tensor t(DType::kU8, Shape{static_cast<int64_t>(text->size())});
+  if (!text->empty()) std::memcpy(t.raw_data(), text->data(), text->size());
+  return Value::Concrete(t);
+}
+
 Result SaveNpy(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string path, StringArg(a, 0));
   RN_ASSIGN_OR_RETURN(
@@ -1470,6 +1482,7 @@ void AddData(std::vector<Builtin>& b) {
   b.push_back(
       {"load_csv", {P("path"), P("header", Value::Bool(true))}, LoadCsv});
   b.push_back({"load_npy", {P("path")}, LoadNpy});
+  b.push_back({"load_text", {P("path")}, LoadText});
   b.push_back({"save_npy", {P("path"), P("x")}, SaveNpy});
   b.push_back({"dataset", {}, DatasetFn, true, true});
   b.push_back({"batches",

@@ -404,30 +404,13 @@ absl::StatusOr<std::pair<Value, Shape>> Accumulator(GraphBuilder& b,
   return std::make_pair(acc, Shape(dims));
 }
 
-// acc with row `index` replaced by `row` (acc's row there is zero):
-// acc + (range(n) == index)[:, None, ...] * row[None].
-absl::StatusOr<Value> AddRow(GraphBuilder& b, const Value& acc, const Value& n,
+// acc with row `index` replaced by `row`, in acc's buffer when the
+// executor hands it over (each step then costs one row, not the whole
+// accumulator).
+absl::StatusOr<Value> AddRow(GraphBuilder& b, const Value& acc,
                              const Value& index, const Value& row,
                              const OpSite& site) {
-  RN_ASSIGN_OR_RETURN(
-      Value r, b.ApplyOp("range", {Value::Int(0), n, Value::Int(1)}, {}, site));
-  RN_ASSIGN_OR_RETURN(Value hit, b.ApplyOp("equal", {r, index}, {}, site));
-  RN_ASSIGN_OR_RETURN(
-      Value mask,
-      b.ApplyOp("cast", {hit}, {{"dtype", row.tensor_dtype()}}, site));
-  const int rank =
-      row.tensor_shape().unknown_rank() ? 0 : row.tensor_shape().rank();
-  std::vector<int64_t> dims(rank + 1, 1);
-  dims[0] = -1;
-  RN_ASSIGN_OR_RETURN(
-      mask, b.ApplyOp("reshape",
-                      {mask, Value::Concrete(Tensor::FromVector<int64_t>(
-                                 dims, Shape{rank + 1}))},
-                      {}, site));
-  RN_ASSIGN_OR_RETURN(Value row1, b.ApplyOp("expand_dims", {row},
-                                            {{"axis", int64_t{0}}}, site));
-  RN_ASSIGN_OR_RETURN(Value put, b.ApplyOp("mul", {mask, row1}, {}, site));
-  return b.ApplyOp("add", {acc, put}, {}, site);
+  return b.ApplyOp("dynamic_update_index", {acc, index, row}, {}, site);
 }
 
 }  // namespace
@@ -486,8 +469,8 @@ absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
     }
     std::vector<Value> new_accs;
     for (size_t k = 0; k < rows.size(); ++k) {
-      RN_ASSIGN_OR_RETURN(Value a, AddRow(b, st.items()[1].items()[k], n, index,
-                                          rows[k], site));
+      RN_ASSIGN_OR_RETURN(
+          Value a, AddRow(b, st.items()[1].items()[k], index, rows[k], site));
       new_accs.push_back(a);
     }
     return Value::Tuple(

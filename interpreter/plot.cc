@@ -238,7 +238,8 @@ absl::StatusOr<MetricsLog> ParseMetrics(const std::string& path,
       evaluation = true;
     }
     for (const auto& [key, value] : object.items()) {
-      if (key == "report" || key == "label" || key == "step") continue;
+      if (key == "report" || key == "label" || key == "step" || key == "time")
+        continue;
       MetricSeries& s = series(key);
       if (s.points.empty()) s.evaluation = evaluation;
       s.points.emplace_back(x, value.is_null() ? kNaN : value.get<double>());

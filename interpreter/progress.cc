@@ -156,6 +156,8 @@ absl::Status Reporter::Report(
       line += StrCat(", \"label\": ", JsonString(bars_.back().label),
                      ", \"step\": ", bars_.back().done);
     }
+    line += fmt::format(", \"time\": {:.6f}",
+                        Seconds(std::chrono::steady_clock::now() - born_));
     for (const auto& [name, value] : json_values) {
       line += StrCat(", ", JsonString(name), ": ", value);
     }

@@ -56,6 +56,9 @@ class Reporter {
   bool tty_;
   std::FILE* metrics_ = nullptr;
   int64_t reports_ = 0;
+  // Metrics lines carry "time": seconds since this reporter was made.
+  std::chrono::steady_clock::time_point born_ =
+      std::chrono::steady_clock::now();
   std::vector<Bar> bars_;
   std::vector<std::pair<std::string, std::string>> shown_;  // latest metrics
 };

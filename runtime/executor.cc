@@ -335,6 +335,7 @@ class ExecutorState {
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
                         args_.global_seed, args_.call_frame, &step_);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
+    ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs
     absl::Status s = ComputeSafely(*item.kernel, &ctx);
     if (!s.ok()) {
       Abort(AttachNode(s, item.node->name(), item.node->span()));

@@ -36,6 +36,16 @@ absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, Shape shape) {
   return &outputs_[i];
 }
 
+absl::StatusOr<Tensor*> OpKernelContext::forward_input_or_allocate(
+    int in, int out, Shape shape, bool* forwarded) {
+  const Tensor& x = *inputs_[in];
+  *forwarded = forwarding_ && x.RefCountIsOne() &&
+               x.dtype() == node_.output_dtype(out) && x.shape() == shape;
+  if (!*forwarded) return allocate_output(out, std::move(shape));
+  outputs_[out] = x;
+  return &outputs_[out];
+}
+
 absl::Status OpKernelContext::set_output(int i, Tensor t) {
   if (t.dtype() != node_.output_dtype(i)) {
     return absl::InternalError(StrCat("output ", i, " has dtype ",

@@ -88,6 +88,16 @@ class OpKernelContext {
   // Sets output `i` to an existing tensor (forwarding an input, a view).
   // Its dtype must be the node's output dtype.
   absl::Status set_output(int i, Tensor t);
+  // Output `out` of `shape`, in input `in`'s buffer when the caller owns
+  // that input slot (the executor does) and nothing else holds the buffer,
+  // so the kernel may update it in place; otherwise freshly allocated.
+  // `*forwarded` says which (the kernel then skips copying the input).
+  absl::StatusOr<Tensor*> forward_input_or_allocate(int in, int out,
+                                                    Shape shape,
+                                                    bool* forwarded);
+  // Lets kernels take over input buffers nobody else holds (above). Only
+  // a caller that discards the inputs after Compute may allow it.
+  void allow_input_forwarding() { forwarding_ = true; }
   Tensor& output(int i) { return outputs_[i]; }
   std::vector<Tensor>& outputs() { return outputs_; }
   // Output `i` carries a dead value (switch's untaken side; a pop of what
@@ -123,6 +133,7 @@ class OpKernelContext {
   StepContainer* step_;
   uint64_t frame_id_ = 0;
   int64_t iteration_ = 0;
+  bool forwarding_ = false;
 };
 
 class OpKernel {

@@ -101,6 +101,11 @@ class Tensor {
   bool SharesBufferWith(const Tensor& o) const {
     return buffer_ && buffer_ == o.buffer_;
   }
+  // Whether this tensor is the only holder of its buffer, so that a kernel
+  // owning it may write into it (OpKernelContext::forward_input_or_allocate).
+  bool RefCountIsOne() const {
+    return buffer_ != nullptr && buffer_.use_count() == 1;
+  }
   // A deep copy with its own buffer.
   Tensor Clone() const;
 

@@ -83,6 +83,62 @@ class DynamicIndexKernel : public OpKernel {
   }
 };
 
+// dynamic_update_index(x, index, value): in x's own buffer when the
+// executor hands it over (a scan's accumulator), so a step costs one row.
+class DynamicUpdateIndexKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& value = ctx->input(2);
+    if (x.rank() == 0 || value.num_elements() * x.dim(0) != x.num_elements()) {
+      return absl::InvalidArgumentError(
+          StrCat("the value ", value.shape().ToString(),
+                 " does not fit a row of ", x.shape().ToString()));
+    }
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0)));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, x.shape(), &forwarded));
+    if (!forwarded) {
+      ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(), x.raw_data(),
+                     x.bytes());
+    }
+    ParallelMemcpy(ctx->intra_op_pool(),
+                   static_cast<char*>(y->raw_data()) + i * value.bytes(),
+                   value.raw_data(), value.bytes());
+    return absl::OkStatus();
+  }
+};
+
+// dynamic_update_index_grad(dy, index) -> (dy with row index zeroed, that
+// row), the first in dy's buffer when nothing else holds it.
+class DynamicUpdateIndexGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    if (dy.rank() == 0) {
+      return absl::InvalidArgumentError("cannot index a scalar");
+    }
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), dy.dim(0)));
+    std::vector<int64_t> row_dims(dy.shape().dims().begin() + 1,
+                                  dy.shape().dims().end());
+    RN_ASSIGN_OR_RETURN(Tensor * row,
+                        ctx->allocate_output(1, Shape(std::move(row_dims))));
+    char* at = static_cast<char*>(dy.raw_data()) + i * row->bytes();
+    ParallelMemcpy(ctx->intra_op_pool(), row->raw_data(), at, row->bytes());
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->forward_input_or_allocate(
+                                         0, 0, dy.shape(), &forwarded));
+    if (!forwarded) {
+      ParallelMemcpy(ctx->intra_op_pool(), dx->raw_data(), dy.raw_data(),
+                     dy.bytes());
+    }
+    std::memset(static_cast<char*>(dx->raw_data()) + i * row->bytes(), 0,
+                row->bytes());
+    return absl::OkStatus();
+  }
+};
+
 class GatherKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -173,6 +229,9 @@ RUNNEL_STATIC_INIT(SliceKernels) {
   RegisterKernelForAllTypes<SliceKernel>("slice");
   RegisterKernelForAllTypes<StridedSliceKernel>("strided_slice");
   RegisterKernelForAllTypes<DynamicIndexKernel>("dynamic_index");
+  RegisterKernelForAllTypes<DynamicUpdateIndexKernel>("dynamic_update_index");
+  RegisterKernelForAllTypes<DynamicUpdateIndexGradKernel>(
+      "dynamic_update_index_grad");
   RegisterKernelForAllTypes<GatherKernel>("gather");
   RegisterKernelForAllTypes<PadKernel>("pad");
 }

@@ -125,6 +125,20 @@ RUNNEL_REGISTER_GRADIENT(
     "dynamic_index", [](GradBuilder& g, const Grads& dy) -> Grads {
       return {g.Op("dynamic_index_grad", {g.x(0), g.x(1), dy[0]}), {}};
     });
+// dynamic_update_index: x gets dy less the replaced row, the value that
+// row. One op gives both, so dy has a single consumer and is zeroed in place.
+RUNNEL_REGISTER_GRADIENT("dynamic_update_index",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           std::vector<NodeOut> d = g.OpN(
+                               "dynamic_update_index_grad", {dy[0], g.x(1)});
+                           return {d[0], {}, d[1]};
+                         });
+RUNNEL_REGISTER_GRADIENT(
+    "dynamic_update_index_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      NodeOut ddx = d[0].node != nullptr ? d[0] : g.ZerosLike(g.y(0));
+      NodeOut drow = d[1].node != nullptr ? d[1] : g.ZerosLike(g.y(1));
+      return {g.Op("dynamic_update_index", {ddx, g.x(1), drow}), {}};
+    });
 RUNNEL_REGISTER_GRADIENT("gather",
                          [](GradBuilder& g, const Grads& dy) -> Grads {
                            return {

@@ -371,6 +371,23 @@ Specs DynamicIndexShape(const ShapeContext& c) {
   return One(c.dtype(0), Shape(std::move(dims)));
 }
 
+// (x, index, value) -> x's shape; value is shaped like x[index].
+Specs DynamicUpdateIndexShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> row, DynamicIndexShape(c));
+  const Shape& v = c.shape(2);
+  const Shape& r = row[0].shape;
+  bool fits = r.unknown_rank() || v.unknown_rank() || r.rank() == v.rank();
+  for (int k = 0;
+       fits && !r.unknown_rank() && !v.unknown_rank() && k < r.rank(); ++k) {
+    fits = r.dim(k) < 0 || v.dim(k) < 0 || r.dim(k) == v.dim(k);
+  }
+  if (c.dtype(2) != c.dtype(0) || !fits) {
+    return Invalid(StrCat("the value ", c.input(2).ToString(),
+                          " does not fit a row of ", c.input(0).ToString()));
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
 Specs GatherShape(const ShapeContext& c) {
   if (!IsIndexDType(c.dtype(1))) {
     return Invalid(
@@ -663,6 +680,16 @@ RUNNEL_REGISTER_OP(OpDefBuilder("dynamic_index")
                        .Shape(DynamicIndexShape)
                        .Doc("x[index] for a run-time scalar index; negative "
                             "indices count from the end."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("dynamic_update_index")
+        .Inputs({"x", "index", "value"})
+        .Outputs({"y"})
+        .SameDType({0, 2})
+        .Shape(DynamicUpdateIndexShape)
+        .Doc("x with x[index] replaced by `value` (a run-time scalar index; "
+             "negative indices count from the end). Writes in place when "
+             "nothing else holds x: scan's output accumulator."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("gather")
                        .Inputs({"params", "indices"})

@@ -249,6 +249,13 @@ Specs DynamicIndexGradShape(const ShapeContext& c) {
   return One(c.dtype(2), c.shape(0));
 }
 
+// (dy, index) -> (dy's shape, dy's row shape).
+Specs DynamicUpdateIndexGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(TensorSpec row,
+                      ForwardOutput(c, "dynamic_index", {0, 1}));
+  return Specs(std::vector<TensorSpec>{{c.dtype(0), c.shape(0)}, row});
+}
+
 // (dy, x) -> x's shape; dy's dimensions are multiples of x's.
 Specs TileGradShape(const ShapeContext& c) {
   if (!IsNumeric(c.dtype(0))) {
@@ -322,6 +329,15 @@ RUNNEL_REGISTER_OP(
         .Shape(DynamicIndexGradShape)
         .Doc("The gradient of dynamic_index(x, index): zeros of x's shape "
              "with dy at x[index]. Reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("dynamic_update_index_grad")
+        .Inputs({"dy", "index"})
+        .Outputs({"dx", "dvalue"})
+        .Shape(DynamicUpdateIndexGradShape)
+        .Doc("The gradient of dynamic_update_index(x, index, value): dy with "
+             "row `index` zeroed (in place when nothing else holds dy), and "
+             "that row of dy."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("tile_grad")

@@ -22,12 +22,13 @@ namespace {
 
 using Points = std::vector<std::pair<double, double>>;
 
-// Two epochs of three and two steps, a test accuracy after each.
+// Two epochs of three and two steps, a test accuracy after each (`time`,
+// seconds since the start, is not a metric).
 constexpr char kTwoEpochs[] =
-    R"({"report": 1, "label": "epoch 1/2", "step": 0, "loss": 2.5, "acc": 0.1}
+    R"({"report": 1, "label": "epoch 1/2", "step": 0, "time": 0.1, "loss": 2.5, "acc": 0.1}
 {"report": 2, "label": "epoch 1/2", "step": 1, "loss": 1.5, "acc": 0.4}
 {"report": 3, "label": "epoch 1/2", "step": 2, "loss": 1.0, "acc": 0.6}
-{"report": 4, "test_acc": 0.55}
+{"report": 4, "time": 0.9, "test_acc": 0.55}
 
 {"report": 5, "label": "epoch 2/2", "step": 0, "loss": 0.75, "acc": 0.7}
 {"report": 6, "label": "epoch 2/2", "step": 1, "loss": null, "acc": 0.8}

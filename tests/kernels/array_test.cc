@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "runtime/float16.h"
+#include "runtime/graph.h"
+#include "runtime/kernel.h"
 #include "runtime/op_registry.h"
 #include "runtime/session.h"
 #include "tests/util/test_util.h"
@@ -496,6 +498,67 @@ TEST(ArrayTest, DynamicIndex) {
   EXPECT_THAT(s.message(), HasSubstr("size 3"));
   EXPECT_THAT(RunError("dynamic_index", {m, I32({-4}, {})}).message(),
               HasSubstr("index -4"));
+}
+
+TEST(ArrayTest, DynamicUpdateIndex) {
+  Tensor m = Iota(Shape{3, 2});
+  ExpectTensor(
+      Run1("dynamic_update_index", {m, I32({1}, {}), F32({9, 8}, {2})}),
+      DType::kF32, Shape{3, 2}, {0, 1, 9, 8, 4, 5}, 0);
+  ExpectTensor(
+      Run1("dynamic_update_index", {m, I64({-1}, {}), F32({7, 7}, {2})}),
+      DType::kF32, Shape{3, 2}, {0, 1, 2, 3, 7, 7}, 0);
+  ExpectTensor(m, DType::kF32, Shape{3, 2}, {0, 1, 2, 3, 4, 5}, 0);  // intact
+  EXPECT_THAT(
+      RunError("dynamic_update_index", {m, I32({3}, {}), F32({1, 1}, {2})})
+          .message(),
+      HasSubstr("index 3 is out of range"));
+  EXPECT_THAT(
+      RunError("dynamic_update_index", {m, I32({0}, {}), F32({1, 1, 1}, {3})})
+          .message(),
+      HasSubstr("does not fit a row of f32[3,2]"));
+  // The gradient op: dy with the row zeroed, and the row.
+  std::vector<Tensor> d = *Eager().Execute("dynamic_update_index_grad",
+                                           {Iota(Shape{3, 2}), I32({2}, {})});
+  ExpectTensor(d[0], DType::kF32, Shape{3, 2}, {0, 1, 2, 3, 0, 0}, 0);
+  ExpectTensor(d[1], DType::kF32, Shape{2}, {4, 5}, 0);
+}
+
+// A kernel writes into an input's buffer only where its caller allows it
+// and nothing else holds that buffer.
+TEST(ArrayTest, DynamicUpdateIndexWritesInPlaceOnlyWhenAlone) {
+  Device* device = Eager().device();
+  auto run = [&](Tensor* x, bool allow) {
+    std::vector<TensorSpec> specs = {{x->dtype(), x->shape()},
+                                     {DType::kI32, Shape{}},
+                                     {DType::kF32, Shape{2}}};
+    Tensor index = I32({0}, {});
+    Tensor value = F32({5, 6}, {2});
+    std::unique_ptr<Node> node =
+        *Node::Detached({.name = "u", .op = "dynamic_update_index"},
+                        std::move(specs), {nullptr, &index, &value});
+    std::unique_ptr<OpKernel> k =
+        *KernelRegistry::Global().Create(*node, device->type());
+    OpKernelContext ctx(*node, device, {x, &index, &value}, 0, nullptr);
+    if (allow) ctx.allow_input_forwarding();
+    EXPECT_TRUE(k->Compute(&ctx).ok());
+    return ctx.output(0);
+  };
+  Tensor alone = Iota(Shape{2, 2});
+  Tensor y = run(&alone, true);
+  EXPECT_TRUE(y.SharesBufferWith(alone));
+  ExpectTensor(y, DType::kF32, Shape{2, 2}, {5, 6, 2, 3}, 0);
+
+  Tensor shared = Iota(Shape{2, 2});
+  Tensor other = shared;  // a second holder: the kernel must copy
+  y = run(&shared, true);
+  EXPECT_FALSE(y.SharesBufferWith(shared));
+  ExpectTensor(other, DType::kF32, Shape{2, 2}, {0, 1, 2, 3}, 0);
+
+  Tensor not_allowed = Iota(Shape{2, 2});
+  y = run(&not_allowed, false);
+  EXPECT_FALSE(y.SharesBufferWith(not_allowed));
+  ExpectTensor(not_allowed, DType::kF32, Shape{2, 2}, {0, 1, 2, 3}, 0);
 }
 
 // ---- gather ----------------------------------------------------------------

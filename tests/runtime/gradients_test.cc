@@ -229,6 +229,8 @@ TEST(GradientCheck, IndexingOps) {
                  {"shrink_axis_mask", int64_t{2}}});
   CheckGradient("dynamic_index",
                 {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1))});
+  CheckGradient("dynamic_update_index",
+                {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(1)), Diff({2})});
   CheckGradient("gather", {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3}))});
   CheckGradient("gather", {Diff({2, 4}), Fixed(testing::I32({3, 3, 1}, {3}))},
                 {{"axis", int64_t{1}}});
@@ -284,6 +286,8 @@ TEST(GradientCheck, UnknownDimensions) {
          {"strides", std::vector<int64_t>{-2, 1}},
          {"shrink_axis_mask", int64_t{2}}});
   check("dynamic_index", {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1))});
+  check("dynamic_update_index",
+        {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1)), Diff({2})});
   check("gather", {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3}))});
   check("tile", {Diff({2, 3}), Fixed(I64s({2, 1}))});
   check("pad", {Diff({2, 3}),
@@ -327,6 +331,9 @@ TEST(GradientCheck, IndexingSecondOrder) {
         {"end", std::vector<int64_t>{0, 3}},
         {"strides", std::vector<int64_t>{-2, 2}}}},
       {"dynamic_index", {Fixed(Tensor::Scalar<int64_t>(1))}, {}},
+      {"dynamic_update_index",
+       {Fixed(Tensor::Scalar<int64_t>(2)), testing::Diff({3})},
+       {}},
       {"tile", {Fixed(I64s({2, 1}))}, {}},
       {"pad",
        {Fixed(Tensor::FromVector<int64_t>({1, 0, 0, 2}, Shape{2, 2})),

@@ -39,13 +39,13 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|all\|allclose
       \\|dropout\|elu\|embedding_lookup\|exit\|exp\|expand_dims\|eye\|fill
       \\|float\|floor\|fmt\|gather\|global_step\|glorot_uniform\|grad\|group
       \\|he_normal\|identity\|int\|isfinite\|isnan\|l2_loss\|len\|load_csv
-      \\|load_idx\|load_npy\|log\|log1p\|log_softmax\|logsumexp\|map\|matmul
-      \\|max\|max_pool\|maximum\|mean\|min\|minimum\|neg\|noop\|one_hot\|ones
-      \\|ones_like\|pad\|pow\|print\|prod\|progress\|random_normal
-      \\|random_uniform\|rank\|relu\|report\|reshape\|restore\|round\|rsqrt
-      \\|save\|save_npy\|scan\|scatter_add\|scatter_sub\|scatter_update
-      \\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin\|size\|slice
-      \\|slot\|softmax\|softmax_cross_entropy\|softplus
+      \\|load_idx\|load_npy\|load_text\|log\|log1p\|log_softmax\|logsumexp
+      \\|map\|matmul\|max\|max_pool\|maximum\|mean\|min\|minimum\|neg\|noop
+      \\|one_hot\|ones\|ones_like\|pad\|pow\|print\|prod\|progress
+      \\|random_normal\|random_uniform\|rank\|relu\|report\|reshape\|restore
+      \\|round\|rsqrt\|save\|save_npy\|scan\|scatter_add\|scatter_sub
+      \\|scatter_update\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin
+      \\|size\|slice\|slot\|softmax\|softmax_cross_entropy\|softplus
       \\|sparse_softmax_cross_entropy\|split\|sqrt\|square\|squeeze\|stack
       \\|stop_gradient\|sum\|tanh\|tile\|trainable_vars\|transpose
       \\|truncated_normal\|unstack\|where\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"

@@ -1,0 +1,229 @@
+"""The PyTorch twin of examples/charlm.rnl, and the comparison of the two.
+
+The twin trains the same character-level LSTM language model on the same
+data: the English fortunes of Debian's `fortunes` package, each file's first
+90% for training and its last 10% for validation, bytes as characters
+(one-hot over 256), `batch` streams read side by side in windows of 64
+characters with the final state carried from window to window (truncated
+back-propagation), the loss counting only the real characters of the
+ragged last window. Same sizes, the same initialization scheme (PyTorch's
+own for nn.LSTM, which nn.lstm copies: every weight and the bias
+U(-1/sqrt(units), 1/sqrt(units)); Glorot-uniform weights and a zero bias for
+the output layer), Adam with the same learning rate and the same number of
+steps. nn.lstm has one bias where nn.LSTM has two, so the twin's second
+bias is zero and frozen.
+
+    /usr/bin/python3 bench/charlm_twin.py BUILD_DIR [--steps 2000]
+        [--threads 2] [--rounds 3] [--no-train]
+
+It prints, from the same invocation:
+  1. both models' validation bits per character after full training, and
+     fails (exit 1) when they differ by more than 0.03;
+  2. the training step time of each side over short runs, alternating rounds
+     with the peer at its best configuration (bench/peer.py), and the floor.
+Runnel's step time is read from the `time` of its --metrics lines, between
+the 10th and the last step, so start-up, graph building and validation do
+not count; the twin times the same steps the same way.
+"""
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer  # noqa: E402  pylint: disable=wrong-import-position
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "charlm.rnl")
+DATA = "/usr/share/games/fortunes/"
+FILES = ["art", "ascii-art", "computers", "cookie", "debian", "definitions",
+         "disclaimer", "drugs", "education", "ethnic", "food", "fortunes",
+         "goedel", "humorists", "kids", "knghtbrd", "law", "linux",
+         "linuxcookie", "literature", "love", "magic", "medicine",
+         "men-women", "miscellaneous", "news", "paradoxum", "people", "perl",
+         "pets", "platitudes", "politics", "pratchett", "riddles", "science",
+         "songs-poems", "sports", "startrek", "tao", "translate-me", "wisdom",
+         "work", "zippy"]
+VOCAB, BPTT = 256, 64
+TIMED_FROM = 10  # steps before this one are warm-up in the step timings
+BENCH_STEPS = 40
+
+
+def arg(argv, name, fallback, kind=int):
+    return kind(argv[argv.index(name) + 1]) if name in argv else fallback
+
+
+def texts():
+    train, valid = bytearray(), bytearray()
+    for f in FILES:
+        with open(os.path.join(DATA, f), "rb") as fh:
+            b = fh.read()
+        cut = len(b) * 9 // 10
+        train += b[:cut]
+        valid += b[cut:]
+    return bytes(train), bytes(valid)
+
+
+def streams(torch, text, b):
+    """As `streams` in charlm.rnl: rows, real lengths, window count."""
+    n = len(text)
+    row = (n + b - 1) // b
+    ids = torch.zeros(row * b + BPTT + 1, dtype=torch.long)
+    ids[:n] = torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
+    rows = torch.cat([ids[:row * b].view(b, row),
+                      torch.zeros(b, BPTT + 1, dtype=torch.long)], 1)
+    real = (n - torch.arange(b) * row).clamp(0, row)
+    return rows, real, (row - 1 + BPTT - 1) // BPTT
+
+
+def window(rows, real, k):
+    at = k * BPTT
+    return (rows[:, at:at + BPTT], rows[:, at + 1:at + BPTT + 1],
+            (real - 1 - at).clamp(0, BPTT))
+
+
+def torch_main(argv):
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import torch  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(peer.threads_arg(argv))
+    steps = arg(argv, "--steps", 2000)
+    units = arg(argv, "--units", 256)
+    batch = arg(argv, "--batch", 32)
+    lr = arg(argv, "--lr", 0.002, float)
+    valid_windows = arg(argv, "--valid-windows", 0)
+    torch.manual_seed(arg(argv, "--seed", 1))
+
+    lstm = torch.nn.LSTM(VOCAB, units, batch_first=True)
+    with torch.no_grad():
+        lstm.bias_hh_l0.zero_()
+    lstm.bias_hh_l0.requires_grad_(False)
+    dense = torch.nn.Linear(units, VOCAB)
+    torch.nn.init.xavier_uniform_(dense.weight)
+    torch.nn.init.zeros_(dense.bias)
+    params = [p for p in lstm.parameters() if p.requires_grad] + \
+        list(dense.parameters())
+    opt = torch.optim.Adam(params, lr=lr, eps=1e-8)
+
+    def forward(x, y, n, state):
+        out, (h, c) = lstm(torch.nn.functional.one_hot(x, VOCAB).float(),
+                           state)
+        logits = dense(out.reshape(-1, units))
+        nll = torch.nn.functional.cross_entropy(logits, y.reshape(-1),
+                                                reduction="none")
+        mask = (torch.arange(x.shape[1])[None, :] < n[:, None]).reshape(-1)
+        mask = mask.float()
+        return (nll * mask).sum(), mask.sum(), (h, c)
+
+    train, valid = texts()
+    rows, real, windows = streams(torch, train, batch)
+    zero = (torch.zeros(1, batch, units), torch.zeros(1, batch, units))
+    state = zero
+    stamps = []
+    for i in range(steps):
+        k = i % windows
+        if k == 0:
+            state = zero
+        x, y, n = window(rows, real, k)
+        opt.zero_grad()
+        total, count, (h, c) = forward(x, y, n, state)
+        (total / count).backward()
+        opt.step()
+        state = (h.detach(), c.detach())
+        stamps.append(time.perf_counter())
+    if steps > TIMED_FROM + 1:
+        per_step = (stamps[-1] - stamps[TIMED_FROM - 1]) / \
+            (steps - TIMED_FROM)
+        print(f"RESULT charlm {per_step:.9f}")
+
+    rows, real, windows = streams(torch, valid, batch)
+    if 0 < valid_windows < windows:
+        windows = valid_windows
+    nats = chars = 0.0
+    state = zero
+    with torch.no_grad():
+        for k in range(windows):
+            total, count, state = forward(*window(rows, real, k), state)
+            nats += float(total)
+            chars += float(count)
+    print(f"BPC {nats / chars / math.log(2):.6f}")
+
+
+def run_runnel(build, threads, steps, extra=()):
+    """Runnel's validation bpc and seconds per step (from its metrics)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        r = subprocess.run(
+            [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
+             str(threads), "--metrics", metrics, "--arg", f"steps={steps}"] +
+            list(extra), stdout=subprocess.PIPE, text=True, check=True)
+        with open(metrics, encoding="utf-8") as fh:
+            times = [json.loads(line)["time"] for line in fh]
+    bpc = None
+    for line in r.stdout.splitlines():
+        if line.startswith("validation bpc "):
+            bpc = float(line.split()[2])
+    per_step = (times[-1] - times[TIMED_FROM - 1]) / (steps - TIMED_FROM) \
+        if steps > TIMED_FROM + 1 else None
+    return bpc, per_step
+
+
+def flops(units, batch):
+    """Matmul FLOPs of one step: input and recurrent products and the
+    output layer, forward and both gradients."""
+    gates = 4 * units
+    per_t = 2 * batch * (VOCAB * gates + units * gates + units * VOCAB)
+    return 3 * BPTT * per_t
+
+
+def main(argv):
+    build = argv[0] if argv and not argv[0].startswith("-") else "build"
+    threads = peer.threads_arg(argv)
+    rounds = peer.int_arg(argv, "--rounds", 3)
+    steps = peer.int_arg(argv, "--steps", 2000)
+    units, batch = 256, 32
+    if "--no-train" not in argv:
+        print(f"char-LM: {steps} training steps on each side, {threads} "
+              "threads, validation on the whole held-out text")
+        env = peer.peer_configs(threads)[0]
+        t = time.perf_counter()
+        r = subprocess.run([peer.PYTHON, os.path.abspath(__file__), "--peer",
+                            "--threads", str(threads), "--steps", str(steps)],
+                           env=env.environ(), stdout=subprocess.PIPE,
+                           text=True, check=True)
+        twin = float(next(line.split()[1] for line in r.stdout.splitlines()
+                          if line.startswith("BPC ")))
+        twin_s = time.perf_counter() - t
+        t = time.perf_counter()
+        ours, _ = run_runnel(build, threads, steps)
+        ours_s = time.perf_counter() - t
+        diff = abs(ours - twin)
+        print(f"  validation bpc: Runnel {ours:.4f} ({ours_s:.0f} s), "
+              f"PyTorch twin {twin:.4f} ({twin_s:.0f} s), difference "
+              f"{diff:.4f} (limit 0.03)")
+        if diff > 0.03:
+            print("  FAIL: the difference is above 0.03")
+            return 1
+
+    def runnel_side(_):
+        return {"charlm": run_runnel(build, threads, BENCH_STEPS,
+                                     ["--arg", "valid_windows=1"])[1]}
+
+    peer_cmd = [peer.PYTHON, os.path.abspath(__file__), "--peer", "--threads",
+                str(threads), "--steps", str(BENCH_STEPS), "--valid-windows",
+                "1"]
+    peer.compare("char-LM training step", threads, runnel_side, peer_cmd,
+                 rounds, {"charlm": f"LSTM h{units}, batch {batch}, "
+                          f"{BPTT} characters, Adam, per step"},
+                 flops={"charlm": flops(units, batch)}, build_dir=build)
+    return 0
+
+
+if __name__ == "__main__":
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        sys.exit(main(sys.argv[1:]))
