@@ -128,7 +128,11 @@ class GraphBuilder {
   const BuildContext& context() const { return context_; }
   // Each returns a guard that restores the context as it was before.
   BuildScope OpenScope(std::string base, bool unique);
-  BuildScope OnDevice(const DeviceSpec& spec);  // refines the current device
+  BuildScope OnDevice(const DeviceSpec& spec);
+  // The device spec of the innermost `device` block ("" fields: any).
+  const DeviceSpec& device() const {
+    return context_.device;
+  }  // refines the current device
   BuildScope After(const std::vector<Node*>& nodes);
   // An empty context (top-level names, no device, no dependencies), or
   // `context` itself.

@@ -270,6 +270,7 @@ absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
                        std::string(ToStd(spec.status().message())));
       }
       BuildScope device = builder_.OnDevice(*spec);
+      RN_RETURN_IF_ERROR(CheckDevice(builder_.device(), s.arg->span));
       return ExecStmts(s.body.stmts, &ignored);
     }
     default: {
@@ -279,6 +280,28 @@ absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
       return ExecStmts(s.body.stmts, &ignored);
     }
   }
+}
+
+// A `device` block no device of the session matches is an error at its
+// spec, or with --soft-placement a warning there (the placer then puts its
+// nodes where the cost model says).
+absl::Status Interpreter::CheckDevice(const DeviceSpec& spec,
+                                      const SourceSpan& span) {
+  const DeviceSet& devices = session().devices();
+  if (!devices.Matching(spec).empty()) return absl::OkStatus();
+  const std::string what = StrCat("no device matches ", spec.ToString(),
+                                  " (devices: ", devices.Describe(), ")");
+  if (!options_.soft_placement) {
+    return ErrorAt(span, StrCat(what,
+                                "; run with --soft-placement to place its "
+                                "nodes elsewhere"));
+  }
+  lang::Diagnostic d;
+  d.severity = lang::Severity::kWarning;
+  d.message = StrCat(what, "; its nodes are placed by the cost model");
+  d.span = span;
+  sink_->Report(d);
+  return absl::OkStatus();
 }
 
 absl::Status Interpreter::ExecRebind(const lang::RebindStmt& s) {

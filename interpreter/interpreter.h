@@ -57,6 +57,11 @@ struct Options {
   int threads = 0;                                        // 0 = all cores
   std::vector<std::pair<std::string, std::string>> args;  // --arg k=v
   std::string metrics_file;
+  // --devices cpu=N, --soft-placement, --transfer-dtype f16
+  // (docs/devices.md).
+  int cpu_devices = 1;
+  bool soft_placement = false;
+  bool f16_transfers = false;
   bool check_mode = false;
   std::FILE* out = stdout;  // print
   std::FILE* err = stderr;  // progress bars
@@ -150,6 +155,7 @@ class Interpreter {
   absl::Status Exec(const lang::Stmt& stmt, Value* value);
   absl::Status ExecFor(const lang::ForStmt& s);
   absl::Status ExecAnnotate(const lang::AnnotateStmt& s);
+  absl::Status CheckDevice(const DeviceSpec& spec, const SourceSpan& span);
   absl::Status ExecRebind(const lang::RebindStmt& s);
   absl::Status ExecImport(const lang::ImportStmt& s);
   absl::StatusOr<Value> Eval(const lang::Expr& e, const std::string& hint = "");

@@ -63,6 +63,10 @@ constexpr char kUsage[] =
     "  --seed N           the global random seed (default 0)\n"
     "  --threads N        threads per pool (default: all cores)\n"
     "  --metrics FILE     append one JSON line per report(...) to FILE\n"
+    "  --devices cpu=N    split the cores into N CPU devices; each run is\n"
+    "                     placed and partitioned over them (docs/devices.md)\n"
+    "  --soft-placement   a device block no device matches warns, not fails\n"
+    "  --transfer-dtype f16  f32 tensors cross devices as f16\n"
     "\n"
     "graph options:\n"
     "  --expand SCOPE     open SCOPE's box (repeatable), e.g. --expand dense\n"
@@ -88,6 +92,28 @@ bool ParseInt(const std::string& s, long long min, long long max,
   if (errno != 0 || *end != '\0' || v < min || v > max) return false;
   *out = v;
   return true;
+}
+
+// "cpu=N" (also "cpu=N,gpu=all" and "gpu=all,cpu=N": there are no GPU
+// devices yet, so gpu=all adds none and any other gpu=... is refused).
+bool ParseDevices(const std::string& v, int* cpus) {
+  long long n = 1;
+  bool any = false;
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    const std::string part = v.substr(start, comma - start);
+    if (part.rfind("cpu=", 0) == 0) {
+      if (!ParseInt(part.substr(4), 1, 64, &n)) return false;
+      any = true;
+    } else if (part != "gpu=all") {
+      return false;
+    }
+    start = comma + 1;
+  }
+  *cpus = static_cast<int>(n);
+  return any || v == "gpu=all";
 }
 
 // Runs `fn` on a thread with a large stack, so deep recursion in a script
@@ -230,6 +256,20 @@ int Main(int argc, char** argv) {
         return Usage("--threads needs a positive integer");
       }
       options.threads = static_cast<int>(n);
+    } else if (a == "--devices") {
+      std::string v;
+      if (!take(&v) || !ParseDevices(v, &options.cpu_devices)) {
+        return Usage(StrCat("--devices needs cpu=N (N from 1 to 64), got '", v,
+                            "'; this build has no GPU devices"));
+      }
+    } else if (a == "--soft-placement") {
+      options.soft_placement = true;
+    } else if (a == "--transfer-dtype") {
+      std::string v;
+      if (!take(&v) || (v != "f16" && v != "f32")) {
+        return Usage("--transfer-dtype needs f16 or f32");
+      }
+      options.f16_transfers = v == "f16";
     } else if (a == "--metrics") {
       if (!take(&metrics) || metrics.empty()) {
         return Usage("--metrics needs a file name");

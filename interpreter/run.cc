@@ -71,7 +71,13 @@ Session& Interpreter::session() {
   if (!session_) {
     session_ = std::make_unique<Session>(
         graph_ptr(),
-        SessionOptions{.num_threads = options_.threads, .seed = options_.seed});
+        SessionOptions{.num_threads = options_.threads,
+                       .seed = options_.seed,
+                       .cpu_devices = options_.cpu_devices,
+                       .soft_placement = options_.soft_placement,
+                       .f16_transfers = options_.f16_transfers,
+                       // `device` blocks warn at their own line instead.
+                       .warn = [](const Node&, const std::string&) {}});
   }
   return *session_;
 }

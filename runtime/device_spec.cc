@@ -132,6 +132,36 @@ DeviceSpec DeviceSpec::Refine(const DeviceSpec& inner) const {
   return out;
 }
 
+bool DeviceSpec::Matches(const DeviceSpec& device) const {
+  auto field = [](const std::string& want, const std::string& have) {
+    return want.empty() || want == "*" || want == have;
+  };
+  return field(job, device.job) && field(replica, device.replica) &&
+         field(task, device.task) && field(type, device.type) &&
+         field(index, device.index);
+}
+
+absl::StatusOr<DeviceSpec> DeviceSpec::Merge(const DeviceSpec& a,
+                                             const DeviceSpec& b) {
+  DeviceSpec out;
+  auto merge = [](const std::string& x, const std::string& y,
+                  std::string_view what, std::string* to) -> absl::Status {
+    if (!x.empty() && !y.empty() && x != y && x != "*" && y != "*") {
+      return absl::InvalidArgumentError(
+          StrCat("the ", what, " differs (", x, " and ", y, ")"));
+    }
+    *to = x.empty() || x == "*" ? y : x;
+    return absl::OkStatus();
+  };
+  absl::Status s = merge(a.job, b.job, "job", &out.job);
+  if (s.ok()) s = merge(a.replica, b.replica, "replica", &out.replica);
+  if (s.ok()) s = merge(a.task, b.task, "task", &out.task);
+  if (s.ok()) s = merge(a.type, b.type, "device type", &out.type);
+  if (s.ok()) s = merge(a.index, b.index, "device index", &out.index);
+  if (!s.ok()) return s;
+  return out;
+}
+
 std::string DeviceSpec::ToString() const {
   std::string s;
   if (!job.empty()) s += StrCat("/job:", job);

@@ -26,6 +26,14 @@ struct DeviceSpec {
   DeviceSpec Refine(const DeviceSpec& inner) const;
   // "/job:ps/task:0/device:cpu:0"; "" when nothing is set.
   std::string ToString() const;
+  // Whether the device named by the complete spec `device` satisfies this
+  // one: each field set here is equal there (a `*` task or index matches
+  // any).
+  bool Matches(const DeviceSpec& device) const;
+  // One spec meeting both (colocated nodes must share a device);
+  // InvalidArgument names the first field on which they disagree.
+  static absl::StatusOr<DeviceSpec> Merge(const DeviceSpec& a,
+                                          const DeviceSpec& b);
 };
 
 }  // namespace runnel

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
 #include "runtime/errors.h"
 #include "runtime/strings.h"
 
@@ -28,6 +29,8 @@ Executor::Kind KindOf(const Node& n) {
   if (op == "exit") return K::kExit;
   if (op == "next_iteration") return K::kNextIteration;
   if (op == "control_trigger") return K::kControlTrigger;
+  if (op == "_send") return K::kSend;
+  if (op == "_recv") return K::kRecv;
   return K::kPlain;
 }
 
@@ -118,6 +121,14 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
                         KernelRegistry::Global().Create(*n, device->type()));
     item.expensive = item.kernel->IsExpensive();
     item.num_inputs = n->num_inputs();
+    if (item.kind == Kind::kSend || item.kind == Kind::kRecv) {
+      RN_ASSIGN_OR_RETURN(item.send_device,
+                          n->attr<std::string>("send_device"));
+      RN_ASSIGN_OR_RETURN(item.recv_device,
+                          n->attr<std::string>("recv_device"));
+      RN_ASSIGN_OR_RETURN(item.edge, n->attr<std::string>("edge"));
+      item.expensive = false;
+    }
     if (item.kind == Kind::kMerge && !n->control_inputs().empty()) {
       return AttachNode(absl::InvalidArgumentError(StrCat(
                             "merge '", n->name(), "' has control inputs")),
@@ -256,14 +267,30 @@ class ExecutorState {
   }
 
   absl::Status RunToCompletion() {
-    if (ex_.roots_.empty()) return absl::OkStatus();
+    Start(/*here=*/true);
+    return Wait();
+  }
+
+  // Starts the roots: on this thread (`here`), or all on the pool.
+  void Start(bool here) {
+    if (ex_.roots_.empty()) {
+      done_.Notify();
+      return;
+    }
     IterationState* is = root_.iterations[0].get();
     std::vector<TaggedNode> ready;
     for (int r : ex_.roots_) ready.push_back({r, &root_, 0, is});
     is->outstanding_ops.store(static_cast<int>(ready.size()));
     std::deque<TaggedNode> inline_ready;
     ScheduleReady(ready, &inline_ready);
-    Process(std::move(inline_ready));
+    if (here) {
+      Process(std::move(inline_ready));
+    } else if (!inline_ready.empty()) {
+      ex_.pool_->Schedule([this, q = std::move(inline_ready)] { Process(q); });
+    }
+  }
+
+  absl::Status Wait() {
     done_.Wait();
     // A thread that finished a node may still be on its way out of the
     // frames it touched (they belong to this state): wait until none is.
@@ -307,7 +334,14 @@ class ExecutorState {
             args_.cancelled->load(std::memory_order_relaxed)) {
           Abort(absl::CancelledError("interrupted"));
         }
-        if (!is_dead && !aborted_.load(std::memory_order_relaxed)) {
+        const bool aborted = aborted_.load(std::memory_order_relaxed);
+        if (item.kind == Executor::Kind::kSend) {
+          // Dead values cross too: the receiver's side of an `if` dies.
+          if (!aborted) Send(tn, item, in[0], is_dead);
+        } else if (item.kind == Executor::Kind::kRecv && !is_dead && !aborted) {
+          // Later, on the sender's thread, when the value is not here yet.
+          if (!Recv(tn, item, &outputs, &is_dead)) continue;
+        } else if (!is_dead && !aborted) {
           is_dead = !RunKernel(tn, item, in, &outputs, &dead);
         } else {
           is_dead = true;
@@ -324,6 +358,67 @@ class ExecutorState {
       if (NodeDone(tn, &ready)) return;
       ScheduleReady(ready, &inline_ready);
     }
+  }
+
+  std::string TransferKey(const TaggedNode& tn,
+                          const Executor::NodeItem& item) const {
+    return RendezvousKey(item.send_device, item.recv_device, item.edge,
+                         tn.frame->id, tn.iter, args_.step_id);
+  }
+
+  void Send(const TaggedNode& tn, const Executor::NodeItem& item,
+            const Entry& value, bool is_dead) {
+    absl::Status s =
+        args_.rendezvous == nullptr
+            ? absl::FailedPreconditionError("_send outside a partitioned step")
+            : args_.rendezvous->Send(TransferKey(tn, item),
+                                     is_dead ? Tensor() : value.tensor,
+                                     is_dead);
+    if (!s.ok()) Abort(AttachNode(s, item.node->name(), item.node->span()));
+  }
+
+  // Whether the value is here (in `outputs`, or dead); if not, FinishRecv
+  // completes the node when it comes.
+  bool Recv(const TaggedNode& tn, const Executor::NodeItem& item,
+            Outputs* outputs, bool* is_dead) {
+    if (args_.rendezvous == nullptr) {
+      Abort(AttachNode(
+          absl::FailedPreconditionError("_recv outside a partitioned step"),
+          item.node->name(), item.node->span()));
+      *is_dead = true;
+      return true;
+    }
+    absl::Status s;
+    Tensor value;
+    bool dead = false;
+    const bool here = args_.rendezvous->Recv(
+        TransferKey(tn, item),
+        [this, tn](const absl::Status& s, const Tensor& v, bool dead) {
+          FinishRecv(tn, s, v, dead);
+        },
+        &s, &value, &dead);
+    if (!here) return false;
+    if (!s.ok()) Abort(s);
+    outputs->assign(1, std::move(value));
+    *is_dead = dead || !s.ok();
+    return true;
+  }
+
+  void FinishRecv(const TaggedNode& tn, const absl::Status& s,
+                  const Tensor& value, bool dead) {
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    if (!s.ok()) Abort(s);
+    const Executor::NodeItem& item = ex_.items_[tn.item];
+    Outputs outputs{value};
+    DeadMask mask(1, dead || !s.ok());
+    Ready ready;
+    Propagate(tn, item, outputs, mask, &ready);
+    if (!NodeDone(tn, &ready)) {
+      std::deque<TaggedNode> inline_ready;
+      ScheduleReady(ready, &inline_ready);
+      ProcessQueue(std::move(inline_ready));
+    }
+    active_.fetch_sub(1, std::memory_order_acq_rel);
   }
 
   // Whether the kernel ran and gave live outputs (per-output deadness in
@@ -464,7 +559,9 @@ class ExecutorState {
     auto f = std::make_unique<FrameState>();
     f->def = &ex_.frames_[static_id];
     f->static_id = static_id;
-    f->id = ++next_frame_id_;
+    // The same in every partition of the step, so that transfer keys
+    // inside loops agree (runtime/rendezvous.h).
+    f->id = absl::HashOf(tn.frame->id, f->def->name, tn.iter) | 1;
     f->parent = tn.frame;
     f->parent_iter = tn.iter;
     f->parent_state = tn.state;
@@ -610,10 +707,16 @@ class ExecutorState {
     }
   }
 
+  // The first error wins; it aborts the other partitions of the step too
+  // (their receives fail with it), outside the lock, since a receive of
+  // this state may be among those that fail.
   void Abort(absl::Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (status_.ok()) status_ = std::move(s);
-    aborted_.store(true, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (status_.ok()) status_ = s;
+      aborted_.store(true, std::memory_order_relaxed);
+    }
+    if (args_.rendezvous != nullptr) args_.rendezvous->Abort(s);
   }
 
   const Executor& ex_;
@@ -624,7 +727,6 @@ class ExecutorState {
   std::map<std::tuple<FrameState*, int64_t, int>, std::unique_ptr<FrameState>>
       children_;
   std::vector<std::unique_ptr<FrameState>> finished_;
-  uint64_t next_frame_id_ = 0;
   std::atomic<bool> aborted_{false};
   std::atomic<int> active_{0};  // threads inside Process
   Notification done_;
@@ -635,6 +737,23 @@ class ExecutorState {
 absl::Status Executor::Run(const RunArgs& args) {
   ExecutorState state(*this, args);
   return state.RunToCompletion();
+}
+
+absl::Status Executor::RunPartitions(
+    const std::vector<std::pair<Executor*, RunArgs>>& parts) {
+  std::vector<std::unique_ptr<ExecutorState>> states;
+  for (const auto& [ex, args] : parts) {
+    states.push_back(std::make_unique<ExecutorState>(*ex, args));
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    states[i]->Start(/*here=*/i + 1 == states.size());
+  }
+  absl::Status first;
+  for (auto& state : states) {
+    absl::Status s = state->Wait();
+    if (first.ok()) first = s;
+  }
+  return first;
 }
 
 }  // namespace runnel

@@ -31,6 +31,7 @@
 #include "runtime/device.h"
 #include "runtime/graph.h"
 #include "runtime/kernel.h"
+#include "runtime/rendezvous.h"
 #include "runtime/thread_pool.h"
 
 namespace runnel {
@@ -43,6 +44,11 @@ class Executor {
     // When set and it becomes true, no further kernel starts and Run
     // returns Cancelled once the kernels in flight finish (Ctrl-C).
     const std::atomic<bool>* cancelled = nullptr;
+    // A partition of a step (runtime/partition.h): where its _send and
+    // _recv nodes meet the other partitions', and the step's id in their
+    // keys. An error here aborts the rendezvous, and so the whole step.
+    Rendezvous* rendezvous = nullptr;
+    int64_t step_id = 0;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(
@@ -52,6 +58,11 @@ class Executor {
 
   // Runs every node of the graph once; blocks until all are done.
   absl::Status Run(const RunArgs& args);
+  // Runs the partitions of one step at once (each executor with its
+  // args), on the pool and this thread; returns when all are done, with
+  // the first error.
+  static absl::Status RunPartitions(
+      const std::vector<std::pair<Executor*, RunArgs>>& parts);
 
   int num_nodes() const { return static_cast<int>(items_.size()); }
 
@@ -68,7 +79,9 @@ class Executor {
     kEnter,
     kExit,
     kNextIteration,
-    kControlTrigger
+    kControlTrigger,
+    kSend,
+    kRecv
   };
   struct NodeItem {
     const Node* node = nullptr;
@@ -84,6 +97,8 @@ class Executor {
     // enter: the frame it leads into; is_constant.
     int child_frame = -1;
     bool is_constant = false;
+    // _send / _recv: the devices and the edge of their rendezvous key.
+    std::string send_device, recv_device, edge;
     std::vector<OutEdge> out_edges;
     std::vector<int> control_out;
   };

@@ -79,6 +79,15 @@ class Node {
   absl::StatusOr<T> attr(std::string_view name) const {
     return GetAttr<T>(attrs_, name);
   }
+  // This node's name, op, attributes, requested device and span, without
+  // inputs: the start of a copy in another graph (pruning, partitioning).
+  NodeSpec SpecWithoutInputs() const {
+    return {.name = name_,
+            .op = op(),
+            .attrs = attrs_,
+            .device = requested_device_,
+            .span = span_};
+  }
   const std::string& requested_device() const { return requested_device_; }
   const std::string& assigned_device() const { return assigned_device_; }
   void set_assigned_device(std::string d) { assigned_device_ = std::move(d); }

@@ -1,10 +1,14 @@
 #include "runtime/session.h"
 
 #include <atomic>
+#include <cstdio>
 
 #include "runtime/errors.h"
 #include "runtime/executor.h"
+#include "runtime/partition.h"
+#include "runtime/placer.h"
 #include "runtime/prune.h"
+#include "runtime/rendezvous.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -13,7 +17,13 @@ namespace runnel {
 // What one run signature needs: the pruned graph's executor and the
 // variables on its path.
 struct Session::Plan {
-  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Executor> executor;  // with one device
+  struct Part {
+    std::string device;
+    std::unique_ptr<Executor> executor;
+  };
+  std::vector<Part> parts;  // with several: one per device used
+  std::shared_ptr<const Graph> placed;
   int num_fetches = 0;
   std::vector<const Node*> variables;  // nodes of the session's graph
   std::atomic<bool> variables_ready{false};
@@ -42,9 +52,9 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
       options_(options),
       inter_op_pool_(Threads(options.num_threads)),
       intra_op_pool_(Threads(options.num_threads)),
-      device_(std::make_unique<Device>("/job:localhost/task:0/device:cpu:0",
-                                       kDeviceCpu, CpuAllocator::Get(),
-                                       &intra_op_pool_, &resources_)) {}
+      devices_(std::make_unique<DeviceSet>(options.cpu_devices,
+                                           Threads(options.num_threads),
+                                           &resources_, &intra_op_pool_)) {}
 
 Session::~Session() = default;
 
@@ -122,12 +132,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   // copied as the merge's first input, then set once its source exists.
   std::vector<std::tuple<Node*, int, NodeOut>> back_edges;
   for (Node* n : needed.nodes) {
-    NodeSpec spec;
-    spec.name = n->name();
-    spec.op = n->op();
-    spec.attrs = n->attrs();
-    spec.device = n->requested_device();
-    spec.span = n->span();
+    NodeSpec spec = n->SpecWithoutInputs();
     for (int i = 0; i < n->num_inputs(); ++i) {
       const NodeOut& in = n->input(i);
       if (!fed.contains(in) && copy_of[in.node->id()] == nullptr) {
@@ -157,8 +162,35 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     RN_RETURN_IF_ERROR(pruned->AddNode(std::move(spec)).status());
   }
   plan->num_fetches = static_cast<int>(fetches.size());
-  RN_ASSIGN_OR_RETURN(plan->executor,
-                      Executor::Create(pruned, device_.get(), &inter_op_pool_));
+  if (devices_->size() == 1) {
+    for (Node* n : pruned->nodes()) {
+      n->set_assigned_device(devices_->device(0)->name());
+    }
+    plan->placed = pruned;
+    RN_ASSIGN_OR_RETURN(plan->executor,
+                        Executor::Create(pruned, device(), &inter_op_pool_));
+    return plan;
+  }
+  PlacerOptions placer{.soft_placement = options_.soft_placement,
+                       .warn = options_.warn};
+  if (!placer.warn) {
+    placer.warn = [](const Node& n, const std::string& message) {
+      const std::string where = n.span().ToString();
+      std::fprintf(stderr, "%s%swarning: %s\n", where.c_str(),
+                   where.empty() ? "" : ": ", message.c_str());
+    };
+  }
+  RN_RETURN_IF_ERROR(PlaceGraph(*pruned, *devices_, placer));
+  plan->placed = pruned;
+  RN_ASSIGN_OR_RETURN(
+      std::vector<GraphPartition> parts,
+      PartitionGraph(*pruned, {.f16_transfers = options_.f16_transfers}));
+  for (GraphPartition& p : parts) {
+    RN_ASSIGN_OR_RETURN(
+        std::unique_ptr<Executor> ex,
+        Executor::Create(p.graph, devices_->Find(p.device), &inter_op_pool_));
+    plan->parts.push_back({p.device, std::move(ex)});
+  }
   return plan;
 }
 
@@ -217,9 +249,24 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
   frame.fetches.resize(plan->num_fetches);
   frame.fetched.assign(plan->num_fetches, false);
-  RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
-                                          .global_seed = options_.seed,
-                                          .cancelled = cancelled}));
+  if (plan->executor != nullptr) {
+    RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
+                                            .global_seed = options_.seed,
+                                            .cancelled = cancelled}));
+  } else {
+    Rendezvous rendezvous;
+    const int64_t step = next_step_.fetch_add(1) + 1;
+    std::vector<std::pair<Executor*, Executor::RunArgs>> runs;
+    for (Plan::Part& p : plan->parts) {
+      runs.push_back({p.executor.get(),
+                      {.call_frame = &frame,
+                       .global_seed = options_.seed,
+                       .cancelled = cancelled,
+                       .rendezvous = &rendezvous,
+                       .step_id = step}});
+    }
+    RN_RETURN_IF_ERROR(Executor::RunPartitions(runs));
+  }
   for (size_t i = 0; i < fetches.size(); ++i) {
     if (!frame.fetched[i]) {
       const Node* n = fetches[i].node;
@@ -232,6 +279,14 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
     }
   }
   return std::move(frame.fetches);
+}
+
+absl::StatusOr<std::shared_ptr<const Graph>> Session::PlacedGraph(
+    const Feeds& feeds, const std::vector<NodeOut>& fetches,
+    const std::vector<Node*>& targets) {
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
+                      GetPlan(feeds, fetches, targets));
+  return plan->placed;
 }
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(

@@ -21,6 +21,7 @@
 #define RUNNEL_RUNTIME_SESSION_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/device.h"
+#include "runtime/device_set.h"
 #include "runtime/graph.h"
 #include "runtime/resource_mgr.h"
 #include "runtime/thread_pool.h"
@@ -39,6 +41,14 @@ namespace runnel {
 struct SessionOptions {
   int num_threads = 0;  // size of each pool; 0 = all cores
   uint64_t seed = 0;    // global seed (docs/architecture.md)
+  // Local CPU devices (`--devices cpu=N`): with more than one, each run's
+  // graph is placed (runtime/placer.h) and partitioned with Send/Recv
+  // (runtime/partition.h), and its partitions run concurrently.
+  int cpu_devices = 1;
+  bool soft_placement = false;
+  bool f16_transfers = false;  // --transfer-dtype f16
+  // Soft placement's warnings (the node, the message); stderr when unset.
+  std::function<void(const Node&, const std::string&)> warn = {};
 };
 
 class Session {
@@ -58,6 +68,11 @@ class Session {
       const Feeds& feeds, const std::vector<NodeOut>& fetches,
       const std::vector<Node*>& targets,
       const std::atomic<bool>* cancelled = nullptr);
+  // Where the last plan built for these fetches put each node: the placed
+  // (unpartitioned) graph of the run, for `runnel graph --placed`.
+  absl::StatusOr<std::shared_ptr<const Graph>> PlacedGraph(
+      const Feeds& feeds, const std::vector<NodeOut>& fetches,
+      const std::vector<Node*>& targets);
   // The same by tensor name: "node" or "node:index".
   absl::StatusOr<std::vector<Tensor>> Run(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
@@ -68,7 +83,8 @@ class Session {
   absl::StatusOr<std::shared_ptr<Variable>> VariableFor(const Node& node);
 
   Graph& graph() { return *graph_; }
-  Device* device() { return device_.get(); }
+  Device* device() { return devices_->device(0); }
+  const DeviceSet& devices() const { return *devices_; }
   ResourceMgr* resources() { return &resources_; }
   ThreadPool* inter_op_pool() { return &inter_op_pool_; }
   const SessionOptions& options() const { return options_; }
@@ -89,7 +105,8 @@ class Session {
   ThreadPool inter_op_pool_;
   ThreadPool intra_op_pool_;
   ResourceMgr resources_;
-  std::unique_ptr<Device> device_;
+  std::unique_ptr<DeviceSet> devices_;
+  std::atomic<int64_t> next_step_{0};
 
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_

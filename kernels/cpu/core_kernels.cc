@@ -138,6 +138,17 @@ class FetchKernel : public OpKernel {
   int64_t index_ = 0;
 };
 
+// _send and _recv run inside the executor, which passes their values
+// through the step's rendezvous; their kernels only say so elsewhere.
+class TransferKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return absl::FailedPreconditionError(
+        StrCat(ctx->node().op(), " runs only in a partitioned step"));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 RUNNEL_STATIC_INIT(CoreKernels) {
   RegisterKernelForAllTypes<ConstKernel>("const");
   RegisterKernelForAllTypes<PlaceholderKernel>("placeholder");
@@ -150,6 +161,8 @@ RUNNEL_STATIC_INIT(CoreKernels) {
   RegisterKernelForAllTypes<NoOpKernel>("noop");
   RegisterKernelForAllTypes<FeedKernel>("_feed");
   RegisterKernelForAllTypes<FetchKernel>("_fetch");
+  RegisterKernelForAllTypes<TransferKernel>("_send");
+  RegisterKernelForAllTypes<TransferKernel>("_recv");
 }
 
 }  // namespace

@@ -111,5 +111,27 @@ RUNNEL_REGISTER_OP(OpDefBuilder("_fetch")
                        .Shape(NoOutputs)
                        .Doc("Executor endpoint: fetch `index` of the run."));
 
+// The two ends of an edge the partitioner cut between devices
+// (runtime/partition.h); the executor hands their values to the step's
+// rendezvous (runtime/rendezvous.h), dead ones included.
+RUNNEL_REGISTER_OP(OpDefBuilder("_send")
+                       .Inputs({"value"})
+                       .Attr("edge", std::string())
+                       .Attr("send_device", std::string())
+                       .Attr("recv_device", std::string())
+                       .Shape(NoOutputs)
+                       .Doc("Partition endpoint: sends `value` to the "
+                            "`_recv` of the same edge on `recv_device`."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("_recv")
+                       .Outputs({"value"})
+                       .Attr("edge", std::string())
+                       .Attr("send_device", std::string())
+                       .Attr("recv_device", std::string())
+                       .KernelDTypeFromAttr("dtype")
+                       .Shape(DeclaredShape)
+                       .Doc("Partition endpoint: the value the `_send` of "
+                            "the same edge on `send_device` sent."));
+
 }  // namespace
 }  // namespace runnel

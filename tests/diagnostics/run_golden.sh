@@ -33,7 +33,11 @@ else
     trap 'rm -rf "$run_dir"' EXIT
     perl -pe 's/\\x([0-9A-Fa-f]{2})/chr(hex($1))/ge' "$name.rnl" >"$run_dir/$name.rnl"
   fi
-  actual="$(cd "$run_dir" && "$runnel" "$command" "$name.rnl" --threads 2 2>&1 >/dev/null)"
+  # "# runnel: devices cpu=2" runs it on those devices (--devices).
+  devices="$(sed -n 's/^# runnel: devices //p' "$name.rnl")"
+  extra=()
+  [[ -n "$devices" ]] && extra=(--devices "$devices")
+  actual="$(cd "$run_dir" && "$runnel" "$command" "$name.rnl" --threads 2 "${extra[@]}" 2>&1 >/dev/null)"
   status=$?
 fi
 # Under `make asan` (allocator_may_return_null=1) AddressSanitizer notes

@@ -149,9 +149,9 @@ print(z.name, q.name)
 TEST_F(ScriptTest, DevicesAndControlDependencies) {
   ASSERT_EQ(Run(R"(
 input x: f32[2]
-device "/job:ps/task:0" {
+device "/job:localhost/task:0" {
     var v = zeros([2])
-    device "/gpu:1" { let y = x + 1 }
+    device "/cpu:0" { let y = x + 1 }
 }
 let a = x * 2
 after (a,) { let b = x - 1 }
@@ -159,8 +159,9 @@ let c = x / 2
 )"),
             0)
       << err();
-  EXPECT_EQ(node("v")->requested_device(), "/job:ps/task:0");
-  EXPECT_EQ(node("y")->requested_device(), "/job:ps/task:0/device:gpu:1");
+  EXPECT_EQ(node("v")->requested_device(), "/job:localhost/task:0");
+  EXPECT_EQ(node("y")->requested_device(),
+            "/job:localhost/task:0/device:cpu:0");
   EXPECT_EQ(node("a")->requested_device(), "");
   ASSERT_EQ(node("b")->control_inputs().size(), 1u);
   EXPECT_EQ(node("b")->control_inputs()[0], node("a"));

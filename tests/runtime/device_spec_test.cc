@@ -57,5 +57,32 @@ TEST(DeviceSpecTest, FieldsOfAFullSpec) {
   EXPECT_EQ(s.ToString(), "/job:worker/replica:0/task:3/device:gpu:1");
 }
 
+TEST(DeviceSpecTest, MatchesTheFieldsItSets) {
+  DeviceSpec cpu1 = *DeviceSpec::Parse("/job:localhost/task:0/device:cpu:1");
+  EXPECT_TRUE(DeviceSpec().Matches(cpu1));
+  EXPECT_TRUE(DeviceSpec::Parse("/cpu:1")->Matches(cpu1));
+  EXPECT_FALSE(DeviceSpec::Parse("/cpu:0")->Matches(cpu1));
+  EXPECT_FALSE(DeviceSpec::Parse("/gpu:1")->Matches(cpu1));
+  EXPECT_TRUE(DeviceSpec::Parse("/job:localhost/cpu:*")->Matches(cpu1));
+  EXPECT_FALSE(DeviceSpec::Parse("/job:ps")->Matches(cpu1));
+  EXPECT_TRUE(DeviceSpec::Parse("/task:*")->Matches(cpu1));
+}
+
+TEST(DeviceSpecTest, MergeKeepsBothOrNamesTheConflict) {
+  absl::StatusOr<DeviceSpec> m = DeviceSpec::Merge(
+      *DeviceSpec::Parse("/job:ps"), *DeviceSpec::Parse("/cpu:1"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->ToString(), "/job:ps/device:cpu:1");
+  m = DeviceSpec::Merge(*DeviceSpec::Parse("/task:*"),
+                        *DeviceSpec::Parse("/task:2"));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->task, "2");
+  m = DeviceSpec::Merge(*DeviceSpec::Parse("/cpu:0"),
+                        *DeviceSpec::Parse("/cpu:1"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(std::string(m.status().message()),
+            "the device index differs (0 and 1)");
+}
+
 }  // namespace
 }  // namespace runnel

@@ -1,0 +1,52 @@
+// The devices a session places nodes on (docs/devices.md). Locally: one or
+// more CPU devices (`runnel run --devices cpu=N` splits the cores between
+// N of them, each with its own intra-op pool), sharing the session's
+// resource manager, since they share memory. GPUs join in the GPU issue and
+// other tasks' devices in the cluster issue.
+#ifndef RUNNEL_RUNTIME_DEVICE_SET_H_
+#define RUNNEL_RUNTIME_DEVICE_SET_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/device.h"
+#include "runtime/device_spec.h"
+#include "runtime/resource_mgr.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+class DeviceSet {
+ public:
+  // `cpus` CPU devices ("/job:localhost/task:0/device:cpu:K") sharing
+  // `threads` threads: each device's pool gets threads / cpus (at least 1).
+  // With one device, `shared_pool` (when given) is its pool.
+  DeviceSet(int cpus, int threads, ResourceMgr* resources,
+            ThreadPool* shared_pool = nullptr);
+  ~DeviceSet();
+  DeviceSet(const DeviceSet&) = delete;
+  DeviceSet& operator=(const DeviceSet&) = delete;
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  Device* device(int i) const { return devices_[i].get(); }
+  // Devices in order; nullptr when no device has this full name.
+  Device* Find(const std::string& name) const;
+  int IndexOf(const std::string& name) const;
+  // The indices of the devices `spec` matches, in order.
+  std::vector<int> Matching(const DeviceSpec& spec) const;
+  // "/cpu:0, /cpu:1": the short names, for messages and `:devices`.
+  std::string Describe() const;
+  // "/cpu:1" for "/job:localhost/task:0/device:cpu:1".
+  static std::string ShortName(const std::string& full);
+
+ private:
+  std::vector<std::unique_ptr<ThreadPool>> pools_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<DeviceSpec> specs_;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_DEVICE_SET_H_

@@ -1,0 +1,189 @@
+#include "runtime/partition.h"
+
+#include <tuple>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "runtime/errors.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+class Partitioner {
+ public:
+  Partitioner(const Graph& graph, const PartitionOptions& options)
+      : graph_(graph), options_(options), copy_of_(graph.num_nodes()) {}
+
+  absl::StatusOr<std::vector<GraphPartition>> Run() {
+    std::vector<std::tuple<const Node*, int, NodeOut>> back_edges;
+    for (const Node* n : graph_.nodes()) {
+      if (n->assigned_device().empty()) {
+        return AttachNode(absl::InternalError(StrCat(
+                              "'", n->name(), "' has no device assigned")),
+                          n->name(), n->span());
+      }
+      const int p = Part(n->assigned_device());
+      NodeSpec spec = n->SpecWithoutInputs();
+      for (int i = 0; i < n->num_inputs(); ++i) {
+        const NodeOut& in = n->input(i);
+        if (copy_of_[in.node->id()] == nullptr) {  // a loop's back edge
+          back_edges.emplace_back(n, i, in);
+          spec.inputs.push_back(spec.inputs.front());
+          continue;
+        }
+        RN_ASSIGN_OR_RETURN(NodeOut m, Transfer(in, p));
+        spec.inputs.push_back(m);
+      }
+      for (const Node* c : n->control_inputs()) {
+        RN_ASSIGN_OR_RETURN(Node * m, ControlTransfer(c, p));
+        spec.control_inputs.push_back(m);
+      }
+      RN_ASSIGN_OR_RETURN(copy_of_[n->id()], Add(p, std::move(spec)));
+    }
+    for (auto& [n, i, in] : back_edges) {
+      if (in.node->assigned_device() != n->assigned_device()) {
+        return AttachNode(
+            absl::UnimplementedError(
+                StrCat("a loop's back edge crosses devices ('", in.node->name(),
+                       "' on ", in.node->assigned_device(), ", '", n->name(),
+                       "' on ", n->assigned_device(), ")")),
+            n->name(), n->span());
+      }
+      const int p = Part(n->assigned_device());
+      RN_RETURN_IF_ERROR(parts_[p].graph->UpdateInput(
+          copy_of_[n->id()], i, {copy_of_[in.node->id()], in.index}));
+    }
+    return std::move(parts_);
+  }
+
+ private:
+  int Part(const std::string& device) {
+    auto [it, fresh] =
+        part_of_.emplace(device, static_cast<int>(parts_.size()));
+    if (fresh) parts_.push_back({device, std::make_shared<Graph>()});
+    return it->second;
+  }
+
+  absl::StatusOr<Node*> Add(int p, NodeSpec spec) {
+    RN_ASSIGN_OR_RETURN(Node * n, parts_[p].graph->AddNode(std::move(spec)));
+    n->set_assigned_device(parts_[p].device);
+    return n;
+  }
+
+  // `in` as seen from partition p: itself, or the output of the _recv of
+  // a pair made the first time p needs it.
+  absl::StatusOr<NodeOut> Transfer(const NodeOut& in, int p) {
+    const int src = Part(in.node->assigned_device());
+    const NodeOut local{copy_of_[in.node->id()], in.index};
+    if (src == p) return local;
+    auto key = std::make_tuple(in.node->id(), in.index, p);
+    auto it = recv_of_.find(key);
+    if (it != recv_of_.end()) return it->second;
+    if (in.node->op() == "const" && in.node->control_inputs().empty()) {
+      // A constant is copied, not sent: cheaper, and never rounded by an
+      // f16 transfer (an eps of 1e-8 would become 0).
+      RN_ASSIGN_OR_RETURN(Node * c,
+                          Add(p, {.name = Name(in.node->name(), p, "copy"),
+                                  .op = "const",
+                                  .attrs = in.node->attrs(),
+                                  .span = in.node->span()}));
+      recv_of_.emplace(key, NodeOut{c, 0});
+      return NodeOut{c, 0};
+    }
+    const DType dtype = in.node->output_dtype(in.index);
+    const bool cast = options_.f16_transfers && dtype == DType::kF32;
+    const std::string edge = StrCat(in.node->name(), ":", in.index);
+    NodeOut value = local;
+    if (cast) {
+      RN_ASSIGN_OR_RETURN(Node * c, Add(src, {.name = Name(edge, p, "to_f16"),
+                                              .op = "cast",
+                                              .inputs = {local},
+                                              .attrs = {{"dtype", DType::kF16}},
+                                              .span = in.node->span()}));
+      value = {c, 0};
+    }
+    RN_ASSIGN_OR_RETURN(NodeOut out,
+                        Pair(edge, src, p, value, cast ? DType::kF16 : dtype,
+                             in.node->output_shape(in.index), in.node->span()));
+    if (cast) {
+      RN_ASSIGN_OR_RETURN(Node * c, Add(p, {.name = Name(edge, p, "to_f32"),
+                                            .op = "cast",
+                                            .inputs = {out},
+                                            .attrs = {{"dtype", DType::kF32}},
+                                            .span = in.node->span()}));
+      out = {c, 0};
+    }
+    recv_of_.emplace(key, out);
+    return out;
+  }
+
+  // A control edge from `c` into partition p: a placeholder scalar that
+  // runs after c on c's device, sent to p.
+  absl::StatusOr<Node*> ControlTransfer(const Node* c, int p) {
+    const int src = Part(c->assigned_device());
+    if (src == p) return copy_of_[c->id()];
+    auto key = std::make_tuple(c->id(), -1, p);
+    auto it = recv_of_.find(key);
+    if (it != recv_of_.end()) return it->second.node;
+    const std::string edge = StrCat(c->name(), ":control");
+    RN_ASSIGN_OR_RETURN(
+        Node * token,
+        Add(src, {.name = Name(edge, p, "token"),
+                  .op = "const",
+                  .control_inputs = {copy_of_[c->id()]},
+                  .attrs = {{"value", Tensor::Scalar<int32_t>(0)}},
+                  .span = c->span()}));
+    RN_ASSIGN_OR_RETURN(NodeOut out, Pair(edge, src, p, {token, 0}, DType::kI32,
+                                          Shape{}, c->span()));
+    recv_of_.emplace(key, out);
+    return out.node;
+  }
+
+  absl::StatusOr<NodeOut> Pair(const std::string& edge, int src, int dst,
+                               NodeOut value, DType dtype, const Shape& shape,
+                               const SourceSpan& span) {
+    AttrMap ends = {{"edge", edge},
+                    {"send_device", parts_[src].device},
+                    {"recv_device", parts_[dst].device}};
+    AttrMap send_attrs = ends;
+    RN_RETURN_IF_ERROR(Add(src, {.name = Name(edge, dst, "send"),
+                                 .op = "_send",
+                                 .inputs = {value},
+                                 .attrs = std::move(send_attrs),
+                                 .span = span})
+                           .status());
+    AttrMap recv_attrs = std::move(ends);
+    recv_attrs.insert({{"dtype", dtype}, {"shape", shape}});
+    RN_ASSIGN_OR_RETURN(Node * recv, Add(dst, {.name = Name(edge, dst, "recv"),
+                                               .op = "_recv",
+                                               .attrs = std::move(recv_attrs),
+                                               .span = span}));
+    ++parts_[src].num_sends;
+    ++parts_[dst].num_recvs;
+    return NodeOut{recv, 0};
+  }
+
+  // "_send/layer1/h:0/to_1": unique per edge, receiving partition and role.
+  static std::string Name(const std::string& edge, int dst,
+                          std::string_view role) {
+    return StrCat("_", role, "/", edge, "/to_", dst);
+  }
+
+  const Graph& graph_;
+  const PartitionOptions& options_;
+  std::vector<Node*> copy_of_;
+  std::vector<GraphPartition> parts_;
+  absl::flat_hash_map<std::string, int> part_of_;
+  absl::flat_hash_map<std::tuple<int, int, int>, NodeOut> recv_of_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<GraphPartition>> PartitionGraph(
+    const Graph& graph, const PartitionOptions& options) {
+  return Partitioner(graph, options).Run();
+}
+
+}  // namespace runnel

@@ -1,0 +1,292 @@
+#include "runtime/placer.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "runtime/errors.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// The cost model's constants: a device's arithmetic rate per thread, the
+// fixed cost of running any node, and a local transfer's rate and latency.
+constexpr double kFlopsPerThread = 2e10;
+constexpr double kNodeOverhead = 1e-6;
+constexpr double kBytesPerSecond = 5e9;
+constexpr double kTransferLatency = 5e-6;
+
+class UnionFind {
+ public:
+  explicit UnionFind(int n) : parent_(n) {
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+  int Find(int x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Union(int a, int b) { parent_[Find(a)] = Find(b); }
+
+ private:
+  std::vector<int> parent_;
+};
+
+double Elements(const Shape& s, int64_t unknown) {
+  if (s.unknown_rank()) return static_cast<double>(unknown);
+  double n = 1;
+  for (int64_t d : s.dims()) n *= static_cast<double>(d < 0 ? unknown : d);
+  return n;
+}
+
+int64_t Dim(const Shape& s, int i, int64_t unknown) {
+  if (s.unknown_rank() || i < 0 || i >= s.rank() || s.dim(i) < 0) {
+    return unknown;
+  }
+  return s.dim(i);
+}
+
+// The loop each node runs in ("" outside loops): an enter's consumers run
+// in its frame, an exit's in the frame around it. Nodes come in
+// topological order, back edges aside.
+std::vector<std::string> LoopFrames(const std::vector<Node*>& nodes) {
+  std::vector<std::string> frame(nodes.size());
+  absl::flat_hash_map<std::string, std::string> parent_of;
+  for (const Node* n : nodes) {
+    const Node* from = nullptr;
+    for (int i = 0; i < n->num_inputs() && from == nullptr; ++i) {
+      if (n->input(i).node->op() != "next_iteration") from = n->input(i).node;
+    }
+    if (from == nullptr && !n->control_inputs().empty()) {
+      from = n->control_inputs()[0];
+    }
+    if (from == nullptr) continue;
+    std::string f = frame[from->id()];
+    if (from->op() == "enter") {
+      const std::string parent = f;
+      f = StrCat(parent, "/",
+                 from->attr<std::string>("frame_name").value_or(""));
+      parent_of.emplace(f, parent);
+    } else if (from->op() == "exit") {
+      auto it = parent_of.find(f);
+      f = it == parent_of.end() ? "" : it->second;
+    }
+    frame[n->id()] = f;
+  }
+  return frame;
+}
+
+class Placer {
+ public:
+  Placer(Graph& graph, const DeviceSet& devices, const PlacerOptions& options)
+      : nodes_(graph.nodes()),
+        devices_(devices),
+        options_(options),
+        groups_(static_cast<int>(nodes_.size())) {}
+
+  absl::Status Run() {
+    Colocate();
+    RN_RETURN_IF_ERROR(Constrain());
+    Schedule();
+    for (Node* n : nodes_) {
+      n->set_assigned_device(
+          devices_.device(device_of_group_[groups_.Find(n->id())])->name());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  void Colocate() {
+    absl::flat_hash_map<std::string, int> variables;
+    for (const Node* n : nodes_) {
+      if (n->op() == "variable") variables.emplace(n->name(), n->id());
+    }
+    const std::vector<std::string> frames = LoopFrames(nodes_);
+    absl::flat_hash_map<std::string, int> loop_group;
+    for (const Node* n : nodes_) {
+      for (int i = 0; i < n->num_inputs(); ++i) {
+        const Node* src = n->input(i).node;
+        // State and its users; stacks and their pushes and pops; a loop's
+        // enters with the loop (the rest of it shares a frame, below).
+        if (src->op() == "variable" || src->op() == "stack_new" ||
+            src->op() == "enter") {
+          groups_.Union(n->id(), src->id());
+        }
+      }
+      if (n->op() == "variable") {  // a slot "w/adam_m" goes with "w"
+        const size_t slash = n->name().rfind('/');
+        if (slash != std::string::npos) {
+          auto it = variables.find(n->name().substr(0, slash));
+          if (it != variables.end()) groups_.Union(n->id(), it->second);
+        }
+      }
+      const std::string& f = frames[n->id()];
+      if (!f.empty()) {
+        auto [it, fresh] = loop_group.emplace(f, n->id());
+        if (!fresh) groups_.Union(n->id(), it->second);
+      }
+    }
+  }
+
+  // Each group's candidate devices, from its members' requests.
+  absl::Status Constrain() {
+    struct Request {
+      DeviceSpec spec;
+      const Node* by = nullptr;  // the node whose request set it
+    };
+    absl::flat_hash_map<int, Request> requests;
+    for (const Node* n : nodes_) {
+      if (n->requested_device().empty()) continue;
+      absl::StatusOr<DeviceSpec> spec =
+          DeviceSpec::Parse(n->requested_device());
+      if (!spec.ok()) return AttachNode(spec.status(), n->name(), n->span());
+      Request& r = requests[groups_.Find(n->id())];
+      if (r.by == nullptr) {
+        r = {*spec, n};
+        continue;
+      }
+      absl::StatusOr<DeviceSpec> merged = DeviceSpec::Merge(r.spec, *spec);
+      if (!merged.ok()) {
+        return AttachNode(
+            absl::InvalidArgumentError(
+                StrCat("'", n->name(), "' asks for device ", spec->ToString(),
+                       " but must share a device with '", r.by->name(), "'",
+                       Where(*r.by), ", which asks for ", r.spec.ToString(),
+                       ": ", merged.status().message())),
+            n->name(), n->span());
+      }
+      r.spec = *merged;
+    }
+    std::vector<int> all(devices_.size());
+    std::iota(all.begin(), all.end(), 0);
+    for (const Node* n : nodes_) {
+      const int g = groups_.Find(n->id());
+      if (candidates_.contains(g)) continue;
+      auto it = requests.find(g);
+      if (it == requests.end()) {
+        candidates_[g] = all;
+        continue;
+      }
+      std::vector<int> match = devices_.Matching(it->second.spec);
+      if (match.empty()) {
+        const Node& by = *it->second.by;
+        const std::string what =
+            StrCat("no device matches ", it->second.spec.ToString(),
+                   " (devices: ", devices_.Describe(), ")");
+        if (!options_.soft_placement) {
+          return AttachNode(
+              absl::InvalidArgumentError(StrCat(
+                  what, "; run with --soft-placement to place it elsewhere")),
+              by.name(), by.span());
+        }
+        if (options_.warn) {
+          options_.warn(by, StrCat(what, "; placed by the cost model"));
+        }
+        match = all;
+      }
+      candidates_[g] = std::move(match);
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string Where(const Node& n) {
+    return n.span().known() ? StrCat(" (", n.span().ToString(), ")") : "";
+  }
+
+  // List scheduling: each group goes where its first node (in topological
+  // order) would finish first; later members follow it.
+  void Schedule() {
+    const int64_t unknown = options_.unknown_dim;
+    std::vector<double> busy_until(devices_.size(), 0.0);
+    std::vector<double> finish(nodes_.size(), 0.0);
+    std::vector<double> rate(devices_.size());
+    for (int d = 0; d < devices_.size(); ++d) {
+      rate[d] = kFlopsPerThread *
+                std::max(devices_.device(d)->intra_op_pool()->num_threads(), 1);
+    }
+    for (const Node* n : nodes_) {
+      const int g = groups_.Find(n->id());
+      auto placed = device_of_group_.find(g);
+      const double flops = EstimatedFlops(*n, unknown);
+      auto finish_on = [&](int d) {
+        double start = busy_until[d];
+        auto arrive = [&](const Node* src, double bytes) {
+          const int sd = device_of_group_.at(groups_.Find(src->id()));
+          double t = finish[src->id()];
+          if (sd != d) t += kTransferLatency + bytes / kBytesPerSecond;
+          start = std::max(start, t);
+        };
+        for (int i = 0; i < n->num_inputs(); ++i) {
+          const NodeOut in = n->input(i);
+          if (!device_of_group_.contains(groups_.Find(in.node->id()))) {
+            continue;  // a back edge
+          }
+          arrive(in.node, Elements(in.node->output_shape(in.index), unknown) *
+                              DTypeSize(in.node->output_dtype(in.index)));
+        }
+        for (const Node* c : n->control_inputs()) arrive(c, 0);
+        return start + kNodeOverhead + flops / rate[d];
+      };
+      int best;
+      if (placed != device_of_group_.end()) {
+        best = placed->second;
+      } else {
+        const std::vector<int>& options = candidates_.at(g);
+        best = options[0];
+        double best_finish = finish_on(best);
+        for (size_t k = 1; k < options.size(); ++k) {
+          const double f = finish_on(options[k]);
+          // Another device must win clearly: ties keep the first.
+          if (f < best_finish * (1 - 1e-9)) {
+            best = options[k];
+            best_finish = f;
+          }
+        }
+        device_of_group_[g] = best;
+      }
+      finish[n->id()] = finish_on(best);
+      busy_until[best] = finish[n->id()];
+    }
+  }
+
+  std::vector<Node*> nodes_;
+  const DeviceSet& devices_;
+  const PlacerOptions& options_;
+  UnionFind groups_;
+  absl::flat_hash_map<int, std::vector<int>> candidates_;
+  absl::flat_hash_map<int, int> device_of_group_;
+};
+
+}  // namespace
+
+double EstimatedFlops(const Node& n, int64_t unknown) {
+  const std::string& op = n.op();
+  if (op == "matmul" && n.num_inputs() == 2 && n.num_outputs() == 1) {
+    const Shape& a = n.input(0).node->output_shape(n.input(0).index);
+    const bool ta = n.attr<bool>("transpose_a").value_or(false);
+    const int ra = a.unknown_rank() ? 2 : a.rank();
+    const int64_t k = Dim(a, ta ? ra - 2 : ra - 1, unknown);
+    return 2.0 * Elements(n.output_shape(0), unknown) * static_cast<double>(k);
+  }
+  if (op == "conv2d" && n.num_inputs() == 2) {
+    const Shape& w = n.input(1).node->output_shape(n.input(1).index);
+    const double window = static_cast<double>(Dim(w, 0, unknown)) *
+                          Dim(w, 1, unknown) * Dim(w, 2, unknown);
+    return 2.0 * Elements(n.output_shape(0), unknown) * window;
+  }
+  double out = 0;
+  for (int i = 0; i < n.num_outputs(); ++i) {
+    out += Elements(n.output_shape(i), unknown);
+  }
+  return out;
+}
+
+absl::Status PlaceGraph(Graph& graph, const DeviceSet& devices,
+                        const PlacerOptions& options) {
+  return Placer(graph, devices, options).Run();
+}
+
+}  // namespace runnel

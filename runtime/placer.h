@@ -1,0 +1,50 @@
+// Placement: which device of the set runs each node (docs/devices.md).
+//
+//   1. Hard constraints: a node's requested device (its `device` blocks,
+//      merged as nested blocks refine them) limits it to matching devices.
+//   2. Colocation groups share one device: a variable with every op that
+//      reads or updates it, an optimizer slot ("w/adam_m") with its variable,
+//      a stack with its pushes and pops, and the whole of each loop (its
+//      control ops, body and stacks). Their constraints are merged; two that
+//      disagree are an error naming both nodes' lines.
+//   3. A cost model places the rest: nodes are taken in topological order
+//      and each free group goes to the device where its first node would
+//      finish earliest, given the devices' estimated busy time, the
+//      estimated compute of the node (from its shapes) and the bytes its
+//      inputs would cross between devices (list scheduling). With one
+//      device, or when moving gains nothing, everything stays on the first.
+//
+// No matching device is an error at the node's line; with `soft_placement`
+// the node may go anywhere and `warn` hears about it, once per spec.
+#ifndef RUNNEL_RUNTIME_PLACER_H_
+#define RUNNEL_RUNTIME_PLACER_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "runtime/device_set.h"
+#include "runtime/graph.h"
+
+namespace runnel {
+
+struct PlacerOptions {
+  bool soft_placement = false;
+  // Soft placement's warnings: the node that asked, and what happened.
+  std::function<void(const Node&, const std::string&)> warn = {};
+  // Stands for each unknown dimension (`?`) in the cost estimates.
+  int64_t unknown_dim = 32;
+};
+
+// Sets every node's assigned device (Node::set_assigned_device).
+absl::Status PlaceGraph(Graph& graph, const DeviceSet& devices,
+                        const PlacerOptions& options = {});
+
+// The cost model's estimate of a node's compute, in floating-point
+// operations (matmul and conv2d from their shapes; element-wise work from
+// the output size), with `unknown_dim` for unknown dimensions.
+double EstimatedFlops(const Node& node, int64_t unknown_dim);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_PLACER_H_
