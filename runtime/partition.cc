@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "runtime/control_flow.h"
 #include "runtime/errors.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -17,6 +18,7 @@ class Partitioner {
       : graph_(graph), options_(options), copy_of_(graph.num_nodes()) {}
 
   absl::StatusOr<std::vector<GraphPartition>> Run() {
+    RN_ASSIGN_OR_RETURN(frames_, FrameMap::Build(graph_));
     std::vector<std::tuple<const Node*, int, NodeOut>> back_edges;
     for (const Node* n : graph_.nodes()) {
       if (n->assigned_device().empty()) {
@@ -25,6 +27,10 @@ class Partitioner {
                           n->name(), n->span());
       }
       const int p = Part(n->assigned_device());
+      const std::string& frame = frames_.frame_of(n);
+      // Every device with nodes of a loop runs the loop's iterations.
+      if (!frame.empty())
+        RN_RETURN_IF_ERROR(Control(frame, p, n->span()).status());
       NodeSpec spec = n->SpecWithoutInputs();
       for (int i = 0; i < n->num_inputs(); ++i) {
         const NodeOut& in = n->input(i);
@@ -54,6 +60,20 @@ class Partitioner {
       const int p = Part(n->assigned_device());
       RN_RETURN_IF_ERROR(parts_[p].graph->UpdateInput(
           copy_of_[n->id()], i, {copy_of_[in.node->id()], in.index}));
+    }
+    // Each copy of a loop's control takes the loop's condition.
+    for (const auto& [frame, p, main, cond, span] : condition_sends_) {
+      const std::string edge = StrCat(cond->name(), ":0");
+      RN_RETURN_IF_ERROR(
+          Add(main, {.name = Name(edge, p, "send"),
+                     .op = "_send",
+                     .inputs = {{copy_of_[cond->id()], 0}},
+                     .attrs = {{"edge", edge},
+                               {"send_device", parts_[main].device},
+                               {"recv_device", parts_[p].device}},
+                     .span = span})
+              .status());
+      ++parts_[main].num_sends;
     }
     return std::move(parts_);
   }
@@ -106,7 +126,8 @@ class Partitioner {
     }
     RN_ASSIGN_OR_RETURN(NodeOut out,
                         Pair(edge, src, p, value, cast ? DType::kF16 : dtype,
-                             in.node->output_shape(in.index), in.node->span()));
+                             in.node->output_shape(in.index),
+                             frames_.frame_of(in.node), in.node->span()));
     if (cast) {
       RN_ASSIGN_OR_RETURN(Node * c, Add(p, {.name = Name(edge, p, "to_f32"),
                                             .op = "cast",
@@ -135,15 +156,26 @@ class Partitioner {
                   .control_inputs = {copy_of_[c->id()]},
                   .attrs = {{"value", Tensor::Scalar<int32_t>(0)}},
                   .span = c->span()}));
-    RN_ASSIGN_OR_RETURN(NodeOut out, Pair(edge, src, p, {token, 0}, DType::kI32,
-                                          Shape{}, c->span()));
+    RN_ASSIGN_OR_RETURN(NodeOut out,
+                        Pair(edge, src, p, {token, 0}, DType::kI32, Shape{},
+                             frames_.frame_of(c), c->span()));
     recv_of_.emplace(key, out);
     return out.node;
   }
 
+  // A _send in `src` and its _recv in `dst`. In a loop's frame the
+  // receive runs once per iteration, the last (where the condition fails)
+  // included, as every node of the frame does: a control input from the
+  // loop's merge on `dst` puts it there.
   absl::StatusOr<NodeOut> Pair(const std::string& edge, int src, int dst,
                                NodeOut value, DType dtype, const Shape& shape,
+                               const std::string& frame,
                                const SourceSpan& span) {
+    std::vector<Node*> control;
+    if (!frame.empty()) {
+      RN_ASSIGN_OR_RETURN(LoopControl loop, Control(frame, dst, span));
+      control.push_back(loop.merge);
+    }
     AttrMap ends = {{"edge", edge},
                     {"send_device", parts_[src].device},
                     {"recv_device", parts_[dst].device}};
@@ -158,11 +190,98 @@ class Partitioner {
     recv_attrs.insert({{"dtype", dtype}, {"shape", shape}});
     RN_ASSIGN_OR_RETURN(Node * recv, Add(dst, {.name = Name(edge, dst, "recv"),
                                                .op = "_recv",
+                                               .control_inputs = control,
                                                .attrs = std::move(recv_attrs),
                                                .span = span}));
     ++parts_[src].num_sends;
     ++parts_[dst].num_recvs;
     return NodeOut{recv, 0};
+  }
+
+  // A loop's merge on partition p (live in every iteration) and its pivot
+  // (live in those that run the body): the loop's own on its device; on
+  // another, those of a copy of the loop's control made for p, whose switch
+  // takes, each iteration, the loop condition sent from the loop's device
+  // (added at the end, once the condition exists), so both stop together.
+  struct LoopControl {
+    Node* merge = nullptr;
+    Node* pivot = nullptr;
+  };
+  absl::StatusOr<LoopControl> Control(const std::string& frame, int p,
+                                      const SourceSpan& span) {
+    const FrameMap::Loop* loop = frames_.loop(frame);
+    if (loop == nullptr || loop->counter_body == nullptr) {
+      return absl::InternalError(StrCat("loop '", frame, "' has no counter"));
+    }
+    const Node* pivot = loop->counter_body;
+    const Node* sw = pivot->input(0).node;
+    const int main = Part(pivot->assigned_device());
+    if (p == main) {
+      return LoopControl{copy_of_[sw->input(0).node->id()],
+                         copy_of_[pivot->id()]};
+    }
+    auto key = std::make_pair(frame, p);
+    auto it = loops_.find(key);
+    if (it != loops_.end()) return it->second;
+    if (!frames_.parent_of(frame).empty()) {
+      return absl::UnimplementedError(
+          StrCat("a nested loop's body spans devices (", frame, " on ",
+                 parts_[main].device, " and ", parts_[p].device,
+                 "); keep inner loops on one device"));
+    }
+    const Node* cond = sw->input(1).node;  // loop_cond
+    const std::string base = StrCat("_loop_control/", frame, "/to_", p, "/");
+    RN_ASSIGN_OR_RETURN(
+        Node * seed, Add(p, {.name = base + "seed",
+                             .op = "const",
+                             .attrs = {{"value", Tensor::Scalar<int32_t>(0)}},
+                             .span = span}));
+    AttrMap enter_attrs = loop->counter_enter->attrs();
+    enter_attrs.erase("_loop_counter");
+    RN_ASSIGN_OR_RETURN(Node * enter, Add(p, {.name = base + "enter",
+                                              .op = "enter",
+                                              .inputs = {{seed, 0}},
+                                              .attrs = std::move(enter_attrs),
+                                              .span = span}));
+    RN_ASSIGN_OR_RETURN(Node * merge,
+                        Add(p, {.name = base + "merge",
+                                .op = "merge",
+                                .inputs = {{enter, 0}, {enter, 0}},
+                                .span = span}));
+    const std::string edge = StrCat(cond->name(), ":0");
+    RN_ASSIGN_OR_RETURN(Node * pred,
+                        Add(p, {.name = Name(edge, p, "recv"),
+                                .op = "_recv",
+                                .control_inputs = {merge},
+                                .attrs = {{"edge", edge},
+                                          {"send_device", parts_[main].device},
+                                          {"recv_device", parts_[p].device},
+                                          {"dtype", DType::kBool},
+                                          {"shape", Shape{}}},
+                                .span = span}));
+    ++parts_[p].num_recvs;
+    condition_sends_.emplace_back(frame, p, main, cond, span);
+    RN_ASSIGN_OR_RETURN(Node * s, Add(p, {.name = base + "switch",
+                                          .op = "switch",
+                                          .inputs = {{merge, 0}, {pred, 0}},
+                                          .span = span}));
+    RN_ASSIGN_OR_RETURN(Node * body, Add(p, {.name = base + "pivot",
+                                             .op = "identity",
+                                             .inputs = {{s, 1}},
+                                             .span = span}));
+    RN_ASSIGN_OR_RETURN(Node * next, Add(p, {.name = base + "next",
+                                             .op = "next_iteration",
+                                             .inputs = {{body, 0}},
+                                             .span = span}));
+    RN_RETURN_IF_ERROR(parts_[p].graph->UpdateInput(merge, 1, {next, 0}));
+    RN_RETURN_IF_ERROR(Add(p, {.name = base + "exit",
+                               .op = "exit",
+                               .inputs = {{s, 0}},
+                               .span = span})
+                           .status());
+    LoopControl made{merge, body};
+    loops_.emplace(key, made);
+    return made;
   }
 
   // "_send/layer1/h:0/to_1": unique per edge, receiving partition and role.
@@ -177,6 +296,10 @@ class Partitioner {
   std::vector<GraphPartition> parts_;
   absl::flat_hash_map<std::string, int> part_of_;
   absl::flat_hash_map<std::tuple<int, int, int>, NodeOut> recv_of_;
+  FrameMap frames_;
+  absl::flat_hash_map<std::pair<std::string, int>, LoopControl> loops_;
+  std::vector<std::tuple<std::string, int, int, const Node*, SourceSpan>>
+      condition_sends_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "runtime/control_flow.h"
 #include "runtime/errors.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -49,46 +50,36 @@ int64_t Dim(const Shape& s, int i, int64_t unknown) {
   return s.dim(i);
 }
 
-// The loop each node runs in ("" outside loops): an enter's consumers run
-// in its frame, an exit's in the frame around it. Nodes come in
-// topological order, back edges aside.
-std::vector<std::string> LoopFrames(const std::vector<Node*>& nodes) {
-  std::vector<std::string> frame(nodes.size());
-  absl::flat_hash_map<std::string, std::string> parent_of;
-  for (const Node* n : nodes) {
-    const Node* from = nullptr;
-    for (int i = 0; i < n->num_inputs() && from == nullptr; ++i) {
-      if (n->input(i).node->op() != "next_iteration") from = n->input(i).node;
+// A loop's own machinery (not its body): the enters of its variables,
+// exits, next_iterations, the loop condition, the merges that close it,
+// the switches on its condition and the identities after them (the body's
+// entry points). Enters of invariants are free: a variable's goes with it.
+bool IsLoopControl(const Node* n) {
+  if (IsEnter(n)) return !n->attr<bool>("is_constant").value_or(false);
+  if (IsExit(n) || IsNextIteration(n) || n->op() == "loop_cond") return true;
+  if (IsMerge(n)) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      if (IsBackEdge(n, i)) return true;
     }
-    if (from == nullptr && !n->control_inputs().empty()) {
-      from = n->control_inputs()[0];
-    }
-    if (from == nullptr) continue;
-    std::string f = frame[from->id()];
-    if (from->op() == "enter") {
-      const std::string parent = f;
-      f = StrCat(parent, "/",
-                 from->attr<std::string>("frame_name").value_or(""));
-      parent_of.emplace(f, parent);
-    } else if (from->op() == "exit") {
-      auto it = parent_of.find(f);
-      f = it == parent_of.end() ? "" : it->second;
-    }
-    frame[n->id()] = f;
+    return false;
   }
-  return frame;
+  if (IsSwitch(n)) return n->input(1).node->op() == "loop_cond";
+  return n->op() == "identity" && n->num_inputs() == 1 &&
+         IsSwitch(n->input(0).node) &&
+         n->input(0).node->input(1).node->op() == "loop_cond";
 }
 
 class Placer {
  public:
   Placer(Graph& graph, const DeviceSet& devices, const PlacerOptions& options)
-      : nodes_(graph.nodes()),
+      : graph_(graph),
+        nodes_(graph.nodes()),
         devices_(devices),
         options_(options),
         groups_(static_cast<int>(nodes_.size())) {}
 
   absl::Status Run() {
-    Colocate();
+    RN_RETURN_IF_ERROR(Colocate());
     RN_RETURN_IF_ERROR(Constrain());
     Schedule();
     for (Node* n : nodes_) {
@@ -99,21 +90,24 @@ class Placer {
   }
 
  private:
-  void Colocate() {
+  absl::Status Colocate() {
     absl::flat_hash_map<std::string, int> variables;
     for (const Node* n : nodes_) {
       if (n->op() == "variable") variables.emplace(n->name(), n->id());
     }
-    const std::vector<std::string> frames = LoopFrames(nodes_);
+    RN_ASSIGN_OR_RETURN(FrameMap frames, FrameMap::Build(graph_));
     absl::flat_hash_map<std::string, int> loop_group;
     for (const Node* n : nodes_) {
       for (int i = 0; i < n->num_inputs(); ++i) {
+        // State and its users, stacks and their pushes and pops, also
+        // where the handle reaches them through a loop's enters.
         const Node* src = n->input(i).node;
-        // State and its users; stacks and their pushes and pops; a loop's
-        // enters with the loop (the rest of it shares a frame, below).
-        if (src->op() == "variable" || src->op() == "stack_new" ||
-            src->op() == "enter") {
-          groups_.Union(n->id(), src->id());
+        while (IsEnter(src)) src = src->input(0).node;
+        if (src->op() != "variable" && src->op() != "stack_new") continue;
+        groups_.Union(n->id(), src->id());
+        for (const Node* e = n->input(i).node; IsEnter(e);
+             e = e->input(0).node) {
+          groups_.Union(e->id(), src->id());
         }
       }
       if (n->op() == "variable") {  // a slot "w/adam_m" goes with "w"
@@ -123,12 +117,16 @@ class Placer {
           if (it != variables.end()) groups_.Union(n->id(), it->second);
         }
       }
-      const std::string& f = frames[n->id()];
-      if (!f.empty()) {
+      // A loop's machinery stays together (its body may spread: the
+      // partitioner gives every other device a copy of its control).
+      if (IsLoopControl(n)) {
+        const std::string f =
+            IsExit(n) ? frames.frame_of(n->input(0).node) : frames.frame_of(n);
         auto [it, fresh] = loop_group.emplace(f, n->id());
         if (!fresh) groups_.Union(n->id(), it->second);
       }
     }
+    return absl::OkStatus();
   }
 
   // Each group's candidate devices, from its members' requests.
@@ -252,6 +250,7 @@ class Placer {
     }
   }
 
+  const Graph& graph_;
   std::vector<Node*> nodes_;
   const DeviceSet& devices_;
   const PlacerOptions& options_;

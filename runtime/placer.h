@@ -4,9 +4,10 @@
 //      merged as nested blocks refine them) limits it to matching devices.
 //   2. Colocation groups share one device: a variable with every op that
 //      reads or updates it, an optimizer slot ("w/adam_m") with its variable,
-//      a stack with its pushes and pops, and the whole of each loop (its
-//      control ops, body and stacks). Their constraints are merged; two that
-//      disagree are an error naming both nodes' lines.
+//      a stack with its pushes and pops, and each loop's machinery (enters,
+//      exits, merges, switches, condition; its body may spread over
+//      devices). Their constraints are merged; two that disagree are an
+//      error naming both nodes' lines.
 //   3. A cost model places the rest: nodes are taken in topological order
 //      and each free group goes to the device where its first node would
 //      finish earliest, given the devices' estimated busy time, the
