@@ -89,7 +89,25 @@ std::string NodeColor(const Node& n) {
   return "white";
 }
 
-std::string UnitLine(const Unit& u) {
+// The device of a unit's nodes ("" when they are on several).
+std::string UnitDevice(const Unit& u) {
+  const std::string& d = u.members[0]->assigned_device();
+  for (const Node* n : u.members) {
+    if (n->assigned_device() != d) return "";
+  }
+  return d;
+}
+
+// Fill colours for devices in order of first use, and the short name.
+const char* const kDeviceColors[] = {"lightblue", "palegreen",   "khaki",
+                                     "plum",      "lightsalmon", "lightcyan"};
+std::string ShortDevice(const std::string& full) {
+  const std::string local = "/job:localhost/task:0/device:";
+  return full.rfind(local, 0) == 0 ? "/" + full.substr(local.size()) : full;
+}
+
+std::string UnitLine(const Unit& u,
+                     const absl::flat_hash_map<std::string, int>* devices) {
   std::vector<std::string> label;
   std::string color, extra;
   std::vector<std::string> tooltip;
@@ -114,6 +132,13 @@ std::string UnitLine(const Unit& u) {
             : part == Part::kUpdate ? "honeydew"
                                     : "aliceblue";
     extra = ", penwidth=1.5";
+  }
+  if (devices != nullptr) {
+    const std::string d = UnitDevice(u);
+    label.push_back(d.empty() ? "several devices" : "on " + ShortDevice(d));
+    color = d.empty()
+                ? "white"
+                : kDeviceColors[devices->at(d) % std::size(kDeviceColors)];
   }
   return StrCat("n", u.id, " [label=", Quoted(label), ", fillcolor=", color,
                 ", tooltip=", Quoted(tooltip), extra, "];\n");
@@ -167,9 +192,7 @@ bool TakeGraphViewOption(const std::string& flag,
   } else if (flag == "--all") {
     view->all = true;
   } else if (flag == "--placed") {
-    *error =
-        "--placed: placement is not implemented yet (every node runs on the "
-        "one CPU device), so there are no devices to colour by";
+    view->placed = true;
   } else {
     return false;
   }
@@ -337,10 +360,22 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
   out += "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   out += "  graph [fontname=\"Helvetica\", fontsize=11];\n";
   int cluster_count = 0;
+  absl::flat_hash_map<std::string, int> device_index;
+  if (view.placed) {
+    for (const Node* n : nodes) {
+      if (n->assigned_device().empty()) {
+        return absl::FailedPreconditionError(
+            StrCat("--placed: '", n->name(), "' has no device assigned"));
+      }
+      device_index.try_emplace(n->assigned_device(),
+                               static_cast<int>(device_index.size()));
+    }
+  }
+  const auto* devices = view.placed ? &device_index : nullptr;
   std::function<void(const std::string&, const std::string&)> emit =
       [&](const std::string& cluster, const std::string& indent) {
         for (int i : cluster_units[cluster]) {
-          out += indent + UnitLine(units[i]);
+          out += indent + UnitLine(units[i], devices);
         }
         for (const std::string& child : child_clusters[cluster]) {
           out += StrCat(indent, "subgraph cluster_", cluster_count++, " {\n",
@@ -392,6 +427,20 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
       }
     } else if (from == Part::kForward && to != Part::kForward) {
       attrs += ", color=gray60, fontcolor=gray45";
+    }
+    // Placed: an edge between devices is a Send/Recv pair at run time.
+    bool crosses = false;
+    for (const NodeOut& t : e.tensors) {
+      for (const Node* n : units[e.to].members) {
+        for (const NodeOut& in : n->inputs()) {
+          crosses |=
+              in == t && n->assigned_device() != t.node->assigned_device();
+        }
+      }
+    }
+    if (view.placed && crosses) {
+      attrs += ", penwidth=2.5, color=darkorange, fontcolor=darkorange";
+      attrs += StrCat(", xlabel=\"send/recv\"");
     }
     out +=
         StrCat("  n", units[a].id, " -> n", units[b].id, " [", attrs, "];\n");

@@ -28,6 +28,10 @@ struct GraphView {
   int depth = 1;
   // Every node, grouped into one cluster per top-level scope.
   bool all = false;
+  // Colour boxes by the device their nodes were assigned (placement must
+  // have run: runtime/placer.h) and draw the edges that cross devices,
+  // each a Send/Recv pair at run time, in bold with "send/recv".
+  bool placed = false;
 };
 
 // Takes `flag` if it is one of the view options (`--expand SCOPE`,

@@ -32,6 +32,9 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
       builder_(
           EagerOptions{.num_threads = options_.threads, .seed = options_.seed}),
       reporter_(std::make_unique<Reporter>(options_.err, options_.check_mode)) {
+  if (!options_.trace_file.empty() && !options_.check_mode) {
+    tracer_ = std::make_unique<Tracer>();
+  }
   builtins_ = std::make_shared<Env>(nullptr, true);
   for (const Builtin& b : Builtins()) {
     auto f = std::make_shared<Function>();

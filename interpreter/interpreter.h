@@ -62,6 +62,10 @@ struct Options {
   int cpu_devices = 1;
   bool soft_placement = false;
   bool f16_transfers = false;
+  // --trace FILE [--trace-runs A..B]: a trace of the runs numbered A to B
+  // (from 1) of the script.
+  std::string trace_file;
+  int64_t trace_first = 10, trace_last = 12;
   bool check_mode = false;
   std::FILE* out = stdout;  // print
   std::FILE* err = stderr;  // progress bars
@@ -156,6 +160,13 @@ class Interpreter {
   absl::Status ExecFor(const lang::ForStmt& s);
   absl::Status ExecAnnotate(const lang::AnnotateStmt& s);
   absl::Status CheckDevice(const DeviceSpec& spec, const SourceSpan& span);
+
+ public:
+  // Writes the --trace file if the traced runs have not all happened (the
+  // script ended first); says so on stderr.
+  absl::Status FinishTrace();
+
+ private:
   absl::Status ExecRebind(const lang::RebindStmt& s);
   absl::Status ExecImport(const lang::ImportStmt& s);
   absl::StatusOr<Value> Eval(const lang::Expr& e, const std::string& hint = "");
@@ -267,9 +278,11 @@ class Interpreter {
   Signal signal_ = Signal::kNone;
   Value return_value_;
   int call_depth_ = 0;
-  int loop_depth_ = 0;      // `for` loops of the current function
-  int function_depth_ = 0;  // user function bodies being evaluated
-  int64_t runs_ = 0;        // `run` expressions evaluated (check mode)
+  int loop_depth_ = 0;              // `for` loops of the current function
+  int function_depth_ = 0;          // user function bodies being evaluated
+  int64_t runs_ = 0;                // `run` expressions evaluated (check mode)
+  std::unique_ptr<Tracer> tracer_;  // with --trace, until written
+  absl::Status WriteTrace();
   std::atomic<bool> interrupted_{false};
 
   // Parsed files and modules, by path.

@@ -30,6 +30,7 @@
 #include "interpreter/render.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
+#include "runtime/placer.h"
 #include "runtime/strings.h"
 
 namespace runnel::interp {
@@ -66,6 +67,8 @@ constexpr char kUsage[] =
     "  --devices cpu=N    split the cores into N CPU devices; each run is\n"
     "                     placed and partitioned over them (docs/devices.md)\n"
     "  --soft-placement   a device block no device matches warns, not fails\n"
+    "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
+    "  --trace-runs A..B  the runs to trace instead\n"
     "  --transfer-dtype f16  f32 tensors cross devices as f16\n"
     "\n"
     "graph options:\n"
@@ -262,6 +265,20 @@ int Main(int argc, char** argv) {
         return Usage(StrCat("--devices needs cpu=N (N from 1 to 64), got '", v,
                             "'; this build has no GPU devices"));
       }
+    } else if (a == "--trace") {
+      if (!take(&options.trace_file) || options.trace_file.empty()) {
+        return Usage("--trace needs a file name");
+      }
+    } else if (a == "--trace-runs") {
+      std::string v;
+      long long first = 0, last = 0;
+      if (!take(&v) || v.find("..") == std::string::npos ||
+          !ParseInt(v.substr(0, v.find("..")), 1, INT64_MAX, &first) ||
+          !ParseInt(v.substr(v.find("..") + 2), first, INT64_MAX, &last)) {
+        return Usage("--trace-runs needs A..B (run numbers from 1, A <= B)");
+      }
+      options.trace_first = first;
+      options.trace_last = last;
     } else if (a == "--soft-placement") {
       options.soft_placement = true;
     } else if (a == "--transfer-dtype") {
@@ -297,9 +314,23 @@ int Main(int argc, char** argv) {
     Interpreter interp(options, &sink);
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
-    const int status = interp.RunFile(file);
+    int status = interp.RunFile(file);
+    if (status == kExitOk) {
+      if (absl::Status s = interp.FinishTrace(); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+        status = kExitError;
+      }
+    }
     std::signal(SIGINT, SIG_DFL);
     g_batch_interp.store(nullptr);
+    if (status == kExitOk && command == "graph" && view.placed) {
+      // The whole graph, placed as runs would be (docs/devices.md).
+      absl::Status s =
+          PlaceGraph(interp.graph(), interp.session().devices(),
+                     {.soft_placement = options.soft_placement,
+                      .warn = [](const Node&, const std::string&) {}});
+      if (!s.ok()) status = interp.Report(s);
+    }
     const int code = status != kExitOk || command != "graph"
                          ? status
                          : WriteGraph(interp.graph(), view, graph_out);

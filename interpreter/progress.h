@@ -18,9 +18,6 @@
 
 namespace runnel::interp {
 
-// `s` as a JSON string literal.
-std::string JsonString(const std::string& s);
-
 class Reporter {
  public:
   // `quiet`: draw nothing and write no metrics (`runnel check`).

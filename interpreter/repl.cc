@@ -53,6 +53,7 @@ constexpr char kHelp[] =
     "  :help NAME   a builtin's parameters and defaults and the doc of the\n"
     "               ops it applies (or an op's; docs/ops.md has them all)\n"
     "  :vars        the names defined in this session\n"
+    "  :devices     the devices runs are placed on (docs/devices.md)\n"
     "  :graph [OUT] draw the graph built so far (OUT.svg, OUT.png; a file in\n"
     "               a temporary directory without OUT) and print its path;\n"
     "               options as for `runnel graph`: --expand SCOPE, --depth N,\n"
@@ -158,6 +159,14 @@ class Repl {
         }
         std::printf("%s: %s = %s\n", name.c_str(),
                     DescribeValue(binding.value).c_str(), shown.c_str());
+      }
+    } else if (cmd == ":devices") {
+      const DeviceSet& devices = interp.session().devices();
+      for (int i = 0; i < devices.size(); ++i) {
+        const Device& d = *devices.device(i);
+        std::printf("%s  %s, %d intra-op threads\n",
+                    DeviceSet::ShortName(d.name()).c_str(), d.name().c_str(),
+                    d.intra_op_pool()->num_threads());
       }
     } else if (cmd == ":graph") {
       DrawGraph(interp.graph(), Words(arg));

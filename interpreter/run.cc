@@ -93,9 +93,21 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
   if (feeds != nullptr) {
     RN_ASSIGN_OR_RETURN(feed_list, ConvertFeeds(*feeds, e));
   }
-  RN_ASSIGN_OR_RETURN(std::vector<Tensor> results,
-                      check_mode() ? CheckRun(outs, targets, feed_list, e)
-                                   : SessionRun(outs, targets, feed_list, e));
+  const bool traced = tracer_ != nullptr && !check_mode() &&
+                      runs_ >= options_.trace_first &&
+                      runs_ <= options_.trace_last;
+  const double start = traced ? tracer_->Now() : 0;
+  if (traced) session().set_tracer(tracer_.get());
+  absl::StatusOr<std::vector<Tensor>> ran =
+      check_mode() ? CheckRun(outs, targets, feed_list, e)
+                   : SessionRun(outs, targets, feed_list, e);
+  if (traced) {
+    session().set_tracer(nullptr);
+    tracer_->Add("host", StrCat("run ", runs_), e.span.ToString(), start,
+                 tracer_->Now() - start);
+    if (runs_ == options_.trace_last) RN_RETURN_IF_ERROR(WriteTrace());
+  }
+  RN_ASSIGN_OR_RETURN(std::vector<Tensor> results, std::move(ran));
   size_t next = 0;
   return RebuildResults(fetches, results, &next);
 }
@@ -223,6 +235,28 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(
                                   o.node->output_shape(o.index)));
   }
   return results;
+}
+
+absl::Status Interpreter::WriteTrace() {
+  absl::Status s = tracer_->WriteFile(options_.trace_file);
+  tracer_.reset();
+  if (!s.ok()) return absl::Status(s.code(), StrCat("--trace: ", s.message()));
+  return s;
+}
+
+absl::Status Interpreter::FinishTrace() {
+  if (tracer_ == nullptr) return absl::OkStatus();
+  const std::string covers =
+      runs_ < options_.trace_first
+          ? std::string("no run: it is empty")
+          : StrCat("runs ", options_.trace_first, " to ", runs_);
+  std::fprintf(options_.err,
+               "note: the script made %lld runs, so the trace in %s (runs "
+               "%lld to %lld asked) covers %s\n",
+               static_cast<long long>(runs_), options_.trace_file.c_str(),
+               static_cast<long long>(options_.trace_first),
+               static_cast<long long>(options_.trace_last), covers.c_str());
+  return WriteTrace();
 }
 
 absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
+#include "runtime/device_set.h"
 #include "runtime/errors.h"
 #include "runtime/strings.h"
 
@@ -110,6 +111,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     ThreadPool* inter_op_pool) {
   std::unique_ptr<Executor> ex(
       new Executor(std::move(graph), device, inter_op_pool));
+  ex->track_ = DeviceSet::ShortName(device->name());
   std::vector<Node*> nodes = ex->graph_->nodes();
   ex->items_.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -431,7 +433,16 @@ class ExecutorState {
                         args_.global_seed, args_.call_frame, &step_);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
     ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs
+    const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
     absl::Status s = ComputeSafely(*item.kernel, &ctx);
+    if (args_.tracer != nullptr) {
+      const Node& n = *item.node;
+      args_.tracer->Add(ex_.track_, n.name(),
+                        n.span().known()
+                            ? StrCat(n.op(), " at ", n.span().ToString())
+                            : n.op(),
+                        start, args_.tracer->Now() - start);
+    }
     if (!s.ok()) {
       Abort(AttachNode(s, item.node->name(), item.node->span()));
       return false;

@@ -33,6 +33,7 @@
 #include "runtime/kernel.h"
 #include "runtime/rendezvous.h"
 #include "runtime/thread_pool.h"
+#include "runtime/trace.h"
 
 namespace runnel {
 
@@ -49,6 +50,8 @@ class Executor {
     // keys. An error here aborts the rendezvous, and so the whole step.
     Rendezvous* rendezvous = nullptr;
     int64_t step_id = 0;
+    // When set, every kernel adds an event to the device's track.
+    Tracer* tracer = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(
@@ -124,6 +127,7 @@ class Executor {
 
   std::shared_ptr<const Graph> graph_;
   Device* device_;
+  std::string track_;  // the device's short name, for traces
   ThreadPool* pool_;
   std::vector<NodeItem> items_;
   std::vector<StaticFrame> frames_;

@@ -12,6 +12,8 @@
 namespace runnel {
 namespace {
 
+constexpr int64_t kMinF16Elements = 1024;
+
 class Partitioner {
  public:
   Partitioner(const Graph& graph, const PartitionOptions& options)
@@ -113,7 +115,12 @@ class Partitioner {
       return NodeOut{c, 0};
     }
     const DType dtype = in.node->output_dtype(in.index);
-    const bool cast = options_.f16_transfers && dtype == DType::kF32;
+    // Small tensors (scalars, biases, an optimizer's step factors) cross in
+    // full precision: f16 would save little and could round a tiny value
+    // (a denominator's eps) to zero.
+    const int64_t elements = in.node->output_shape(in.index).num_elements();
+    const bool cast = options_.f16_transfers && dtype == DType::kF32 &&
+                      (elements < 0 || elements >= kMinF16Elements);
     const std::string edge = StrCat(in.node->name(), ":", in.index);
     NodeOut value = local;
     if (cast) {

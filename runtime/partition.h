@@ -19,7 +19,8 @@ namespace runnel {
 
 struct PartitionOptions {
   // `--transfer-dtype f16`: f32 tensors cross as f16 (a cast before the
-  // send, another after the receive).
+  // send, another after the receive), except those known to have fewer
+  // than 1024 elements.
   bool f16_transfers = false;
 };
 

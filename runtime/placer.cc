@@ -20,6 +20,10 @@ constexpr double kFlopsPerThread = 2e10;
 constexpr double kNodeOverhead = 1e-6;
 constexpr double kBytesPerSecond = 5e9;
 constexpr double kTransferLatency = 5e-6;
+// A node leaves its inputs' device only to finish at least this much
+// earlier: by this factor and this many seconds.
+constexpr double kMoveGain = 0.9;
+constexpr double kMoveMargin = 2e-5;
 
 class UnionFind {
  public:
@@ -211,17 +215,18 @@ class Placer {
       const double flops = EstimatedFlops(*n, unknown);
       auto finish_on = [&](int d) {
         double start = busy_until[d];
+        // Inputs not placed yet close loops (or were added later, as
+        // control inputs of autodiff); they do not delay the node.
         auto arrive = [&](const Node* src, double bytes) {
-          const int sd = device_of_group_.at(groups_.Find(src->id()));
+          auto placed_src = device_of_group_.find(groups_.Find(src->id()));
+          if (placed_src == device_of_group_.end()) return;
+          const int sd = placed_src->second;
           double t = finish[src->id()];
           if (sd != d) t += kTransferLatency + bytes / kBytesPerSecond;
           start = std::max(start, t);
         };
         for (int i = 0; i < n->num_inputs(); ++i) {
           const NodeOut in = n->input(i);
-          if (!device_of_group_.contains(groups_.Find(in.node->id()))) {
-            continue;  // a back edge
-          }
           arrive(in.node, Elements(in.node->output_shape(in.index), unknown) *
                               DTypeSize(in.node->output_dtype(in.index)));
         }
@@ -232,14 +237,26 @@ class Placer {
       if (placed != device_of_group_.end()) {
         best = placed->second;
       } else {
+        // Home: the device of the first placed input, else the first.
         const std::vector<int>& options = candidates_.at(g);
         best = options[0];
-        double best_finish = finish_on(best);
-        for (size_t k = 1; k < options.size(); ++k) {
-          const double f = finish_on(options[k]);
-          // Another device must win clearly: ties keep the first.
-          if (f < best_finish * (1 - 1e-9)) {
-            best = options[k];
+        for (int i = 0; i < n->num_inputs(); ++i) {
+          auto in = device_of_group_.find(groups_.Find(n->input(i).node->id()));
+          if (in != device_of_group_.end() &&
+              std::find(options.begin(), options.end(), in->second) !=
+                  options.end()) {
+            best = in->second;
+            break;
+          }
+        }
+        // Another device must win clearly (the estimates are rough, and
+        // every move is a transfer at run time): ties stay home.
+        const double home_finish = finish_on(best);
+        double best_finish = home_finish;
+        for (int d : options) {
+          const double f = finish_on(d);
+          if (f < best_finish && f < home_finish * kMoveGain - kMoveMargin) {
+            best = d;
             best_finish = f;
           }
         }

@@ -12,8 +12,10 @@
 //      and each free group goes to the device where its first node would
 //      finish earliest, given the devices' estimated busy time, the
 //      estimated compute of the node (from its shapes) and the bytes its
-//      inputs would cross between devices (list scheduling). With one
-//      device, or when moving gains nothing, everything stays on the first.
+//      inputs would cross between devices (list scheduling). A node stays
+//      on its first input's device unless another would finish clearly
+//      earlier (10% and 20 us), so with one device, or when moving gains
+//      little, nothing moves.
 //
 // No matching device is an error at the node's line; with `soft_placement`
 // the node may go anywhere and `warn` hears about it, once per spec.

@@ -252,7 +252,8 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   if (plan->executor != nullptr) {
     RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
                                             .global_seed = options_.seed,
-                                            .cancelled = cancelled}));
+                                            .cancelled = cancelled,
+                                            .tracer = tracer_.load()}));
   } else {
     Rendezvous rendezvous;
     const int64_t step = next_step_.fetch_add(1) + 1;
@@ -263,7 +264,8 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
                        .global_seed = options_.seed,
                        .cancelled = cancelled,
                        .rendezvous = &rendezvous,
-                       .step_id = step}});
+                       .step_id = step,
+                       .tracer = tracer_.load()}});
     }
     RN_RETURN_IF_ERROR(Executor::RunPartitions(runs));
   }

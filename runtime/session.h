@@ -35,6 +35,7 @@
 #include "runtime/graph.h"
 #include "runtime/resource_mgr.h"
 #include "runtime/thread_pool.h"
+#include "runtime/trace.h"
 
 namespace runnel {
 
@@ -85,6 +86,8 @@ class Session {
   Graph& graph() { return *graph_; }
   Device* device() { return devices_->device(0); }
   const DeviceSet& devices() const { return *devices_; }
+  // Runs trace their kernels into `tracer` while it is set (nullptr: off).
+  void set_tracer(Tracer* tracer) { tracer_.store(tracer); }
   ResourceMgr* resources() { return &resources_; }
   ThreadPool* inter_op_pool() { return &inter_op_pool_; }
   const SessionOptions& options() const { return options_; }
@@ -107,6 +110,7 @@ class Session {
   ResourceMgr resources_;
   std::unique_ptr<DeviceSet> devices_;
   std::atomic<int64_t> next_step_{0};
+  std::atomic<Tracer*> tracer_{nullptr};
 
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_

@@ -23,6 +23,34 @@ struct fmt::formatter<absl::string_view> : fmt::formatter<std::string_view> {
 
 namespace runnel {
 
+// `s` as a JSON string literal (metrics lines, traces).
+inline std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<int>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
 namespace strings_internal {
 template <typename T>
 void Append(std::string* out, const T& arg) {

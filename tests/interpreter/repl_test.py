@@ -129,6 +129,12 @@ def main():
     r.expect(r"twice: ", ":vars lists twice")
     r.expect(r">>> ", "prompt after :vars")
 
+    # :devices lists the devices runs are placed on.
+    r.send(":devices\r")
+    r.expect(r"/cpu:0  /job:localhost/task:0/device:cpu:0, \d+ intra-op threads",
+             ":devices lists /cpu:0")
+    r.expect(r">>> ", "prompt after :devices")
+
     # Tab completion: a defined name and a builtin.
     r.send("let counter_value = 7\r")
     r.expect(r">>> ", "let counter_value")

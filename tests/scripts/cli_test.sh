@@ -66,10 +66,14 @@ if command -v dot >/dev/null; then
   expect_in "$work/g.svg" "<svg" "SVG written by dot"
 fi
 
-# Graph views: --placed is refused until placement exists; --expand must
-# name a scope of the graph.
-expect_status 2 "graph --placed" -- "$runnel" graph "$work/model.rnl" --placed
-expect_in "$work/err" "placement is not implemented yet" "--placed explains itself"
+# Graph views: --placed colours by device (one here); --expand must name a
+# scope of the graph. Bad --devices and --trace-runs are usage errors.
+expect_status 0 "graph --placed" -- "$runnel" graph "$work/model.rnl" --placed
+expect_in "$work/out" "on /cpu:0" "--placed names the device"
+expect_status 2 "bad --devices" -- "$runnel" run "$work/model.rnl" --devices gpu=2
+expect_in "$work/err" "--devices needs cpu=N" "--devices explains itself"
+expect_status 2 "bad --trace-runs" -- "$runnel" run "$work/model.rnl" --trace-runs 5..2
+expect_in "$work/err" "--trace-runs needs A..B" "--trace-runs explains itself"
 expect_status 2 "graph --depth 0" -- "$runnel" graph "$work/model.rnl" --depth 0
 expect_status 1 "graph --expand of no scope" -- "$runnel" graph "$work/model.rnl" --expand nope
 expect_in "$work/err" "the graph has no scope 'nope'" "--expand names the missing scope"
