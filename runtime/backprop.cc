@@ -296,8 +296,19 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
   std::vector<NodeOut> next;
   for (size_t k = 0; k < carried.size(); ++k) next.push_back(step[k]);
   for (size_t j = 0; j < invariants.size(); ++j) {
-    next.push_back(
-        in.Add(body[carried.size() + j + 1], step[carried.size() + j]));
+    const NodeOut sum = body[carried.size() + j + 1];
+    const NodeOut g = step[carried.size() + j];
+    // The gradient of a row read x[i] is a zero tensor shaped like x with
+    // dy at i: add dy into row i of the sum instead (in place), so a scan
+    // over T rows costs O(T * row) backwards, not O(T^2 * row).
+    const DType d = g.node->output_dtype(g.index);
+    if (g.node->op() == "dynamic_index_grad" &&
+        (d == DType::kF32 || d == DType::kF64)) {
+      next.push_back(in.Op("dynamic_index_add",
+                           {sum, g.node->input(1), g.node->input(2)}));
+    } else {
+      next.push_back(in.Add(sum, g));
+    }
   }
   RN_RETURN_IF_ERROR(in.status());
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> exits, wb.Finish(next, {}));

@@ -83,29 +83,54 @@ class DynamicIndexKernel : public OpKernel {
   }
 };
 
-// dynamic_update_index(x, index, value): in x's own buffer when the
-// executor hands it over (a scan's accumulator), so a step costs one row.
+// Output 0 of dynamic_update_index / dynamic_index_add: x, in x's own
+// buffer when the executor hands it over (a scan's accumulator, a loop
+// gradient's sum), so a step costs one row; and which row the value goes
+// to. The value must fit one row of x.
+absl::StatusOr<std::pair<Tensor*, int64_t>> RowUpdate(OpKernelContext* ctx) {
+  const Tensor& x = ctx->input(0);
+  const Tensor& value = ctx->input(2);
+  if (x.rank() == 0 || value.num_elements() * x.dim(0) != x.num_elements()) {
+    return absl::InvalidArgumentError(
+        StrCat("the value ", value.shape().ToString(),
+               " does not fit a row of ", x.shape().ToString()));
+  }
+  RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0)));
+  bool forwarded = false;
+  RN_ASSIGN_OR_RETURN(
+      Tensor * y, ctx->forward_input_or_allocate(0, 0, x.shape(), &forwarded));
+  if (!forwarded) {
+    ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(), x.raw_data(),
+                   x.bytes());
+  }
+  return std::make_pair(y, i);
+}
+
+// dynamic_update_index(x, index, value): x[index] = value.
 class DynamicUpdateIndexKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(auto at, RowUpdate(ctx));
     const Tensor& value = ctx->input(2);
-    if (x.rank() == 0 || value.num_elements() * x.dim(0) != x.num_elements()) {
-      return absl::InvalidArgumentError(
-          StrCat("the value ", value.shape().ToString(),
-                 " does not fit a row of ", x.shape().ToString()));
-    }
-    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0)));
-    bool forwarded = false;
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
-                                        0, 0, x.shape(), &forwarded));
-    if (!forwarded) {
-      ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(), x.raw_data(),
-                     x.bytes());
-    }
-    ParallelMemcpy(ctx->intra_op_pool(),
-                   static_cast<char*>(y->raw_data()) + i * value.bytes(),
-                   value.raw_data(), value.bytes());
+    ParallelMemcpy(
+        ctx->intra_op_pool(),
+        static_cast<char*>(at.first->raw_data()) + at.second * value.bytes(),
+        value.raw_data(), value.bytes());
+    return absl::OkStatus();
+  }
+};
+
+// dynamic_index_add(x, index, value): x[index] += value.
+template <typename T>
+class DynamicIndexAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(auto at, RowUpdate(ctx));
+    const Tensor& value = ctx->input(2);
+    const int64_t n = value.num_elements();
+    T* row = at.first->data<T>() + at.second * n;
+    const T* v = value.data<T>();
+    for (int64_t k = 0; k < n; ++k) row[k] += v[k];
     return absl::OkStatus();
   }
 };
@@ -232,6 +257,8 @@ RUNNEL_STATIC_INIT(SliceKernels) {
   RegisterKernelForAllTypes<DynamicUpdateIndexKernel>("dynamic_update_index");
   RegisterKernelForAllTypes<DynamicUpdateIndexGradKernel>(
       "dynamic_update_index_grad");
+  RegisterKernelForTypes<DynamicIndexAddKernel, float, double, int32_t,
+                         int64_t>("dynamic_index_add");
   RegisterKernelForAllTypes<GatherKernel>("gather");
   RegisterKernelForAllTypes<PadKernel>("pad");
 }

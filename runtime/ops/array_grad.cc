@@ -134,6 +134,10 @@ RUNNEL_REGISTER_GRADIENT("dynamic_update_index",
                            return {d[0], {}, d[1]};
                          });
 RUNNEL_REGISTER_GRADIENT(
+    "dynamic_index_add", [](GradBuilder& g, const Grads& dy) -> Grads {
+      return {dy[0], {}, g.Op("dynamic_index", {dy[0], g.x(1)})};
+    });
+RUNNEL_REGISTER_GRADIENT(
     "dynamic_update_index_grad", [](GradBuilder& g, const Grads& d) -> Grads {
       NodeOut ddx = d[0].node != nullptr ? d[0] : g.ZerosLike(g.y(0));
       NodeOut drow = d[1].node != nullptr ? d[1] : g.ZerosLike(g.y(1));

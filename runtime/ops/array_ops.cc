@@ -691,6 +691,16 @@ RUNNEL_REGISTER_OP(
              "negative indices count from the end). Writes in place when "
              "nothing else holds x: scan's output accumulator."));
 
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("dynamic_index_add")
+        .Inputs({"x", "index", "value"})
+        .Outputs({"y"})
+        .SameDType({0, 2})
+        .Shape(DynamicUpdateIndexShape)
+        .Doc("x with `value` added to x[index], in place when nothing else "
+             "holds x: a loop's gradient of a row it read, summed over the "
+             "iterations."));
+
 RUNNEL_REGISTER_OP(OpDefBuilder("gather")
                        .Inputs({"params", "indices"})
                        .Outputs({"y"})

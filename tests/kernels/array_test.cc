@@ -524,6 +524,18 @@ TEST(ArrayTest, DynamicUpdateIndex) {
   ExpectTensor(d[1], DType::kF32, Shape{2}, {4, 5}, 0);
 }
 
+TEST(ArrayTest, DynamicIndexAdd) {
+  Tensor m = Iota(Shape{3, 2});
+  ExpectTensor(Run1("dynamic_index_add", {m, I32({1}, {}), F32({10, 20}, {2})}),
+               DType::kF32, Shape{3, 2}, {0, 1, 12, 23, 4, 5}, 0);
+  ExpectTensor(Run1("dynamic_index_add", {m, I64({-3}, {}), F32({1, 1}, {2})}),
+               DType::kF32, Shape{3, 2}, {1, 2, 2, 3, 4, 5}, 0);
+  ExpectTensor(m, DType::kF32, Shape{3, 2}, {0, 1, 2, 3, 4, 5}, 0);  // intact
+  EXPECT_THAT(RunError("dynamic_index_add", {m, I32({5}, {}), F32({1, 1}, {2})})
+                  .message(),
+              HasSubstr("index 5 is out of range"));
+}
+
 // A kernel writes into an input's buffer only where its caller allows it
 // and nothing else holds that buffer.
 TEST(ArrayTest, DynamicUpdateIndexWritesInPlaceOnlyWhenAlone) {

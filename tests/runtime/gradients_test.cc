@@ -231,6 +231,8 @@ TEST(GradientCheck, IndexingOps) {
                 {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1))});
   CheckGradient("dynamic_update_index",
                 {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(1)), Diff({2})});
+  CheckGradient("dynamic_index_add",
+                {Diff({3, 2}), Fixed(Tensor::Scalar<int64_t>(-1)), Diff({2})});
   CheckGradient("gather", {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3}))});
   CheckGradient("gather", {Diff({2, 4}), Fixed(testing::I32({3, 3, 1}, {3}))},
                 {{"axis", int64_t{1}}});
