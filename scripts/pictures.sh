@@ -19,6 +19,8 @@ cd "$root"
 "$runnel" graph examples/fashion_mlp.rnl --expand dense \
   --expand gradients/dense -o "$out/mlp_graph_expanded.svg"
 "$runnel" graph examples/fashion_cnn.rnl -o "$out/cnn_graph.svg"
+"$runnel" graph examples/model_parallel_lstm.rnl --devices cpu=2 --placed \
+  -o "$out/model_parallel_placed.svg"
 
 for lr in 0.001 0.0001; do
   "$runnel" run examples/fashion_mlp.rnl --arg epochs=3 --arg lr=$lr \
