@@ -723,6 +723,15 @@ Result Exit(Interpreter& in, Args& a) {
   return ExitRequest(in.check_mode() ? 0 : static_cast<int>(code));
 }
 
+// task(): this process's place in its cluster (docs/cluster.md).
+Result Task(Interpreter& in, Args& a) {
+  const Options& o = in.options();
+  return Value::Record({{"job", Value::String(o.task_job)},
+                        {"index", Value::Int(o.task_index)},
+                        {"workers", Value::Int(o.task_workers)},
+                        {"chief", Value::Bool(o.task_chief)}});
+}
+
 Result Arg(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 0));
   const std::string* text = in.FindArg(name);
@@ -1472,6 +1481,7 @@ void AddHost(std::vector<Builtin>& b) {
   b.push_back({"int", {P("x")}, ToInt});
   b.push_back({"exit", {P("code", Value::Int(0))}, Exit});
   b.push_back({"arg", {P("name"), P("default", None())}, Arg});
+  b.push_back({"task", {}, Task});
   b.push_back({"progress", {P("iterable"), P("label", None())}, Progress});
   b.push_back({"report", {}, Report, true, true});
 }

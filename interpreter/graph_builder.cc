@@ -623,7 +623,9 @@ absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
 
 absl::StatusOr<Value> GraphBuilder::GlobalStep(const SourceSpan& span) {
   if (!global_step_.is_none()) return global_step_;
-  BuildScope top = Replace();
+  BuildContext context;
+  context.device = global_step_device_;
+  BuildScope top = Replace(std::move(context));
   absl::StatusOr<Value> v = MakeVariable(
       "global_step", Value::Concrete(Tensor::Scalar<int64_t>(0)), false, span);
   if (v.ok()) global_step_ = *v;

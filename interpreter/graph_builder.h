@@ -234,8 +234,13 @@ class GraphBuilder {
   absl::StatusOr<Value> MakeSlot(const Value& var, const std::string& slot,
                                  const SourceSpan& span);
   // The `state` counting training steps (`global_step()`), made on first
-  // use at the top level of the graph.
+  // use at the top level of the graph (on `global_step_device` when set: in
+  // a cluster, the first parameter server, so that it counts every
+  // worker's steps).
   absl::StatusOr<Value> GlobalStep(const SourceSpan& span);
+  void set_global_step_device(DeviceSpec spec) {
+    global_step_device_ = std::move(spec);
+  }
   const std::vector<Node*>& variables() const { return variables_; }
 
  private:
@@ -257,6 +262,7 @@ class GraphBuilder {
   absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
   std::vector<Node*> variables_;
   Value global_step_;
+  DeviceSpec global_step_device_;
   std::vector<std::unique_ptr<CfContext>> cf_contexts_;
   absl::flat_hash_map<const Node*, CfContext*> node_cf_;
   // The switch that brings an outer value into the branches of one `if`.

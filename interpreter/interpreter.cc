@@ -35,6 +35,13 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
   if (!options_.trace_file.empty() && !options_.check_mode) {
     tracer_ = std::make_unique<Tracer>();
   }
+  if (options_.cluster != nullptr) {
+    for (const std::string& d : options_.cluster->remote_devices()) {
+      if (d.rfind("/job:ps/task:0/", 0) == 0) {
+        builder_.set_global_step_device(*DeviceSpec::Parse("/job:ps/task:0"));
+      }
+    }
+  }
   builtins_ = std::make_shared<Env>(nullptr, true);
   for (const Builtin& b : Builtins()) {
     auto f = std::make_shared<Function>();

@@ -45,6 +45,7 @@
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
 #include "lang/source.h"
+#include "runtime/cluster_context.h"
 #include "runtime/device_spec.h"
 #include "runtime/eager.h"
 #include "runtime/graph.h"
@@ -67,6 +68,13 @@ struct Options {
   std::string trace_file;
   int64_t trace_first = 10, trace_last = 12;
   bool check_mode = false;
+  // `runnel run --cluster c.json --job J --task N` (docs/cluster.md): this
+  // process's task, which `task()` describes, and its cluster.
+  std::shared_ptr<ClusterContext> cluster;
+  std::string task_job = "localhost";
+  int task_index = 0;
+  int task_workers = 1;
+  bool task_chief = true;
   std::FILE* out = stdout;  // print
   std::FILE* err = stderr;  // progress bars
   // Where `import NAME` looks: "" = $RUNNEL_STDLIB_PATH, else the build's

@@ -7,6 +7,8 @@
 //                [--depth N] [--all]      the graph `check` builds
 //   runnel plot LOG... [-o out.svg|out.png|out.gp]  training curves
 //   runnel ops --json                      the op registry and builtins
+//   runnel server --cluster c.json --job J --task N   a task of a cluster
+//   runnel cluster FILE --ps P --workers W [--restart] a cluster on loopback
 //
 // Exit status: 0 success; 1 an error or failed assert while running; 2 a
 // usage or parse error.
@@ -14,14 +16,17 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "interpreter/cluster_launcher.h"
 #include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
@@ -30,6 +35,7 @@
 #include "interpreter/render.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
+#include "runtime/distributed/grpc_worker.h"
 #include "runtime/placer.h"
 #include "runtime/strings.h"
 
@@ -56,6 +62,14 @@ constexpr char kUsage[] =
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
+    "       runnel server --cluster C.json --job J --task N\n"
+    "                                       serve a task of a cluster "
+    "(docs/cluster.md)\n"
+    "       runnel cluster FILE --ps P --workers W [--restart] [options]\n"
+    "                                       run FILE on a cluster of P "
+    "parameter\n"
+    "                                       servers and W workers on this "
+    "machine\n"
     "       runnel --help | --version\n"
     "\n"
     "options:\n"
@@ -70,6 +84,10 @@ constexpr char kUsage[] =
     "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
     "  --trace-runs A..B  the runs to trace instead\n"
     "  --transfer-dtype f16  f32 tensors cross devices as f16\n"
+    "  --cluster C.json --job J --task N\n"
+    "                     run as task N of job J of the cluster C.json\n"
+    "  --token-file F     the cluster's shared token (required when its spec\n"
+    "                     names addresses beyond this machine)\n"
     "\n"
     "graph options:\n"
     "  --expand SCOPE     open SCOPE's box (repeatable), e.g. --expand dense\n"
@@ -186,6 +204,141 @@ int Plot(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// The path of this program, for the tasks `runnel cluster` starts.
+std::string SelfPath(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return argv0;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// The value of option `a` ("--job ps" or "--job=ps") at args[*i].
+bool TakeValue(const std::vector<std::string>& args, size_t* i,
+               const std::string& name, std::string* out) {
+  const std::string& a = args[*i];
+  if (a.rfind(name + "=", 0) == 0) {
+    *out = a.substr(name.size() + 1);
+    return true;
+  }
+  if (a != name || *i + 1 >= args.size()) return false;
+  *out = args[++*i];
+  return true;
+}
+
+// The spec of --cluster, and the token of --token-file (if given).
+absl::Status LoadCluster(const std::string& cluster_file,
+                         const std::string& token_file, ClusterSpec* spec,
+                         GrpcOptions* grpc) {
+  absl::StatusOr<ClusterSpec> loaded = ClusterSpec::Load(cluster_file);
+  if (!loaded.ok()) return loaded.status();
+  *spec = std::move(*loaded);
+  if (token_file.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+  if (!token.ok()) return token.status();
+  grpc->token = *token;
+  return absl::OkStatus();
+}
+
+std::atomic<bool> g_server_stop{false};
+extern "C" void OnServerSignal(int) { g_server_stop.store(true); }
+
+// `runnel server --cluster C.json --job J --task N [--threads N]
+// [--token-file F]`: serves until SIGINT or SIGTERM.
+int Server(const std::vector<std::string>& args) {
+  std::string cluster_file, job, task_text, threads_text, token_file;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string v;
+    if (TakeValue(args, &i, "--cluster", &cluster_file) ||
+        TakeValue(args, &i, "--job", &job) ||
+        TakeValue(args, &i, "--task", &task_text) ||
+        TakeValue(args, &i, "--threads", &threads_text) ||
+        TakeValue(args, &i, "--token-file", &token_file)) {
+      continue;
+    }
+    return Usage(StrCat("unknown option '", args[i], "' for 'server'"));
+  }
+  long long task = 0, threads = 0;
+  if (cluster_file.empty() || job.empty() ||
+      !ParseInt(task_text, 0, 1 << 20, &task)) {
+    return Usage("'server' needs --cluster FILE --job NAME --task N");
+  }
+  if (!threads_text.empty() && !ParseInt(threads_text, 1, 4096, &threads)) {
+    return Usage("--threads needs a positive integer");
+  }
+  GrpcOptions grpc;
+  ClusterSpec spec;
+  absl::Status status = LoadCluster(cluster_file, token_file, &spec, &grpc);
+  std::unique_ptr<TaskServer> server;
+  if (status.ok()) {
+    absl::StatusOr<std::unique_ptr<TaskServer>> started = TaskServer::Start(
+        spec, job, static_cast<int>(task), static_cast<int>(threads), grpc);
+    status = started.status();
+    if (started.ok()) server = std::move(*started);
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+    return kExitError;
+  }
+  std::printf("%s serving at %s\n", server->task().c_str(),
+              spec.Address(job, static_cast<int>(task))->c_str());
+  std::fflush(stdout);
+  std::signal(SIGINT, OnServerSignal);
+  std::signal(SIGTERM, OnServerSignal);
+  std::thread stopper([&] {
+    while (!g_server_stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    server->Shutdown();
+  });
+  server->Wait();
+  stopper.join();
+  std::fflush(nullptr);
+  std::_Exit(kExitOk);
+}
+
+// `runnel cluster FILE --ps P --workers W [--restart] [run options]`.
+int Cluster(const std::vector<std::string>& args, const char* argv0) {
+  ClusterLaunch launch;
+  launch.runnel = SelfPath(argv0);
+  std::string ps_text = "1", workers_text, threads;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (TakeValue(args, &i, "--ps", &ps_text) ||
+        TakeValue(args, &i, "--workers", &workers_text)) {
+      continue;
+    }
+    if (TakeValue(args, &i, "--threads", &threads)) {
+      launch.task_args = {"--threads", threads};
+    } else if (args[i] == "--restart") {
+      launch.restart = true;
+    } else if (args[i].rfind("--cluster", 0) == 0 ||
+               args[i].rfind("--job", 0) == 0 ||
+               args[i].rfind("--task", 0) == 0) {
+      return Usage(StrCat("'cluster' chooses ", args[i], " itself"));
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      // A run option: every worker gets it (with its value, if any).
+      launch.worker_args.push_back(args[i]);
+      if (args[i].find('=') == std::string::npos && i + 1 < args.size() &&
+          args[i] != "--soft-placement" && args[i][0] == '-' &&
+          (args[i + 1].empty() || args[i + 1][0] != '-')) {
+        launch.worker_args.push_back(args[++i]);
+      }
+    } else if (launch.file.empty()) {
+      launch.file = args[i];
+    } else {
+      return Usage(StrCat("unexpected argument '", args[i], "'"));
+    }
+  }
+  long long ps = 0, workers = 0;
+  if (launch.file.empty()) return Usage("'cluster' needs a FILE");
+  if (!ParseInt(ps_text, 0, 64, &ps) ||
+      !ParseInt(workers_text, 1, 64, &workers)) {
+    return Usage("'cluster' needs --workers W (1 to 64) and --ps P (0 to 64)");
+  }
+  launch.ps = static_cast<int>(ps);
+  launch.workers = static_cast<int>(workers);
+  return LaunchCluster(launch);
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   Options options;
@@ -200,6 +353,8 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "plot") return Plot(args);
+  if (command == "server") return Server(args);
+  if (command == "cluster") return Cluster(args, argv[0]);
   if (command == "ops") {
     if (args.size() != 2 || args[1] != "--json") {
       return Usage("'ops' takes --json");
@@ -211,6 +366,7 @@ int Main(int argc, char** argv) {
     return Usage(StrCat("unknown command '", command, "'"));
   }
   std::string file, graph_out, metrics;
+  std::string cluster_file, job, task_text, token_file;
   GraphView view;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string a = args[i];
@@ -279,6 +435,18 @@ int Main(int argc, char** argv) {
       }
       options.trace_first = first;
       options.trace_last = last;
+    } else if (a == "--cluster" || a == "--job" || a == "--task" ||
+               a == "--token-file") {
+      std::string* into = a == "--cluster" ? &cluster_file
+                          : a == "--job"   ? &job
+                          : a == "--task"  ? &task_text
+                                           : &token_file;
+      if (command != "run") {
+        return Usage(StrCat(a, " is an option of 'run'"));
+      }
+      if (!take(into) || into->empty()) {
+        return Usage(StrCat(a, " needs a value"));
+      }
     } else if (a == "--soft-placement") {
       options.soft_placement = true;
     } else if (a == "--transfer-dtype") {
@@ -307,6 +475,36 @@ int Main(int argc, char** argv) {
     }
   }
   if (file.empty()) return Usage(StrCat("'", command, "' needs a FILE"));
+  if (!cluster_file.empty() || !job.empty() || !task_text.empty()) {
+    long long task = 0;
+    if (cluster_file.empty() || job.empty() ||
+        !ParseInt(task_text, 0, 1 << 20, &task)) {
+      return Usage("a cluster run needs --cluster FILE --job NAME --task N");
+    }
+    GrpcOptions grpc;
+    ClusterSpec spec;
+    absl::Status status = LoadCluster(cluster_file, token_file, &spec, &grpc);
+    if (status.ok()) {
+      absl::StatusOr<std::shared_ptr<GrpcCluster>> cluster =
+          GrpcCluster::Start(spec, job, static_cast<int>(task), grpc);
+      status = cluster.status();
+      if (cluster.ok()) {
+        (*cluster)->set_global_seed(options.seed);
+        options.task_chief = (*cluster)->is_chief();
+        options.cluster = *cluster;
+      }
+    }
+    if (!status.ok()) {
+      std::fprintf(stderr, "error: %s\n",
+                   std::string(status.message()).c_str());
+      return kExitError;
+    }
+    options.task_job = job;
+    options.task_index = static_cast<int>(task);
+    options.task_workers = spec.num_tasks("worker");
+  } else if (!token_file.empty()) {
+    return Usage("--token-file is for cluster runs (--cluster)");
+  }
   options.metrics_file = metrics;
   options.check_mode = command != "run";
   return RunWithLargeStack([&]() -> int {

@@ -164,6 +164,10 @@ class Repl {
       const DeviceSet& devices = interp.session().devices();
       for (int i = 0; i < devices.size(); ++i) {
         const Device& d = *devices.device(i);
+        if (!devices.is_local(i)) {
+          std::printf("%s  on another task\n", d.name().c_str());
+          continue;
+        }
         std::printf("%s  %s, %d intra-op threads\n",
                     DeviceSet::ShortName(d.name()).c_str(), d.name().c_str(),
                     d.intra_op_pool()->num_threads());

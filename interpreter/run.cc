@@ -77,7 +77,8 @@ Session& Interpreter::session() {
                        .soft_placement = options_.soft_placement,
                        .f16_transfers = options_.f16_transfers,
                        // `device` blocks warn at their own line instead.
-                       .warn = [](const Node&, const std::string&) {}});
+                       .warn = [](const Node&, const std::string&) {},
+                       .cluster = options_.cluster});
   }
   return *session_;
 }

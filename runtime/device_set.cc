@@ -7,7 +7,8 @@
 namespace runnel {
 
 DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
-                     ThreadPool* shared_pool) {
+                     ThreadPool* shared_pool, const std::string& task)
+    : task_(task) {
   cpus = std::max(cpus, 1);
   const int per_device = std::max(threads / cpus, 1);
   for (int k = 0; k < cpus; ++k) {
@@ -16,11 +17,19 @@ DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
       pools_.push_back(std::make_unique<ThreadPool>(per_device));
       pool = pools_.back().get();
     }
-    std::string name = StrCat("/job:localhost/task:0/device:cpu:", k);
+    std::string name = StrCat(task, "/device:cpu:", k);
     specs_.push_back(*DeviceSpec::Parse(name));
     devices_.push_back(std::make_unique<Device>(
         std::move(name), kDeviceCpu, CpuAllocator::Get(), pool, resources));
   }
+  num_local_ = cpus;
+}
+
+void DeviceSet::AddRemote(const std::string& name) {
+  absl::StatusOr<DeviceSpec> spec = DeviceSpec::Parse(name);
+  specs_.push_back(spec.ok() ? *spec : DeviceSpec{});
+  devices_.push_back(
+      std::make_unique<Device>(name, kDeviceCpu, nullptr, nullptr, nullptr));
 }
 
 DeviceSet::~DeviceSet() = default;

@@ -1,8 +1,11 @@
 // The devices a session places nodes on (docs/devices.md). Locally: one or
 // more CPU devices (`runnel run --devices cpu=N` splits the cores between
 // N of them, each with its own intra-op pool), sharing the session's
-// resource manager, since they share memory. GPUs join in the GPU issue and
-// other tasks' devices in the cluster issue.
+// resource manager, since they share memory. In a cluster (docs/cluster.md)
+// the local devices are named after this task ("/job:worker/task:1/...")
+// and the other tasks' devices join as remote ones: nodes are placed there
+// only when a `device` block asks, and run there through the cluster.
+// GPUs join in the GPU issue.
 #ifndef RUNNEL_RUNTIME_DEVICE_SET_H_
 #define RUNNEL_RUNTIME_DEVICE_SET_H_
 
@@ -24,12 +27,20 @@ class DeviceSet {
   // `threads` threads: each device's pool gets threads / cpus (at least 1).
   // With one device, `shared_pool` (when given) is its pool.
   DeviceSet(int cpus, int threads, ResourceMgr* resources,
-            ThreadPool* shared_pool = nullptr);
+            ThreadPool* shared_pool = nullptr,
+            const std::string& task = "/job:localhost/task:0");
   ~DeviceSet();
   DeviceSet(const DeviceSet&) = delete;
   DeviceSet& operator=(const DeviceSet&) = delete;
 
+  // Another task's device (a full name): it has no pool or resources here.
+  void AddRemote(const std::string& name);
+
   int size() const { return static_cast<int>(devices_.size()); }
+  // Whether device `i` belongs to this process's task.
+  bool is_local(int i) const { return i < num_local_; }
+  int num_local() const { return num_local_; }
+  const std::string& task() const { return task_; }
   Device* device(int i) const { return devices_[i].get(); }
   // Devices in order; nullptr when no device has this full name.
   Device* Find(const std::string& name) const;
@@ -45,6 +56,8 @@ class DeviceSet {
   std::vector<std::unique_ptr<ThreadPool>> pools_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<DeviceSpec> specs_;
+  std::string task_;
+  int num_local_ = 0;
 };
 
 }  // namespace runnel

@@ -8,8 +8,6 @@
 #include "runtime/strings.h"
 
 namespace runnel {
-namespace {
-
 void ShapeToProto(const Shape& s, proto::ShapeProto* p) {
   p->set_unknown_rank(s.unknown_rank());
   for (int64_t d : s.dims()) p->add_dim(d);
@@ -26,6 +24,8 @@ absl::StatusOr<DType> DTypeFromProto(const std::string& name) {
     return absl::InvalidArgumentError(StrCat("unknown dtype '", name, "'"));
   return *d;
 }
+
+namespace {
 
 proto::AttrValueProto AttrToProto(const AttrValue& v) {
   proto::AttrValueProto p;

@@ -17,6 +17,10 @@ proto::GraphDef ToGraphDef(const Graph& graph);
 absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph);
 
 proto::TensorProto ToProto(const Tensor& t);
+void ShapeToProto(const Shape& s, proto::ShapeProto* p);
+Shape ShapeFromProto(const proto::ShapeProto& p);
+// "f32" -> DType::kF32; InvalidArgument for an unknown name.
+absl::StatusOr<DType> DTypeFromProto(const std::string& name);
 absl::StatusOr<Tensor> FromProto(const proto::TensorProto& p);
 
 }  // namespace runnel

@@ -1,5 +1,6 @@
 #include "runtime/partition.h"
 
+#include <algorithm>
 #include <tuple>
 #include <utility>
 
@@ -294,7 +295,10 @@ class Partitioner {
   // "_send/layer1/h:0/to_1": unique per edge, receiving partition and role.
   static std::string Name(const std::string& edge, int dst,
                           std::string_view role) {
-    return StrCat("_", role, "/", edge, "/to_", dst);
+    // No ':' in node names: "node:index" names tensors (GraphDef inputs).
+    std::string e = edge;
+    std::replace(e.begin(), e.end(), ':', '.');
+    return StrCat("_", role, "/", e, "/to_", dst);
   }
 
   const Graph& graph_;

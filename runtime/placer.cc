@@ -108,6 +108,8 @@ class Placer {
         const Node* src = n->input(i).node;
         while (IsEnter(src)) src = src->input(0).node;
         if (src->op() != "variable" && src->op() != "stack_new") continue;
+        // A run's results are taken where the run was asked for.
+        if (n->op() == "_fetch") continue;
         groups_.Union(n->id(), src->id());
         for (const Node* e = n->input(i).node; IsEnter(e);
              e = e->input(0).node) {
@@ -162,8 +164,16 @@ class Placer {
       }
       r.spec = *merged;
     }
-    std::vector<int> all(devices_.size());
+    // Free nodes stay on this task.
+    std::vector<int> all(devices_.num_local());
     std::iota(all.begin(), all.end(), 0);
+    // Each group's first variable, for spreading over task `*`.
+    absl::flat_hash_map<int, const Node*> first_variable;
+    for (const Node* n : nodes_) {
+      if (n->op() == "variable")
+        first_variable.emplace(groups_.Find(n->id()), n);
+    }
+    int next_spread = 0;
     for (const Node* n : nodes_) {
       const int g = groups_.Find(n->id());
       if (candidates_.contains(g)) continue;
@@ -173,6 +183,15 @@ class Placer {
         continue;
       }
       std::vector<int> match = devices_.Matching(it->second.spec);
+      if (it->second.spec.task == "*" && !match.empty()) {
+        auto v = first_variable.find(g);
+        int rank = next_spread++;
+        if (v != first_variable.end()) {
+          auto r = options_.spread_order.find(v->second->name());
+          if (r != options_.spread_order.end()) rank = r->second;
+        }
+        match = SpreadOverTasks(match, rank);
+      }
       if (match.empty()) {
         const Node& by = *it->second.by;
         const std::string what =
@@ -194,6 +213,28 @@ class Placer {
     return absl::OkStatus();
   }
 
+  // The devices of `match` on its `rank`-th task (round-robin).
+  std::vector<int> SpreadOverTasks(const std::vector<int>& match,
+                                   int rank) const {
+    std::vector<std::string> tasks;
+    for (int d : match) {
+      std::string t = TaskOf(devices_.device(d)->name());
+      if (std::find(tasks.begin(), tasks.end(), t) == tasks.end()) {
+        tasks.push_back(std::move(t));
+      }
+    }
+    const std::string& chosen = tasks[rank % tasks.size()];
+    std::vector<int> out;
+    for (int d : match) {
+      if (TaskOf(devices_.device(d)->name()) == chosen) out.push_back(d);
+    }
+    return out;
+  }
+
+  static std::string TaskOf(const std::string& device) {
+    return device.substr(0, device.find("/device:"));
+  }
+
   static std::string Where(const Node& n) {
     return n.span().known() ? StrCat(" (", n.span().ToString(), ")") : "";
   }
@@ -206,8 +247,8 @@ class Placer {
     std::vector<double> finish(nodes_.size(), 0.0);
     std::vector<double> rate(devices_.size());
     for (int d = 0; d < devices_.size(); ++d) {
-      rate[d] = kFlopsPerThread *
-                std::max(devices_.device(d)->intra_op_pool()->num_threads(), 1);
+      const ThreadPool* pool = devices_.device(d)->intra_op_pool();
+      rate[d] = kFlopsPerThread * std::max(pool ? pool->num_threads() : 1, 1);
     }
     for (const Node* n : nodes_) {
       const int g = groups_.Find(n->id());

@@ -17,6 +17,12 @@
 //      earlier (10% and 20 us), so with one device, or when moving gains
 //      little, nothing moves.
 //
+// In a cluster (runtime/device_set.h), nodes go to another task's device
+// only when a request or a colocation puts them there. A request for task
+// `*` ("/job:ps/task:*") spreads the variables asking for it over the
+// matching tasks round-robin, in the order of `spread_order`. The feeds and
+// fetches of a run stay on the local task.
+//
 // No matching device is an error at the node's line; with `soft_placement`
 // the node may go anywhere and `warn` hears about it, once per spec.
 #ifndef RUNNEL_RUNTIME_PLACER_H_
@@ -25,6 +31,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "runtime/device_set.h"
 #include "runtime/graph.h"
@@ -37,6 +44,10 @@ struct PlacerOptions {
   std::function<void(const Node&, const std::string&)> warn = {};
   // Stands for each unknown dimension (`?`) in the cost estimates.
   int64_t unknown_dim = 32;
+  // Variable name -> its rank among the variables that ask for task `*`
+  // (stable across runs and workers, so that every worker puts a shared
+  // variable on the same task). Slots follow their variable.
+  absl::flat_hash_map<std::string, int> spread_order = {};
 };
 
 // Sets every node's assigned device (Node::set_assigned_device).

@@ -34,6 +34,8 @@ std::string RendezvousKey(std::string_view src_device,
 
 class Rendezvous {
  public:
+  virtual ~Rendezvous() = default;
+
   // Called once with the value (or an empty tensor when `is_dead`), or with
   // the error that aborted the step.
   using Done =
@@ -45,11 +47,12 @@ class Rendezvous {
   // aborted), returns true with it in `*status`, `*value` and `*is_dead`,
   // and `done` is dropped. Otherwise returns false and calls `done` later,
   // on the sender's thread (or the aborting one).
-  bool Recv(const std::string& key, Done done, absl::Status* status,
-            Tensor* value, bool* is_dead);
+  // (A cluster's rendezvous fetches keys sent on other tasks from there.)
+  virtual bool Recv(const std::string& key, Done done, absl::Status* status,
+                    Tensor* value, bool* is_dead);
   // Fails every pending and later receive with `status` (the first abort
   // wins). Returns whether this call was the first.
-  bool Abort(const absl::Status& status);
+  virtual bool Abort(const absl::Status& status);
 
  private:
   struct Item {

@@ -1,8 +1,14 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <map>
+#include <thread>
 
+#include "runtime/device_spec.h"
 #include "runtime/errors.h"
 #include "runtime/executor.h"
 #include "runtime/partition.h"
@@ -23,9 +29,16 @@ struct Session::Plan {
     std::unique_ptr<Executor> executor;
   };
   std::vector<Part> parts;  // with several: one per device used
+  struct RemotePart {
+    std::string task;  // "/job:ps/task:0"
+    std::string handle;
+  };
+  std::vector<RemotePart> remote;  // in a cluster: those on other tasks
   std::shared_ptr<const Graph> placed;
   int num_fetches = 0;
   std::vector<const Node*> variables;  // nodes of the session's graph
+  // The task each of `variables` is on ("" = this one).
+  std::vector<std::string> variable_tasks;
   std::atomic<bool> variables_ready{false};
 };
 
@@ -52,9 +65,18 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
       options_(options),
       inter_op_pool_(Threads(options.num_threads)),
       intra_op_pool_(Threads(options.num_threads)),
-      devices_(std::make_unique<DeviceSet>(options.cpu_devices,
-                                           Threads(options.num_threads),
-                                           &resources_, &intra_op_pool_)) {}
+      devices_(std::make_unique<DeviceSet>(
+          options.cpu_devices, Threads(options.num_threads), &resources_,
+          &intra_op_pool_,
+          options.cluster ? options.cluster->local_task()
+                          : std::string("/job:localhost/task:0"))) {
+  if (options_.cluster != nullptr) {
+    for (const std::string& d : options_.cluster->remote_devices()) {
+      devices_->AddRemote(d);
+    }
+    options_.cluster->ServeDevices(devices_.get(), &inter_op_pool_);
+  }
+}
 
 Session::~Session() = default;
 
@@ -146,7 +168,6 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     for (Node* c : n->control_inputs())
       spec.control_inputs.push_back(copy_of[c->id()]);
     RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(std::move(spec)));
-    if (n->op() == "variable") plan->variables.push_back(n);
   }
   for (auto& [n, i, in] : back_edges) {
     RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
@@ -162,6 +183,9 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     RN_RETURN_IF_ERROR(pruned->AddNode(std::move(spec)).status());
   }
   plan->num_fetches = static_cast<int>(fetches.size());
+  for (Node* n : needed.nodes) {
+    if (n->op() == "variable") plan->variables.push_back(n);
+  }
   if (devices_->size() == 1) {
     for (Node* n : pruned->nodes()) {
       n->set_assigned_device(devices_->device(0)->name());
@@ -172,7 +196,8 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     return plan;
   }
   PlacerOptions placer{.soft_placement = options_.soft_placement,
-                       .warn = options_.warn};
+                       .warn = options_.warn,
+                       .spread_order = SpreadOrder()};
   if (!placer.warn) {
     placer.warn = [](const Node& n, const std::string& message) {
       const std::string where = n.span().ToString();
@@ -182,10 +207,25 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   }
   RN_RETURN_IF_ERROR(PlaceGraph(*pruned, *devices_, placer));
   plan->placed = pruned;
+  for (const Node* v : plan->variables) {
+    const std::string& d = copy_of[v->id()]->assigned_device();
+    const int i = devices_->IndexOf(d);
+    plan->variable_tasks.push_back(i >= 0 && !devices_->is_local(i)
+                                       ? d.substr(0, d.find("/device:"))
+                                       : std::string());
+  }
   RN_ASSIGN_OR_RETURN(
       std::vector<GraphPartition> parts,
       PartitionGraph(*pruned, {.f16_transfers = options_.f16_transfers}));
   for (GraphPartition& p : parts) {
+    const int i = devices_->IndexOf(p.device);
+    if (i >= 0 && !devices_->is_local(i)) {
+      const std::string task = p.device.substr(0, p.device.find("/device:"));
+      RN_ASSIGN_OR_RETURN(std::string handle,
+                          options_.cluster->RegisterPartition(task, *p.graph));
+      plan->remote.push_back({task, std::move(handle)});
+      continue;
+    }
     RN_ASSIGN_OR_RETURN(
         std::unique_ptr<Executor> ex,
         Executor::Create(p.graph, devices_->Find(p.device), &inter_op_pool_));
@@ -194,30 +234,179 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   return plan;
 }
 
+absl::StatusOr<NodeOut> Session::InitializerOf(const Node& v) {
+  RN_ASSIGN_OR_RETURN(std::string init, v.attr<std::string>("initializer"));
+  if (init.empty()) {
+    return AttachNode(absl::FailedPreconditionError(StrCat(
+                          "variable '", v.name(), "' has no initializer")),
+                      v.name(), v.span());
+  }
+  RN_ASSIGN_OR_RETURN(auto parsed, ParseTensorName(init));
+  Node* init_node = graph_->FindNode(parsed.first);
+  if (init_node == nullptr || parsed.second >= init_node->num_outputs()) {
+    return AttachNode(
+        absl::NotFoundError(StrCat("initializer '", init, "' of variable '",
+                                   v.name(), "' not found")),
+        v.name(), v.span());
+  }
+  return NodeOut{init_node, parsed.second};
+}
+
+absl::flat_hash_map<std::string, int> Session::SpreadOrder() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::vector<Node*> nodes = graph_->nodes();
+  for (; spread_scanned_ < static_cast<int>(nodes.size()); ++spread_scanned_) {
+    const Node* n = nodes[spread_scanned_];
+    if (n->op() != "variable" || n->requested_device().empty()) continue;
+    absl::StatusOr<DeviceSpec> spec = DeviceSpec::Parse(n->requested_device());
+    if (!spec.ok() || spec->task != "*") continue;
+    const size_t slash = n->name().rfind('/');
+    if (slash != std::string::npos) {  // a slot goes with its variable
+      auto base = spread_order_.find(n->name().substr(0, slash));
+      if (base != spread_order_.end()) {
+        spread_order_[n->name()] = base->second;
+        continue;
+      }
+    }
+    spread_order_[n->name()] = spread_count_++;
+  }
+  return spread_order_;
+}
+
+absl::Status Session::InitializeRemoteVariables(Plan& plan) {
+  ClusterContext& cluster = *options_.cluster;
+  std::map<std::string, std::vector<const Node*>> by_task;
+  for (size_t k = 0; k < plan.variables.size(); ++k) {
+    if (!plan.variable_tasks[k].empty()) {
+      by_task[plan.variable_tasks[k]].push_back(plan.variables[k]);
+    }
+  }
+  if (by_task.empty()) return absl::OkStatus();
+  const auto start = std::chrono::steady_clock::now();
+  bool informed = false;
+  for (;;) {
+    std::vector<std::pair<std::string, const Node*>> missing;
+    for (const auto& [task, vars] : by_task) {
+      std::vector<std::string> names;
+      for (const Node* v : vars) names.push_back(v->name());
+      RN_ASSIGN_OR_RETURN(std::vector<bool> ready,
+                          cluster.VariablesInitialized(task, names));
+      for (size_t i = 0; i < vars.size(); ++i) {
+        if (!ready[i]) missing.emplace_back(task, vars[i]);
+      }
+    }
+    if (missing.empty()) return absl::OkStatus();
+    if (cluster.is_chief()) {
+      std::vector<NodeOut> initializers;
+      for (const auto& [task, v] : missing) {
+        RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(*v));
+        initializers.push_back(init);
+      }
+      RN_ASSIGN_OR_RETURN(std::vector<Tensor> values,
+                          Run(Feeds{}, initializers, {}));
+      std::map<std::string,
+               std::pair<std::vector<std::string>, std::vector<Tensor>>>
+          sets;
+      for (size_t i = 0; i < missing.size(); ++i) {
+        auto& [names, tensors] = sets[missing[i].first];
+        names.push_back(missing[i].second->name());
+        tensors.push_back(values[i]);
+      }
+      for (const auto& [task, set] : sets) {
+        RN_RETURN_IF_ERROR(cluster.InitVariables(task, set.first, set.second));
+      }
+      return absl::OkStatus();
+    }
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    const Node& first = *missing.front().second;
+    if (waited > cluster.chief_wait_seconds()) {
+      return AttachNode(absl::DeadlineExceededError(StrCat(
+                            "the chief (worker 0) did not initialize '",
+                            first.name(), "' on ", missing.front().first,
+                            " within ", cluster.chief_wait_seconds(), " s")),
+                        first.name(), first.span());
+    }
+    if (!informed) {
+      cluster.Inform(StrCat("waiting for the chief (worker 0) to initialize ",
+                            missing.size(), " variable(s), first '",
+                            first.name(), "' on ", missing.front().first));
+      informed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
+                                     const std::atomic<bool>* cancelled) {
+  ClusterContext& cluster = *options_.cluster;
+  const int64_t step = cluster.NewStepId();
+  std::shared_ptr<Rendezvous> rendezvous = cluster.StepRendezvous(step);
+  std::vector<std::string> tasks;
+  for (const Plan::RemotePart& r : plan.remote) {
+    if (std::find(tasks.begin(), tasks.end(), r.task) == tasks.end()) {
+      tasks.push_back(r.task);
+    }
+  }
+  // The remote partitions' outcomes; the first failure aborts the step
+  // everywhere.
+  struct Remote {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;
+    absl::Status first;
+    std::atomic<bool> aborted{false};
+  } remote;
+  remote.pending = plan.remote.size();
+  auto abort = [&](const absl::Status& s) {
+    if (!remote.aborted.exchange(true)) cluster.AbortStep(step, tasks, s);
+  };
+  for (const Plan::RemotePart& r : plan.remote) {
+    cluster.RunPartition(r.task, r.handle, step, [&](absl::Status s) {
+      if (!s.ok()) abort(s);
+      std::lock_guard<std::mutex> lock(remote.mu);
+      if (remote.first.ok()) remote.first = s;
+      if (--remote.pending == 0) remote.cv.notify_all();
+    });
+  }
+  std::vector<std::pair<Executor*, Executor::RunArgs>> runs;
+  for (Plan::Part& p : plan.parts) {
+    runs.push_back({p.executor.get(),
+                    {.call_frame = frame,
+                     .global_seed = options_.seed,
+                     .cancelled = cancelled,
+                     .rendezvous = rendezvous.get(),
+                     .step_id = step,
+                     .tracer = tracer_.load()}});
+  }
+  absl::Status local = Executor::RunPartitions(runs);
+  if (!local.ok()) abort(local);
+  {
+    std::unique_lock<std::mutex> lock(remote.mu);
+    remote.cv.wait(lock, [&] { return remote.pending == 0; });
+  }
+  cluster.EndStep(step, tasks);
+  return local.ok() ? remote.first : local;
+}
+
 absl::Status Session::InitializeVariables(Plan& plan) {
   if (plan.variables_ready.load(std::memory_order_acquire))
     return absl::OkStatus();
   std::vector<std::shared_ptr<Variable>> pending;
+  std::vector<const Node*> pending_nodes;
   std::vector<NodeOut> initializers;
-  for (const Node* v : plan.variables) {
+  for (size_t k = 0; k < plan.variables.size(); ++k) {
+    const Node* v = plan.variables[k];
+    if (!plan.variable_tasks.empty() && !plan.variable_tasks[k].empty()) {
+      continue;  // on another task: InitializeRemoteVariables
+    }
     RN_ASSIGN_OR_RETURN(std::shared_ptr<Variable> var, VariableFor(*v));
     if (var->initialized()) continue;
-    RN_ASSIGN_OR_RETURN(std::string init, v->attr<std::string>("initializer"));
-    if (init.empty()) {
-      return AttachNode(absl::FailedPreconditionError(StrCat(
-                            "variable '", v->name(), "' has no initializer")),
-                        v->name(), v->span());
-    }
-    RN_ASSIGN_OR_RETURN(auto parsed, ParseTensorName(init));
-    Node* init_node = graph_->FindNode(parsed.first);
-    if (init_node == nullptr || parsed.second >= init_node->num_outputs()) {
-      return AttachNode(
-          absl::NotFoundError(StrCat("initializer '", init, "' of variable '",
-                                     v->name(), "' not found")),
-          v->name(), v->span());
-    }
+    RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(*v));
     pending.push_back(var);
-    initializers.push_back({init_node, parsed.second});
+    pending_nodes.push_back(v);
+    initializers.push_back(init);
   }
   if (!pending.empty()) {
     // Initializers may read other variables: Run initialises those first.
@@ -228,11 +417,14 @@ absl::Status Session::InitializeVariables(Plan& plan) {
       if (!pending[i]->initialized()) {
         absl::Status s = pending[i]->Assign(values[i]);
         if (!s.ok()) {
-          const Node* v = plan.variables[i];
+          const Node* v = pending_nodes[i];
           return AttachNode(s, v->name(), v->span());
         }
       }
     }
+  }
+  if (options_.cluster != nullptr) {
+    RN_RETURN_IF_ERROR(InitializeRemoteVariables(plan));
   }
   plan.variables_ready.store(true, std::memory_order_release);
   return absl::OkStatus();
@@ -249,7 +441,9 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
   frame.fetches.resize(plan->num_fetches);
   frame.fetched.assign(plan->num_fetches, false);
-  if (plan->executor != nullptr) {
+  if (options_.cluster != nullptr) {
+    RN_RETURN_IF_ERROR(RunClusterStep(*plan, &frame, cancelled));
+  } else if (plan->executor != nullptr) {
     RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
                                             .global_seed = options_.seed,
                                             .cancelled = cancelled,

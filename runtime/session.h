@@ -30,6 +30,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "runtime/cluster_context.h"
 #include "runtime/device.h"
 #include "runtime/device_set.h"
 #include "runtime/graph.h"
@@ -38,6 +39,8 @@
 #include "runtime/trace.h"
 
 namespace runnel {
+
+struct CallFrame;
 
 struct SessionOptions {
   int num_threads = 0;  // size of each pool; 0 = all cores
@@ -50,6 +53,9 @@ struct SessionOptions {
   bool f16_transfers = false;  // --transfer-dtype f16
   // Soft placement's warnings (the node, the message); stderr when unset.
   std::function<void(const Node&, const std::string&)> warn = {};
+  // This session's task in a cluster (docs/cluster.md): other tasks'
+  // devices join the device set, and partitions placed there run there.
+  std::shared_ptr<ClusterContext> cluster = nullptr;
 };
 
 class Session {
@@ -102,6 +108,12 @@ class Session {
       const Feeds& feeds, const std::vector<NodeOut>& fetches,
       const std::vector<Node*>& targets);
   absl::Status InitializeVariables(Plan& plan);
+  absl::Status InitializeRemoteVariables(Plan& plan);
+  absl::StatusOr<NodeOut> InitializerOf(const Node& variable);
+  absl::Status RunClusterStep(Plan& plan, CallFrame* frame,
+                              const std::atomic<bool>* cancelled);
+  // PlacerOptions::spread_order for the graph as it is now.
+  absl::flat_hash_map<std::string, int> SpreadOrder();
 
   std::shared_ptr<Graph> graph_;
   SessionOptions options_;
@@ -115,6 +127,9 @@ class Session {
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int> spread_order_ ABSL_GUARDED_BY(mu_);
+  int spread_scanned_ ABSL_GUARDED_BY(mu_) = 0;
+  int spread_count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace runnel

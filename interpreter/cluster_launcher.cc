@@ -1,0 +1,250 @@
+#include "interpreter/cluster_launcher.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/atomic_file.h"
+#include "runtime/distributed/cluster_spec.h"
+#include "runtime/strings.h"
+
+namespace runnel::interp {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void OnClusterSignal(int) { g_stop.store(true); }
+
+std::mutex g_output_mu;
+
+void Say(const std::string& line) {
+  std::lock_guard<std::mutex> lock(g_output_mu);
+  std::fprintf(stderr, "[cluster] %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+// Copies lines from `fd` to `to`, each after `prefix`; a carriage return
+// (a progress bar's redraw) ends a line too.
+void Forward(int fd, std::string prefix, std::FILE* to) {
+  std::string pending;
+  char buf[4096];
+  auto emit = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(g_output_mu);
+    std::fprintf(to, "%s%s\n", prefix.c_str(), line.c_str());
+    std::fflush(to);
+  };
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n' || buf[i] == '\r') {
+        if (!pending.empty() || buf[i] == '\n') emit(pending);
+        pending.clear();
+      } else {
+        pending += buf[i];
+      }
+    }
+  }
+  if (!pending.empty()) emit(pending);
+  ::close(fd);
+}
+
+struct Task {
+  std::string name;  // "worker:1"
+  bool worker = false;
+  std::vector<std::string> argv;
+  pid_t pid = -1;
+  bool running = false;
+};
+
+// Starts `t`; its output goes through reader threads added to `readers`.
+bool Spawn(const std::string& program, Task& t,
+           std::vector<std::thread>* readers) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return false;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return false;
+  }
+  std::vector<char*> argv;
+  for (std::string& a : t.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execv(program.c_str(), argv.data());
+    _exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return false;
+  }
+  t.pid = pid;
+  t.running = true;
+  const std::string prefix = "[" + t.name + "] ";
+  readers->emplace_back(Forward, out[0], prefix, stdout);
+  readers->emplace_back(Forward, err[0], prefix, stderr);
+  return true;
+}
+
+std::string Describe(int status) {
+  if (WIFSIGNALED(status)) {
+    return StrCat("was killed by signal ", WTERMSIG(status), " (",
+                  strsignal(WTERMSIG(status)), ")");
+  }
+  return StrCat("exited with status ", WEXITSTATUS(status));
+}
+
+// Signals every running task, then waits up to `grace` for them.
+void StopAll(std::vector<Task>& tasks, int sig) {
+  for (Task& t : tasks) {
+    if (t.running) ::kill(t.pid, sig);
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (Task& t : tasks) {
+    while (t.running) {
+      int status = 0;
+      const pid_t r = ::waitpid(t.pid, &status, WNOHANG);
+      if (r == t.pid || (r < 0 && errno == ECHILD)) {
+        t.running = false;
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(t.pid, SIGKILL);
+        ::waitpid(t.pid, &status, 0);
+        t.running = false;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int LaunchCluster(const ClusterLaunch& launch) {
+  const int n = launch.ps + launch.workers;
+  std::vector<int> ports = FreeLoopbackPorts(n);
+  if (static_cast<int>(ports.size()) != n) {
+    Say("cannot find free loopback ports");
+    return 1;
+  }
+  const ClusterSpec spec =
+      ClusterSpec::Loopback(launch.ps, launch.workers, ports);
+  char dir_template[] = "/tmp/runnel-cluster-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    Say(StrCat("cannot make a directory for the cluster spec: ",
+               std::strerror(errno)));
+    return 1;
+  }
+  const std::string dir = dir_template;
+  const std::string spec_file = dir + "/cluster.json";
+  {
+    AtomicFile f(spec_file, "cluster spec");
+    const std::string json = spec.ToJson() + "\n";
+    absl::Status s = f.Create();
+    if (s.ok()) s = f.Write(json.data(), json.size());
+    if (s.ok()) s = f.Commit();
+    if (!s.ok()) {
+      Say(std::string(s.message()));
+      return 1;
+    }
+  }
+  Say(StrCat("spec ", spec.ToJson()));
+
+  std::vector<Task> tasks;
+  for (int i = 0; i < launch.ps; ++i) {
+    Task t{StrCat("ps:", i),
+           false,
+           {launch.runnel, "server", "--cluster", spec_file, "--job", "ps",
+            "--task", std::to_string(i)}};
+    t.argv.insert(t.argv.end(), launch.task_args.begin(),
+                  launch.task_args.end());
+    tasks.push_back(std::move(t));
+  }
+  for (int i = 0; i < launch.workers; ++i) {
+    Task t{StrCat("worker:", i),
+           true,
+           {launch.runnel, "run", launch.file, "--cluster", spec_file, "--job",
+            "worker", "--task", std::to_string(i)}};
+    t.argv.insert(t.argv.end(), launch.task_args.begin(),
+                  launch.task_args.end());
+    t.argv.insert(t.argv.end(), launch.worker_args.begin(),
+                  launch.worker_args.end());
+    tasks.push_back(std::move(t));
+  }
+
+  std::signal(SIGINT, OnClusterSignal);
+  std::signal(SIGTERM, OnClusterSignal);
+  std::vector<std::thread> readers;
+  int result = 0;
+  bool spawned = true;
+  for (Task& t : tasks) spawned = spawned && Spawn(launch.runnel, t, &readers);
+  int workers_left = launch.workers;
+  if (!spawned) {
+    Say(StrCat("cannot start a task: ", std::strerror(errno)));
+    result = 1;
+    workers_left = 0;
+  }
+  while (workers_left > 0) {
+    if (g_stop.load()) {
+      Say("interrupted: stopping every task");
+      StopAll(tasks, SIGINT);
+      result = 130;
+      break;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    if (pid < 0) break;
+    Task* t = nullptr;
+    for (Task& c : tasks) {
+      if (c.running && c.pid == pid) t = &c;
+    }
+    if (t == nullptr) continue;
+    t->running = false;
+    if (WIFSIGNALED(status) && launch.restart) {
+      Say(StrCat(t->name, " ", Describe(status), "; restarting it"));
+      if (Spawn(launch.runnel, *t, &readers)) continue;
+      Say(StrCat("cannot restart ", t->name, ": ", std::strerror(errno)));
+    }
+    if (!t->worker) {
+      Say(StrCat(t->name, " ", Describe(status)));
+      continue;
+    }
+    --workers_left;
+    const int code =
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != 0) {
+      Say(StrCat(t->name, " ", Describe(status)));
+      if (result == 0) result = code;
+    }
+  }
+  StopAll(tasks, SIGTERM);
+  for (std::thread& r : readers) r.join();
+  std::remove(spec_file.c_str());
+  ::rmdir(dir.c_str());
+  return result;
+}
+
+}  // namespace runnel::interp

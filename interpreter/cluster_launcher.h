@@ -1,0 +1,33 @@
+// `runnel cluster FILE --ps P --workers W [--restart] [run options]`
+// (docs/cluster.md): the whole cluster on this machine. It writes a spec of
+// loopback ports, starts P `runnel server` tasks and W `runnel run FILE`
+// workers, prefixes each task's output lines ("[worker:1] "), restarts a
+// task that a signal killed when `--restart` is given, stops everything on
+// Ctrl-C, and exits with the first failing worker's status (0 when every
+// worker succeeded).
+#ifndef RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_
+#define RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_
+
+#include <string>
+#include <vector>
+
+namespace runnel::interp {
+
+struct ClusterLaunch {
+  std::string runnel;  // this program
+  std::string file;
+  int ps = 1;
+  int workers = 1;
+  bool restart = false;
+  // Options every worker gets (--arg, --seed, --checkpoint-dir, ...).
+  std::vector<std::string> worker_args;
+  // Options every task gets (--threads).
+  std::vector<std::string> task_args;
+};
+
+// Runs the cluster to its end; returns the exit status.
+int LaunchCluster(const ClusterLaunch& launch);
+
+}  // namespace runnel::interp
+
+#endif  // RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_

@@ -1,0 +1,821 @@
+#include "runtime/distributed/grpc_worker.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "runtime/distributed/worker.grpc.pb.h"
+#include "runtime/errors.h"
+#include "runtime/graph_def.h"
+#include "runtime/read_file.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+constexpr char kTokenKey[] = "runnel-token";
+constexpr size_t kChunkBytes = 1 << 20;
+// Tensors larger than this are refused from the wire (16 GiB).
+constexpr int64_t kMaxTensorBytes = int64_t{1} << 34;
+
+std::chrono::system_clock::time_point After(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
+
+void StatusToProto(const absl::Status& s, proto::StatusProto* p) {
+  p->set_code(static_cast<int>(s.code()));
+  p->set_message(std::string(s.message()));
+  if (std::optional<std::string> node = NodeNameOf(s)) p->set_node(*node);
+  if (std::optional<SourceSpan> span = SpanOf(s)) {
+    proto::SourceSpanProto* sp = p->mutable_span();
+    sp->set_file(span->file.str());
+    sp->set_line(span->line);
+    sp->set_col(span->col);
+    sp->set_end_line(span->end_line);
+    sp->set_end_col(span->end_col);
+  }
+}
+
+absl::Status StatusFromProto(const proto::StatusProto& p) {
+  if (p.code() == 0) return absl::OkStatus();
+  const int code = std::clamp(p.code(), 1, 16);
+  absl::Status s(static_cast<absl::StatusCode>(code), p.message());
+  if (p.node().empty()) return s;
+  const proto::SourceSpanProto& sp = p.span();
+  return AttachNode(
+      s, p.node(),
+      SourceSpan{sp.file(), sp.line(), sp.col(), sp.end_line(), sp.end_col()});
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+// A short reason for a transport failure.
+std::string Reason(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  if (m.find("onnection refused") != std::string::npos) {
+    return "connection refused";
+  }
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return "no answer in time";
+  }
+  if (m.find("keepalive") != std::string::npos ||
+      m.find("ping") != std::string::npos) {
+    return "no answer to keepalive pings";
+  }
+  if (m.find("Socket closed") != std::string::npos ||
+      m.find("reset") != std::string::npos ||
+      m.find("Broken pipe") != std::string::npos ||
+      m.find("GOAWAY") != std::string::npos) {
+    return "connection lost";
+  }
+  return m;
+}
+
+// Constant-time comparison of a request's token with ours.
+bool SameToken(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0;
+    const unsigned char y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+// The Worker service over gRPC's synchronous API: each request holds one
+// of the server's threads while it runs or waits for a tensor.
+class WorkerServiceImpl final : public proto::WorkerService::Service {
+ public:
+  WorkerServiceImpl(Worker* worker, std::string token)
+      : worker_(worker), token_(std::move(token)) {}
+
+  grpc::Status GetStatus(grpc::ServerContext* ctx,
+                         const proto::GetStatusRequest*,
+                         proto::GetStatusResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    resp->set_task(worker_->task());
+    resp->add_device(worker_->task() + "/device:cpu:0");
+    resp->set_bytes_sent(worker_->bytes_sent());
+    resp->set_registered_graphs(worker_->num_graphs());
+    resp->set_incarnation(worker_->incarnation());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RegisterGraph(grpc::ServerContext* ctx,
+                             const proto::RegisterGraphRequest* req,
+                             proto::RegisterGraphResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    absl::StatusOr<std::string> handle = worker_->RegisterGraph(req->graph());
+    if (!handle.ok()) return ToGrpc(handle.status());
+    resp->set_handle(*handle);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RunGraph(grpc::ServerContext* ctx,
+                        const proto::RunGraphRequest* req,
+                        proto::RunGraphResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    StatusToProto(
+        worker_->RunGraph(req->handle(), req->step_id(), req->global_seed()),
+        resp->mutable_status());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status RecvTensor(
+      grpc::ServerContext* ctx, const proto::RecvTensorRequest* req,
+      grpc::ServerWriter<proto::RecvTensorChunk>* writer) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    struct Result {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      absl::Status status;
+      Tensor value;
+      bool dead = false;
+    };
+    auto result = std::make_shared<Result>();
+    std::shared_ptr<StepRendezvous> r = worker_->Step(req->step_id());
+    const bool here = r->Recv(
+        req->key(),
+        [result](const absl::Status& s, const Tensor& v, bool dead) {
+          std::lock_guard<std::mutex> lock(result->mu);
+          result->status = s;
+          result->value = v;
+          result->dead = dead;
+          result->done = true;
+          result->cv.notify_all();
+        },
+        &result->status, &result->value, &result->dead);
+    if (!here) {
+      std::unique_lock<std::mutex> lock(result->mu);
+      while (!result->done) {
+        if (ctx->IsCancelled()) {
+          return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+        }
+        result->cv.wait_for(lock, std::chrono::milliseconds(200));
+      }
+    }
+    proto::RecvTensorChunk chunk;
+    if (!result->status.ok()) {
+      StatusToProto(result->status, chunk.mutable_status());
+      writer->Write(chunk);
+      return grpc::Status::OK;
+    }
+    const Tensor& t = result->value;
+    chunk.set_is_dead(result->dead);
+    if (!result->dead) {
+      chunk.set_dtype(std::string(DTypeName(t.dtype())));
+      ShapeToProto(t.shape(), chunk.mutable_shape());
+      chunk.set_total_bytes(static_cast<int64_t>(t.bytes()));
+    }
+    const char* data = static_cast<const char*>(t.raw_data());
+    const size_t total = result->dead ? 0 : t.bytes();
+    size_t offset = 0;
+    do {
+      const size_t n = std::min(kChunkBytes, total - offset);
+      if (n > 0) chunk.set_data(data + offset, n);
+      if (!writer->Write(chunk)) break;
+      offset += n;
+      chunk.Clear();
+    } while (offset < total);
+    worker_->AddBytesSent(static_cast<int64_t>(offset));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelStep(grpc::ServerContext* ctx,
+                          const proto::StepRequest* req,
+                          proto::StepResponse*) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    absl::Status why = StatusFromProto(req->status());
+    worker_->AbortStep(req->step_id(),
+                       why.ok() ? absl::AbortedError("step cancelled") : why);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CleanupStep(grpc::ServerContext* ctx,
+                           const proto::StepRequest* req,
+                           proto::StepResponse*) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    worker_->EndStep(req->step_id());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status VariableState(grpc::ServerContext* ctx,
+                             const proto::VariablesRequest* req,
+                             proto::VariablesResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    absl::StatusOr<std::vector<bool>> ready =
+        worker_->VariablesInitialized({req->name().begin(), req->name().end()});
+    if (!ready.ok()) return ToGrpc(ready.status());
+    for (bool b : *ready) resp->add_initialized(b);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status InitVariables(grpc::ServerContext* ctx,
+                             const proto::VariablesRequest* req,
+                             proto::VariablesResponse*) override {
+    return Set(ctx, *req, /*overwrite=*/false);
+  }
+
+  grpc::Status AssignVariables(grpc::ServerContext* ctx,
+                               const proto::VariablesRequest* req,
+                               proto::VariablesResponse*) override {
+    return Set(ctx, *req, /*overwrite=*/true);
+  }
+
+  grpc::Status ReadVariables(grpc::ServerContext* ctx,
+                             const proto::VariablesRequest* req,
+                             proto::VariablesResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    absl::StatusOr<std::vector<Tensor>> values =
+        worker_->ReadVariables({req->name().begin(), req->name().end()});
+    if (!values.ok()) return ToGrpc(values.status());
+    for (const Tensor& t : *values) *resp->add_value() = ToProto(t);
+    return grpc::Status::OK;
+  }
+
+ private:
+  grpc::Status Check(grpc::ServerContext* ctx) const {
+    if (token_.empty()) return grpc::Status::OK;
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kTokenKey);
+    if (it == md.end() ||
+        !SameToken(std::string_view(it->second.data(), it->second.size()),
+                   token_)) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "a request without this cluster's token");
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Set(grpc::ServerContext* ctx, const proto::VariablesRequest& req,
+                   bool overwrite) {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    std::vector<Tensor> values;
+    for (const proto::TensorProto& p : req.value()) {
+      absl::StatusOr<Tensor> t = FromProto(p);
+      if (!t.ok()) return ToGrpc(t.status());
+      values.push_back(std::move(*t));
+    }
+    return ToGrpc(worker_->SetVariables({req.name().begin(), req.name().end()},
+                                        values, overwrite));
+  }
+
+  Worker* const worker_;
+  const std::string token_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+class WorkerChannels {
+ public:
+  WorkerChannels(ClusterSpec spec, GrpcOptions options)
+      : spec_(std::move(spec)), options_(std::move(options)) {}
+
+  absl::StatusOr<proto::WorkerService::Stub*> Stub(const std::string& task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = stubs_.find(task);
+    if (it != stubs_.end()) return it->second.get();
+    RN_ASSIGN_OR_RETURN(std::string address, spec_.AddressOf(task));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+    args.SetMaxSendMessageSize(options_.max_message_bytes);
+    // A task that stops answering is found within seconds.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    // A restarted task is found again quickly.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    auto channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    auto stub = proto::WorkerService::NewStub(channel);
+    proto::WorkerService::Stub* raw = stub.get();
+    stubs_.emplace(task, std::move(stub));
+    return raw;
+  }
+
+  // Calls fail at once when their task is down, except that the first
+  // `setup` call to a task (registration, state) waits up to the connect
+  // time-out for it to come up.
+  void Prepare(grpc::ClientContext* ctx, const std::string& task, bool setup) {
+    if (!options_.token.empty()) ctx->AddMetadata(kTokenKey, options_.token);
+    if (!setup) return;
+    ctx->set_deadline(After(options_.connect_timeout_s));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!reached_.contains(task)) ctx->set_wait_for_ready(true);
+  }
+  // Calls to `task` have succeeded: later ones do not wait for it.
+  void Reached(const std::string& task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reached_.insert(task);
+  }
+
+  static absl::Status FromGrpc(const std::string& task, const grpc::Status& s) {
+    if (s.ok()) return absl::OkStatus();
+    switch (s.error_code()) {
+      case grpc::StatusCode::UNAVAILABLE:
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return absl::UnavailableError(
+            StrCat(task, " unreachable (", Reason(s), ")"));
+      case grpc::StatusCode::UNAUTHENTICATED:
+        return absl::UnauthenticatedError(
+            StrCat(task, " refused the request: ", s.error_message()));
+      default:
+        return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                            StrCat(task, ": ", s.error_message()));
+    }
+  }
+
+  // Fetches `key` from `task`'s rendezvous; `done` hears the outcome.
+  void RecvTensor(const std::string& task, const std::string& key, int64_t step,
+                  Rendezvous::Done done) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) {
+      done(stub.status(), Tensor(), true);
+      return;
+    }
+    auto* fetch = new TensorFetch(task, std::move(done));
+    fetch->req.set_key(key);
+    fetch->req.set_step_id(step);
+    Prepare(&fetch->ctx, task, /*setup=*/false);
+    (*stub)->async()->RecvTensor(&fetch->ctx, &fetch->req, fetch);
+    fetch->StartRead(&fetch->chunk);
+    fetch->StartCall();
+  }
+
+  void RunGraph(const std::string& task, const std::string& handle,
+                int64_t step, uint64_t seed,
+                std::function<void(absl::Status)> done) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) {
+      done(stub.status());
+      return;
+    }
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::RunGraphRequest req;
+      proto::RunGraphResponse resp;
+    };
+    auto* call = new Call;
+    call->req.set_handle(handle);
+    call->req.set_step_id(step);
+    call->req.set_global_seed(seed);
+    Prepare(&call->ctx, task, /*setup=*/false);
+    (*stub)->async()->RunGraph(
+        &call->ctx, &call->req, &call->resp,
+        [call, task, done = std::move(done)](grpc::Status s) {
+          absl::Status status =
+              s.ok() ? StatusFromProto(call->resp.status()) : FromGrpc(task, s);
+          delete call;
+          done(status);
+        });
+  }
+
+  // Fire and forget: CancelStep (with `why`) or CleanupStep.
+  void StepCall(const std::string& task, int64_t step, bool cancel,
+                const absl::Status& why) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) return;
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::StepRequest req;
+      proto::StepResponse resp;
+    };
+    auto* call = new Call;
+    call->req.set_step_id(step);
+    if (cancel) StatusToProto(why, call->req.mutable_status());
+    Prepare(&call->ctx, task, /*setup=*/false);
+    call->ctx.set_deadline(After(10));
+    auto after = [call](grpc::Status) { delete call; };
+    if (cancel) {
+      (*stub)->async()->CancelStep(&call->ctx, &call->req, &call->resp, after);
+    } else {
+      (*stub)->async()->CleanupStep(&call->ctx, &call->req, &call->resp, after);
+    }
+  }
+
+  absl::StatusOr<std::string> RegisterGraph(const std::string& task,
+                                            const proto::GraphDef& def) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::RegisterGraphRequest req;
+    *req.mutable_graph() = def;
+    proto::RegisterGraphResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(task, stub->RegisterGraph(&ctx, req, &resp)));
+    Reached(task);
+    return resp.handle();
+  }
+
+  enum class VarCall { kState, kInit, kAssign, kRead };
+  absl::StatusOr<proto::VariablesResponse> Variables(
+      const std::string& task, VarCall which,
+      const proto::VariablesRequest& req) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::VariablesResponse resp;
+    grpc::Status s;
+    switch (which) {
+      case VarCall::kState:
+        s = stub->VariableState(&ctx, req, &resp);
+        break;
+      case VarCall::kInit:
+        s = stub->InitVariables(&ctx, req, &resp);
+        break;
+      case VarCall::kAssign:
+        s = stub->AssignVariables(&ctx, req, &resp);
+        break;
+      case VarCall::kRead:
+        s = stub->ReadVariables(&ctx, req, &resp);
+        break;
+    }
+    RN_RETURN_IF_ERROR(FromGrpc(task, s));
+    Reached(task);
+    return resp;
+  }
+
+  absl::StatusOr<proto::GetStatusResponse> GetStatus(const std::string& task) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::GetStatusResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(
+        task, stub->GetStatus(&ctx, proto::GetStatusRequest(), &resp)));
+    return resp;
+  }
+
+ private:
+  // One RecvTensor call: the header chunk makes the tensor, later chunks
+  // fill it in.
+  class TensorFetch : public grpc::ClientReadReactor<proto::RecvTensorChunk> {
+   public:
+    TensorFetch(std::string task, Rendezvous::Done done)
+        : task_(std::move(task)), done_(std::move(done)) {}
+
+    void OnReadDone(bool ok) override {
+      if (!ok) return;
+      if (!Take()) {
+        ctx.TryCancel();
+        return;
+      }
+      StartRead(&chunk);
+    }
+
+    void OnDone(const grpc::Status& s) override {
+      if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
+      if (error_.ok() && !started_) {
+        error_ = absl::DataLossError(StrCat(task_, " sent no tensor"));
+      }
+      if (error_.ok() && !dead_ &&
+          offset_ != static_cast<int64_t>(value_.bytes())) {
+        error_ = absl::DataLossError(
+            StrCat(task_, " sent ", offset_, " of ", value_.bytes(), " bytes"));
+      }
+      if (error_.ok()) {
+        done_(absl::OkStatus(), value_, dead_);
+      } else {
+        done_(error_, Tensor(), true);
+      }
+      delete this;
+    }
+
+    grpc::ClientContext ctx;
+    proto::RecvTensorRequest req;
+    proto::RecvTensorChunk chunk;
+
+   private:
+    // Takes in one chunk; false (with error_ set) when it is malformed.
+    bool Take() {
+      if (!started_) {
+        started_ = true;
+        if (chunk.has_status() && chunk.status().code() != 0) {
+          error_ = StatusFromProto(chunk.status());
+          return false;
+        }
+        dead_ = chunk.is_dead();
+        if (dead_) return true;
+        absl::StatusOr<DType> dtype = DTypeFromProto(chunk.dtype());
+        if (!dtype.ok()) return Fail(std::string(dtype.status().message()));
+        const Shape shape = ShapeFromProto(chunk.shape());
+        double bytes = static_cast<double>(DTypeSize(*dtype));
+        if (shape.unknown_rank()) return Fail("a tensor of unknown rank");
+        for (int64_t d : shape.dims()) {
+          if (d < 0) return Fail("a tensor with a negative dimension");
+          bytes *= static_cast<double>(d);
+        }
+        if (bytes > static_cast<double>(kMaxTensorBytes) ||
+            static_cast<int64_t>(bytes) != chunk.total_bytes()) {
+          return Fail("a tensor whose size does not match its shape");
+        }
+        value_ = Tensor(*dtype, shape);
+      }
+      const std::string& data = chunk.data();
+      if (dead_ && !data.empty()) return Fail("bytes for a dead tensor");
+      if (offset_ + static_cast<int64_t>(data.size()) >
+          static_cast<int64_t>(value_.bytes())) {
+        return Fail("more bytes than the tensor holds");
+      }
+      if (!data.empty()) {
+        std::memcpy(static_cast<char*>(value_.raw_data()) + offset_,
+                    data.data(), data.size());
+      }
+      offset_ += static_cast<int64_t>(data.size());
+      return true;
+    }
+
+    bool Fail(std::string_view what) {
+      error_ = absl::DataLossError(StrCat(task_, " sent ", what));
+      return false;
+    }
+
+    const std::string task_;
+    Rendezvous::Done done_;
+    bool started_ = false;
+    bool dead_ = false;
+    Tensor value_;
+    int64_t offset_ = 0;
+    absl::Status error_;
+  };
+
+  const ClusterSpec spec_;
+  const GrpcOptions options_;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<proto::WorkerService::Stub>>
+      stubs_;
+  absl::flat_hash_set<std::string> reached_;
+};
+
+// ---------------------------------------------------------------------------
+
+class WorkerServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(
+      Worker* worker, const std::string& address, const GrpcOptions& options) {
+    auto server = std::unique_ptr<WorkerServer>(new WorkerServer);
+    server->service_ =
+        std::make_unique<WorkerServiceImpl>(worker, options.token);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(server->service_.get());
+    builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+    builder.SetMaxSendMessageSize(options.max_message_bytes);
+    // Clients ping every 2 s to find dead tasks; allow it.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(
+        GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+    server->server_ = builder.BuildAndStart();
+    if (server->server_ == nullptr || port == 0) {
+      return absl::UnavailableError(
+          StrCat(worker->task(), " cannot listen on ", address,
+                 " (is the port in use, or the address not this machine's?)"));
+    }
+    return server;
+  }
+
+  void Wait() { server_->Wait(); }
+  void Shutdown() {
+    std::call_once(shutdown_, [this] { server_->Shutdown(After(1)); });
+  }
+  ~WorkerServer() { Shutdown(); }
+
+ private:
+  WorkerServer() = default;
+  std::unique_ptr<WorkerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::once_flag shutdown_;
+};
+
+namespace {
+
+// The address to listen on: the spec's, or every interface at its port
+// when it names another machine's name or address.
+std::string ListenAddress(const ClusterSpec& spec, const std::string& address) {
+  if (spec.AllLoopback()) return address;
+  return "0.0.0.0" + address.substr(address.rfind(':'));
+}
+
+int64_t RandomStepBase() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
+  // Positive, with room for 2^32 steps above it.
+  return static_cast<int64_t>((v >> 2) & ~uint64_t{0xffffffff});
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  RN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": the token file's first line is empty"));
+  }
+  return line;
+}
+
+GrpcCluster::GrpcCluster(const ClusterSpec& spec, std::string task, bool chief,
+                         GrpcOptions options)
+    : spec_(spec),
+      task_(std::move(task)),
+      chief_(chief),
+      options_(std::move(options)) {}
+
+GrpcCluster::~GrpcCluster() {
+  if (server_ != nullptr) server_->Shutdown();
+}
+
+absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
+    const ClusterSpec& spec, const std::string& job, int task,
+    GrpcOptions options) {
+  RN_ASSIGN_OR_RETURN(std::string address, spec.Address(job, task));
+  if (!spec.AllLoopback() && options.token.empty()) {
+    return absl::InvalidArgumentError(
+        "the cluster spec names addresses beyond this machine: every task "
+        "needs --token-file");
+  }
+  const bool chief =
+      job == "worker" ? task == 0 : spec.num_tasks("worker") == 0;
+  auto cluster = std::shared_ptr<GrpcCluster>(new GrpcCluster(
+      spec, ClusterSpec::TaskName(job, task), chief, std::move(options)));
+  cluster->channels_ =
+      std::make_shared<WorkerChannels>(spec, cluster->options_);
+  std::shared_ptr<WorkerChannels> channels = cluster->channels_;
+  cluster->worker_ = std::make_unique<Worker>(
+      cluster->task_, [channels](const std::string& src, const std::string& key,
+                                 int64_t step, Rendezvous::Done done) {
+        channels->RecvTensor(src, key, step, std::move(done));
+      });
+  RN_ASSIGN_OR_RETURN(
+      cluster->server_,
+      WorkerServer::Start(cluster->worker_.get(), ListenAddress(spec, address),
+                          cluster->options_));
+  return cluster;
+}
+
+const std::string& GrpcCluster::local_task() const { return task_; }
+
+std::vector<std::string> GrpcCluster::remote_devices() const {
+  std::vector<std::string> out;
+  for (const std::string& t : spec_.TaskNames()) {
+    if (t != task_) out.push_back(t + "/device:cpu:0");
+  }
+  return out;
+}
+
+void GrpcCluster::ServeDevices(const DeviceSet* devices,
+                               ThreadPool* inter_op_pool) {
+  worker_->ServeDevices(devices, inter_op_pool);
+}
+
+int64_t GrpcCluster::NewStepId() {
+  static const int64_t base = RandomStepBase();
+  static std::atomic<int64_t> next{1};
+  return base + next.fetch_add(1);
+}
+
+std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
+  return worker_->Step(step);
+}
+
+absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
+    const std::string& task, const Graph& graph) {
+  return channels_->RegisterGraph(task, ToGraphDef(graph));
+}
+
+void GrpcCluster::RunPartition(const std::string& task,
+                               const std::string& handle, int64_t step,
+                               std::function<void(absl::Status)> done) {
+  channels_->RunGraph(task, handle, step, seed_, std::move(done));
+}
+
+void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
+                            const absl::Status& status) {
+  worker_->AbortStep(step, status);
+  for (const std::string& t : tasks) {
+    channels_->StepCall(t, step, /*cancel=*/true, status);
+  }
+}
+
+void GrpcCluster::EndStep(int64_t step, const std::vector<std::string>& tasks) {
+  worker_->EndStep(step);
+  for (const std::string& t : tasks) {
+    channels_->StepCall(t, step, /*cancel=*/false, absl::OkStatus());
+  }
+}
+
+absl::StatusOr<std::vector<bool>> GrpcCluster::VariablesInitialized(
+    const std::string& task, const std::vector<std::string>& names) {
+  proto::VariablesRequest req;
+  for (const std::string& n : names) req.add_name(n);
+  RN_ASSIGN_OR_RETURN(
+      proto::VariablesResponse resp,
+      channels_->Variables(task, WorkerChannels::VarCall::kState, req));
+  if (resp.initialized_size() != static_cast<int>(names.size())) {
+    return absl::DataLossError(StrCat(task, " answered for ",
+                                      resp.initialized_size(), " of ",
+                                      names.size(), " variables"));
+  }
+  return std::vector<bool>(resp.initialized().begin(),
+                           resp.initialized().end());
+}
+
+absl::Status GrpcCluster::InitVariables(const std::string& task,
+                                        const std::vector<std::string>& names,
+                                        const std::vector<Tensor>& values) {
+  proto::VariablesRequest req;
+  for (const std::string& n : names) req.add_name(n);
+  for (const Tensor& t : values) *req.add_value() = ToProto(t);
+  return channels_->Variables(task, WorkerChannels::VarCall::kInit, req)
+      .status();
+}
+
+absl::StatusOr<std::vector<Tensor>> GrpcCluster::ReadVariables(
+    const std::string& task, const std::vector<std::string>& names) {
+  proto::VariablesRequest req;
+  for (const std::string& n : names) req.add_name(n);
+  RN_ASSIGN_OR_RETURN(
+      proto::VariablesResponse resp,
+      channels_->Variables(task, WorkerChannels::VarCall::kRead, req));
+  std::vector<Tensor> out;
+  for (const proto::TensorProto& p : resp.value()) {
+    RN_ASSIGN_OR_RETURN(Tensor t, FromProto(p));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void GrpcCluster::Inform(const std::string& message) {
+  std::fprintf(stderr, "note: %s\n", message.c_str());
+}
+
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
+    const ClusterSpec& spec, const std::string& job, int task, int threads,
+    GrpcOptions options) {
+  RN_ASSIGN_OR_RETURN(std::string address, spec.Address(job, task));
+  if (!spec.AllLoopback() && options.token.empty()) {
+    return absl::InvalidArgumentError(
+        "the cluster spec names addresses beyond this machine: every task "
+        "needs --token-file");
+  }
+  auto s = std::unique_ptr<TaskServer>(new TaskServer);
+  const std::string name = ClusterSpec::TaskName(job, task);
+  threads = threads > 0 ? threads : ThreadPool::DefaultNumThreads();
+  s->inter_op_pool_ = std::make_unique<ThreadPool>(threads);
+  s->intra_op_pool_ = std::make_unique<ThreadPool>(threads);
+  s->devices_ = std::make_unique<DeviceSet>(1, threads, &s->resources_,
+                                            s->intra_op_pool_.get(), name);
+  s->channels_ = std::make_shared<WorkerChannels>(spec, options);
+  std::shared_ptr<WorkerChannels> channels = s->channels_;
+  s->worker_ = std::make_unique<Worker>(
+      name, [channels](const std::string& src, const std::string& key,
+                       int64_t step, Rendezvous::Done done) {
+        channels->RecvTensor(src, key, step, std::move(done));
+      });
+  s->worker_->ServeDevices(s->devices_.get(), s->inter_op_pool_.get());
+  RN_ASSIGN_OR_RETURN(
+      s->server_, WorkerServer::Start(s->worker_.get(),
+                                      ListenAddress(spec, address), options));
+  return s;
+}
+
+TaskServer::~TaskServer() { Shutdown(); }
+
+void TaskServer::Wait() { server_->Wait(); }
+
+void TaskServer::Shutdown() {
+  if (server_ != nullptr) server_->Shutdown();
+}
+
+absl::StatusOr<int64_t> TaskBytesSent(const ClusterSpec& spec,
+                                      const std::string& task,
+                                      const GrpcOptions& options) {
+  WorkerChannels channels(spec, options);
+  RN_ASSIGN_OR_RETURN(proto::GetStatusResponse resp, channels.GetStatus(task));
+  return resp.bytes_sent();
+}
+
+}  // namespace runnel

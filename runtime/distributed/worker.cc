@@ -1,0 +1,234 @@
+#include "runtime/distributed/worker.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <random>
+#include <utility>
+
+#include "runtime/distributed/cluster_spec.h"
+#include "runtime/graph_def.h"
+#include "runtime/kernel.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+// How many ended steps a worker remembers, to refuse late requests.
+constexpr size_t kEndedSteps = 4096;
+
+int64_t RandomIncarnation() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
+  return static_cast<int64_t>(v >> 1);
+}
+
+// The bytes of `def` with map fields in a fixed order, so that equal graphs
+// give equal bytes.
+std::string DeterministicBytes(const proto::GraphDef& def) {
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream out(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    def.SerializeToCodedStream(&coded);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool StepRendezvous::Recv(const std::string& key, Done done,
+                          absl::Status* status, Tensor* value, bool* is_dead) {
+  const std::string src_task = TaskOfDevice(key.substr(0, key.find(';')));
+  if (src_task == task_) {
+    return Rendezvous::Recv(key, std::move(done), status, value, is_dead);
+  }
+  fetch_(src_task, key, step_, std::move(done));
+  return false;
+}
+
+Worker::Worker(std::string task, StepRendezvous::Fetch fetch)
+    : task_(std::move(task)),
+      fetch_(std::move(fetch)),
+      incarnation_(RandomIncarnation()) {}
+
+Worker::~Worker() = default;
+
+void Worker::ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  devices_ = devices;
+  inter_op_pool_ = inter_op_pool;
+}
+
+std::shared_ptr<StepRendezvous> Worker::Step(int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_.contains(step)) {
+    auto r = std::make_shared<StepRendezvous>(task_, step, fetch_);
+    r->Abort(absl::AbortedError(StrCat("step ", step, " has ended")));
+    return r;
+  }
+  std::shared_ptr<StepRendezvous>& r = steps_[step];
+  if (r == nullptr) r = std::make_shared<StepRendezvous>(task_, step, fetch_);
+  return r;
+}
+
+void Worker::AbortStep(int64_t step, const absl::Status& status) {
+  Step(step)->Abort(status);
+}
+
+void Worker::EndStep(int64_t step) {
+  std::shared_ptr<StepRendezvous> r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = steps_.find(step);
+    if (it != steps_.end()) {
+      r = std::move(it->second);
+      steps_.erase(it);
+    }
+    if (ended_.insert(step).second) {
+      ended_order_.push_back(step);
+      if (ended_order_.size() > kEndedSteps) {
+        ended_.erase(ended_order_.front());
+        ended_order_.pop_front();
+      }
+    }
+  }
+  // Values nobody received (an untaken branch's) go with it.
+  if (r != nullptr) {
+    r->Abort(absl::AbortedError(StrCat("step ", step, " has ended")));
+  }
+}
+
+absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
+  std::string bytes = DeterministicBytes(def);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = handle_of_.find(bytes); it != handle_of_.end()) {
+    return it->second;
+  }
+  if (devices_ == nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat(task_, " runs no graphs (it serves no devices)"));
+  }
+  auto graph = std::make_shared<Graph>();
+  RN_RETURN_IF_ERROR(FromGraphDef(def, graph.get()));
+  Device* device = nullptr;
+  for (const Node* n : graph->nodes()) {
+    Device* d = devices_->Find(n->assigned_device());
+    const int i = devices_->IndexOf(n->assigned_device());
+    if (d == nullptr || !devices_->is_local(i) ||
+        (device != nullptr && d != device)) {
+      return absl::InvalidArgumentError(
+          StrCat("a partition registered with ", task_, " has node '",
+                 n->name(), "' on '", n->assigned_device(),
+                 "', which is not one device of this task"));
+    }
+    device = d;
+  }
+  if (device == nullptr) {
+    return absl::InvalidArgumentError("an empty partition was registered");
+  }
+  RN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                      Executor::Create(graph, device, inter_op_pool_));
+  const std::string handle = StrCat(task_, "#", graphs_.size() + 1);
+  auto r = std::make_shared<Registered>();
+  r->graph = std::move(graph);
+  r->executor = std::move(executor);
+  graphs_.emplace(handle, std::move(r));
+  handle_of_.emplace(std::move(bytes), handle);
+  return handle;
+}
+
+int Worker::num_graphs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(graphs_.size());
+}
+
+absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
+                              uint64_t global_seed) {
+  std::shared_ptr<Registered> r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = graphs_.find(handle);
+    if (it == graphs_.end()) {
+      return absl::NotFoundError(StrCat(task_, " has no graph '", handle,
+                                        "' (it may have restarted)"));
+    }
+    r = it->second;
+  }
+  std::shared_ptr<StepRendezvous> rendezvous = Step(step);
+  CallFrame frame;
+  return r->executor->Run({.call_frame = &frame,
+                           .global_seed = global_seed,
+                           .rendezvous = rendezvous.get(),
+                           .step_id = step});
+}
+
+ResourceMgr* Worker::resources() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return devices_ == nullptr ? nullptr : devices_->device(0)->resources();
+}
+
+absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
+    const std::vector<std::string>& names) const {
+  ResourceMgr* rm = resources();
+  if (rm == nullptr) {
+    return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
+  }
+  std::vector<bool> out;
+  for (const std::string& name : names) {
+    std::shared_ptr<Variable> v = rm->Lookup<Variable>(name);
+    out.push_back(v != nullptr && v->initialized());
+  }
+  return out;
+}
+
+absl::Status Worker::SetVariables(const std::vector<std::string>& names,
+                                  const std::vector<Tensor>& values,
+                                  bool overwrite) {
+  ResourceMgr* rm = resources();
+  if (rm == nullptr) {
+    return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
+  }
+  if (names.size() != values.size()) {
+    return absl::InvalidArgumentError(
+        StrCat(names.size(), " variable names but ", values.size(), " values"));
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor& t = values[i];
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<Variable> v,
+                        rm->LookupOrCreate<Variable>(names[i], [&] {
+                          return std::make_shared<Variable>(t.dtype(),
+                                                            t.shape());
+                        }));
+    if (!overwrite && v->initialized()) continue;
+    absl::Status s = v->Assign(t);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("variable '", names[i], "' on ", task_, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Tensor>> Worker::ReadVariables(
+    const std::vector<std::string>& names) const {
+  ResourceMgr* rm = resources();
+  if (rm == nullptr) {
+    return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
+  }
+  std::vector<Tensor> out;
+  for (const std::string& name : names) {
+    std::shared_ptr<Variable> v = rm->Lookup<Variable>(name);
+    if (v == nullptr) {
+      return absl::NotFoundError(
+          StrCat(task_, " has no variable '", name, "'"));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor t, v->Read());
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace runnel

@@ -1,0 +1,111 @@
+// One task's side of a cluster (docs/cluster.md), without the transport:
+// the partitions registered with it, the rendezvous of each step it takes
+// part in, and its variables, shared by name between every worker that
+// uses them. runtime/distributed/grpc_worker.h serves it over gRPC.
+#ifndef RUNNEL_RUNTIME_DISTRIBUTED_WORKER_H_
+#define RUNNEL_RUNTIME_DISTRIBUTED_WORKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "runtime/device_set.h"
+#include "runtime/executor.h"
+#include "runtime/graph.pb.h"
+#include "runtime/rendezvous.h"
+#include "runtime/thread_pool.h"
+
+namespace runnel {
+
+// A step's rendezvous on one task. A key sent on another task (its source
+// device is there) is fetched from that task with `fetch`.
+class StepRendezvous : public Rendezvous {
+ public:
+  using Fetch =
+      std::function<void(const std::string& src_task, const std::string& key,
+                         int64_t step, Done done)>;
+  StepRendezvous(std::string task, int64_t step, Fetch fetch)
+      : task_(std::move(task)), step_(step), fetch_(std::move(fetch)) {}
+
+  bool Recv(const std::string& key, Done done, absl::Status* status,
+            Tensor* value, bool* is_dead) override;
+
+ private:
+  const std::string task_;
+  const int64_t step_;
+  const Fetch fetch_;
+};
+
+class Worker {
+ public:
+  Worker(std::string task, StepRendezvous::Fetch fetch);
+  ~Worker();
+
+  const std::string& task() const { return task_; }
+  // A random number, new with every process: a restarted task has another.
+  int64_t incarnation() const { return incarnation_; }
+  // The devices partitions run on, and their resources (variables).
+  void ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool);
+
+  // The step's rendezvous, made on first use. A step that has ended gets
+  // one aborted with "step ended", so a late request never waits.
+  std::shared_ptr<StepRendezvous> Step(int64_t step);
+  void AbortStep(int64_t step, const absl::Status& status);
+  void EndStep(int64_t step);
+
+  // The same graph registered twice (by two workers) gets the same handle.
+  absl::StatusOr<std::string> RegisterGraph(const proto::GraphDef& def);
+  // Runs a registered graph as part of `step`; blocks until it is done.
+  absl::Status RunGraph(const std::string& handle, int64_t step,
+                        uint64_t global_seed);
+  int num_graphs() const;
+
+  // Variables of this task, by name.
+  absl::StatusOr<std::vector<bool>> VariablesInitialized(
+      const std::vector<std::string>& names) const;
+  // Sets the variables (those that hold no value yet, unless `overwrite`).
+  absl::Status SetVariables(const std::vector<std::string>& names,
+                            const std::vector<Tensor>& values, bool overwrite);
+  absl::StatusOr<std::vector<Tensor>> ReadVariables(
+      const std::vector<std::string>& names) const;
+
+  // Tensor bytes sent to other tasks (RecvTensor).
+  void AddBytesSent(int64_t n) { bytes_sent_.fetch_add(n); }
+  int64_t bytes_sent() const { return bytes_sent_.load(); }
+
+ private:
+  ResourceMgr* resources() const;
+
+  const std::string task_;
+  const StepRendezvous::Fetch fetch_;
+  const int64_t incarnation_;
+  std::atomic<int64_t> bytes_sent_{0};
+
+  mutable std::mutex mu_;
+  const DeviceSet* devices_ ABSL_GUARDED_BY(mu_) = nullptr;
+  ThreadPool* inter_op_pool_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::flat_hash_map<int64_t, std::shared_ptr<StepRendezvous>> steps_
+      ABSL_GUARDED_BY(mu_);
+  // The latest ended steps, oldest first (bounded).
+  std::deque<int64_t> ended_order_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> ended_ ABSL_GUARDED_BY(mu_);
+  struct Registered {
+    std::shared_ptr<Graph> graph;
+    std::unique_ptr<Executor> executor;
+  };
+  absl::flat_hash_map<std::string, std::string> handle_of_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Registered>> graphs_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_DISTRIBUTED_WORKER_H_

@@ -1,0 +1,270 @@
+// The cluster runtime over loopback gRPC (docs/cluster.md): cluster specs,
+// variables spread over parameter servers and shared by name between
+// workers, the chief's initialization, tokens, dead tasks, f16 transfers
+// and errors raised on another task. Every task runs in this process.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/distributed/cluster_spec.h"
+#include "runtime/distributed/grpc_worker.h"
+#include "runtime/errors.h"
+#include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+using ::runnel::testing::Add;
+using ::runnel::testing::ExpectTensor;
+using ::runnel::testing::F32;
+using ::runnel::testing::Placeholder;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+// ---- cluster specs
+
+TEST(ClusterSpecTest, ParsesJobsAndTasks) {
+  absl::StatusOr<ClusterSpec> spec = ClusterSpec::Parse(
+      R"({"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223", "host:7"]})",
+      "c.json");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->num_tasks("ps"), 1);
+  EXPECT_EQ(spec->num_tasks("worker"), 2);
+  EXPECT_EQ(spec->TaskNames(),
+            (std::vector<std::string>{"/job:ps/task:0", "/job:worker/task:0",
+                                      "/job:worker/task:1"}));
+  EXPECT_EQ(*spec->AddressOf("/job:worker/task:1"), "host:7");
+  EXPECT_FALSE(spec->AllLoopback());
+  EXPECT_EQ(Msg(spec->Address("worker", 2).status()),
+            "the cluster spec's job 'worker' has no task 2 (it has 2)");
+  absl::StatusOr<ClusterSpec> again = ClusterSpec::Parse(spec->ToJson(), "x");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->jobs(), spec->jobs());
+}
+
+TEST(ClusterSpecTest, ErrorsNameTheFileAndTheField) {
+  auto error = [](const std::string& text) {
+    return Msg(ClusterSpec::Parse(text, "c.json").status());
+  };
+  EXPECT_EQ(error(R"({"ps": "127.0.0.1:1"})"),
+            "c.json: \"ps\": needs a list of \"host:port\" addresses");
+  EXPECT_EQ(error(R"({"worker": ["127.0.0.1:1", 5]})"),
+            "c.json: \"worker\"[1]: needs a \"host:port\" string");
+  EXPECT_EQ(error(R"({"worker": ["nohost"]})"),
+            "c.json: \"worker\"[0]: 'nohost' needs \"host:port\"");
+  EXPECT_EQ(error(R"({"worker": ["a:70000"]})"),
+            "c.json: \"worker\"[0]: 'a:70000' has no valid port (1 to 65535) "
+            "after ':'");
+  EXPECT_EQ(error(R"({"worker": []})"), "c.json: \"worker\": has no tasks");
+  EXPECT_EQ(error("{}"), "c.json: names no jobs");
+  EXPECT_EQ(error("[1, 2]").rfind("c.json: not a JSON object of jobs: ", 0),
+            0u);
+  EXPECT_EQ(Msg(ClusterSpec::Load("/nonexistent/c.json").status()),
+            "/nonexistent/c.json: cannot open: No such file or directory");
+}
+
+// ---- a cluster in this process
+
+struct LocalCluster {
+  ClusterSpec spec;
+  std::vector<std::unique_ptr<TaskServer>> ps;
+
+  LocalCluster(int num_ps, int num_workers, GrpcOptions options = {}) {
+    spec = ClusterSpec::Loopback(num_ps, num_workers,
+                                 FreeLoopbackPorts(num_ps + num_workers));
+    for (int i = 0; i < num_ps; ++i) {
+      auto server = TaskServer::Start(spec, "ps", i, 2, options);
+      EXPECT_TRUE(server.ok()) << server.status();
+      ps.push_back(server.ok() ? std::move(*server) : nullptr);
+    }
+  }
+
+  std::shared_ptr<GrpcCluster> Worker(int i, GrpcOptions options = {}) {
+    auto c = GrpcCluster::Start(spec, "worker", i, options);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : nullptr;
+  }
+};
+
+// What every worker builds: w [2] and b [1] on the ps tasks (round-robin),
+// w's value read on the worker, and updates of both.
+struct Model {
+  std::shared_ptr<Graph> g = std::make_shared<Graph>();
+  Node *w, *b, *bump, *set, *x, *y;
+
+  Model() {
+    const std::string ps = "/job:ps/task:*";
+    Node* w_init = *g->AddConst(F32({1, 2}, {2}), "w_init");
+    Node* b_init = *g->AddConst(F32({10}, {1}), "b_init");
+    auto var = [&](const std::string& name, Node* init) {
+      return *g->AddNode({.name = name,
+                          .op = "variable",
+                          .attrs = {{"dtype", DType::kF32},
+                                    {"shape", init->output_shape(0)},
+                                    {"initializer", init->name() + ":0"}},
+                          .device = ps});
+    };
+    w = var("w", w_init);
+    b = var("b", b_init);
+    Node* one = *g->AddConst(F32({1, 1}, {2}), "one");
+    bump = Add(*g, "bump", "assign_add", {{w, 0}, {one, 0}});
+    x = Placeholder(*g, "x", Shape{-1}, SourceSpan{"m.rnl", 7, 3, 7, 9});
+    set = Add(*g, "set", "assign", {{w, 0}, {x, 0}}, {},
+              SourceSpan{"m.rnl", 8, 1, 8, 12});
+    Node* read = Add(*g, "read", "read_variable", {{w, 0}});
+    y = Add(*g, "y", "mul", {{read, 0}, {read, 0}});
+  }
+};
+
+TEST(ClusterTest, VariablesSpreadOverPsTasksAndAreSharedByName) {
+  LocalCluster cluster(2, 2);
+  Model m0, m1;
+  Session chief(m0.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  Session other(m1.g, {.num_threads = 2, .cluster = cluster.Worker(1)});
+  for (int i = 0; i < 3; ++i) {
+    auto out = chief.Run(Session::Feeds{}, {{m0.bump, 0}, {m0.b, 0}}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  // The other worker sees the chief's updates, and updates the same state.
+  auto out = other.Run(Session::Feeds{}, {{m1.y, 0}, {m1.b, 0}}, {m1.bump});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[1], DType::kF32, {1}, {10});
+  out = chief.Run(Session::Feeds{}, {{m0.w, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, {2}, {5, 6});
+  // w went to the first ps task and b to the second; the worker computed y.
+  EXPECT_TRUE(cluster.ps[0]->worker().ReadVariables({"w"}).ok());
+  EXPECT_FALSE(cluster.ps[1]->worker().ReadVariables({"w"}).ok());
+  EXPECT_TRUE(cluster.ps[1]->worker().ReadVariables({"b"}).ok());
+  auto placed = chief.PlacedGraph(Session::Feeds{}, {{m0.y, 0}}, {});
+  ASSERT_TRUE(placed.ok());
+  for (const Node* n : (*placed)->nodes()) {
+    if (n->name() == "w" || n->name() == "read") {
+      EXPECT_EQ(n->assigned_device(), "/job:ps/task:0/device:cpu:0");
+    }
+    if (n->name() == "y") {
+      EXPECT_EQ(n->assigned_device(), "/job:worker/task:0/device:cpu:0");
+    }
+  }
+}
+
+TEST(ClusterTest, OtherWorkersWaitForTheChiefToInitialize) {
+  LocalCluster cluster(1, 2);
+  Model m0, m1;
+  Session chief(m0.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  Session other(m1.g, {.num_threads = 2, .cluster = cluster.Worker(1)});
+  absl::StatusOr<std::vector<Tensor>> seen;
+  // Whether it asks before or after the chief, it gets the chief's value,
+  // never an initialization of its own.
+  std::thread waiter([&] {
+    seen = other.Run(Session::Feeds{}, {{m1.w, 0}}, {});
+  });
+  ASSERT_TRUE(cluster.ps[0]
+                  ->worker()
+                  .SetVariables({"w"}, {F32({7, 8}, {2})}, false)
+                  .ok());
+  waiter.join();
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  ExpectTensor((*seen)[0], DType::kF32, {2}, {7, 8});
+  auto out = chief.Run(Session::Feeds{}, {{m0.w, 0}, {m0.b, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, {2}, {7, 8});  // kept, not re-set
+  ExpectTensor((*out)[1], DType::kF32, {1}, {10});    // set by the chief
+}
+
+TEST(ClusterTest, ARemoteErrorNamesItsNodeAndLine) {
+  LocalCluster cluster(1, 1);
+  Model m;
+  Session s(m.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  auto out = s.Run({{{m.x, 0}, F32({1, 2, 3}, {3})}}, {{m.set, 0}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(NodeNameOf(out.status()), "set");
+  ASSERT_TRUE(SpanOf(out.status()).has_value());
+  EXPECT_EQ(SpanOf(out.status())->ToString(), "m.rnl:8:1");
+  // The step's failure left nothing behind: the next runs work.
+  out = s.Run({{{m.x, 0}, F32({3, 4}, {2})}}, {{m.y, 0}}, {m.set});
+  ASSERT_TRUE(out.ok()) << out.status();
+}
+
+TEST(ClusterTest, RequestsWithoutTheTokenAreRefused) {
+  LocalCluster cluster(1, 1, {.token = "s3cret"});
+  Model m;
+  Session none(m.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  auto out = none.Run(Session::Feeds{}, {{m.y, 0}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(Msg(out.status()).find("/job:ps/task:0 refused the request"),
+            std::string::npos)
+      << out.status();
+}
+
+TEST(ClusterTest, TheRightTokenIsAccepted) {
+  LocalCluster cluster(1, 1, {.token = "s3cret"});
+  Model m;
+  Session s(m.g, {.num_threads = 2,
+                  .cluster = cluster.Worker(0, {.token = "s3cret"})});
+  auto out = s.Run(Session::Feeds{}, {{m.y, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, {2}, {1, 4});
+}
+
+TEST(ClusterTest, ADeadTaskIsUnreachableNotAHang) {
+  LocalCluster cluster(1, 1);
+  Model m;
+  Session s(m.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  ASSERT_TRUE(s.Run(Session::Feeds{}, {{m.y, 0}}, {}).ok());
+  cluster.ps[0].reset();  // the parameter server goes away
+  auto out = s.Run(Session::Feeds{}, {{m.y, 0}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Msg(out.status()).rfind("/job:ps/task:0 unreachable (", 0), 0u)
+      << out.status();
+}
+
+TEST(ClusterTest, F16TransfersHalveTheBytes) {
+  LocalCluster cluster(1, 2);
+  auto model = [] {
+    auto g = std::make_shared<Graph>();
+    EXPECT_TRUE(g->AddConst(Tensor::FromVector(std::vector<float>(4096, 0.5f),
+                                               Shape{4096}),
+                            "big_init")
+                    .ok());
+    Node* big = *g->AddNode({.name = "big",
+                             .op = "variable",
+                             .attrs = {{"dtype", DType::kF32},
+                                       {"shape", Shape{4096}},
+                                       {"initializer", "big_init:0"}},
+                             .device = "/job:ps/task:0"});
+    Node* read = Add(*g, "read", "read_variable", {{big, 0}});
+    Node* y = Add(*g, "y", "mul", {{read, 0}, {read, 0}});
+    return std::make_pair(g, y);
+  };
+  auto [g32, y32] = model();
+  auto [g16, y16] = model();
+  Session s32(g32, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  Session s16(
+      g16,
+      {.num_threads = 2, .f16_transfers = true, .cluster = cluster.Worker(1)});
+  ASSERT_TRUE(s32.Run(Session::Feeds{}, {{y32, 0}}, {}).ok());  // initialize
+  Worker& ps = cluster.ps[0]->worker();
+  int64_t before = ps.bytes_sent();
+  auto out = s32.Run(Session::Feeds{}, {{y32, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const int64_t f32_bytes = ps.bytes_sent() - before;
+  before = ps.bytes_sent();
+  out = s16.Run(Session::Feeds{}, {{y16, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const int64_t f16_bytes = ps.bytes_sent() - before;
+  EXPECT_EQ(f32_bytes, 4096 * 4);
+  EXPECT_EQ(f16_bytes * 2, f32_bytes);
+  ExpectTensor((*out)[0], DType::kF32, {4096}, std::vector<double>(4096, 0.25),
+               0);
+}
+
+}  // namespace
+}  // namespace runnel
