@@ -1424,6 +1424,32 @@ void AddState(std::vector<Builtin>& b) {
            return AssignFn(op, in, a);
          }});
   }
+  // Synchronous replicas (stdlib/optim.rnl, docs/cluster.md).
+  b.push_back({"sync_accumulate",
+               {P("var"), P("grad"), P("step")},
+               [](Interpreter& in, Args& a) -> Result {
+                 return in.builder().ApplyOp("sync_accumulate",
+                                             {a[0], a[1], a[2]}, {}, Site(a));
+               }});
+  b.push_back(
+      {"sync_take",
+       {P("var"), P("step")},
+       [](Interpreter& in, Args& a) -> Result {
+         return in.builder().ApplyOp("sync_take", {a[0], a[1]}, {}, Site(a));
+       }});
+  b.push_back({"sync_barrier",
+               {P("step_var"), P("step"), P("replicas")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t replicas, IntArg(a, 2));
+                 return in.builder().ApplyOp("sync_barrier", {a[0], a[1]},
+                                             {{"replicas", replicas}}, Site(a));
+               }});
+  b.push_back(
+      {"sync_advance",
+       {P("step_var"), P("step")},
+       [](Interpreter& in, Args& a) -> Result {
+         return in.builder().ApplyOp("sync_advance", {a[0], a[1]}, {}, Site(a));
+       }});
   for (const char* op : {"scatter_add", "scatter_sub", "scatter_update"}) {
     b.push_back(
         {op,

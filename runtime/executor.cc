@@ -122,6 +122,10 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     RN_ASSIGN_OR_RETURN(item.kernel,
                         KernelRegistry::Global().Create(*n, device->type()));
     item.expensive = item.kernel->IsExpensive();
+    if (item.kind == Kind::kPlain &&
+        dynamic_cast<AsyncOpKernel*>(item.kernel.get()) != nullptr) {
+      item.kind = Kind::kAsync;
+    }
     item.num_inputs = n->num_inputs();
     if (item.kind == Kind::kSend || item.kind == Kind::kRecv) {
       RN_ASSIGN_OR_RETURN(item.send_device,
@@ -343,6 +347,12 @@ class ExecutorState {
         } else if (item.kind == Executor::Kind::kRecv && !is_dead && !aborted) {
           // Later, on the sender's thread, when the value is not here yet.
           if (!Recv(tn, item, &outputs, &is_dead)) continue;
+        } else if (item.kind == Executor::Kind::kAsync && !is_dead &&
+                   !aborted) {
+          // FinishAsync completes it, on whichever thread calls `done`.
+          StartAsync(tn, item, in);
+          for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
+          continue;
         } else if (!is_dead && !aborted) {
           is_dead = !RunKernel(tn, item, in, &outputs, &dead);
         } else {
@@ -410,17 +420,61 @@ class ExecutorState {
                   const Tensor& value, bool dead) {
     active_.fetch_add(1, std::memory_order_acq_rel);
     if (!s.ok()) Abort(s);
-    const Executor::NodeItem& item = ex_.items_[tn.item];
     Outputs outputs{value};
     DeadMask mask(1, dead || !s.ok());
+    FinishLater(tn, outputs, mask);
+  }
+
+  // Completes a node that finished after its thread moved on (a receive or
+  // an asynchronous kernel), on the calling thread; Finish* raised active_.
+  void FinishLater(const TaggedNode& tn, const Outputs& outputs,
+                   const DeadMask& mask) {
     Ready ready;
-    Propagate(tn, item, outputs, mask, &ready);
+    Propagate(tn, ex_.items_[tn.item], outputs, mask, &ready);
     if (!NodeDone(tn, &ready)) {
       std::deque<TaggedNode> inline_ready;
       ScheduleReady(ready, &inline_ready);
       ProcessQueue(std::move(inline_ready));
     }
     active_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+
+  // Starts an asynchronous kernel; its `done` finishes the node.
+  void StartAsync(const TaggedNode& tn, const Executor::NodeItem& item,
+                  Entry* in) {
+    struct Call {
+      std::vector<Tensor> inputs;
+      std::unique_ptr<OpKernelContext> ctx;
+    };
+    auto call = std::make_shared<Call>();
+    std::vector<const Tensor*> inputs;
+    call->inputs.reserve(item.num_inputs);
+    for (int i = 0; i < item.num_inputs; ++i) {
+      call->inputs.push_back(in[i].tensor);
+      inputs.push_back(&call->inputs.back());
+    }
+    call->ctx = std::make_unique<OpKernelContext>(
+        *item.node, ex_.device_, std::move(inputs), args_.global_seed,
+        args_.call_frame, &step_);
+    call->ctx->set_frame_iter(tn.frame->id, tn.iter);
+    static_cast<AsyncOpKernel*>(item.kernel.get())
+        ->ComputeAsync(call->ctx.get(), [this, tn, call](absl::Status s) {
+          FinishAsync(tn, s, call->ctx.get());
+        });
+  }
+
+  void FinishAsync(const TaggedNode& tn, const absl::Status& s,
+                   OpKernelContext* ctx) {
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    const Executor::NodeItem& item = ex_.items_[tn.item];
+    if (!s.ok()) Abort(AttachNode(s, item.node->name(), item.node->span()));
+    Outputs outputs = s.ok() ? std::move(ctx->outputs()) : Outputs();
+    DeadMask mask(item.node->num_outputs(), !s.ok());
+    for (size_t i = 0; s.ok() && i < mask.size(); ++i) {
+      mask[i] = ctx->output_dead(i);
+    }
+    outputs.resize(mask.size());
+    FinishLater(tn, outputs, mask);
   }
 
   // Whether the kernel ran and gave live outputs (per-output deadness in

@@ -84,7 +84,8 @@ class Executor {
     kNextIteration,
     kControlTrigger,
     kSend,
-    kRecv
+    kRecv,
+    kAsync  // an AsyncOpKernel
   };
   struct NodeItem {
     const Node* node = nullptr;

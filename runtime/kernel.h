@@ -152,6 +152,20 @@ class OpKernel {
   bool expensive_ = true;
 };
 
+// A kernel that may finish later, on another thread (TensorFlow's
+// AsyncOpKernel): it calls `done` exactly once, after setting its outputs,
+// and the context lives until then. The executor starts it and goes on
+// with other nodes, so a kernel that waits (for other workers, say) holds
+// no thread while it does.
+class AsyncOpKernel : public OpKernel {
+ public:
+  using Done = std::function<void(absl::Status)>;
+  virtual void ComputeAsync(OpKernelContext* ctx, Done done) = 0;
+  absl::Status Compute(OpKernelContext* ctx) final {
+    return absl::InternalError("an asynchronous kernel was run synchronously");
+  }
+};
+
 // Runs kernel->Compute, turning an allocation failure (a user asking for an
 // enormous tensor) into ResourceExhausted instead of ending the process.
 absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx);

@@ -116,6 +116,14 @@ class Placer {
           groups_.Union(e->id(), src->id());
         }
       }
+      // An update inside a branch or loop names its variable (its input
+      // comes through a switch or an enter).
+      if (auto var = n->attrs().find("var"); var != n->attrs().end()) {
+        if (const auto* name = std::get_if<std::string>(&var->second)) {
+          auto it = variables.find(*name);
+          if (it != variables.end()) groups_.Union(n->id(), it->second);
+        }
+      }
       if (n->op() == "variable") {  // a slot "w/adam_m" goes with "w"
         const size_t slash = n->name().rfind('/');
         if (slash != std::string::npos) {

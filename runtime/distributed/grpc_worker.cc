@@ -237,6 +237,14 @@ class WorkerServiceImpl final : public proto::WorkerService::Service {
     return Set(ctx, *req, /*overwrite=*/true);
   }
 
+  grpc::Status Heartbeat(grpc::ServerContext* ctx,
+                         const proto::HeartbeatRequest* req,
+                         proto::HeartbeatResponse*) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    worker_->Heartbeat(req->task(), req->leaving());
+    return grpc::Status::OK;
+  }
+
   grpc::Status ReadVariables(grpc::ServerContext* ctx,
                              const proto::VariablesRequest* req,
                              proto::VariablesResponse* resp) override {
@@ -411,6 +419,30 @@ class WorkerChannels {
     } else {
       (*stub)->async()->CleanupStep(&call->ctx, &call->req, &call->resp, after);
     }
+  }
+
+  // A heartbeat from `from` to `task`: fire and forget, unless `wait`
+  // (the last one, when leaving), which waits up to a second.
+  void Heartbeat(const std::string& task, const std::string& from, bool leaving,
+                 bool wait) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) return;
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::HeartbeatRequest req;
+      proto::HeartbeatResponse resp;
+    };
+    auto call = std::make_shared<Call>();
+    call->req.set_task(from);
+    call->req.set_leaving(leaving);
+    Prepare(&call->ctx, task, /*setup=*/false);
+    call->ctx.set_deadline(After(1));
+    if (wait) {
+      (*stub)->Heartbeat(&call->ctx, call->req, &call->resp);
+      return;
+    }
+    (*stub)->async()->Heartbeat(&call->ctx, &call->req, &call->resp,
+                                [call](grpc::Status) {});
   }
 
   absl::StatusOr<std::string> RegisterGraph(const std::string& task,
@@ -643,7 +675,41 @@ GrpcCluster::GrpcCluster(const ClusterSpec& spec, std::string task, bool chief,
       options_(std::move(options)) {}
 
 GrpcCluster::~GrpcCluster() {
+  Leave();
   if (server_ != nullptr) server_->Shutdown();
+}
+
+std::vector<std::string> GrpcCluster::PsTasks() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < spec_.num_tasks("ps"); ++i) {
+    out.push_back(ClusterSpec::TaskName("ps", i));
+  }
+  return out;
+}
+
+void GrpcCluster::Beat() {
+  std::unique_lock<std::mutex> lock(beat_mu_);
+  while (!leaving_) {
+    lock.unlock();
+    for (const std::string& ps : PsTasks()) {
+      channels_->Heartbeat(ps, task_, /*leaving=*/false, /*wait=*/false);
+    }
+    lock.lock();
+    beat_cv_.wait_for(lock, std::chrono::milliseconds(500));
+  }
+}
+
+void GrpcCluster::Leave() {
+  {
+    std::lock_guard<std::mutex> lock(beat_mu_);
+    if (leaving_) return;
+    leaving_ = true;
+  }
+  beat_cv_.notify_all();
+  if (beater_.joinable()) beater_.join();
+  for (const std::string& ps : PsTasks()) {
+    channels_->Heartbeat(ps, task_, /*leaving=*/true, /*wait=*/true);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
@@ -671,6 +737,8 @@ absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
       cluster->server_,
       WorkerServer::Start(cluster->worker_.get(), ListenAddress(spec, address),
                           cluster->options_));
+  GrpcCluster* raw = cluster.get();
+  cluster->beater_ = std::thread([raw] { raw->Beat(); });
   return cluster;
 }
 
@@ -795,7 +863,8 @@ absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
                        int64_t step, Rendezvous::Done done) {
         channels->RecvTensor(src, key, step, std::move(done));
       });
-  s->worker_->ServeDevices(s->devices_.get(), s->inter_op_pool_.get());
+  s->worker_->ServeDevices(s->devices_.get(), s->inter_op_pool_.get(),
+                           spec.num_tasks("worker"));
   RN_ASSIGN_OR_RETURN(
       s->server_, WorkerServer::Start(s->worker_.get(),
                                       ListenAddress(spec, address), options));

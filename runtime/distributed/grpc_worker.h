@@ -13,9 +13,12 @@
 #ifndef RUNNEL_RUNTIME_DISTRIBUTED_GRPC_WORKER_H_
 #define RUNNEL_RUNTIME_DISTRIBUTED_GRPC_WORKER_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -86,8 +89,15 @@ class GrpcCluster : public ClusterContext {
       const std::string& task, const std::vector<std::string>& names);
   WorkerChannels& channels() { return *channels_; }
   Worker& worker() { return *worker_; }
+  // Stops the heartbeats and tells the parameter servers that this worker
+  // is gone (synchronous replicas stop waiting for it). Idempotent; the
+  // destructor calls it.
+  void Leave();
 
  private:
+  void Beat();  // the heartbeat thread
+  std::vector<std::string> PsTasks() const;
+
   GrpcCluster(const ClusterSpec& spec, std::string task, bool chief,
               GrpcOptions options);
 
@@ -99,6 +109,10 @@ class GrpcCluster : public ClusterContext {
   std::shared_ptr<WorkerChannels> channels_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<WorkerServer> server_;
+  std::mutex beat_mu_;
+  std::condition_variable beat_cv_;
+  bool leaving_ = false;
+  std::thread beater_;
 };
 
 // `runnel server`: a task that owns one CPU device and its state, and runs

@@ -9,6 +9,7 @@
 #include "runtime/distributed/cluster_spec.h"
 #include "runtime/graph_def.h"
 #include "runtime/kernel.h"
+#include "runtime/live_workers.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -56,10 +57,30 @@ Worker::Worker(std::string task, StepRendezvous::Fetch fetch)
 
 Worker::~Worker() = default;
 
-void Worker::ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool) {
-  std::lock_guard<std::mutex> lock(mu_);
-  devices_ = devices;
-  inter_op_pool_ = inter_op_pool;
+void Worker::ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool,
+                          int expected_workers) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    devices_ = devices;
+    inter_op_pool_ = inter_op_pool;
+  }
+  if (expected_workers > 0) {
+    absl::Status s =
+        resources()
+            ->LookupOrCreate<LiveWorkers>(
+                LiveWorkers::kName,
+                [&] { return std::make_shared<LiveWorkers>(expected_workers); })
+            .status();
+    (void)s;  // a fresh resource manager: nothing else holds the name
+  }
+}
+
+void Worker::Heartbeat(const std::string& task, bool leaving) {
+  ResourceMgr* rm = resources();
+  if (rm == nullptr) return;
+  if (auto live = rm->Lookup<LiveWorkers>(LiveWorkers::kName)) {
+    live->Beat(task, leaving);
+  }
 }
 
 std::shared_ptr<StepRendezvous> Worker::Step(int64_t step) {

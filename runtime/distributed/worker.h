@@ -52,8 +52,12 @@ class Worker {
   const std::string& task() const { return task_; }
   // A random number, new with every process: a restarted task has another.
   int64_t incarnation() const { return incarnation_; }
-  // The devices partitions run on, and their resources (variables).
-  void ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool);
+  // The devices partitions run on, and their resources (variables). With
+  // `expected_workers` > 0 it also keeps the workers' liveness there
+  // (runtime/live_workers.h), from their heartbeats.
+  void ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool,
+                    int expected_workers = 0);
+  void Heartbeat(const std::string& task, bool leaving);
 
   // The step's rendezvous, made on first use. A step that has ended gets
   // one aborted with "step ended", so a late request never waits.

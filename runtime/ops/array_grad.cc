@@ -244,6 +244,10 @@ RUNNEL_NO_GRADIENT("assign_sub");
 RUNNEL_NO_GRADIENT("scatter_add");
 RUNNEL_NO_GRADIENT("scatter_sub");
 RUNNEL_NO_GRADIENT("scatter_update");
+RUNNEL_NO_GRADIENT("sync_accumulate");
+RUNNEL_NO_GRADIENT("sync_take");
+RUNNEL_NO_GRADIENT("sync_barrier");
+RUNNEL_NO_GRADIENT("sync_advance");
 
 }  // namespace
 }  // namespace runnel

@@ -114,6 +114,31 @@ def check_token(runnel, tmp):
     print("tokens: refused without, accepted with")
 
 
+def check_killed_sync_worker(runnel, tmp):
+    """Synchronous replicas (replicas = 2 of 2 workers): kill -9 one worker
+    mid-training and the other still finishes, alone, with every step."""
+    cluster = spec(tmp, ps=1, workers=2)
+    ps = server(runnel, cluster)
+    script = os.path.join(HERE, "sync.rnl")
+    workers = [subprocess.Popen(
+        [runnel, "run", script, "--cluster", cluster, "--job", "worker",
+         "--task", str(i), "--arg", "steps=3000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(2)]
+    try:
+        assert workers[1].stdout.readline().strip() == "training"
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait()
+        out, err = workers[0].communicate(timeout=LIMIT)
+        assert workers[0].returncode == 0, (out, err)
+        assert "global steps 3000" in out, out
+    finally:
+        for p in workers + [ps]:
+            p.kill()
+            p.wait()
+    print("sync replicas: a killed worker stops counting:", out.splitlines()[-1])
+
+
 def check_spec_errors(runnel, tmp):
     script = os.path.join(HERE, "train_forever.rnl")
     bad = write(os.path.join(tmp, "bad.json"), '{"worker": ["127.0.0.1:1", 7]}')
@@ -155,6 +180,7 @@ def main():
         check_launcher(runnel, tmp)
         check_token(runnel, tmp)
         check_killed_ps(runnel, tmp)
+        check_killed_sync_worker(runnel, tmp)
         check_never_up(runnel, tmp)
 
 

@@ -1,0 +1,104 @@
+// Synchronous replicas (docs/cluster.md, `optim.NAME(..., replicas = M)`):
+// each worker adds its gradients, tagged with the global step it computed
+// them at, to one accumulator per variable (on the variable's task), then
+// meets the others at a barrier beside global_step. The worker whose
+// gradient completes the set of min(M, live workers) applies the mean of
+// the fresh gradients and advances the step; the others wait for that, and
+// gradients of an older step are dropped (backup workers).
+#include "runtime/op_registry.h"
+#include "runtime/shape_fns.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+absl::Status CheckStep(const ShapeContext& c, int i) {
+  if (c.dtype(i) != DType::kI64 || !c.shape(i).IsCompatibleWith(Shape{})) {
+    return absl::InvalidArgumentError(
+        StrCat("the step must be an i64 scalar, got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+Specs AccumulateShape(const ShapeContext& c) {
+  if (c.dtype(0) != DType::kF32 && c.dtype(0) != DType::kF64) {
+    return absl::InvalidArgumentError(
+        StrCat("needs an f32 or f64 variable, got ", c.input(0).ToString()));
+  }
+  if (c.dtype(1) != c.dtype(0) || !c.shape(0).IsCompatibleWith(c.shape(1))) {
+    return absl::InvalidArgumentError(StrCat("gradient ", c.input(1).ToString(),
+                                             " does not match the variable ",
+                                             c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(CheckStep(c, 2));
+  return One(DType::kBool, Shape{});
+}
+
+Specs TakeShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckStep(c, 1));
+  return One(c.dtype(0), c.shape(0));
+}
+
+Specs BarrierShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckStep(c, 0));
+  RN_RETURN_IF_ERROR(CheckStep(c, 1));
+  RN_ASSIGN_OR_RETURN(int64_t replicas, c.attr<int64_t>("replicas"));
+  if (replicas < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("replicas must be at least 1, got ", replicas));
+  }
+  return One(DType::kBool, Shape{});
+}
+
+Specs AdvanceShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckStep(c, 0));
+  RN_RETURN_IF_ERROR(CheckStep(c, 1));
+  return One(DType::kI64, Shape{});
+}
+
+}  // namespace
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sync_accumulate")
+        .Inputs({"ref", "grad", "step"})
+        .Outputs({"accepted"})
+        .Stateful()
+        .Shape(AccumulateShape)
+        .Doc("Adds `grad`, computed at global step `step`, to the gradient "
+             "accumulator of the variable feeding `ref`; true when taken, "
+             "false when the accumulator has moved past `step` (a stale "
+             "gradient, dropped)."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sync_take")
+        .Inputs({"ref", "step"})
+        .Outputs({"mean"})
+        .Stateful()
+        .Shape(TakeShape)
+        .Doc("The mean of the gradients accumulated for step `step` of the "
+             "variable feeding `ref`; the accumulator then waits for step "
+             "`step` + 1."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sync_barrier")
+        .Inputs({"ref", "step"})
+        .Outputs({"applier"})
+        .Attr("replicas", int64_t{1})
+        .Attr("barrier", std::string("sync"))
+        .Stateful()
+        .Shape(BarrierShape)
+        .Doc("Waits until min(`replicas`, live workers) workers have arrived "
+             "for step `step` (`ref` is global_step, beside which the barrier "
+             "lives). The arrival that completes the set gets true and must "
+             "apply the update and call sync_advance; the others get false "
+             "once it has. An arrival for an older step gets false at once."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sync_advance")
+        .Inputs({"ref", "step"})
+        .Outputs({"next"})
+        .Attr("barrier", std::string("sync"))
+        .Stateful()
+        .Shape(AdvanceShape)
+        .Doc("Ends step `step` at the barrier: the workers waiting there go "
+             "on. Gives `step` + 1."));
+
+}  // namespace runnel
