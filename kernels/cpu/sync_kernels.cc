@@ -41,8 +41,12 @@ class Barrier : public Resource {
   void Arrive(int64_t step, int64_t replicas, Done done) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (step < step_ || (step == step_ && applying_)) {
+      if (step < step_) {
         stale_.push_back(std::move(done));
+      } else if (step == step_ && applying_) {
+        // Too late for this step, but the update is under way: go on
+        // once it is done, so the next step reads the new values.
+        waiting_.push_back(std::move(done));
       } else {
         if (step > step_) {  // restored, or the first arrival
           step_ = step;
