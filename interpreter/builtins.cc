@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "interpreter/control_flow.h"
 #include "interpreter/data.h"
@@ -712,6 +714,20 @@ Result ToInt(Interpreter& in, Args& a) {
                            true);
   }
   return Value::Int(static_cast<int64_t>(d));
+}
+
+// sleep(seconds): waits on the host (benchmarks make stragglers with it);
+// `runnel check` does not wait.
+Result Sleep(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(double seconds, NumberArg(a, 0));
+  if (!(seconds >= 0) || seconds > 86400) {
+    return ErrorAt(a.span_of(0),
+                   StrCat("sleep needs 0 to 86400 seconds, got ", seconds));
+  }
+  if (!in.check_mode()) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+  return None();
 }
 
 Result Exit(Interpreter& in, Args& a) {
@@ -1508,6 +1524,7 @@ void AddHost(std::vector<Builtin>& b) {
   b.push_back({"exit", {P("code", Value::Int(0))}, Exit});
   b.push_back({"arg", {P("name"), P("default", None())}, Arg});
   b.push_back({"task", {}, Task});
+  b.push_back({"sleep", {P("seconds")}, Sleep});
   b.push_back({"progress", {P("iterable"), P("label", None())}, Progress});
   b.push_back({"report", {}, Report, true, true});
 }

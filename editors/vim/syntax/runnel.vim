@@ -45,7 +45,7 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|all\|allclose
       \\|random_normal\|random_uniform\|rank\|relu\|report\|reshape\|restore
       \\|round\|rsqrt\|save\|save_npy\|scan\|scatter_add\|scatter_sub
       \\|scatter_update\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin
-      \\|size\|slice\|slot\|softmax\|softmax_cross_entropy\|softplus
+      \\|size\|sleep\|slice\|slot\|softmax\|softmax_cross_entropy\|softplus
       \\|sparse_softmax_cross_entropy\|split\|sqrt\|square\|squeeze\|stack
       \\|stop_gradient\|sum\|sync_accumulate\|sync_advance\|sync_barrier
       \\|sync_take\|tanh\|task\|tile\|trainable_vars\|transpose
