@@ -26,6 +26,11 @@ def bump():
     return COUNTER[0]
 
 
+def result(name, value):
+    # One write: the processes share stdout, and lines must not mix.
+    os.write(1, f"RESULT {name} {value}\n".encode())
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -48,7 +53,7 @@ def null_task(rank, workers, steps, threads, port):
         t = time.perf_counter()
         for _ in range(steps):
             rpc.rpc_sync("ps", bump)
-        print(f"RESULT null {(time.perf_counter() - t) / steps}", flush=True)
+        result("null", (time.perf_counter() - t) / steps)
     rpc.shutdown()
 
 
@@ -77,7 +82,7 @@ def ddp_task(rank, workers, steps, threads, port):
     t = time.perf_counter()
     for _ in range(steps):
         step()
-    print(f"RESULT ddp {steps / (time.perf_counter() - t)}", flush=True)
+    result("ddp", steps / (time.perf_counter() - t))
     dist.destroy_process_group()
 
 

@@ -1,5 +1,6 @@
 #include "runtime/distributed/grpc_worker.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -603,6 +604,10 @@ class WorkerServer {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(
       Worker* worker, const std::string& address, const GrpcOptions& options) {
+    // A malformed request is answered with an error; protobuf's own log
+    // line for it (invalid UTF-8, ...) would let any client flood stderr.
+    static std::once_flag quiet;
+    std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
     auto server = std::unique_ptr<WorkerServer>(new WorkerServer);
     server->service_ =
         std::make_unique<WorkerServiceImpl>(worker, options.token);
