@@ -84,6 +84,7 @@ class Placer {
 
   absl::Status Run() {
     RN_RETURN_IF_ERROR(Colocate());
+    PullUpdateMath();
     RN_RETURN_IF_ERROR(Constrain());
     Schedule();
     for (Node* n : nodes_) {
@@ -141,6 +142,66 @@ class Placer {
       }
     }
     return absl::OkStatus();
+  }
+
+  // Update math goes with its variable, as TensorFlow's apply ops do: a
+  // node all of whose consumers are in one variable's group joins it when
+  // it is cheap work (a few operations an element) no larger than the
+  // variable and reads nothing larger. So an optimizer's arithmetic runs
+  // where the variable and its slots live (on the parameter server, in a
+  // cluster), and only the gradient crosses; the gradient itself (a
+  // matmul, or a sum over a batch) stays where it was computed.
+  void PullUpdateMath() {
+    const int64_t unknown = options_.unknown_dim;
+    std::vector<std::vector<const Node*>> consumers(nodes_.size());
+    for (const Node* c : nodes_) {
+      for (const NodeOut& in : c->inputs()) {
+        consumers[in.node->id()].push_back(c);
+      }
+      for (const Node* ctl : c->control_inputs()) {
+        consumers[ctl->id()].push_back(c);
+      }
+    }
+    absl::flat_hash_map<int, double> var_size;  // group -> largest variable
+    for (const Node* v : nodes_) {
+      if (v->op() != "variable") continue;
+      double& size = var_size[groups_.Find(v->id())];
+      size = std::max(size, Elements(v->output_shape(0), unknown));
+    }
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+      const Node* x = *it;
+      const std::string& op = x->op();
+      if (consumers[x->id()].empty() || x->stateful() ||
+          !x->requested_device().empty() || IsLoopControl(x) || op == "_feed" ||
+          op == "_fetch" || op == "enter" || op == "exit" || op == "merge" ||
+          op == "switch" || op == "next_iteration" ||
+          var_size.contains(groups_.Find(x->id()))) {
+        continue;
+      }
+      int g = -1;
+      for (const Node* c : consumers[x->id()]) {
+        const int cg = groups_.Find(c->id());
+        if (g >= 0 && cg != g) {
+          g = -2;
+          break;
+        }
+        g = cg;
+      }
+      auto size = var_size.find(g);
+      if (size == var_size.end()) continue;
+      const double limit = size->second;
+      bool small = EstimatedFlops(*x, unknown) <= 8 * limit;
+      for (int o = 0; small && o < x->num_outputs(); ++o) {
+        small = Elements(x->output_shape(o), unknown) <= limit;
+      }
+      for (int i = 0; small && i < x->num_inputs(); ++i) {
+        const NodeOut in = x->input(i);
+        small = Elements(in.node->output_shape(in.index), unknown) <= limit;
+      }
+      if (!small) continue;
+      groups_.Union(x->id(), g);
+      var_size[groups_.Find(x->id())] = limit;
+    }
   }
 
   // Each group's candidate devices, from its members' requests.

@@ -119,6 +119,33 @@ TEST(PlacerTest, ConstraintsAndColocation) {
   EXPECT_EQ(y->assigned_device(), kCpu0);
 }
 
+// An optimizer's arithmetic runs beside its variable; the gradient (a
+// matmul over the batch) stays where its inputs are.
+TEST(PlacerTest, UpdateMathGoesWithItsVariable) {
+  ResourceMgr resources;
+  DeviceSet set(2, 2, &resources);
+  Graph g;
+  Node* xt = Placeholder(g, "xt", Shape{4, 64});
+  Node* dy = Placeholder(g, "dy", Shape{64, 1});
+  Node* w = Requested(g, "w", "variable", {}, "/cpu:1",
+                      {{"dtype", DType::kF32}, {"shape", Shape{4, 1}}});
+  Node* m = Add(g, "w/m", "variable", {},
+                {{"dtype", DType::kF32}, {"shape", Shape{4, 1}}});
+  Node* gw = Add(g, "gw", "matmul", {{xt, 0}, {dy, 0}});
+  Node* read_m = Add(g, "read_m", "read_variable", {{m, 0}});
+  Node* mix = Add(g, "mix", "add", {{read_m, 0}, {gw, 0}});
+  Node* set_m = Add(g, "set_m", "assign", {{m, 0}, {mix, 0}});
+  Node* lr = *g.AddConst(F32({0.1f}, {}), "lr");
+  Node* step = Add(g, "step", "mul", {{set_m, 0}, {lr, 0}});
+  Node* up = Add(g, "up", "assign_sub", {{w, 0}, {step, 0}});
+  ASSERT_TRUE(PlaceGraph(g, set).ok());
+  for (Node* n : {w, m, read_m, mix, set_m, step, up}) {
+    EXPECT_EQ(n->assigned_device(), kCpu1) << n->name();
+  }
+  EXPECT_EQ(gw->assigned_device(), kCpu0);
+  EXPECT_EQ(xt->assigned_device(), kCpu0);
+}
+
 TEST(PlacerTest, ConflictsAndMissingDevices) {
   ResourceMgr resources;
   DeviceSet set(2, 2, &resources);
