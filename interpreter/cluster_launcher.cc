@@ -188,6 +188,10 @@ int LaunchCluster(const ClusterLaunch& launch) {
                   launch.task_args.end());
     t.argv.insert(t.argv.end(), launch.worker_args.begin(),
                   launch.worker_args.end());
+    // Runs that meet a dead task wait for its restart, then go on.
+    if (launch.restart) {
+      t.argv.insert(t.argv.end(), {"--retry-unreachable", "120"});
+    }
     tasks.push_back(std::move(t));
   }
 

@@ -67,6 +67,13 @@ struct Options {
   // (from 1) of the script.
   std::string trace_file;
   int64_t trace_first = 10, trace_last = 12;
+  // --checkpoint-dir DIR [--checkpoint-every 60s|500steps] [--keep 3]
+  // (docs/checkpoints.md): restore from DIR's newest checkpoint, save
+  // periodically and at the end (the chief, in a cluster).
+  std::string checkpoint_dir;
+  double checkpoint_seconds = 60;  // 0 when counting steps
+  int64_t checkpoint_steps = 0;
+  int checkpoint_keep = 3;
   bool check_mode = false;
   // `runnel run --cluster c.json --job J --task N` (docs/cluster.md): this
   // process's task, which `task()` describes, and its cluster.
@@ -173,6 +180,9 @@ class Interpreter {
   // Writes the --trace file if the traced runs have not all happened (the
   // script ended first); says so on stderr.
   absl::Status FinishTrace();
+  // With --checkpoint-dir: writes the last checkpoint (at the end of the
+  // script, after an error or an interruption too).
+  absl::Status FinishCheckpoints();
 
  private:
   absl::Status ExecRebind(const lang::RebindStmt& s);
@@ -286,9 +296,17 @@ class Interpreter {
   Signal signal_ = Signal::kNone;
   Value return_value_;
   int call_depth_ = 0;
-  int loop_depth_ = 0;              // `for` loops of the current function
-  int function_depth_ = 0;          // user function bodies being evaluated
-  int64_t runs_ = 0;                // `run` expressions evaluated (check mode)
+  int loop_depth_ = 0;      // `for` loops of the current function
+  int function_depth_ = 0;  // user function bodies being evaluated
+  int64_t runs_ = 0;        // `run` expressions evaluated (check mode)
+  // --checkpoint-dir: restore once, then save when due.
+  absl::Status StartCheckpoints();
+  absl::Status MaybeCheckpoint();
+  absl::Status SaveCheckpoint();
+  bool checkpoints_started_ = false;
+  double last_checkpoint_time_ = 0;
+  int64_t last_checkpoint_step_ = 0;
+  int64_t runs_at_last_check_ = 0;
   std::unique_ptr<Tracer> tracer_;  // with --trace, until written
   absl::Status WriteTrace();
   std::atomic<bool> interrupted_{false};

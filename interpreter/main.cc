@@ -84,10 +84,17 @@ constexpr char kUsage[] =
     "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
     "  --trace-runs A..B  the runs to trace instead\n"
     "  --transfer-dtype f16  f32 tensors cross devices as f16\n"
+    "  --checkpoint-dir DIR  restore from DIR's newest checkpoint, then save\n"
+    "                     there periodically and at the end\n"
+    "  --checkpoint-every 60s|500steps  how often (default 60s)\n"
+    "  --keep N           the checkpoints kept (default 3)\n"
     "  --cluster C.json --job J --task N\n"
     "                     run as task N of job J of the cluster C.json\n"
     "  --token-file F     the cluster's shared token (required when its spec\n"
     "                     names addresses beyond this machine)\n"
+    "  --retry-unreachable S  retry a run whose task is unreachable for up to\n"
+    "                     S seconds, once it is back (runnel cluster "
+    "--restart)\n"
     "\n"
     "graph options:\n"
     "  --expand SCOPE     open SCOPE's box (repeatable), e.g. --expand dense\n"
@@ -367,6 +374,7 @@ int Main(int argc, char** argv) {
   }
   std::string file, graph_out, metrics;
   std::string cluster_file, job, task_text, token_file;
+  double retry_unreachable = 0;
   GraphView view;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string a = args[i];
@@ -435,6 +443,13 @@ int Main(int argc, char** argv) {
       }
       options.trace_first = first;
       options.trace_last = last;
+    } else if (a == "--retry-unreachable") {
+      std::string v;
+      long long n = 0;
+      if (!take(&v) || !ParseInt(v, 0, 86400, &n)) {
+        return Usage("--retry-unreachable needs seconds (0 to 86400)");
+      }
+      retry_unreachable = static_cast<double>(n);
     } else if (a == "--cluster" || a == "--job" || a == "--task" ||
                a == "--token-file") {
       std::string* into = a == "--cluster" ? &cluster_file
@@ -447,6 +462,33 @@ int Main(int argc, char** argv) {
       if (!take(into) || into->empty()) {
         return Usage(StrCat(a, " needs a value"));
       }
+    } else if (a == "--checkpoint-dir") {
+      if (!take(&options.checkpoint_dir) || options.checkpoint_dir.empty()) {
+        return Usage("--checkpoint-dir needs a directory");
+      }
+    } else if (a == "--checkpoint-every") {
+      std::string v;
+      long long n = 0;
+      const bool steps =
+          take(&v) && v.size() > 5 && v.substr(v.size() - 5) == "steps";
+      const std::string number =
+          steps
+              ? v.substr(0, v.size() - 5)
+              : (!v.empty() && v.back() == 's' ? v.substr(0, v.size() - 1) : v);
+      if (!ParseInt(number, 1, INT64_MAX, &n)) {
+        return Usage(
+            "--checkpoint-every needs Ns (seconds) or Nsteps, "
+            "N a positive integer");
+      }
+      options.checkpoint_seconds = steps ? 0 : static_cast<double>(n);
+      options.checkpoint_steps = steps ? n : 0;
+    } else if (a == "--keep") {
+      std::string v;
+      long long n = 0;
+      if (!take(&v) || !ParseInt(v, 1, 1000000, &n)) {
+        return Usage("--keep needs a positive integer");
+      }
+      options.checkpoint_keep = static_cast<int>(n);
     } else if (a == "--soft-placement") {
       options.soft_placement = true;
     } else if (a == "--transfer-dtype") {
@@ -485,6 +527,7 @@ int Main(int argc, char** argv) {
     GrpcOptions grpc;
     ClusterSpec spec;
     absl::Status status = LoadCluster(cluster_file, token_file, &spec, &grpc);
+    grpc.retry_unreachable_s = retry_unreachable;
     if (status.ok()) {
       absl::StatusOr<std::shared_ptr<GrpcCluster>> cluster =
           GrpcCluster::Start(spec, job, static_cast<int>(task), grpc);
@@ -515,6 +558,11 @@ int Main(int argc, char** argv) {
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(file);
+    // The last checkpoint, also after an error or Ctrl-C.
+    if (absl::Status s = interp.FinishCheckpoints(); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+      status = kExitError;
+    }
     if (status == kExitOk) {
       if (absl::Status s = interp.FinishTrace(); !s.ok()) {
         std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());

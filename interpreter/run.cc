@@ -94,6 +94,9 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
   if (feeds != nullptr) {
     RN_ASSIGN_OR_RETURN(feed_list, ConvertFeeds(*feeds, e));
   }
+  if (absl::Status c = MaybeCheckpoint(); !c.ok()) {
+    return ErrorAt(e.span, std::string(ToStd(c.message())));
+  }
   const bool traced = tracer_ != nullptr && !check_mode() &&
                       runs_ >= options_.trace_first &&
                       runs_ <= options_.trace_last;

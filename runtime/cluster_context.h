@@ -69,6 +69,12 @@ class ClusterContext {
   virtual double chief_wait_seconds() const { return 60; }
   // A line for the user ("waiting for the chief ...").
   virtual void Inform(const std::string& message) = 0;
+
+  // How long a run that failed because a task was unreachable is retried
+  // (`runnel cluster --restart`: the task comes back); 0: not retried.
+  virtual double retry_seconds() const { return 0; }
+  // Waits until every other task answers, for at most `seconds`.
+  virtual absl::Status WaitForTasks(double seconds) = 0;
 };
 
 }  // namespace runnel

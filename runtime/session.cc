@@ -252,6 +252,39 @@ absl::StatusOr<NodeOut> Session::InitializerOf(const Node& v) {
   return NodeOut{init_node, parsed.second};
 }
 
+void Session::set_initial_values(
+    std::shared_ptr<const std::map<std::string, Tensor>> values,
+    std::string source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  initial_values_ = std::move(values);
+  initial_source_ = std::move(source);
+}
+
+absl::StatusOr<std::optional<Tensor>> Session::InitialValue(
+    const Node& variable) {
+  std::shared_ptr<const std::map<std::string, Tensor>> values;
+  std::string source;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    values = initial_values_;
+    source = initial_source_;
+  }
+  if (values == nullptr) return std::nullopt;
+  auto it = values->find(variable.name());
+  if (it == values->end()) return std::nullopt;
+  RN_ASSIGN_OR_RETURN(DType dtype, variable.attr<DType>("dtype"));
+  RN_ASSIGN_OR_RETURN(Shape shape, variable.attr<Shape>("shape"));
+  const Tensor& t = it->second;
+  if (t.dtype() != dtype || t.shape() != shape) {
+    return AttachNode(absl::InvalidArgumentError(StrCat(
+                          "'", variable.name(), "' is ", DTypeName(dtype),
+                          shape.ToString(), " but ", source, " has ",
+                          DTypeName(t.dtype()), t.shape().ToString())),
+                      variable.name(), variable.span());
+  }
+  return t;
+}
+
 absl::flat_hash_map<std::string, int> Session::SpreadOrder() {
   std::lock_guard<std::mutex> lock(mu_);
   const std::vector<Node*> nodes = graph_->nodes();
@@ -297,23 +330,41 @@ absl::Status Session::InitializeRemoteVariables(Plan& plan) {
     }
     if (missing.empty()) return absl::OkStatus();
     if (cluster.is_chief()) {
+      // Restored values, else the initializers' (run together).
+      std::vector<std::optional<Tensor>> values(missing.size());
       std::vector<NodeOut> initializers;
-      for (const auto& [task, v] : missing) {
-        RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(*v));
+      std::vector<size_t> initialized;
+      for (size_t i = 0; i < missing.size(); ++i) {
+        const Node& v = *missing[i].second;
+        RN_ASSIGN_OR_RETURN(values[i], InitialValue(v));
+        if (values[i].has_value()) continue;
+        RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(v));
         initializers.push_back(init);
+        initialized.push_back(i);
       }
-      RN_ASSIGN_OR_RETURN(std::vector<Tensor> values,
-                          Run(Feeds{}, initializers, {}));
+      if (!initializers.empty()) {
+        RN_ASSIGN_OR_RETURN(std::vector<Tensor> computed,
+                            Run(Feeds{}, initializers, {}));
+        for (size_t k = 0; k < initialized.size(); ++k) {
+          values[initialized[k]] = std::move(computed[k]);
+        }
+      }
       std::map<std::string,
                std::pair<std::vector<std::string>, std::vector<Tensor>>>
           sets;
       for (size_t i = 0; i < missing.size(); ++i) {
         auto& [names, tensors] = sets[missing[i].first];
         names.push_back(missing[i].second->name());
-        tensors.push_back(values[i]);
+        tensors.push_back(*values[i]);
       }
       for (const auto& [task, set] : sets) {
         RN_RETURN_IF_ERROR(cluster.InitVariables(task, set.first, set.second));
+      }
+      const size_t restored = missing.size() - initialized.size();
+      if (restored > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        cluster.Inform(StrCat("restored ", restored, " variable(s) from ",
+                              initial_source_));
       }
       return absl::OkStatus();
     }
@@ -403,6 +454,12 @@ absl::Status Session::InitializeVariables(Plan& plan) {
     }
     RN_ASSIGN_OR_RETURN(std::shared_ptr<Variable> var, VariableFor(*v));
     if (var->initialized()) continue;
+    RN_ASSIGN_OR_RETURN(std::optional<Tensor> restored, InitialValue(*v));
+    if (restored.has_value()) {
+      absl::Status s = var->Assign(*restored);
+      if (!s.ok()) return AttachNode(s, v->name(), v->span());
+      continue;
+    }
     RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(*v));
     pending.push_back(var);
     pending_nodes.push_back(v);
@@ -431,6 +488,38 @@ absl::Status Session::InitializeVariables(Plan& plan) {
 }
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(
+    const Feeds& feeds, const std::vector<NodeOut>& fetches,
+    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled) {
+  ClusterContext* cluster = options_.cluster.get();
+  if (cluster == nullptr || cluster->retry_seconds() <= 0) {
+    return RunOnce(feeds, fetches, targets, cancelled);
+  }
+  // Under `runnel cluster --restart` a task that died comes back: wait for
+  // it, plan again (it lost its graphs, and perhaps its state, which the
+  // chief restores from the newest checkpoint) and run the step again.
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    absl::StatusOr<std::vector<Tensor>> r =
+        RunOnce(feeds, fetches, targets, cancelled);
+    if (r.ok() || r.status().code() != absl::StatusCode::kUnavailable ||
+        (cancelled != nullptr && cancelled->load())) {
+      return r;
+    }
+    const double left =
+        cluster->retry_seconds() -
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (left <= 0) return r;
+    cluster->Inform(
+        StrCat(r.status().message(), "; retrying the run once it is back"));
+    // (Failing until the time is up; the next attempt says how.)
+    cluster->WaitForTasks(left).IgnoreError();
+    std::lock_guard<std::mutex> lock(mu_);
+    plans_.clear();
+  }
+}
+
+absl::StatusOr<std::vector<Tensor>> Session::RunOnce(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
     const std::vector<Node*>& targets, const std::atomic<bool>* cancelled) {
   RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,

@@ -22,8 +22,10 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +94,14 @@ class Session {
   Graph& graph() { return *graph_; }
   Device* device() { return devices_->device(0); }
   const DeviceSet& devices() const { return *devices_; }
+  // Values that variables take instead of running their initializers, by
+  // name (`--checkpoint-dir`: the newest checkpoint). A variable not in it
+  // is initialized as usual; one whose dtype or shape differs there is an
+  // error naming `source`. In a cluster the chief restores shared state
+  // this way, also after a parameter server restarted empty.
+  void set_initial_values(
+      std::shared_ptr<const std::map<std::string, Tensor>> values,
+      std::string source);
   // Runs trace their kernels into `tracer` while it is set (nullptr: off).
   void set_tracer(Tracer* tracer) { tracer_.store(tracer); }
   ResourceMgr* resources() { return &resources_; }
@@ -110,6 +120,12 @@ class Session {
   absl::Status InitializeVariables(Plan& plan);
   absl::Status InitializeRemoteVariables(Plan& plan);
   absl::StatusOr<NodeOut> InitializerOf(const Node& variable);
+  // The initial value set_initial_values gave `variable`: nullopt when
+  // there is none; an error when it does not fit the variable.
+  absl::StatusOr<std::optional<Tensor>> InitialValue(const Node& variable);
+  absl::StatusOr<std::vector<Tensor>> RunOnce(
+      const Feeds& feeds, const std::vector<NodeOut>& fetches,
+      const std::vector<Node*>& targets, const std::atomic<bool>* cancelled);
   absl::Status RunClusterStep(Plan& plan, CallFrame* frame,
                               const std::atomic<bool>* cancelled);
   // PlacerOptions::spread_order for the graph as it is now.
@@ -128,6 +144,9 @@ class Session {
   absl::flat_hash_map<std::string, std::shared_ptr<Plan>> plans_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int> spread_order_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::map<std::string, Tensor>> initial_values_
+      ABSL_GUARDED_BY(mu_);
+  std::string initial_source_ ABSL_GUARDED_BY(mu_);
   int spread_scanned_ ABSL_GUARDED_BY(mu_) = 0;
   int spread_count_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -487,6 +488,25 @@ class WorkerChannels {
     return resp;
   }
 
+  // Waits up to `seconds` for `task` to answer. (A call may still fail
+  // at once on a connection to the task's previous process that is not
+  // yet known to be gone: it is tried again.)
+  absl::Status WaitFor(const std::string& task, double seconds) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    const auto end = After(std::max(seconds, 0.0));
+    for (;;) {
+      grpc::ClientContext ctx;
+      Prepare(&ctx, task, /*setup=*/false);
+      ctx.set_wait_for_ready(true);
+      ctx.set_deadline(end);
+      proto::GetStatusResponse resp;
+      absl::Status s = FromGrpc(
+          task, stub->GetStatus(&ctx, proto::GetStatusRequest(), &resp));
+      if (s.ok() || std::chrono::system_clock::now() >= end) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
   absl::StatusOr<proto::GetStatusResponse> GetStatus(const std::string& task) {
     RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
     grpc::ClientContext ctx;
@@ -837,6 +857,20 @@ absl::StatusOr<std::vector<Tensor>> GrpcCluster::ReadVariables(
     out.push_back(std::move(t));
   }
   return out;
+}
+
+absl::Status GrpcCluster::WaitForTasks(double seconds) {
+  const auto end =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+  for (const std::string& t : spec_.TaskNames()) {
+    if (t == task_) continue;
+    const double left =
+        std::chrono::duration<double>(end - std::chrono::steady_clock::now())
+            .count();
+    RN_RETURN_IF_ERROR(channels_->WaitFor(t, std::max(left, 0.001)));
+  }
+  return absl::OkStatus();
 }
 
 void GrpcCluster::Inform(const std::string& message) {

@@ -42,6 +42,8 @@ struct GrpcOptions {
   int max_message_bytes = 256 << 20;
   // How long a worker waits for the chief to initialize shared state.
   double chief_wait_s = 60;
+  // How long a run that failed as unreachable is retried (--restart).
+  double retry_unreachable_s = 0;
 };
 
 // Reads the token file: its first line, which must not be empty.
@@ -80,6 +82,8 @@ class GrpcCluster : public ClusterContext {
                              const std::vector<std::string>& names,
                              const std::vector<Tensor>& values) override;
   double chief_wait_seconds() const override { return options_.chief_wait_s; }
+  double retry_seconds() const override { return options_.retry_unreachable_s; }
+  absl::Status WaitForTasks(double seconds) override;
   void Inform(const std::string& message) override;
 
   // The run's global seed, sent with every remote partition run.

@@ -6,6 +6,7 @@ output and exits with the failing worker's status.
     python3 tests/cluster/cli_test.py RUNNEL
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -139,6 +140,98 @@ def check_killed_sync_worker(runnel, tmp):
     print("sync replicas: a killed worker stops counting:", out.splitlines()[-1])
 
 
+def child(launcher, *words, tries=50):
+    """The pid of the launcher's child whose command line has `words`
+    (waiting up to 5 s for it: it may be restarting)."""
+    for _ in range(tries - 1):
+        try:
+            return child(launcher, *words, tries=1)
+        except AssertionError:
+            time.sleep(0.1)
+    out = subprocess.run(["pgrep", "-P", str(launcher.pid)],
+                         capture_output=True, text=True).stdout.split()
+    seen = []
+    for pid in out:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().decode().split("\0")
+        except OSError:
+            continue
+        if all(w in argv for w in words):
+            return int(pid)
+        seen.append(argv)
+    raise AssertionError(f"no task {words} under the launcher: {seen}")
+
+
+def check_recovery(runnel, tmp):
+    """kill -9 of the ps, then of a worker, under `runnel cluster
+    --restart`: the workers wait for the ps and go on, the chief restores it
+    from the newest checkpoint, the worker rejoins, and training reaches the
+    exact answer."""
+    ckpt = os.path.join(tmp, "ckpt")
+    p = subprocess.Popen(
+        [runnel, "cluster", os.path.join(HERE, "recover.rnl"), "--ps", "1",
+         "--workers", "2", "--restart", "--checkpoint-dir", ckpt,
+         "--checkpoint-every", "200steps", "--arg", "steps=20000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while "[worker:0] training" not in p.stdout.readline():
+            pass
+        time.sleep(1.5)
+        os.kill(child(p, "server", "ps"), signal.SIGKILL)
+        time.sleep(3)
+        os.kill(child(p, "run", "--task", "1"), signal.SIGKILL)
+        out, err = p.communicate(timeout=3 * LIMIT)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 0, (out, err)
+    assert "ps:0 was killed by signal 9" in err, err
+    assert "worker:1 was killed by signal 9" in err, err
+    assert "retrying the run once it is back" in err, err
+    assert "[worker:0] note: restored " in err, err  # the empty ps
+    for k in (0, 1):  # the last steps of the two may overlap by one
+        assert re.search(rf"\[worker:{k}\] {k} global step 2000[01] ", out), out
+    print("recovery: ps and worker killed, restarted, restored; both finish")
+
+
+def check_checkpoint_dir(runnel, tmp):
+    """--checkpoint-dir on one machine: a run that stops at step 50 and
+    one resumed to 100 end where a straight run to 100 does; --keep prunes;
+    a corrupt newest checkpoint is skipped for the one before."""
+    script = write(os.path.join(tmp, "resume.rnl"), """
+import optim
+input x: f32[?, 2]
+var w = [[0.5], [-0.5]]
+let train = optim.sgd(mean(square(x @ w - 1.0)), lr = 0.01)
+loop n = 0 while int(run global_step()) < arg("until", 50) {
+    run train with {x: [[1.0, 2.0]]}
+    n + 1
+}
+print(run global_step(), run w)
+""")
+    ckpt = os.path.join(tmp, "resume")
+    first = run([runnel, "run", script, "--checkpoint-dir", ckpt,
+                 "--checkpoint-every", "20steps", "--keep", "2"])
+    assert first.returncode == 0, first
+    assert sorted(os.listdir(ckpt)) == ["ckpt-40.ckpt", "ckpt-50.ckpt"], \
+        os.listdir(ckpt)
+    resumed = run([runnel, "run", script, "--checkpoint-dir", ckpt, "--arg",
+                   "until=100"])
+    straight = run([runnel, "run", script, "--arg", "until=100"])
+    assert "restoring 2 variable(s) from" in resumed.stderr, resumed.stderr
+    assert resumed.stdout == straight.stdout, (resumed.stdout, straight.stdout)
+    with open(os.path.join(ckpt, "ckpt-100.ckpt"), "r+b") as f:
+        f.seek(100)
+        f.write(b"garbage")
+    again = run([runnel, "run", script, "--checkpoint-dir", ckpt, "--arg",
+                 "until=100"])
+    assert "warning: skipping" in again.stderr, again.stderr
+    assert "ckpt-50.ckpt (global step 50)" in again.stderr, again.stderr
+    assert again.stdout == straight.stdout, (again.stdout, straight.stdout)
+    print("checkpoint dir: resumed equals straight,", straight.stdout.strip())
+
+
 def check_spec_errors(runnel, tmp):
     script = os.path.join(HERE, "train_forever.rnl")
     bad = write(os.path.join(tmp, "bad.json"), '{"worker": ["127.0.0.1:1", 7]}')
@@ -177,10 +270,12 @@ def main():
     runnel = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
         check_spec_errors(runnel, tmp)
+        check_checkpoint_dir(runnel, tmp)
         check_launcher(runnel, tmp)
         check_token(runnel, tmp)
         check_killed_ps(runnel, tmp)
         check_killed_sync_worker(runnel, tmp)
+        check_recovery(runnel, tmp)
         check_never_up(runnel, tmp)
 
 
