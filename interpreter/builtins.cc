@@ -1442,10 +1442,12 @@ void AddState(std::vector<Builtin>& b) {
   }
   // Synchronous replicas (stdlib/optim.rnl, docs/cluster.md).
   b.push_back({"sync_accumulate",
-               {P("var"), P("grad"), P("step")},
+               {P("var"), P("grad"), P("step"), P("replicas")},
                [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t replicas, IntArg(a, 3));
                  return in.builder().ApplyOp("sync_accumulate",
-                                             {a[0], a[1], a[2]}, {}, Site(a));
+                                             {a[0], a[1], a[2]},
+                                             {{"replicas", replicas}}, Site(a));
                }});
   b.push_back(
       {"sync_take",

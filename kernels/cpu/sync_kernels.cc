@@ -138,10 +138,14 @@ class AccumulateKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(std::shared_ptr<Accumulator> acc, AccumulatorOf(ctx));
     const Tensor& grad = ctx->input(1);
     const int64_t step = ctx->input(2).data<int64_t>()[0];
+    RN_ASSIGN_OR_RETURN(int64_t replicas,
+                        ctx->node().attr<int64_t>("replicas"));
     bool accepted = true;
     {
       std::lock_guard<std::mutex> lock(acc->mu);
-      if (step < acc->step) {
+      // Stale, or a step that already has its M (a backup's, late).
+      if (step < acc->step ||
+          (step == acc->step && acc->count > 0 && acc->count >= replicas)) {
         accepted = false;
       } else if (step > acc->step || acc->count == 0) {
         acc->step = step;

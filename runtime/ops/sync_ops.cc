@@ -63,12 +63,14 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("sync_accumulate")
         .Inputs({"ref", "grad", "step"})
         .Outputs({"accepted"})
+        .Attr("replicas", int64_t{1})
         .Stateful()
         .Shape(AccumulateShape)
         .Doc("Adds `grad`, computed at global step `step`, to the gradient "
              "accumulator of the variable feeding `ref`; true when taken, "
              "false when the accumulator has moved past `step` (a stale "
-             "gradient, dropped)."));
+             "gradient) or already holds `replicas` gradients of it (a "
+             "backup's): those are dropped."));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("sync_take")
         .Inputs({"ref", "step"})
