@@ -232,6 +232,27 @@ print(run global_step(), run w)
     print("checkpoint dir: resumed equals straight,", straight.stdout.strip())
 
 
+def check_launcher_interrupt(runnel, tmp):
+    """Ctrl-C (SIGINT) to `runnel cluster` stops every task and exits 130,
+    leaving no process behind."""
+    p = subprocess.Popen(
+        [runnel, "cluster", os.path.join(HERE, "train_forever.rnl"), "--ps",
+         "1", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while "training" not in p.stdout.readline():
+        pass
+    tasks = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                           text=True).stdout.split()
+    assert len(tasks) == 3, tasks
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=LIMIT)
+    assert p.returncode == 130, (p.returncode, err)
+    assert "[cluster] interrupted: stopping every task" in err, err
+    for pid in tasks:
+        assert not os.path.exists(f"/proc/{pid}"), f"task {pid} still runs"
+    print("cluster: Ctrl-C stops every task, exit 130")
+
+
 def check_spec_errors(runnel, tmp):
     script = os.path.join(HERE, "train_forever.rnl")
     bad = write(os.path.join(tmp, "bad.json"), '{"worker": ["127.0.0.1:1", 7]}')
@@ -272,6 +293,7 @@ def main():
         check_spec_errors(runnel, tmp)
         check_checkpoint_dir(runnel, tmp)
         check_launcher(runnel, tmp)
+        check_launcher_interrupt(runnel, tmp)
         check_token(runnel, tmp)
         check_killed_ps(runnel, tmp)
         check_killed_sync_worker(runnel, tmp)
