@@ -14,9 +14,14 @@ import socket
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
+# OpenMP's default spin-waiting fights OpenBLAS's threads on a small
+# machine and inflates every time; cluster_bench.py passes the policy it
+# tuned, and a direct run gets the passive one.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402  pylint: disable=wrong-import-position
+import torch.distributed as dist  # noqa: E402  pylint: disable=wrong-import-position
+import torch.multiprocessing as mp  # noqa: E402  pylint: disable=wrong-import-position
 
 COUNTER = [0.0]
 
