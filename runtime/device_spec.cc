@@ -171,4 +171,8 @@ std::string DeviceSpec::ToString() const {
   return s;
 }
 
+std::string TaskOfDevice(std::string_view device) {
+  return std::string(device.substr(0, device.find("/device:")));
+}
+
 }  // namespace runnel

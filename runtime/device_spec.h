@@ -36,6 +36,11 @@ struct DeviceSpec {
                                           const DeviceSpec& b);
 };
 
+// "/job:ps/task:0" for "/job:ps/task:0/device:cpu:0": the task part of a
+// full device name (the placer spreads `task:*` requests over tasks; a
+// cluster's session runs each task's partition there).
+std::string TaskOfDevice(std::string_view device);
+
 }  // namespace runnel
 
 #endif  // RUNNEL_RUNTIME_DEVICE_SPEC_H_

@@ -287,7 +287,7 @@ class Placer {
                                    int rank) const {
     std::vector<std::string> tasks;
     for (int d : match) {
-      std::string t = TaskOf(devices_.device(d)->name());
+      std::string t = TaskOfDevice(devices_.device(d)->name());
       if (std::find(tasks.begin(), tasks.end(), t) == tasks.end()) {
         tasks.push_back(std::move(t));
       }
@@ -295,13 +295,9 @@ class Placer {
     const std::string& chosen = tasks[rank % tasks.size()];
     std::vector<int> out;
     for (int d : match) {
-      if (TaskOf(devices_.device(d)->name()) == chosen) out.push_back(d);
+      if (TaskOfDevice(devices_.device(d)->name()) == chosen) out.push_back(d);
     }
     return out;
-  }
-
-  static std::string TaskOf(const std::string& device) {
-    return device.substr(0, device.find("/device:"));
   }
 
   static std::string Where(const Node& n) {

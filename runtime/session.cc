@@ -210,9 +210,8 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   for (const Node* v : plan->variables) {
     const std::string& d = copy_of[v->id()]->assigned_device();
     const int i = devices_->IndexOf(d);
-    plan->variable_tasks.push_back(i >= 0 && !devices_->is_local(i)
-                                       ? d.substr(0, d.find("/device:"))
-                                       : std::string());
+    plan->variable_tasks.push_back(
+        i >= 0 && !devices_->is_local(i) ? TaskOfDevice(d) : std::string());
   }
   RN_ASSIGN_OR_RETURN(
       std::vector<GraphPartition> parts,
@@ -220,7 +219,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   for (GraphPartition& p : parts) {
     const int i = devices_->IndexOf(p.device);
     if (i >= 0 && !devices_->is_local(i)) {
-      const std::string task = p.device.substr(0, p.device.find("/device:"));
+      const std::string task = TaskOfDevice(p.device);
       RN_ASSIGN_OR_RETURN(std::string handle,
                           options_.cluster->RegisterPartition(task, *p.graph));
       plan->remote.push_back({task, std::move(handle)});

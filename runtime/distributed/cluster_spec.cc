@@ -176,11 +176,6 @@ std::string ClusterSpec::ToJson() const {
   return out + "}";
 }
 
-std::string TaskOfDevice(std::string_view device) {
-  const size_t d = device.find("/device:");
-  return std::string(device.substr(0, d));
-}
-
 std::vector<int> FreeLoopbackPorts(int n) {
   // Held open together, so that they differ.
   std::vector<int> fds, ports;

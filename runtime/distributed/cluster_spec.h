@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/device_spec.h"
 
 namespace runnel {
 
@@ -50,10 +51,6 @@ class ClusterSpec {
  private:
   std::map<std::string, std::vector<std::string>> jobs_;
 };
-
-// "/job:ps/task:0" for "/job:ps/task:0/device:cpu:0" (the task part of a
-// full device name).
-std::string TaskOfDevice(std::string_view device);
 
 // `n` loopback ports free right now (fewer when the system has none).
 std::vector<int> FreeLoopbackPorts(int n);

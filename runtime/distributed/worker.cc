@@ -191,12 +191,17 @@ ResourceMgr* Worker::resources() const {
   return devices_ == nullptr ? nullptr : devices_->device(0)->resources();
 }
 
-absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
-    const std::vector<std::string>& names) const {
+absl::StatusOr<ResourceMgr*> Worker::State() const {
   ResourceMgr* rm = resources();
   if (rm == nullptr) {
     return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
   }
+  return rm;
+}
+
+absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
+    const std::vector<std::string>& names) const {
+  RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   std::vector<bool> out;
   for (const std::string& name : names) {
     std::shared_ptr<Variable> v = rm->Lookup<Variable>(name);
@@ -208,10 +213,7 @@ absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
 absl::Status Worker::SetVariables(const std::vector<std::string>& names,
                                   const std::vector<Tensor>& values,
                                   bool overwrite) {
-  ResourceMgr* rm = resources();
-  if (rm == nullptr) {
-    return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
-  }
+  RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   if (names.size() != values.size()) {
     return absl::InvalidArgumentError(
         StrCat(names.size(), " variable names but ", values.size(), " values"));
@@ -235,10 +237,7 @@ absl::Status Worker::SetVariables(const std::vector<std::string>& names,
 
 absl::StatusOr<std::vector<Tensor>> Worker::ReadVariables(
     const std::vector<std::string>& names) const {
-  ResourceMgr* rm = resources();
-  if (rm == nullptr) {
-    return absl::FailedPreconditionError(StrCat(task_, " holds no state"));
-  }
+  RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   std::vector<Tensor> out;
   for (const std::string& name : names) {
     std::shared_ptr<Variable> v = rm->Lookup<Variable>(name);

@@ -86,7 +86,9 @@ class Worker {
   int64_t bytes_sent() const { return bytes_sent_.load(); }
 
  private:
-  ResourceMgr* resources() const;
+  ResourceMgr* resources() const;  // nullptr until ServeDevices
+  // resources(), or FailedPrecondition when this task holds no state.
+  absl::StatusOr<ResourceMgr*> State() const;
 
   const std::string task_;
   const StepRendezvous::Fetch fetch_;
