@@ -31,15 +31,14 @@
 #include "runtime/strings.h"
 
 namespace runnel::interp {
-namespace {
 
 using Args = CallArgs;
 using Result = absl::StatusOr<Value>;
 
-// ---- argument helpers
+// ---- argument helpers (builtins.h)
 // --------------------------------------------------------
 
-OpSite Site(const Args& a, bool named = true) {
+OpSite Site(const Args& a, bool named) {
   return OpSite{a.span, 0, named ? a.hint : ""};
 }
 
@@ -97,6 +96,8 @@ absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
   }
   return a[i].dtype_value();
 }
+
+namespace {
 
 // An int or a list/tuple/vector of ints.
 absl::StatusOr<std::vector<int64_t>> IntsArg(Interpreter& in, const Args& a,
@@ -1611,6 +1612,7 @@ std::vector<Builtin> MakeBuiltins() {
   AddHost(b);
   AddData(b);
   AddCheckpoints(b);
+  AddQueueBuiltins(b);
 
   // The ops each builtin applies: the op of its name, else these.
   const std::map<std::string, std::vector<std::string>> applies = {
@@ -1621,6 +1623,8 @@ std::vector<Builtin> MakeBuiltins() {
       {"he_normal", {"random_normal"}},
       {"embedding_lookup", {"gather"}},
       {"group", {"noop"}},
+      {"size", {"size", "queue_size"}},
+      {"close", {"queue_close"}},
   };
   for (Builtin& builtin : b) {
     auto it = applies.find(builtin.name);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "interpreter/graph_builder.h"
 #include "interpreter/value.h"
 
 namespace runnel::interp {
@@ -62,10 +63,27 @@ struct Builtin {
 // Every builtin, in a stable order. Built on first use.
 const std::vector<Builtin>& Builtins();
 
+// Argument helpers for builtins in other files: the call's OpSite (the
+// `let` name it binds, when `named`), "NAME: 'param'" for messages, and
+// argument `i` as a concrete scalar of a kind (an error at the argument
+// otherwise).
+OpSite Site(const CallArgs& a, bool named = true);
+std::string ParamName(const CallArgs& a, int i);
+absl::StatusOr<int64_t> IntArg(const CallArgs& a, int i);
+absl::StatusOr<double> NumberArg(const CallArgs& a, int i);
+absl::StatusOr<bool> BoolArg(const CallArgs& a, int i);
+absl::StatusOr<std::string> StringArg(const CallArgs& a, int i);
+absl::StatusOr<DType> DTypeArg(const CallArgs& a, int i);
+
 // `save(path)` and `restore(path)`: every var and state to and from a
 // checkpoint file (interpreter/checkpoint_builtins.cc).
 absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a);
 absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
+
+// Queues, runners and readers (interpreter/queue_builtins.cc): adds
+// `queue`, `enqueue`, ..., `runner`, `read_idx`, and makes `size` take a
+// queue too.
+void AddQueueBuiltins(std::vector<Builtin>& b);
 
 }  // namespace runnel::interp
 
