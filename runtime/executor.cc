@@ -814,6 +814,7 @@ class ExecutorState {
     }
     if (args_.rendezvous != nullptr) args_.rendezvous->Abort(s);
     cancellation_.StartCancel();
+    if (args_.on_abort) args_.on_abort(s);
   }
 
   // How often Wait looks at the cancelled flag and the rendezvous.

@@ -24,6 +24,7 @@
 #define RUNNEL_RUNTIME_EXECUTOR_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,11 @@ class Executor {
     // `trace_lane`, to the track "<device> <trace_lane>").
     Tracer* tracer = nullptr;
     std::string trace_lane = {};
+    // Called (outside any lock) when this partition aborts, so a step whose
+    // other partitions run on other tasks can tell them at once: a
+    // partition waiting on a remote receive would otherwise wait for a
+    // task that waits for it (a worker's Ctrl-C during a dequeue on a ps).
+    std::function<void(const absl::Status&)> on_abort = {};
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(

@@ -442,7 +442,8 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
                      .rendezvous = rendezvous.get(),
                      .step_id = step,
                      .tracer = tracer_.load(),
-                     .trace_lane = trace_lane}});
+                     .trace_lane = trace_lane,
+                     .on_abort = abort}});
   }
   absl::Status local = Executor::RunPartitions(runs);
   if (!local.ok()) abort(local);
