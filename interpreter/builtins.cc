@@ -43,6 +43,9 @@ OpSite Site(const Args& a, bool named = true) {
   return OpSite{a.span, 0, named ? a.hint : ""};
 }
 
+}  // namespace
+
+// Shared with the other builtin files (builtins.h).
 std::string ParamName(const Args& a, int i) {
   return StrCat(a.builtin->name, ": '", a.builtin->params[i].name, "'");
 }
@@ -57,6 +60,22 @@ absl::StatusOr<int64_t> IntArg(const Args& a, int i) {
   }
   return *n;
 }
+
+absl::StatusOr<std::string> StringArg(const Args& a, int i) {
+  if (a[i].kind() != ValueKind::kString) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a string, got ",
+                          DescribeValue(a[i])));
+  }
+  return a[i].str();
+}
+
+absl::Status CheckFile(const Args& a, const absl::Status& s) {
+  if (s.ok()) return s;
+  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
+}
+
+namespace {
 
 absl::StatusOr<double> NumberArg(const Args& a, int i) {
   const Value& v = a[i];
@@ -78,15 +97,6 @@ absl::StatusOr<bool> BoolArg(const Args& a, int i) {
                           DescribeValue(v)));
   }
   return v.tensor().data<bool>()[0];
-}
-
-absl::StatusOr<std::string> StringArg(const Args& a, int i) {
-  if (a[i].kind() != ValueKind::kString) {
-    return ErrorAt(a.span_of(i),
-                   StrCat(ParamName(a, i), " must be a string, got ",
-                          DescribeValue(a[i])));
-  }
-  return a[i].str();
 }
 
 absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
@@ -200,11 +210,6 @@ absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
   return ErrorAt(a.span_of(i),
                  StrCat(ParamName(a, i), " must be a list of tensors, got ",
                         DescribeValue(v)));
-}
-
-absl::Status CheckFile(const Args& a, const absl::Status& s) {
-  if (s.ok()) return s;
-  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
 }
 
 // ---- builtin definitions
@@ -1566,6 +1571,7 @@ std::vector<Builtin> MakeBuiltins() {
   AddHost(b);
   AddData(b);
   AddCheckpoints(b);
+  AddTextBuiltins(b);
 
   // The ops each builtin applies: the op of its name, else these.
   const std::map<std::string, std::vector<std::string>> applies = {

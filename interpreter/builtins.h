@@ -67,6 +67,18 @@ const std::vector<Builtin>& Builtins();
 absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a);
 absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
 
+// `load_records`, `words`, `vocabulary` and `encode`
+// (interpreter/text_builtins.cc).
+void AddTextBuiltins(std::vector<Builtin>& b);
+
+// Argument helpers for the files that define builtins: argument `i` of the
+// call, or an error at it naming the builtin and the parameter.
+std::string ParamName(const CallArgs& a, int i);  // "encode: 'vocab'"
+absl::StatusOr<int64_t> IntArg(const CallArgs& a, int i);
+absl::StatusOr<std::string> StringArg(const CallArgs& a, int i);
+// A failed file operation as an error at the call ("load_text: ...").
+absl::Status CheckFile(const CallArgs& a, const absl::Status& s);
+
 }  // namespace runnel::interp
 
 #endif  // RUNNEL_INTERPRETER_BUILTINS_H_
