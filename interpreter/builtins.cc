@@ -1368,6 +1368,8 @@ void AddShape(std::vector<Builtin>& b) {
 }
 
 // Linear algebra and NN.
+void AddSparse(std::vector<Builtin>& b);
+
 void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
@@ -1435,6 +1437,49 @@ void AddNN(std::vector<Builtin>& b) {
                  return in.builder().ApplyOp("gather", {a[0], a[1]},
                                              {{"axis", int64_t{0}}}, Site(a));
                }});
+  AddSparse(b);
+}
+
+// Sparse gradients and sharded lookups (runtime/ops/sparse_ops.cc).
+void AddSparse(std::vector<Builtin>& b) {
+  b.push_back({"unique", {P("x")}, [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(
+                     std::vector<Value> out,
+                     in.builder().ApplyOpN("unique", {a[0]}, {}, Site(a)));
+                 return Value::Tuple(std::move(out));
+               }});
+  b.push_back({"unsorted_segment_sum",
+               {P("data"), P("segment_ids"), P("num_segments")},
+               [](Interpreter& in, Args& a) -> Result {
+                 return in.builder().ApplyOp("unsorted_segment_sum",
+                                             {a[0], a[1], a[2]}, {}, Site(a));
+               }});
+  b.push_back({"dynamic_partition",
+               {P("x"), P("partitions"), P("n")},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(int64_t n, IntArg(a, 2));
+                 RN_ASSIGN_OR_RETURN(
+                     std::vector<Value> out,
+                     in.builder().ApplyOpN("dynamic_partition", {a[0], a[1]},
+                                           {{"num_partitions", n}}, Site(a)));
+                 return Value::List(std::move(out));
+               }});
+  b.push_back(
+      {"dynamic_stitch",
+       {P("indices"), P("values")},
+       [](Interpreter& in, Args& a) -> Result {
+         RN_ASSIGN_OR_RETURN(std::vector<Value> indices, TensorsArg(in, a, 0));
+         RN_ASSIGN_OR_RETURN(std::vector<Value> values, TensorsArg(in, a, 1));
+         if (indices.size() != values.size()) {
+           return ErrorAt(a.span, StrCat("dynamic_stitch: ", indices.size(),
+                                         " index tensors but ", values.size(),
+                                         " value tensors"));
+         }
+         // The op takes the values first (they choose its kernel).
+         values.insert(values.end(), indices.begin(), indices.end());
+         return in.builder().ApplyOp("dynamic_stitch", std::move(values), {},
+                                     Site(a));
+       }});
 }
 
 // State.

@@ -11,6 +11,7 @@
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
 #include "runtime/errors.h"
+#include "runtime/gradients.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -384,6 +385,42 @@ absl::StatusOr<Value> Interpreter::EvalIndex(const lang::IndexExpr& e,
   return Index(builder_, target, subs, OpSite{e.span, 0, hint});
 }
 
+// A sparse gradient's members (docs/sparse.md): `is_sparse`, and its rows
+// as `indices` (a vector) and `values` (one row per index).
+absl::StatusOr<Value> Interpreter::SparseMember(const Value& target,
+                                                const std::string& name,
+                                                const SourceSpan& span) {
+  std::optional<SparseGradient> sparse =
+      target.is_symbolic() ? AsSparseGradient(target.out()) : std::nullopt;
+  if (name == "is_sparse") return Value::Bool(sparse.has_value());
+  if (!sparse) {
+    return ErrorAt(
+        span, StrCat("'", name, "' needs a sparse gradient (",
+                     "the gradient of a gather), got ", DescribeValue(target)));
+  }
+  if (name == "indices") {
+    return builder_.ApplyOp("reshape",
+                            {Value::Symbolic(sparse->indices),
+                             Value::Concrete(Tensor::OfDims({-1}))},
+                            {}, OpSite(span));
+  }
+  const Shape params = sparse->params.node->output(sparse->params.index).shape;
+  std::vector<int64_t> rows{-1};
+  for (int k = 1; !params.unknown_rank() && k < params.rank(); ++k) {
+    rows.push_back(params.dim(k));
+  }
+  if (params.unknown_rank() || std::any_of(rows.begin() + 1, rows.end(),
+                                           [](int64_t d) { return d < 0; })) {
+    return ErrorAt(span, StrCat("the rows of this sparse gradient have no "
+                                "static shape: ",
+                                params.ToString()));
+  }
+  return builder_.ApplyOp(
+      "reshape",
+      {Value::Symbolic(sparse->values), Value::Concrete(Tensor::OfDims(rows))},
+      {}, OpSite(span));
+}
+
 absl::StatusOr<Value> Interpreter::EvalMember(const lang::MemberExpr& e) {
   RN_ASSIGN_OR_RETURN(Value target, Eval(*e.target));
   const std::string& name = e.name;
@@ -454,13 +491,17 @@ absl::StatusOr<Value> Interpreter::EvalMember(const lang::MemberExpr& e) {
         }
         return Value::Int(s.rank(), false);
       }
+      if (name == "is_sparse" || name == "indices" || name == "values") {
+        return SparseMember(target, name, e.span);
+      }
       if (name == "name") {
         if (!target.is_symbolic()) return Value();
         std::string n = target.out().node->name();
         if (target.out().index != 0) n += StrCat(":", target.out().index);
         return Value::String(n);
       }
-      return no_member({"shape", "dtype", "rank", "name"});
+      return no_member(
+          {"shape", "dtype", "rank", "name", "is_sparse", "indices", "values"});
     }
     case ValueKind::kOp:
       if (name == "name") return Value::String(target.node()->name());

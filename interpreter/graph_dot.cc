@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "runtime/gradients.h"
 #include "runtime/strings.h"
 
 namespace runnel::interp {
@@ -106,8 +107,27 @@ std::string ShortDevice(const std::string& full) {
   return full.rfind(local, 0) == 0 ? "/" + full.substr(local.size()) : full;
 }
 
+// Sparse gradients (runtime/gradients.h) and whether something uses each
+// densely: there, and only there, the gradient becomes a dense tensor.
+using SparseUses = absl::flat_hash_map<const Node*, bool>;
+
+SparseUses FindSparseGradients(const std::vector<Node*>& nodes) {
+  SparseUses uses;
+  for (const Node* n : nodes) {
+    if (AsSparseGradient({const_cast<Node*>(n), 0})) uses.try_emplace(n, false);
+  }
+  for (const Node* n : nodes) {
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      auto it = uses.find(n->input(i).node);
+      if (it != uses.end() && n->input(i).index == 0) it->second = true;
+    }
+  }
+  return uses;
+}
+
 std::string UnitLine(const Unit& u,
-                     const absl::flat_hash_map<std::string, int>* devices) {
+                     const absl::flat_hash_map<std::string, int>* devices,
+                     const SparseUses& sparse) {
   std::vector<std::string> label;
   std::string color, extra;
   std::vector<std::string> tooltip;
@@ -116,6 +136,10 @@ std::string UnitLine(const Unit& u,
     const Node& n = *u.members[0];
     label = {n.name(), n.op()};
     if (!n.requested_device().empty()) label.push_back(n.requested_device());
+    if (auto it = sparse.find(&n); it != sparse.end()) {
+      label.push_back(it->second ? "densifies a sparse gradient"
+                                 : "sparse gradient, never densified");
+    }
     color = PartOf(u) == Part::kGradient ? "mistyrose" : NodeColor(n);
     tooltip[0] += " = " + n.op();
   } else {
@@ -127,6 +151,15 @@ std::string UnitLine(const Unit& u,
       one_device = one_device && n->requested_device() == device;
     }
     if (one_device && !device.empty()) label.push_back(device);
+    int dense = 0;
+    for (const Node* n : u.members) {
+      auto it = sparse.find(n);
+      dense += it != sparse.end() && it->second ? 1 : 0;
+    }
+    if (dense > 0) {
+      label.push_back(StrCat("densifies ", dense, " sparse gradient",
+                             dense == 1 ? "" : "s"));
+    }
     const Part part = PartOf(u);
     color = part == Part::kGradient ? "mistyrose"
             : part == Part::kUpdate ? "honeydew"
@@ -202,6 +235,7 @@ bool TakeGraphViewOption(const std::string& flag,
 absl::StatusOr<std::string> GraphToDot(const Graph& graph,
                                        const GraphView& view) {
   const std::vector<Node*> nodes = graph.nodes();
+  const SparseUses sparse = FindSparseGradients(nodes);
   // Every proper prefix of a node's name is a scope.
   absl::flat_hash_set<std::string> scopes;
   std::vector<std::string> top_scopes;
@@ -375,7 +409,7 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
   std::function<void(const std::string&, const std::string&)> emit =
       [&](const std::string& cluster, const std::string& indent) {
         for (int i : cluster_units[cluster]) {
-          out += indent + UnitLine(units[i], devices);
+          out += indent + UnitLine(units[i], devices, sparse);
         }
         for (const std::string& child : child_clusters[cluster]) {
           out += StrCat(indent, "subgraph cluster_", cluster_count++, " {\n",

@@ -199,6 +199,9 @@ class Interpreter {
   absl::StatusOr<Value> EvalIndex(const lang::IndexExpr& e,
                                   const std::string& hint);
   absl::StatusOr<Value> EvalMember(const lang::MemberExpr& e);
+  absl::StatusOr<Value> SparseMember(const Value& target,
+                                     const std::string& name,
+                                     const SourceSpan& span);
   absl::StatusOr<Value> EvalIf(const lang::IfExpr& e, bool statement);
   absl::StatusOr<Value> EvalLoop(const lang::LoopExpr& e);
   absl::StatusOr<Value> EvalGraphIf(const lang::IfExpr& e, const Value& cond);

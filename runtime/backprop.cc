@@ -465,7 +465,13 @@ absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
     auto done = total.find(t);
     if (done != total.end()) return done->second;
     auto it = partial.find(t);
-    NodeOut sum = it == partial.end() ? NodeOut{} : b.AddN(it->second);
+    NodeOut sum;
+    if (it != partial.end()) {
+      // Sparse gradients of a tensor outside loops stay sparse
+      // (gradients.h, SparseGradient).
+      if (depth() == 0) sum = b.AddSparse(it->second);
+      if (sum.node == nullptr) sum = b.AddN(it->second);
+    }
     total[t] = sum;
     return sum;
   };

@@ -123,6 +123,47 @@ NodeOut GradBuilder::AddN(const std::vector<NodeOut>& terms) {
   return sum;
 }
 
+std::optional<SparseGradient> AsSparseGradient(NodeOut g) {
+  if (g.node == nullptr || g.index != 0 || g.node->op() != "gather_grad") {
+    return std::nullopt;
+  }
+  absl::StatusOr<int64_t> axis =
+      GetAttrOr<int64_t>(g.node->attrs(), "axis", int64_t{0});
+  if (!axis.ok() || *axis != 0) return std::nullopt;
+  return SparseGradient{g.node->input(0), g.node->input(1), g.node->input(2)};
+}
+
+NodeOut GradBuilder::AddSparse(const std::vector<NodeOut>& terms) {
+  if (terms.size() < 2) return {};
+  std::vector<SparseGradient> parts;
+  for (const NodeOut& t : terms) {
+    std::optional<SparseGradient> s = AsSparseGradient(t);
+    if (!s || (!parts.empty() && !(s->params == parts[0].params))) return {};
+    parts.push_back(*s);
+  }
+  const Shape& params = shape(parts[0].params);
+  if (params.unknown_rank() || params.rank() == 0) return {};
+  // Rows as [-1, row dims...]: every term's indices flattened alike.
+  std::vector<int64_t> rows{-1};
+  for (int k = 1; k < params.rank(); ++k) {
+    if (params.dim(k) < 0) return {};
+    rows.push_back(params.dim(k));
+  }
+  NodeOut flat = Const(Tensor::OfDims({-1}));
+  NodeOut row_shape = Const(Tensor::OfDims(rows));
+  std::vector<NodeOut> indices, values;
+  for (const SparseGradient& s : parts) {
+    NodeOut ix = s.indices;
+    if (dtype(ix) != DType::kI64) ix = Cast(ix, DType::kI64);
+    indices.push_back(Op("reshape", {ix, flat}));
+    values.push_back(Op("reshape", {s.values, row_shape}));
+  }
+  return Op("gather_grad",
+            {parts[0].params, Op("concat", indices, {{"axis", int64_t{0}}}),
+             Op("concat", values, {{"axis", int64_t{0}}})},
+            {{"axis", int64_t{0}}});
+}
+
 // ---- registry ---------------------------------------------------------------
 
 GradientRegistry& GradientRegistry::Global() {

@@ -27,6 +27,7 @@
 #define RUNNEL_RUNTIME_GRADIENTS_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,10 @@ class GradBuilder {
   NodeOut ReshapeLike(NodeOut g, NodeOut like);
   // The sum of `terms` (all non-empty), or an empty NodeOut if none.
   NodeOut AddN(const std::vector<NodeOut>& terms);
+  // The sum of two or more sparse gradients of one tensor, kept sparse:
+  // their indices and values concatenated. Empty when a term is dense or
+  // the rows' shape is not known statically.
+  NodeOut AddSparse(const std::vector<NodeOut>& terms);
 
   const absl::Status& status() const { return status_; }
   void Fail(absl::Status s) {
@@ -138,6 +143,18 @@ class GradientRegistry {
  private:
   absl::flat_hash_map<std::string, Entry> entries_;
 };
+
+// A sparse gradient (docs/sparse.md): the gradient of gather(params,
+// indices) along axis 0 is the node gather_grad(params, indices, values),
+// which adds the rows of `values` into zeros shaped like params. That node
+// is where the gradient becomes dense, and it runs only when something
+// uses it densely; an optimizer reads `indices` and `values` instead and
+// updates those rows alone.
+struct SparseGradient {
+  NodeOut params, indices, values;
+};
+// The parts of g when g is a sparse gradient.
+std::optional<SparseGradient> AsSparseGradient(NodeOut g);
 
 struct GradientOptions {
   // Prefix of the backward nodes' names.

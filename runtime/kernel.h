@@ -98,6 +98,12 @@ class OpKernelContext {
   // Lets kernels take over input buffers nobody else holds (above). Only
   // a caller that discards the inputs after Compute may allow it.
   void allow_input_forwarding() { forwarding_ = true; }
+  // Drops input `i`, when the caller allows forwarding (above): a kernel
+  // that updates in place the state the input shows (scatter_*) must not
+  // count itself as a reader. The input is empty afterwards.
+  void release_input(int i) {
+    if (forwarding_) *const_cast<Tensor*>(inputs_[i]) = Tensor();
+  }
   Tensor& output(int i) { return outputs_[i]; }
   std::vector<Tensor>& outputs() { return outputs_; }
   // Output `i` carries a dead value (switch's untaken side; a pop of what

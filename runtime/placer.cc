@@ -117,6 +117,15 @@ class Placer {
           groups_.Union(e->id(), src->id());
         }
       }
+      // A lookup in a variable's rows goes with it (as TensorFlow's
+      // embedding_lookup colocates with its params), unless placed
+      // explicitly: only the rows looked up cross devices, not the table.
+      if (n->op() == "gather" && n->requested_device().empty() &&
+          n->attr<int64_t>("axis").value_or(0) == 0) {
+        const Node* p = n->input(0).node;
+        if (p->op() == "read_variable") p = p->input(0).node;
+        if (p->op() == "variable") groups_.Union(n->id(), p->id());
+      }
       // An update inside a branch or loop names its variable (its input
       // comes through a switch or an enter).
       if (auto var = n->attrs().find("var"); var != n->attrs().end()) {

@@ -47,4 +47,15 @@ absl::StatusOr<Tensor> Variable::Update(
   return next;
 }
 
+absl::StatusOr<Tensor> Variable::Mutate(
+    const std::function<absl::Status(Tensor*)>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_) {
+    return absl::FailedPreconditionError("variable is not initialized");
+  }
+  if (!value_.RefCountIsOne()) value_ = value_.Clone();
+  if (absl::Status s = fn(&value_); !s.ok()) return s;
+  return value_;
+}
+
 }  // namespace runnel

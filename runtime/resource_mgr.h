@@ -43,6 +43,12 @@ class Variable : public Resource {
   // assign_add needs). fn must return a new tensor, not modify the old one.
   absl::StatusOr<Tensor> Update(
       const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn);
+  // Changes the value in place with fn (scatter updates, which touch a few
+  // rows of a large table). When a reader still holds the current buffer,
+  // fn works on a copy that then replaces it, so the reader's value never
+  // changes under it. fn must check before it writes: on an error the
+  // value must be unchanged. Returns the new value.
+  absl::StatusOr<Tensor> Mutate(const std::function<absl::Status(Tensor*)>& fn);
 
  private:
   absl::Status CheckValue(const Tensor& value) const;

@@ -333,11 +333,23 @@ absl::Status Session::InitializeRemoteVariables(Plan& plan) {
       std::vector<std::optional<Tensor>> values(missing.size());
       std::vector<NodeOut> initializers;
       std::vector<size_t> initialized;
+      size_t constants = 0;
       for (size_t i = 0; i < missing.size(); ++i) {
         const Node& v = *missing[i].second;
         RN_ASSIGN_OR_RETURN(values[i], InitialValue(v));
         if (values[i].has_value()) continue;
         RN_ASSIGN_OR_RETURN(NodeOut init, InitializerOf(v));
+        // A constant is its value: taken here, not computed on (and
+        // shipped inside a graph to) the variable's task, which a large
+        // table would not fit.
+        if (init.node->op() == "const") {
+          absl::StatusOr<Tensor> value = init.node->attr<Tensor>("value");
+          if (value.ok()) {
+            values[i] = *std::move(value);
+            ++constants;
+            continue;
+          }
+        }
         initializers.push_back(init);
         initialized.push_back(i);
       }
@@ -359,7 +371,7 @@ absl::Status Session::InitializeRemoteVariables(Plan& plan) {
       for (const auto& [task, set] : sets) {
         RN_RETURN_IF_ERROR(cluster.InitVariables(task, set.first, set.second));
       }
-      const size_t restored = missing.size() - initialized.size();
+      const size_t restored = missing.size() - initialized.size() - constants;
       if (restored > 0) {
         std::lock_guard<std::mutex> lock(mu_);
         cluster.Inform(StrCat("restored ", restored, " variable(s) from ",

@@ -98,8 +98,10 @@ using AssignSub = AssignAddKernel<T, -1>;
 
 enum class Scatter { kAdd, kSub, kUpdate };
 
-// scatter_add/sub/update: a new value with rows indices[j] of the old one
-// combined with updates[j], in order of j.
+// scatter_add/sub/update: rows indices[j] of the variable combined with
+// updates[j], in order of j, in place (Variable::Mutate copies first when a
+// reader holds the value), so a step costs the rows it touches, not the
+// table.
 template <typename T, Scatter kOp>
 class ScatterKernel : public AssignBase {
  public:
@@ -109,34 +111,40 @@ class ScatterKernel : public AssignBase {
     const Tensor& updates = ctx->input(2);
     const std::vector<int64_t> idx = indices.ToInt64s();
     const std::string& op = ctx->node().op();
+    // Checked before anything is written: a failure leaves the value as it
+    // was.
+    Shape shape;
+    {
+      RN_ASSIGN_OR_RETURN(Tensor current, var->Read());
+      shape = current.shape();
+    }
+    // Input 0 is the variable's value as the variable node read it; as a
+    // reader of the buffer it would make Mutate copy the whole table. This
+    // kernel never reads it: drop it. (The read above is dropped too.)
+    ctx->release_input(0);
+    std::vector<int64_t> dims = indices.shape().dims();
+    if (shape.rank() > 0) {
+      dims.insert(dims.end(), shape.dims().begin() + 1, shape.dims().end());
+    }
+    if (shape.rank() == 0 || updates.shape() != Shape(dims)) {
+      return absl::InvalidArgumentError(
+          StrCat(op, ": updates ", updates.shape().ToString(),
+                 " do not match indices ", indices.shape().ToString(),
+                 " into the variable ", shape.ToString()));
+    }
+    const int64_t rows = shape.dim(0);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      if (idx[j] < 0 || idx[j] >= rows) {
+        return absl::InvalidArgumentError(StrCat(
+            op, ": index ", idx[j], " (indices[", j, "]) is out of range [0, ",
+            rows, ") for the variable ", shape.ToString()));
+      }
+    }
     RN_ASSIGN_OR_RETURN(
-        Tensor next,
-        var->Update([&](const Tensor& old) -> absl::StatusOr<Tensor> {
-          std::vector<int64_t> dims = indices.shape().dims();
-          if (old.rank() > 0) {
-            dims.insert(dims.end(), old.shape().dims().begin() + 1,
-                        old.shape().dims().end());
-          }
-          if (old.rank() == 0 || updates.shape() != Shape(dims)) {
-            return absl::InvalidArgumentError(
-                StrCat(op, ": updates ", updates.shape().ToString(),
-                       " do not match indices ", indices.shape().ToString(),
-                       " into the variable ", old.shape().ToString()));
-          }
-          const int64_t rows = old.dim(0);
-          const int64_t row = rows == 0 ? 0 : old.num_elements() / rows;
-          for (size_t j = 0; j < idx.size(); ++j) {
-            if (idx[j] < 0 || idx[j] >= rows) {
-              return absl::InvalidArgumentError(
-                  StrCat(op, ": index ", idx[j], " (indices[", j,
-                         "]) is out of range [0, ", rows, ") for the variable ",
-                         old.shape().ToString()));
-            }
-          }
-          Tensor out(old.dtype(), old.shape(), ctx->device()->allocator());
-          std::memcpy(out.raw_data(), old.raw_data(), old.bytes());
+        Tensor next, var->Mutate([&](Tensor* value) -> absl::Status {
+          const int64_t row = rows == 0 ? 0 : value->num_elements() / rows;
           const T* u = updates.data<T>();
-          T* o = out.data<T>();
+          T* o = value->data<T>();
           for (size_t j = 0; j < idx.size(); ++j) {
             T* dst = o + idx[j] * row;
             const T* src = u + j * row;
@@ -153,7 +161,7 @@ class ScatterKernel : public AssignBase {
               }
             }
           }
-          return out;
+          return absl::OkStatus();
         }));
     return ctx->set_output(0, std::move(next));
   }

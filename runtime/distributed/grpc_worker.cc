@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "runtime/distributed/worker.grpc.pb.h"
 #include "runtime/errors.h"
@@ -281,12 +283,65 @@ class WorkerServiceImpl final : public proto::WorkerService::Service {
       if (!t.ok()) return ToGrpc(t.status());
       values.push_back(std::move(*t));
     }
+    if (req.total_rows() > 0) {
+      if (values.size() != 1 || req.name_size() != 1) {
+        return ToGrpc(absl::InvalidArgumentError(
+            "a chunk of a variable carries one name and one value"));
+      }
+      absl::StatusOr<std::optional<Tensor>> whole =
+          AddChunk(req.name(0), req.first_row(), req.total_rows(), values[0]);
+      if (!whole.ok()) return ToGrpc(whole.status());
+      if (!whole->has_value()) return grpc::Status::OK;  // more to come
+      values = {std::move(**whole)};
+    }
     return ToGrpc(worker_->SetVariables({req.name().begin(), req.name().end()},
                                         values, overwrite));
   }
 
+  // Copies a chunk into the variable's assembly; the whole value once the
+  // last rows are in.
+  absl::StatusOr<std::optional<Tensor>> AddChunk(const std::string& name,
+                                                 int64_t first, int64_t total,
+                                                 const Tensor& chunk) {
+    std::lock_guard<std::mutex> lock(chunks_mu_);
+    Assembly& a = chunks_[name];
+    if (a.value.empty()) {
+      std::vector<int64_t> dims = chunk.shape().dims();
+      if (dims.empty()) {
+        return absl::InvalidArgumentError("a chunk of a scalar variable");
+      }
+      dims[0] = total;
+      a.value = Tensor(chunk.dtype(), Shape(dims));
+    }
+    const int64_t rows = chunk.rank() > 0 ? chunk.dim(0) : 0;
+    const int64_t row_bytes =
+        a.value.dim(0) > 0 ? static_cast<int64_t>(a.value.bytes()) / total : 0;
+    if (chunk.dtype() != a.value.dtype() || first < 0 || first + rows > total ||
+        total != a.value.dim(0) ||
+        static_cast<int64_t>(chunk.bytes()) != rows * row_bytes) {
+      chunks_.erase(name);
+      return absl::InvalidArgumentError(StrCat(
+          "a chunk of variable '", name, "' (rows ", first, "..", first + rows,
+          " of ", total, ") does not fit its other chunks"));
+    }
+    std::memcpy(static_cast<char*>(a.value.raw_data()) + first * row_bytes,
+                chunk.raw_data(), chunk.bytes());
+    a.rows += rows;
+    if (a.rows < total) return std::optional<Tensor>();
+    std::optional<Tensor> whole = std::move(a.value);
+    chunks_.erase(name);
+    return whole;
+  }
+
+  struct Assembly {
+    Tensor value;
+    int64_t rows = 0;
+  };
+
   Worker* const worker_;
   const std::string token_;
+  std::mutex chunks_mu_;
+  absl::flat_hash_map<std::string, Assembly> chunks_;
 };
 
 }  // namespace
@@ -454,6 +509,12 @@ class WorkerChannels {
     Prepare(&ctx, task, /*setup=*/true);
     proto::RegisterGraphRequest req;
     *req.mutable_graph() = def;
+    if (req.ByteSizeLong() > static_cast<size_t>(options_.max_message_bytes)) {
+      return absl::InvalidArgumentError(
+          StrCat("the graph for ", task, " is ", req.ByteSizeLong() >> 20,
+                 " MiB, over the ", options_.max_message_bytes >> 20,
+                 " MiB a message may carry (a large constant placed there?)"));
+    }
     proto::RegisterGraphResponse resp;
     RN_RETURN_IF_ERROR(FromGrpc(task, stub->RegisterGraph(&ctx, req, &resp)));
     Reached(task);
@@ -837,11 +898,48 @@ absl::StatusOr<std::vector<bool>> GrpcCluster::VariablesInitialized(
 absl::Status GrpcCluster::InitVariables(const std::string& task,
                                         const std::vector<std::string>& names,
                                         const std::vector<Tensor>& values) {
-  proto::VariablesRequest req;
-  for (const std::string& n : names) req.add_name(n);
-  for (const Tensor& t : values) *req.add_value() = ToProto(t);
-  return channels_->Variables(task, WorkerChannels::VarCall::kInit, req)
-      .status();
+  // Small variables go together; a large one in chunks of rows, so no
+  // message nears gRPC's limit (an embedding table may be gigabytes).
+  constexpr int64_t kChunkBytes = 32 << 20;
+  proto::VariablesRequest small;
+  int64_t small_bytes = 0;
+  auto send = [&](const proto::VariablesRequest& req) {
+    return channels_->Variables(task, WorkerChannels::VarCall::kInit, req)
+        .status();
+  };
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor& t = values[i];
+    const int64_t bytes = static_cast<int64_t>(t.bytes());
+    if (bytes <= kChunkBytes || t.rank() == 0 || t.dim(0) < 2) {
+      if (small_bytes + bytes > kChunkBytes && small.name_size() > 0) {
+        RN_RETURN_IF_ERROR(send(small));
+        small.Clear();
+        small_bytes = 0;
+      }
+      small.add_name(names[i]);
+      *small.add_value() = ToProto(t);
+      small_bytes += bytes;
+      continue;
+    }
+    const int64_t rows = t.dim(0);
+    const int64_t step = std::max<int64_t>(1, kChunkBytes / (bytes / rows));
+    for (int64_t r = 0; r < rows; r += step) {
+      const int64_t n = std::min(step, rows - r);
+      std::vector<int64_t> dims = t.shape().dims();
+      dims[0] = n;
+      Tensor chunk(t.dtype(), Shape(dims));
+      std::memcpy(chunk.raw_data(),
+                  static_cast<const char*>(t.raw_data()) + r * (bytes / rows),
+                  chunk.bytes());
+      proto::VariablesRequest req;
+      req.add_name(names[i]);
+      *req.add_value() = ToProto(chunk);
+      req.set_first_row(r);
+      req.set_total_rows(rows);
+      RN_RETURN_IF_ERROR(send(req));
+    }
+  }
+  return small.name_size() > 0 ? send(small) : absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> GrpcCluster::ReadVariables(

@@ -146,6 +146,32 @@ TEST(PlacerTest, UpdateMathGoesWithItsVariable) {
   EXPECT_EQ(xt->assigned_device(), kCpu0);
 }
 
+// A lookup in a table goes with the table, so only its rows cross; a
+// gather placed explicitly, or along another axis, stays where it was put.
+TEST(PlacerTest, LookupGoesWithItsTable) {
+  ResourceMgr resources;
+  DeviceSet set(2, 2, &resources);
+  Graph g;
+  Node* ids = Add(g, "ids", "placeholder", {},
+                  {{"dtype", DType::kI32}, {"shape", Shape{8}}});
+  Node* table = Requested(g, "table", "variable", {}, "/cpu:1",
+                          {{"dtype", DType::kF32}, {"shape", Shape{1000, 4}}});
+  Node* read = Add(g, "read", "read_variable", {{table, 0}});
+  Node* rows = Add(g, "rows", "gather", {{read, 0}, {ids, 0}});
+  Node* there =
+      Requested(g, "there", "gather", {{read, 0}, {ids, 0}}, "/cpu:0");
+  Node* cols =
+      Add(g, "cols", "gather", {{read, 0}, {ids, 0}}, {{"axis", int64_t{1}}});
+  Node* loss = Add(g, "loss", "sum", {{rows, 0}});
+  ASSERT_TRUE(PlaceGraph(g, set).ok());
+  EXPECT_EQ(rows->assigned_device(), kCpu1);
+  EXPECT_EQ(read->assigned_device(), kCpu1);
+  EXPECT_EQ(there->assigned_device(), kCpu0);
+  EXPECT_EQ(ids->assigned_device(), kCpu0);
+  (void)cols;
+  (void)loss;
+}
+
 TEST(PlacerTest, ConflictsAndMissingDevices) {
   ResourceMgr resources;
   DeviceSet set(2, 2, &resources);
