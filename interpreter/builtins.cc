@@ -31,21 +31,17 @@
 #include "runtime/strings.h"
 
 namespace runnel::interp {
-namespace {
 
 using Args = CallArgs;
 using Result = absl::StatusOr<Value>;
 
-// ---- argument helpers
+// ---- argument helpers (builtins.h)
 // --------------------------------------------------------
 
-OpSite Site(const Args& a, bool named = true) {
+OpSite Site(const Args& a, bool named) {
   return OpSite{a.span, 0, named ? a.hint : ""};
 }
 
-}  // namespace
-
-// Shared with the other builtin files (builtins.h).
 std::string ParamName(const Args& a, int i) {
   return StrCat(a.builtin->name, ": '", a.builtin->params[i].name, "'");
 }
@@ -60,22 +56,6 @@ absl::StatusOr<int64_t> IntArg(const Args& a, int i) {
   }
   return *n;
 }
-
-absl::StatusOr<std::string> StringArg(const Args& a, int i) {
-  if (a[i].kind() != ValueKind::kString) {
-    return ErrorAt(a.span_of(i),
-                   StrCat(ParamName(a, i), " must be a string, got ",
-                          DescribeValue(a[i])));
-  }
-  return a[i].str();
-}
-
-absl::Status CheckFile(const Args& a, const absl::Status& s) {
-  if (s.ok()) return s;
-  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
-}
-
-namespace {
 
 absl::StatusOr<double> NumberArg(const Args& a, int i) {
   const Value& v = a[i];
@@ -99,6 +79,15 @@ absl::StatusOr<bool> BoolArg(const Args& a, int i) {
   return v.tensor().data<bool>()[0];
 }
 
+absl::StatusOr<std::string> StringArg(const Args& a, int i) {
+  if (a[i].kind() != ValueKind::kString) {
+    return ErrorAt(a.span_of(i),
+                   StrCat(ParamName(a, i), " must be a string, got ",
+                          DescribeValue(a[i])));
+  }
+  return a[i].str();
+}
+
 absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
   if (a[i].kind() != ValueKind::kDType) {
     return ErrorAt(a.span_of(i),
@@ -107,6 +96,13 @@ absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
   }
   return a[i].dtype_value();
 }
+
+absl::Status CheckFile(const Args& a, const absl::Status& s) {
+  if (s.ok()) return s;
+  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
+}
+
+namespace {
 
 // An int or a list/tuple/vector of ints.
 absl::StatusOr<std::vector<int64_t>> IntsArg(Interpreter& in, const Args& a,
@@ -1616,6 +1612,7 @@ std::vector<Builtin> MakeBuiltins() {
   AddHost(b);
   AddData(b);
   AddCheckpoints(b);
+  AddQueueBuiltins(b);
   AddTextBuiltins(b);
 
   // The ops each builtin applies: the op of its name, else these.
@@ -1627,6 +1624,8 @@ std::vector<Builtin> MakeBuiltins() {
       {"he_normal", {"random_normal"}},
       {"embedding_lookup", {"gather"}},
       {"group", {"noop"}},
+      {"size", {"size", "queue_size"}},
+      {"close", {"queue_close"}},
   };
   for (Builtin& builtin : b) {
     auto it = applies.find(builtin.name);

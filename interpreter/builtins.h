@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "interpreter/graph_builder.h"
 #include "interpreter/value.h"
 
 namespace runnel::interp {
@@ -62,22 +63,33 @@ struct Builtin {
 // Every builtin, in a stable order. Built on first use.
 const std::vector<Builtin>& Builtins();
 
+// Argument helpers for builtins in other files: the call's OpSite (the
+// `let` name it binds, when `named`), "NAME: 'param'" for messages, and
+// argument `i` as a concrete scalar of a kind (an error at the argument
+// otherwise).
+OpSite Site(const CallArgs& a, bool named = true);
+std::string ParamName(const CallArgs& a, int i);
+absl::StatusOr<int64_t> IntArg(const CallArgs& a, int i);
+absl::StatusOr<double> NumberArg(const CallArgs& a, int i);
+absl::StatusOr<bool> BoolArg(const CallArgs& a, int i);
+absl::StatusOr<std::string> StringArg(const CallArgs& a, int i);
+absl::StatusOr<DType> DTypeArg(const CallArgs& a, int i);
+// A failed file operation as an error at the call ("load_text: ...").
+absl::Status CheckFile(const CallArgs& a, const absl::Status& s);
+
 // `save(path)` and `restore(path)`: every var and state to and from a
 // checkpoint file (interpreter/checkpoint_builtins.cc).
 absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a);
 absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
 
+// Queues, runners and readers (interpreter/queue_builtins.cc): adds
+// `queue`, `enqueue`, ..., `runner`, `read_idx`, and makes `size` take a
+// queue too.
+void AddQueueBuiltins(std::vector<Builtin>& b);
+
 // `load_records`, `words`, `vocabulary` and `encode`
 // (interpreter/text_builtins.cc).
 void AddTextBuiltins(std::vector<Builtin>& b);
-
-// Argument helpers for the files that define builtins: argument `i` of the
-// call, or an error at it naming the builtin and the parameter.
-std::string ParamName(const CallArgs& a, int i);  // "encode: 'vocab'"
-absl::StatusOr<int64_t> IntArg(const CallArgs& a, int i);
-absl::StatusOr<std::string> StringArg(const CallArgs& a, int i);
-// A failed file operation as an error at the call ("load_text: ...").
-absl::Status CheckFile(const CallArgs& a, const absl::Status& s);
 
 }  // namespace runnel::interp
 

@@ -114,6 +114,18 @@ absl::Status AddNote(absl::Status status, const SourceSpan& span,
   return DiagStatus(std::move(d));
 }
 
+absl::Status EndOfData(const absl::Status& diag) {
+  absl::Status s(absl::StatusCode::kOutOfRange, diag.message());
+  diag.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    s.SetPayload(url, payload);
+  });
+  return s;
+}
+
+bool IsEndOfData(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kOutOfRange;
+}
+
 absl::Status ExitRequest(int code) {
   absl::Status s = absl::CancelledError(StrCat("exit(", code, ")"));
   s.SetPayload(kExitPayload, absl::Cord(StrCat(code)));

@@ -33,6 +33,13 @@ absl::Status AddNote(absl::Status status, const SourceSpan& span,
                      std::string message);
 lang::Diagnostic Note(const SourceSpan& span, std::string message);
 
+// The end of the input (a dequeue from a closed queue, a reader past its
+// last epoch): `diag` with code OutOfRange. It ends the host `for` or
+// `loop` whose body ran into it, like the end of the data; elsewhere it is
+// an error as any other.
+absl::Status EndOfData(const absl::Status& diag);
+bool IsEndOfData(const absl::Status& status);
+
 // `exit(code)`: stops evaluation with this process exit code.
 absl::Status ExitRequest(int code);
 std::optional<int> ExitCodeOf(const absl::Status& status);

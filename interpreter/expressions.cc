@@ -637,7 +637,9 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
       RN_ASSIGN_OR_RETURN(std::optional<Value> item, it->Next());
       if (!item) break;
       const int64_t runs_before = runs_;
-      RN_RETURN_IF_ERROR(step(item));
+      absl::Status body = step(item);
+      if (IsEndOfData(body)) break;  // a queue closed: like the data's end
+      RN_RETURN_IF_ERROR(body);
       if (signal_ == Signal::kReturn) return Value();
       if (check_mode() && runs_ != runs_before) break;
     }
@@ -657,7 +659,9 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
     RN_RETURN_IF_ERROR(Truthy(cond, e.cond->span, "the loop condition", &go));
     if (!go) break;
     const int64_t runs_before = runs_;
-    RN_RETURN_IF_ERROR(step(std::nullopt));
+    absl::Status body = step(std::nullopt);
+    if (IsEndOfData(body)) break;
+    RN_RETURN_IF_ERROR(body);
     if (signal_ == Signal::kReturn) return Value();
     if (check_mode() && runs_ != runs_before) break;
   }

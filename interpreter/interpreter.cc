@@ -12,6 +12,7 @@
 #include "interpreter/indexing.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
+#include "interpreter/runners.h"
 #include "runtime/errors.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -59,6 +60,7 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
 }
 
 Interpreter::~Interpreter() {
+  StopRunners().IgnoreError();
   // Break the cycles between scopes and the functions defined in them.
   for (const std::weak_ptr<Env>& closure : closures_) {
     if (std::shared_ptr<Env> env = closure.lock()) env->Clear();
@@ -230,7 +232,9 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
                                       std::make_shared<Env>(env_, false));
     RN_RETURN_IF_ERROR(BindPattern(s.var, *item, BindingKind::kLet));
     Value ignored;
-    RN_RETURN_IF_ERROR(ExecStmts(s.body.stmts, &ignored));
+    absl::Status body = ExecStmts(s.body.stmts, &ignored);
+    if (IsEndOfData(body)) break;  // a queue closed: like the data's end
+    RN_RETURN_IF_ERROR(body);
     if (signal_ == Signal::kReturn) return absl::OkStatus();
     const Signal sig = signal_;
     signal_ = Signal::kNone;

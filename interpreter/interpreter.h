@@ -95,6 +95,7 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
 struct CallArgs;
+class Runners;
 
 class Interpreter {
  public:
@@ -152,6 +153,12 @@ class Interpreter {
   // The session `run` executes in, made on first use: it holds the
   // variables' values (save and restore read and set them there).
   Session& session();
+  // The runner threads of `runner(...)` (interpreter/runners.h), made on
+  // first use.
+  Runners& runners();
+  // Stops and joins every runner (the end of a script, an error, Ctrl-C);
+  // the first error a runner met, if any.
+  absl::Status StopRunners();
 
   // Member `name` of stdlib module `module` (loaded on first use, not bound
   // to a name): builtins that forward to the stdlib.
@@ -290,6 +297,7 @@ class Interpreter {
   lang::DiagnosticSink* sink_;
   GraphBuilder builder_;
   std::unique_ptr<Session> session_;
+  std::unique_ptr<Runners> runners_;  // before session_ goes
   std::unique_ptr<Reporter> reporter_;
   std::shared_ptr<Env> builtins_;
   std::shared_ptr<Env> globals_;
@@ -311,6 +319,9 @@ class Interpreter {
   int64_t last_checkpoint_step_ = 0;
   int64_t runs_at_last_check_ = 0;
   std::unique_ptr<Tracer> tracer_;  // with --trace, until written
+  // A written tracer, kept until the runners stop: their runs may still
+  // be adding to it.
+  std::unique_ptr<Tracer> written_tracer_;
   absl::Status WriteTrace();
   std::atomic<bool> interrupted_{false};
 

@@ -62,8 +62,11 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
   }
   absl::StatusOr<Value> v = Evaluate(program, streamed.done);
   if (free_parse_tree.joinable()) free_parse_tree.join();
+  // The script is over (or failed): its runners stop. A runner's own error
+  // is reported when nothing else was.
+  absl::Status runners = StopRunners();
   if (!v.ok()) return Report(v.status());
-  return kExitOk;
+  return Report(runners);
 }
 
 // Both cores at work: the parser on a thread of its own, and this one

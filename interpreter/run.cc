@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "interpreter/runners.h"
 #include "runtime/errors.h"
 #include "runtime/prune.h"
 #include "runtime/status_macros.h"
@@ -243,7 +244,7 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(
 
 absl::Status Interpreter::WriteTrace() {
   absl::Status s = tracer_->WriteFile(options_.trace_file);
-  tracer_.reset();
+  written_tracer_ = std::move(tracer_);
   if (!s.ok()) return absl::Status(s.code(), StrCat("--trace: ", s.message()));
   return s;
 }
@@ -269,9 +270,18 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
   absl::StatusOr<std::vector<Tensor>> r =
       session().Run(feeds, outs, targets, &interrupted_);
   if (r.ok()) return r;
-  if (r.status().code() == absl::StatusCode::kCancelled) {
-    interrupted_ = false;  // this interruption is consumed here
+  // (Cancelled for another reason, such as an enqueue to a closed queue,
+  // is reported as it is.)
+  if (r.status().code() == absl::StatusCode::kCancelled &&
+      interrupted_.exchange(false)) {  // this interruption is consumed here
     return ErrorAt(e.span, "interrupted");
+  }
+  // A runner that failed closed its queue: what this run met (the end of
+  // the queue) follows from that error, which is the one to report.
+  if (runners_ != nullptr) {
+    if (absl::Status runner = runners_->error(); !runner.ok()) {
+      return AddNote(runner, e.span, "which stopped this run");
+    }
   }
   const std::string msg(ToStd(r.status().message()));
   std::optional<std::string> node = NodeNameOf(r.status());
@@ -283,7 +293,22 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
       d.span.file != e.span.file) {
     d.notes.push_back(Note(e.span, "while running this"));
   }
+  // A dequeue from a closed queue: the end of the input, which ends the
+  // host loop around the run (or is an error elsewhere).
+  if (r.status().code() == absl::StatusCode::kOutOfRange) {
+    return EndOfData(DiagStatus(std::move(d)));
+  }
   return DiagStatus(std::move(d));
+}
+
+Runners& Interpreter::runners() {
+  if (runners_ == nullptr) runners_ = std::make_unique<Runners>(&session());
+  return *runners_;
+}
+
+absl::Status Interpreter::StopRunners() {
+  if (runners_ == nullptr) return absl::OkStatus();
+  return runners_->StopAll();
 }
 
 }  // namespace runnel::interp

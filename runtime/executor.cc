@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -195,6 +196,11 @@ class Notification {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return notified_; });
   }
+  // Whether notified within `timeout`.
+  bool WaitFor(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return notified_; });
+  }
 
  private:
   std::mutex mu_;
@@ -267,7 +273,11 @@ struct TaggedNode {
 class ExecutorState {
  public:
   ExecutorState(const Executor& ex, const Executor::RunArgs& args)
-      : ex_(ex), args_(args) {
+      : ex_(ex),
+        args_(args),
+        track_(args.trace_lane.empty()
+                   ? ex.track_
+                   : StrCat(ex.track_, " ", args.trace_lane)) {
     root_.def = &ex.frames_[0];
     root_.iterations[0] = std::make_unique<IterationState>(ex.frames_[0]);
   }
@@ -297,7 +307,19 @@ class ExecutorState {
   }
 
   absl::Status Wait() {
-    done_.Wait();
+    // The cancelled flag and the rendezvous are read here too, not only
+    // when a node is scheduled: a kernel that waits (a blocked dequeue)
+    // schedules nothing, and is cancelled by Abort.
+    while (!done_.WaitFor(kPollInterval)) {
+      if (aborted_.load(std::memory_order_relaxed)) continue;
+      if (args_.cancelled != nullptr &&
+          args_.cancelled->load(std::memory_order_relaxed)) {
+        Abort(absl::CancelledError("interrupted"));
+      } else if (args_.rendezvous != nullptr) {
+        absl::Status s = args_.rendezvous->AbortStatus();
+        if (!s.ok()) Abort(s);
+      }
+    }
     // A thread that finished a node may still be on its way out of the
     // frames it touched (they belong to this state): wait until none is.
     while (active_.load(std::memory_order_acquire) != 0) {
@@ -457,10 +479,25 @@ class ExecutorState {
         *item.node, ex_.device_, std::move(inputs), args_.global_seed,
         args_.call_frame, &step_);
     call->ctx->set_frame_iter(tn.frame->id, tn.iter);
+    call->ctx->set_cancellation(&cancellation_);
+    const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
     static_cast<AsyncOpKernel*>(item.kernel.get())
-        ->ComputeAsync(call->ctx.get(), [this, tn, call](absl::Status s) {
-          FinishAsync(tn, s, call->ctx.get());
-        });
+        ->ComputeAsync(call->ctx.get(),
+                       [this, tn, call, start](absl::Status s) {
+                         Trace(ex_.items_[tn.item], start);
+                         FinishAsync(tn, s, call->ctx.get());
+                       });
+  }
+
+  // A kernel's event from `start` to now, when tracing (an asynchronous
+  // kernel's covers its wait: a dequeue waiting for input shows).
+  void Trace(const Executor::NodeItem& item, double start) {
+    if (args_.tracer == nullptr) return;
+    const Node& n = *item.node;
+    args_.tracer->Add(
+        track_, n.name(),
+        n.span().known() ? StrCat(n.op(), " at ", n.span().ToString()) : n.op(),
+        start, args_.tracer->Now() - start);
   }
 
   void FinishAsync(const TaggedNode& tn, const absl::Status& s,
@@ -486,17 +523,11 @@ class ExecutorState {
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
                         args_.global_seed, args_.call_frame, &step_);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
+    ctx.set_cancellation(&cancellation_);
     ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs
     const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
     absl::Status s = ComputeSafely(*item.kernel, &ctx);
-    if (args_.tracer != nullptr) {
-      const Node& n = *item.node;
-      args_.tracer->Add(ex_.track_, n.name(),
-                        n.span().known()
-                            ? StrCat(n.op(), " at ", n.span().ToString())
-                            : n.op(),
-                        start, args_.tracer->Now() - start);
-    }
+    Trace(item, start);
     if (!s.ok()) {
       Abort(AttachNode(s, item.node->name(), item.node->span()));
       return false;
@@ -782,11 +813,17 @@ class ExecutorState {
       aborted_.store(true, std::memory_order_relaxed);
     }
     if (args_.rendezvous != nullptr) args_.rendezvous->Abort(s);
+    cancellation_.StartCancel();
   }
+
+  // How often Wait looks at the cancelled flag and the rendezvous.
+  static constexpr std::chrono::milliseconds kPollInterval{20};
 
   const Executor& ex_;
   const Executor::RunArgs args_;
+  const std::string track_;  // where traced kernels go
   StepContainer step_;
+  CancellationManager cancellation_;
   FrameState root_;
   std::mutex frames_mu_;
   std::map<std::tuple<FrameState*, int64_t, int>, std::unique_ptr<FrameState>>

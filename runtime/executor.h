@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,16 +43,22 @@ class Executor {
   struct RunArgs {
     CallFrame* call_frame = nullptr;
     uint64_t global_seed = 0;
-    // When set and it becomes true, no further kernel starts and Run
-    // returns Cancelled once the kernels in flight finish (Ctrl-C).
+    // When set and it becomes true, no further kernel starts, kernels
+    // that wait (a blocked dequeue) are cancelled through the run's
+    // CancellationManager, and Run returns Cancelled once the kernels in
+    // flight finish (Ctrl-C). Run looks at it every few tens of ms.
     const std::atomic<bool>* cancelled = nullptr;
     // A partition of a step (runtime/partition.h): where its _send and
     // _recv nodes meet the other partitions', and the step's id in their
-    // keys. An error here aborts the rendezvous, and so the whole step.
+    // keys. An error here aborts the rendezvous, and so the whole step;
+    // an abort of the rendezvous (seen within a few tens of ms) aborts
+    // this partition too.
     Rendezvous* rendezvous = nullptr;
     int64_t step_id = 0;
-    // When set, every kernel adds an event to the device's track.
+    // When set, every kernel adds an event to the device's track (with
+    // `trace_lane`, to the track "<device> <trace_lane>").
     Tracer* tracer = nullptr;
+    std::string trace_lane = {};
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(

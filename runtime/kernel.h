@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "runtime/cancellation.h"
 #include "runtime/device.h"
 #include "runtime/graph.h"
 #include "runtime/status_macros.h"
@@ -122,6 +123,11 @@ class OpKernelContext {
     iteration_ = iter;
   }
 
+  // Cancels the run's waiting kernels when it aborts (runtime/
+  // cancellation.h); nullptr outside an executor run (eager calls).
+  CancellationManager* cancellation() const { return cancellation_; }
+  void set_cancellation(CancellationManager* c) { cancellation_ = c; }
+
   Device* device() const { return device_; }
   ResourceMgr* resources() const { return device_->resources(); }
   ThreadPool* intra_op_pool() const { return device_->intra_op_pool(); }
@@ -137,6 +143,7 @@ class OpKernelContext {
   uint64_t global_seed_;
   CallFrame* call_frame_;
   StepContainer* step_;
+  CancellationManager* cancellation_ = nullptr;
   uint64_t frame_id_ = 0;
   int64_t iteration_ = 0;
   bool forwarding_ = false;

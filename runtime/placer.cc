@@ -104,11 +104,15 @@ class Placer {
     absl::flat_hash_map<std::string, int> loop_group;
     for (const Node* n : nodes_) {
       for (int i = 0; i < n->num_inputs(); ++i) {
-        // State and its users, stacks and their pushes and pops, also
-        // where the handle reaches them through a loop's enters.
+        // State and its users (variables, queues), stacks and their
+        // pushes and pops, also where the handle reaches them through a
+        // loop's enters.
         const Node* src = n->input(i).node;
         while (IsEnter(src)) src = src->input(0).node;
-        if (src->op() != "variable" && src->op() != "stack_new") continue;
+        if (src->op() != "variable" && src->op() != "stack_new" &&
+            src->op() != "queue") {
+          continue;
+        }
         // A run's results are taken where the run was asked for.
         if (n->op() == "_fetch") continue;
         groups_.Union(n->id(), src->id());

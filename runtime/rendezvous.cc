@@ -76,4 +76,9 @@ bool Rendezvous::Abort(const absl::Status& status) {
   return true;
 }
 
+absl::Status Rendezvous::AbortStatus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
+}
+
 }  // namespace runnel

@@ -53,6 +53,8 @@ class Rendezvous {
   // Fails every pending and later receive with `status` (the first abort
   // wins). Returns whether this call was the first.
   virtual bool Abort(const absl::Status& status);
+  // The error the step was aborted with; OK while it was not.
+  absl::Status AbortStatus();
 
  private:
   struct Item {

@@ -401,7 +401,8 @@ absl::Status Session::InitializeRemoteVariables(Plan& plan) {
 }
 
 absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
-                                     const std::atomic<bool>* cancelled) {
+                                     const std::atomic<bool>* cancelled,
+                                     const std::string& trace_lane) {
   ClusterContext& cluster = *options_.cluster;
   const int64_t step = cluster.NewStepId();
   std::shared_ptr<Rendezvous> rendezvous = cluster.StepRendezvous(step);
@@ -440,7 +441,8 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
                      .cancelled = cancelled,
                      .rendezvous = rendezvous.get(),
                      .step_id = step,
-                     .tracer = tracer_.load()}});
+                     .tracer = tracer_.load(),
+                     .trace_lane = trace_lane}});
   }
   absl::Status local = Executor::RunPartitions(runs);
   if (!local.ok()) abort(local);
@@ -500,10 +502,11 @@ absl::Status Session::InitializeVariables(Plan& plan) {
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
-    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled) {
+    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled,
+    const std::string& trace_lane) {
   ClusterContext* cluster = options_.cluster.get();
   if (cluster == nullptr || cluster->retry_seconds() <= 0) {
-    return RunOnce(feeds, fetches, targets, cancelled);
+    return RunOnce(feeds, fetches, targets, cancelled, trace_lane);
   }
   // Under `runnel cluster --restart` a task that died comes back: wait for
   // it, plan again (it lost its graphs, and perhaps its state, which the
@@ -511,7 +514,7 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     absl::StatusOr<std::vector<Tensor>> r =
-        RunOnce(feeds, fetches, targets, cancelled);
+        RunOnce(feeds, fetches, targets, cancelled, trace_lane);
     if (r.ok() || r.status().code() != absl::StatusCode::kUnavailable ||
         (cancelled != nullptr && cancelled->load())) {
       return r;
@@ -532,7 +535,8 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
 
 absl::StatusOr<std::vector<Tensor>> Session::RunOnce(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
-    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled) {
+    const std::vector<Node*>& targets, const std::atomic<bool>* cancelled,
+    const std::string& trace_lane) {
   RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
                       GetPlan(feeds, fetches, targets));
   RN_RETURN_IF_ERROR(InitializeVariables(*plan));
@@ -542,12 +546,13 @@ absl::StatusOr<std::vector<Tensor>> Session::RunOnce(
   frame.fetches.resize(plan->num_fetches);
   frame.fetched.assign(plan->num_fetches, false);
   if (options_.cluster != nullptr) {
-    RN_RETURN_IF_ERROR(RunClusterStep(*plan, &frame, cancelled));
+    RN_RETURN_IF_ERROR(RunClusterStep(*plan, &frame, cancelled, trace_lane));
   } else if (plan->executor != nullptr) {
     RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,
                                             .global_seed = options_.seed,
                                             .cancelled = cancelled,
-                                            .tracer = tracer_.load()}));
+                                            .tracer = tracer_.load(),
+                                            .trace_lane = trace_lane}));
   } else {
     Rendezvous rendezvous;
     const int64_t step = next_step_.fetch_add(1) + 1;
@@ -559,7 +564,8 @@ absl::StatusOr<std::vector<Tensor>> Session::RunOnce(
                        .cancelled = cancelled,
                        .rendezvous = &rendezvous,
                        .step_id = step,
-                       .tracer = tracer_.load()}});
+                       .tracer = tracer_.load(),
+                       .trace_lane = trace_lane}});
     }
     RN_RETURN_IF_ERROR(Executor::RunPartitions(runs));
   }

@@ -70,13 +70,16 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Returns one tensor per fetch. `targets` run but return nothing. When
-  // `cancelled` turns true mid-run, no further kernel starts and Run
-  // returns Cancelled ("interrupted"); variables keep what completed
-  // assignments wrote.
+  // `cancelled` turns true mid-run, no further kernel starts, kernels that
+  // wait (a dequeue) are cancelled, and Run returns Cancelled
+  // ("interrupted"); variables keep what completed assignments wrote.
+  // When traced, the run's kernels go to tracks named "<device>
+  // <trace_lane>" (a runner's thread) instead of "<device>".
   absl::StatusOr<std::vector<Tensor>> Run(
       const Feeds& feeds, const std::vector<NodeOut>& fetches,
       const std::vector<Node*>& targets,
-      const std::atomic<bool>* cancelled = nullptr);
+      const std::atomic<bool>* cancelled = nullptr,
+      const std::string& trace_lane = "");
   // Where the last plan built for these fetches put each node: the placed
   // (unpartitioned) graph of the run, for `runnel graph --placed`.
   absl::StatusOr<std::shared_ptr<const Graph>> PlacedGraph(
@@ -125,9 +128,11 @@ class Session {
   absl::StatusOr<std::optional<Tensor>> InitialValue(const Node& variable);
   absl::StatusOr<std::vector<Tensor>> RunOnce(
       const Feeds& feeds, const std::vector<NodeOut>& fetches,
-      const std::vector<Node*>& targets, const std::atomic<bool>* cancelled);
+      const std::vector<Node*>& targets, const std::atomic<bool>* cancelled,
+      const std::string& trace_lane);
   absl::Status RunClusterStep(Plan& plan, CallFrame* frame,
-                              const std::atomic<bool>* cancelled);
+                              const std::atomic<bool>* cancelled,
+                              const std::string& trace_lane);
   // PlacerOptions::spread_order for the graph as it is now.
   absl::flat_hash_map<std::string, int> SpreadOrder();
 

@@ -85,5 +85,42 @@ TEST(IdxReaderTest, ErrorsNameTheFile) {
       TempPath("cut.gz") + ": corrupt or truncated: unexpected end of file");
 }
 
+TEST(IdxRecordReaderTest, ReadsRecordsInBatchesAndRewinds) {
+  // i32 [3, 2] = 1..6, big-endian.
+  std::string i32 = std::string("\0\0\x0c\x02\0\0\0\x03\0\0\0\x02", 12);
+  for (char v = 1; v <= 6; ++v) i32 += std::string("\0\0\0", 3) + v;
+  WriteGz(TempPath("r.idx.gz"), i32);
+  WriteFile(TempPath("r.idx"), i32);
+  for (const char* name : {"r.idx", "r.idx.gz"}) {
+    auto r = IdxRecordReader::Open(TempPath(name));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)->dtype(), DType::kI32);
+    EXPECT_EQ((*r)->record_shape(), Shape{2});
+    EXPECT_EQ((*r)->records(), 3);
+    auto a = (*r)->Read(2);
+    ASSERT_TRUE(a.ok()) << a.status();
+    testing::ExpectTensor(*a, DType::kI32, {2, 2}, {1, 2, 3, 4}, 0);
+    auto b = (*r)->Read(2);  // only one left
+    ASSERT_TRUE(b.ok()) << b.status();
+    testing::ExpectTensor(*b, DType::kI32, {1, 2}, {5, 6}, 0);
+    EXPECT_EQ((*r)->remaining(), 0);
+    ASSERT_TRUE((*r)->Rewind().ok());
+    testing::ExpectTensor(*(*r)->Read(1), DType::kI32, {1, 2}, {1, 2}, 0);
+  }
+}
+
+TEST(IdxRecordReaderTest, ErrorsNameTheFile) {
+  auto missing = IdxRecordReader::Open(TempPath("nope.idx"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), TempPath("nope.idx") + ": cannot open");
+  WriteFile(TempPath("short.idx"), kU8.substr(0, kU8.size() - 2));
+  auto r = IdxRecordReader::Open(TempPath("short.idx"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto rows = (*r)->Read(2);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().message(),
+            TempPath("short.idx") + ": not a valid IDX file: truncated data");
+}
+
 }  // namespace
 }  // namespace runnel

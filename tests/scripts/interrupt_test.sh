@@ -2,6 +2,8 @@
 # Ctrl-C (SIGINT) during training: `runnel run` stops between steps, says
 # "interrupted" where the script was and exits 1, and the checkpoint the
 # script saved every few steps is whole: a fresh process restores it.
+# Then Ctrl-C while a run waits in a dequeue of an empty queue and a runner
+# waits to enqueue into a full one (docs/queues.md): both stop at once.
 #
 #   interrupt_test.sh RUNNEL
 set -uo pipefail
@@ -27,29 +29,49 @@ print(v[0, 0])
 RNL
 fail() { echo "FAIL: $*"; cat err.txt 2>/dev/null; exit 1; }
 
-"$runnel" run train.rnl --threads 2 2> err.txt &
-pid=$!
-for _ in $(seq 600); do
-  [[ -f model.ckpt ]] && break
-  sleep 0.1
-done
-[[ -f model.ckpt ]] || fail "no checkpoint after 60 s"
-sleep 0.5
-kill -INT "$pid"
-for _ in $(seq 600); do
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 "$pid" 2>/dev/null; then
-  kill -KILL "$pid"
-  fail "still running 60 s after Ctrl-C"
-fi
-wait "$pid"
-status=$?
-[[ $status -eq 1 ]] || fail "exit status $status, expected 1"
-grep -q "train.rnl:[0-9]*:[0-9]*: error: interrupted" err.txt ||
-  fail "no 'interrupted' diagnostic"
-leftover=$(ls -A | grep -v -x -e train.rnl -e check.rnl -e model.ckpt -e err.txt)
+# Runs SCRIPT until FILE exists, sends Ctrl-C half a second later, and
+# expects it to end within LIMIT tenths of a second, with status 1 and an
+# "interrupted" diagnostic in the script.
+interrupt() {
+  local script=$1 file=$2 limit=$3
+  "$runnel" run "$script" --threads 2 > out.txt 2> err.txt &
+  local pid=$!
+  for _ in $(seq 600); do
+    [[ -s "$file" ]] && break
+    sleep 0.1
+  done
+  [[ -s "$file" ]] || fail "$script: no $file after 60 s"
+  sleep 0.5
+  kill -INT "$pid"
+  for _ in $(seq "$limit"); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"
+    fail "$script: still running $((limit / 10)) s after Ctrl-C"
+  fi
+  wait "$pid"
+  local status=$?
+  [[ $status -eq 1 ]] || fail "$script: exit status $status, expected 1"
+  grep -q "$script:[0-9]*:[0-9]*: error: interrupted" err.txt ||
+    fail "$script: no 'interrupted' diagnostic"
+}
+
+interrupt train.rnl model.ckpt 600
+leftover=$(ls -A | grep -v -x -e train.rnl -e check.rnl -e model.ckpt -e err.txt -e out.txt)
 [[ -z "$leftover" ]] || fail "files left behind: $leftover"
 "$runnel" run check.rnl --threads 2 > out.txt 2>&1 || { cat out.txt; fail "restore"; }
 echo "interrupted after $(cat out.txt) steps; checkpoint restored"
+
+cat > blocked.rnl <<'RNL'
+let empty = queue(capacity = 2, dtypes = f32, shapes = [])
+let full = queue(capacity = 1, dtypes = f32, shapes = [])
+runner(full, enqueue(full, 1.0), threads = 2)
+print("waiting")
+let v = run dequeue(empty)
+RNL
+interrupt blocked.rnl out.txt 50
+grep -q "blocked.rnl:5:9: error: interrupted" err.txt ||
+  fail "blocked.rnl: 'interrupted' not at the waiting run"
+echo "a waiting dequeue and runner stopped within 5 s of Ctrl-C"
