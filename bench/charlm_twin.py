@@ -25,13 +25,10 @@ Runnel's step time is read from the `time` of its --metrics lines, between
 the 10th and the last step, so start-up, graph building and validation do
 not count; the twin times the same steps the same way.
 """
-import json
 import math
 import os
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,9 +132,7 @@ def torch_main(argv):
         state = (h.detach(), c.detach())
         stamps.append(time.perf_counter())
     if steps > TIMED_FROM + 1:
-        per_step = (stamps[-1] - stamps[TIMED_FROM - 1]) / \
-            (steps - TIMED_FROM)
-        print(f"RESULT charlm {per_step:.9f}")
+        print(f"RESULT charlm {peer.step_time(stamps, TIMED_FROM):.9f}")
 
     rows, real, windows = streams(torch, valid, batch)
     if 0 < valid_windows < windows:
@@ -154,21 +149,14 @@ def torch_main(argv):
 
 def run_runnel(build, threads, steps, extra=()):
     """Runnel's validation bpc and seconds per step (from its metrics)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        metrics = os.path.join(tmp, "m.jsonl")
-        r = subprocess.run(
-            [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
-             str(threads), "--metrics", metrics, "--arg", f"steps={steps}"] +
-            list(extra), stdout=subprocess.PIPE, text=True, check=True)
-        with open(metrics, encoding="utf-8") as fh:
-            times = [json.loads(line)["time"] for line in fh]
+    out, times = peer.run_with_metrics(
+        [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
+         str(threads), "--arg", f"steps={steps}"] + list(extra))
     bpc = None
-    for line in r.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("validation bpc "):
             bpc = float(line.split()[2])
-    per_step = (times[-1] - times[TIMED_FROM - 1]) / (steps - TIMED_FROM) \
-        if steps > TIMED_FROM + 1 else None
-    return bpc, per_step
+    return bpc, peer.step_time(times, TIMED_FROM)
 
 
 def flops(units, batch):

@@ -19,10 +19,12 @@ unit of work: a step, an op, a product), or a Python function of the
 configuration (None for Runnel) returning {workload: seconds}. Import this module from bench/ scripts; run it as
 `python3 bench/peer.py --peak --threads N` for the peer's GEMM peak alone.
 """
+import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
@@ -238,6 +240,29 @@ def drive_binary(title, argv, peer_script, workloads, **kwargs):
         [PYTHON, os.path.abspath(peer_script), "--peer", "--threads",
          str(threads)], int_arg(argv, "--rounds", 6), workloads,
         build_dir=os.path.dirname(binary), **kwargs)
+
+
+def run_with_metrics(cmd):
+    """Runs `cmd` (a `runnel run` command line) with --metrics; returns its
+    stdout and the `time` of each metrics line (one per `report` call,
+    seconds since the run started)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        r = subprocess.run(list(cmd) + ["--metrics", metrics],
+                           stdout=subprocess.PIPE, text=True, check=True)
+        with open(metrics, encoding="utf-8") as fh:
+            times = [json.loads(line)["time"] for line in fh]
+    return r.stdout, times
+
+
+def step_time(stamps, timed_from):
+    """Seconds per step from the end of step `timed_from` - 1 to the last
+    of `stamps` (one time per step), so that warm-up does not count; None
+    when there are too few steps."""
+    steps = len(stamps)
+    if steps <= timed_from + 1:
+        return None
+    return (stamps[-1] - stamps[timed_from - 1]) / (steps - timed_from)
 
 
 def spawn_floor(runs=20):

@@ -97,6 +97,11 @@ absl::StatusOr<DType> DTypeArg(const Args& a, int i) {
   return a[i].dtype_value();
 }
 
+absl::Status CheckFile(const Args& a, const absl::Status& s) {
+  if (s.ok()) return s;
+  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
+}
+
 namespace {
 
 // An int or a list/tuple/vector of ints.
@@ -201,11 +206,6 @@ absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
   return ErrorAt(a.span_of(i),
                  StrCat(ParamName(a, i), " must be a list of tensors, got ",
                         DescribeValue(v)));
-}
-
-absl::Status CheckFile(const Args& a, const absl::Status& s) {
-  if (s.ok()) return s;
-  return ErrorAt(a.span, StrCat(a.builtin->name, ": ", ToStd(s.message())));
 }
 
 // ---- builtin definitions
@@ -1613,6 +1613,7 @@ std::vector<Builtin> MakeBuiltins() {
   AddData(b);
   AddCheckpoints(b);
   AddQueueBuiltins(b);
+  AddTextBuiltins(b);
 
   // The ops each builtin applies: the op of its name, else these.
   const std::map<std::string, std::vector<std::string>> applies = {

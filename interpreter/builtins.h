@@ -74,6 +74,8 @@ absl::StatusOr<double> NumberArg(const CallArgs& a, int i);
 absl::StatusOr<bool> BoolArg(const CallArgs& a, int i);
 absl::StatusOr<std::string> StringArg(const CallArgs& a, int i);
 absl::StatusOr<DType> DTypeArg(const CallArgs& a, int i);
+// A failed file operation as an error at the call ("load_text: ...").
+absl::Status CheckFile(const CallArgs& a, const absl::Status& s);
 
 // `save(path)` and `restore(path)`: every var and state to and from a
 // checkpoint file (interpreter/checkpoint_builtins.cc).
@@ -84,6 +86,10 @@ absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
 // `queue`, `enqueue`, ..., `runner`, `read_idx`, and makes `size` take a
 // queue too.
 void AddQueueBuiltins(std::vector<Builtin>& b);
+
+// `load_records`, `words`, `vocabulary` and `encode`
+// (interpreter/text_builtins.cc).
+void AddTextBuiltins(std::vector<Builtin>& b);
 
 }  // namespace runnel::interp
 
