@@ -404,20 +404,16 @@ absl::StatusOr<Value> Interpreter::SparseMember(const Value& target,
                              Value::Concrete(Tensor::OfDims({-1}))},
                             {}, OpSite(span));
   }
-  const Shape params = sparse->params.node->output(sparse->params.index).shape;
-  std::vector<int64_t> rows{-1};
-  for (int k = 1; !params.unknown_rank() && k < params.rank(); ++k) {
-    rows.push_back(params.dim(k));
-  }
-  if (params.unknown_rank() || std::any_of(rows.begin() + 1, rows.end(),
-                                           [](int64_t d) { return d < 0; })) {
+  const Shape& params = sparse->params.node->output(sparse->params.index).shape;
+  std::optional<std::vector<int64_t>> rows = SparseRowsShape(params);
+  if (!rows) {
     return ErrorAt(span, StrCat("the rows of this sparse gradient have no "
                                 "static shape: ",
                                 params.ToString()));
   }
   return builder_.ApplyOp(
       "reshape",
-      {Value::Symbolic(sparse->values), Value::Concrete(Tensor::OfDims(rows))},
+      {Value::Symbolic(sparse->values), Value::Concrete(Tensor::OfDims(*rows))},
       {}, OpSite(span));
 }
 

@@ -133,6 +133,16 @@ std::optional<SparseGradient> AsSparseGradient(NodeOut g) {
   return SparseGradient{g.node->input(0), g.node->input(1), g.node->input(2)};
 }
 
+std::optional<std::vector<int64_t>> SparseRowsShape(const Shape& params) {
+  if (params.unknown_rank() || params.rank() == 0) return std::nullopt;
+  std::vector<int64_t> rows{-1};
+  for (int k = 1; k < params.rank(); ++k) {
+    if (params.dim(k) < 0) return std::nullopt;
+    rows.push_back(params.dim(k));
+  }
+  return rows;
+}
+
 NodeOut GradBuilder::AddSparse(const std::vector<NodeOut>& terms) {
   if (terms.size() < 2) return {};
   std::vector<SparseGradient> parts;
@@ -141,16 +151,12 @@ NodeOut GradBuilder::AddSparse(const std::vector<NodeOut>& terms) {
     if (!s || (!parts.empty() && !(s->params == parts[0].params))) return {};
     parts.push_back(*s);
   }
-  const Shape& params = shape(parts[0].params);
-  if (params.unknown_rank() || params.rank() == 0) return {};
-  // Rows as [-1, row dims...]: every term's indices flattened alike.
-  std::vector<int64_t> rows{-1};
-  for (int k = 1; k < params.rank(); ++k) {
-    if (params.dim(k) < 0) return {};
-    rows.push_back(params.dim(k));
-  }
+  // Every term's indices and values flattened alike.
+  std::optional<std::vector<int64_t>> rows =
+      SparseRowsShape(shape(parts[0].params));
+  if (!rows) return {};
   NodeOut flat = Const(Tensor::OfDims({-1}));
-  NodeOut row_shape = Const(Tensor::OfDims(rows));
+  NodeOut row_shape = Const(Tensor::OfDims(*rows));
   std::vector<NodeOut> indices, values;
   for (const SparseGradient& s : parts) {
     NodeOut ix = s.indices;

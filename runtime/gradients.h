@@ -155,6 +155,10 @@ struct SparseGradient {
 };
 // The parts of g when g is a sparse gradient.
 std::optional<SparseGradient> AsSparseGradient(NodeOut g);
+// [-1, row dims...]: the shape that flattens a sparse gradient's values of
+// a table shaped `params` to one row per index; nullopt unless the row
+// dims are known statically.
+std::optional<std::vector<int64_t>> SparseRowsShape(const Shape& params);
 
 struct GradientOptions {
   // Prefix of the backward nodes' names.
