@@ -231,17 +231,22 @@ class Partitioner {
     auto key = std::make_pair(frame, p);
     auto it = loops_.find(key);
     if (it != loops_.end()) return it->second;
-    if (!frames_.parent_of(frame).empty()) {
-      return absl::UnimplementedError(
-          StrCat("a nested loop's body spans devices (", frame, " on ",
-                 parts_[main].device, " and ", parts_[p].device,
-                 "); keep inner loops on one device"));
+    // A nested loop's copy starts once per iteration of the enclosing
+    // loop that runs its body on p: its seed hangs off that loop's pivot
+    // there (a copy of the enclosing control first, if p has none yet).
+    // The frame ids of the runs agree across devices, since each is made
+    // from the frame's name and the parent's id and iteration.
+    std::vector<Node*> seed_control;
+    if (const std::string& parent = frames_.parent_of(frame); !parent.empty()) {
+      RN_ASSIGN_OR_RETURN(LoopControl outer, Control(parent, p, span));
+      seed_control.push_back(outer.pivot);
     }
     const Node* cond = sw->input(1).node;  // loop_cond
     const std::string base = StrCat("_loop_control/", frame, "/to_", p, "/");
     RN_ASSIGN_OR_RETURN(
         Node * seed, Add(p, {.name = base + "seed",
                              .op = "const",
+                             .control_inputs = std::move(seed_control),
                              .attrs = {{"value", Tensor::Scalar<int32_t>(0)}},
                              .span = span}));
     AttrMap enter_attrs = loop->counter_enter->attrs();

@@ -54,6 +54,11 @@ int64_t Dim(const Shape& s, int i, int64_t unknown) {
   return s.dim(i);
 }
 
+// State that the ops using it must run beside.
+bool IsState(const Node* n) {
+  return n->op() == "variable" || n->op() == "stack_new" || n->op() == "queue";
+}
+
 // A loop's own machinery (not its body): the enters of its variables,
 // exits, next_iterations, the loop condition, the merges that close it,
 // the switches on its condition and the identities after them (the body's
@@ -71,6 +76,19 @@ bool IsLoopControl(const Node* n) {
   return n->op() == "identity" && n->num_inputs() == 1 &&
          IsSwitch(n->input(0).node) &&
          n->input(0).node->input(1).node->op() == "loop_cond";
+}
+
+// The plumbing that state's users get without writing it, the enters that
+// bring its handle into a loop and the reads of a variable, goes with the
+// state: a `device` block around a use asks where the computation runs,
+// not where the state lives (as TensorFlow colocates a variable's reads
+// with it). So `device "/cpu:1" { let y = w @ x }` reads `w` where it
+// lives and sends its value to /cpu:1.
+bool IsStatePlumbing(const Node* n) {
+  if (!IsEnter(n) && n->op() != "read_variable") return false;
+  const Node* src = n->input(0).node;
+  while (IsEnter(src)) src = src->input(0).node;
+  return IsState(src);
 }
 
 class Placer {
@@ -109,10 +127,7 @@ class Placer {
         // loop's enters.
         const Node* src = n->input(i).node;
         while (IsEnter(src)) src = src->input(0).node;
-        if (src->op() != "variable" && src->op() != "stack_new" &&
-            src->op() != "queue") {
-          continue;
-        }
+        if (!IsState(src)) continue;
         // A run's results are taken where the run was asked for.
         if (n->op() == "_fetch") continue;
         groups_.Union(n->id(), src->id());
@@ -225,7 +240,7 @@ class Placer {
     };
     absl::flat_hash_map<int, Request> requests;
     for (const Node* n : nodes_) {
-      if (n->requested_device().empty()) continue;
+      if (n->requested_device().empty() || IsStatePlumbing(n)) continue;
       absl::StatusOr<DeviceSpec> spec =
           DeviceSpec::Parse(n->requested_device());
       if (!spec.ok()) return AttachNode(spec.status(), n->name(), n->span());
