@@ -496,9 +496,42 @@ absl::Status Session::InitializeVariables(Plan& plan) {
   }
   if (options_.cluster != nullptr) {
     RN_RETURN_IF_ERROR(InitializeRemoteVariables(plan));
+    if (options_.cluster->is_chief()) InitializeDeclaredVariables();
   }
   plan.variables_ready.store(true, std::memory_order_release);
   return absl::OkStatus();
+}
+
+// The other workers wait for the chief to initialize what they use, and a
+// variable may be used only by them (`if task().index == 1 { run ... }`).
+// So the chief initializes every variable the script has declared so far,
+// as TensorFlow's chief runs the initializers of every global variable:
+// those on other tasks, placed by a plan whose targets are the variables
+// alone. Best effort: a failure here is told and left to the worker that
+// needs the variable, which times out naming it.
+void Session::InitializeDeclaredVariables() {
+  std::vector<Node*> declared;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::vector<Node*> nodes = graph_->nodes();
+    for (; declared_scanned_ < static_cast<int>(nodes.size());
+         ++declared_scanned_) {
+      Node* n = nodes[declared_scanned_];
+      if (n->op() == "variable") declared.push_back(n);
+    }
+  }
+  if (declared.empty()) return;
+  absl::Status s = [&]() -> absl::Status {
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<Plan> plan,
+                        GetPlan(Feeds{}, {}, declared));
+    return InitializeRemoteVariables(*plan);
+  }();
+  if (!s.ok()) {
+    options_.cluster->Inform(
+        StrCat("could not initialize the variables declared so far for the "
+               "other workers: ",
+               s.message()));
+  }
 }
 
 absl::StatusOr<std::vector<Tensor>> Session::Run(

@@ -122,6 +122,7 @@ class Session {
       const std::vector<Node*>& targets);
   absl::Status InitializeVariables(Plan& plan);
   absl::Status InitializeRemoteVariables(Plan& plan);
+  void InitializeDeclaredVariables();
   absl::StatusOr<NodeOut> InitializerOf(const Node& variable);
   // The initial value set_initial_values gave `variable`: nullopt when
   // there is none; an error when it does not fit the variable.
@@ -154,6 +155,8 @@ class Session {
   std::string initial_source_ ABSL_GUARDED_BY(mu_);
   int spread_scanned_ ABSL_GUARDED_BY(mu_) = 0;
   int spread_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // Nodes up to here were looked at by InitializeDeclaredVariables.
+  int declared_scanned_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace runnel
