@@ -1530,11 +1530,12 @@ void AddAutodiff(std::vector<Builtin>& b) {
   b.push_back(FromOp("stop_gradient"));
   b.push_back(
       {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
-  b.push_back(
-      {"slot", {P("var"), P("name")}, [](Interpreter& in, Args& a) -> Result {
-         RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 1));
-         return in.builder().MakeSlot(a[0], name, a.span);
-       }});
+  b.push_back({"slot",
+               {P("var"), P("name"), P("value", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 1));
+                 return in.builder().MakeSlot(a[0], name, a[2], a.span);
+               }});
   b.push_back({"global_step", {}, [](Interpreter& in, Args& a) -> Result {
                  return in.builder().GlobalStep(a.span);
                }});

@@ -594,6 +594,7 @@ absl::StatusOr<Value> GraphBuilder::MakeVariable(const std::string& name,
 
 absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
                                              const std::string& slot,
+                                             const Value& initial,
                                              const SourceSpan& span) {
   if (!var.is_symbolic() || !IsVariableNode(var.out().node)) {
     return ErrorAt(
@@ -607,6 +608,11 @@ absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
     return ErrorAt(span, StrCat("slot: invalid slot name \"", slot,
                                 "\": use letters, digits and '_'"));
   }
+  if (!initial.is_none() && !initial.is_concrete()) {
+    return ErrorAt(span, StrCat("slot: the initial value must be known "
+                                "before any run, got ",
+                                DescribeValue(initial)));
+  }
   const Node* v = var.out().node;
   BuildContext top;
   if (!v->requested_device().empty()) {
@@ -615,10 +621,12 @@ absl::StatusOr<Value> GraphBuilder::MakeSlot(const Value& var,
     if (device.ok()) top.device = *device;
   }
   BuildScope scope = Replace(std::move(top));
-  return MakeVariable(
-      StrCat(v->name(), "/", slot),
-      Value::Concrete(Tensor::Zeros(v->output_dtype(0), v->output_shape(0))),
-      false, span);
+  return MakeVariable(StrCat(v->name(), "/", slot),
+                      initial.is_none()
+                          ? Value::Concrete(Tensor::Zeros(v->output_dtype(0),
+                                                          v->output_shape(0)))
+                          : initial,
+                      false, span);
 }
 
 absl::StatusOr<Value> GraphBuilder::GlobalStep(const SourceSpan& span) {

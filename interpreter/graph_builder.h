@@ -226,13 +226,14 @@ class GraphBuilder {
   // `target`; the value broadcasts to the variable's shape.
   absl::StatusOr<Value> Assign(const std::string& op, const Value& target,
                                const Value& value, const OpSite& site);
-  // A zero-initialised `state` shaped like variable `var`, named
-  // `<var's name>/<slot>` (`dense/w/adam_m`; `_1`, ... when taken) at the top
-  // level whatever scopes are open, on `var`'s device: an optimizer's slot.
-  // The name depends only on the variable and the slot, so checkpoint keys
-  // do not change when the stdlib is written differently inside.
+  // A `state` named `<var's name>/<slot>` (`dense/w/adam_m`; `_1`, ...
+  // when taken) at the top level whatever scopes are open, on `var`'s
+  // device: an optimizer's slot. It starts as `initial`, a concrete tensor,
+  // or (when `initial` is none) as zeros shaped like `var`. The name depends
+  // only on the variable and the slot, so checkpoint keys do not change when
+  // the stdlib is written differently inside.
   absl::StatusOr<Value> MakeSlot(const Value& var, const std::string& slot,
-                                 const SourceSpan& span);
+                                 const Value& initial, const SourceSpan& span);
   // The `state` counting training steps (`global_step()`), made on first
   // use at the top level of the graph (on `global_step_device` when set: in
   // a cluster, the first parameter server, so that it counts every

@@ -119,16 +119,15 @@ absl::StatusOr<std::shared_ptr<Accumulator>> AccumulatorOf(
       [] { return std::make_shared<Accumulator>(); });
 }
 
+// One barrier per step counter (each synchronous optimizer has its own).
 absl::StatusOr<std::shared_ptr<Barrier>> BarrierOf(OpKernelContext* ctx) {
-  absl::StatusOr<std::string> name = ctx->node().attr<std::string>("barrier");
-  if (!name.ok()) return name.status();
+  const std::string name = VariableName(ctx->node());
   ResourceMgr* rm = ctx->resources();
   // (Looked up first: LookupOrCreate holds the manager's lock while making.)
   std::shared_ptr<LiveWorkers> live =
       rm->Lookup<LiveWorkers>(LiveWorkers::kName);
-  return rm->LookupOrCreate<Barrier>("_sync_barrier/" + *name, [&] {
-    return std::make_shared<Barrier>(live);
-  });
+  return rm->LookupOrCreate<Barrier>(
+      "_sync_barrier/" + name, [&] { return std::make_shared<Barrier>(live); });
 }
 
 template <typename T>

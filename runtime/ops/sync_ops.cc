@@ -1,10 +1,11 @@
 // Synchronous replicas (docs/cluster.md, `optim.NAME(..., replicas = M)`):
-// each worker adds its gradients, tagged with the global step it computed
-// them at, to one accumulator per variable (on the variable's task), then
-// meets the others at a barrier beside global_step. The worker whose
+// each worker adds its gradients, tagged with the optimizer's step counter
+// as it read it, to one accumulator per variable (on the variable's task),
+// then meets the others at a barrier beside that counter. The worker whose
 // gradient completes the set of min(M, live workers) applies the mean of
 // the fresh gradients and advances the step; the others wait for that, and
-// gradients of an older step are dropped (backup workers).
+// gradients of an older step are dropped (backup workers). Each optimizer
+// has its own counter and barrier, so one script may hold several.
 #include "runtime/op_registry.h"
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
@@ -85,19 +86,18 @@ RUNNEL_REGISTER_OP(
         .Inputs({"ref", "step"})
         .Outputs({"applier"})
         .Attr("replicas", int64_t{1})
-        .Attr("barrier", std::string("sync"))
         .Stateful()
         .Shape(BarrierShape)
         .Doc("Waits until min(`replicas`, live workers) workers have arrived "
-             "for step `step` (`ref` is global_step, beside which the barrier "
-             "lives). The arrival that completes the set gets true and must "
+             "for step `step` of the step counter `ref`, beside which the "
+             "barrier lives (one barrier per counter). The arrival that "
+             "completes the set gets true and must "
              "apply the update and call sync_advance; the others get false "
              "once it has. An arrival for an older step gets false at once."));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("sync_advance")
         .Inputs({"ref", "step"})
         .Outputs({"next"})
-        .Attr("barrier", std::string("sync"))
         .Stateful()
         .Shape(AdvanceShape)
         .Doc("Ends step `step` at the barrier: the workers waiting there go "

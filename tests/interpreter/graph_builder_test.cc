@@ -127,15 +127,24 @@ TEST_F(GraphBuilderTest, VariablesReadsSlotsAndTheGlobalStep) {
   EXPECT_EQ(r1->node->op(), "read_variable");
   // A slot is named after its variable, outside the open scopes.
   BuildScope other = b_.OpenScope("optimizer", /*unique=*/false);
-  absl::StatusOr<Value> m = b_.MakeSlot(*w, "adam_m", SourceSpan{});
+  absl::StatusOr<Value> m = b_.MakeSlot(*w, "adam_m", Value(), SourceSpan{});
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->node()->name(), "layer/w/adam_m");
   EXPECT_EQ(m->tensor_shape().ToString(), "[2]");
-  absl::StatusOr<Value> m2 = b_.MakeSlot(*w, "adam_m", SourceSpan{});
+  absl::StatusOr<Value> m2 = b_.MakeSlot(*w, "adam_m", Value(), SourceSpan{});
   ASSERT_TRUE(m2.ok());
   EXPECT_EQ(m2->node()->name(), "layer/w/adam_m_1");
-  EXPECT_FALSE(b_.MakeSlot(*w, "a/b", SourceSpan{}).ok());
-  EXPECT_FALSE(b_.MakeSlot(Value::Int(1), "m", SourceSpan{}).ok());
+  EXPECT_FALSE(b_.MakeSlot(*w, "a/b", Value(), SourceSpan{}).ok());
+  EXPECT_FALSE(b_.MakeSlot(Value::Int(1), "m", Value(), SourceSpan{}).ok());
+  // A slot may start from a given value (a synchronous optimizer's count),
+  // known before any run: not from a graph value.
+  absl::StatusOr<Value> count = b_.MakeSlot(
+      *w, "count", Value::Concrete(Tensor::Scalar<int64_t>(7)), SourceSpan{});
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->node()->name(), "layer/w/count");
+  EXPECT_EQ(count->tensor_dtype(), DType::kI64);
+  EXPECT_EQ(count->tensor_shape().ToString(), "[]");
+  EXPECT_FALSE(b_.MakeSlot(*w, "m", *w, SourceSpan{}).ok());
   // The global step is made once, at the top level.
   absl::StatusOr<Value> step = b_.GlobalStep(SourceSpan{});
   ASSERT_TRUE(step.ok());
