@@ -1,0 +1,129 @@
+#include "runtime/sync_barrier.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace runnel {
+
+std::shared_ptr<SyncBarrier> SyncBarrier::Create(
+    std::shared_ptr<LiveWorkers> live) {
+  std::shared_ptr<SyncBarrier> b(new SyncBarrier(std::move(live)));
+  if (b->live_ != nullptr) {
+    std::weak_ptr<SyncBarrier> weak = b;
+    b->subscription_ = b->live_->Subscribe([weak] {
+      if (std::shared_ptr<SyncBarrier> self = weak.lock()) self->Evaluate();
+    });
+  }
+  return b;
+}
+
+SyncBarrier::SyncBarrier(std::shared_ptr<LiveWorkers> live)
+    : live_(std::move(live)) {}
+
+SyncBarrier::~SyncBarrier() {
+  if (live_ != nullptr && subscription_ >= 0) {
+    live_->Unsubscribe(subscription_);
+  }
+}
+
+void SyncBarrier::Arrive(int64_t step, int64_t replicas,
+                         CancellationManager* run, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (step < step_) {
+      stale_.push_back(std::move(done));
+    } else if (step == step_ && applying_) {
+      // Too late for this step, but the update is under way: go on once
+      // it is done, so the next step reads the new values. (It does not
+      // count: it cannot become the applier.)
+      waiting_.push_back({std::move(done), nullptr, /*counts=*/false});
+    } else {
+      if (step > step_) {  // restored, or the first arrival
+        step_ = step;
+        arrived_ = 0;
+      }
+      replicas_ = replicas;
+      ++arrived_;
+      waiting_.push_back({std::move(done), run, /*counts=*/true});
+    }
+  }
+  Evaluate();
+}
+
+void SyncBarrier::Advance(int64_t step) {
+  std::vector<Waiter> go;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (step != step_) return;
+    if (applier_run_ != nullptr) applier_run_->Deregister(applier_token_);
+    applier_run_ = nullptr;
+    step_ = step + 1;
+    arrived_ = 0;
+    applying_ = false;
+    go.swap(waiting_);
+  }
+  for (Waiter& w : go) w.done(false);
+}
+
+void SyncBarrier::Evaluate() {
+  std::vector<Done> release;
+  Done applier;
+  const int live = live_ != nullptr ? live_->Count() : 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release.swap(stale_);
+    const int64_t needed =
+        std::max<int64_t>(1, std::min<int64_t>(replicas_, live));
+    while (!applying_ && arrived_ >= needed) {
+      // The newest arrival that counts becomes the applier.
+      auto it = std::find_if(waiting_.rbegin(), waiting_.rend(),
+                             [](const Waiter& w) { return w.counts; });
+      if (it == waiting_.rend()) break;
+      Waiter w = std::move(*it);
+      waiting_.erase(std::next(it).base());
+      if (w.run != nullptr) {
+        // Its run's cancellation tells us if it dies before Advance. (The
+        // token is read under mu_, where it is set, in ApplierLost.)
+        std::weak_ptr<SyncBarrier> weak = weak_from_this();
+        auto token = std::make_shared<CancellationManager::Token>(0);
+        const CancellationManager::Token t =
+            w.run->Register([weak, step = step_, token] {
+              if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+                self->ApplierLost(step, token);
+              }
+            });
+        if (t == CancellationManager::kCancelled) {
+          // Its run is ending already: it goes on, and no longer counts.
+          --arrived_;
+          release.push_back(std::move(w.done));
+          continue;
+        }
+        *token = t;
+        applier_token_ = t;
+      }
+      applying_ = true;
+      applier_run_ = w.run;
+      applier = std::move(w.done);
+    }
+  }
+  for (Done& d : release) d(false);
+  if (applier) applier(true);
+}
+
+void SyncBarrier::ApplierLost(
+    int64_t step, const std::shared_ptr<CancellationManager::Token>& token) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A cancellation that raced with Advance, or with another applier.
+    if (!applying_ || step != step_ || applier_run_ == nullptr ||
+        applier_token_ != *token) {
+      return;
+    }
+    applying_ = false;
+    applier_run_ = nullptr;
+    --arrived_;  // its arrival no longer counts
+  }
+  Evaluate();
+}
+
+}  // namespace runnel

@@ -1,0 +1,105 @@
+// The synchronous replicas' barrier (runtime/sync_barrier.h): who applies,
+// who waits, and what happens when the applier's run dies before the step
+// ends.
+#include "runtime/sync_barrier.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace runnel {
+namespace {
+
+// What one arrival was told: -1 nothing yet, 0 go on, 1 apply.
+struct Outcome {
+  std::atomic<int> told{-1};
+  SyncBarrier::Done done() {
+    return [this](bool applier) { told = applier ? 1 : 0; };
+  }
+};
+
+std::shared_ptr<LiveWorkers> TwoLiveWorkers() {
+  auto live = std::make_shared<LiveWorkers>(2);
+  live->Beat("/job:worker/task:0", false);
+  live->Beat("/job:worker/task:1", false);
+  return live;
+}
+
+TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
+  CancellationManager run_a, run_b;
+  Outcome a, b_out;
+  b->Arrive(0, 2, &run_a, a.done());
+  EXPECT_EQ(a.told, -1);  // waits for the second
+  b->Arrive(0, 2, &run_b, b_out.done());
+  EXPECT_EQ(b_out.told, 1);
+  EXPECT_EQ(a.told, -1);  // until the step ends
+  b->Advance(0);
+  EXPECT_EQ(a.told, 0);
+  // An arrival for the ended step goes on at once.
+  Outcome late;
+  b->Arrive(0, 2, &run_a, late.done());
+  EXPECT_EQ(late.told, 0);
+  // The applier's run ending after Advance changes nothing.
+  run_b.StartCancel();
+  Outcome c, d;
+  b->Arrive(1, 2, &run_a, c.done());
+  EXPECT_EQ(c.told, -1);
+  b->Arrive(1, 2, &run_b, d.done());  // a cancelled run cannot apply
+  EXPECT_EQ(d.told, 0);
+  EXPECT_EQ(c.told, -1);
+}
+
+TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
+  std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
+  CancellationManager run_a, run_b;
+  Outcome a, b_out;
+  b->Arrive(0, 2, &run_a, a.done());
+  b->Arrive(0, 2, &run_b, b_out.done());
+  ASSERT_EQ(b_out.told, 1);
+  // Worker 1 dies: its run aborts before Advance. Worker 0 alone is not
+  // the set of 2 while worker 1 still counts as live...
+  run_b.StartCancel();
+  EXPECT_EQ(a.told, -1);
+  // ...and applies once worker 1 is known to be gone.
+  live->Beat("/job:worker/task:1", /*leaving=*/true);
+  EXPECT_EQ(a.told, 1);
+  b->Advance(0);
+  // The next step needs the one live worker only.
+  Outcome next;
+  b->Arrive(1, 2, &run_a, next.done());
+  EXPECT_EQ(next.told, 1);
+}
+
+TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
+  std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
+  CancellationManager run_a, run_b;
+  Outcome a, b_out;
+  b->Arrive(0, 2, &run_a, a.done());
+  b->Arrive(0, 2, &run_b, b_out.done());
+  ASSERT_EQ(b_out.told, 1);
+  // Worker 0 (waiting) leaves: the applier goes on alone.
+  live->Beat("/job:worker/task:0", /*leaving=*/true);
+  run_a.StartCancel();
+  EXPECT_EQ(a.told, -1);
+  b->Advance(0);
+  EXPECT_EQ(a.told, 0);
+}
+
+TEST(SyncBarrierTest, WithoutLiveWorkersOneArrivalApplies) {
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(nullptr);
+  Outcome a;
+  b->Arrive(0, 3, nullptr, a.done());
+  EXPECT_EQ(a.told, 1);
+  Outcome stale;
+  b->Advance(0);
+  b->Arrive(0, 3, nullptr, stale.done());
+  EXPECT_EQ(stale.told, 0);
+}
+
+}  // namespace
+}  // namespace runnel
