@@ -27,6 +27,16 @@ std::shared_ptr<LiveWorkers> TwoLiveWorkers() {
   return live;
 }
 
+// Workers 0 and 1 arrive for step 0 of 2 replicas: worker 1, completing
+// the set, applies; worker 0 waits.
+void BothArrive(SyncBarrier& b, CancellationManager& run0,
+                CancellationManager& run1, Outcome& worker0, Outcome& worker1) {
+  b.Arrive(0, 2, &run0, worker0.done());
+  b.Arrive(0, 2, &run1, worker1.done());
+  ASSERT_EQ(worker1.told, 1);
+  ASSERT_EQ(worker0.told, -1);
+}
+
 TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
   CancellationManager run_a, run_b;
@@ -57,9 +67,7 @@ TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
   CancellationManager run_a, run_b;
   Outcome a, b_out;
-  b->Arrive(0, 2, &run_a, a.done());
-  b->Arrive(0, 2, &run_b, b_out.done());
-  ASSERT_EQ(b_out.told, 1);
+  BothArrive(*b, run_a, run_b, a, b_out);
   // Worker 1 dies: its run aborts before Advance. Worker 0 alone is not
   // the set of 2 while worker 1 still counts as live...
   run_b.StartCancel();
@@ -79,9 +87,7 @@ TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
   CancellationManager run_a, run_b;
   Outcome a, b_out;
-  b->Arrive(0, 2, &run_a, a.done());
-  b->Arrive(0, 2, &run_b, b_out.done());
-  ASSERT_EQ(b_out.told, 1);
+  BothArrive(*b, run_a, run_b, a, b_out);
   // Worker 0 (waiting) leaves: the applier goes on alone.
   live->Beat("/job:worker/task:0", /*leaving=*/true);
   run_a.StartCancel();
