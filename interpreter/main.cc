@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,8 @@
 #include "interpreter/render.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
+#include "runtime/cost_model.h"
+#include "runtime/device_set.h"
 #include "runtime/distributed/grpc_worker.h"
 #include "runtime/placer.h"
 #include "runtime/strings.h"
@@ -84,6 +87,7 @@ constexpr char kUsage[] =
     "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
     "  --trace-runs A..B  the runs to trace instead\n"
     "  --transfer-dtype f16  f32 tensors cross devices as f16\n"
+    "  --verbose          print the devices and the placer's measured rates\n"
     "  --checkpoint-dir DIR  restore from DIR's newest checkpoint, then save\n"
     "                     there periodically and at the end\n"
     "  --checkpoint-every 60s|500steps  how often (default 60s)\n"
@@ -105,6 +109,31 @@ constexpr char kUsage[] =
     "\n"
     "exit status: 0 success, 1 error or failed assert, 2 usage or parse "
     "error\n";
+
+// --verbose: the devices, and with several the cost model's rates for
+// each kind of local device (docs/devices.md).
+void PrintDevices(const DeviceSet& devices) {
+  std::set<std::pair<std::string, int>> kinds;
+  for (int i = 0; i < devices.size(); ++i) {
+    const Device& d = *devices.device(i);
+    if (!devices.is_local(i)) {
+      std::fprintf(stderr, "device %s: on another task\n", d.name().c_str());
+      continue;
+    }
+    const int threads = d.intra_op_pool()->num_threads();
+    std::fprintf(stderr, "device %s: %d intra-op thread%s\n", d.name().c_str(),
+                 threads, threads == 1 ? "" : "s");
+    kinds.emplace(d.type(), threads);
+  }
+  if (devices.num_local() < 2) return;
+  for (const auto& [type, threads] : kinds) {
+    CostModel& model = CostModel::Global();
+    std::fprintf(stderr, "cost model, %s with %d thread%s: %s (%s)\n",
+                 type.c_str(), threads, threads == 1 ? "" : "s",
+                 model.RatesFor(type, threads).ToString().c_str(),
+                 model.SourceOf(type, threads).c_str());
+  }
+}
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "runnel: %s\n(see 'runnel --help')\n", problem.c_str());
@@ -375,6 +404,7 @@ int Main(int argc, char** argv) {
   std::string file, graph_out, metrics;
   std::string cluster_file, job, task_text, token_file;
   double retry_unreachable = 0;
+  bool verbose = false;
   GraphView view;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string a = args[i];
@@ -429,6 +459,8 @@ int Main(int argc, char** argv) {
         return Usage(StrCat("--devices needs cpu=N (N from 1 to 64), got '", v,
                             "'; this build has no GPU devices"));
       }
+    } else if (a == "--verbose") {
+      verbose = true;
     } else if (a == "--trace") {
       if (!take(&options.trace_file) || options.trace_file.empty()) {
         return Usage("--trace needs a file name");
@@ -555,6 +587,7 @@ int Main(int argc, char** argv) {
   return RunWithLargeStack([&]() -> int {
     lang::DiagnosticSink sink(stderr);
     Interpreter interp(options, &sink);
+    if (verbose) PrintDevices(interp.session().devices());
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(file);

@@ -14,12 +14,6 @@
 namespace runnel {
 namespace {
 
-// The cost model's constants: a device's arithmetic rate per thread, the
-// fixed cost of running any node, and a local transfer's rate and latency.
-constexpr double kFlopsPerThread = 2e10;
-constexpr double kNodeOverhead = 1e-6;
-constexpr double kBytesPerSecond = 5e9;
-constexpr double kTransferLatency = 5e-6;
 // A node leaves its inputs' device only to finish at least this much
 // earlier: by this factor and this many seconds.
 constexpr double kMoveGain = 0.9;
@@ -336,17 +330,16 @@ class Placer {
   // order) would finish first; later members follow it.
   void Schedule() {
     const int64_t unknown = options_.unknown_dim;
+    if (devices_.size() == 1) {  // no choice to make, nothing to measure
+      for (const Node* n : nodes_) device_of_group_[groups_.Find(n->id())] = 0;
+      return;
+    }
+    const std::vector<CostRates> rates = Rates();
     std::vector<double> busy_until(devices_.size(), 0.0);
     std::vector<double> finish(nodes_.size(), 0.0);
-    std::vector<double> rate(devices_.size());
-    for (int d = 0; d < devices_.size(); ++d) {
-      const ThreadPool* pool = devices_.device(d)->intra_op_pool();
-      rate[d] = kFlopsPerThread * std::max(pool ? pool->num_threads() : 1, 1);
-    }
     for (const Node* n : nodes_) {
       const int g = groups_.Find(n->id());
       auto placed = device_of_group_.find(g);
-      const double flops = EstimatedFlops(*n, unknown);
       auto finish_on = [&](int d) {
         double start = busy_until[d];
         // Inputs not placed yet close loops (or were added later, as
@@ -356,7 +349,10 @@ class Placer {
           if (placed_src == device_of_group_.end()) return;
           const int sd = placed_src->second;
           double t = finish[src->id()];
-          if (sd != d) t += kTransferLatency + bytes / kBytesPerSecond;
+          if (sd != d) {
+            t += rates[d].transfer_latency_s +
+                 bytes / rates[d].transfer_bytes_per_s;
+          }
           start = std::max(start, t);
         };
         for (int i = 0; i < n->num_inputs(); ++i) {
@@ -365,7 +361,7 @@ class Placer {
                               DTypeSize(in.node->output_dtype(in.index)));
         }
         for (const Node* c : n->control_inputs()) arrive(c, 0);
-        return start + kNodeOverhead + flops / rate[d];
+        return start + EstimatedSeconds(*n, rates[d], unknown);
       };
       int best;
       if (placed != device_of_group_.end()) {
@@ -401,6 +397,26 @@ class Placer {
     }
   }
 
+  // Each device's rates: the options', else the cost model's for its type
+  // and intra-op threads. Another task's device (no pool here) takes the
+  // first local device's: nodes go there only when asked to.
+  std::vector<CostRates> Rates() const {
+    std::vector<CostRates> rates;
+    for (int d = 0; d < devices_.size(); ++d) {
+      const Device& device = *devices_.device(d);
+      if (!devices_.is_local(d) && d > 0) {
+        rates.push_back(rates.front());
+      } else if (options_.rates) {
+        rates.push_back(options_.rates(device));
+      } else {
+        const ThreadPool* pool = device.intra_op_pool();
+        rates.push_back(CostModel::Global().RatesFor(
+            device.type(), pool != nullptr ? pool->num_threads() : 1));
+      }
+    }
+    return rates;
+  }
+
   const Graph& graph_;
   std::vector<Node*> nodes_;
   const DeviceSet& devices_;
@@ -421,17 +437,54 @@ double EstimatedFlops(const Node& n, int64_t unknown) {
     const int64_t k = Dim(a, ta ? ra - 2 : ra - 1, unknown);
     return 2.0 * Elements(n.output_shape(0), unknown) * static_cast<double>(k);
   }
-  if (op == "conv2d" && n.num_inputs() == 2) {
+  // A convolution's gradients (x, filters, dy) cost what it does: a
+  // window's products for each element of its output, dy.
+  const bool backprop =
+      (op == "conv2d_backprop_input" || op == "conv2d_backprop_filter") &&
+      n.num_inputs() == 3;
+  if ((op == "conv2d" && n.num_inputs() == 2) || backprop) {
     const Shape& w = n.input(1).node->output_shape(n.input(1).index);
     const double window = static_cast<double>(Dim(w, 0, unknown)) *
                           Dim(w, 1, unknown) * Dim(w, 2, unknown);
-    return 2.0 * Elements(n.output_shape(0), unknown) * window;
+    const Shape& out = backprop
+                           ? n.input(2).node->output_shape(n.input(2).index)
+                           : n.output_shape(0);
+    return 2.0 * Elements(out, unknown) * window;
   }
   double out = 0;
   for (int i = 0; i < n.num_outputs(); ++i) {
     out += Elements(n.output_shape(i), unknown);
   }
   return out;
+}
+
+double EstimatedSeconds(const Node& n, const CostRates& rates,
+                        int64_t unknown) {
+  auto bytes = [&](const Node* src, int i) {
+    return Elements(src->output_shape(i), unknown) *
+           static_cast<double>(DTypeSize(src->output_dtype(i)));
+  };
+  double in = 0, out = 0;
+  for (const NodeOut& i : n.inputs()) in += bytes(i.node, i.index);
+  for (int i = 0; i < n.num_outputs(); ++i) out += bytes(&n, i);
+  double work = 0;
+  switch (ClassOfOp(n.op())) {
+    case KernelClass::kFree:
+      break;
+    case KernelClass::kMatmul:
+      work = EstimatedFlops(n, unknown) / rates.matmul_flops_per_s;
+      break;
+    case KernelClass::kElementwise:
+      work = (in + out) / rates.elementwise_bytes_per_s;
+      break;
+    case KernelClass::kTranscendental:
+      work = (in + out) / rates.transcendental_bytes_per_s;
+      break;
+    case KernelClass::kReduction:
+      work = in / rates.reduction_bytes_per_s;
+      break;
+  }
+  return rates.node_overhead_s + work;
 }
 
 absl::Status PlaceGraph(Graph& graph, const DeviceSet& devices,

@@ -11,8 +11,9 @@
 //   3. A cost model places the rest: nodes are taken in topological order
 //      and each free group goes to the device where its first node would
 //      finish earliest, given the devices' estimated busy time, the
-//      estimated compute of the node (from its shapes) and the bytes its
-//      inputs would cross between devices (list scheduling). A node stays
+//      estimated time of the node (from its shapes and the device's
+//      measured rates, runtime/cost_model.h) and the bytes its inputs
+//      would cross between devices (list scheduling). A node stays
 //      on its first input's device unless another would finish clearly
 //      earlier (10% and 20 us), so with one device, or when moving gains
 //      little, nothing moves.
@@ -33,6 +34,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "runtime/cost_model.h"
 #include "runtime/device_set.h"
 #include "runtime/graph.h"
 
@@ -48,6 +50,11 @@ struct PlacerOptions {
   // (stable across runs and workers, so that every worker puts a shared
   // variable on the same task). Slots follow their variable.
   absl::flat_hash_map<std::string, int> spread_order = {};
+  // A local device's rates. Unset: CostModel::Global()'s for the device's
+  // type and intra-op threads (measured once, cached). Another task's
+  // device takes the first local device's. With one device nothing is
+  // asked.
+  std::function<CostRates(const Device&)> rates = {};
 };
 
 // Sets every node's assigned device (Node::set_assigned_device).
@@ -55,9 +62,17 @@ absl::Status PlaceGraph(Graph& graph, const DeviceSet& devices,
                         const PlacerOptions& options = {});
 
 // The cost model's estimate of a node's compute, in floating-point
-// operations (matmul and conv2d from their shapes; element-wise work from
-// the output size), with `unknown_dim` for unknown dimensions.
+// operations (matmul, conv2d and its gradients from their shapes;
+// element-wise work from the output size), with `unknown_dim` for unknown
+// dimensions.
 double EstimatedFlops(const Node& node, int64_t unknown_dim);
+
+// The cost model's estimate of a node's time on a device with `rates`: the
+// executor's overhead, plus by the op's class (ClassOfOp) its flops over
+// the matmul rate, or its bytes (in and out; a reduction's in) over the
+// element-wise, transcendental or reduction rate.
+double EstimatedSeconds(const Node& node, const CostRates& rates,
+                        int64_t unknown_dim);
 
 }  // namespace runnel
 

@@ -203,8 +203,28 @@ TEST(PlacerTest, ConflictsAndMissingDevices) {
   EXPECT_NE(warnings[0].find("far: no device matches"), std::string::npos);
 }
 
+// Round rates for placement tests: the answers below are worked out by
+// hand from them (and the placer's rule that a node leaves its input's
+// device only to finish 10% and 20 us earlier).
+CostRates Rates(double matmul = 1e10, double transfer = 1e10,
+                double transcendental = 1e9) {
+  CostRates r;
+  r.matmul_flops_per_s = matmul;
+  r.elementwise_bytes_per_s = 1e10;
+  r.transcendental_bytes_per_s = transcendental;
+  r.reduction_bytes_per_s = 1e10;
+  r.node_overhead_s = 1e-6;
+  r.transfer_latency_s = 1e-5;
+  r.transfer_bytes_per_s = transfer;
+  return r;
+}
+
+PlacerOptions With(const CostRates& rates) {
+  return {.rates = [rates](const Device&) { return rates; }};
+}
+
 // Two independent heavy products go to different devices; a chain stays
-// on one; with one device everything is on it.
+// on one; with one device everything is on it, and nothing is measured.
 TEST(PlacerTest, CostModelSpreadsIndependentWorkOnly) {
   ResourceMgr resources;
   DeviceSet two(2, 2, &resources);
@@ -214,14 +234,111 @@ TEST(PlacerTest, CostModelSpreadsIndependentWorkOnly) {
   Node* p = Add(g, "p", "matmul", {{a, 0}, {a, 0}});
   Node* q = Add(g, "q", "matmul", {{b, 0}, {b, 0}});
   Node* chain = Add(g, "chain", "matmul", {{p, 0}, {p, 0}});
-  ASSERT_TRUE(PlaceGraph(g, two).ok());
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
   EXPECT_NE(p->assigned_device(), q->assigned_device());
   EXPECT_EQ(chain->assigned_device(), p->assigned_device());
 
   DeviceSet one(1, 2, &resources);
-  ASSERT_TRUE(PlaceGraph(g, one).ok());
+  bool asked = false;
+  ASSERT_TRUE(PlaceGraph(g, one,
+                         {.rates =
+                              [&](const Device&) {
+                                asked = true;
+                                return Rates();
+                              }})
+                  .ok());
   for (Node* n : g.nodes()) EXPECT_EQ(n->assigned_device(), kCpu0);
+  EXPECT_FALSE(asked);
   EXPECT_DOUBLE_EQ(EstimatedFlops(*p, 32), 2.0 * 512 * 512 * 512);
+}
+
+// Each class of op costs its own measure over its own rate.
+TEST(PlacerTest, EstimatedSecondsByKernelClass) {
+  Graph g;
+  Node* a = Placeholder(g, "a", Shape{2, 3});
+  Node* b = Placeholder(g, "b", Shape{3, 4});
+  Node* x = Placeholder(g, "x", Shape{1000});
+  Node* mm = Add(g, "mm", "matmul", {{a, 0}, {b, 0}});
+  Node* add = Add(g, "add", "add", {{x, 0}, {x, 0}});
+  Node* tanh = Add(g, "tanh", "tanh", {{x, 0}});
+  Node* sum = Add(g, "sum", "sum", {{x, 0}});
+  Node* shaped = Add(g, "shaped", "identity", {{x, 0}});
+  CostRates r = Rates(4.8e7, 1e10, 8e6);
+  r.elementwise_bytes_per_s = 1.2e7;
+  r.reduction_bytes_per_s = 4e6;
+  EXPECT_DOUBLE_EQ(EstimatedSeconds(*mm, r, 32), 1e-6 + 48 / 4.8e7);
+  EXPECT_DOUBLE_EQ(EstimatedSeconds(*add, r, 32), 1e-6 + 12000 / 1.2e7);
+  EXPECT_DOUBLE_EQ(EstimatedSeconds(*tanh, r, 32), 1e-6 + 8000 / 8e6);
+  EXPECT_DOUBLE_EQ(EstimatedSeconds(*sum, r, 32), 1e-6 + 4000 / 4e6);
+  EXPECT_DOUBLE_EQ(EstimatedSeconds(*shaped, r, 32), 1e-6);
+
+  // A convolution and its gradients: 18 products (3x3 window, 2 channels)
+  // for each of the 80 outputs (4x4, 5 filters), twice for the adds.
+  Node* image = Placeholder(g, "image", Shape{1, 4, 4, 2});
+  Node* filters = Placeholder(g, "filters", Shape{3, 3, 2, 5});
+  Node* conv = Add(g, "conv", "conv2d", {{image, 0}, {filters, 0}});
+  Node* dx = Add(g, "dx", "conv2d_backprop_input",
+                 {{image, 0}, {filters, 0}, {conv, 0}});
+  Node* dw = Add(g, "dw", "conv2d_backprop_filter",
+                 {{image, 0}, {filters, 0}, {conv, 0}});
+  for (Node* n : {conv, dx, dw}) {
+    EXPECT_DOUBLE_EQ(EstimatedFlops(*n, 32), 2.0 * 80 * 18) << n->op();
+  }
+}
+
+// p and q both read x (1 MiB) on /cpu:0; each takes 26.8 ms at 10
+// Gflop/s. With transfers at 10 GB/s, q finishes on /cpu:1 at 26.9 ms
+// instead of 53.7 ms and moves; at 10 MB/s x takes 105 ms to cross and q
+// stays behind p.
+TEST(PlacerTest, TransferRateDecidesWhetherWorkSpreads) {
+  ResourceMgr resources;
+  DeviceSet two(2, 2, &resources);
+  Graph g;
+  Node* x = Placeholder(g, "x", Shape{512, 512});
+  Node* p = Add(g, "p", "matmul", {{x, 0}, {x, 0}});
+  Node* q = Add(g, "q", "matmul", {{x, 0}, {x, 0}});
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates(1e10, 1e10))).ok());
+  EXPECT_EQ(p->assigned_device(), kCpu0);
+  EXPECT_EQ(q->assigned_device(), kCpu1);
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates(1e10, 1e7))).ok());
+  EXPECT_EQ(p->assigned_device(), kCpu0);
+  EXPECT_EQ(q->assigned_device(), kCpu0);
+}
+
+// Two tanh over 64k floats: at 1 GB/s each takes 0.52 ms and the second
+// gains 0.5 ms on /cpu:1 (the input crosses in 36 us); at 100 GB/s each
+// takes 6 us, less than the 20 us a move must gain.
+TEST(PlacerTest, ElementwiseRateDecidesWhetherWorkSpreads) {
+  ResourceMgr resources;
+  DeviceSet two(2, 2, &resources);
+  Graph g;
+  Node* x = Placeholder(g, "x", Shape{65536});
+  Node* s = Add(g, "s", "tanh", {{x, 0}});
+  Node* t = Add(g, "t", "tanh", {{x, 0}});
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates(1e10, 1e10, 1e9))).ok());
+  EXPECT_NE(s->assigned_device(), t->assigned_device());
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates(1e10, 1e10, 1e11))).ok());
+  EXPECT_EQ(s->assigned_device(), kCpu0);
+  EXPECT_EQ(t->assigned_device(), kCpu0);
+}
+
+// Devices may differ: a product moves to a device ten times faster at
+// matmul (2.7 ms there plus 0.1 ms for its input, against 26.8 ms), and
+// stays when both are equal.
+TEST(PlacerTest, WorkGoesToTheFasterDevice) {
+  ResourceMgr resources;
+  DeviceSet two(2, 2, &resources);
+  Graph g;
+  Node* x = Placeholder(g, "x", Shape{512, 512});
+  Node* p = Add(g, "p", "matmul", {{x, 0}, {x, 0}});
+  PlacerOptions fast_second{.rates = [](const Device& d) {
+    return Rates(d.name() == kCpu1 ? 1e11 : 1e10);
+  }};
+  ASSERT_TRUE(PlaceGraph(g, two, fast_second).ok());
+  EXPECT_EQ(x->assigned_device(), kCpu0);
+  EXPECT_EQ(p->assigned_device(), kCpu1);
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
+  EXPECT_EQ(p->assigned_device(), kCpu0);
 }
 
 // ---- partitioner
