@@ -38,7 +38,8 @@ struct GrpcOptions {
   // How long the first contact with a task may wait for it to come up
   // (later calls fail at once when it is down).
   double connect_timeout_s = 10;
-  // Largest message accepted (tensors cross in chunks of 1 MiB).
+  // Largest message accepted (tensors cross in chunks of 8 MiB,
+  // tensor_coding.h).
   int max_message_bytes = 256 << 20;
   // How long a worker waits for the chief to initialize shared state.
   double chief_wait_s = 60;
