@@ -111,6 +111,18 @@ std::map<std::string, std::vector<std::string>> Seeds(
       RendezvousKey(kPs, "/job:worker/task:0/device:cpu:0", "y:0", 0, 0, 7));
   recv.set_step_id(7);
   add("RecvTensor", recv);
+  // Freezes with short leases, so that held RunGraphs go on soon.
+  proto::FreezeRequest freeze;
+  freeze.set_freeze_id(9);
+  freeze.set_lease_seconds(0.05);
+  freeze.add_step(7);
+  freeze.set_wait_seconds(0.05);
+  for (auto phase :
+       {proto::FreezeRequest::FREEZE, proto::FreezeRequest::ADMIT,
+        proto::FreezeRequest::DRAIN, proto::FreezeRequest::UNFREEZE}) {
+    freeze.set_phase(phase);
+    add("Freeze", freeze);
+  }
   return seeds;
 }
 

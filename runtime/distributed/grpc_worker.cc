@@ -29,6 +29,10 @@ namespace runnel {
 namespace {
 
 constexpr char kTokenKey[] = "runnel-token";
+// How long a snapshot's read may take before the freeze lapses.
+constexpr double kSnapshotReadSeconds = 20;
+// The freeze whose snapshot this thread reads (ReadConsistently).
+thread_local int64_t t_freeze_id = 0;
 
 std::chrono::system_clock::time_point After(double seconds) {
   return std::chrono::system_clock::now() +
@@ -200,10 +204,42 @@ class WorkerServiceImpl final
                         const proto::RunGraphRequest* req,
                         proto::RunGraphResponse* resp) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;
-    StatusToProto(
-        worker_->RunGraph(req->handle(), req->step_id(), req->global_seed()),
-        resp->mutable_status());
+    StatusToProto(worker_->RunGraph(req->handle(), req->step_id(),
+                                    req->global_seed(), req->freeze_id(),
+                                    [ctx] { return ctx->IsCancelled(); }),
+                  resp->mutable_status());
     return grpc::Status::OK;
+  }
+
+  grpc::Status Freeze(grpc::ServerContext* ctx, const proto::FreezeRequest* req,
+                      proto::FreezeResponse* resp) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    const std::vector<int64_t> steps(req->step().begin(), req->step().end());
+    switch (req->phase()) {
+      case proto::FreezeRequest::FREEZE:
+        for (int64_t s :
+             worker_->Freeze(req->freeze_id(), req->lease_seconds())) {
+          resp->add_open_step(s);
+        }
+        return grpc::Status::OK;
+      case proto::FreezeRequest::ADMIT:
+        return ToGrpc(
+            worker_->Admit(req->freeze_id(), steps, req->lease_seconds()));
+      case proto::FreezeRequest::DRAIN: {
+        absl::StatusOr<bool> drained = worker_->Drain(
+            req->freeze_id(), steps, req->wait_seconds(), req->lease_seconds(),
+            [ctx] { return ctx->IsCancelled(); });
+        if (!drained.ok()) return ToGrpc(drained.status());
+        resp->set_drained(*drained);
+        return grpc::Status::OK;
+      }
+      case proto::FreezeRequest::UNFREEZE:
+        resp->set_held(worker_->Unfreeze(req->freeze_id()));
+        return grpc::Status::OK;
+      default:
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "an unknown freeze phase");
+    }
   }
 
   // RecvTensor is served raw, through the callback API: it holds no
@@ -476,7 +512,7 @@ class WorkerChannels {
   }
 
   void RunGraph(const std::string& task, const std::string& handle,
-                int64_t step, uint64_t seed,
+                int64_t step, uint64_t seed, int64_t freeze_id,
                 std::function<void(absl::Status)> done) {
     absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
     if (!stub.ok()) {
@@ -492,6 +528,7 @@ class WorkerChannels {
     call->req.set_handle(handle);
     call->req.set_step_id(step);
     call->req.set_global_seed(seed);
+    call->req.set_freeze_id(freeze_id);
     Prepare(&call->ctx, task, /*setup=*/false);
     (*stub)->async()->RunGraph(
         &call->ctx, &call->req, &call->resp,
@@ -614,6 +651,19 @@ class WorkerChannels {
       if (s.ok() || std::chrono::system_clock::now() >= end) return s;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+  }
+
+  // One phase of a snapshot's freeze; waits up to `seconds` for the answer.
+  absl::StatusOr<proto::FreezeResponse> Freeze(const std::string& task,
+                                               const proto::FreezeRequest& req,
+                                               double seconds) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/false);
+    ctx.set_deadline(After(seconds));
+    proto::FreezeResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(task, stub->Freeze(&ctx, req, &resp)));
+    return resp;
   }
 
   absl::StatusOr<proto::GetStatusResponse> GetStatus(const std::string& task) {
@@ -841,7 +891,12 @@ void GrpcCluster::ServeDevices(const DeviceSet* devices,
 int64_t GrpcCluster::NewStepId() {
   static const int64_t base = RandomStepBase();
   static std::atomic<int64_t> next{1};
-  return base + next.fetch_add(1);
+  const int64_t step = base + next.fetch_add(1);
+  if (t_freeze_id != 0) {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    snapshot_steps_[step] = t_freeze_id;
+  }
+  return step;
 }
 
 std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
@@ -856,7 +911,14 @@ absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
 void GrpcCluster::RunPartition(const std::string& task,
                                const std::string& handle, int64_t step,
                                std::function<void(absl::Status)> done) {
-  channels_->RunGraph(task, handle, step, seed_, std::move(done));
+  int64_t freeze_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    if (auto it = snapshot_steps_.find(step); it != snapshot_steps_.end()) {
+      freeze_id = it->second;
+    }
+  }
+  channels_->RunGraph(task, handle, step, seed_, freeze_id, std::move(done));
 }
 
 void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
@@ -868,6 +930,10 @@ void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
 }
 
 void GrpcCluster::EndStep(int64_t step, const std::vector<std::string>& tasks) {
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    snapshot_steps_.erase(step);
+  }
   worker_->EndStep(step);
   for (const std::string& t : tasks) {
     channels_->StepCall(t, step, /*cancel=*/false, absl::OkStatus());
@@ -950,6 +1016,96 @@ absl::StatusOr<std::vector<Tensor>> GrpcCluster::ReadVariables(
     out.push_back(std::move(t));
   }
   return out;
+}
+
+absl::Status GrpcCluster::FreezePs(const std::vector<std::string>& ps,
+                                   int64_t id, double drain_s) {
+  const double lease_s = drain_s + kSnapshotReadSeconds;
+  const double rpc_s = drain_s + 5;
+  proto::FreezeRequest req;
+  req.set_freeze_id(id);
+  req.set_lease_seconds(lease_s);
+  // In turn: a step that got through on one ps before its freeze may be
+  // held on another, so every ps admits the union of the open steps.
+  absl::flat_hash_set<int64_t> open;
+  for (const std::string& t : ps) {
+    RN_ASSIGN_OR_RETURN(proto::FreezeResponse resp,
+                        channels_->Freeze(t, req, rpc_s));
+    open.insert(resp.open_step().begin(), resp.open_step().end());
+  }
+  req.mutable_step()->Assign(open.begin(), open.end());
+  req.set_phase(proto::FreezeRequest::ADMIT);
+  for (const std::string& t : ps) {
+    RN_RETURN_IF_ERROR(channels_->Freeze(t, req, rpc_s).status());
+  }
+  // Each open step was open on some ps until it ended everywhere (EndStep
+  // comes after all its partitions), so draining each ps of them is enough.
+  req.set_phase(proto::FreezeRequest::DRAIN);
+  const auto end =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(drain_s * 1e6));
+  for (const std::string& t : ps) {
+    const double left =
+        std::chrono::duration<double>(end - std::chrono::steady_clock::now())
+            .count();
+    req.set_wait_seconds(std::max(left, 0.0));
+    RN_ASSIGN_OR_RETURN(proto::FreezeResponse resp,
+                        channels_->Freeze(t, req, rpc_s));
+    if (!resp.drained()) {
+      return absl::DeadlineExceededError(
+          StrCat(open.size(), " step(s) in flight did not end within ", drain_s,
+                 " s (a step waiting for another worker's: a queue, or a "
+                 "synchronous barrier)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool GrpcCluster::UnfreezePs(const std::vector<std::string>& ps, int64_t id) {
+  proto::FreezeRequest req;
+  req.set_phase(proto::FreezeRequest::UNFREEZE);
+  req.set_freeze_id(id);
+  bool held = true;
+  for (const std::string& t : ps) {
+    absl::StatusOr<proto::FreezeResponse> resp = channels_->Freeze(t, req, 5);
+    held = held && resp.ok() && resp->held();
+  }
+  return held;
+}
+
+absl::Status GrpcCluster::ReadConsistently(
+    const std::function<absl::Status()>& read, double drain_s) {
+  const std::vector<std::string> ps = PsTasks();
+  if (ps.empty()) return read();
+  static std::atomic<int64_t> next_id{1};
+  const int64_t id = (RandomStepBase() >> 1) + next_id.fetch_add(1);
+  absl::Status frozen = FreezePs(ps, id, drain_s);
+  if (!frozen.ok()) {
+    UnfreezePs(ps, id);
+    WarnSnapshot(std::string(frozen.message()));
+    return read();
+  }
+  absl::Status s;
+  t_freeze_id = id;
+  s = read();
+  t_freeze_id = 0;
+  if (!UnfreezePs(ps, id) && s.ok()) {
+    WarnSnapshot(
+        StrCat("a parameter server's freeze lapsed during the read "
+               "(it took over ",
+               kSnapshotReadSeconds, " s)"));
+  }
+  return s;
+}
+
+void GrpcCluster::WarnSnapshot(std::string_view why) {
+  unfrozen_reads_.fetch_add(1);
+  if (snapshot_warned_.exchange(true)) return;
+  std::fprintf(stderr,
+               "warning: a checkpoint may mix a step's updates: the "
+               "parameter servers could not be paused for it: %s (warned "
+               "once)\n",
+               std::string(why).c_str());
 }
 
 absl::Status GrpcCluster::WaitForTasks(double seconds) {

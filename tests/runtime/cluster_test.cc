@@ -4,6 +4,7 @@
 // and errors raised on another task. Every task runs in this process.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <memory>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include "runtime/distributed/tensor_coding.h"
 #include "runtime/distributed/worker.pb.h"
 #include "runtime/errors.h"
+#include "runtime/graph_def.h"
 #include "runtime/session.h"
 #include "tests/runtime/test_ops.h"
 #include "tests/util/test_util.h"
@@ -268,6 +270,124 @@ TEST(ClusterTest, F16TransfersHalveTheBytes) {
   EXPECT_EQ(f16_bytes * 2, f32_bytes);
   ExpectTensor((*out)[0], DType::kF32, {4096}, std::vector<double>(4096, 0.25),
                0);
+}
+
+// ---- consistent snapshots (GrpcCluster::ReadConsistently)
+
+// a on ps:0 and b on ps:1, both 0; `step` adds 1 to each, so in any
+// snapshot that holds whole steps a == b.
+struct TwoCounters {
+  std::shared_ptr<Graph> g = std::make_shared<Graph>();
+  Node *a, *b, *step;
+
+  TwoCounters() {
+    EXPECT_TRUE(g->AddConst(F32({0}, {}), "zero").ok());
+    Node* one = *g->AddConst(F32({1}, {}), "one");
+    auto var = [&](const std::string& name, const std::string& device) {
+      return *g->AddNode({.name = name,
+                          .op = "variable",
+                          .attrs = {{"dtype", DType::kF32},
+                                    {"shape", Shape{}},
+                                    {"initializer", std::string("zero:0")}},
+                          .device = device});
+    };
+    a = var("a", "/job:ps/task:0");
+    b = var("b", "/job:ps/task:1");
+    Node* bump_a = Add(*g, "bump_a", "assign_add", {{a, 0}, {one, 0}});
+    Node* bump_b = Add(*g, "bump_b", "assign_add", {{b, 0}, {one, 0}});
+    step = *g->AddNode(
+        {.name = "step", .op = "noop", .control_inputs = {bump_a, bump_b}});
+  }
+};
+
+TEST(ClusterTest, SnapshotsUnderAsynchronousTrainingHoldWholeSteps) {
+  LocalCluster cluster(2, 2);
+  std::shared_ptr<GrpcCluster> chief = cluster.Worker(0);
+  TwoCounters m0, m1, reader;
+  Session s0(m0.g, {.num_threads = 2, .cluster = chief});
+  Session s1(m1.g, {.num_threads = 2, .cluster = cluster.Worker(1)});
+  Session snapshots(reader.g, {.num_threads = 2, .cluster = chief});
+  ASSERT_TRUE(s0.Run(Session::Feeds{}, {}, {m0.step}).ok());  // initialize
+  constexpr int kSteps = 300;
+  std::atomic<int> running{2};
+  auto train = [&](Session& s, Node* step) {
+    for (int i = 0; i < kSteps; ++i) {
+      absl::StatusOr<std::vector<Tensor>> out =
+          s.Run(Session::Feeds{}, {}, {step});
+      EXPECT_TRUE(out.ok()) << out.status();
+    }
+    --running;
+  };
+  std::thread w0(train, std::ref(s0), m0.step);
+  std::thread w1(train, std::ref(s1), m1.step);
+  int taken = 0;
+  std::vector<std::pair<float, float>> mixed;
+  while (running > 0 || taken == 0) {
+    absl::StatusOr<std::vector<Tensor>> values;
+    absl::Status s = chief->ReadConsistently([&] {
+      values =
+          snapshots.Run(Session::Feeds{}, {{reader.a, 0}, {reader.b, 0}}, {});
+      return values.status();
+    });
+    ASSERT_TRUE(s.ok()) << s;
+    const float a = (*values)[0].data<float>()[0];
+    const float b = (*values)[1].data<float>()[0];
+    if (a != b) mixed.push_back({a, b});
+    ++taken;
+  }
+  w0.join();
+  w1.join();
+  EXPECT_EQ(chief->unfrozen_reads(), 0);
+  EXPECT_TRUE(mixed.empty())
+      << mixed.size() << " of " << taken
+      << " snapshots mixed steps, first a = " << mixed[0].first
+      << ", b = " << mixed[0].second;
+  auto last =
+      snapshots.Run(Session::Feeds{}, {{reader.a, 0}, {reader.b, 0}}, {});
+  ASSERT_TRUE(last.ok());
+  ExpectTensor((*last)[0], DType::kF32, {}, {2 * kSteps + 1});
+  ExpectTensor((*last)[1], DType::kF32, {}, {2 * kSteps + 1});
+}
+
+TEST(ClusterTest, AFreezeWhoseChiefIsGoneLapses) {
+  LocalCluster cluster(2, 1);
+  TwoCounters m;
+  Session s(m.g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  ASSERT_TRUE(s.Run(Session::Feeds{}, {}, {m.step}).ok());
+  // A chief froze ps:0 for 0.3 s and died: the next step is held, then
+  // goes through; a late unfreeze hears that the freeze did not hold.
+  Worker& ps0 = cluster.ps[0]->worker();
+  ps0.Freeze(77, 0.3);
+  ASSERT_TRUE(s.Run(Session::Feeds{}, {}, {m.step}).ok());
+  EXPECT_FALSE(ps0.Unfreeze(77));
+  EXPECT_EQ(ps0.Admit(77, {1}, 1).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A step in flight that never ends (its master waits for a step the
+  // freeze holds) makes the snapshot fall back to an unfrozen read after
+  // the drain time instead of hanging, and leaves nothing frozen.
+  Graph g;
+  Node* c = *g.AddConst(F32({1}, {}), "c");
+  c->set_assigned_device("/job:ps/task:0/device:cpu:0");
+  absl::StatusOr<std::string> handle = ps0.RegisterGraph(ToGraphDef(g));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_TRUE(ps0.RunGraph(*handle, 123, 0).ok());  // open: never ended
+  std::shared_ptr<GrpcCluster> chief = cluster.Worker(0);
+  TwoCounters reader;
+  Session snapshot(reader.g, {.num_threads = 2, .cluster = chief});
+  absl::StatusOr<std::vector<Tensor>> values;
+  absl::Status read = chief->ReadConsistently(
+      [&] {
+        values =
+            snapshot.Run(Session::Feeds{}, {{reader.a, 0}, {reader.b, 0}}, {});
+        return values.status();
+      },
+      /*drain_s=*/0.3);
+  ASSERT_TRUE(read.ok()) << read;
+  EXPECT_EQ(chief->unfrozen_reads(), 1);
+  ExpectTensor((*values)[0], DType::kF32, {}, {2});
+  ASSERT_TRUE(s.Run(Session::Feeds{}, {}, {m.step}).ok());
+  EXPECT_FALSE(ps0.Unfreeze(0));
+  ps0.EndStep(123);
 }
 
 // ---- tensors on the wire (runtime/distributed/tensor_coding.h)
