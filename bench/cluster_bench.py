@@ -21,6 +21,7 @@ cores); PyTorch's processes get the same torch.set_num_threads and its
 faster OpenMP wait policy of a trial.
 
     /usr/bin/python3 bench/cluster_bench.py BUILD_DIR [--threads 1] [--rounds 3]
+        [--only null,mlp,backup]   (the sections to run; default all)
 """
 import json
 import os
@@ -76,6 +77,10 @@ def main():
     runnel = os.path.join(sys.argv[1], "runnel")
     threads = peer.threads_arg(sys.argv, 1)
     rounds = peer.int_arg(sys.argv, "--rounds", 3)
+    only = "null,mlp,backup"
+    if "--only" in sys.argv[:-1]:
+        only = sys.argv[sys.argv.index("--only") + 1]
+    only = set(only.split(","))
     configs = peer.peer_configs(threads)
     # The peer's faster wait policy, on a short DDP trial.
     trial = {c.describe(threads): statistics.median(
@@ -87,8 +92,9 @@ def main():
         print(f"  peer trial: {label}: DDP {rate:.1f} steps/s per worker")
     peak = peer.GemmPeak(os.cpu_count() or 2, sys.argv[1])
 
-    null = {w: ([], []) for w in (1, 2, 4, 8)}
-    mlp = {w: ([], [], []) for w in (1, 2)}  # async, sync, ddp
+    null = {w: ([], []) for w in ((1, 2, 4, 8) if "null" in only else ())}
+    mlp = {w: ([], [], []) for w in ((1, 2) if "mlp" in only else ())}
+    # (async, sync, ddp)
     backup = ([], [])
     for rnd in range(rounds):
         peak.measure()
@@ -116,6 +122,9 @@ def main():
                 else:
                     mlp[w][2].append(sum(peer_run("ddp", w, 150, threads,
                                                   best)))
+        if "backup" not in only:
+            print(f"  round {rnd + 1} done", flush=True)
+            continue
         # Backups: a step's time from the plain synchronous run.
         base = runnel_cluster(runnel, 4, threads, ["--arg", "work=mlp",
                                                    "--arg", "steps=60",
@@ -150,6 +159,8 @@ def main():
                          "steps/s", lower_better=False))
     print(f"  floor: {floor:.0f} steps/s ({MLP_FLOPS / 1e6:.0f} MFLOP a step "
           f"at {peak.gflops():.0f} GFLOP/s, the whole machine)")
+    if "backup" not in only:
+        return
     gains = [b / a for a, b in zip(*backup)]
     print(f"backup workers (4 workers, one 3x straggler a step): replicas=4 "
           f"{statistics.median(backup[0]):.1f}, replicas=3 "

@@ -8,6 +8,10 @@
         W processes train the Fashion MLP (784-256-128-10, batch 128 each,
         Adam) on a fixed random batch; prints RESULT ddp <steps per s> per
         worker.
+    cluster_peer.py fetch MB STEPS THREADS   torch.distributed.rpc: one
+        worker fetches an MB-megabyte f32 tensor from a ps process with
+        rpc_sync and sums it; prints RESULT fetch <s per fetch>, then
+        RESULT sum <s per sum of a local tensor of that size>.
 """
 import os
 import socket
@@ -62,6 +66,35 @@ def null_task(rank, workers, steps, threads, port):
     rpc.shutdown()
 
 
+BIG = []
+
+
+def big():
+    return BIG[0]
+
+
+def fetch_task(rank, mb, steps, threads, port):
+    import torch.distributed.rpc as rpc  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(threads)
+    opts = rpc.TensorPipeRpcBackendOptions(
+        num_worker_threads=8, init_method=f"tcp://127.0.0.1:{port}")
+    BIG.append(torch.zeros(mb * 262144))
+    rpc.init_rpc("ps" if rank == 0 else "worker", rank=rank, world_size=2,
+                 rpc_backend_options=opts)
+    if rank > 0:
+        for _ in range(3):
+            rpc.rpc_sync("ps", big).sum()
+        t = time.perf_counter()
+        for _ in range(steps):
+            rpc.rpc_sync("ps", big).sum()
+        result("fetch", (time.perf_counter() - t) / steps)
+        t = time.perf_counter()
+        for _ in range(steps):
+            BIG[0].sum()
+        result("sum", (time.perf_counter() - t) / steps)
+    rpc.shutdown()
+
+
 def ddp_task(rank, workers, steps, threads, port):
     from torch import nn  # pylint: disable=import-outside-toplevel
     from torch.nn.parallel import DistributedDataParallel  # pylint: disable=import-outside-toplevel
@@ -97,6 +130,9 @@ def main():
     if what == "null":
         mp.spawn(null_task, args=(workers, steps, threads, free_port()),
                  nprocs=workers + 1)
+    elif what == "fetch":
+        mp.spawn(fetch_task, args=(workers, steps, threads, free_port()),
+                 nprocs=2)
     else:
         mp.spawn(ddp_task, args=(workers, steps, threads, free_port()),
                  nprocs=workers)

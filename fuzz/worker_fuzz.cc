@@ -4,7 +4,10 @@
 // flipped, inserted, deleted and repeated, go to each of its methods as raw
 // bytes (a GenericStub, so that what cannot parse reaches the server too).
 // Every reply must be OK or an error; the server must never crash, and must
-// still answer at the end. Prints what it sent and how the server answered.
+// still answer at the end. RecvTensor's answers are fuzzed too: malformed
+// messages go to the receiver's TensorAssembler (tensor_coding.h), which
+// must answer each with OK or an error. Prints what it sent and how the
+// server answered.
 //
 //   worker_fuzz [SECONDS] [SEED]          (default 20 s, seed 1)
 #include <grpcpp/generic/generic_stub.h>
@@ -21,6 +24,7 @@
 
 #include "runtime/distributed/cluster_spec.h"
 #include "runtime/distributed/grpc_worker.h"
+#include "runtime/distributed/tensor_coding.h"
 #include "runtime/distributed/worker.grpc.pb.h"
 #include "runtime/graph.h"
 #include "runtime/graph_def.h"
@@ -68,6 +72,8 @@ proto::GraphDef SeedGraph() {
   return ToGraphDef(g);
 }
 
+std::string Mutate(std::string s, std::mt19937_64& rng);
+
 std::map<std::string, std::vector<std::string>> Seeds(
     const std::string& handle) {
   std::map<std::string, std::vector<std::string>> seeds;
@@ -100,7 +106,65 @@ std::map<std::string, std::vector<std::string>> Seeds(
   beat.set_task("/job:worker/task:0");
   add("Heartbeat", beat);
   add("GetStatus", proto::GetStatusRequest());
+  proto::RecvTensorRequest recv;
+  recv.set_key(
+      RendezvousKey(kPs, "/job:worker/task:0/device:cpu:0", "y:0", 0, 0, 7));
+  recv.set_step_id(7);
+  add("RecvTensor", recv);
+  // Freezes with short leases, so that held RunGraphs go on soon.
+  proto::FreezeRequest freeze;
+  freeze.set_freeze_id(9);
+  freeze.set_lease_seconds(0.05);
+  freeze.add_step(7);
+  freeze.set_wait_seconds(0.05);
+  for (auto phase :
+       {proto::FreezeRequest::FREEZE, proto::FreezeRequest::ADMIT,
+        proto::FreezeRequest::DRAIN, proto::FreezeRequest::UNFREEZE}) {
+    freeze.set_phase(phase);
+    add("Freeze", freeze);
+  }
   return seeds;
+}
+
+// RecvTensor answers as a sender writes them, each message flattened.
+std::vector<std::string> AnswerSeeds() {
+  std::vector<std::string> out;
+  auto add = [&](const absl::Status& s, const Tensor& t, bool dead,
+                 size_t chunk) {
+    TensorMessages messages(s, t, dead, chunk);
+    grpc::ByteBuffer b;
+    while (messages.Next(&b)) {
+      std::vector<grpc::Slice> slices;
+      (void)b.Dump(&slices);
+      std::string bytes;
+      for (const grpc::Slice& sl : slices) {
+        bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      }
+      out.push_back(std::move(bytes));
+    }
+  };
+  add(absl::OkStatus(), Tensor::FromVector<float>({1, 2, 3, 4}, Shape{2, 2}),
+      false, 8);
+  add(absl::OkStatus(), Tensor::FromVector<int32_t>({5}, Shape{}), false, 64);
+  add(absl::OkStatus(), Tensor(), true, 64);
+  add(absl::OkStatus(), Tensor(DType::kF32, Shape{0, 3}), false, 64);
+  add(absl::InternalError("the step failed"), Tensor(), false, 64);
+  return out;
+}
+
+// Feeds 1 to 4 mutated answer messages to a receiver; OK or an error.
+std::string FuzzAnswer(const std::vector<std::string>& seeds,
+                       std::mt19937_64& rng) {
+  TensorAssembler in("/job:ps/task:0", "a;b;y:0;0:0;7");
+  const int n = 1 + static_cast<int>(rng() % 4);
+  for (int i = 0; i < n; ++i) {
+    std::string bytes = seeds[rng() % seeds.size()];
+    if (rng() % 4 != 0) bytes = Mutate(bytes, rng);
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer message(&slice, 1);
+    if (!in.Add(&message).ok()) return "error";
+  }
+  return in.Finish().ok() ? "ok" : "error";
 }
 
 std::string Mutate(std::string s, std::mt19937_64& rng) {
@@ -153,6 +217,7 @@ int Main(int argc, char** argv) {
                                      grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   const auto seeds = Seeds(*handle);
+  const std::vector<std::string> answers = AnswerSeeds();
   std::vector<std::string> methods;
   for (const auto& [m, s] : seeds) methods.push_back(m);
   std::map<std::string, std::map<std::string, int>> outcomes;
@@ -167,8 +232,10 @@ int Main(int argc, char** argv) {
     grpc::Slice slice(bytes);
     grpc::ByteBuffer request(&slice, 1), response;
     grpc::ClientContext ctx;
+    // A RecvTensor for a value never sent waits for it: cancelled soon.
     ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
+                     (method == "RecvTensor" ? std::chrono::milliseconds(50)
+                                             : std::chrono::seconds(5)));
     std::promise<grpc::Status> done;
     stub.UnaryCall(&ctx, "/runnel.proto.WorkerService/" + method, {}, &request,
                    &response, [&done](grpc::Status s) { done.set_value(s); });
@@ -176,6 +243,7 @@ int Main(int argc, char** argv) {
     ++outcomes[method]
               [s.ok() ? "ok" : "error " + std::to_string(s.error_code())];
     ++sent;
+    ++outcomes["(RecvTensor answers)"][FuzzAnswer(answers, rng)];
   }
   // Still alive and answering?
   auto typed = proto::WorkerService::NewStub(channel);

@@ -4,7 +4,8 @@
 // --checkpoint-every (seconds, or global steps), at the end of the script
 // (also after an error or Ctrl-C), as DIR/ckpt-STEP.ckpt through the atomic
 // writer, and only the --keep newest stay. In a cluster the chief does
-// this, for the shared state too; the other workers' runs wait for it.
+// this, for the shared state too (a consistent snapshot of it); the other
+// workers' runs wait for it.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -19,6 +20,7 @@
 
 #include "interpreter/interpreter.h"
 #include "runtime/checkpoint.h"
+#include "runtime/distributed/grpc_worker.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -92,8 +94,41 @@ absl::Status Interpreter::StartCheckpoints() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether the graph trains with synchronous replicas (docs/cluster.md).
+bool HasSyncReplicas(const Graph& graph) {
+  for (const Node* n : graph.nodes()) {
+    if (n->op() == "sync_barrier") return true;
+  }
+  return false;
+}
+
+// Every variable's value. In a cluster under asynchronous training the
+// read is a consistent snapshot of the parameter servers: no step's
+// updates half in (GrpcCluster::ReadConsistently). Synchronous replicas
+// are not frozen (their waiting steps would wait for held ones): each of
+// their global steps needs the chief's gradient too unless there are
+// backup workers, so between the chief's runs the variables do not move.
+absl::StatusOr<TensorMap> ReadSnapshot(Session& session) {
+  TensorMap values;
+  auto read = [&]() -> absl::Status {
+    RN_ASSIGN_OR_RETURN(values, ReadVariables(session));
+    return absl::OkStatus();
+  };
+  auto* grpc = dynamic_cast<GrpcCluster*>(session.options().cluster.get());
+  if (grpc == nullptr || HasSyncReplicas(session.graph())) {
+    RN_RETURN_IF_ERROR(read());
+  } else {
+    RN_RETURN_IF_ERROR(grpc->ReadConsistently(read));
+  }
+  return values;
+}
+
+}  // namespace
+
 absl::Status Interpreter::SaveCheckpoint() {
-  RN_ASSIGN_OR_RETURN(TensorMap values, ReadVariables(session()));
+  RN_ASSIGN_OR_RETURN(TensorMap values, ReadSnapshot(session()));
   int64_t step = last_checkpoint_step_ + 1;
   if (auto it = values.find("global_step"); it != values.end()) {
     absl::StatusOr<int64_t> s = it->second.ScalarAsInt();

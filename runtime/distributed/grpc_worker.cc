@@ -1,7 +1,9 @@
 #include "runtime/distributed/grpc_worker.h"
 
 #include <google/protobuf/stubs/logging.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "runtime/distributed/tensor_coding.h"
 #include "runtime/distributed/worker.grpc.pb.h"
 #include "runtime/errors.h"
 #include "runtime/graph_def.h"
@@ -26,38 +29,14 @@ namespace runnel {
 namespace {
 
 constexpr char kTokenKey[] = "runnel-token";
-constexpr size_t kChunkBytes = 1 << 20;
-// Tensors larger than this are refused from the wire (16 GiB).
-constexpr int64_t kMaxTensorBytes = int64_t{1} << 34;
+// How long a snapshot's read may take before the freeze lapses.
+constexpr double kSnapshotReadSeconds = 20;
+// The freeze whose snapshot this thread reads (ReadConsistently).
+thread_local int64_t t_freeze_id = 0;
 
 std::chrono::system_clock::time_point After(double seconds) {
   return std::chrono::system_clock::now() +
          std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
-}
-
-void StatusToProto(const absl::Status& s, proto::StatusProto* p) {
-  p->set_code(static_cast<int>(s.code()));
-  p->set_message(std::string(s.message()));
-  if (std::optional<std::string> node = NodeNameOf(s)) p->set_node(*node);
-  if (std::optional<SourceSpan> span = SpanOf(s)) {
-    proto::SourceSpanProto* sp = p->mutable_span();
-    sp->set_file(span->file.str());
-    sp->set_line(span->line);
-    sp->set_col(span->col);
-    sp->set_end_line(span->end_line);
-    sp->set_end_col(span->end_col);
-  }
-}
-
-absl::Status StatusFromProto(const proto::StatusProto& p) {
-  if (p.code() == 0) return absl::OkStatus();
-  const int code = std::clamp(p.code(), 1, 16);
-  absl::Status s(static_cast<absl::StatusCode>(code), p.message());
-  if (p.node().empty()) return s;
-  const proto::SourceSpanProto& sp = p.span();
-  return AttachNode(
-      s, p.node(),
-      SourceSpan{sp.file(), sp.line(), sp.col(), sp.end_line(), sp.end_col()});
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -100,9 +79,101 @@ bool SameToken(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// The Worker service over gRPC's synchronous API: each request holds one
-// of the server's threads while it runs or waits for a tensor.
-class WorkerServiceImpl final : public proto::WorkerService::Service {
+// An answer that is an error, at once.
+class FinishedWriter : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit FinishedWriter(const grpc::Status& s) { Finish(s); }
+  void OnDone() override { delete this; }
+};
+
+// One RecvTensor answer: waits for the step's value in the rendezvous,
+// then writes its messages, one at a time.
+class TensorSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit TensorSender(Worker* worker)
+      : worker_(worker), state_(std::make_shared<State>()) {
+    state_->sender = this;
+  }
+
+  void Start(const proto::RecvTensorRequest& req) {
+    std::shared_ptr<StepRendezvous> r = worker_->Step(req.step_id());
+    std::shared_ptr<State> state = state_;
+    absl::Status status;
+    Tensor value;
+    bool dead = false;
+    const bool here = r->Recv(
+        req.key(),
+        [state](const absl::Status& s, const Tensor& v, bool d) {
+          if (TensorSender* sender = Claim(*state)) sender->Send(s, v, d);
+        },
+        &status, &value, &dead);
+    if (!here) return;
+    if (TensorSender* sender = Claim(*state_)) {
+      sender->Send(status, value, dead);
+    }
+  }
+
+  void OnCancel() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      // Once the value is claimed, the failing write finishes the call.
+      if (state_->claimed) return;
+      state_->finished = true;
+    }
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver left"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // Who answers: the value's arrival, or a cancellation before it (the
+  // value may come later, after this reactor is gone).
+  struct State {
+    std::mutex mu;
+    bool claimed = false;
+    bool finished = false;
+    TensorSender* sender = nullptr;
+  };
+  static TensorSender* Claim(State& state) {
+    std::lock_guard<std::mutex> lock(state.mu);
+    if (state.finished) return nullptr;
+    state.claimed = true;
+    return state.sender;
+  }
+
+  void Send(const absl::Status& status, const Tensor& value, bool dead) {
+    messages_.emplace(status, value, dead);
+    WriteNext();
+  }
+
+  void WriteNext() {
+    if (messages_->Next(&message_)) {
+      StartWrite(&message_);
+      return;
+    }
+    worker_->AddBytesSent(messages_->bytes());
+    Finish(grpc::Status::OK);
+  }
+
+  Worker* const worker_;
+  const std::shared_ptr<State> state_;
+  std::optional<TensorMessages> messages_;
+  grpc::ByteBuffer message_;
+};
+
+// The Worker service over gRPC's synchronous API (each request holds one
+// of the server's threads while it runs), but for RecvTensor.
+class WorkerServiceImpl final
+    : public proto::WorkerService::WithRawCallbackMethod_RecvTensor<
+          proto::WorkerService::Service> {
  public:
   WorkerServiceImpl(Worker* worker, std::string token)
       : worker_(worker), token_(std::move(token)) {}
@@ -133,71 +204,61 @@ class WorkerServiceImpl final : public proto::WorkerService::Service {
                         const proto::RunGraphRequest* req,
                         proto::RunGraphResponse* resp) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;
-    StatusToProto(
-        worker_->RunGraph(req->handle(), req->step_id(), req->global_seed()),
-        resp->mutable_status());
+    StatusToProto(worker_->RunGraph(req->handle(), req->step_id(),
+                                    req->global_seed(), req->freeze_id(),
+                                    [ctx] { return ctx->IsCancelled(); }),
+                  resp->mutable_status());
     return grpc::Status::OK;
   }
 
-  grpc::Status RecvTensor(
-      grpc::ServerContext* ctx, const proto::RecvTensorRequest* req,
-      grpc::ServerWriter<proto::RecvTensorChunk>* writer) override {
+  grpc::Status Freeze(grpc::ServerContext* ctx, const proto::FreezeRequest* req,
+                      proto::FreezeResponse* resp) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;
-    struct Result {
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
-      absl::Status status;
-      Tensor value;
-      bool dead = false;
-    };
-    auto result = std::make_shared<Result>();
-    std::shared_ptr<StepRendezvous> r = worker_->Step(req->step_id());
-    const bool here = r->Recv(
-        req->key(),
-        [result](const absl::Status& s, const Tensor& v, bool dead) {
-          std::lock_guard<std::mutex> lock(result->mu);
-          result->status = s;
-          result->value = v;
-          result->dead = dead;
-          result->done = true;
-          result->cv.notify_all();
-        },
-        &result->status, &result->value, &result->dead);
-    if (!here) {
-      std::unique_lock<std::mutex> lock(result->mu);
-      while (!result->done) {
-        if (ctx->IsCancelled()) {
-          return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    const std::vector<int64_t> steps(req->step().begin(), req->step().end());
+    switch (req->phase()) {
+      case proto::FreezeRequest::FREEZE:
+        for (int64_t s :
+             worker_->Freeze(req->freeze_id(), req->lease_seconds())) {
+          resp->add_open_step(s);
         }
-        result->cv.wait_for(lock, std::chrono::milliseconds(200));
+        return grpc::Status::OK;
+      case proto::FreezeRequest::ADMIT:
+        return ToGrpc(
+            worker_->Admit(req->freeze_id(), steps, req->lease_seconds()));
+      case proto::FreezeRequest::DRAIN: {
+        absl::StatusOr<bool> drained = worker_->Drain(
+            req->freeze_id(), steps, req->wait_seconds(), req->lease_seconds(),
+            [ctx] { return ctx->IsCancelled(); });
+        if (!drained.ok()) return ToGrpc(drained.status());
+        resp->set_drained(*drained);
+        return grpc::Status::OK;
       }
+      case proto::FreezeRequest::UNFREEZE:
+        resp->set_held(worker_->Unfreeze(req->freeze_id()));
+        return grpc::Status::OK;
+      default:
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "an unknown freeze phase");
     }
-    proto::RecvTensorChunk chunk;
-    if (!result->status.ok()) {
-      StatusToProto(result->status, chunk.mutable_status());
-      writer->Write(chunk);
-      return grpc::Status::OK;
+  }
+
+  // RecvTensor is served raw, through the callback API: it holds no
+  // thread while the tensor is not there yet, and its answer's bytes are
+  // the tensor's own (tensor_coding.h).
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RecvTensor(
+      grpc::CallbackServerContext* ctx,
+      const grpc::ByteBuffer* request) override {
+    if (grpc::Status s = Check(ctx); !s.ok()) return new FinishedWriter(s);
+    proto::RecvTensorRequest req;
+    grpc::ByteBuffer copy(*request);  // shares the slices
+    grpc::ProtoBufferReader reader(&copy);
+    if (!reader.status().ok() || !req.ParseFromZeroCopyStream(&reader)) {
+      return new FinishedWriter(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                             "a malformed RecvTensorRequest"));
     }
-    const Tensor& t = result->value;
-    chunk.set_is_dead(result->dead);
-    if (!result->dead) {
-      chunk.set_dtype(std::string(DTypeName(t.dtype())));
-      ShapeToProto(t.shape(), chunk.mutable_shape());
-      chunk.set_total_bytes(static_cast<int64_t>(t.bytes()));
-    }
-    const char* data = static_cast<const char*>(t.raw_data());
-    const size_t total = result->dead ? 0 : t.bytes();
-    size_t offset = 0;
-    do {
-      const size_t n = std::min(kChunkBytes, total - offset);
-      if (n > 0) chunk.set_data(data + offset, n);
-      if (!writer->Write(chunk)) break;
-      offset += n;
-      chunk.Clear();
-    } while (offset < total);
-    worker_->AddBytesSent(static_cast<int64_t>(offset));
-    return grpc::Status::OK;
+    auto* sender = new TensorSender(worker_);
+    sender->Start(req);
+    return sender;
   }
 
   grpc::Status CancelStep(grpc::ServerContext* ctx,
@@ -261,7 +322,7 @@ class WorkerServiceImpl final : public proto::WorkerService::Service {
   }
 
  private:
-  grpc::Status Check(grpc::ServerContext* ctx) const {
+  grpc::Status Check(const grpc::ServerContextBase* ctx) const {
     if (token_.empty()) return grpc::Status::OK;
     const auto& md = ctx->client_metadata();
     auto it = md.find(kTokenKey);
@@ -353,7 +414,19 @@ class WorkerChannels {
   WorkerChannels(ClusterSpec spec, GrpcOptions options)
       : spec_(std::move(spec)), options_(std::move(options)) {}
 
+  // The typed stub of `task`'s service, and a generic one for raw calls,
+  // on one channel.
+  struct Stubs {
+    std::unique_ptr<proto::WorkerService::Stub> typed;
+    std::unique_ptr<grpc::GenericStub> generic;
+  };
+
   absl::StatusOr<proto::WorkerService::Stub*> Stub(const std::string& task) {
+    RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsOf(task));
+    return stubs->typed.get();
+  }
+
+  absl::StatusOr<Stubs*> StubsOf(const std::string& task) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = stubs_.find(task);
     if (it != stubs_.end()) return it->second.get();
@@ -372,9 +445,11 @@ class WorkerChannels {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     auto channel = grpc::CreateCustomChannel(
         address, grpc::InsecureChannelCredentials(), args);
-    auto stub = proto::WorkerService::NewStub(channel);
-    proto::WorkerService::Stub* raw = stub.get();
-    stubs_.emplace(task, std::move(stub));
+    auto stubs = std::make_unique<Stubs>();
+    stubs->typed = proto::WorkerService::NewStub(channel);
+    stubs->generic = std::make_unique<grpc::GenericStub>(channel);
+    Stubs* raw = stubs.get();
+    stubs_.emplace(task, std::move(stubs));
     return raw;
   }
 
@@ -411,24 +486,33 @@ class WorkerChannels {
   }
 
   // Fetches `key` from `task`'s rendezvous; `done` hears the outcome.
+  // (A raw call through the generic stub: the answer's messages are read
+  // straight from gRPC's buffers, tensor_coding.h.)
   void RecvTensor(const std::string& task, const std::string& key, int64_t step,
                   Rendezvous::Done done) {
-    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
-    if (!stub.ok()) {
-      done(stub.status(), Tensor(), true);
+    absl::StatusOr<Stubs*> stubs = StubsOf(task);
+    if (!stubs.ok()) {
+      done(stubs.status(), Tensor(), true);
       return;
     }
-    auto* fetch = new TensorFetch(task, std::move(done));
-    fetch->req.set_key(key);
-    fetch->req.set_step_id(step);
+    proto::RecvTensorRequest req;
+    req.set_key(key);
+    req.set_step_id(step);
+    auto* fetch = new TensorFetch(task, key, std::move(done));
+    const std::string bytes = req.SerializeAsString();
+    grpc::Slice slice(bytes);
+    fetch->request = grpc::ByteBuffer(&slice, 1);
     Prepare(&fetch->ctx, task, /*setup=*/false);
-    (*stub)->async()->RecvTensor(&fetch->ctx, &fetch->req, fetch);
-    fetch->StartRead(&fetch->chunk);
+    (*stubs)->generic->PrepareBidiStreamingCall(
+        &fetch->ctx, "/runnel.proto.WorkerService/RecvTensor",
+        grpc::StubOptions(), fetch);
+    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
+    fetch->StartRead(&fetch->incoming);
     fetch->StartCall();
   }
 
   void RunGraph(const std::string& task, const std::string& handle,
-                int64_t step, uint64_t seed,
+                int64_t step, uint64_t seed, int64_t freeze_id,
                 std::function<void(absl::Status)> done) {
     absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
     if (!stub.ok()) {
@@ -444,6 +528,7 @@ class WorkerChannels {
     call->req.set_handle(handle);
     call->req.set_step_id(step);
     call->req.set_global_seed(seed);
+    call->req.set_freeze_id(freeze_id);
     Prepare(&call->ctx, task, /*setup=*/false);
     (*stub)->async()->RunGraph(
         &call->ctx, &call->req, &call->resp,
@@ -568,6 +653,19 @@ class WorkerChannels {
     }
   }
 
+  // One phase of a snapshot's freeze; waits up to `seconds` for the answer.
+  absl::StatusOr<proto::FreezeResponse> Freeze(const std::string& task,
+                                               const proto::FreezeRequest& req,
+                                               double seconds) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/false);
+    ctx.set_deadline(After(seconds));
+    proto::FreezeResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(task, stub->Freeze(&ctx, req, &resp)));
+    return resp;
+  }
+
   absl::StatusOr<proto::GetStatusResponse> GetStatus(const std::string& task) {
     RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
     grpc::ClientContext ctx;
@@ -579,34 +677,29 @@ class WorkerChannels {
   }
 
  private:
-  // One RecvTensor call: the header chunk makes the tensor, later chunks
-  // fill it in.
-  class TensorFetch : public grpc::ClientReadReactor<proto::RecvTensorChunk> {
+  // One RecvTensor call: its messages build the tensor as they come.
+  class TensorFetch
+      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
-    TensorFetch(std::string task, Rendezvous::Done done)
-        : task_(std::move(task)), done_(std::move(done)) {}
+    TensorFetch(std::string task, const std::string& key, Rendezvous::Done done)
+        : task_(std::move(task)), done_(std::move(done)), tensor_(task_, key) {}
 
     void OnReadDone(bool ok) override {
       if (!ok) return;
-      if (!Take()) {
+      absl::Status s = tensor_.Add(&incoming);
+      if (!s.ok()) {
+        error_ = std::move(s);
         ctx.TryCancel();
         return;
       }
-      StartRead(&chunk);
+      StartRead(&incoming);
     }
 
     void OnDone(const grpc::Status& s) override {
       if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
-      if (error_.ok() && !started_) {
-        error_ = absl::DataLossError(StrCat(task_, " sent no tensor"));
-      }
-      if (error_.ok() && !dead_ &&
-          offset_ != static_cast<int64_t>(value_.bytes())) {
-        error_ = absl::DataLossError(
-            StrCat(task_, " sent ", offset_, " of ", value_.bytes(), " bytes"));
-      }
+      if (error_.ok()) error_ = tensor_.Finish();
       if (error_.ok()) {
-        done_(absl::OkStatus(), value_, dead_);
+        done_(absl::OkStatus(), tensor_.value(), tensor_.is_dead());
       } else {
         done_(error_, Tensor(), true);
       }
@@ -614,68 +707,20 @@ class WorkerChannels {
     }
 
     grpc::ClientContext ctx;
-    proto::RecvTensorRequest req;
-    proto::RecvTensorChunk chunk;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer incoming;
 
    private:
-    // Takes in one chunk; false (with error_ set) when it is malformed.
-    bool Take() {
-      if (!started_) {
-        started_ = true;
-        if (chunk.has_status() && chunk.status().code() != 0) {
-          error_ = StatusFromProto(chunk.status());
-          return false;
-        }
-        dead_ = chunk.is_dead();
-        if (dead_) return true;
-        absl::StatusOr<DType> dtype = DTypeFromProto(chunk.dtype());
-        if (!dtype.ok()) return Fail(std::string(dtype.status().message()));
-        const Shape shape = ShapeFromProto(chunk.shape());
-        double bytes = static_cast<double>(DTypeSize(*dtype));
-        if (shape.unknown_rank()) return Fail("a tensor of unknown rank");
-        for (int64_t d : shape.dims()) {
-          if (d < 0) return Fail("a tensor with a negative dimension");
-          bytes *= static_cast<double>(d);
-        }
-        if (bytes > static_cast<double>(kMaxTensorBytes) ||
-            static_cast<int64_t>(bytes) != chunk.total_bytes()) {
-          return Fail("a tensor whose size does not match its shape");
-        }
-        value_ = Tensor(*dtype, shape);
-      }
-      const std::string& data = chunk.data();
-      if (dead_ && !data.empty()) return Fail("bytes for a dead tensor");
-      if (offset_ + static_cast<int64_t>(data.size()) >
-          static_cast<int64_t>(value_.bytes())) {
-        return Fail("more bytes than the tensor holds");
-      }
-      if (!data.empty()) {
-        std::memcpy(static_cast<char*>(value_.raw_data()) + offset_,
-                    data.data(), data.size());
-      }
-      offset_ += static_cast<int64_t>(data.size());
-      return true;
-    }
-
-    bool Fail(std::string_view what) {
-      error_ = absl::DataLossError(StrCat(task_, " sent ", what));
-      return false;
-    }
-
     const std::string task_;
     Rendezvous::Done done_;
-    bool started_ = false;
-    bool dead_ = false;
-    Tensor value_;
-    int64_t offset_ = 0;
+    TensorAssembler tensor_;
     absl::Status error_;
   };
 
   const ClusterSpec spec_;
   const GrpcOptions options_;
   std::mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<proto::WorkerService::Stub>>
-      stubs_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_;
   absl::flat_hash_set<std::string> reached_;
 };
 
@@ -846,7 +891,12 @@ void GrpcCluster::ServeDevices(const DeviceSet* devices,
 int64_t GrpcCluster::NewStepId() {
   static const int64_t base = RandomStepBase();
   static std::atomic<int64_t> next{1};
-  return base + next.fetch_add(1);
+  const int64_t step = base + next.fetch_add(1);
+  if (t_freeze_id != 0) {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    snapshot_steps_[step] = t_freeze_id;
+  }
+  return step;
 }
 
 std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
@@ -861,7 +911,14 @@ absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
 void GrpcCluster::RunPartition(const std::string& task,
                                const std::string& handle, int64_t step,
                                std::function<void(absl::Status)> done) {
-  channels_->RunGraph(task, handle, step, seed_, std::move(done));
+  int64_t freeze_id = 0;
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    if (auto it = snapshot_steps_.find(step); it != snapshot_steps_.end()) {
+      freeze_id = it->second;
+    }
+  }
+  channels_->RunGraph(task, handle, step, seed_, freeze_id, std::move(done));
 }
 
 void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
@@ -873,6 +930,10 @@ void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
 }
 
 void GrpcCluster::EndStep(int64_t step, const std::vector<std::string>& tasks) {
+  {
+    std::lock_guard<std::mutex> lock(snapshot_mu_);
+    snapshot_steps_.erase(step);
+  }
   worker_->EndStep(step);
   for (const std::string& t : tasks) {
     channels_->StepCall(t, step, /*cancel=*/false, absl::OkStatus());
@@ -955,6 +1016,96 @@ absl::StatusOr<std::vector<Tensor>> GrpcCluster::ReadVariables(
     out.push_back(std::move(t));
   }
   return out;
+}
+
+absl::Status GrpcCluster::FreezePs(const std::vector<std::string>& ps,
+                                   int64_t id, double drain_s) {
+  const double lease_s = drain_s + kSnapshotReadSeconds;
+  const double rpc_s = drain_s + 5;
+  proto::FreezeRequest req;
+  req.set_freeze_id(id);
+  req.set_lease_seconds(lease_s);
+  // In turn: a step that got through on one ps before its freeze may be
+  // held on another, so every ps admits the union of the open steps.
+  absl::flat_hash_set<int64_t> open;
+  for (const std::string& t : ps) {
+    RN_ASSIGN_OR_RETURN(proto::FreezeResponse resp,
+                        channels_->Freeze(t, req, rpc_s));
+    open.insert(resp.open_step().begin(), resp.open_step().end());
+  }
+  req.mutable_step()->Assign(open.begin(), open.end());
+  req.set_phase(proto::FreezeRequest::ADMIT);
+  for (const std::string& t : ps) {
+    RN_RETURN_IF_ERROR(channels_->Freeze(t, req, rpc_s).status());
+  }
+  // Each open step was open on some ps until it ended everywhere (EndStep
+  // comes after all its partitions), so draining each ps of them is enough.
+  req.set_phase(proto::FreezeRequest::DRAIN);
+  const auto end =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(drain_s * 1e6));
+  for (const std::string& t : ps) {
+    const double left =
+        std::chrono::duration<double>(end - std::chrono::steady_clock::now())
+            .count();
+    req.set_wait_seconds(std::max(left, 0.0));
+    RN_ASSIGN_OR_RETURN(proto::FreezeResponse resp,
+                        channels_->Freeze(t, req, rpc_s));
+    if (!resp.drained()) {
+      return absl::DeadlineExceededError(
+          StrCat(open.size(), " step(s) in flight did not end within ", drain_s,
+                 " s (a step waiting for another worker's: a queue, or a "
+                 "synchronous barrier)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool GrpcCluster::UnfreezePs(const std::vector<std::string>& ps, int64_t id) {
+  proto::FreezeRequest req;
+  req.set_phase(proto::FreezeRequest::UNFREEZE);
+  req.set_freeze_id(id);
+  bool held = true;
+  for (const std::string& t : ps) {
+    absl::StatusOr<proto::FreezeResponse> resp = channels_->Freeze(t, req, 5);
+    held = held && resp.ok() && resp->held();
+  }
+  return held;
+}
+
+absl::Status GrpcCluster::ReadConsistently(
+    const std::function<absl::Status()>& read, double drain_s) {
+  const std::vector<std::string> ps = PsTasks();
+  if (ps.empty()) return read();
+  static std::atomic<int64_t> next_id{1};
+  const int64_t id = (RandomStepBase() >> 1) + next_id.fetch_add(1);
+  absl::Status frozen = FreezePs(ps, id, drain_s);
+  if (!frozen.ok()) {
+    UnfreezePs(ps, id);
+    WarnSnapshot(std::string(frozen.message()));
+    return read();
+  }
+  absl::Status s;
+  t_freeze_id = id;
+  s = read();
+  t_freeze_id = 0;
+  if (!UnfreezePs(ps, id) && s.ok()) {
+    WarnSnapshot(
+        StrCat("a parameter server's freeze lapsed during the read "
+               "(it took over ",
+               kSnapshotReadSeconds, " s)"));
+  }
+  return s;
+}
+
+void GrpcCluster::WarnSnapshot(std::string_view why) {
+  unfrozen_reads_.fetch_add(1);
+  if (snapshot_warned_.exchange(true)) return;
+  std::fprintf(stderr,
+               "warning: a checkpoint may mix a step's updates: the "
+               "parameter servers could not be paused for it: %s (warned "
+               "once)\n",
+               std::string(why).c_str());
 }
 
 absl::Status GrpcCluster::WaitForTasks(double seconds) {

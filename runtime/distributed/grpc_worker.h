@@ -13,14 +13,18 @@
 #ifndef RUNNEL_RUNTIME_DISTRIBUTED_GRPC_WORKER_H_
 #define RUNNEL_RUNTIME_DISTRIBUTED_GRPC_WORKER_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/cluster_context.h"
 #include "runtime/device_set.h"
@@ -38,7 +42,8 @@ struct GrpcOptions {
   // How long the first contact with a task may wait for it to come up
   // (later calls fail at once when it is down).
   double connect_timeout_s = 10;
-  // Largest message accepted (tensors cross in chunks of 1 MiB).
+  // Largest message accepted (tensors cross in chunks of 8 MiB,
+  // tensor_coding.h).
   int max_message_bytes = 256 << 20;
   // How long a worker waits for the chief to initialize shared state.
   double chief_wait_s = 60;
@@ -91,6 +96,16 @@ class GrpcCluster : public ClusterContext {
   // Variables on another task, read and set by name (checkpoints).
   absl::StatusOr<std::vector<Tensor>> ReadVariables(
       const std::string& task, const std::vector<std::string>& names);
+  // Runs `read` (the chief's read of every variable, for a checkpoint) as
+  // a consistent snapshot of the parameter servers (docs/checkpoints.md):
+  // freezes them, waits up to `drain_s` for the steps in flight to end,
+  // runs `read`, unfreezes. When they do not end in time (a step waits on
+  // a queue or a barrier for a step held by the freeze) or a ps does not
+  // answer, it unfreezes, warns once and runs `read` unfrozen.
+  absl::Status ReadConsistently(const std::function<absl::Status()>& read,
+                                double drain_s = 5);
+  // How many of those reads ran unfrozen.
+  int64_t unfrozen_reads() const { return unfrozen_reads_.load(); }
   WorkerChannels& channels() { return *channels_; }
   Worker& worker() { return *worker_; }
   // Stops the heartbeats and tells the parameter servers that this worker
@@ -100,6 +115,10 @@ class GrpcCluster : public ClusterContext {
 
  private:
   void Beat();  // the heartbeat thread
+  absl::Status FreezePs(const std::vector<std::string>& ps, int64_t id,
+                        double drain_s);
+  bool UnfreezePs(const std::vector<std::string>& ps, int64_t id);
+  void WarnSnapshot(std::string_view why);
   std::vector<std::string> PsTasks() const;
 
   GrpcCluster(const ClusterSpec& spec, std::string task, bool chief,
@@ -117,6 +136,11 @@ class GrpcCluster : public ClusterContext {
   std::condition_variable beat_cv_;
   bool leaving_ = false;
   std::thread beater_;
+  // The steps of a snapshot's read, with the freeze that admits them.
+  std::mutex snapshot_mu_;
+  absl::flat_hash_map<int64_t, int64_t> snapshot_steps_;
+  std::atomic<bool> snapshot_warned_{false};
+  std::atomic<int64_t> unfrozen_reads_{0};
 };
 
 // `runnel server`: a task that owns one CPU device and its state, and runs

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -18,6 +19,18 @@ namespace {
 
 // How many ended steps a worker remembers, to refuse late requests.
 constexpr size_t kEndedSteps = 4096;
+// A step whose partition here ended this long ago without the step ending
+// (its master died before EndStep) no longer counts as open.
+constexpr std::chrono::seconds kStaleStep(30);
+// The longest lease a freeze may ask for.
+constexpr double kMaxLeaseSeconds = 60;
+
+std::chrono::steady_clock::time_point LeaseEnd(double seconds) {
+  // (NaN, from a malformed request, is 0.)
+  seconds = seconds > 0 ? std::min(seconds, kMaxLeaseSeconds) : 0.0;
+  return std::chrono::steady_clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
 
 int64_t RandomIncarnation() {
   std::random_device rd;
@@ -108,6 +121,8 @@ void Worker::EndStep(int64_t step) {
       r = std::move(it->second);
       steps_.erase(it);
     }
+    open_.erase(step);
+    admission_cv_.notify_all();
     if (ended_.insert(step).second) {
       ended_order_.push_back(step);
       if (ended_order_.size() > kEndedSteps) {
@@ -167,23 +182,132 @@ int Worker::num_graphs() const {
 }
 
 absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
-                              uint64_t global_seed) {
+                              uint64_t global_seed, int64_t freeze_id,
+                              const std::function<bool()>& cancelled) {
   std::shared_ptr<Registered> r;
+  std::shared_ptr<StepRendezvous> rendezvous = Step(step);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     auto it = graphs_.find(handle);
     if (it == graphs_.end()) {
       return absl::NotFoundError(StrCat(task_, " has no graph '", handle,
                                         "' (it may have restarted)"));
     }
     r = it->second;
+    // Held while frozen. Admission and counting the step open happen under
+    // one lock, so a freeze sees every step that got through before it.
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      ExpireFreeze(now);
+      if (frozen_.id == 0 || freeze_id == frozen_.id ||
+          frozen_.admitted.contains(step)) {
+        break;
+      }
+      lock.unlock();
+      absl::Status aborted = rendezvous->AbortStatus();
+      if (!aborted.ok()) return aborted;
+      if (cancelled != nullptr && cancelled()) {
+        return absl::CancelledError(StrCat("step ", step, " was cancelled"));
+      }
+      lock.lock();
+      admission_cv_.wait_until(
+          lock,
+          std::min(frozen_.lease_end, now + std::chrono::milliseconds(200)));
+    }
+    if (!ended_.contains(step)) ++open_[step].running;
   }
-  std::shared_ptr<StepRendezvous> rendezvous = Step(step);
   CallFrame frame;
-  return r->executor->Run({.call_frame = &frame,
-                           .global_seed = global_seed,
-                           .rendezvous = rendezvous.get(),
-                           .step_id = step});
+  absl::Status s = r->executor->Run({.call_frame = &frame,
+                                     .global_seed = global_seed,
+                                     .rendezvous = rendezvous.get(),
+                                     .step_id = step});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = open_.find(step); it != open_.end()) {
+      --it->second.running;
+      it->second.last_end = std::chrono::steady_clock::now();
+    }
+  }
+  admission_cv_.notify_all();
+  return s;
+}
+
+void Worker::ExpireFreeze(std::chrono::steady_clock::time_point now) {
+  if (frozen_.id != 0 && now >= frozen_.lease_end) {
+    frozen_ = Frozen();
+    admission_cv_.notify_all();
+  }
+}
+
+bool Worker::IsOpen(int64_t step,
+                    std::chrono::steady_clock::time_point now) const {
+  auto it = open_.find(step);
+  return it != open_.end() &&
+         (it->second.running > 0 || now - it->second.last_end < kStaleStep);
+}
+
+std::vector<int64_t> Worker::Freeze(int64_t freeze_id, double lease_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  frozen_ = Frozen();
+  frozen_.id = freeze_id;
+  frozen_.lease_end = LeaseEnd(lease_s);
+  std::vector<int64_t> out;
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (IsOpen(it->first, now)) {
+      out.push_back(it->first);
+      ++it;
+    } else {
+      open_.erase(it++);  // stale: its master is gone
+    }
+  }
+  return out;
+}
+
+absl::Status Worker::Admit(int64_t freeze_id, const std::vector<int64_t>& steps,
+                           double lease_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireFreeze(std::chrono::steady_clock::now());
+  if (frozen_.id != freeze_id || freeze_id == 0) {
+    return absl::FailedPreconditionError(
+        StrCat(task_, ": the freeze lapsed (its lease ran out)"));
+  }
+  frozen_.lease_end = LeaseEnd(lease_s);
+  frozen_.admitted.insert(steps.begin(), steps.end());
+  admission_cv_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Worker::Drain(int64_t freeze_id,
+                                   const std::vector<int64_t>& steps,
+                                   double wait_s, double lease_s,
+                                   const std::function<bool()>& cancelled) {
+  const auto end = LeaseEnd(wait_s);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    ExpireFreeze(now);
+    if (frozen_.id != freeze_id || freeze_id == 0) {
+      return absl::FailedPreconditionError(
+          StrCat(task_, ": the freeze lapsed (its lease ran out)"));
+    }
+    frozen_.lease_end = std::max(frozen_.lease_end, LeaseEnd(lease_s));
+    bool open = false;
+    for (int64_t s : steps) open = open || IsOpen(s, now);
+    if (!open) return true;
+    if (now >= end || (cancelled != nullptr && cancelled())) return false;
+    admission_cv_.wait_until(
+        lock, std::min(end, now + std::chrono::milliseconds(200)));
+  }
+}
+
+bool Worker::Unfreeze(int64_t freeze_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ExpireFreeze(std::chrono::steady_clock::now());
+  if (frozen_.id != freeze_id || freeze_id == 0) return false;
+  frozen_ = Frozen();
+  admission_cv_.notify_all();
+  return true;
 }
 
 ResourceMgr* Worker::resources() const {

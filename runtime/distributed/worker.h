@@ -6,6 +6,8 @@
 #define RUNNEL_RUNTIME_DISTRIBUTED_WORKER_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -68,8 +70,12 @@ class Worker {
   // The same graph registered twice (by two workers) gets the same handle.
   absl::StatusOr<std::string> RegisterGraph(const proto::GraphDef& def);
   // Runs a registered graph as part of `step`; blocks until it is done.
+  // While this task is frozen, a step that is not admitted first waits
+  // (`freeze_id`: the freezing chief's own step), until the freeze ends,
+  // the step is aborted, or `cancelled` says its caller has left.
   absl::Status RunGraph(const std::string& handle, int64_t step,
-                        uint64_t global_seed);
+                        uint64_t global_seed, int64_t freeze_id = 0,
+                        const std::function<bool()>& cancelled = nullptr);
   int num_graphs() const;
 
   // Variables of this task, by name.
@@ -80,6 +86,24 @@ class Worker {
                             const std::vector<Tensor>& values, bool overwrite);
   absl::StatusOr<std::vector<Tensor>> ReadVariables(
       const std::vector<std::string>& names) const;
+
+  // A consistent snapshot's freeze (worker.proto: FreezeRequest). Freeze
+  // holds the partitions of steps not open here at RunGraph's entry, for
+  // `lease_s` unless renewed (a freezing chief that dies cannot leave this
+  // task frozen), and returns the steps open here: run here and not yet
+  // ended. A second freeze replaces the first.
+  std::vector<int64_t> Freeze(int64_t freeze_id, double lease_s);
+  // Lets `steps` through too (FailedPrecondition when the freeze lapsed).
+  absl::Status Admit(int64_t freeze_id, const std::vector<int64_t>& steps,
+                     double lease_s);
+  // Waits up to `wait_s` (or until `cancelled`) until none of `steps` is
+  // open here; whether none is.
+  absl::StatusOr<bool> Drain(int64_t freeze_id,
+                             const std::vector<int64_t>& steps, double wait_s,
+                             double lease_s,
+                             const std::function<bool()>& cancelled = nullptr);
+  // Ends the freeze; whether it held until now (its lease did not lapse).
+  bool Unfreeze(int64_t freeze_id);
 
   // Tensor bytes sent to other tasks (RecvTensor).
   void AddBytesSent(int64_t n) { bytes_sent_.fetch_add(n); }
@@ -107,6 +131,25 @@ class Worker {
     std::shared_ptr<Graph> graph;
     std::unique_ptr<Executor> executor;
   };
+  // Ends the freeze when its lease has run out.
+  void ExpireFreeze(std::chrono::steady_clock::time_point now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A step still open here (see Freeze).
+  bool IsOpen(int64_t step, std::chrono::steady_clock::time_point now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Frozen {
+    int64_t id = 0;  // 0: not frozen
+    std::chrono::steady_clock::time_point lease_end;
+    absl::flat_hash_set<int64_t> admitted;
+  };
+  Frozen frozen_ ABSL_GUARDED_BY(mu_);
+  struct OpenStep {
+    int running = 0;  // partitions of the step running here
+    std::chrono::steady_clock::time_point last_end;
+  };
+  // Steps that ran here and have not ended (EndStep).
+  absl::flat_hash_map<int64_t, OpenStep> open_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable admission_cv_;
   absl::flat_hash_map<std::string, std::string> handle_of_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Registered>> graphs_
       ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -232,6 +233,56 @@ print(run global_step(), run w)
     print("checkpoint dir: resumed equals straight,", straight.stdout.strip())
 
 
+def read_scalars(path):
+    """{name: value} of a checkpoint's scalar tensors (docs/checkpoints.md)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89RNLCKPT", path
+    count = struct.unpack_from("<I", data, 12)[0]
+    formats = {3: "<f", 4: "<d", 7: "<i", 8: "<q"}
+    at, out = 40, {}
+    for _ in range(count):
+        length = struct.unpack_from("<I", data, at)[0]
+        name = data[at + 4:at + 4 + length].decode()
+        at += 4 + length
+        dtype, rank = struct.unpack_from("<II", data, at)
+        at += 8 + 8 * rank
+        offset = struct.unpack_from("<Q", data, at)[0]
+        at += 20  # offset, size, CRC-32
+        if rank == 0 and dtype in formats:
+            out[name] = struct.unpack_from(formats[dtype], data, offset)[0]
+    return out
+
+
+def check_consistent_snapshots(runnel, tmp):
+    """Asynchronous training on 2 ps: every step adds 1 to a (ps:0) and 1 to
+    b (ps:1), and the chief checkpoints every few steps meanwhile; each
+    checkpoint holds whole steps, so a == b == global_step in all of them
+    (without the freeze, some of them mix a step's updates)."""
+    script = write(os.path.join(tmp, "snapshot.rnl"), """
+import optim
+device "/job:ps/task:0" { var a = 0.0 }
+device "/job:ps/task:1" { var b = 0.0 }
+let train = optim.sgd(-(a + b), lr = 1.0)
+for i in 0..arg("steps", 600) { run train }
+""")
+    ckpt = os.path.join(tmp, "snapshots")
+    r = run([runnel, "cluster", script, "--ps", "2", "--workers", "2",
+             "--checkpoint-dir", ckpt, "--checkpoint-every", "10steps",
+             "--keep", "100000"])
+    assert r.returncode == 0, r
+    assert "may mix a step's updates" not in r.stderr, r.stderr
+    files = sorted(os.listdir(ckpt))
+    assert len(files) > 5, files
+    for name in files:
+        v = read_scalars(os.path.join(ckpt, name))
+        assert v["a"] == v["b"] == v["global_step"], (name, v)
+    final = read_scalars(os.path.join(ckpt, max(
+        files, key=lambda f: int(f[len("ckpt-"):-len(".ckpt")]))))
+    print(f"consistent snapshots: {len(files)} checkpoints during "
+          f"asynchronous training, a == b == global_step in each; last {final}")
+
+
 def check_launcher_interrupt(runnel, tmp):
     """Ctrl-C (SIGINT) to `runnel cluster` stops every task and exits 130,
     leaving no process behind."""
@@ -292,6 +343,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_spec_errors(runnel, tmp)
         check_checkpoint_dir(runnel, tmp)
+        check_consistent_snapshots(runnel, tmp)
         check_launcher(runnel, tmp)
         check_launcher_interrupt(runnel, tmp)
         check_token(runnel, tmp)
