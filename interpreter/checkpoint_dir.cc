@@ -96,32 +96,97 @@ absl::Status Interpreter::StartCheckpoints() {
 
 namespace {
 
-// Whether the graph trains with synchronous replicas (docs/cluster.md).
-bool HasSyncReplicas(const Graph& graph) {
+// The step counters of the graph's synchronous optimizers
+// (docs/cluster.md): the variables feeding its sync_barrier nodes.
+std::vector<Node*> SyncCounters(const Graph& graph) {
+  std::vector<Node*> out;
   for (const Node* n : graph.nodes()) {
-    if (n->op() == "sync_barrier") return true;
+    if (n->op() != "sync_barrier") continue;
+    Node* counter = n->input(0).node;
+    if (counter->op() == "variable" &&
+        std::find(out.begin(), out.end(), counter) == out.end()) {
+      out.push_back(counter);
+    }
   }
-  return false;
+  return out;
 }
 
-// Every variable's value. In a cluster under asynchronous training the
-// read is a consistent snapshot of the parameter servers: no step's
-// updates half in (GrpcCluster::ReadConsistently). Synchronous replicas
-// are not frozen (their waiting steps would wait for held ones): each of
-// their global steps needs the chief's gradient too unless there are
-// backup workers, so between the chief's runs the variables do not move.
+// Every variable's value between two steps of each synchronous optimizer:
+// one run holds every optimizer's barrier (sync_hold: no applier is chosen
+// once the step being applied has ended), reads every variable after the
+// holds and releases the barriers after the reads. An applier's updates
+// all happen between its choice and the end of its step, so none is half
+// in. The nodes are made once per set of variables and counters.
+absl::StatusOr<TensorMap> ReadBetweenSyncSteps(
+    Session& session, const std::vector<Node*>& counters) {
+  Graph& graph = session.graph();
+  std::vector<Node*> vars;
+  for (Node* n : graph.nodes()) {
+    if (n->op() == "variable") vars.push_back(n);
+  }
+  const std::string prefix =
+      StrCat("_snapshot/", vars.size(), "_", counters.size(), "/");
+  auto name = [&](std::string_view role, const Node* n) {
+    return StrCat(prefix, role, "/", n->name());
+  };
+  std::vector<NodeOut> reads;
+  std::vector<Node*> releases;
+  if (graph.FindNode(name("release", counters.back())) == nullptr) {
+    std::vector<Node*> holds;
+    for (Node* c : counters) {
+      RN_ASSIGN_OR_RETURN(Node * h, graph.AddNode({.name = name("hold", c),
+                                                   .op = "sync_hold",
+                                                   .inputs = {{c, 0}},
+                                                   .span = c->span()}));
+      holds.push_back(h);
+    }
+    std::vector<Node*> read_nodes;
+    for (Node* v : vars) {
+      RN_ASSIGN_OR_RETURN(Node * r, graph.AddNode({.name = name("read", v),
+                                                   .op = "read_variable",
+                                                   .inputs = {{v, 0}},
+                                                   .control_inputs = holds,
+                                                   .span = v->span()}));
+      read_nodes.push_back(r);
+    }
+    for (Node* c : counters) {
+      RN_RETURN_IF_ERROR(graph
+                             .AddNode({.name = name("release", c),
+                                       .op = "sync_release",
+                                       .inputs = {{c, 0}},
+                                       .control_inputs = read_nodes,
+                                       .span = c->span()})
+                             .status());
+    }
+  }
+  for (Node* v : vars) reads.push_back({graph.FindNode(name("read", v)), 0});
+  for (Node* c : counters)
+    releases.push_back(graph.FindNode(name("release", c)));
+  RN_ASSIGN_OR_RETURN(std::vector<Tensor> values,
+                      session.Run(Session::Feeds{}, reads, releases));
+  TensorMap out;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    out.emplace(vars[i]->name(), std::move(values[i]));
+  }
+  return out;
+}
+
+// Every variable's value. In a cluster the read is a consistent snapshot
+// of the parameter servers, no step's updates half in: under synchronous
+// replicas between two steps of each optimizer (ReadBetweenSyncSteps);
+// under asynchronous training by freezing the admission of new steps
+// (GrpcCluster::ReadConsistently), which synchronous replicas cannot use
+// (their waiting steps would wait for held ones).
 absl::StatusOr<TensorMap> ReadSnapshot(Session& session) {
+  auto* grpc = dynamic_cast<GrpcCluster*>(session.options().cluster.get());
+  if (grpc == nullptr) return ReadVariables(session);
+  const std::vector<Node*> counters = SyncCounters(session.graph());
+  if (!counters.empty()) return ReadBetweenSyncSteps(session, counters);
   TensorMap values;
-  auto read = [&]() -> absl::Status {
+  RN_RETURN_IF_ERROR(grpc->ReadConsistently([&]() -> absl::Status {
     RN_ASSIGN_OR_RETURN(values, ReadVariables(session));
     return absl::OkStatus();
-  };
-  auto* grpc = dynamic_cast<GrpcCluster*>(session.options().cluster.get());
-  if (grpc == nullptr || HasSyncReplicas(session.graph())) {
-    RN_RETURN_IF_ERROR(read());
-  } else {
-    RN_RETURN_IF_ERROR(grpc->ReadConsistently(read));
-  }
+  }));
   return values;
 }
 

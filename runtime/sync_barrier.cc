@@ -52,6 +52,7 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
 
 void SyncBarrier::Advance(int64_t step) {
   std::vector<Waiter> go;
+  std::vector<std::function<void()>> granted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (step != step_) return;
@@ -61,9 +62,84 @@ void SyncBarrier::Advance(int64_t step) {
     arrived_ = 0;
     applying_ = false;
     go.swap(waiting_);
+    granted = GrantHolds();
   }
+  for (auto& g : granted) g();
   for (Waiter& w : go) w.done(false);
 }
+
+void SyncBarrier::Hold(CancellationManager* run,
+                       std::function<void()> granted) {
+  auto token = std::make_shared<CancellationManager::Token>(0);
+  bool now = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (run != nullptr) {
+      std::weak_ptr<SyncBarrier> weak = weak_from_this();
+      const CancellationManager::Token t = run->Register([weak, run, token] {
+        if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+          self->HoldCancelled(run, token);
+        }
+      });
+      if (t == CancellationManager::kCancelled) {
+        now = true;  // the run is ending: nothing to hold
+      } else {
+        *token = t;
+      }
+    }
+    if (!now) {
+      holders_.push_back({run, token, std::move(granted)});
+      if (!applying_) {
+        now = true;
+        granted = std::move(holders_.back().granted);
+        holders_.back().granted = nullptr;
+      }
+    }
+  }
+  if (now && granted) granted();
+}
+
+void SyncBarrier::Release(CancellationManager* run) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(holders_.begin(), holders_.end(),
+                           [run](const Holder& h) { return h.run == run; });
+    if (it == holders_.end()) return;
+    if (run != nullptr) run->Deregister(*it->token);
+    holders_.erase(it);
+  }
+  Evaluate();
+}
+
+void SyncBarrier::HoldCancelled(
+    CancellationManager* run,
+    const std::shared_ptr<CancellationManager::Token>& token) {
+  std::function<void()> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(
+        holders_.begin(), holders_.end(),
+        [&](const Holder& h) { return h.run == run && *h.token == *token; });
+    if (it == holders_.end()) return;  // released already
+    pending = std::move(it->granted);
+    holders_.erase(it);
+  }
+  if (pending) pending();
+  Evaluate();
+}
+
+std::vector<std::function<void()>> SyncBarrier::GrantHolds() {
+  std::vector<std::function<void()>> out;
+  for (Holder& h : holders_) {
+    if (h.granted) {
+      out.push_back(std::move(h.granted));
+      h.granted = nullptr;
+    }
+  }
+  return out;
+}
+
+bool SyncBarrier::Held() const { return !holders_.empty(); }
 
 void SyncBarrier::Evaluate() {
   std::vector<Done> release;
@@ -74,7 +150,8 @@ void SyncBarrier::Evaluate() {
     release.swap(stale_);
     const int64_t needed =
         std::max<int64_t>(1, std::min<int64_t>(replicas_, live));
-    while (!applying_ && arrived_ >= needed) {
+    // (Not while a snapshot holds the barrier: see Hold.)
+    while (!applying_ && !Held() && arrived_ >= needed) {
       // The newest arrival that counts becomes the applier.
       auto it = std::find_if(waiting_.rbegin(), waiting_.rend(),
                              [](const Waiter& w) { return w.counts; });
@@ -112,6 +189,7 @@ void SyncBarrier::Evaluate() {
 
 void SyncBarrier::ApplierLost(
     int64_t step, const std::shared_ptr<CancellationManager::Token>& token) {
+  std::vector<std::function<void()>> granted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // A cancellation that raced with Advance, or with another applier.
@@ -122,7 +200,9 @@ void SyncBarrier::ApplierLost(
     applying_ = false;
     applier_run_ = nullptr;
     --arrived_;  // its arrival no longer counts
+    granted = GrantHolds();
   }
+  for (auto& g : granted) g();
   Evaluate();
 }
 

@@ -11,6 +11,12 @@
 // are live; the accumulated gradients are still there (sync_take does not
 // consume them), so the step is applied once, by the new applier. So the
 // other workers never wait forever for a dead one.
+//
+// A snapshot holds the barrier (Hold, Release): once no step is being
+// applied, and until the holding run releases it or ends by an error, no
+// applier is chosen, so every variable the optimizer updates stands still
+// between two of its steps (docs/cluster.md, checkpoints under synchronous
+// replicas).
 #ifndef RUNNEL_RUNTIME_SYNC_BARRIER_H_
 #define RUNNEL_RUNTIME_SYNC_BARRIER_H_
 
@@ -45,6 +51,13 @@ class SyncBarrier : public Resource,
   // applier's run, before that run ends.
   void Advance(int64_t step);
 
+  // Calls `granted` once no step is being applied (at once, or when the
+  // applier ends its step); from then on no applier is chosen until
+  // Release(run), or until `run` is cancelled. A cancelled run's pending
+  // hold is dropped and `granted` called, so its kernel ends.
+  void Hold(CancellationManager* run, std::function<void()> granted);
+  void Release(CancellationManager* run);
+
  private:
   explicit SyncBarrier(std::shared_ptr<LiveWorkers> live);
   struct Waiter {
@@ -54,6 +67,18 @@ class SyncBarrier : public Resource,
   };
   // Completes stale arrivals, and picks the applier once enough arrived.
   void Evaluate();
+  struct Holder {
+    CancellationManager* run = nullptr;
+    std::shared_ptr<CancellationManager::Token> token;
+    std::function<void()> granted;  // empty once called
+  };
+  // Grants the pending holds (no step is being applied); returns their
+  // callbacks, to call outside mu_.
+  std::vector<std::function<void()>> GrantHolds();
+  bool Held() const;
+  // The run of a hold was cancelled.
+  void HoldCancelled(CancellationManager* run,
+                     const std::shared_ptr<CancellationManager::Token>& token);
   // The run of the applier of `step` aborted before Advance.
   void ApplierLost(int64_t step,
                    const std::shared_ptr<CancellationManager::Token>& token);
@@ -69,6 +94,7 @@ class SyncBarrier : public Resource,
   CancellationManager* applier_run_ = nullptr;
   CancellationManager::Token applier_token_ = 0;
   std::vector<Waiter> waiting_;
+  std::vector<Holder> holders_;  // granted (granted empty) or pending
   std::vector<Done> stale_;
 };
 

@@ -143,11 +143,37 @@ class AdvanceKernel : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+class HoldKernel : public AsyncOpKernel {
+ public:
+  void ComputeAsync(OpKernelContext* ctx, Done done) override {
+    absl::StatusOr<std::shared_ptr<SyncBarrier>> barrier = BarrierOf(ctx);
+    if (!barrier.ok()) {
+      done(barrier.status());
+      return;
+    }
+    (*barrier)->Hold(ctx->cancellation(), [ctx, done] {
+      done(ctx->set_output(0, Tensor::Scalar<int64_t>(0)));
+    });
+  }
+};
+
+class ReleaseKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<SyncBarrier> barrier, BarrierOf(ctx));
+    barrier->Release(ctx->cancellation());
+    return ctx->set_output(0, Tensor::Scalar<int64_t>(0));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 RUNNEL_STATIC_INIT(SyncKernels) {
   RegisterKernelForTypes<AccumulateKernel, float, double>("sync_accumulate");
   RegisterKernelForTypes<TakeKernel, float, double>("sync_take");
   RegisterKernel<BarrierKernel>("sync_barrier", kDeviceCpu, DType::kI64);
   RegisterKernel<AdvanceKernel>("sync_advance", kDeviceCpu, DType::kI64);
+  RegisterKernel<HoldKernel>("sync_hold", kDeviceCpu, DType::kI64);
+  RegisterKernel<ReleaseKernel>("sync_release", kDeviceCpu, DType::kI64);
 }
 
 }  // namespace

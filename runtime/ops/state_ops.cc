@@ -101,8 +101,8 @@ RUNNEL_REGISTER_OP(
         .Doc("The value of the variable feeding input 0 at the moment this "
              "node runs. The language makes one where a var or state is "
              "read, so a read inside `after` waits for the block's "
-             "dependencies and a read inside `device` is placed there, as "
-             "with TensorFlow's resource variables."));
+             "dependencies. It runs where its variable lives, whatever "
+             "`device` block it is in, as TensorFlow's reads do."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("assign")
                        .Inputs({"ref", "value"})

@@ -58,6 +58,11 @@ Specs AdvanceShape(const ShapeContext& c) {
   return One(DType::kI64, Shape{});
 }
 
+Specs HoldShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckStep(c, 0));
+  return One(DType::kI64, Shape{});
+}
+
 }  // namespace
 
 RUNNEL_REGISTER_OP(
@@ -102,5 +107,23 @@ RUNNEL_REGISTER_OP(
         .Shape(AdvanceShape)
         .Doc("Ends step `step` at the barrier: the workers waiting there go "
              "on. Gives `step` + 1."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sync_hold")
+        .Inputs({"ref"})
+        .Outputs({"held"})
+        .Stateful()
+        .Shape(HoldShape)
+        .Doc("Waits until the barrier of step counter `ref` is applying no "
+             "step, then keeps it from choosing an applier until sync_release "
+             "in the same run (or until that run fails), so that reads in "
+             "between see the variables between two steps: a checkpoint "
+             "under synchronous replicas. Gives 0."));
+RUNNEL_REGISTER_OP(OpDefBuilder("sync_release")
+                       .Inputs({"ref"})
+                       .Outputs({"released"})
+                       .Stateful()
+                       .Shape(HoldShape)
+                       .Doc("Ends this run's sync_hold of the barrier of "
+                            "step counter `ref`. Gives 0."));
 
 }  // namespace runnel

@@ -254,20 +254,24 @@ def read_scalars(path):
     return out
 
 
-def check_consistent_snapshots(runnel, tmp):
-    """Asynchronous training on 2 ps: every step adds 1 to a (ps:0) and 1 to
-    b (ps:1), and the chief checkpoints every few steps meanwhile; each
-    checkpoint holds whole steps, so a == b == global_step in all of them
-    (without the freeze, some of them mix a step's updates)."""
-    script = write(os.path.join(tmp, "snapshot.rnl"), """
+def check_consistent_snapshots(runnel, tmp, replicas=0, workers=2):
+    """Training on 2 ps: every step adds 1 to a (ps:0) and 1 to b (ps:1),
+    and the chief checkpoints every few steps meanwhile; each checkpoint
+    holds whole steps, so a == b == global_step in all of them (without the
+    freeze, some of them mix a step's updates). Asynchronous, or with
+    synchronous replicas and a backup worker (replicas < workers), where
+    the chief's runs do not pace the global steps and the checkpoint holds
+    the barrier instead."""
+    script = write(os.path.join(tmp, f"snapshot{replicas}.rnl"), """
 import optim
 device "/job:ps/task:0" { var a = 0.0 }
 device "/job:ps/task:1" { var b = 0.0 }
-let train = optim.sgd(-(a + b), lr = 1.0)
+let train = optim.sgd(-(a + b), lr = 1.0, replicas = arg("replicas", 0))
 for i in 0..arg("steps", 600) { run train }
 """)
-    ckpt = os.path.join(tmp, "snapshots")
-    r = run([runnel, "cluster", script, "--ps", "2", "--workers", "2",
+    ckpt = os.path.join(tmp, f"snapshots{replicas}")
+    r = run([runnel, "cluster", script, "--ps", "2", "--workers",
+             str(workers), "--arg", f"replicas={replicas}",
              "--checkpoint-dir", ckpt, "--checkpoint-every", "10steps",
              "--keep", "100000"])
     assert r.returncode == 0, r
@@ -279,8 +283,10 @@ for i in 0..arg("steps", 600) { run train }
         assert v["a"] == v["b"] == v["global_step"], (name, v)
     final = read_scalars(os.path.join(ckpt, max(
         files, key=lambda f: int(f[len("ckpt-"):-len(".ckpt")]))))
-    print(f"consistent snapshots: {len(files)} checkpoints during "
-          f"asynchronous training, a == b == global_step in each; last {final}")
+    how = (f"synchronous training ({replicas} of {workers} workers)"
+           if replicas else "asynchronous training")
+    print(f"consistent snapshots: {len(files)} checkpoints during {how}, "
+          f"a == b == global_step in each; last {final}")
 
 
 def check_launcher_interrupt(runnel, tmp):
@@ -344,6 +350,7 @@ def main():
         check_spec_errors(runnel, tmp)
         check_checkpoint_dir(runnel, tmp)
         check_consistent_snapshots(runnel, tmp)
+        check_consistent_snapshots(runnel, tmp, replicas=2, workers=3)
         check_launcher(runnel, tmp)
         check_launcher_interrupt(runnel, tmp)
         check_token(runnel, tmp)

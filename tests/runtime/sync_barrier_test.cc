@@ -96,6 +96,42 @@ TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
   EXPECT_EQ(a.told, 0);
 }
 
+TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
+  CancellationManager run_a, run_b, snapshot;
+  Outcome a, b_out;
+  BothArrive(*b, run_a, run_b, a, b_out);
+  // Worker 1 is applying step 0: the hold waits for the step to end.
+  std::atomic<bool> held{false};
+  b->Hold(&snapshot, [&] { held = true; });
+  EXPECT_FALSE(held);
+  b->Advance(0);
+  EXPECT_TRUE(held);
+  EXPECT_EQ(a.told, 0);
+  // While held, a complete set of arrivals gets no applier...
+  Outcome c, d;
+  b->Arrive(1, 2, &run_a, c.done());
+  b->Arrive(1, 2, &run_b, d.done());
+  EXPECT_EQ(c.told, -1);
+  EXPECT_EQ(d.told, -1);
+  // ...until the snapshot releases it.
+  b->Release(&snapshot);
+  EXPECT_EQ(d.told, 1);
+  b->Advance(1);
+  EXPECT_EQ(c.told, 0);
+  // A hold whose run fails is released with it.
+  CancellationManager failing;
+  std::atomic<bool> held2{false};
+  b->Hold(&failing, [&] { held2 = true; });
+  EXPECT_TRUE(held2);
+  Outcome e, f;
+  b->Arrive(2, 2, &run_a, e.done());
+  b->Arrive(2, 2, &run_b, f.done());
+  EXPECT_EQ(f.told, -1);
+  failing.StartCancel();
+  EXPECT_EQ(f.told, 1);
+}
+
 TEST(SyncBarrierTest, WithoutLiveWorkersOneArrivalApplies) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(nullptr);
   Outcome a;
