@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Builds Runnel with CUDA here (Release, for any x86-64) and puts into
-# OUT_DIR (default .gpu/, which git ignores through .git/info/exclude) what
-# a GPU machine without our Debian packages needs to run it: the `runnel`
-# binary, the GPU test binary, the shared libraries they load that are not
-# part of every Linux (Abseil, gRPC, protobuf, fmt, oneDNN, ...), and
-# run.sh, the command to run there. cuBLAS/cuBLASLt are not carried (over
-# 500 MB): run.sh finds those of the machine's PyTorch (nvidia-cublas
-# wheels). docs/gpu.md says how to use it with the device machine.
+# Builds Runnel with CUDA here (Release, for any x86-64) and packs into
+# OUT_DIR/runnel-gpu.tar.xz (OUT_DIR defaults to .gpu/, which git ignores
+# through .git/info/exclude) what a GPU machine without our Debian packages
+# needs to run it: the `runnel` binary, the GPU test binary, the shared
+# libraries they load that are not part of every Linux (Abseil, gRPC,
+# protobuf, fmt, oneDNN, the C++ runtime, ...), and run.sh. cuBLASLt is
+# not carried (over 500 MB): run.sh finds the machine's own (PyTorch's
+# nvidia-cublas wheel). Packed, it is about 20 MB, within the device tool's
+# 64 MiB; unpacked, the libraries alone are 59 MB (oneDNN 40), which would
+# not fit beside the repository. docs/gpu.md says how to use it.
 #
 #   scripts/gpu_run.sh [OUT_DIR]
-#   # there:  bash OUT_DIR/run.sh            (the GPU tests)
-#   #         bash OUT_DIR/run.sh runnel run FILE.rnl
+#   # there:  tar -xJf .gpu/runnel-gpu.tar.xz -C /tmp &&
+#   #         bash /tmp/runnel-gpu/run.sh                   (the GPU tests)
+#   #         bash /tmp/runnel-gpu/run.sh runnel run FILE.rnl
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.gpu}
@@ -29,22 +32,23 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRUNNEL_CUDA=ON \
   -DRUNNEL_NATIVE=OFF >/dev/null
 cmake --build "$build" -j "${JOBS:-2}" --target runnel gpu_tests
 
-rm -rf "$out"
-mkdir -p "$out/lib"
-cp "$build/interpreter/runnel" "$build/gpu_tests" "$out/"
-strip "$out/runnel" "$out/gpu_tests"
+pack=$build/runnel-gpu
+rm -rf "$pack"
+mkdir -p "$pack/lib" "$out"
+cp "$build/runnel" "$build/gpu_tests" "$pack/"
+strip "$pack/runnel" "$pack/gpu_tests"
 # Every library they load except the C library's own and the CUDA ones the
-# machine has (the driver's libcuda; cuBLAS from its PyTorch).
-ldd "$out/runnel" "$out/gpu_tests" | awk '/=> \//{print $1, $3}' | sort -u |
+# machine has (the driver's libcuda; cuBLASLt from its PyTorch).
+ldd "$pack/runnel" "$pack/gpu_tests" | awk '/=> \//{print $1, $3}' | sort -u |
   while read -r name path; do
     case $name in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|\
       libcuda.so*|libcublas*.so*) continue ;;
     esac
-    cp -L "$path" "$out/lib/$name"
+    cp -L "$path" "$pack/lib/$name"
   done
 
-cat >"$out/run.sh" <<'EOF'
+cat >"$pack/run.sh" <<'EOF'
 #!/usr/bin/env bash
 # On the GPU machine: the GPU tests; or, with arguments, that command with
 # the carried libraries.
@@ -65,6 +69,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 if (($#)); then exec "$@"; fi
 exec "$here/gpu_tests" --gtest_brief=1
 EOF
-chmod +x "$out/run.sh"
-du -sh "$out" "$out/lib"
-echo "gpu_run: $out is ready; run it there with: bash $out/run.sh"
+chmod +x "$pack/run.sh"
+tar -C "$build" -cJf "$out/runnel-gpu.tar.xz" runnel-gpu
+du -sh "$pack" "$out/runnel-gpu.tar.xz"
+echo "gpu_run: carry $out; run there:"
+echo "  tar -xJf $out/runnel-gpu.tar.xz -C /tmp && bash /tmp/runnel-gpu/run.sh"
