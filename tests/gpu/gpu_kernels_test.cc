@@ -331,7 +331,7 @@ TEST(GpuKernelsTest, MemoryLimitAndOutOfMemory) {
       {{NodeOut{*x, 0}, Tensor::Zeros(DType::kF32, Shape{64 << 20})}},
       {NodeOut{*y, 0}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ((*out)[0].ToDoubles()[12345], 0.0);
+  EXPECT_EQ((*out)[0].at<float>(12345), 0.0f);
 }
 
 }  // namespace
