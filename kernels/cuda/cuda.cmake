@@ -3,9 +3,11 @@
 # none does. Everything builds and tests without it: the GPU device and its
 # kernels are then absent and `:devices` says the build has no CUDA.
 include(CheckLanguage)
+# Through CUDACXX, so that check_language tries it (it trusts a set
+# CMAKE_CUDA_COMPILER without trying).
 if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX}
    AND EXISTS /usr/local/cuda/bin/nvcc)
-  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  set(ENV{CUDACXX} /usr/local/cuda/bin/nvcc)
 endif()
 if(NOT DEFINED RUNNEL_CUDA OR RUNNEL_CUDA)
   check_language(CUDA)
