@@ -61,6 +61,10 @@ struct Options {
   // --devices cpu=N, --soft-placement, --transfer-dtype f16
   // (docs/devices.md).
   int cpu_devices = 1;
+  // --devices gpu=N|all (-1: every visible GPU), --gpu-memory SIZE
+  // (docs/gpu.md).
+  int gpu_devices = -1;
+  size_t gpu_memory = 0;
   bool soft_placement = false;
   bool f16_transfers = false;
   // --trace FILE [--trace-runs A..B]: a trace of the runs numbered A to B

@@ -83,6 +83,9 @@ constexpr char kUsage[] =
     "  --metrics FILE     append one JSON line per report(...) to FILE\n"
     "  --devices cpu=N    split the cores into N CPU devices; each run is\n"
     "                     placed and partitioned over them (docs/devices.md)\n"
+    "  --devices gpu=N|all  the GPUs to use besides (default all visible;\n"
+    "                     gpu=0 for none; docs/gpu.md), e.g. cpu=2,gpu=1\n"
+    "  --gpu-memory SIZE  the most memory each GPU's allocator holds (8G)\n"
     "  --soft-placement   a device block no device matches warns, not fails\n"
     "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
     "  --trace-runs A..B  the runs to trace instead\n"
@@ -151,11 +154,11 @@ bool ParseInt(const std::string& s, long long min, long long max,
   return true;
 }
 
-// "cpu=N" (also "cpu=N,gpu=all" and "gpu=all,cpu=N": there are no GPU
-// devices yet, so gpu=all adds none and any other gpu=... is refused).
-bool ParseDevices(const std::string& v, int* cpus) {
-  long long n = 1;
-  bool any = false;
+// "cpu=N", "gpu=N" or "gpu=all", or both joined by a comma ("cpu=2,gpu=0"):
+// N CPU devices (1 to 64), the first N GPUs or every visible one (-1).
+bool ParseDevices(const std::string& v, int* cpus, int* gpus) {
+  long long n = *cpus;
+  long long g = *gpus;
   size_t start = 0;
   while (start <= v.size()) {
     size_t comma = v.find(',', start);
@@ -163,14 +166,50 @@ bool ParseDevices(const std::string& v, int* cpus) {
     const std::string part = v.substr(start, comma - start);
     if (part.rfind("cpu=", 0) == 0) {
       if (!ParseInt(part.substr(4), 1, 64, &n)) return false;
-      any = true;
-    } else if (part != "gpu=all") {
+    } else if (part == "gpu=all") {
+      g = -1;
+    } else if (part.rfind("gpu=", 0) == 0) {
+      if (!ParseInt(part.substr(4), 0, 64, &g)) return false;
+    } else {
       return false;
     }
     start = comma + 1;
   }
   *cpus = static_cast<int>(n);
-  return any || v == "gpu=all";
+  *gpus = static_cast<int>(g);
+  return true;
+}
+
+// "4G", "512M", "100K" or a byte count (binary units).
+bool ParseBytes(const std::string& v, size_t* out) {
+  if (v.empty()) return false;
+  int shift = 0;
+  std::string digits = v;
+  switch (v.back()) {
+    case 'K':
+    case 'k':
+      shift = 10;
+      break;
+    case 'M':
+    case 'm':
+      shift = 20;
+      break;
+    case 'G':
+    case 'g':
+      shift = 30;
+      break;
+    case 'T':
+    case 't':
+      shift = 40;
+      break;
+    default:
+      break;
+  }
+  if (shift > 0) digits.pop_back();
+  long long n = 0;
+  if (!ParseInt(digits, 1, INT64_MAX >> shift, &n)) return false;
+  *out = static_cast<size_t>(n) << shift;
+  return true;
 }
 
 // Runs `fn` on a thread with a large stack, so deep recursion in a script
@@ -455,9 +494,28 @@ int Main(int argc, char** argv) {
       options.threads = static_cast<int>(n);
     } else if (a == "--devices") {
       std::string v;
-      if (!take(&v) || !ParseDevices(v, &options.cpu_devices)) {
-        return Usage(StrCat("--devices needs cpu=N (N from 1 to 64), got '", v,
-                            "'; this build has no GPU devices"));
+      if (!take(&v) ||
+          !ParseDevices(v, &options.cpu_devices, &options.gpu_devices)) {
+        return Usage(
+            StrCat("--devices needs cpu=N (N from 1 to 64), gpu=N "
+                   "or gpu=all, or both (cpu=2,gpu=1), got '",
+                   v, "'"));
+      }
+      std::string why;
+      const int visible = VisibleGpus(&why);
+      if (options.gpu_devices > visible) {
+        return Usage(
+            StrCat("--devices ", v, ": asked for ", options.gpu_devices, " GPU",
+                   options.gpu_devices == 1 ? "" : "s", " but ",
+                   visible == 0 ? "none is visible: " + why
+                                : StrCat("only ", visible, " is visible")));
+      }
+    } else if (a == "--gpu-memory") {
+      std::string v;
+      if (!take(&v) || !ParseBytes(v, &options.gpu_memory)) {
+        return Usage(
+            "--gpu-memory needs a size: bytes, or with K, M, G or T "
+            "(e.g. 8G)");
       }
     } else if (a == "--verbose") {
       verbose = true;

@@ -168,9 +168,17 @@ class Repl {
           std::printf("%s  on another task\n", d.name().c_str());
           continue;
         }
+        if (d.intra_op_pool() == nullptr) {  // a GPU
+          std::printf("%s  %s, %s\n", DeviceSet::ShortName(d.name()).c_str(),
+                      d.name().c_str(), d.Describe().c_str());
+          continue;
+        }
         std::printf("%s  %s, %d intra-op threads\n",
                     DeviceSet::ShortName(d.name()).c_str(), d.name().c_str(),
                     d.intra_op_pool()->num_threads());
+      }
+      if (!devices.gpu_note().empty()) {
+        std::printf("no GPU: %s\n", devices.gpu_note().c_str());
       }
     } else if (cmd == ":graph") {
       DrawGraph(interp.graph(), Words(arg));

@@ -75,6 +75,8 @@ Session& Interpreter::session() {
         SessionOptions{.num_threads = options_.threads,
                        .seed = options_.seed,
                        .cpu_devices = options_.cpu_devices,
+                       .gpu_devices = options_.gpu_devices,
+                       .gpu = {.memory_limit = options_.gpu_memory},
                        .soft_placement = options_.soft_placement,
                        .f16_transfers = options_.f16_transfers,
                        // `device` blocks warn at their own line instead.

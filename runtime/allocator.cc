@@ -9,11 +9,12 @@
 
 namespace runnel {
 
-std::string OutOfMemoryMessage(size_t bytes) {
+std::string OutOfMemoryMessage(size_t bytes, const std::string& detail) {
   if (bytes == SIZE_MAX) {
     return "out of memory (more than 2^64 bytes requested)";
   }
-  return StrCat("out of memory (", bytes, " bytes requested)");
+  return StrCat("out of memory (", bytes, " bytes requested",
+                detail.empty() ? "" : "; ", detail, ")");
 }
 
 CpuAllocator* CpuAllocator::Get() {

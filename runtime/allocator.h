@@ -22,17 +22,22 @@ inline constexpr size_t kTensorAlignment = 64;
 // around the host code that makes tensors itself.
 class AllocationFailed : public std::bad_alloc {
  public:
-  explicit AllocationFailed(size_t bytes) : bytes_(bytes) {}
+  explicit AllocationFailed(size_t bytes, std::string detail = "")
+      : bytes_(bytes), detail_(std::move(detail)) {}
   const char* what() const noexcept override { return "out of memory"; }
   // SIZE_MAX when the byte count itself overflowed.
   size_t bytes() const { return bytes_; }
+  // The allocator's state when it failed (Allocator::OutOfMemoryDetail).
+  const std::string& detail() const { return detail_; }
 
  private:
   size_t bytes_;
+  std::string detail_;
 };
 
-// "out of memory (N bytes requested)".
-std::string OutOfMemoryMessage(size_t bytes);
+// "out of memory (N bytes requested)", or with a detail "out of memory (N
+// bytes requested; gpu:0: 1.5 GiB in use, ...)".
+std::string OutOfMemoryMessage(size_t bytes, const std::string& detail = "");
 
 class Allocator {
  public:
@@ -41,6 +46,9 @@ class Allocator {
   // Returns memory aligned to at least `alignment`, or nullptr when exhausted.
   virtual void* Allocate(size_t bytes, size_t alignment) = 0;
   virtual void Deallocate(void* ptr, size_t bytes) = 0;
+  // What an out-of-memory error adds after the size: the memory in use,
+  // reserved and its limit, for allocators that know them.
+  virtual std::string OutOfMemoryDetail() const { return ""; }
 };
 
 // The process-wide CPU allocator (aligned_alloc with a live-bytes counter).

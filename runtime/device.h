@@ -1,18 +1,24 @@
 // A device: where kernels run and tensors live. Owns nothing but names; the
 // session (or eager context) owns its allocator, pools and resources and
-// outlives it.
+// outlives it. A GPU (kernels/cuda/gpu_device.h) is a subclass whose
+// memory the host cannot read: values cross between devices in host memory
+// (runtime/rendezvous.h), so the executor copies a GPU's sends out of it
+// and its receives into it (CopyToHost, CopyFromHost).
 #ifndef RUNNEL_RUNTIME_DEVICE_H_
 #define RUNNEL_RUNTIME_DEVICE_H_
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "runtime/allocator.h"
 #include "runtime/resource_mgr.h"
+#include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
 
 namespace runnel {
 
 inline constexpr char kDeviceCpu[] = "cpu";
+inline constexpr char kDeviceGpu[] = "gpu";
 
 class Device {
  public:
@@ -23,6 +29,9 @@ class Device {
         allocator_(allocator),
         intra_op_pool_(intra_op_pool),
         resources_(resources) {}
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
 
   // Full name, "/job:localhost/task:0/device:cpu:0".
   const std::string& name() const { return name_; }
@@ -31,6 +40,15 @@ class Device {
   Allocator* allocator() const { return allocator_; }
   ThreadPool* intra_op_pool() const { return intra_op_pool_; }
   ResourceMgr* resources() const { return resources_; }
+
+  // `t` (in this device's memory) in host memory, once its producer has
+  // finished; and the reverse. The CPU's are `t` itself. Called by the
+  // executor for every value a `_send` sends or a `_recv` receives.
+  virtual absl::StatusOr<Tensor> CopyToHost(const Tensor& t) { return t; }
+  virtual absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) { return t; }
+  // What `:devices` adds after the name: the hardware and its memory
+  // ("NVIDIA H100, 1.2 GiB in use, ..."); "" for the CPU.
+  virtual std::string Describe() const { return ""; }
 
  private:
   std::string name_;

@@ -2,9 +2,40 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+#include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
 namespace runnel {
+namespace {
+
+absl::flat_hash_map<std::string, std::unique_ptr<DeviceFactory>>& Factories() {
+  static auto* const kFactories =
+      new absl::flat_hash_map<std::string, std::unique_ptr<DeviceFactory>>();
+  return *kFactories;
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceFactory> RegisterDeviceFactory(
+    const std::string& type, std::unique_ptr<DeviceFactory> factory) {
+  std::swap(Factories()[type], factory);
+  return factory;
+}
+
+DeviceFactory* FindDeviceFactory(const std::string& type) {
+  auto it = Factories().find(type);
+  return it == Factories().end() ? nullptr : it->second.get();
+}
+
+int VisibleGpus(std::string* why_none) {
+  DeviceFactory* f = FindDeviceFactory(kDeviceGpu);
+  if (f == nullptr) {
+    *why_none = "this build has no CUDA (RUNNEL_CUDA is off)";
+    return 0;
+  }
+  return f->Count(why_none);
+}
 
 DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
                      ThreadPool* shared_pool, const std::string& task)
@@ -23,6 +54,33 @@ DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
         std::move(name), kDeviceCpu, CpuAllocator::Get(), pool, resources));
   }
   num_local_ = cpus;
+}
+
+absl::Status DeviceSet::AddGpus(int count, ResourceMgr* resources,
+                                const GpuOptions& options) {
+  if (count == 0) return absl::OkStatus();
+  std::string why;
+  const int visible = VisibleGpus(&why);
+  if (count > visible) {
+    return absl::InvalidArgumentError(
+        visible == 0
+            ? StrCat("asked for ", count, " GPU", count == 1 ? "" : "s",
+                     " but none is visible: ", why)
+            : StrCat("asked for ", count, " GPUs but only ", visible,
+                     " is visible"));
+  }
+  if (visible == 0) gpu_note_ = why;
+  if (count < 0) count = visible;
+  DeviceFactory* factory = FindDeviceFactory(kDeviceGpu);
+  for (int k = 0; k < count; ++k) {
+    std::string name = StrCat(task_, "/device:gpu:", k);
+    RN_ASSIGN_OR_RETURN(std::unique_ptr<Device> d,
+                        factory->Create(k, name, resources, options));
+    specs_.push_back(*DeviceSpec::Parse(name));
+    devices_.push_back(std::move(d));
+  }
+  num_local_ = static_cast<int>(devices_.size());
+  return absl::OkStatus();
 }
 
 void DeviceSet::AddRemote(const std::string& name) {

@@ -400,15 +400,30 @@ class ExecutorState {
                          tn.frame->id, tn.iter, args_.step_id);
   }
 
+  // Values cross in host memory (runtime/device.h): a GPU's sends are
+  // copied out of it, its receives into it.
   void Send(const TaggedNode& tn, const Executor::NodeItem& item,
             const Entry& value, bool is_dead) {
-    absl::Status s =
-        args_.rendezvous == nullptr
-            ? absl::FailedPreconditionError("_send outside a partitioned step")
-            : args_.rendezvous->Send(TransferKey(tn, item),
-                                     is_dead ? Tensor() : value.tensor,
-                                     is_dead);
+    absl::Status s;
+    if (args_.rendezvous == nullptr) {
+      s = absl::FailedPreconditionError("_send outside a partitioned step");
+    } else {
+      absl::StatusOr<Tensor> host = Tensor();
+      if (!is_dead) host = ex_.device_->CopyToHost(value.tensor);
+      s = host.ok() ? args_.rendezvous->Send(TransferKey(tn, item),
+                                             *std::move(host), is_dead)
+                    : host.status();
+    }
     if (!s.ok()) Abort(AttachNode(s, item.node->name(), item.node->span()));
+  }
+
+  // A received value in this device's memory.
+  absl::Status ToDevice(const Executor::NodeItem& item, Tensor* value) {
+    absl::StatusOr<Tensor> t = ex_.device_->CopyFromHost(*value);
+    if (!t.ok())
+      return AttachNode(t.status(), item.node->name(), item.node->span());
+    *value = *std::move(t);
+    return absl::OkStatus();
   }
 
   // Whether the value is here (in `outputs`, or dead); if not, FinishRecv
@@ -432,17 +447,19 @@ class ExecutorState {
         },
         &s, &value, &dead);
     if (!here) return false;
+    if (s.ok() && !dead) s = ToDevice(item, &value);
     if (!s.ok()) Abort(s);
     outputs->assign(1, std::move(value));
     *is_dead = dead || !s.ok();
     return true;
   }
 
-  void FinishRecv(const TaggedNode& tn, const absl::Status& s,
-                  const Tensor& value, bool dead) {
+  void FinishRecv(const TaggedNode& tn, absl::Status s, const Tensor& value,
+                  bool dead) {
     active_.fetch_add(1, std::memory_order_acq_rel);
-    if (!s.ok()) Abort(s);
     Outputs outputs{value};
+    if (s.ok() && !dead) s = ToDevice(ex_.items_[tn.item], &outputs[0]);
+    if (!s.ok()) Abort(s);
     DeadMask mask(1, dead || !s.ok());
     FinishLater(tn, outputs, mask);
   }

@@ -91,8 +91,8 @@ absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {
   try {
     s = kernel.Compute(ctx);
   } catch (const AllocationFailed& e) {
-    return absl::ResourceExhaustedError(
-        StrCat(ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes())));
+    return absl::ResourceExhaustedError(StrCat(
+        ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         StrCat(ctx->node().op(), ": out of memory"));
@@ -123,6 +123,13 @@ void KernelRegistry::Register(std::string op, std::string device_type,
 bool KernelRegistry::Has(std::string_view op, std::string_view device_type,
                          DType dtype) const {
   return factories_.contains(Key(op, device_type, dtype));
+}
+
+bool KernelRegistry::HasFor(const Node& node,
+                            std::string_view device_type) const {
+  absl::StatusOr<DType> dtype =
+      KernelDType(node.op_def(), node.attrs(), node.input_dtypes());
+  return dtype.ok() && Has(node.op(), device_type, *dtype);
 }
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(

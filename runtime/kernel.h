@@ -198,6 +198,9 @@ class KernelRegistry {
       const Node& node, const std::string& device_type) const;
   bool Has(std::string_view op, std::string_view device_type,
            DType dtype) const;
+  // Whether Create(node, device_type) would find a kernel (the placer puts
+  // nodes only on devices that can run them).
+  bool HasFor(const Node& node, std::string_view device_type) const;
 
  private:
   absl::flat_hash_map<std::string, KernelFactory> factories_;

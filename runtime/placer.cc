@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "runtime/control_flow.h"
 #include "runtime/errors.h"
+#include "runtime/kernel.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
 
@@ -18,6 +19,20 @@ namespace {
 // earlier: by this factor and this many seconds.
 constexpr double kMoveGain = 0.9;
 constexpr double kMoveMargin = 2e-5;
+// A GPU's rates for the same estimates: nominal figures for a Hopper GPU
+// over PCIe, not measured (docs/gpu.md: no session has had a GPU to
+// calibrate on).
+CostRates NominalGpuRates() {
+  CostRates r;
+  r.matmul_flops_per_s = 1e13;
+  r.elementwise_bytes_per_s = 1e12;
+  r.transcendental_bytes_per_s = 5e11;
+  r.reduction_bytes_per_s = 5e11;
+  r.node_overhead_s = 5e-6;  // a kernel launch
+  r.transfer_latency_s = 1e-5;
+  r.transfer_bytes_per_s = 2e10;
+  return r;
+}
 
 class UnionFind {
  public:
@@ -112,7 +127,8 @@ class Placer {
     for (const Node* n : nodes_) {
       if (n->op() == "variable") variables.emplace(n->name(), n->id());
     }
-    RN_ASSIGN_OR_RETURN(FrameMap frames, FrameMap::Build(graph_));
+    RN_ASSIGN_OR_RETURN(frames_, FrameMap::Build(graph_));
+    const FrameMap& frames = frames_;
     absl::flat_hash_map<std::string, int> loop_group;
     for (const Node* n : nodes_) {
       for (int i = 0; i < n->num_inputs(); ++i) {
@@ -301,7 +317,61 @@ class Placer {
       }
       candidates_[g] = std::move(match);
     }
+    absl::flat_hash_map<int, const Node*> asked;
+    for (const auto& [g, r] : requests) asked.emplace(g, r.by);
+    KeepToKernels(asked);
     return absl::OkStatus();
+  }
+
+  // A device other than the CPU (a GPU) runs only the groups it has a
+  // kernel for, every member's; the CPU has them all. Loops stay off it:
+  // their control ops have no GPU kernels. A group that asked for such a
+  // device goes to the CPU with a warning.
+  void KeepToKernels(const absl::flat_hash_map<int, const Node*>& asked) {
+    absl::flat_hash_set<std::string> types;
+    for (int d = 0; d < devices_.num_local(); ++d) {
+      if (devices_.device(d)->type() != kDeviceCpu) {
+        types.insert(devices_.device(d)->type());
+      }
+    }
+    if (types.empty()) return;
+    // Group -> a type it cannot run on, and the member that says so.
+    absl::flat_hash_map<int, absl::flat_hash_map<std::string, const Node*>>
+        lacking;
+    for (const Node* n : nodes_) {
+      for (const std::string& t : types) {
+        if (!frames_.frame_of(n).empty() ||
+            !KernelRegistry::Global().HasFor(*n, t)) {
+          lacking[groups_.Find(n->id())].emplace(t, n);
+        }
+      }
+    }
+    for (auto& [g, devices] : candidates_) {
+      auto lack = lacking.find(g);
+      if (lack == lacking.end()) continue;
+      std::vector<int> kept;
+      for (int d : devices) {
+        if (!lack->second.contains(devices_.device(d)->type())) {
+          kept.push_back(d);
+        }
+      }
+      if (kept.empty()) {
+        for (int d = 0; d < devices_.num_local(); ++d) {
+          if (devices_.device(d)->type() == kDeviceCpu) kept.push_back(d);
+        }
+        auto by = asked.find(g);
+        if (options_.warn && by != asked.end()) {
+          const auto& [type, node] = *lack->second.begin();
+          options_.warn(
+              *by->second,
+              StrCat("'", node->name(), "' (", node->op(), ") has no ", type,
+                     " kernel",
+                     frames_.frame_of(node).empty() ? "" : " inside a loop",
+                     " for its dtype; placed on the CPU"));
+        }
+      }
+      devices = std::move(kept);
+    }
   }
 
   // The devices of `match` on its `rank`-th task (round-robin).
@@ -408,6 +478,8 @@ class Placer {
         rates.push_back(rates.front());
       } else if (options_.rates) {
         rates.push_back(options_.rates(device));
+      } else if (device.type() == kDeviceGpu) {
+        rates.push_back(NominalGpuRates());
       } else {
         const ThreadPool* pool = device.intra_op_pool();
         rates.push_back(CostModel::Global().RatesFor(
@@ -422,6 +494,7 @@ class Placer {
   const DeviceSet& devices_;
   const PlacerOptions& options_;
   UnionFind groups_;
+  FrameMap frames_;
   absl::flat_hash_map<int, std::vector<int>> candidates_;
   absl::flat_hash_map<int, int> device_of_group_;
 };

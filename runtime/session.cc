@@ -70,6 +70,8 @@ Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
           &intra_op_pool_,
           options.cluster ? options.cluster->local_task()
                           : std::string("/job:localhost/task:0"))) {
+  devices_status_ =
+      devices_->AddGpus(options.gpu_devices, &resources_, options.gpu);
   if (options_.cluster != nullptr) {
     for (const std::string& d : options_.cluster->remote_devices()) {
       devices_->AddRemote(d);
@@ -96,6 +98,7 @@ absl::StatusOr<std::shared_ptr<Variable>> Session::VariableFor(
 absl::StatusOr<std::shared_ptr<Session::Plan>> Session::GetPlan(
     const Feeds& feeds, const std::vector<NodeOut>& fetches,
     const std::vector<Node*>& targets) {
+  RN_RETURN_IF_ERROR(devices_status_);
   std::string key = Signature(feeds, fetches, targets);
   {
     std::lock_guard<std::mutex> lock(mu_);

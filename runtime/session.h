@@ -51,6 +51,11 @@ struct SessionOptions {
   // graph is placed (runtime/placer.h) and partitioned with Send/Recv
   // (runtime/partition.h), and its partitions run concurrently.
   int cpu_devices = 1;
+  // GPUs (docs/gpu.md): how many join the device set after the CPUs; -1:
+  // every visible one (the command line's default, `--devices gpu=all`).
+  // More than are visible makes every Run fail saying why.
+  int gpu_devices = 0;
+  GpuOptions gpu = {};
   bool soft_placement = false;
   bool f16_transfers = false;  // --transfer-dtype f16
   // Soft placement's warnings (the node, the message); stderr when unset.
@@ -143,6 +148,8 @@ class Session {
   ThreadPool intra_op_pool_;
   ResourceMgr resources_;
   std::unique_ptr<DeviceSet> devices_;
+  // Why the device set could not be made as asked (too many GPUs).
+  absl::Status devices_status_;
   std::atomic<int64_t> next_step_{0};
   std::atomic<Tracer*> tracer_{nullptr};
 

@@ -19,6 +19,70 @@ Specs FloatUnchangedShape(const ShapeContext& c) {
   return One(c.dtype(0), c.shape(0));
 }
 
+namespace {
+
+std::vector<int64_t> BatchOffsets(const Shape& in, const Shape& out,
+                                  int64_t matrix_size) {
+  const int out_rank = out.rank() - 2, in_rank = in.rank() - 2;
+  int64_t count = 1;
+  for (int i = 0; i < out_rank; ++i) count *= out.dim(i);
+  std::vector<int64_t> strides(out_rank, 0);
+  int64_t stride = matrix_size;
+  for (int i = in_rank - 1; i >= 0; --i) {
+    const int o = i + out_rank - in_rank;
+    strides[o] = in.dim(i) == 1 ? 0 : stride;
+    stride *= in.dim(i);
+  }
+  std::vector<int64_t> offsets(count);
+  std::vector<int64_t> index(out_rank, 0);
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t off = 0;
+    for (int i = 0; i < out_rank; ++i) off += index[i] * strides[i];
+    offsets[b] = off;
+    for (int i = out_rank - 1; i >= 0; --i) {
+      if (++index[i] < out.dim(i)) break;
+      index[i] = 0;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace
+
+absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b, bool ta,
+                                      bool tb, DType dtype) {
+  auto operands = [&] {
+    return StrCat(DTypeName(dtype), a.ToString(), " @ ", DTypeName(dtype),
+                  b.ToString());
+  };
+  if (a.rank() < 2 || b.rank() < 2) {
+    return absl::InvalidArgumentError(
+        StrCat("operands must have rank >= 2, got ", operands()));
+  }
+  MatMulPlan p;
+  p.ta = ta;
+  p.tb = tb;
+  p.a_rows = a.dim(a.rank() - 2);
+  p.a_cols = a.dim(a.rank() - 1);
+  p.b_rows = b.dim(b.rank() - 2);
+  p.b_cols = b.dim(b.rank() - 1);
+  p.m = ta ? p.a_cols : p.a_rows;
+  p.k = ta ? p.a_rows : p.a_cols;
+  p.n = tb ? p.b_rows : p.b_cols;
+  if (p.k != (tb ? p.b_cols : p.b_rows)) {
+    return absl::InvalidArgumentError(
+        StrCat("inner dimensions differ: ", operands()));
+  }
+  Shape batch_a(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+  Shape batch_b(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+  RN_ASSIGN_OR_RETURN(p.out, BroadcastShapes(batch_a, batch_b));
+  p.out.mutable_dims().push_back(p.m);
+  p.out.mutable_dims().push_back(p.n);
+  p.a_offsets = BatchOffsets(a, p.out, p.a_rows * p.a_cols);
+  p.b_offsets = BatchOffsets(b, p.out, p.b_rows * p.b_cols);
+  return p;
+}
+
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b) {
   if (a.unknown_rank() || b.unknown_rank()) return Shape::UnknownRank();
   const int rank = std::max(a.rank(), b.rank());

@@ -18,6 +18,21 @@ Specs FloatUnchangedShape(const ShapeContext& c);
 // NumPy broadcasting of two shapes; unknown dims broadcast to unknown.
 // Error text: "shapes [2,3] and [4] cannot be broadcast".
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+// One matmul's geometry from its operands' shapes, shared by the CPU and
+// GPU kernels: the product's dims, the output's shape, and for each output
+// matrix the element offsets of its operands (batch dims broadcast as in
+// NumPy, right-aligned).
+struct MatMulPlan {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0;  // as stored
+  bool ta = false, tb = false;
+  Shape out;
+  std::vector<int64_t> a_offsets, b_offsets;
+};
+// InvalidArgument names both operands ("inner dimensions differ: f32[2,3]
+// @ f32[4,5]") for a rank below 2 or inner dims that differ.
+absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b, bool ta,
+                                      bool tb, DType dtype);
 // Two inputs of one dtype, broadcast; output dtype = input dtype, or
 // `out_dtype` when given (comparisons give bool).
 Specs BinaryBroadcastShape(const ShapeContext& c,

@@ -14,7 +14,9 @@ TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes)
     : allocator_(allocator),
       data_(allocator->Allocate(bytes, kTensorAlignment)),
       size_(bytes) {
-  if (data_ == nullptr) throw AllocationFailed(bytes);
+  if (data_ == nullptr) {
+    throw AllocationFailed(bytes, allocator->OutOfMemoryDetail());
+  }
 }
 
 TensorBuffer::~TensorBuffer() { allocator_->Deallocate(data_, size_); }

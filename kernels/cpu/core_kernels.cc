@@ -163,6 +163,14 @@ RUNNEL_STATIC_INIT(CoreKernels) {
   RegisterKernelForAllTypes<FetchKernel>("_fetch");
   RegisterKernelForAllTypes<TransferKernel>("_send");
   RegisterKernelForAllTypes<TransferKernel>("_recv");
+  // These touch no tensor's memory, so they serve a GPU as they are
+  // (kernels/cuda has its own const, which copies the value there).
+  for (const char* op : {"identity", "stop_gradient"}) {
+    RegisterKernelForAllTypes<ForwardKernel>(op, kDeviceGpu);
+  }
+  RegisterKernelForAllTypes<NoOpKernel>("noop", kDeviceGpu);
+  RegisterKernelForAllTypes<TransferKernel>("_send", kDeviceGpu);
+  RegisterKernelForAllTypes<TransferKernel>("_recv", kDeviceGpu);
 }
 
 }  // namespace

@@ -14,42 +14,7 @@
 namespace runnel {
 namespace {
 
-// Offsets of each output batch matrix's operands under NumPy broadcasting:
-// batch dims of a and b are right-aligned against `out`.
-std::vector<int64_t> BatchOffsets(const Shape& in, const Shape& out,
-                                  int64_t matrix_size) {
-  const int out_rank = out.rank() - 2, in_rank = in.rank() - 2;
-  int64_t count = 1;
-  for (int i = 0; i < out_rank; ++i) count *= out.dim(i);
-  std::vector<int64_t> strides(out_rank, 0);
-  int64_t stride = matrix_size;
-  for (int i = in_rank - 1; i >= 0; --i) {
-    const int o = i + out_rank - in_rank;
-    strides[o] = in.dim(i) == 1 ? 0 : stride;
-    stride *= in.dim(i);
-  }
-  std::vector<int64_t> offsets(count);
-  std::vector<int64_t> index(out_rank, 0);
-  for (int64_t b = 0; b < count; ++b) {
-    int64_t off = 0;
-    for (int i = 0; i < out_rank; ++i) off += index[i] * strides[i];
-    offsets[b] = off;
-    for (int i = out_rank - 1; i >= 0; --i) {
-      if (++index[i] < out.dim(i)) break;
-      index[i] = 0;
-    }
-  }
-  return offsets;
-}
-
-// One product of the batch: the operands as stored (before transposition).
-struct MatMulDims {
-  int64_t m, n, k;
-  int64_t a_rows, a_cols, b_rows, b_cols;
-  bool ta, tb;
-};
-
-absl::Status MatMulF32(ThreadPool* pool, const MatMulDims& d, const float* a,
+absl::Status MatMulF32(ThreadPool* pool, const MatMulPlan& d, const float* a,
                        const float* b, float* c,
                        const std::vector<int64_t>& a_off,
                        const std::vector<int64_t>& b_off) {
@@ -78,7 +43,7 @@ absl::Status MatMulF32(ThreadPool* pool, const MatMulDims& d, const float* a,
 }
 
 template <typename T>
-void MatMulEigen(OpKernelContext* ctx, const MatMulDims& d, const T* a,
+void MatMulEigen(OpKernelContext* ctx, const MatMulPlan& d, const T* a,
                  const T* b, T* c, const std::vector<int64_t>& a_off,
                  const std::vector<int64_t>& b_off) {
   using Map2 = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor>>;
@@ -120,42 +85,13 @@ class MatMulKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.rank() < 2 || b.rank() < 2) {
-      return absl::InvalidArgumentError(
-          StrCat("operands must have rank >= 2, got ", DTypeName(a.dtype()),
-                 a.shape().ToString(), " @ ", DTypeName(b.dtype()),
-                 b.shape().ToString()));
-    }
-    MatMulDims d;
-    d.ta = ta_;
-    d.tb = tb_;
-    d.a_rows = a.dim(a.rank() - 2);
-    d.a_cols = a.dim(a.rank() - 1);
-    d.b_rows = b.dim(b.rank() - 2);
-    d.b_cols = b.dim(b.rank() - 1);
-    d.m = ta_ ? d.a_cols : d.a_rows;
-    d.k = ta_ ? d.a_rows : d.a_cols;
-    d.n = tb_ ? d.b_rows : d.b_cols;
-    const int64_t kb = tb_ ? d.b_cols : d.b_rows;
-    if (d.k != kb) {
-      return absl::InvalidArgumentError(
-          StrCat("inner dimensions differ: ", DTypeName(a.dtype()),
-                 a.shape().ToString(), " @ ", DTypeName(b.dtype()),
-                 b.shape().ToString()));
-    }
-    Shape batch_a(std::vector<int64_t>(a.shape().dims().begin(),
-                                       a.shape().dims().end() - 2));
-    Shape batch_b(std::vector<int64_t>(b.shape().dims().begin(),
-                                       b.shape().dims().end() - 2));
-    RN_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes(batch_a, batch_b));
-    out_shape.mutable_dims().push_back(d.m);
-    out_shape.mutable_dims().push_back(d.n);
+    RN_ASSIGN_OR_RETURN(const MatMulPlan d,
+                        PlanMatMul(a.shape(), b.shape(), ta_, tb_, a.dtype()));
+    const Shape& out_shape = d.out;
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     if (out->num_elements() == 0) return absl::OkStatus();
-    const std::vector<int64_t> a_off =
-        BatchOffsets(a.shape(), out_shape, d.a_rows * d.a_cols);
-    const std::vector<int64_t> b_off =
-        BatchOffsets(b.shape(), out_shape, d.b_rows * d.b_cols);
+    const std::vector<int64_t>& a_off = d.a_offsets;
+    const std::vector<int64_t>& b_off = d.b_offsets;
     ThreadPool* pool = ctx->intra_op_pool();
     if constexpr (std::is_same_v<T, float>) {
       RN_RETURN_IF_ERROR(MatMulF32(pool, d, a.data<float>(), b.data<float>(),

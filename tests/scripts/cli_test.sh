@@ -70,8 +70,13 @@ fi
 # scope of the graph. Bad --devices and --trace-runs are usage errors.
 expect_status 0 "graph --placed" -- "$runnel" graph "$work/model.rnl" --placed
 expect_in "$work/out" "on /cpu:0" "--placed names the device"
-expect_status 2 "bad --devices" -- "$runnel" run "$work/model.rnl" --devices gpu=2
+expect_status 2 "bad --devices" -- "$runnel" run "$work/model.rnl" --devices cpu=2,gpu=two
 expect_in "$work/err" "--devices needs cpu=N" "--devices explains itself"
+# More GPUs than are visible (none on CI; this test expects fewer than 64).
+expect_status 2 "too many GPUs" -- "$runnel" run "$work/model.rnl" --devices gpu=64
+expect_in "$work/err" "asked for 64 GPUs but" "--devices gpu=N says what is visible"
+expect_status 2 "bad --gpu-memory" -- "$runnel" run "$work/model.rnl" --gpu-memory lots
+expect_in "$work/err" "--gpu-memory needs a size" "--gpu-memory explains itself"
 expect_status 2 "bad --trace-runs" -- "$runnel" run "$work/model.rnl" --trace-runs 5..2
 expect_in "$work/err" "--trace-runs needs A..B" "--trace-runs explains itself"
 expect_status 2 "graph --depth 0" -- "$runnel" graph "$work/model.rnl" --depth 0

@@ -1,0 +1,91 @@
+// The element-wise CUDA kernels (cwise.cu): one template over an op's
+// scalar function, launched over flat or broadcast operands. Plain C++ on
+// purpose (no Abseil, no runtime headers), as nvcc compiles cwise.cu; the
+// OpKernels that call these live in cwise_kernels.cc.
+#ifndef RUNNEL_KERNELS_CUDA_CWISE_H_
+#define RUNNEL_KERNELS_CUDA_CWISE_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace runnel::cuda {
+
+// Element types the element-wise kernels take (Runnel's f32, f64, i32,
+// i64, bool).
+enum class ElemType { kF32, kF64, kI32, kI64, kBool };
+
+// Binary ops, with the CPU kernels' semantics (kernels/cpu/cwise_*.cc):
+// integer add/sub/mul wrap; maximum/minimum propagate NaN; floordiv and mod
+// round toward negative infinity; the comparisons and logical ops give
+// bool. Integer division, floordiv, mod and pow are not here (their
+// operands need checks on the host).
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kMaximum,
+  kMinimum,
+  // From here on the ops give bool (cwise.cu relies on this order).
+  kEqual,
+  kNotEqual,
+  kLess,
+  kLessEqual,
+  kGreater,
+  kGreaterEqual,
+  kLogicalAnd,
+  kLogicalOr,
+};
+
+enum class UnaryOp {
+  kAbs,
+  kNeg,
+  kSign,
+  kSquare,
+  kRelu,
+  kFloor,
+  kCeil,
+  kRound,
+  kIsNan,
+  kIsFinite,
+  kSqrt,
+  kRsqrt,
+  kExp,
+  kLog,
+  kLog1p,
+  kSin,
+  kCos,
+  kTanh,
+  kSigmoid,
+  kElu,
+  kSoftplus,
+  kLogicalNot,
+};
+
+// Operands broadcast against an output of `rank` dims (innermost last):
+// element i of the output reads a[sum(index_d * a_strides[d])], and so for
+// b. A stride of 0 repeats an operand along that dim.
+inline constexpr int kMaxDims = 8;
+struct Broadcast {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int64_t a_strides[kMaxDims] = {};
+  int64_t b_strides[kMaxDims] = {};
+};
+
+// out = op(a, b) over `n` output elements; `bc` nullptr when a, b and out
+// have the same shape. Returns the launch's error (cudaErrorNotSupported
+// for an op and type it does not take).
+cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* a,
+                         const void* b, void* out, int64_t n,
+                         const Broadcast* bc, cudaStream_t stream);
+cudaError_t LaunchUnary(UnaryOp op, ElemType type, const void* x, void* out,
+                        int64_t n, cudaStream_t stream);
+
+}  // namespace runnel::cuda
+
+#endif  // RUNNEL_KERNELS_CUDA_CWISE_H_

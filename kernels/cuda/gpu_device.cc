@@ -1,0 +1,272 @@
+#include "kernels/cuda/gpu_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/cuda_status.h"
+#include "runtime/device_set.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+
+absl::Status CudaStatus(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  std::string_view name(call);
+  name = name.substr(0, name.find('('));
+  const std::string message =
+      StrCat(name, ": ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
+  // Clear the error, so that it is not reported again by the next call.
+  cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation) {
+    return absl::ResourceExhaustedError(message);
+  }
+  return absl::InternalError(message);
+}
+
+absl::Status CublasStatus(cublasStatus_t s, const char* call) {
+  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  // "lt->cublasLtMatmul(...)": the function's name alone.
+  std::string_view name(call);
+  name = name.substr(0, name.find('('));
+  if (const size_t arrow = name.rfind("->"); arrow != name.npos) {
+    name = name.substr(arrow + 2);
+  } else if (const size_t dot = name.rfind('.'); dot != name.npos) {
+    name = name.substr(dot + 1);
+  }
+  const CublasLt* lt = LoadedCublasLt();
+  const std::string message =
+      lt == nullptr ? StrCat(name, ": cuBLAS status ", static_cast<int>(s))
+                    : StrCat(name, ": ", lt->cublasLtGetStatusString(s), " (",
+                             lt->cublasLtGetStatusName(s), ")");
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) {
+    return absl::ResourceExhaustedError(message);
+  }
+  return absl::InternalError(message);
+}
+
+namespace {
+
+// cudaMalloc and cudaFree for the caching allocator, on one GPU. The
+// allocator calls it with its mutex held, from any thread.
+class CudaRawAllocator final : public RawAllocator {
+ public:
+  explicit CudaRawAllocator(int device) : device_(device) {}
+  void* Alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaSetDevice(device_) != cudaSuccess ||
+        cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();  // out of memory: the caller retries or fails
+      return nullptr;
+    }
+    return p;
+  }
+  void Free(void* ptr) override {
+    // cudaFree waits for the device; the blocks in it were freed by the
+    // host after the kernels that used them were enqueued, so this also
+    // keeps them from being reused while those run.
+    cudaSetDevice(device_);
+    cudaFree(ptr);
+  }
+
+ private:
+  int device_;
+};
+
+// The visible GPUs, counted once.
+struct Visible {
+  int count = 0;
+  std::string why_none;
+};
+const Visible& VisibleOnce() {
+  static const Visible* const kVisible = [] {
+    auto* v = new Visible;
+    const cudaError_t e = cudaGetDeviceCount(&v->count);
+    if (e != cudaSuccess) {
+      v->count = 0;
+      v->why_none = StrCat("no usable CUDA driver or GPU (cudaGetDeviceCount: ",
+                           cudaGetErrorString(e), ")");
+      cudaGetLastError();
+    } else if (v->count == 0) {
+      v->why_none = "the CUDA driver sees no GPU";
+    }
+    return v;
+  }();
+  return *kVisible;
+}
+
+class GpuFactory final : public DeviceFactory {
+ public:
+  int Count(std::string* why_none) override {
+    const Visible& v = VisibleOnce();
+    if (v.count == 0) *why_none = v.why_none;
+    return v.count;
+  }
+  absl::StatusOr<std::unique_ptr<Device>> Create(
+      int index, const std::string& name, ResourceMgr* resources,
+      const GpuOptions& options) override {
+    RN_ASSIGN_OR_RETURN(GpuContext * gpu, GpuContext::Get(index));
+    gpu->cache().SetLimit(options.memory_limit);
+    return std::unique_ptr<Device>(
+        std::make_unique<GpuDevice>(name, gpu, resources));
+  }
+};
+
+RUNNEL_STATIC_INIT(GpuDeviceFactory) {
+  RegisterDeviceFactory(kDeviceGpu, std::make_unique<GpuFactory>());
+}
+
+}  // namespace
+
+absl::StatusOr<GpuContext*> GpuContext::Get(int index) {
+  static std::mutex mu;
+  // Kept to the end of the process: sessions share them, and the CUDA
+  // runtime may be gone by the time static destructors run.
+  static auto* const contexts = new std::vector<std::unique_ptr<GpuContext>>();
+  std::lock_guard<std::mutex> lock(mu);
+  const Visible& v = VisibleOnce();
+  if (index < 0 || index >= v.count) {
+    return absl::InvalidArgumentError(
+        StrCat("no GPU ", index, " (", v.count, " visible)"));
+  }
+  if (contexts->size() <= static_cast<size_t>(index)) {
+    contexts->resize(index + 1);
+  }
+  auto& slot = (*contexts)[index];
+  if (slot == nullptr) {
+    std::unique_ptr<GpuContext> gpu(new GpuContext(index));
+    RN_RETURN_IF_ERROR(gpu->Init());
+    slot = std::move(gpu);
+  }
+  return slot.get();
+}
+
+GpuContext::GpuContext(int index)
+    : index_(index),
+      raw_(std::make_unique<CudaRawAllocator>(index)),
+      cache_(raw_.get()),
+      compute_allocator_(StrCat("gpu:", index), &cache_, 0) {}
+
+absl::Status GpuContext::Init() {
+  RN_RETURN_IF_ERROR(Activate());
+  cudaDeviceProp prop;
+  RN_CUDA(cudaGetDeviceProperties(&prop, index_));
+  name_ = StrCat(prop.name, " (sm_", prop.major, prop.minor, ")");
+  total_memory_ = prop.totalGlobalMem;
+  RN_CUDA(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+  for (Staging* s : {&h2d_, &d2h_}) {
+    RN_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    RN_CUDA(cudaEventCreateWithFlags(&s->before, cudaEventDisableTiming));
+    RN_CUDA(cudaEventCreateWithFlags(&s->after, cudaEventDisableTiming));
+  }
+  RN_ASSIGN_OR_RETURN(lt_, LoadCublasLt());
+  RN_CUBLAS(lt_->cublasLtCreate(&blas_));
+  workspace_ = cache_.Allocate(kWorkspaceBytes, 0);
+  if (workspace_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        StrCat("gpu:", index_, ": no memory for cuBLASLt's workspace (",
+               FormatBytes(kWorkspaceBytes), ")"));
+  }
+  return absl::OkStatus();
+}
+
+GpuContext::~GpuContext() {
+  // Only a context whose Init failed is ever destroyed (Get keeps the rest).
+  cudaSetDevice(index_);
+  if (workspace_ != nullptr) cache_.Free(workspace_);
+  if (blas_ != nullptr) lt_->cublasLtDestroy(blas_);
+  for (Staging* s : {&h2d_, &d2h_}) {
+    if (s->data != nullptr) cudaFreeHost(s->data);
+    if (s->before != nullptr) cudaEventDestroy(s->before);
+    if (s->after != nullptr) cudaEventDestroy(s->after);
+    if (s->stream != nullptr) cudaStreamDestroy(s->stream);
+  }
+  if (compute_ != nullptr) cudaStreamDestroy(compute_);
+}
+
+absl::Status GpuContext::Activate() const {
+  RN_CUDA(cudaSetDevice(index_));
+  return absl::OkStatus();
+}
+
+absl::Status GpuContext::Reserve(Staging& s, size_t bytes) {
+  bytes = std::min(bytes, kStagingBytes);
+  if (s.size >= bytes) return absl::OkStatus();
+  if (s.data != nullptr) {
+    RN_CUDA(cudaFreeHost(s.data));
+    s.data = nullptr;
+    s.size = 0;
+  }
+  RN_CUDA(cudaHostAlloc(&s.data, bytes, cudaHostAllocDefault));
+  s.size = bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> GpuContext::ToHost(const Tensor& t) {
+  if (t.empty()) return t;
+  RN_RETURN_IF_ERROR(Activate());
+  Tensor host(t.dtype(), t.shape());
+  const size_t bytes = t.bytes();
+  std::lock_guard<std::mutex> lock(d2h_.mu);
+  RN_RETURN_IF_ERROR(Reserve(d2h_, bytes));
+  // The copy starts once the kernels enqueued so far (the producer's
+  // among them) have finished.
+  RN_CUDA(cudaEventRecord(d2h_.before, compute_));
+  RN_CUDA(cudaStreamWaitEvent(d2h_.stream, d2h_.before, 0));
+  const char* src = static_cast<const char*>(t.raw_data());
+  char* dst = static_cast<char*>(host.raw_data());
+  for (size_t done = 0; done < bytes; done += d2h_.size) {
+    const size_t n = std::min(d2h_.size, bytes - done);
+    RN_CUDA(cudaMemcpyAsync(d2h_.data, src + done, n, cudaMemcpyDeviceToHost,
+                            d2h_.stream));
+    RN_CUDA(cudaStreamSynchronize(d2h_.stream));
+    std::memcpy(dst + done, d2h_.data, n);
+  }
+  return host;
+}
+
+absl::StatusOr<Tensor> GpuContext::FromHost(const Tensor& t) {
+  if (t.empty()) return t;
+  RN_RETURN_IF_ERROR(Activate());
+  Tensor dev;
+  try {
+    dev = Tensor(t.dtype(), t.shape(), allocator());
+  } catch (const AllocationFailed& e) {
+    return absl::ResourceExhaustedError(
+        StrCat("copy to gpu:", index_, ": ",
+               OutOfMemoryMessage(e.bytes(), e.detail())));
+  }
+  const size_t bytes = t.bytes();
+  std::lock_guard<std::mutex> lock(h2d_.mu);
+  RN_RETURN_IF_ERROR(Reserve(h2d_, bytes));
+  // The block may have been freed by the host while kernels enqueued
+  // before still use it: copy into it only after them.
+  RN_CUDA(cudaEventRecord(h2d_.before, compute_));
+  RN_CUDA(cudaStreamWaitEvent(h2d_.stream, h2d_.before, 0));
+  const char* src = static_cast<const char*>(t.raw_data());
+  char* dst = static_cast<char*>(dev.raw_data());
+  for (size_t done = 0; done < bytes; done += h2d_.size) {
+    const size_t n = std::min(h2d_.size, bytes - done);
+    std::memcpy(h2d_.data, src + done, n);
+    RN_CUDA(cudaMemcpyAsync(dst + done, h2d_.data, n, cudaMemcpyHostToDevice,
+                            h2d_.stream));
+    // The staging buffer is reused by the next piece (or copy).
+    RN_CUDA(cudaStreamSynchronize(h2d_.stream));
+  }
+  // Kernels enqueued from now on read the value only after the copy.
+  RN_CUDA(cudaEventRecord(h2d_.after, h2d_.stream));
+  RN_CUDA(cudaStreamWaitEvent(compute_, h2d_.after, 0));
+  return dev;
+}
+
+std::string GpuContext::Describe() const {
+  const CachingAllocatorStats s = cache_.stats();
+  const size_t cap = cache_.limit();
+  return StrCat(
+      name_, ", ", FormatBytes(total_memory_), "; ", FormatBytes(s.in_use),
+      " in use, ", FormatBytes(s.reserved), " reserved, peak ",
+      FormatBytes(s.peak_reserved), " reserved",
+      cap == 0 ? std::string() : StrCat(", limit ", FormatBytes(cap)));
+}
+
+}  // namespace runnel

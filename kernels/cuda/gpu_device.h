@@ -1,0 +1,131 @@
+// The GPU device (docs/gpu.md). Each visible GPU has one process-wide
+// GpuContext, made on first use and kept to the end of the process:
+//
+//   - one compute stream, where every kernel runs in the order the
+//     executor starts them, and two copy streams (host to device, device
+//     to host), ordered against it by events;
+//   - a caching allocator (runtime/caching_allocator.h) over cudaMalloc,
+//     whose compute-stream pool gives kernels their outputs;
+//   - pinned staging buffers for copies to and from host memory;
+//   - the cuBLASLt handle (kernels/cuda/cublas_lt.h) and its workspace.
+//
+// A GpuDevice is a session's view of one: a Device (runtime/device.h) whose
+// allocator is that pool. Kernels find the context through their device:
+//
+//   GpuContext& gpu = GpuContextOf(ctx);
+//   RN_RETURN_IF_ERROR(gpu.Activate());   // this thread's current GPU
+//   MyKernel<<<blocks, threads, 0, gpu.compute()>>>(...);
+//
+// Values reach and leave a GPU only through the executor's sends and
+// receives (CopyFromHost, CopyToHost), which wait for the copy: a value in
+// host memory is complete. Errors of a kernel that fails while running show
+// at the next copy out.
+//
+// Thread-safety: everything may be called from any thread. Kernels enqueue
+// on the compute stream concurrently (CUDA serialises them); each copy
+// direction has one staging buffer, taken under its mutex.
+#ifndef RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_
+#define RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "kernels/cuda/cublas_lt.h"
+#include "runtime/caching_allocator.h"
+#include "runtime/device.h"
+#include "runtime/kernel.h"
+
+namespace runnel {
+
+class GpuContext {
+ public:
+  // GPU `index`'s context, made the first time (streams, events, cuBLASLt).
+  static absl::StatusOr<GpuContext*> Get(int index);
+  ~GpuContext();
+  GpuContext(const GpuContext&) = delete;
+  GpuContext& operator=(const GpuContext&) = delete;
+
+  int index() const { return index_; }
+  // Makes this GPU current on the calling thread (cudaSetDevice).
+  absl::Status Activate() const;
+  cudaStream_t compute() const { return compute_; }
+  Allocator* allocator() { return &compute_allocator_; }
+  CachingAllocator& cache() { return cache_; }
+  cublasLtHandle_t blas() const { return blas_; }
+  const CublasLt& lt() const { return *lt_; }
+  // cuBLASLt's workspace, used on the compute stream only.
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return kWorkspaceBytes; }
+
+  // `t` (on this GPU, written by compute-stream kernels) in host memory.
+  absl::StatusOr<Tensor> ToHost(const Tensor& t);
+  // `t` (host memory) on this GPU, ready for compute-stream kernels.
+  absl::StatusOr<Tensor> FromHost(const Tensor& t);
+  // "NVIDIA H100 80GB HBM3, 79.1 GiB; 1.2 GiB in use, ...".
+  std::string Describe() const;
+
+ private:
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  static constexpr size_t kStagingBytes = size_t{32} << 20;
+
+  // Page-locked host memory for one direction of copies, grown on demand
+  // up to kStagingBytes (larger values go through it in pieces).
+  struct Staging {
+    std::mutex mu;
+    void* data = nullptr;
+    size_t size = 0;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t before = nullptr;  // compute-stream work before the copy
+    cudaEvent_t after = nullptr;   // the copy itself
+  };
+
+  explicit GpuContext(int index);
+  absl::Status Init();
+  static absl::Status Reserve(Staging& s, size_t bytes);
+
+  int index_;
+  std::string name_;
+  size_t total_memory_ = 0;
+  cudaStream_t compute_ = nullptr;
+  Staging h2d_, d2h_;
+  const CublasLt* lt_ = nullptr;
+  cublasLtHandle_t blas_ = nullptr;
+  void* workspace_ = nullptr;
+  std::unique_ptr<RawAllocator> raw_;
+  CachingAllocator cache_;
+  StreamAllocator compute_allocator_;
+};
+
+class GpuDevice final : public Device {
+ public:
+  GpuDevice(std::string name, GpuContext* gpu, ResourceMgr* resources)
+      : Device(std::move(name), kDeviceGpu, gpu->allocator(), nullptr,
+               resources),
+        gpu_(gpu) {}
+  GpuContext& context() const { return *gpu_; }
+  absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
+    return gpu_->ToHost(t);
+  }
+  absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) override {
+    return gpu_->FromHost(t);
+  }
+  std::string Describe() const override { return gpu_->Describe(); }
+
+ private:
+  GpuContext* gpu_;
+};
+
+// The context of the GPU a kernel runs on (kernels registered for "gpu"
+// only ever run on a GpuDevice).
+inline GpuContext& GpuContextOf(OpKernelContext* ctx) {
+  return static_cast<GpuDevice*>(ctx->device())->context();
+}
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_

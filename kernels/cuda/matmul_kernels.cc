@@ -1,0 +1,236 @@
+// matmul on the GPU through cuBLASLt, with the CPU kernel's semantics
+// (kernels/cpu/matmul_kernels.cc): transpose_a/transpose_b, batch dims
+// broadcast NumPy-style. f32 and f64 compute in their own precision (no
+// TF32, so that results match the CPU's within rounding); f16 and bf16
+// accumulate in f32, as on the CPU.
+//
+// Runnel's matrices are row-major and cuBLASLt's column-major: a row-major
+// m×n matrix is the column-major n×m one with the same bytes, so
+// C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. cuBLASLt's "A" is
+// our b and its "B" is our a, with the same transpose flags.
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/gpu_device.h"
+#include "runtime/shape_fns.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+struct LtTypes {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+};
+
+absl::StatusOr<LtTypes> TypesOf(DType d) {
+  switch (d) {
+    case DType::kF32:
+      return LtTypes{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DType::kF64:
+      return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    case DType::kF16:
+      return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DType::kBF16:
+      return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    default:
+      return absl::UnimplementedError(
+          StrCat("no GPU matmul for ", DTypeName(d)));
+  }
+}
+
+// cuBLASLt descriptors, destroyed on scope exit.
+struct DescDeleter {
+  void operator()(cublasLtMatmulDescOpaque_t* d) const {
+    LoadedCublasLt()->cublasLtMatmulDescDestroy(d);
+  }
+  void operator()(cublasLtMatrixLayoutOpaque_t* l) const {
+    LoadedCublasLt()->cublasLtMatrixLayoutDestroy(l);
+  }
+  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const {
+    LoadedCublasLt()->cublasLtMatmulPreferenceDestroy(p);
+  }
+};
+using OpDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, DescDeleter>;
+using Preference =
+    std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDeleter>;
+
+// A column-major rows×cols matrix with leading dimension `ld`, repeated
+// `batch` times `stride` elements apart.
+absl::StatusOr<Layout> MakeLayout(const CublasLt& lt, cudaDataType_t type,
+                                  int64_t rows, int64_t cols, int64_t ld,
+                                  int batch, int64_t stride) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  RN_CUBLAS(lt.cublasLtMatrixLayoutCreate(&raw, type, rows, cols, ld));
+  Layout layout(raw);
+  if (batch > 1) {
+    RN_CUBLAS(lt.cublasLtMatrixLayoutSetAttribute(
+        raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+    RN_CUBLAS(lt.cublasLtMatrixLayoutSetAttribute(
+        raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+        sizeof(stride)));
+  }
+  return layout;
+}
+
+// `batch` products of the plan's matrices, each operand `*_stride`
+// elements after the last (0: the same matrix each time).
+struct Batch {
+  int count = 1;
+  int64_t a_stride = 0, b_stride = 0;
+};
+
+// The largest power of two (at most 256) dividing the address of `p` and
+// the byte stride between a batch's matrices.
+uint32_t Alignment(const void* p, int64_t stride_bytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(p) |
+                  static_cast<uint64_t>(stride_bytes) | 256;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+absl::Status RunProduct(GpuContext& gpu, const LtTypes& t, const MatMulPlan& p,
+                        const Batch& batch, const char* a, const char* b,
+                        char* c) {
+  const CublasLt& lt = gpu.lt();
+  cublasLtMatmulDesc_t raw_op = nullptr;
+  RN_CUBLAS(lt.cublasLtMatmulDescCreate(&raw_op, t.compute, t.scale));
+  OpDesc op(raw_op);
+  const cublasOperation_t op_a = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  RN_CUBLAS(lt.cublasLtMatmulDescSetAttribute(
+      raw_op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  RN_CUBLAS(lt.cublasLtMatmulDescSetAttribute(
+      raw_op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  // Stored (before op): our b is b_rows×b_cols row-major = b_cols×b_rows
+  // column-major; likewise a; C is n×m column-major.
+  RN_ASSIGN_OR_RETURN(Layout la,
+                      MakeLayout(lt, t.data, p.b_cols, p.b_rows, p.b_cols,
+                                 batch.count, batch.b_stride));
+  RN_ASSIGN_OR_RETURN(Layout lb,
+                      MakeLayout(lt, t.data, p.a_cols, p.a_rows, p.a_cols,
+                                 batch.count, batch.a_stride));
+  RN_ASSIGN_OR_RETURN(
+      Layout lc, MakeLayout(lt, t.data, p.n, p.m, p.n, batch.count, p.m * p.n));
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  RN_CUBLAS(lt.cublasLtMatmulPreferenceCreate(&raw_pref));
+  Preference pref(raw_pref);
+  const uint64_t workspace = gpu.workspace_bytes();
+  RN_CUBLAS(lt.cublasLtMatmulPreferenceSetAttribute(
+      raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+      sizeof(workspace)));
+  // The heuristic assumes 256-byte aligned matrices unless told: a matrix
+  // inside a batch (or the batch's stride) may be aligned less.
+  const size_t elem = t.data == CUDA_R_64F ? 8 : t.data == CUDA_R_32F ? 4 : 2;
+  const uint32_t align_a = Alignment(b, batch.b_stride * elem);
+  const uint32_t align_b = Alignment(a, batch.a_stride * elem);
+  const uint32_t align_c = Alignment(c, p.m * p.n * elem);
+  for (auto [attr, align] :
+       {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+        std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}}) {
+    RN_CUBLAS(lt.cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &align,
+                                                      sizeof(align)));
+  }
+  cublasLtMatmulHeuristicResult_t heuristic = {};
+  int found = 0;
+  RN_CUBLAS(lt.cublasLtMatmulAlgoGetHeuristic(gpu.blas(), raw_op, la.get(),
+                                              lb.get(), lc.get(), lc.get(),
+                                              raw_pref, 1, &heuristic, &found));
+  if (found == 0) {
+    return absl::InternalError(
+        StrCat("cublasLtMatmulAlgoGetHeuristic: no algorithm for ", p.m, "x",
+               p.k, " @ ", p.k, "x", p.n));
+  }
+  const float alpha_f = 1, beta_f = 0;
+  const double alpha_d = 1, beta_d = 0;
+  const bool f64 = t.scale == CUDA_R_64F;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
+  RN_CUBLAS(lt.cublasLtMatmul(
+      gpu.blas(), raw_op, alpha, b, la.get(), a, lb.get(), beta, c, lc.get(), c,
+      lc.get(), &heuristic.algo, gpu.workspace(), workspace, gpu.compute()));
+  return absl::OkStatus();
+}
+
+// The stride that makes `offsets` arithmetic (offsets[i] = i·stride), or
+// -1 when they are not.
+int64_t UniformStride(const std::vector<int64_t>& offsets) {
+  if (offsets.size() < 2) return 0;
+  const int64_t s = offsets[1] - offsets[0];
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (offsets[i] != offsets[0] + static_cast<int64_t>(i) * s) return -1;
+  }
+  return offsets[0] == 0 ? s : -1;
+}
+
+class MatMulKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(ta_, node.attr<bool>("transpose_a"));
+    RN_ASSIGN_OR_RETURN(tb_, node.attr<bool>("transpose_b"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(LtTypes types, TypesOf(a.dtype()));
+    RN_ASSIGN_OR_RETURN(const MatMulPlan p,
+                        PlanMatMul(a.shape(), b.shape(), ta_, tb_, a.dtype()));
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, p.out));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    if (p.k == 0) {  // an empty sum: zeros
+      RN_CUDA(cudaMemsetAsync(out->raw_data(), 0, out->bytes(), gpu.compute()));
+      return absl::OkStatus();
+    }
+    const size_t elem = DTypeSize(a.dtype());
+    const char* pa = static_cast<const char*>(a.raw_data());
+    const char* pb = static_cast<const char*>(b.raw_data());
+    char* pc = static_cast<char*>(out->raw_data());
+    const int64_t count = static_cast<int64_t>(p.a_offsets.size());
+    const int64_t sa = UniformStride(p.a_offsets);
+    const int64_t sb = UniformStride(p.b_offsets);
+    if (count == 1) return RunProduct(gpu, types, p, {}, pa, pb, pc);
+    if (sb == 0 && !p.ta && sa == p.a_rows * p.a_cols) {
+      // A stack of matrices times one matrix (a dense layer on a batch of
+      // sequences): one product of all their rows.
+      MatMulPlan rows = p;
+      rows.m *= count;
+      rows.a_rows *= count;
+      return RunProduct(gpu, types, rows, {}, pa, pb, pc);
+    }
+    if (sa > 0 && sb > 0 && count <= INT32_MAX) {
+      return RunProduct(gpu, types, p, {static_cast<int>(count), sa, sb}, pa,
+                        pb, pc);
+    }
+    // Batch dims broadcast (an operand repeated): one product per output
+    // matrix.
+    for (size_t i = 0; i < p.a_offsets.size(); ++i) {
+      RN_RETURN_IF_ERROR(
+          RunProduct(gpu, types, p, {}, pa + p.a_offsets[i] * elem,
+                     pb + p.b_offsets[i] * elem, pc + i * p.m * p.n * elem));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool ta_ = false;
+  bool tb_ = false;
+};
+
+RUNNEL_STATIC_INIT(GpuMatMulKernels) {
+  for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
+    RegisterKernel<MatMulKernel>("matmul", kDeviceGpu, d);
+  }
+}
+
+}  // namespace
+}  // namespace runnel

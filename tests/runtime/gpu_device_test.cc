@@ -1,0 +1,209 @@
+// GPUs in the device set, placement by kernel availability, and values
+// crossing into and out of a device whose memory is not the host's, all
+// without a GPU: a fake "gpu" factory makes devices of kernel type
+// "fakegpu" (host memory behind a CachingAllocator, copies counted) that
+// have kernels for a few ops only (docs/gpu.md).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/device_set.h"
+#include "runtime/kernel.h"
+#include "runtime/session.h"
+#include "tests/runtime/test_ops.h"
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+using ::runnel::testing::Add;
+using ::runnel::testing::ExpectTensor;
+using ::runnel::testing::F32;
+using ::runnel::testing::Placeholder;
+
+constexpr char kFakeType[] = "fakegpu";
+
+class HostRaw : public RawAllocator {
+ public:
+  void* Alloc(size_t bytes) override { return std::aligned_alloc(256, bytes); }
+  void Free(void* p) override { std::free(p); }
+};
+
+std::atomic<int> g_to_device{0}, g_to_host{0};
+
+class FakeGpu final : public Device {
+ public:
+  FakeGpu(std::string name, Allocator* allocator, ResourceMgr* resources)
+      : Device(std::move(name), kFakeType, allocator, nullptr, resources) {}
+  absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
+    ++g_to_host;
+    return t.Clone();
+  }
+  absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) override {
+    ++g_to_device;
+    Tensor d(t.dtype(), t.shape(), allocator());
+    std::memcpy(d.raw_data(), t.raw_data(), t.bytes());
+    return d;
+  }
+  std::string Describe() const override { return "fake"; }
+};
+
+class FakeFactory final : public DeviceFactory {
+ public:
+  explicit FakeFactory(int count) : count_(count) {}
+  int Count(std::string* why_none) override {
+    if (count_ == 0) *why_none = "the fake has none";
+    return count_;
+  }
+  absl::StatusOr<std::unique_ptr<Device>> Create(
+      int index, const std::string& name, ResourceMgr* resources,
+      const GpuOptions& options) override {
+    cache_.SetLimit(options.memory_limit);
+    return std::unique_ptr<Device>(
+        std::make_unique<FakeGpu>(name, &allocator_, resources));
+  }
+
+ private:
+  int count_;
+  HostRaw raw_;
+  CachingAllocator cache_{&raw_};
+  StreamAllocator allocator_{"fakegpu:0", &cache_, 0};
+};
+
+// neg on the fake device: the only arithmetic it has.
+class FakeNeg : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      y->data<float>()[i] = -x.data<float>()[i];
+    }
+    return absl::OkStatus();
+  }
+};
+class FakeTransfer : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext*) override {
+    return absl::InternalError("run by the executor");
+  }
+};
+
+RUNNEL_STATIC_INIT(FakeGpuKernels) {
+  RegisterKernel<FakeNeg>("neg", kFakeType, DType::kF32);
+  RegisterKernelForAllTypes<FakeTransfer>("_send", kFakeType);
+  RegisterKernelForAllTypes<FakeTransfer>("_recv", kFakeType);
+}
+
+// Puts a fake in place of the real GPU factory for one test.
+class FakeGpus {
+ public:
+  explicit FakeGpus(int count)
+      : real_(RegisterDeviceFactory(kDeviceGpu,
+                                    std::make_unique<FakeFactory>(count))) {}
+  ~FakeGpus() { RegisterDeviceFactory(kDeviceGpu, std::move(real_)); }
+
+ private:
+  std::unique_ptr<DeviceFactory> real_;
+};
+
+TEST(GpuDeviceTest, GpusJoinAfterTheCpus) {
+  FakeGpus fake(2);
+  ResourceMgr resources;
+  DeviceSet all(1, 2, &resources);
+  ASSERT_TRUE(all.AddGpus(-1, &resources).ok());
+  EXPECT_EQ(all.Describe(), "/cpu:0, /gpu:0, /gpu:1");
+  EXPECT_EQ(all.num_local(), 3);
+  EXPECT_EQ(all.gpu_note(), "");
+  EXPECT_EQ(all.device(1)->type(), kFakeType);
+
+  DeviceSet one(2, 2, &resources);
+  ASSERT_TRUE(one.AddGpus(1, &resources).ok());
+  EXPECT_EQ(one.Describe(), "/cpu:0, /cpu:1, /gpu:0");
+
+  DeviceSet none(1, 2, &resources);
+  ASSERT_TRUE(none.AddGpus(0, &resources).ok());
+  EXPECT_EQ(none.Describe(), "/cpu:0");
+
+  DeviceSet too_many(1, 2, &resources);
+  absl::Status s = too_many.AddGpus(3, &resources);
+  EXPECT_EQ(s.message(), "asked for 3 GPUs but only 2 is visible");
+}
+
+TEST(GpuDeviceTest, NoGpuIsNoErrorUnlessOneIsAskedFor) {
+  FakeGpus fake(0);
+  ResourceMgr resources;
+  DeviceSet all(1, 2, &resources);
+  ASSERT_TRUE(all.AddGpus(-1, &resources).ok());
+  EXPECT_EQ(all.Describe(), "/cpu:0");
+  EXPECT_EQ(all.gpu_note(), "the fake has none");
+  DeviceSet one(1, 2, &resources);
+  EXPECT_EQ(one.AddGpus(1, &resources).message(),
+            "asked for 1 GPU but none is visible: the fake has none");
+}
+
+// What this machine has: without a GPU, a reason (no driver, or a build
+// without CUDA) and no error for gpu=all.
+TEST(GpuDeviceTest, ThisMachineSaysWhyItHasNoGpu) {
+  std::string why;
+  if (VisibleGpus(&why) > 0) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_FALSE(why.empty());
+  ResourceMgr resources;
+  DeviceSet all(1, 2, &resources);
+  ASSERT_TRUE(all.AddGpus(-1, &resources).ok());
+  EXPECT_EQ(all.gpu_note(), why);
+  Session session(std::make_shared<Graph>(), {.gpu_devices = 1});
+  absl::StatusOr<std::vector<Tensor>> out =
+      session.Run(std::vector<std::pair<std::string, Tensor>>{}, {}, {});
+  EXPECT_EQ(out.status().message(),
+            "asked for 1 GPU but none is visible: " + why);
+}
+
+// neg asked for on the GPU runs there; abs (no kernel there) comes back to
+// the CPU with a warning; values cross once each way.
+TEST(GpuDeviceTest, NodesRunWhereTheirKernelsAreAndValuesCross) {
+  FakeGpus fake(1);
+  auto g = std::make_shared<Graph>();
+  Node* x = Placeholder(*g, "x", Shape{3});
+  absl::StatusOr<Node*> neg = g->AddNode(
+      {.name = "neg", .op = "neg", .inputs = {{x, 0}}, .device = "/gpu:0"});
+  ASSERT_TRUE(neg.ok()) << neg.status();
+  absl::StatusOr<Node*> abs = g->AddNode(
+      {.name = "abs", .op = "abs", .inputs = {{*neg, 0}}, .device = "/gpu:0"});
+  ASSERT_TRUE(abs.ok()) << abs.status();
+  Node* sum = Add(*g, "sum", "add", {{*abs, 0}, {*neg, 0}});
+  std::vector<std::string> warnings;
+  Session session(g, {.num_threads = 2,
+                      .gpu_devices = -1,
+                      .warn = [&](const Node& n, const std::string& m) {
+                        warnings.push_back(n.name() + ": " + m);
+                      }});
+  g_to_device = 0;
+  g_to_host = 0;
+  absl::StatusOr<std::vector<Tensor>> out =
+      session.Run({{"x", F32({1, -2, 3}, {3})}}, {"sum"}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, Shape{3}, {0, 4, 0}, 0);
+  EXPECT_EQ(g_to_device.load(), 1);  // x
+  EXPECT_EQ(g_to_host.load(), 1);    // neg, for abs and sum
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "abs: 'abs' (abs) has no fakegpu kernel for its dtype; placed on "
+            "the CPU");
+  absl::StatusOr<std::shared_ptr<const Graph>> placed = session.PlacedGraph(
+      {{NodeOut{x, 0}, F32({1, -2, 3}, {3})}}, {NodeOut{sum, 0}}, {});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  for (const Node* n : (*placed)->nodes()) {
+    const std::string device = DeviceSet::ShortName(n->assigned_device());
+    EXPECT_EQ(device, n->name() == "neg" ? "/gpu:0" : "/cpu:0") << n->name();
+  }
+}
+
+}  // namespace
+}  // namespace runnel
