@@ -248,6 +248,8 @@ RUNNEL_NO_GRADIENT("sync_accumulate");
 RUNNEL_NO_GRADIENT("sync_take");
 RUNNEL_NO_GRADIENT("sync_barrier");
 RUNNEL_NO_GRADIENT("sync_advance");
+RUNNEL_NO_GRADIENT("sync_hold");
+RUNNEL_NO_GRADIENT("sync_release");
 
 }  // namespace
 }  // namespace runnel
