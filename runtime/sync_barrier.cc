@@ -56,7 +56,7 @@ void SyncBarrier::Advance(int64_t step) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (step != step_) return;
-    if (applier_run_ != nullptr) applier_run_->Deregister(*applier_token_);
+    if (applier_run_ != nullptr) applier_run_->Deregister(applier_token_);
     applier_run_ = nullptr;
     step_ = step + 1;
     arrived_ = 0;
@@ -68,33 +68,24 @@ void SyncBarrier::Advance(int64_t step) {
   for (Waiter& w : go) w.done(false);
 }
 
-SyncBarrier::TokenPtr SyncBarrier::WatchRun(
-    CancellationManager* run,
-    std::function<void(SyncBarrier&, const TokenPtr&)> on_cancel) {
-  auto token = std::make_shared<CancellationManager::Token>(0);
-  std::weak_ptr<SyncBarrier> weak = weak_from_this();
-  const CancellationManager::Token t =
-      run->Register([weak, token, on_cancel = std::move(on_cancel)] {
-        if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
-          on_cancel(*self, token);
-        }
-      });
-  if (t == CancellationManager::kCancelled) return nullptr;
-  *token = t;
-  return token;
-}
-
 void SyncBarrier::Hold(CancellationManager* run,
                        std::function<void()> granted) {
+  auto token = std::make_shared<CancellationManager::Token>(0);
   bool now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TokenPtr token;
     if (run != nullptr) {
-      token = WatchRun(run, [run](SyncBarrier& b, const TokenPtr& t) {
-        b.HoldCancelled(run, t);
+      std::weak_ptr<SyncBarrier> weak = weak_from_this();
+      const CancellationManager::Token t = run->Register([weak, run, token] {
+        if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+          self->HoldCancelled(run, token);
+        }
       });
-      now = token == nullptr;  // the run is ending: nothing to hold
+      if (t == CancellationManager::kCancelled) {
+        now = true;  // the run is ending: nothing to hold
+      } else {
+        *token = t;
+      }
     }
     if (!now) {
       holders_.push_back({run, token, std::move(granted)});
@@ -120,14 +111,15 @@ void SyncBarrier::Release(CancellationManager* run) {
   Evaluate();
 }
 
-void SyncBarrier::HoldCancelled(CancellationManager* run,
-                                const TokenPtr& token) {
+void SyncBarrier::HoldCancelled(
+    CancellationManager* run,
+    const std::shared_ptr<CancellationManager::Token>& token) {
   std::function<void()> pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = std::find_if(
         holders_.begin(), holders_.end(),
-        [&](const Holder& h) { return h.run == run && h.token == token; });
+        [&](const Holder& h) { return h.run == run && *h.token == *token; });
     if (it == holders_.end()) return;  // released already
     pending = std::move(it->granted);
     holders_.erase(it);
@@ -167,17 +159,24 @@ void SyncBarrier::Evaluate() {
       Waiter w = std::move(*it);
       waiting_.erase(std::next(it).base());
       if (w.run != nullptr) {
-        // Its run's cancellation tells us if it dies before Advance.
-        applier_token_ =
-            WatchRun(w.run, [step = step_](SyncBarrier& b, const TokenPtr& t) {
-              b.ApplierLost(step, t);
+        // Its run's cancellation tells us if it dies before Advance. (The
+        // token is read under mu_, where it is set, in ApplierLost.)
+        std::weak_ptr<SyncBarrier> weak = weak_from_this();
+        auto token = std::make_shared<CancellationManager::Token>(0);
+        const CancellationManager::Token t =
+            w.run->Register([weak, step = step_, token] {
+              if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+                self->ApplierLost(step, token);
+              }
             });
-        if (applier_token_ == nullptr) {
+        if (t == CancellationManager::kCancelled) {
           // Its run is ending already: it goes on, and no longer counts.
           --arrived_;
           release.push_back(std::move(w.done));
           continue;
         }
+        *token = t;
+        applier_token_ = t;
       }
       applying_ = true;
       applier_run_ = w.run;
@@ -188,13 +187,14 @@ void SyncBarrier::Evaluate() {
   if (applier) applier(true);
 }
 
-void SyncBarrier::ApplierLost(int64_t step, const TokenPtr& token) {
+void SyncBarrier::ApplierLost(
+    int64_t step, const std::shared_ptr<CancellationManager::Token>& token) {
   std::vector<std::function<void()>> granted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // A cancellation that raced with Advance, or with another applier.
     if (!applying_ || step != step_ || applier_run_ == nullptr ||
-        applier_token_ != token) {
+        applier_token_ != *token) {
       return;
     }
     applying_ = false;

@@ -67,17 +67,9 @@ class SyncBarrier : public Resource,
   };
   // Completes stale arrivals, and picks the applier once enough arrived.
   void Evaluate();
-  // A registration with a run's cancellation, shared with its callback.
-  using TokenPtr = std::shared_ptr<CancellationManager::Token>;
-  // Registers `on_cancel` (run on the cancelling thread, given the
-  // registration) with `run`; null when `run` is cancelled already.
-  // Called under mu_, which the callback takes, so it sees the token set.
-  TokenPtr WatchRun(
-      CancellationManager* run,
-      std::function<void(SyncBarrier&, const TokenPtr&)> on_cancel);
   struct Holder {
     CancellationManager* run = nullptr;
-    TokenPtr token;                 // null without a run
+    std::shared_ptr<CancellationManager::Token> token;
     std::function<void()> granted;  // empty once called
   };
   // Grants the pending holds (no step is being applied); returns their
@@ -85,9 +77,11 @@ class SyncBarrier : public Resource,
   std::vector<std::function<void()>> GrantHolds();
   bool Held() const;
   // The run of a hold was cancelled.
-  void HoldCancelled(CancellationManager* run, const TokenPtr& token);
+  void HoldCancelled(CancellationManager* run,
+                     const std::shared_ptr<CancellationManager::Token>& token);
   // The run of the applier of `step` aborted before Advance.
-  void ApplierLost(int64_t step, const TokenPtr& token);
+  void ApplierLost(int64_t step,
+                   const std::shared_ptr<CancellationManager::Token>& token);
 
   std::shared_ptr<LiveWorkers> live_;
   int subscription_ = -1;
@@ -98,7 +92,7 @@ class SyncBarrier : public Resource,
   bool applying_ = false;
   // The applier's run and its registration there, until Advance.
   CancellationManager* applier_run_ = nullptr;
-  TokenPtr applier_token_;
+  CancellationManager::Token applier_token_ = 0;
   std::vector<Waiter> waiting_;
   std::vector<Holder> holders_;  // granted (granted empty) or pending
   std::vector<Done> stale_;
