@@ -120,45 +120,48 @@ std::vector<Node*> SyncCounters(const Graph& graph) {
 absl::StatusOr<TensorMap> ReadBetweenSyncSteps(
     Session& session, const std::vector<Node*>& counters) {
   Graph& graph = session.graph();
-  const std::vector<const Node*> vars = VariableNodes(session);
+  std::vector<Node*> vars;
+  for (Node* n : graph.nodes()) {
+    if (n->op() == "variable") vars.push_back(n);
+  }
   const std::string prefix =
       StrCat("_snapshot/", vars.size(), "_", counters.size(), "/");
   auto name = [&](std::string_view role, const Node* n) {
     return StrCat(prefix, role, "/", n->name());
   };
-  // The node an earlier snapshot made, or a new one.
-  auto node = [&](NodeSpec spec) -> absl::StatusOr<Node*> {
-    if (Node* made = graph.FindNode(spec.name)) return made;
-    return graph.AddNode(std::move(spec));
-  };
-  std::vector<Node*> holds;
-  for (Node* c : counters) {
-    RN_ASSIGN_OR_RETURN(Node * h, node({.name = name("hold", c),
-                                        .op = "sync_hold",
-                                        .inputs = {{c, 0}},
-                                        .span = c->span()}));
-    holds.push_back(h);
-  }
   std::vector<NodeOut> reads;
-  std::vector<Node*> read_nodes;
-  for (const Node* v : vars) {
-    RN_ASSIGN_OR_RETURN(Node * r, node({.name = name("read", v),
-                                        .op = "read_variable",
-                                        .inputs = {{const_cast<Node*>(v), 0}},
-                                        .control_inputs = holds,
-                                        .span = v->span()}));
-    reads.push_back({r, 0});
-    read_nodes.push_back(r);
-  }
   std::vector<Node*> releases;
-  for (Node* c : counters) {
-    RN_ASSIGN_OR_RETURN(Node * r, node({.name = name("release", c),
-                                        .op = "sync_release",
-                                        .inputs = {{c, 0}},
-                                        .control_inputs = read_nodes,
-                                        .span = c->span()}));
-    releases.push_back(r);
+  if (graph.FindNode(name("release", counters.back())) == nullptr) {
+    std::vector<Node*> holds;
+    for (Node* c : counters) {
+      RN_ASSIGN_OR_RETURN(Node * h, graph.AddNode({.name = name("hold", c),
+                                                   .op = "sync_hold",
+                                                   .inputs = {{c, 0}},
+                                                   .span = c->span()}));
+      holds.push_back(h);
+    }
+    std::vector<Node*> read_nodes;
+    for (Node* v : vars) {
+      RN_ASSIGN_OR_RETURN(Node * r, graph.AddNode({.name = name("read", v),
+                                                   .op = "read_variable",
+                                                   .inputs = {{v, 0}},
+                                                   .control_inputs = holds,
+                                                   .span = v->span()}));
+      read_nodes.push_back(r);
+    }
+    for (Node* c : counters) {
+      RN_RETURN_IF_ERROR(graph
+                             .AddNode({.name = name("release", c),
+                                       .op = "sync_release",
+                                       .inputs = {{c, 0}},
+                                       .control_inputs = read_nodes,
+                                       .span = c->span()})
+                             .status());
+    }
   }
+  for (Node* v : vars) reads.push_back({graph.FindNode(name("read", v)), 0});
+  for (Node* c : counters)
+    releases.push_back(graph.FindNode(name("release", c)));
   RN_ASSIGN_OR_RETURN(std::vector<Tensor> values,
                       session.Run(Session::Feeds{}, reads, releases));
   TensorMap out;
