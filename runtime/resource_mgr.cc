@@ -1,8 +1,5 @@
 #include "runtime/resource_mgr.h"
 
-#include <algorithm>
-#include <functional>
-
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -59,28 +56,6 @@ absl::StatusOr<Tensor> Variable::Mutate(
   if (!value_.RefCountIsOne()) value_ = value_.Clone();
   if (absl::Status s = fn(&value_); !s.ok()) return s;
   return value_;
-}
-
-absl::Status Variable::MutateTogether(
-    const std::vector<Variable*>& vars,
-    const std::function<Tensor(const Tensor&)>& clone,
-    const std::function<absl::Status(const std::vector<Tensor*>&)>& fn) {
-  std::vector<Variable*> order = vars;
-  std::sort(order.begin(), order.end(), std::less<Variable*>());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  locks.reserve(order.size());
-  for (Variable* v : order) locks.emplace_back(v->mu_);
-  for (Variable* v : order) {
-    if (!v->initialized_) {
-      return absl::FailedPreconditionError("variable is not initialized");
-    }
-    if (!v->value_.RefCountIsOne()) v->value_ = clone(v->value_);
-  }
-  std::vector<Tensor*> values;
-  values.reserve(vars.size());
-  for (Variable* v : vars) values.push_back(&v->value_);
-  return fn(values);
 }
 
 }  // namespace runnel

@@ -50,23 +50,6 @@ class Variable : public Resource {
   // value must be unchanged. Returns the new value.
   absl::StatusOr<Tensor> Mutate(const std::function<absl::Status(Tensor*)>& fn);
 
-  // Changes several variables as one step, in place, holding all their
-  // locks: a fused optimizer update reads and writes a variable and its
-  // slots together, so that asynchronous workers updating the same
-  // variable never mix one's slot values with another's (Adam's step,
-  // m / sqrt(v), explodes when m holds a gradient that v does not).
-  // Locks are taken in address order, so updates of overlapping sets
-  // cannot deadlock; a variable listed twice is locked once and both
-  // entries see the same value. A value a reader still holds is first
-  // copied with `clone` (device memory needs its device's copy), so the
-  // reader's value never changes under it. fn gets the values in the order
-  // of `vars`, must check before it writes, and on an error leaves them
-  // unchanged.
-  static absl::Status MutateTogether(
-      const std::vector<Variable*>& vars,
-      const std::function<Tensor(const Tensor&)>& clone,
-      const std::function<absl::Status(const std::vector<Tensor*>&)>& fn);
-
  private:
   absl::Status CheckValue(const Tensor& value) const;
   const DType dtype_;
