@@ -10,6 +10,7 @@
 // TF32 for f32, so that results match the CPU's within rounding), chosen
 // once per GPU and shape (GpuContext::conv_algos). Registered for f32 and
 // f16 (computing in f32); f64 and bf16 convolutions run on the CPU.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -135,6 +136,27 @@ std::vector<ConvAlgoCandidate> Candidates(const Perf* perf, int found) {
   return out;
 }
 
+// cudnnGetConvolution*WorkspaceSize of `pass` for `algo`.
+cudnnStatus_t WorkspaceSize(const Cudnn& dnn, cudnnHandle_t handle,
+                            ConvPass pass, const Descriptors& d, int algo,
+                            size_t* bytes) {
+  switch (pass) {
+    case ConvPass::kForward:
+      return dnn.cudnnGetConvolutionForwardWorkspaceSize(
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+    case ConvPass::kBackwardData:
+      return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+    case ConvPass::kBackwardFilter:
+      return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
 // The algorithm for `pass` over `d`, from the cache or chosen now (with the
 // handle held). The workspace is the one cuDNN states for it.
 absl::StatusOr<ConvAlgo> ChooseAlgo(GpuContext& gpu, cudnnHandle_t handle,
@@ -175,16 +197,30 @@ absl::StatusOr<ConvAlgo> ChooseAlgo(GpuContext& gpu, cudnnHandle_t handle,
             break;
           }
         }
-        absl::StatusOr<ConvAlgo> algo =
-            PickConvAlgo(candidates, kMaxWorkspace, d.fma_only);
-        if (!algo.ok()) {
-          return absl::Status(
-              algo.status().code(),
-              StrCat("no cuDNN algorithm for ", DTypeName(dtype),
-                     " x=", p.padded_x().ToString(), " filters(OHWI)=",
-                     p.ohwi().ToString(), ": ", algo.status().message()));
+        // The pick, with the workspace cuDNN states for it with these
+        // descriptors (its math type included); one it refuses is dropped
+        // and the next picked.
+        while (true) {
+          absl::StatusOr<ConvAlgo> algo =
+              PickConvAlgo(candidates, kMaxWorkspace, d.fma_only);
+          if (!algo.ok()) {
+            return absl::Status(
+                algo.status().code(),
+                StrCat("no cuDNN algorithm for ", DTypeName(dtype),
+                       " x=", p.padded_x().ToString(), " filters(OHWI)=",
+                       p.ohwi().ToString(), ": ", algo.status().message()));
+          }
+          size_t bytes = 0;
+          if (WorkspaceSize(dnn, handle, pass, d, algo->algo, &bytes) ==
+                  CUDNN_STATUS_SUCCESS &&
+              bytes <= kMaxWorkspace) {
+            algo->workspace = std::max(algo->workspace, bytes);
+            return algo;
+          }
+          for (ConvAlgoCandidate& c : candidates) {
+            if (c.algo == algo->algo) c.supported = false;
+          }
         }
-        return algo;
       });
 }
 
