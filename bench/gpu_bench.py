@@ -254,8 +254,11 @@ def main(argv):
     ours_of = {n: (lambda n=n: runnel_step(runnel, n)) for n in WORK}
     ours_of["copy"] = lambda: runnel_copy(runnel)
     ours_of["memory"] = lambda: runnel_memory(runnel)
-    subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total",
-                    "--format=csv,noheader"], check=False)
+    try:
+        subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total",
+                        "--format=csv,noheader"], check=False)
+    except FileNotFoundError:
+        print("gpu_bench: no nvidia-smi")
     print(f"gpu_bench: {rounds} alternating rounds; PyTorch TF32 "
           f"{'on' if '--tf32' in argv else 'off'}")
     results = {n: ([], []) for n in names}

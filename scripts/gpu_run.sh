@@ -77,7 +77,8 @@ for name in ("libcublasLt.so.13", "libcudnn.so.9"):
     for root in wheels + system:
         hits = glob.glob(root + name, recursive=True)
         if hits:
-            dirs.append(os.path.dirname(hits[0]))
+            d = os.path.dirname(hits[0])
+            dirs += [] if d in dirs else [d]
             break
     else:
         print("run.sh: no " + name + " found", file=__import__("sys").stderr)
