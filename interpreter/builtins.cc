@@ -29,6 +29,7 @@
 #include "runtime/read_file.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
+#include "runtime/trace.h"
 
 namespace runnel::interp {
 
@@ -848,6 +849,12 @@ Result Report(Interpreter& in, Args& a) {
   if (!a.rest.empty()) {
     return ErrorAt(a.rest_spans[0],
                    "report takes named values: report(loss = l)");
+  }
+  if (!in.check_mode()) {
+    // Each GPU's memory (runtime/trace.h); nothing without a GPU.
+    MemoryReport memory = ReportMemory(DeviceMemoryOf(in.session().devices()));
+    json.insert(json.end(), memory.json.begin(), memory.json.end());
+    shown.insert(shown.end(), memory.shown.begin(), memory.shown.end());
   }
   RN_RETURN_IF_ERROR(in.reporter().Report(json, shown));
   return Value();

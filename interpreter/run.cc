@@ -112,6 +112,7 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
     session().set_tracer(nullptr);
     tracer_->Add("host", StrCat("run ", runs_), e.span.ToString(), start,
                  tracer_->Now() - start);
+    TraceMemory(session().devices(), *tracer_);
     if (runs_ == options_.trace_last) RN_RETURN_IF_ERROR(WriteTrace());
   }
   RN_ASSIGN_OR_RETURN(std::vector<Tensor> results, std::move(ran));

@@ -7,10 +7,12 @@
 #ifndef RUNNEL_RUNTIME_DEVICE_H_
 #define RUNNEL_RUNTIME_DEVICE_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "runtime/allocator.h"
+#include "runtime/caching_allocator.h"
 #include "runtime/resource_mgr.h"
 #include "runtime/tensor.h"
 #include "runtime/thread_pool.h"
@@ -49,6 +51,11 @@ class Device {
   // What `:devices` adds after the name: the hardware and its memory
   // ("NVIDIA H100, 1.2 GiB in use, ..."); "" for the CPU.
   virtual std::string Describe() const { return ""; }
+  // The memory its caching allocator holds (a GPU's: in use, reserved,
+  // peaks), for the trace and `report` (runtime/trace.h); none for the CPU.
+  virtual std::optional<CachingAllocatorStats> MemoryStats() const {
+    return std::nullopt;
+  }
 
  private:
   std::string name_;

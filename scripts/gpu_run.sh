@@ -4,9 +4,11 @@
 # through .git/info/exclude) what a GPU machine without our Debian packages
 # needs to run it: the `runnel` binary, the GPU test binary, the shared
 # libraries they load that are not part of every Linux (Abseil, gRPC,
-# protobuf, fmt, oneDNN, the C++ runtime, ...), and run.sh. cuBLASLt is
-# not carried (over 500 MB): run.sh finds the machine's own (PyTorch's
-# nvidia-cublas wheel). Packed, it is about 20 MB, within the device tool's
+# protobuf, fmt, oneDNN, the C++ runtime, ...), the standard library
+# (stdlib/), the GPU benchmarks (bench/gpu_bench.py and its scripts) and
+# run.sh. cuBLASLt and cuDNN are not carried (over 500 MB and 1 GB): run.sh
+# finds the machine's own (PyTorch's nvidia-cublas and nvidia-cudnn
+# wheels). Packed, it is about 20 MB, within the device tool's
 # 64 MiB; unpacked, the libraries alone are 59 MB (oneDNN 40), which would
 # not fit beside the repository. docs/gpu.md says how to use it.
 #
@@ -14,6 +16,7 @@
 #   # there:  tar -xJf .gpu/runnel-gpu.tar.xz -C /tmp &&
 #   #         bash /tmp/runnel-gpu/run.sh                   (the GPU tests)
 #   #         bash /tmp/runnel-gpu/run.sh runnel run FILE.rnl
+#   #         bash /tmp/runnel-gpu/run.sh bench          (bench/gpu_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.gpu}
@@ -38,15 +41,21 @@ mkdir -p "$pack/lib" "$out"
 cp "$build/runnel" "$build/gpu_tests" "$pack/"
 strip "$pack/runnel" "$pack/gpu_tests"
 # Every library they load except the C library's own and the CUDA ones the
-# machine has (the driver's libcuda; cuBLASLt from its PyTorch).
+# machine has (the driver's libcuda; cuBLASLt and cuDNN from its PyTorch).
 ldd "$pack/runnel" "$pack/gpu_tests" | awk '/=> \//{print $1, $3}' | sort -u |
   while read -r name path; do
     case $name in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|\
-      libcuda.so*|libcublas*.so*) continue ;;
+      libcuda.so*|libcublas*.so*|libcudnn*.so*) continue ;;
     esac
     cp -L "$path" "$pack/lib/$name"
   done
+# The modules scripts import (RUNNEL_STDLIB_PATH in run.sh), and the GPU
+# benchmarks with the scripts they run.
+cp -r stdlib "$pack/stdlib"
+mkdir -p "$pack/bench"
+cp bench/gpu_bench.py bench/train_mlp.rnl bench/train_cnn.rnl \
+  bench/train_rows.rnl bench/alexnet.rnl bench/gpu_copy.rnl "$pack/bench/"
 
 cat >"$pack/run.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -54,18 +63,36 @@ cat >"$pack/run.sh" <<'EOF'
 # the carried libraries.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-blas=$(python3 - <<'PY'
-import glob, site
-for d in site.getsitepackages():
-    hits = glob.glob(d + "/nvidia/**/libcublasLt.so.13*", recursive=True)
-    if hits:
-        import os; print(os.path.dirname(hits[0])); break
+# cuBLASLt (libcublasLt.so.13) and cuDNN (libcudnn.so.9, which loads its
+# libcudnn_*.so.9 from its own folder): the PyTorch wheels' (nvidia-cublas,
+# nvidia-cudnn), else CUDA's or the system's. Without cuDNN,
+# convolutions on the GPU fail saying so; everything else runs.
+libs=$(python3 - <<'PY'
+import glob, os, site
+wheels = [d + "/nvidia/**/" for d in site.getsitepackages()]
+system = ["/usr/local/cuda/lib64/", "/usr/lib/x86_64-linux-gnu/",
+          "/usr/local/lib/"]
+dirs = []
+for name in ("libcublasLt.so.13", "libcudnn.so.9"):
+    for root in wheels + system:
+        hits = glob.glob(root + name, recursive=True)
+        if hits:
+            d = os.path.dirname(hits[0])
+            dirs += [] if d in dirs else [d]
+            break
+    else:
+        print("run.sh: no " + name + " found", file=__import__("sys").stderr)
+print(":".join(dirs))
 PY
 )
-[[ -n $blas ]] || blas=$(dirname "$(find / -name 'libcublasLt.so.13*' 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$here/lib:$blas:${LD_LIBRARY_PATH:-}
+export LD_LIBRARY_PATH=$here/lib:$libs:${LD_LIBRARY_PATH:-}
+export RUNNEL_STDLIB_PATH=${RUNNEL_STDLIB_PATH:-$here/stdlib}
 export PATH=$here:$PATH
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+if [[ ${1:-} == bench ]]; then
+  shift
+  exec python3 "$here/bench/gpu_bench.py" "$here" "$@"
+fi
 if (($#)); then exec "$@"; fi
 exec "$here/gpu_tests" --gtest_brief=1
 EOF
@@ -74,3 +101,4 @@ tar -C "$build" -cJf "$out/runnel-gpu.tar.xz" runnel-gpu
 du -sh "$pack" "$out/runnel-gpu.tar.xz"
 echo "gpu_run: carry $out; run there:"
 echo "  tar -xJf $out/runnel-gpu.tar.xz -C /tmp && bash /tmp/runnel-gpu/run.sh"
+echo "  tar -xJf $out/runnel-gpu.tar.xz -C /tmp && bash /tmp/runnel-gpu/run.sh bench"

@@ -26,6 +26,11 @@ if(_runnel_cuda_default)
   if(NOT CUDAToolkit_FOUND OR NOT EXISTS "${CUDAToolkit_INCLUDE_DIRS}/cublasLt.h")
     set(_runnel_cuda_default OFF)
     set(_runnel_cuda_why "nvcc works but the CUDA toolkit's cuBLASLt was not found")
+  elseif(NOT EXISTS "${CUDAToolkit_INCLUDE_DIRS}/cudnn.h")
+    # The convolutions include cudnn.h (the library itself is loaded at
+    # run time, kernels/cuda/cudnn.cc).
+    set(_runnel_cuda_default OFF)
+    set(_runnel_cuda_why "nvcc works but cuDNN's cudnn.h is not beside CUDA's headers")
   endif()
 endif()
 option(RUNNEL_CUDA "Build the GPU device and its CUDA kernels (kernels/cuda)"

@@ -12,6 +12,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <string_view>
+
 #include "absl/status/status.h"
 #include "runtime/status_macros.h"
 
@@ -19,6 +21,9 @@ namespace runnel {
 
 // `call` is the call's source text; the message names the function.
 absl::Status CudaStatus(cudaError_t e, const char* call);
+// The function's name in a call's source text: "cublasLtMatmul" for
+// "lt->cublasLtMatmul(a, b)" (or "lt.cublasLtMatmul(...)").
+std::string_view CalledFunction(const char* call);
 absl::Status CublasStatus(cublasStatus_t s, const char* call);
 
 }  // namespace runnel

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cwise.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace runnel::cuda {
 namespace {
@@ -230,20 +231,6 @@ __device__ __forceinline__ auto Apply(T x) {
     static_assert(kOp == UnaryOp::kLogicalNot);
     return !x;
   }
-}
-
-constexpr unsigned kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
-}
-
-__device__ __forceinline__ int64_t FirstIndex() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t GridStride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
 }
 
 template <BinaryOp kOp, typename T, typename Out>

@@ -10,10 +10,20 @@
 
 namespace runnel {
 
-absl::Status CudaStatus(cudaError_t e, const char* call) {
-  if (e == cudaSuccess) return absl::OkStatus();
+std::string_view CalledFunction(const char* call) {
   std::string_view name(call);
   name = name.substr(0, name.find('('));
+  if (const size_t arrow = name.rfind("->"); arrow != name.npos) {
+    name = name.substr(arrow + 2);
+  } else if (const size_t dot = name.rfind('.'); dot != name.npos) {
+    name = name.substr(dot + 1);
+  }
+  return name;
+}
+
+absl::Status CudaStatus(cudaError_t e, const char* call) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  const std::string_view name = CalledFunction(call);
   const std::string message =
       StrCat(name, ": ", cudaGetErrorString(e), " (", cudaGetErrorName(e), ")");
   // Clear the error, so that it is not reported again by the next call.
@@ -26,14 +36,7 @@ absl::Status CudaStatus(cudaError_t e, const char* call) {
 
 absl::Status CublasStatus(cublasStatus_t s, const char* call) {
   if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  // "lt->cublasLtMatmul(...)": the function's name alone.
-  std::string_view name(call);
-  name = name.substr(0, name.find('('));
-  if (const size_t arrow = name.rfind("->"); arrow != name.npos) {
-    name = name.substr(arrow + 2);
-  } else if (const size_t dot = name.rfind('.'); dot != name.npos) {
-    name = name.substr(dot + 1);
-  }
+  const std::string_view name = CalledFunction(call);
   const CublasLt* lt = LoadedCublasLt();
   const std::string message =
       lt == nullptr ? StrCat(name, ": cuBLAS status ", static_cast<int>(s))
@@ -175,6 +178,7 @@ GpuContext::~GpuContext() {
   cudaSetDevice(index_);
   if (workspace_ != nullptr) cache_.Free(workspace_);
   if (blas_ != nullptr) lt_->cublasLtDestroy(blas_);
+  if (dnn_ != nullptr) cudnn_->cudnnDestroy(dnn_);
   for (Staging* s : {&h2d_, &d2h_}) {
     if (s->data != nullptr) cudaFreeHost(s->data);
     if (s->before != nullptr) cudaEventDestroy(s->before);
@@ -182,6 +186,31 @@ GpuContext::~GpuContext() {
     if (s->stream != nullptr) cudaStreamDestroy(s->stream);
   }
   if (compute_ != nullptr) cudaStreamDestroy(compute_);
+}
+
+absl::StatusOr<cudnnHandle_t> GpuContext::dnn() {
+  std::lock_guard<std::mutex> lock(dnn_mu_);
+  if (dnn_ != nullptr) return dnn_;
+  if (!dnn_error_.ok()) return dnn_error_;
+  dnn_error_ = [&]() -> absl::Status {
+    RN_ASSIGN_OR_RETURN(cudnn_, LoadCudnn());
+    RN_RETURN_IF_ERROR(Activate());
+    cudnnHandle_t handle = nullptr;
+    RN_CUDNN(cudnn_->cudnnCreate(&handle));
+    if (const cudnnStatus_t s = cudnn_->cudnnSetStream(handle, compute_);
+        s != CUDNN_STATUS_SUCCESS) {
+      cudnn_->cudnnDestroy(handle);
+      RN_CUDNN(s);
+    }
+    dnn_ = handle;
+    return absl::OkStatus();
+  }();
+  if (!dnn_error_.ok()) {
+    dnn_error_ = absl::Status(
+        dnn_error_.code(), StrCat("gpu:", index_, ": ", dnn_error_.message()));
+    return dnn_error_;
+  }
+  return dnn_;
 }
 
 absl::Status GpuContext::Activate() const {

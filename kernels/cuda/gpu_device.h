@@ -7,7 +7,10 @@
 //   - a caching allocator (runtime/caching_allocator.h) over cudaMalloc,
 //     whose compute-stream pool gives kernels their outputs;
 //   - pinned staging buffers for copies to and from host memory;
-//   - the cuBLASLt handle (kernels/cuda/cublas_lt.h) and its workspace.
+//   - the cuBLASLt handle (kernels/cuda/cublas_lt.h) and its workspace;
+//   - the cuDNN handle (kernels/cuda/cudnn.h), made when the first
+//     convolution runs, and the convolution algorithm chosen for each shape
+//     (kernels/cuda/cudnn_params.h).
 //
 // A GpuDevice is a session's view of one: a Device (runtime/device.h) whose
 // allocator is that pool. Kernels find the context through their device:
@@ -36,6 +39,8 @@
 
 #include "absl/status/statusor.h"
 #include "kernels/cuda/cublas_lt.h"
+#include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/cudnn_params.h"
 #include "runtime/caching_allocator.h"
 #include "runtime/device.h"
 #include "runtime/kernel.h"
@@ -61,6 +66,15 @@ class GpuContext {
   // cuBLASLt's workspace, used on the compute stream only.
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return kWorkspaceBytes; }
+
+  // cuDNN's handle, on the compute stream, made (and cuDNN loaded) the
+  // first time; the error says why cuDNN cannot be had, every time. The
+  // handle is not for two threads at once: hold dnn_mutex() while using it.
+  absl::StatusOr<cudnnHandle_t> dnn();
+  std::mutex& dnn_mutex() { return dnn_mu_; }
+  const Cudnn& cudnn() const { return *cudnn_; }
+  // The algorithm chosen for each convolution shape.
+  ConvAlgoCache& conv_algos() { return conv_algos_; }
 
   // `t` (on this GPU, written by compute-stream kernels) in host memory.
   absl::StatusOr<Tensor> ToHost(const Tensor& t);
@@ -96,6 +110,11 @@ class GpuContext {
   const CublasLt* lt_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;
+  std::mutex dnn_mu_;
+  absl::Status dnn_error_;  // why there is no handle, once tried
+  const Cudnn* cudnn_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  ConvAlgoCache conv_algos_;
   std::unique_ptr<RawAllocator> raw_;
   CachingAllocator cache_;
   StreamAllocator compute_allocator_;
@@ -115,6 +134,9 @@ class GpuDevice final : public Device {
     return gpu_->FromHost(t);
   }
   std::string Describe() const override { return gpu_->Describe(); }
+  std::optional<CachingAllocatorStats> MemoryStats() const override {
+    return gpu_->cache().stats();
+  }
 
  private:
   GpuContext* gpu_;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "runtime/device_set.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
+#include "runtime/trace.h"
 #include "tests/runtime/test_ops.h"
 #include "tests/util/test_util.h"
 
@@ -39,8 +41,10 @@ std::atomic<int> g_to_device{0}, g_to_host{0};
 
 class FakeGpu final : public Device {
  public:
-  FakeGpu(std::string name, Allocator* allocator, ResourceMgr* resources)
-      : Device(std::move(name), kFakeType, allocator, nullptr, resources) {}
+  FakeGpu(std::string name, Allocator* allocator, ResourceMgr* resources,
+          const CachingAllocator* cache)
+      : Device(std::move(name), kFakeType, allocator, nullptr, resources),
+        cache_(cache) {}
   absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
     ++g_to_host;
     return t.Clone();
@@ -52,6 +56,12 @@ class FakeGpu final : public Device {
     return d;
   }
   std::string Describe() const override { return "fake"; }
+  std::optional<CachingAllocatorStats> MemoryStats() const override {
+    return cache_->stats();
+  }
+
+ private:
+  const CachingAllocator* cache_;
 };
 
 class FakeFactory final : public DeviceFactory {
@@ -66,7 +76,7 @@ class FakeFactory final : public DeviceFactory {
       const GpuOptions& options) override {
     cache_.SetLimit(options.memory_limit);
     return std::unique_ptr<Device>(
-        std::make_unique<FakeGpu>(name, &allocator_, resources));
+        std::make_unique<FakeGpu>(name, &allocator_, resources, &cache_));
   }
 
  private:
@@ -203,6 +213,61 @@ TEST(GpuDeviceTest, NodesRunWhereTheirKernelsAreAndValuesCross) {
     const std::string device = DeviceSet::ShortName(n->assigned_device());
     EXPECT_EQ(device, n->name() == "neg" ? "/gpu:0" : "/cpu:0") << n->name();
   }
+}
+
+// A GPU's allocator stats reach the trace and `report` (runtime/trace.h);
+// a session without a GPU adds nothing to either.
+TEST(GpuDeviceTest, MemoryStatsReachTheTraceAndReport) {
+  {
+    auto g = std::make_shared<Graph>();
+    Placeholder(*g, "x", Shape{3});
+    Session cpu_only(g, {.num_threads = 1});
+    EXPECT_TRUE(DeviceMemoryOf(cpu_only.devices()).empty());
+    Tracer tracer;
+    TraceMemory(cpu_only.devices(), tracer);
+    EXPECT_EQ(tracer.ToJson().find("\"ph\": \"C\""), std::string::npos);
+    EXPECT_TRUE(ReportMemory({}).json.empty());
+  }
+  FakeGpus fake(1);
+  auto g = std::make_shared<Graph>();
+  Node* x = Placeholder(*g, "x", Shape{1024});
+  absl::StatusOr<Node*> neg = g->AddNode(
+      {.name = "neg", .op = "neg", .inputs = {{x, 0}}, .device = "/gpu:0"});
+  ASSERT_TRUE(neg.ok()) << neg.status();
+  Session session(g, {.num_threads = 2, .gpu_devices = -1});
+  absl::StatusOr<std::vector<Tensor>> out = session.Run(
+      {{"x", F32(std::vector<float>(1024, 1.0f), {1024})}}, {"neg"}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<DeviceMemory> memory = DeviceMemoryOf(session.devices());
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory[0].device, "/gpu:0");
+  // x and neg's output (4 KiB each) lived on the fake GPU in one segment.
+  EXPECT_GE(memory[0].stats.peak_in_use, 8192u);
+  EXPECT_EQ(memory[0].stats.reserved, size_t{2} << 20);
+  EXPECT_EQ(memory[0].stats.peak_reserved, size_t{2} << 20);
+
+  const MemoryReport report = ReportMemory(memory);
+  ASSERT_EQ(report.json.size(), 3u);
+  EXPECT_EQ(report.json[0].first, "gpu0_mem_in_use");
+  EXPECT_EQ(report.json[1], (std::pair<std::string, std::string>{
+                                "gpu0_mem_reserved", "2.000"}));
+  EXPECT_EQ(report.json[2],
+            (std::pair<std::string, std::string>{"gpu0_mem_peak", "2.000"}));
+  ASSERT_EQ(report.shown.size(), 1u);
+  EXPECT_EQ(report.shown[0].first, "gpu0 mem");
+  EXPECT_NE(report.shown[0].second.find("peak 2 MiB"), std::string::npos)
+      << report.shown[0].second;
+
+  Tracer tracer;
+  TraceMemory(session.devices(), tracer);
+  const std::string json = tracer.ToJson();
+  EXPECT_NE(json.find("{\"ph\": \"C\", \"pid\": 1, \"name\": \"/gpu:0 memory "
+                      "(MiB)\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"reserved\": 2.000, \"peak reserved\": 2.000"),
+            std::string::npos)
+      << json;
 }
 
 }  // namespace

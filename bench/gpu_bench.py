@@ -1,0 +1,300 @@
+"""GPU benchmarks (docs/gpu.md, issue 16), Runnel against PyTorch in the
+same invocation on the same GPU, alternating rounds, medians and the median
+of the per-round ratios Runnel / PyTorch (lower is better for Runnel):
+
+  1. mlp, cnn, rows: training steps of bench/train_mlp.rnl (Adam, batch
+     128), train_cnn.rnl (SGD, batch 64) and train_rows.rnl (row-LSTM,
+     Adam, batch 64). Both sides feed the same fixed batch from host memory
+     every step (PyTorch copies it to the GPU), as the scripts do.
+  2. alexnet_fwd, alexnet_train: bench/alexnet.rnl at batch 128 on 224x224
+     synthetic images, forward, and forward + backward + SGD; the images
+     stay on the GPU on both sides.
+  3. copy: host <-> GPU bandwidth, bench/gpu_copy.rnl (a 256 MiB feed to
+     an identity on the GPU and back) against PyTorch's copies between
+     pinned host memory and the GPU (cudaMemcpy's best).
+  4. memory: the peak memory reserved during the CNN training run (the
+     "peak reserved" counter of a --trace) against
+     torch.cuda.max_memory_reserved().
+
+Aims (issue 16): steps and AlexNet <= 1.0x PyTorch; copies >= 80% of the
+pinned bandwidth; peak reserved <= 1.2x PyTorch's.
+
+PyTorch computes f32 convolutions and matmuls with TF32 by default; Runnel
+does not (its results match the CPU's within rounding), so the peer is run
+with TF32 off (`--tf32` turns it on there, for reference).
+
+    python3 bench/gpu_bench.py [RUNNEL_DIR] [--rounds 5] [--only a,b]
+                               [--tf32]
+
+RUNNEL_DIR holds the `runnel` binary (default build-gpu; on the device
+machine the unpacked archive of scripts/gpu_run.sh, /tmp/runnel-gpu).
+Runnel's times are the difference between a long and a short run of a
+script divided by the difference in steps, so start-up, graph building,
+cuDNN's loading and the first steps cancel; PyTorch's are timed in its own
+process after warm-up steps, synchronised with the GPU.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = sys.executable or "python3"
+
+# Runnel: (script, extra args, short steps, long steps); PyTorch: its timed
+# steps.
+WORK = {
+    "mlp": ("train_mlp.rnl", [], 50, 550, 300),
+    "cnn": ("train_cnn.rnl", [], 20, 220, 200),
+    "rows": ("train_rows.rnl", [], 20, 120, 100),
+    "alexnet_fwd": ("alexnet.rnl", ["--arg", "mode=forward"], 3, 23, 20),
+    "alexnet_train": ("alexnet.rnl", ["--arg", "mode=train"], 3, 23, 20),
+}
+DESCRIPTION = {
+    "mlp": "MLP 784-256-128-10, Adam, batch 128, step",
+    "cnn": "CNN tutorial, SGD, batch 64, step",
+    "rows": "row-LSTM h128, Adam, batch 64, step",
+    "alexnet_fwd": "AlexNet forward, batch 128, 224x224",
+    "alexnet_train": "AlexNet forward+backward+SGD, batch 128, 224x224",
+}
+COPY_MIB = 256
+ALL = list(WORK) + ["copy", "memory"]
+
+
+# ---- the PyTorch side (run with --peer NAME, in its own process) -----------
+
+def torch_main(argv):
+    import torch  # pylint: disable=import-outside-toplevel
+    name = argv[argv.index("--peer") + 1]
+    tf32 = "--tf32" in argv
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    dev = torch.device("cuda")
+    nn = torch.nn
+
+    if name == "copy":
+        n = COPY_MIB << 18
+        host = torch.rand(n).pin_memory()
+        back = torch.empty(n).pin_memory()
+        gpu = torch.empty(n, device=dev)
+
+        def once():
+            gpu.copy_(host, non_blocking=True)
+            back.copy_(gpu, non_blocking=True)
+            torch.cuda.synchronize()
+        for _ in range(3):
+            once()
+        t = time.perf_counter()
+        for _ in range(10):
+            once()
+        per = (time.perf_counter() - t) / 10
+        print(f"RESULT copy {2 * n * 4 / per / 1e9:.6f}")  # GB/s
+        return
+
+    def mlp():
+        layers = []
+        for i, o in ((784, 256), (256, 128), (128, 10)):
+            layers += [nn.Linear(i, o), nn.ReLU()]
+        model = nn.Sequential(*layers[:-1]).to(dev)
+        return (model, torch.optim.Adam(model.parameters(), lr=0.001),
+                torch.rand(128, 784), torch.randint(0, 10, (128,)), True)
+
+    def cnn():
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(),
+            nn.Linear(1024, 10)).to(dev)
+        return (model, torch.optim.SGD(model.parameters(), lr=0.01),
+                torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,)), True)
+
+    class Rows(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(28, 128, batch_first=True)
+            self.dense = nn.Linear(128, 10)
+
+        def forward(self, x):
+            _, (h, _) = self.lstm(x)
+            return self.dense(h[-1])
+
+    def rows():
+        model = Rows().to(dev)
+        return (model, torch.optim.Adam(model.parameters(), lr=0.001),
+                torch.rand(64, 28, 28), torch.randint(0, 10, (64,)), True)
+
+    def alexnet():
+        # bench/alexnet.rnl: torchvision's AlexNet, conv1 unpadded, no
+        # dropout; 224 -> 54 -> 26 -> 12 -> 5.
+        model = nn.Sequential(
+            nn.Conv2d(3, 64, 11, stride=4), nn.ReLU(), nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2),
+            nn.Flatten(), nn.Linear(256 * 5 * 5, 4096), nn.ReLU(),
+            nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1000)).to(dev)
+        x = torch.rand(128, 3, 224, 224, device=dev)
+        y = torch.randint(0, 1000, (128,), device=dev)
+        return (model, torch.optim.SGD(model.parameters(), lr=0.001), x, y,
+                False)
+
+    make = {"mlp": mlp, "cnn": cnn, "rows": rows, "alexnet_fwd": alexnet,
+            "alexnet_train": alexnet, "memory": cnn}[name]
+    model, opt, x, y, from_host = make()
+    loss_fn = nn.CrossEntropyLoss()
+    forward_only = name == "alexnet_fwd"
+
+    def step():
+        xs, ys = (x.to(dev), y.to(dev)) if from_host else (x, y)
+        if forward_only:
+            with torch.no_grad():
+                return loss_fn(model(xs), ys)
+        opt.zero_grad()
+        loss = loss_fn(model(xs), ys)
+        loss.backward()
+        opt.step()
+        return loss
+    steps = WORK["cnn" if name == "memory" else name][4]
+    torch.cuda.reset_peak_memory_stats()
+    for _ in range(max(3, steps // 10)):
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    per = (time.perf_counter() - t) / steps
+    if name == "memory":
+        print(f"RESULT memory {torch.cuda.max_memory_reserved() / 2**20:.3f}")
+    else:
+        print(f"RESULT {name} {per:.9f}")
+
+
+def peer(name, argv):
+    cmd = [PYTHON, os.path.abspath(__file__), "--peer", name]
+    if "--tf32" in argv:
+        cmd.append("--tf32")
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    for line in out.splitlines():
+        if line.startswith(f"RESULT {name} "):
+            return float(line.split()[2])
+    raise RuntimeError(f"the PyTorch peer printed no result for {name}")
+
+
+# ---- the Runnel side ---------------------------------------------------------
+
+def wall(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def runnel_step(runnel, name):
+    script, args, short, long, _ = WORK[name]
+    base = [runnel, "run", os.path.join(HERE, script)] + args
+    return (wall(base + ["--arg", f"steps={long}"]) -
+            wall(base + ["--arg", f"steps={short}"])) / (long - short)
+
+
+def runnel_copy(runnel):
+    """GB/s: 2 x 256 MiB a run, from the difference of 25 and 5 runs."""
+    base = [runnel, "run", os.path.join(HERE, "gpu_copy.rnl"), "--arg",
+            f"mib={COPY_MIB}"]
+    per = (wall(base + ["--arg", "steps=25"]) -
+           wall(base + ["--arg", "steps=5"])) / 20
+    return 2 * (COPY_MIB << 20) / per / 1e9
+
+
+def runnel_memory(runnel):
+    """MiB: the largest "peak reserved" of any GPU over a traced CNN run."""
+    _, _, _, long, _ = WORK["cnn"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        subprocess.run([runnel, "run", os.path.join(HERE, "train_cnn.rnl"),
+                        "--arg", f"steps={long}", "--trace", path,
+                        "--trace-runs", f"1..{long}"], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(path, encoding="utf-8") as f:
+            events = json.load(f)["traceEvents"]
+    peaks = [e["args"]["peak reserved"] for e in events
+             if e.get("ph") == "C" and "peak reserved" in e.get("args", {})]
+    if not peaks:
+        raise RuntimeError("the trace has no GPU memory counter: no GPU?")
+    return max(peaks)
+
+
+# ---- the driver -------------------------------------------------------------
+
+def fmt(name, v):
+    if name == "copy":
+        return f"{v:.1f} GB/s"
+    if name == "memory":
+        return f"{v:.0f} MiB"
+    return f"{v * 1e3:.2f} ms"
+
+
+def int_arg(argv, flag, default):
+    return int(argv[argv.index(flag) + 1]) if flag in argv else default
+
+
+def main(argv):
+    folder = argv[0] if argv and not argv[0].startswith("-") else "build-gpu"
+    runnel = os.path.join(folder, "runnel")
+    rounds = int_arg(argv, "--rounds", 5)
+    names = argv[argv.index("--only") + 1].split(",") if "--only" in argv \
+        else ALL
+    for n in names:
+        if n not in ALL:
+            sys.exit(f"gpu_bench: unknown benchmark {n}; one of {ALL}")
+    ours_of = {n: (lambda n=n: runnel_step(runnel, n)) for n in WORK}
+    ours_of["copy"] = lambda: runnel_copy(runnel)
+    ours_of["memory"] = lambda: runnel_memory(runnel)
+    try:
+        subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total",
+                        "--format=csv,noheader"], check=False)
+    except FileNotFoundError:
+        print("gpu_bench: no nvidia-smi")
+    print(f"gpu_bench: {rounds} alternating rounds; PyTorch TF32 "
+          f"{'on' if '--tf32' in argv else 'off'}")
+    results = {n: ([], []) for n in names}
+    for k in range(rounds):
+        line = []
+        for n in names:
+            sides = [ours_of[n], lambda n=n: peer(n, argv)]
+            if k % 2:
+                sides.reverse()
+            got = [f() for f in sides]
+            if k % 2:
+                got.reverse()
+            results[n][0].append(got[0])
+            results[n][1].append(got[1])
+            line.append(f"{n} {fmt(n, got[0])} vs {fmt(n, got[1])}")
+        print(f"  round {k + 1}: " + ", ".join(line), flush=True)
+    print("median Runnel vs PyTorch (ratio: median of per-round ratios):")
+    for n in names:
+        ours, theirs = results[n]
+        ratio = statistics.median(a / b for a, b in zip(ours, theirs))
+        if n == "copy":
+            aim = "aim >= 0.80 of pinned cudaMemcpy"
+            what = f"host<->GPU copies, {COPY_MIB} MiB each way"
+        elif n == "memory":
+            aim = "aim <= 1.2"
+            what = "CNN training, peak memory reserved"
+        else:
+            aim = "aim <= 1.0"
+            what = DESCRIPTION[n]
+        print(f"  {what}: {fmt(n, statistics.median(ours))} vs "
+              f"{fmt(n, statistics.median(theirs))}: ratio {ratio:.3f} "
+              f"({aim})")
+
+
+if __name__ == "__main__":
+    if "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        main(sys.argv[1:])

@@ -1,0 +1,418 @@
+// conv2d, conv2d_backprop_input and conv2d_backprop_filter on the GPU
+// through cuDNN (kernels/cuda/cudnn.h), with the CPU kernels' geometry and
+// errors (kernels/cpu/conv_kernels.cc): NHWC images, HWIO filters, strides,
+// dilations, "same" or "valid" padding. How Runnel's operands become
+// cuDNN's is in cudnn_params.h (filters transposed to OHWI, an odd "same"
+// padding made even by one row of zeros at the end of the input).
+//
+// The algorithm for each shape is cuDNN's heuristic's first that qualifies
+// (PickConvAlgo: deterministic first, workspace within kMaxWorkspace, no
+// TF32 for f32, so that results match the CPU's within rounding), chosen
+// once per GPU and shape (GpuContext::conv_algos). Registered for f32 and
+// f16 (computing in f32); f64 and bf16 convolutions run on the CPU.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/cudnn_params.h"
+#include "kernels/cuda/gpu_device.h"
+#include "runtime/strings.h"
+#include "runtime/window.h"
+
+namespace runnel {
+namespace {
+
+// The most workspace an algorithm may ask for.
+constexpr size_t kMaxWorkspace = size_t{1} << 30;
+
+// A scratch tensor on the kernel's GPU, freed (back to the compute
+// stream's pool, so only later kernels reuse it) when it goes out of scope.
+absl::StatusOr<Tensor> Scratch(OpKernelContext* ctx, DType dtype, Shape shape) {
+  try {
+    return Tensor(dtype, std::move(shape), ctx->device()->allocator());
+  } catch (const AllocationFailed& e) {
+    return absl::ResourceExhaustedError(StrCat(
+        ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
+  }
+}
+
+// cuDNN's descriptors, destroyed on scope exit.
+struct DescDeleter {
+  void operator()(cudnnTensorStruct* d) const {
+    LoadedCudnn()->cudnnDestroyTensorDescriptor(d);
+  }
+  void operator()(cudnnFilterStruct* d) const {
+    LoadedCudnn()->cudnnDestroyFilterDescriptor(d);
+  }
+  void operator()(cudnnConvolutionStruct* d) const {
+    LoadedCudnn()->cudnnDestroyConvolutionDescriptor(d);
+  }
+};
+using TensorDesc = std::unique_ptr<cudnnTensorStruct, DescDeleter>;
+using FilterDesc = std::unique_ptr<cudnnFilterStruct, DescDeleter>;
+using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, DescDeleter>;
+
+int I(int64_t v) { return static_cast<int>(v); }  // checked by FitsInt
+
+absl::StatusOr<TensorDesc> MakeImage(const Cudnn& dnn, cudnnDataType_t type,
+                                     int64_t n, int64_t h, int64_t w,
+                                     int64_t c) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  RN_CUDNN(dnn.cudnnCreateTensorDescriptor(&raw));
+  TensorDesc d(raw);
+  RN_CUDNN(dnn.cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NHWC, type, I(n),
+                                          I(c), I(h), I(w)));
+  return d;
+}
+
+// Everything cuDNN's three convolution calls describe.
+struct Descriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  bool fma_only = true;  // f32: no TF32
+};
+
+absl::StatusOr<Descriptors> Describe(const Cudnn& dnn, DType dtype,
+                                     const CudnnConvParams& p) {
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  if (dtype == DType::kF16) {
+    type = CUDNN_DATA_HALF;
+  } else if (dtype != DType::kF32) {
+    return absl::UnimplementedError(
+        StrCat("no GPU convolution for ", DTypeName(dtype)));
+  }
+  Descriptors d;
+  d.fma_only = dtype == DType::kF32;
+  RN_ASSIGN_OR_RETURN(
+      d.x, MakeImage(dnn, type, p.batch, p.padded_h(), p.padded_w(), p.in_c));
+  RN_ASSIGN_OR_RETURN(d.y,
+                      MakeImage(dnn, type, p.batch, p.out_h, p.out_w, p.out_c));
+  cudnnFilterDescriptor_t raw_w = nullptr;
+  RN_CUDNN(dnn.cudnnCreateFilterDescriptor(&raw_w));
+  d.w.reset(raw_w);
+  // NHWC filters are KRSC: our OHWI.
+  RN_CUDNN(dnn.cudnnSetFilter4dDescriptor(raw_w, type, CUDNN_TENSOR_NHWC,
+                                          I(p.out_c), I(p.in_c), I(p.k_h),
+                                          I(p.k_w)));
+  cudnnConvolutionDescriptor_t raw_c = nullptr;
+  RN_CUDNN(dnn.cudnnCreateConvolutionDescriptor(&raw_c));
+  d.conv.reset(raw_c);
+  // Cross-correlation, as conv2d is; f16 accumulates in f32.
+  RN_CUDNN(dnn.cudnnSetConvolution2dDescriptor(
+      raw_c, I(p.pad_h), I(p.pad_w), I(p.strides.h), I(p.strides.w),
+      I(p.dilations.h), I(p.dilations.w), CUDNN_CROSS_CORRELATION,
+      CUDNN_DATA_FLOAT));
+  RN_CUDNN(dnn.cudnnSetConvolutionMathType(
+      raw_c, d.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
+  // cuDNN's windows must be ours (cudnn_params.h).
+  int n = 0, c = 0, h = 0, w = 0;
+  RN_CUDNN(dnn.cudnnGetConvolution2dForwardOutputDim(
+      raw_c, d.x.get(), d.w.get(), &n, &c, &h, &w));
+  if (h != p.out_h || w != p.out_w || c != p.out_c || n != p.batch) {
+    return absl::InternalError(StrCat(
+        "cuDNN's convolution gives ", n, "x", h, "x", w, "x", c, " where ",
+        p.y().ToString(), " is expected (padding ", p.pad_h, ", ", p.pad_w,
+        " after ", p.extra_h, ", ", p.extra_w, " extra)"));
+  }
+  return d;
+}
+
+// cuDNN's perf results as candidates for PickConvAlgo.
+template <typename Perf>
+std::vector<ConvAlgoCandidate> Candidates(const Perf* perf, int found) {
+  std::vector<ConvAlgoCandidate> out;
+  for (int i = 0; i < found; ++i) {
+    const Perf& r = perf[i];
+    out.push_back({static_cast<int>(r.algo), r.status == CUDNN_STATUS_SUCCESS,
+                   r.memory, r.determinism == CUDNN_DETERMINISTIC,
+                   r.mathType == CUDNN_TENSOR_OP_MATH ||
+                       r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION});
+  }
+  return out;
+}
+
+// cudnnGetConvolution*WorkspaceSize of `pass` for `algo`.
+cudnnStatus_t WorkspaceSize(const Cudnn& dnn, cudnnHandle_t handle,
+                            ConvPass pass, const Descriptors& d, int algo,
+                            size_t* bytes) {
+  switch (pass) {
+    case ConvPass::kForward:
+      return dnn.cudnnGetConvolutionForwardWorkspaceSize(
+          handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes);
+    case ConvPass::kBackwardData:
+      return dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes);
+    case ConvPass::kBackwardFilter:
+      return dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// The algorithm for `pass` over `d`, from the cache or chosen now (with the
+// handle held). The workspace is the one cuDNN states for it.
+absl::StatusOr<ConvAlgo> ChooseAlgo(GpuContext& gpu, cudnnHandle_t handle,
+                                    ConvPass pass, DType dtype,
+                                    const CudnnConvParams& p,
+                                    const Descriptors& d) {
+  const Cudnn& dnn = gpu.cudnn();
+  return gpu.conv_algos().Get(
+      ConvAlgoKey(pass, dtype, p), [&]() -> absl::StatusOr<ConvAlgo> {
+        std::vector<ConvAlgoCandidate> candidates;
+        int found = 0;
+        switch (pass) {
+          case ConvPass::kForward: {
+            cudnnConvolutionFwdAlgoPerf_t
+                perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+            RN_CUDNN(dnn.cudnnGetConvolutionForwardAlgorithm_v7(
+                handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+            candidates = Candidates(perf, found);
+            break;
+          }
+          case ConvPass::kBackwardData: {
+            cudnnConvolutionBwdDataAlgoPerf_t
+                perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            RN_CUDNN(dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf));
+            candidates = Candidates(perf, found);
+            break;
+          }
+          case ConvPass::kBackwardFilter: {
+            cudnnConvolutionBwdFilterAlgoPerf_t
+                perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+            RN_CUDNN(dnn.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, perf));
+            candidates = Candidates(perf, found);
+            break;
+          }
+        }
+        // The pick, with the workspace cuDNN states for it with these
+        // descriptors (its math type included); one it refuses is dropped
+        // and the next picked.
+        while (true) {
+          absl::StatusOr<ConvAlgo> algo =
+              PickConvAlgo(candidates, kMaxWorkspace, d.fma_only);
+          if (!algo.ok()) {
+            return absl::Status(
+                algo.status().code(),
+                StrCat("no cuDNN algorithm for ", DTypeName(dtype),
+                       " x=", p.padded_x().ToString(), " filters(OHWI)=",
+                       p.ohwi().ToString(), ": ", algo.status().message()));
+          }
+          size_t bytes = 0;
+          if (WorkspaceSize(dnn, handle, pass, d, algo->algo, &bytes) ==
+                  CUDNN_STATUS_SUCCESS &&
+              bytes <= kMaxWorkspace) {
+            algo->workspace = std::max(algo->workspace, bytes);
+            return algo;
+          }
+          for (ConvAlgoCandidate& c : candidates) {
+            if (c.algo == algo->algo) c.supported = false;
+          }
+        }
+      });
+}
+
+// What the three kernels share: the attributes, the checks and the output
+// before cuDNN's call (the CPU kernels' errors; zeros when an operand is
+// empty), and the steps around it.
+class CudnnConvKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, ReadConvAttrs(node.attrs()));
+    return absl::OkStatus();
+  }
+
+  // Inputs (x, filters) for conv2d, (x, filters, dy) for its gradients.
+  absl::Status Compute(OpKernelContext* ctx) final {
+    const Tensor& x = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(const CudnnConvParams p,
+                        MakeCudnnConvParams(ctx->node().op(), x.dtype(),
+                                            x.shape(), f.shape(), attrs_));
+    if (ctx->num_inputs() == 3 && ctx->input(2).shape() != p.y()) {
+      const Tensor& dy = ctx->input(2);
+      return absl::InvalidArgumentError(
+          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
+                 dy.shape().ToString(), " does not match the forward output ",
+                 p.y().ToString()));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, OutShape(p)));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      if (ctx->input(i).num_elements() == 0) {  // an empty sum: zeros
+        RN_CUDA(
+            cudaMemsetAsync(out->raw_data(), 0, out->bytes(), gpu.compute()));
+        return absl::OkStatus();
+      }
+    }
+    return Run(ctx, gpu, p, out);
+  }
+
+ protected:
+  virtual Shape OutShape(const CudnnConvParams& p) const = 0;
+  // The convolution proper, all operands and `out` non-empty.
+  virtual absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
+                           const CudnnConvParams& p, Tensor* out) = 0;
+
+  // HWIO `f` as OHWI, in a scratch tensor.
+  static absl::StatusOr<Tensor> ToOhwi(OpKernelContext* ctx, GpuContext& gpu,
+                                       const Tensor& f,
+                                       const CudnnConvParams& p) {
+    RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, f.dtype(), p.ohwi()));
+    RN_CUDA(cuda::LaunchTranspose(
+        f.raw_data(), t.raw_data(), p.k_h * p.k_w * p.in_c, p.out_c,
+        static_cast<int>(DTypeSize(f.dtype())), gpu.compute()));
+    return t;
+  }
+
+  // `x` as cuDNN sees it: itself, or padded at the end into a scratch
+  // tensor.
+  static absl::StatusOr<Tensor> Padded(OpKernelContext* ctx, GpuContext& gpu,
+                                       const Tensor& x,
+                                       const CudnnConvParams& p) {
+    if (!p.padded()) return x;
+    RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, x.dtype(), p.padded_x()));
+    RN_CUDA(cuda::LaunchResizeEnd(x.raw_data(), t.raw_data(), p.batch, p.in_h,
+                                  p.in_w, p.padded_h(), p.padded_w(), p.in_c,
+                                  static_cast<int>(DTypeSize(x.dtype())),
+                                  gpu.compute()));
+    return t;
+  }
+
+  // Runs `call(handle, descriptors, algo, workspace)` for `pass`, holding
+  // the handle.
+  template <typename Call>
+  static absl::Status RunCudnn(OpKernelContext* ctx, GpuContext& gpu,
+                               ConvPass pass, const CudnnConvParams& p,
+                               const Call& call) {
+    const DType dtype = ctx->input(0).dtype();
+    RN_ASSIGN_OR_RETURN(cudnnHandle_t handle, gpu.dnn());
+    RN_ASSIGN_OR_RETURN(Descriptors d, Describe(gpu.cudnn(), dtype, p));
+    std::lock_guard<std::mutex> lock(gpu.dnn_mutex());
+    RN_ASSIGN_OR_RETURN(ConvAlgo algo,
+                        ChooseAlgo(gpu, handle, pass, dtype, p, d));
+    Tensor workspace;
+    if (algo.workspace > 0) {
+      RN_ASSIGN_OR_RETURN(workspace,
+                          Scratch(ctx, DType::kU8,
+                                  Shape{static_cast<int64_t>(algo.workspace)}));
+    }
+    static constexpr const char* kCalls[] = {"cudnnConvolutionForward",
+                                             "cudnnConvolutionBackwardData",
+                                             "cudnnConvolutionBackwardFilter"};
+    return CudnnStatus(call(gpu.cudnn(), handle, d, algo.algo,
+                            workspace.raw_data(), algo.workspace),
+                       kCalls[static_cast<int>(pass)]);
+  }
+
+  static constexpr float kOne = 1, kZero = 0;
+
+ private:
+  ConvAttrs attrs_;
+};
+
+class Conv2DKernel final : public CudnnConvKernel {
+  Shape OutShape(const CudnnConvParams& p) const override { return p.y(); }
+  absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
+                   const CudnnConvParams& p, Tensor* y) override {
+    RN_ASSIGN_OR_RETURN(const Tensor w, ToOhwi(ctx, gpu, ctx->input(1), p));
+    RN_ASSIGN_OR_RETURN(const Tensor x, Padded(ctx, gpu, ctx->input(0), p));
+    return RunCudnn(ctx, gpu, ConvPass::kForward, p,
+                    [&](const Cudnn& dnn, cudnnHandle_t h, const Descriptors& d,
+                        int algo, void* ws, size_t ws_bytes) {
+                      return dnn.cudnnConvolutionForward(
+                          h, &kOne, d.x.get(), x.raw_data(), d.w.get(),
+                          w.raw_data(), d.conv.get(),
+                          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+                          ws_bytes, &kZero, d.y.get(), y->raw_data());
+                    });
+  }
+};
+
+// Reads x's shape only.
+class Conv2DBackpropInputKernel final : public CudnnConvKernel {
+  Shape OutShape(const CudnnConvParams& p) const override {
+    return Shape{p.batch, p.in_h, p.in_w, p.in_c};
+  }
+  absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
+                   const CudnnConvParams& p, Tensor* dx) override {
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(const Tensor w, ToOhwi(ctx, gpu, ctx->input(1), p));
+    // The gradient of the padded input, whose extra row is then dropped.
+    Tensor padded;
+    if (p.padded()) {
+      RN_ASSIGN_OR_RETURN(padded, Scratch(ctx, dx->dtype(), p.padded_x()));
+    }
+    void* out = p.padded() ? padded.raw_data() : dx->raw_data();
+    RN_RETURN_IF_ERROR(RunCudnn(
+        ctx, gpu, ConvPass::kBackwardData, p,
+        [&](const Cudnn& dnn, cudnnHandle_t h, const Descriptors& d, int algo,
+            void* ws, size_t ws_bytes) {
+          return dnn.cudnnConvolutionBackwardData(
+              h, &kOne, d.w.get(), w.raw_data(), d.y.get(), dy.raw_data(),
+              d.conv.get(), static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+              ws, ws_bytes, &kZero, d.x.get(), out);
+        }));
+    if (p.padded()) {
+      RN_CUDA(cuda::LaunchResizeEnd(
+          padded.raw_data(), dx->raw_data(), p.batch, p.padded_h(),
+          p.padded_w(), p.in_h, p.in_w, p.in_c,
+          static_cast<int>(DTypeSize(dx->dtype())), gpu.compute()));
+    }
+    return absl::OkStatus();
+  }
+};
+
+// Reads the filters' shape only.
+class Conv2DBackpropFilterKernel final : public CudnnConvKernel {
+  Shape OutShape(const CudnnConvParams& p) const override {
+    return Shape{p.k_h, p.k_w, p.in_c, p.out_c};
+  }
+  absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
+                   const CudnnConvParams& p, Tensor* df) override {
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(const Tensor x, Padded(ctx, gpu, ctx->input(0), p));
+    RN_ASSIGN_OR_RETURN(Tensor dw, Scratch(ctx, df->dtype(), p.ohwi()));
+    RN_RETURN_IF_ERROR(RunCudnn(
+        ctx, gpu, ConvPass::kBackwardFilter, p,
+        [&](const Cudnn& dnn, cudnnHandle_t h, const Descriptors& d, int algo,
+            void* ws, size_t ws_bytes) {
+          return dnn.cudnnConvolutionBackwardFilter(
+              h, &kOne, d.x.get(), x.raw_data(), d.y.get(), dy.raw_data(),
+              d.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+              ws, ws_bytes, &kZero, d.w.get(), dw.raw_data());
+        }));
+    // OHWI ([O, H*W*I]) back to HWIO.
+    RN_CUDA(cuda::LaunchTranspose(
+        dw.raw_data(), df->raw_data(), p.out_c, p.k_h * p.k_w * p.in_c,
+        static_cast<int>(DTypeSize(df->dtype())), gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(GpuConvKernels) {
+  for (DType d : {DType::kF16, DType::kF32}) {
+    RegisterKernel<Conv2DKernel>("conv2d", kDeviceGpu, d);
+    RegisterKernel<Conv2DBackpropInputKernel>("conv2d_backprop_input",
+                                              kDeviceGpu, d);
+    RegisterKernel<Conv2DBackpropFilterKernel>("conv2d_backprop_filter",
+                                               kDeviceGpu, d);
+  }
+}
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,77 @@
+#include "kernels/cuda/cudnn.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <mutex>
+#include <string_view>
+
+#include "kernels/cuda/cuda_status.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+constexpr char kLibrary[] = "libcudnn.so.9";
+std::atomic<const Cudnn*> g_loaded{nullptr};
+
+absl::StatusOr<const Cudnn*> Load() {
+  void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    return absl::FailedPreconditionError(StrCat(
+        "convolutions on a GPU need cuDNN 9, which cannot be loaded: ",
+        dlerror(),
+        " (put its lib folder, e.g. PyTorch's site-packages/nvidia/cudnn/lib, "
+        "on LD_LIBRARY_PATH, or run with --devices gpu=0)"));
+  }
+  // Kept to the end of the process, like the library.
+  static Cudnn* const dnn = new Cudnn;
+#define RN_CUDNN_FN(name)                                                 \
+  do {                                                                    \
+    dnn->name = reinterpret_cast<decltype(&::name)>(dlsym(lib, #name));   \
+    if (dnn->name == nullptr) {                                           \
+      return absl::FailedPreconditionError(                               \
+          StrCat(kLibrary, " has no ", #name, " (older than cuDNN 9?)")); \
+    }                                                                     \
+  } while (0)
+  RN_CUDNN_FUNCTIONS(RN_CUDNN_FN)
+#undef RN_CUDNN_FN
+  const size_t version = dnn->cudnnGetVersion();
+  if (version < 90000) {
+    return absl::FailedPreconditionError(
+        StrCat(kLibrary, " is cuDNN ", version, "; Runnel needs 9 or later"));
+  }
+  return dnn;
+}
+
+}  // namespace
+
+absl::StatusOr<const Cudnn*> LoadCudnn() {
+  static std::mutex mu;
+  // The first attempt's outcome, kept: dlopen is not retried on every op.
+  static absl::StatusOr<const Cudnn*>* result = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (result == nullptr) {
+    result = new absl::StatusOr<const Cudnn*>(Load());
+    if (result->ok()) g_loaded.store(**result);
+  }
+  return *result;
+}
+
+const Cudnn* LoadedCudnn() { return g_loaded.load(); }
+
+absl::Status CudnnStatus(cudnnStatus_t s, const char* call) {
+  if (s == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+  const std::string_view name = CalledFunction(call);
+  const Cudnn* dnn = LoadedCudnn();
+  const std::string message =
+      dnn == nullptr ? StrCat(name, ": cuDNN status ", static_cast<int>(s))
+                     : StrCat(name, ": ", dnn->cudnnGetErrorString(s),
+                              " (cuDNN status ", static_cast<int>(s), ")");
+  if (s == CUDNN_STATUS_ALLOC_FAILED) {
+    return absl::ResourceExhaustedError(message);
+  }
+  return absl::InternalError(message);
+}
+
+}  // namespace runnel

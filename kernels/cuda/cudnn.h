@@ -1,0 +1,67 @@
+// cuDNN 9, loaded with dlopen the first time a convolution runs on a GPU,
+// like cuBLASLt (cublas_lt.h): processes without a GPU, or whose graphs
+// have no convolution on one, never load its 1 GB of libraries.
+//
+//   RN_ASSIGN_OR_RETURN(const Cudnn* dnn, LoadCudnn());
+//   RN_CUDNN(dnn->cudnnConvolutionForward(...));
+#ifndef RUNNEL_KERNELS_CUDA_CUDNN_H_
+#define RUNNEL_KERNELS_CUDA_CUDNN_H_
+
+#include <cudnn.h>
+
+#include "absl/status/statusor.h"
+#include "runtime/status_macros.h"
+
+namespace runnel {
+
+// The functions Runnel calls (the legacy convolution API, which cuDNN 9's
+// libcudnn.so.9 still exports).
+#define RN_CUDNN_FUNCTIONS(X)                        \
+  X(cudnnGetVersion);                                \
+  X(cudnnGetErrorString);                            \
+  X(cudnnCreate);                                    \
+  X(cudnnDestroy);                                   \
+  X(cudnnSetStream);                                 \
+  X(cudnnCreateTensorDescriptor);                    \
+  X(cudnnDestroyTensorDescriptor);                   \
+  X(cudnnSetTensor4dDescriptor);                     \
+  X(cudnnCreateFilterDescriptor);                    \
+  X(cudnnDestroyFilterDescriptor);                   \
+  X(cudnnSetFilter4dDescriptor);                     \
+  X(cudnnCreateConvolutionDescriptor);               \
+  X(cudnnDestroyConvolutionDescriptor);              \
+  X(cudnnSetConvolution2dDescriptor);                \
+  X(cudnnSetConvolutionMathType);                    \
+  X(cudnnGetConvolution2dForwardOutputDim);          \
+  X(cudnnGetConvolutionForwardAlgorithm_v7);         \
+  X(cudnnGetConvolutionForwardWorkspaceSize);        \
+  X(cudnnConvolutionForward);                        \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7);    \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize);   \
+  X(cudnnConvolutionBackwardData);                   \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7);  \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize); \
+  X(cudnnConvolutionBackwardFilter);
+
+// Each under its own name: dnn->cudnnConvolutionForward(...).
+struct Cudnn {
+#define RN_CUDNN_MEMBER(name) decltype(&::name) name = nullptr
+  RN_CUDNN_FUNCTIONS(RN_CUDNN_MEMBER)
+#undef RN_CUDNN_MEMBER
+};
+
+// Loads libcudnn.so.9 once (thread-safe). The error names the library, what
+// dlopen or dlsym said, and how to get it (docs/gpu.md); it is kept, so
+// that every later call fails the same way without trying again.
+absl::StatusOr<const Cudnn*> LoadCudnn();
+// The loaded library, or nullptr before LoadCudnn succeeded.
+const Cudnn* LoadedCudnn();
+
+// `call` is the call's source text; the message names the function.
+absl::Status CudnnStatus(cudnnStatus_t s, const char* call);
+
+}  // namespace runnel
+
+#define RN_CUDNN(expr) RN_RETURN_IF_ERROR(::runnel::CudnnStatus((expr), #expr))
+
+#endif  // RUNNEL_KERNELS_CUDA_CUDNN_H_

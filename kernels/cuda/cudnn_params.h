@@ -1,0 +1,232 @@
+// What conv2d and its gradients give cuDNN, computed from Runnel's operands
+// and attributes, and the cache of the algorithm chosen for each shape.
+// Plain C++ without CUDA (header-only), so that it is tested on machines
+// without a GPU or a CUDA build (tests/runtime/cudnn_params_test.cc).
+//
+// Runnel's convolutions are NHWC with HWIO filters (runtime/window.h gives
+// the geometry); cuDNN takes NHWC images with KRSC (OHWI) filters, and
+// padding that is the same before and after. So:
+//   - the filters are transposed HWIO -> OHWI (a [H*W*I, O] matrix
+//     transposed), and the filter gradient back;
+//   - "same" padding with an odd excess pads one more row (column) at the
+//     end than at the start: there the input is padded at the end with that
+//     one row of zeros, and cuDNN pads pad_begin on both sides, which gives
+//     the same windows at the same places. The input gradient is then
+//     computed for the padded input and its extra row dropped.
+#ifndef RUNNEL_KERNELS_CUDA_CUDNN_PARAMS_H_
+#define RUNNEL_KERNELS_CUDA_CUDNN_PARAMS_H_
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "runtime/caching_allocator.h"
+#include "runtime/dtype.h"
+#include "runtime/shape.h"
+#include "runtime/status_macros.h"
+#include "runtime/strings.h"
+#include "runtime/window.h"
+
+namespace runnel {
+
+struct CudnnConvParams {
+  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;  // x as given
+  int64_t k_h = 0, k_w = 0, out_c = 0;              // the filters
+  int64_t out_h = 0, out_w = 0;                     // y
+  HW strides, dilations;
+  // Padding on both sides, as cuDNN takes it.
+  int64_t pad_h = 0, pad_w = 0;
+  // Rows and columns of zeros added at the end of x before cuDNN sees it
+  // (0 or 1 each).
+  int64_t extra_h = 0, extra_w = 0;
+
+  // x as cuDNN sees it, padded at the end.
+  int64_t padded_h() const { return in_h + extra_h; }
+  int64_t padded_w() const { return in_w + extra_w; }
+  bool padded() const { return extra_h > 0 || extra_w > 0; }
+  Shape padded_x() const { return Shape{batch, padded_h(), padded_w(), in_c}; }
+  Shape y() const { return Shape{batch, out_h, out_w, out_c}; }
+  // The filters as cuDNN takes them (OHWI).
+  Shape ohwi() const { return Shape{out_c, k_h, k_w, in_c}; }
+  // What cuDNN's formula gives for the padded input (the check that the
+  // windows are Runnel's): (in + 2 pad - dilated window) / stride + 1.
+  static int64_t CudnnOut(int64_t in, int64_t pad, int64_t k, int64_t stride,
+                          int64_t dilation) {
+    return (in + 2 * pad - ((k - 1) * dilation + 1)) / stride + 1;
+  }
+};
+
+namespace cudnn_internal {
+
+// cuDNN's descriptors take int dims, and its kernels index with int: every
+// tensor it sees must have fewer than 2^31 elements.
+inline absl::Status FitsInt(const Shape& s, std::string_view what,
+                            std::string_view op) {
+  if (s.num_elements() > INT_MAX) {
+    return absl::InvalidArgumentError(StrCat(
+        op, " on a GPU: ", what, " ", s.ToString(), " has ", s.num_elements(),
+        " elements, more than cuDNN takes (2^31 - 1); run it on the "
+        "CPU (device \"/cpu:0\" { ... })"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cudnn_internal
+
+// The parameters of conv2d(x, filters) (and of its gradients, which take
+// the same x and filters shapes), with the CPU kernel's errors for
+// operands that do not fit (kernels/cpu/conv_kernels.cc).
+inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
+    std::string_view op, DType dtype, const Shape& x, const Shape& f,
+    const ConvAttrs& attrs) {
+  if (x.rank() != 4 || f.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
+               DTypeName(dtype), x.ToString(), " and ", DTypeName(dtype),
+               f.ToString()));
+  }
+  if (x.dim(3) != f.dim(2)) {
+    return absl::InvalidArgumentError(
+        StrCat("channels differ: the input ", DTypeName(dtype), x.ToString(),
+               " has ", x.dim(3), " but the filters ", DTypeName(dtype),
+               f.ToString(), " expect ", f.dim(2)));
+  }
+  CudnnConvParams p;
+  p.batch = x.dim(0);
+  p.in_h = x.dim(1);
+  p.in_w = x.dim(2);
+  p.in_c = x.dim(3);
+  p.k_h = f.dim(0);
+  p.k_w = f.dim(1);
+  p.out_c = f.dim(3);
+  p.strides = attrs.strides;
+  p.dilations = attrs.dilations;
+  RN_ASSIGN_OR_RETURN(Windows rows,
+                      PlaceWindows(p.in_h, p.k_h, attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(Windows cols,
+                      PlaceWindows(p.in_w, p.k_w, attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "filter"));
+  p.out_h = rows.out;
+  p.out_w = cols.out;
+  p.pad_h = rows.pad_begin;
+  p.pad_w = cols.pad_begin;
+  // PlaceWindows puts the odd element of the excess at the end.
+  p.extra_h = rows.pad_end - rows.pad_begin;
+  p.extra_w = cols.pad_end - cols.pad_begin;
+  if (p.extra_h < 0 || p.extra_w < 0) {
+    return absl::InternalError(
+        StrCat(op, ": padding ", rows.pad_begin, "+", rows.pad_end, ", ",
+               cols.pad_begin, "+", cols.pad_end,
+               " pads more at the start than at the end"));
+  }
+  for (const auto& [s, what] :
+       {std::pair{p.padded_x(), "the input"}, std::pair{p.ohwi(), "filters"},
+        std::pair{p.y(), "the output"}}) {
+    RN_RETURN_IF_ERROR(cudnn_internal::FitsInt(s, what, op));
+  }
+  return p;
+}
+
+// Which of cuDNN's three convolution calls.
+enum class ConvPass : uint8_t { kForward, kBackwardData, kBackwardFilter };
+
+// What the chosen algorithm depends on: the pass, the dtype and every
+// number cuDNN's descriptors get.
+struct ConvAlgoKey {
+  ConvPass pass = ConvPass::kForward;
+  DType dtype = DType::kF32;
+  std::array<int64_t, 13> dims = {};
+
+  ConvAlgoKey(ConvPass pass, DType dtype, const CudnnConvParams& p)
+      : pass(pass), dtype(dtype), dims{p.batch,      p.padded_h(),
+                                       p.padded_w(), p.in_c,
+                                       p.k_h,        p.k_w,
+                                       p.out_c,      p.pad_h,
+                                       p.pad_w,      p.strides.h,
+                                       p.strides.w,  p.dilations.h,
+                                       p.dilations.w} {}
+  bool operator==(const ConvAlgoKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const ConvAlgoKey& k) {
+    return H::combine(std::move(h), k.pass, k.dtype, k.dims);
+  }
+};
+
+// One of the algorithms cuDNN's heuristic proposes, in its order (best
+// first): cudnnConvolution*AlgoPerf_t in plain numbers.
+struct ConvAlgoCandidate {
+  int algo = 0;
+  bool supported = false;  // status CUDNN_STATUS_SUCCESS
+  size_t workspace = 0;    // bytes
+  bool deterministic = false;
+  bool tensor_cores = false;  // a TENSOR_OP math type
+};
+
+// The algorithm to run, with its workspace.
+struct ConvAlgo {
+  int algo = 0;
+  size_t workspace = 0;
+  bool operator==(const ConvAlgo&) const = default;
+};
+
+// The heuristic's first supported candidate whose workspace fits
+// `max_workspace` (and that does not need tensor cores when `fma_only`:
+// f32 computes in f32, no TF32, to match the CPU within rounding),
+// deterministic ones first, so that a run gives the same numbers each time
+// when the heuristic offers one. NotFound when none qualifies.
+inline absl::StatusOr<ConvAlgo> PickConvAlgo(
+    const std::vector<ConvAlgoCandidate>& candidates, size_t max_workspace,
+    bool fma_only) {
+  for (bool need_deterministic : {true, false}) {
+    for (const ConvAlgoCandidate& c : candidates) {
+      if (!c.supported || c.workspace > max_workspace) continue;
+      if (fma_only && c.tensor_cores) continue;
+      if (need_deterministic && !c.deterministic) continue;
+      return ConvAlgo{c.algo, c.workspace};
+    }
+  }
+  return absl::NotFoundError(StrCat(
+      "none of the ", candidates.size(),
+      " algorithms cuDNN proposes is supported with a workspace within ",
+      FormatBytes(max_workspace), fma_only ? " and without tensor cores" : ""));
+}
+
+// The algorithm chosen for each key, chosen once (thread-safe). A GPU's
+// context keeps one (kernels/cuda/gpu_device.h).
+class ConvAlgoCache {
+ public:
+  // The cached algorithm for `key`, or what `choose()` (a function giving
+  // absl::StatusOr<ConvAlgo>) gives, which is then cached. An error is not
+  // cached. Two threads missing the same key at once may both choose; the
+  // first to finish is kept, and both get it.
+  template <typename Choose>
+  absl::StatusOr<ConvAlgo> Get(const ConvAlgoKey& key, const Choose& choose) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = algos_.find(key); it != algos_.end()) return it->second;
+    }
+    // Outside the lock: choosing asks cuDNN, which may take a while.
+    RN_ASSIGN_OR_RETURN(ConvAlgo algo, choose());
+    std::lock_guard<std::mutex> lock(mu_);
+    return algos_.try_emplace(key, algo).first->second;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return algos_.size();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  absl::flat_hash_map<ConvAlgoKey, ConvAlgo> algos_;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_KERNELS_CUDA_CUDNN_PARAMS_H_

@@ -1,0 +1,298 @@
+// pool.h's kernels. One thread per output element for the pooling (NHWC:
+// neighbouring threads read neighbouring channels), one per input element
+// for the gradients, which gather from the windows covering it (no atomics:
+// the sums are deterministic and in the CPU kernel's order).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cfloat>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/pool.h"
+
+namespace runnel::cuda {
+namespace {
+
+// What a type computes in (the CPU's AccumType) and its lowest value.
+template <typename T>
+struct Accum {
+  using type = T;
+};
+template <>
+struct Accum<__half> {
+  using type = float;
+};
+template <>
+struct Accum<__nv_bfloat16> {
+  using type = float;
+};
+template <typename T>
+using A = typename Accum<T>::type;
+
+template <typename T>
+__device__ __forceinline__ T Lowest();
+template <>
+__device__ __forceinline__ float Lowest<float>() {
+  return -FLT_MAX;
+}
+template <>
+__device__ __forceinline__ double Lowest<double>() {
+  return -DBL_MAX;
+}
+template <>
+__device__ __forceinline__ int32_t Lowest<int32_t>() {
+  return INT32_MIN;
+}
+template <>
+__device__ __forceinline__ int64_t Lowest<int64_t>() {
+  return INT64_MIN;
+}
+
+template <typename T>
+__device__ __forceinline__ A<T> Load(const T* p) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(*p);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(*p);
+  } else {
+    return *p;
+  }
+}
+
+// Rounded to nearest even, as Eigen's half and bfloat16 do.
+template <typename T>
+__device__ __forceinline__ T Store(A<T> v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return v;
+  }
+}
+
+// The input rows [lo, hi) of window `o` along one dimension.
+struct Range {
+  int64_t lo, hi;
+};
+__device__ __forceinline__ Range Window(int64_t o, int64_t stride, int64_t pad,
+                                        int64_t size, int64_t in) {
+  const int64_t start = o * stride - pad;
+  return {start > 0 ? start : 0, start + size < in ? start + size : in};
+}
+
+// The windows along one dimension that contain input index `i`: o with
+// o * stride - pad <= i < o * stride - pad + size, within [0, out).
+__device__ __forceinline__ Range Covering(int64_t i, int64_t stride,
+                                          int64_t pad, int64_t size,
+                                          int64_t out) {
+  const int64_t top = i + pad;            // o * stride <= top
+  const int64_t bottom = top - size + 1;  // o * stride >= bottom
+  const int64_t lo = bottom <= 0 ? 0 : (bottom + stride - 1) / stride;
+  const int64_t last = top / stride;  // top >= 0: input index, pad >= 0
+  return {lo, last + 1 < out ? last + 1 : out};
+}
+
+// The maximum of window (n, oh, ow) in channel c as max_pool computes it:
+// starting from the lowest value, `v > best` (so NaN never wins).
+template <typename T>
+__device__ __forceinline__ A<T> WindowMax(const T* x, const PoolGeometry& g,
+                                          int64_t n, Range rows, Range cols,
+                                          int64_t c) {
+  A<T> best = Lowest<A<T>>();
+  for (int64_t h = rows.lo; h < rows.hi; ++h) {
+    for (int64_t w = cols.lo; w < cols.hi; ++w) {
+      const A<T> v = Load(x + ((n * g.in_h + h) * g.in_w + w) * g.chans + c);
+      best = v > best ? v : best;
+    }
+  }
+  return best;
+}
+
+// (n, oh, ow, c) of output element i.
+struct Out {
+  int64_t n, oh, ow, c;
+};
+__device__ __forceinline__ Out OutIndex(int64_t i, const PoolGeometry& g) {
+  return {i / (g.chans * g.out_w * g.out_h),
+          (i / (g.chans * g.out_w)) % g.out_h, (i / g.chans) % g.out_w,
+          i % g.chans};
+}
+
+template <typename T, bool kMax>
+__global__ void Pool(PoolGeometry g, const T* x, T* y) {
+  const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const Out o = OutIndex(i, g);
+    const Range rows = Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
+    const Range cols = Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
+    if constexpr (kMax) {
+      y[i] = Store<T>(WindowMax(x, g, o.n, rows, cols, o.c));
+    } else {
+      A<T> sum = 0;
+      for (int64_t h = rows.lo; h < rows.hi; ++h) {
+        for (int64_t w = cols.lo; w < cols.hi; ++w) {
+          sum += Load(x + ((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c);
+        }
+      }
+      const A<T> count =
+          static_cast<A<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+      y[i] = Store<T>(sum / count);
+    }
+  }
+}
+
+// argmax[i]: the first element (row-major) of output i's window equal to
+// its maximum; the window's first element when none is (NaN and -inf
+// only); -1 for an empty window.
+template <typename T>
+__global__ void MaxPoolArgmax(PoolGeometry g, const T* x, int64_t* argmax) {
+  const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const Out o = OutIndex(i, g);
+    const Range rows = Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
+    const Range cols = Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
+    if (rows.lo >= rows.hi || cols.lo >= cols.hi) {
+      argmax[i] = -1;
+      continue;
+    }
+    const A<T> best = WindowMax(x, g, o.n, rows, cols, o.c);
+    int64_t at = rows.lo * g.in_w + cols.lo;
+    bool found = false;
+    for (int64_t h = rows.lo; h < rows.hi && !found; ++h) {
+      for (int64_t w = cols.lo; w < cols.hi; ++w) {
+        if (Load(x + ((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c) ==
+            best) {
+          at = h * g.in_w + w;
+          found = true;
+          break;
+        }
+      }
+    }
+    argmax[i] = at;
+  }
+}
+
+// dx[n, h, w, c] = the sum, over the windows covering (h, w) in row-major
+// order, of dy (max: where the window's argmax is (h, w)) or dy / the
+// window's size inside the input (avg).
+template <typename T, bool kMax>
+__global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
+                         T* dx) {
+  const int64_t n = g.batch * g.in_h * g.in_w * g.chans;
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const int64_t c = i % g.chans;
+    const int64_t w = (i / g.chans) % g.in_w;
+    const int64_t h = (i / (g.chans * g.in_w)) % g.in_h;
+    const int64_t b = i / (g.chans * g.in_w * g.in_h);
+    const Range ohs = Covering(h, g.stride_h, g.pad_h, g.size_h, g.out_h);
+    const Range ows = Covering(w, g.stride_w, g.pad_w, g.size_w, g.out_w);
+    A<T> sum = 0;
+    for (int64_t oh = ohs.lo; oh < ohs.hi; ++oh) {
+      for (int64_t ow = ows.lo; ow < ows.hi; ++ow) {
+        const int64_t o = ((b * g.out_h + oh) * g.out_w + ow) * g.chans + c;
+        if constexpr (kMax) {
+          if (argmax[o] == h * g.in_w + w) sum += Load(dy + o);
+        } else {
+          const Range rows = Window(oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
+          const Range cols = Window(ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
+          const A<T> count =
+              static_cast<A<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+          sum += Load(dy + o) / count;
+        }
+      }
+    }
+    dx[i] = Store<T>(sum);
+  }
+}
+
+// Calls f(T()) with the C++ type of `type`; false when it is not one of
+// the listed ones (kFloatsOnly: no integers).
+template <bool kFloatsOnly, typename F>
+bool WithType(PoolType type, const F& f) {
+  switch (type) {
+    case PoolType::kF16:
+      f(__half());
+      return true;
+    case PoolType::kBF16:
+      f(__nv_bfloat16());
+      return true;
+    case PoolType::kF32:
+      f(float());
+      return true;
+    case PoolType::kF64:
+      f(double());
+      return true;
+    case PoolType::kI32:
+      if (kFloatsOnly) return false;
+      f(int32_t());
+      return true;
+    case PoolType::kI64:
+      if (kFloatsOnly) return false;
+      f(int64_t());
+      return true;
+  }
+  return false;
+}
+
+int64_t OutElements(const PoolGeometry& g) {
+  return g.batch * g.out_h * g.out_w * g.chans;
+}
+int64_t InElements(const PoolGeometry& g) {
+  return g.batch * g.in_h * g.in_w * g.chans;
+}
+
+}  // namespace
+
+cudaError_t LaunchPool(bool max, PoolType type, const PoolGeometry& g,
+                       const void* x, void* y, cudaStream_t stream) {
+  const int64_t n = OutElements(g);
+  if (n == 0) return cudaSuccess;
+  const auto launch = [&](auto t) {
+    using T = decltype(t);
+    if (max) {
+      Pool<T, true><<<Blocks(n), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), static_cast<T*>(y));
+    } else if constexpr (!std::is_integral_v<T>) {
+      Pool<T, false><<<Blocks(n), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), static_cast<T*>(y));
+    }
+  };
+  const bool ok =
+      max ? WithType<false>(type, launch) : WithType<true>(type, launch);
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
+                              const void* x, const void* dy, int64_t* argmax,
+                              void* dx, cudaStream_t stream) {
+  const int64_t n_out = OutElements(g), n_in = InElements(g);
+  if (n_in == 0) return cudaSuccess;
+  const bool ok = WithType<true>(type, [&](auto t) {
+    using T = decltype(t);
+    if (n_out > 0) {
+      MaxPoolArgmax<T><<<Blocks(n_out), kThreads, 0, stream>>>(
+          g, static_cast<const T*>(x), argmax);
+    }
+    PoolGrad<T, true><<<Blocks(n_in), kThreads, 0, stream>>>(
+        g, argmax, static_cast<const T*>(dy), static_cast<T*>(dx));
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
+                              const void* dy, void* dx, cudaStream_t stream) {
+  const int64_t n = InElements(g);
+  if (n == 0) return cudaSuccess;
+  const bool ok = WithType<true>(type, [&](auto t) {
+    using T = decltype(t);
+    PoolGrad<T, false><<<Blocks(n), kThreads, 0, stream>>>(
+        g, nullptr, static_cast<const T*>(dy), static_cast<T*>(dx));
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+}  // namespace runnel::cuda

@@ -1,0 +1,50 @@
+// max_pool, avg_pool and their gradients on the GPU (pool.cu), NHWC, with
+// the CPU kernels' semantics (kernels/cpu/conv_kernels.cc) exactly, which
+// cuDNN's pooling does not give: windows hanging over the edge with "same"
+// padding count only their elements inside the input (and the padding may
+// be one larger at the end than at the start); max_pool ignores NaN (a
+// window of NaN and -inf pools to the type's lowest value); a max_pool
+// gradient goes to the first maximal element of its window (or the
+// window's first element when none is); the 16-bit floats compute in f32;
+// the gradients sum each input element's windows in row-major order.
+// Plain C++ for nvcc; the OpKernels are in pool_kernels.cc. Each returns the
+// launch's error (cudaErrorNotSupported for a type it does not take);
+// nothing is launched for 0 elements.
+#ifndef RUNNEL_KERNELS_CUDA_POOL_H_
+#define RUNNEL_KERNELS_CUDA_POOL_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace runnel::cuda {
+
+// f16 and bf16 are stored as their 16 bits (Runnel's Half, BFloat16).
+enum class PoolType { kF16, kBF16, kF32, kF64, kI32, kI64 };
+
+// Windows of size_h×size_w every stride_h, stride_w; window (oh, ow) starts
+// at input row oh * stride_h - pad_h (column likewise) and is clipped to
+// the input.
+struct PoolGeometry {
+  int64_t batch, in_h, in_w, chans;
+  int64_t out_h, out_w;
+  int64_t size_h, size_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+// y = max_pool(x) (`max`, any type) or avg_pool(x) (floats).
+cudaError_t LaunchPool(bool max, PoolType type, const PoolGeometry& g,
+                       const void* x, void* y, cudaStream_t stream);
+
+// The gradient of max_pool: `argmax` (y's size, scratch) gets the input
+// element (h * in_w + w) each output's gradient goes to, then dx sums them.
+cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
+                              const void* x, const void* dy, int64_t* argmax,
+                              void* dx, cudaStream_t stream);
+
+// The gradient of avg_pool.
+cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
+                              const void* dy, void* dx, cudaStream_t stream);
+
+}  // namespace runnel::cuda
+
+#endif  // RUNNEL_KERNELS_CUDA_POOL_H_

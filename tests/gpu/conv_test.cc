@@ -1,0 +1,190 @@
+// conv2d, its two gradients, and pooling with theirs, on the GPU (cuDNN and
+// kernels/cuda/pool.cu) against the CPU kernels, gradients included. The
+// geometries cover what cudnn_params.h and pool.h handle specially: "same"
+// padding with an odd excess (one more row of padding at the end), strides,
+// dilations, windows hanging over the edge, ties and NaN in max_pool, the
+// 16-bit floats, empty batches. Skipped without a GPU (docs/gpu.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/strings.h"
+#include "tests/gpu/gpu_compare.h"
+
+namespace runnel {
+namespace {
+
+struct ConvCase {
+  Shape x, f;
+  int64_t stride, dilation;
+  const char* padding;
+};
+
+const std::vector<ConvCase> kConvCases = {
+    {Shape{2, 7, 9, 3}, Shape{3, 3, 3, 5}, 1, 1, "same"},
+    {Shape{2, 8, 8, 3}, Shape{3, 3, 3, 4}, 2, 1, "same"},  // odd excess
+    {Shape{1, 9, 6, 2}, Shape{2, 2, 2, 3}, 1, 1, "same"},  // even window
+    {Shape{2, 10, 11, 4}, Shape{3, 3, 4, 6}, 1, 2, "same"},
+    {Shape{2, 12, 12, 3}, Shape{5, 5, 3, 4}, 3, 1, "valid"},
+    {Shape{3, 6, 6, 16}, Shape{1, 1, 16, 8}, 1, 1, "valid"},
+    {Shape{1, 23, 23, 3}, Shape{11, 11, 3, 8}, 4, 1, "valid"},  // AlexNet's
+    {Shape{0, 5, 5, 3}, Shape{3, 3, 3, 4}, 1, 1, "same"},       // no images
+};
+
+AttrMap ConvAttrsOf(const ConvCase& c) {
+  return {{"strides", c.stride},
+          {"dilations", c.dilation},
+          {"padding", std::string(c.padding)}};
+}
+
+// Convolutions sum k_h*k_w*in_c products: absolute error grows with that.
+Tolerance ConvTolerance(DType d) {
+  return d == DType::kF32 ? Tolerance{1e-4, 1e-4} : Tolerance{3e-2, 3e-2};
+}
+
+// `op` on both devices, every output (and gradient) compared with `tol`,
+// and the op itself on the GPU.
+void CompareWith(const std::string& op, const std::vector<Tensor>& inputs,
+                 const AttrMap& attrs, bool grad, Tolerance tol) {
+  const std::string what = StrCat(
+      op, "(", DTypeName(inputs[0].dtype()), inputs[0].shape().ToString(), ", ",
+      inputs.size() > 1 ? inputs[1].shape().ToString() : "", ")");
+  SCOPED_TRACE(what);
+  const Result cpu = RunOp(op, inputs, attrs, "", grad);
+  const Result gpu = RunOp(op, inputs, attrs, "/gpu:0", grad);
+  ASSERT_EQ(cpu.values.size(), gpu.values.size());
+  ASSERT_EQ(cpu.values.size(), grad ? inputs.size() + 1 : 1u);
+  bool y_on_gpu = false;
+  for (const std::string& n : gpu.on_gpu) y_on_gpu |= n == "y";
+  EXPECT_TRUE(y_on_gpu) << what << " did not run on the GPU";
+  for (size_t i = 0; i < cpu.values.size(); ++i) {
+    ExpectClose(gpu.values[i], cpu.values[i], tol,
+                i == 0 ? what : StrCat(what, " gradient ", i - 1));
+  }
+}
+
+TEST(GpuConvTest, Conv2DAndItsGradients) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF16}) {
+    for (const ConvCase& c : kConvCases) {
+      const Tensor x = Random(d, c.x, 11, -1, 1);
+      const Tensor f = Random(d, c.f, 12, -1, 1);
+      CompareWith("conv2d", {x, f}, ConvAttrsOf(c), true, ConvTolerance(d));
+    }
+  }
+}
+
+// The gradient ops on their own, with a dy that is not all ones (the
+// gradients above get ones), so that a channel mixed up shows; and their
+// own gradients (conv2d and the other gradient op, on the GPU too).
+TEST(GpuConvTest, BackpropOpsWithRandomDy) {
+  SKIP_WITHOUT_GPU();
+  for (const ConvCase& c : kConvCases) {
+    const Tensor x = Random(DType::kF32, c.x, 21, -1, 1);
+    const Tensor f = Random(DType::kF32, c.f, 22, -1, 1);
+    const Result y = RunOp("conv2d", {x, f}, ConvAttrsOf(c), "", false);
+    ASSERT_EQ(y.values.size(), 1u);
+    const Tensor dy = Random(DType::kF32, y.values[0].shape(), 23, -1, 1);
+    for (const char* op : {"conv2d_backprop_input", "conv2d_backprop_filter"}) {
+      CompareWith(op, {x, f, dy}, ConvAttrsOf(c), true,
+                  ConvTolerance(DType::kF32));
+    }
+  }
+}
+
+// The same convolution many times (one algorithm, cached) and twice over:
+// a GPU run is deterministic.
+TEST(GpuConvTest, RepeatedRunsGiveTheSameNumbers) {
+  SKIP_WITHOUT_GPU();
+  const ConvCase c = kConvCases[1];
+  const Tensor x = Random(DType::kF32, c.x, 31, -1, 1);
+  const Tensor f = Random(DType::kF32, c.f, 32, -1, 1);
+  const Result a = RunOp("conv2d", {x, f}, ConvAttrsOf(c), "/gpu:0", true);
+  const Result b = RunOp("conv2d", {x, f}, ConvAttrsOf(c), "/gpu:0", true);
+  ASSERT_EQ(a.values.size(), 3u);
+  ASSERT_EQ(b.values.size(), 3u);
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    ExpectClose(a.values[i], b.values[i], {0, 0}, StrCat("run 2, value ", i));
+  }
+}
+
+struct PoolCase {
+  Shape x;
+  int64_t size, stride;
+  const char* padding;
+};
+
+const std::vector<PoolCase> kPoolCases = {
+    {Shape{2, 8, 8, 3}, 2, 2, "valid"},
+    {Shape{2, 7, 9, 4}, 3, 2, "same"},     // windows over the edge, odd excess
+    {Shape{1, 13, 13, 5}, 3, 2, "valid"},  // AlexNet's overlapping windows
+    {Shape{2, 5, 6, 3}, 2, 1, "same"},
+    {Shape{1, 4, 4, 2}, 4, 4, "same"},
+    {Shape{0, 4, 4, 2}, 2, 2, "valid"},
+    {Shape{3, 32, 32, 64}, 3, 3, "same"},
+};
+
+AttrMap PoolAttrsOf(const PoolCase& c) {
+  return {{"size", c.size},
+          {"strides", c.stride},
+          {"padding", std::string(c.padding)}};
+}
+
+TEST(GpuPoolTest, PoolingAndItsGradients) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    const Tolerance tol = ToleranceOf(d, false);
+    for (const PoolCase& c : kPoolCases) {
+      const Tensor x = Random(d, c.x, 41);
+      CompareWith("max_pool", {x}, PoolAttrsOf(c), true, tol);
+      CompareWith("avg_pool", {x}, PoolAttrsOf(c), true, tol);
+    }
+  }
+  for (DType d : {DType::kI32, DType::kI64}) {
+    for (const PoolCase& c : kPoolCases) {
+      CompareWith("max_pool", {Random(d, c.x, 42)}, PoolAttrsOf(c), false,
+                  {0, 0});
+    }
+  }
+}
+
+// Ties (after a relu, windows of zeros), NaN and -inf: the gradient goes to
+// the first maximal element, NaN never wins, and a window of NaN and -inf
+// pools to the lowest f32 with its gradient on its first element.
+TEST(GpuPoolTest, MaxPoolTiesAndNaNAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor x(DType::kF32, Shape{1, 4, 6, 2});
+  float* v = x.data<float>();
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    v[i] = i % 5 == 0 ? 1.0f : 0.0f;  // many ties
+  }
+  v[0] = nan;
+  v[2] = nan;
+  // Window (0, 2) of channel 0: NaN and -inf only.
+  for (int64_t h : {0, 1}) {
+    for (int64_t w : {4, 5}) v[(h * 6 + w) * 2] = w == 4 ? nan : -inf;
+  }
+  for (const char* padding : {"valid", "same"}) {
+    for (int64_t stride : {1, 2}) {
+      const AttrMap attrs = {{"size", int64_t{2}},
+                             {"strides", stride},
+                             {"padding", std::string(padding)}};
+      CompareWith("max_pool", {x}, attrs, true, {0, 0});
+      // max_pool_grad with a random dy (sum's gradient is all ones).
+      const Result y = RunOp("max_pool", {x}, attrs, "", false);
+      ASSERT_EQ(y.values.size(), 1u);
+      const Tensor dy = Random(DType::kF32, y.values[0].shape(), 43);
+      CompareWith("max_pool_grad", {x, y.values[0], dy}, attrs, false, {0, 0});
+      CompareWith("avg_pool_grad", {x, dy}, attrs, false,
+                  ToleranceOf(DType::kF32, false));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace runnel
