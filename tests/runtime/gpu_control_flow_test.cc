@@ -18,6 +18,7 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/control_flow.h"
 #include "runtime/device_set.h"
+#include "runtime/float16.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
 #include "tests/util/test_util.h"
@@ -126,6 +127,22 @@ class NegF32 : public OpKernel {
     return absl::OkStatus();
   }
 };
+// cast between f32 and f16 only (an f16 transfer's).
+class Cast : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      if (x.dtype() == DType::kF32) {
+        y->data<Half>()[i] = FloatToHalf(x.data<float>()[i]);
+      } else {
+        y->data<float>()[i] = HalfToFloat(x.data<Half>()[i]);
+      }
+    }
+    return absl::OkStatus();
+  }
+};
 class Forward : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -145,6 +162,8 @@ RUNNEL_STATIC_INIT(InvGpuKernels) {
   RegisterKernel<LessI32>("less", kType, DType::kI32);
   RegisterKernel<NegF32>("neg", kType, DType::kF32);
   RegisterKernelForAllTypes<Forward>("identity", kType);
+  RegisterKernel<Cast>("cast", kType, DType::kF32);
+  RegisterKernel<Cast>("cast", kType, DType::kF16);
   RegisterKernelForAllTypes<Transfer>("_send", kType);
   RegisterKernelForAllTypes<Transfer>("_recv", kType);
   RegisterControlFlowKernels(kType);
@@ -327,6 +346,34 @@ TEST(GpuControlFlowTest, StackOnTheDeviceHoldsDeviceTensors) {
   ExpectTensor((*out)[0], DType::kBool, {}, {1});
   // The index for the push and the pop, and the value for the fetch.
   EXPECT_EQ(g_to_host.load(), 3);
+}
+
+// `--transfer-dtype f16` with a GPU: the casts the partitioner adds go to
+// the devices at both ends of each f32 edge, the GPU's included, and the
+// value crosses (both ways) as f16.
+TEST(GpuControlFlowTest, F16TransfersCastOnTheDevice) {
+  InvGpus fake;
+  auto g = std::make_shared<Graph>();
+  Builder cpu{*g, ""};
+  Builder gpu{*g, "/gpu:0"};
+  constexpr int64_t kN = 2048;
+  NodeOut x =
+      cpu.Op("placeholder", {}, {{"dtype", DType::kF32}, {"shape", Shape{kN}}});
+  NodeOut y = gpu.Op("neg", {x});
+  Session session(g,
+                  {.num_threads = 2, .gpu_devices = -1, .f16_transfers = true});
+  std::vector<float> v(kN);
+  for (int64_t i = 0; i < kN; ++i) v[i] = static_cast<float>(i) * 0.5f;
+  // 1 + 2^-12 is no f16: it crosses as 1.
+  v[1] = 1.0f + 1.0f / 4096;
+  absl::StatusOr<std::vector<Tensor>> out =
+      session.Run({{x, F32(v, Shape{kN})}}, {y}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kF32);
+  EXPECT_EQ((*out)[0].data<float>()[1], -1.0f);
+  EXPECT_EQ((*out)[0].data<float>()[kN - 1], -1023.5f);
+  EXPECT_EQ(g_to_device.load(), 1);
+  EXPECT_EQ(g_to_host.load(), 1);
 }
 
 }  // namespace
