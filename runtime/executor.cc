@@ -599,6 +599,15 @@ class ExecutorState {
       case Executor::MemoryCopy::kNone:
         return absl::OkStatus();
       case Executor::MemoryCopy::kToHost:
+        // A constant's value is on the host already (its attribute): no
+        // copy, and no wait for the device (reshape's shape, say).
+        if (const Node* src = item.node->input(i).node; src->op() == "const") {
+          absl::StatusOr<Tensor> value = src->attr<Tensor>("value");
+          if (value.ok()) {
+            *t = *std::move(value);
+            return absl::OkStatus();
+          }
+        }
         copy = ex_.device_->CopyToHost(*t);
         break;
       case Executor::MemoryCopy::kToDevice:

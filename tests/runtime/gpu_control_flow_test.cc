@@ -320,6 +320,27 @@ TEST(GpuControlFlowTest, CondOnTheDeviceTakesTheBranchOfItsPredicate) {
   }
 }
 
+// A constant taken in host memory (a switch's predicate here; a reshape's
+// shape, typically) is its value on the host: no copy out of the device.
+TEST(GpuControlFlowTest, ConstantsAreReadOnTheHostWithoutACopy) {
+  for (bool p : {false, true}) {
+    InvGpus fake;
+    auto g = std::make_shared<Graph>();
+    Builder gpu{*g, "/gpu:0"};
+    NodeOut x = gpu.Const(F32({5}, {}));
+    NodeOut sw =
+        gpu.Op("switch", {x, gpu.Const(Tensor::ScalarOf(DType::kBool, p))});
+    NodeOut merged = gpu.Op("merge", {gpu.Op("neg", {{sw.node, 0}}),
+                                      gpu.Op("identity", {{sw.node, 1}})});
+    Session session(g, {.num_threads = 2, .gpu_devices = -1});
+    absl::StatusOr<std::vector<Tensor>> out =
+        session.Run(Session::Feeds{}, {merged}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensor((*out)[0], DType::kF32, {}, {p ? 5.0 : -5.0});
+    EXPECT_EQ(g_to_host.load(), 1);  // the result only
+  }
+}
+
 // A stack on the device keeps device tensors; its handle and index are
 // read on the host (the index, computed on the device, copied out).
 TEST(GpuControlFlowTest, StackOnTheDeviceHoldsDeviceTensors) {
