@@ -175,7 +175,58 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
       ex->items_[c->id()].control_out.push_back(static_cast<int>(i));
     }
   }
+  ex->AssignMemory();
   return ex;
+}
+
+// On a device whose memory is not the host's, each value lives where its
+// producer's kernel puts it (HostMemory, runtime/kernel.h); a consumer that
+// takes it in the other memory gets a copy, made when the consumer runs.
+// A _recv leaves its value in host memory when every consumer takes it
+// there (a loop's condition sent to a copy of the loop's control), and a
+// _send copies out only a value in device memory. A merge takes its inputs
+// in device memory; its second output (the index of its live input) is
+// made on the host.
+void Executor::AssignMemory() {
+  for (NodeItem& item : items_) {
+    item.output_in_host.assign(item.node->num_outputs(), false);
+  }
+  if (device_->type() == kDeviceCpu) return;
+  auto takes_host = [&](const NodeItem& item, int input) {
+    if (item.kind == Kind::kSend) return true;
+    return item.kind != Kind::kMerge &&
+           item.kernel->input_in_host_memory(input);
+  };
+  for (NodeItem& item : items_) {
+    if (item.kind == Kind::kRecv) {
+      bool host = !item.out_edges.empty();
+      for (const OutEdge& e : item.out_edges) {
+        const NodeItem& dst = items_[e.dst];
+        host = host && takes_host(dst, e.dst_slot - dst.input_start);
+      }
+      item.output_in_host[0] = host;
+    } else if (item.kind == Kind::kMerge) {
+      item.output_in_host[1] = true;
+    } else {
+      for (size_t o = 0; o < item.output_in_host.size(); ++o) {
+        item.output_in_host[o] =
+            item.kernel->output_in_host_memory(static_cast<int>(o));
+      }
+    }
+  }
+  for (NodeItem& item : items_) {
+    std::vector<MemoryCopy> copies(item.num_inputs, MemoryCopy::kNone);
+    bool any = false;
+    for (int i = 0; i < item.num_inputs; ++i) {
+      const NodeOut in = item.node->input(i);
+      const bool from_host = items_[in.node->id()].output_in_host[in.index];
+      const bool to_host = takes_host(item, i);
+      if (from_host == to_host) continue;
+      copies[i] = to_host ? MemoryCopy::kToHost : MemoryCopy::kToDevice;
+      any = true;
+    }
+    if (any) item.input_copy = std::move(copies);
+  }
 }
 
 Executor::~Executor() = default;
@@ -408,8 +459,11 @@ class ExecutorState {
     if (args_.rendezvous == nullptr) {
       s = absl::FailedPreconditionError("_send outside a partitioned step");
     } else {
-      absl::StatusOr<Tensor> host = Tensor();
-      if (!is_dead) host = ex_.device_->CopyToHost(value.tensor);
+      absl::StatusOr<Tensor> host = is_dead ? Tensor() : value.tensor;
+      if (!is_dead && !item.input_copy.empty() &&
+          item.input_copy[0] == Executor::MemoryCopy::kToHost) {
+        host = ex_.device_->CopyToHost(value.tensor);
+      }
       s = host.ok() ? args_.rendezvous->Send(TransferKey(tn, item),
                                              *std::move(host), is_dead)
                     : host.status();
@@ -417,8 +471,9 @@ class ExecutorState {
     if (!s.ok()) Abort(AttachNode(s, item.node->name(), item.node->span()));
   }
 
-  // A received value in this device's memory.
+  // A received value in the memory its consumers take it in.
   absl::Status ToDevice(const Executor::NodeItem& item, Tensor* value) {
+    if (item.output_in_host[0]) return absl::OkStatus();
     absl::StatusOr<Tensor> t = ex_.device_->CopyFromHost(*value);
     if (!t.ok())
       return AttachNode(t.status(), item.node->name(), item.node->span());
@@ -486,6 +541,10 @@ class ExecutorState {
       std::unique_ptr<OpKernelContext> ctx;
     };
     auto call = std::make_shared<Call>();
+    if (absl::Status s = InputsToKernelMemory(item, in); !s.ok()) {
+      FinishAsync(tn, s, nullptr);
+      return;
+    }
     std::vector<const Tensor*> inputs;
     call->inputs.reserve(item.num_inputs);
     for (int i = 0; i < item.num_inputs; ++i) {
@@ -531,10 +590,51 @@ class ExecutorState {
     FinishLater(tn, outputs, mask);
   }
 
+  // `t` in the memory input `i` of `item` takes it in (AssignMemory).
+  absl::Status ToKernelMemory(const Executor::NodeItem& item, int i,
+                              Tensor* t) {
+    if (item.input_copy.empty()) return absl::OkStatus();
+    absl::StatusOr<Tensor> copy;
+    switch (item.input_copy[i]) {
+      case Executor::MemoryCopy::kNone:
+        return absl::OkStatus();
+      case Executor::MemoryCopy::kToHost:
+        // A constant's value is on the host already (its attribute): no
+        // copy, and no wait for the device (reshape's shape, say).
+        if (const Node* src = item.node->input(i).node; src->op() == "const") {
+          absl::StatusOr<Tensor> value = src->attr<Tensor>("value");
+          if (value.ok()) {
+            *t = *std::move(value);
+            return absl::OkStatus();
+          }
+        }
+        copy = ex_.device_->CopyToHost(*t);
+        break;
+      case Executor::MemoryCopy::kToDevice:
+        copy = ex_.device_->CopyFromHost(*t);
+        break;
+    }
+    if (!copy.ok()) return copy.status();
+    *t = *std::move(copy);
+    return absl::OkStatus();
+  }
+
+  absl::Status InputsToKernelMemory(const Executor::NodeItem& item, Entry* in) {
+    for (size_t i = 0; i < item.input_copy.size(); ++i) {
+      RN_RETURN_IF_ERROR(
+          ToKernelMemory(item, static_cast<int>(i), &in[i].tensor));
+    }
+    return absl::OkStatus();
+  }
+
   // Whether the kernel ran and gave live outputs (per-output deadness in
   // `dead`); an error aborts the run.
   bool RunKernel(const TaggedNode& tn, const Executor::NodeItem& item,
                  Entry* in, Outputs* outputs, DeadMask* dead) {
+    if (absl::Status s = InputsToKernelMemory(item, in); !s.ok()) {
+      Abort(AttachNode(s, item.node->name(), item.node->span()));
+      return false;
+    }
     std::vector<const Tensor*> inputs(item.num_inputs);
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
@@ -559,6 +659,10 @@ class ExecutorState {
     if (aborted_.load(std::memory_order_relaxed)) return false;
     for (int i = 0; i < item.num_inputs; ++i) {
       if (in[i].has_value && !in[i].is_dead) {
+        if (absl::Status s = ToKernelMemory(item, i, &in[i].tensor); !s.ok()) {
+          Abort(AttachNode(s, item.node->name(), item.node->span()));
+          return false;
+        }
         outputs->push_back(in[i].tensor);
         outputs->push_back(Tensor::ScalarOf(DType::kI32, i));
         return true;

@@ -88,6 +88,7 @@ class Executor {
     int dst_slot;  // input slot of dst within dst's frame
     int src_output;
   };
+  enum class MemoryCopy : uint8_t { kNone, kToHost, kToDevice };
   enum class Kind {
     kPlain,
     kSwitch,
@@ -116,6 +117,13 @@ class Executor {
     bool is_constant = false;
     // _send / _recv: the devices and the edge of their rendezvous key.
     std::string send_device, recv_device, edge;
+    // On a device whose memory is not the host's (HostMemory in
+    // runtime/kernel.h): which outputs are in host memory (a _send's
+    // input, a _recv's output: whichever its neighbours need), and the
+    // copy each input needs to reach the memory the kernel takes it in
+    // (empty when none does; a _send takes its input in host memory).
+    std::vector<bool> output_in_host;
+    std::vector<MemoryCopy> input_copy;
     std::vector<OutEdge> out_edges;
     std::vector<int> control_out;
   };
@@ -138,6 +146,7 @@ class Executor {
   Executor(std::shared_ptr<const Graph> graph, Device* device, ThreadPool* pool)
       : graph_(std::move(graph)), device_(device), pool_(pool) {}
   absl::Status AssignFrames();
+  void AssignMemory();
 
   std::shared_ptr<const Graph> graph_;
   Device* device_;

@@ -149,6 +149,18 @@ class OpKernelContext {
   bool forwarding_ = false;
 };
 
+// The inputs and outputs that a kernel of a device whose memory is not the
+// host's (a GPU) takes or gives in host memory, as TensorFlow's HostMemory
+// does: a switch's predicate, a loop's condition, a stack's handle and
+// index, read on the host to decide what runs next. The executor delivers
+// each value in the memory its consumer takes it in (a copy where the
+// producer gave it in the other), so such a kernel may read those inputs
+// directly. A CPU kernel's memory is all host memory and ignores this.
+struct HostMemory {
+  std::vector<int> inputs = {};
+  std::vector<int> outputs = {};
+};
+
 class OpKernel {
  public:
   virtual ~OpKernel() = default;
@@ -161,8 +173,23 @@ class OpKernel {
   virtual bool IsExpensive() const { return expensive_; }
   void set_expensive(bool e) { expensive_ = e; }
 
+  // Whether input `i` / output `i` is in host memory (HostMemory above).
+  bool input_in_host_memory(int i) const { return Has(host_memory_.inputs, i); }
+  bool output_in_host_memory(int i) const {
+    return Has(host_memory_.outputs, i);
+  }
+  void set_host_memory(HostMemory m) { host_memory_ = std::move(m); }
+
  private:
+  static bool Has(const std::vector<int>& v, int i) {
+    for (int x : v) {
+      if (x == i) return true;
+    }
+    return false;
+  }
+
   bool expensive_ = true;
+  HostMemory host_memory_;
 };
 
 // A kernel that may finish later, on another thread (TensorFlow's
@@ -206,13 +233,18 @@ class KernelRegistry {
   absl::flat_hash_map<std::string, KernelFactory> factories_;
 };
 
-// Registers kernel class K (default-constructible) for one dtype.
+// Registers kernel class K (default-constructible) for one dtype, with the
+// inputs and outputs it takes in host memory on a device that is not the
+// CPU.
 template <typename K>
-void RegisterKernel(std::string op, std::string device_type, DType dtype) {
+void RegisterKernel(std::string op, std::string device_type, DType dtype,
+                    HostMemory host_memory = {}) {
   KernelRegistry::Global().Register(
       std::move(op), std::move(device_type), dtype,
-      [](const Node& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
+      [host_memory](
+          const Node& node) -> absl::StatusOr<std::unique_ptr<OpKernel>> {
         auto k = std::make_unique<K>();
+        k->set_host_memory(host_memory);
         RN_RETURN_IF_ERROR(k->Init(node));
         return std::unique_ptr<OpKernel>(std::move(k));
       });
@@ -229,8 +261,9 @@ void RegisterKernelForTypes(const std::string& op,
 // Registers K (dtype-independent, e.g. reshape) for every dtype.
 template <typename K>
 void RegisterKernelForAllTypes(const std::string& op,
-                               const std::string& device_type = kDeviceCpu) {
-  for (DType d : kAllDTypes) RegisterKernel<K>(op, device_type, d);
+                               const std::string& device_type = kDeviceCpu,
+                               const HostMemory& host_memory = {}) {
+  for (DType d : kAllDTypes) RegisterKernel<K>(op, device_type, d, host_memory);
 }
 
 }  // namespace runnel

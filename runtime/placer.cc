@@ -324,9 +324,10 @@ class Placer {
   }
 
   // A device other than the CPU (a GPU) runs only the groups it has a
-  // kernel for, every member's; the CPU has them all. Loops stay off it:
-  // their control ops have no GPU kernels. A group that asked for such a
-  // device goes to the CPU with a warning.
+  // kernel for, every member's; the CPU has them all. A loop's control
+  // goes there too when that device has the control-flow kernels (their
+  // predicates in host memory: runtime/kernel.h, HostMemory). A group that
+  // asked for such a device goes to the CPU with a warning.
   void KeepToKernels(const absl::flat_hash_map<int, const Node*>& asked) {
     absl::flat_hash_set<std::string> types;
     for (int d = 0; d < devices_.num_local(); ++d) {
@@ -340,8 +341,7 @@ class Placer {
         lacking;
     for (const Node* n : nodes_) {
       for (const std::string& t : types) {
-        if (!frames_.frame_of(n).empty() ||
-            !KernelRegistry::Global().HasFor(*n, t)) {
+        if (!KernelRegistry::Global().HasFor(*n, t)) {
           lacking[groups_.Find(n->id())].emplace(t, n);
         }
       }
@@ -365,9 +365,7 @@ class Placer {
           options_.warn(
               *by->second,
               StrCat("'", node->name(), "' (", node->op(), ") has no ", type,
-                     " kernel",
-                     frames_.frame_of(node).empty() ? "" : " inside a loop",
-                     " for its dtype; placed on the CPU"));
+                     " kernel for its dtype; placed on the CPU"));
         }
       }
       devices = std::move(kept);

@@ -178,14 +178,17 @@ void TiledCopy(ThreadPool* pool, std::vector<Dim> outer, const Dim& rows,
 
 }  // namespace
 
-absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
-    const OpKernelContext& ctx) {
+namespace {
+
+absl::StatusOr<std::vector<Shape>> OutputShapes(const OpKernelContext& ctx,
+                                                const OpKernel* kernel) {
   const Node& node = ctx.node();
   std::vector<TensorSpec> specs;
   std::vector<const Tensor*> values;
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     specs.push_back({ctx.input(i).dtype(), ctx.input(i).shape()});
-    values.push_back(&ctx.input(i));
+    const bool readable = kernel == nullptr || kernel->input_in_host_memory(i);
+    values.push_back(readable ? &ctx.input(i) : nullptr);
   }
   ShapeContext sc(node.attrs(), std::move(specs), std::move(values));
   absl::StatusOr<std::vector<TensorSpec>> out = node.op_def().shape_fn(sc);
@@ -211,8 +214,27 @@ absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
   return shapes;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
+    const OpKernelContext& ctx) {
+  return OutputShapes(ctx, nullptr);
+}
+
+absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
+    const OpKernelContext& ctx, const OpKernel& kernel) {
+  return OutputShapes(ctx, &kernel);
+}
+
 absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx) {
   RN_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ConcreteOutputShapes(ctx));
+  return std::move(shapes[0]);
+}
+
+absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx,
+                                          const OpKernel& kernel) {
+  RN_ASSIGN_OR_RETURN(std::vector<Shape> shapes,
+                      ConcreteOutputShapes(ctx, kernel));
   return std::move(shapes[0]);
 }
 
@@ -309,6 +331,20 @@ absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
         prefix, "index ", *value, " is out of range for axis 0 of size ", n));
   }
   return i;
+}
+
+absl::Status CheckGatherIndices(const std::vector<int64_t>& indices, int64_t n,
+                                int axis, const Shape& params,
+                                std::string_view prefix) {
+  for (size_t j = 0; j < indices.size(); ++j) {
+    if (indices[j] < 0 || indices[j] >= n) {
+      return absl::InvalidArgumentError(
+          StrCat(prefix, "index ", indices[j], " (indices[", j,
+                 "]) is out of range [0, ", n, ") for axis ", axis, " of ",
+                 params.ToString()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace runnel

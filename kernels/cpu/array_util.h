@@ -25,6 +25,13 @@ absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
     const OpKernelContext& ctx);
 // Output 0's shape.
 absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx);
+// The same for a kernel of a device whose memory is not the host's (a
+// GPU): the shape function sees the values of only the inputs `kernel`
+// takes in host memory (HostMemory, runtime/kernel.h).
+absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
+    const OpKernelContext& ctx, const OpKernel& kernel);
+absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx,
+                                          const OpKernel& kernel);
 
 // Row-major strides, in elements, of a tensor of `shape`.
 std::vector<int64_t> RowMajorStrides(const Shape& shape);
@@ -52,6 +59,13 @@ void FillElements(ThreadPool* pool, void* dst, int64_t n, const void* value,
 // "{prefix}index I is out of range for axis 0 of size N".
 absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
                                      std::string_view prefix = "");
+
+// gather's (and gather_grad's) indices into axis `axis` (of size n) of
+// `params`: each in [0, n), else "{prefix}index I (indices[J]) is out of
+// range [0, N) for axis A of SHAPE".
+absl::Status CheckGatherIndices(const std::vector<int64_t>& indices, int64_t n,
+                                int axis, const Shape& params,
+                                std::string_view prefix = "");
 
 }  // namespace runnel
 

@@ -1,7 +1,12 @@
 // Kernels of the control-flow ops (runtime/ops/control_flow_ops.cc). The
 // executor gives them their meaning (frames, iterations, dead values);
 // the kernels only forward values. merge never runs a kernel: the executor
-// forwards the live input itself.
+// forwards the live input itself. They touch no tensor's memory but that
+// of a switch's predicate and a stack's handle and index, so a device
+// whose memory is not the host's (a GPU) runs the same kernels, with those
+// inputs in host memory (RegisterControlFlowKernels).
+#include "kernels/cpu/control_flow_kernels.h"
+
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
@@ -82,16 +87,31 @@ class StackPopKernel : public OpKernel {
 };
 
 RUNNEL_STATIC_INIT(ControlFlowKernels) {
-  for (const char* op : {"enter", "exit", "next_iteration", "merge"}) {
-    RegisterKernelForAllTypes<ForwardKernel>(op);
-  }
-  RegisterKernelForAllTypes<SwitchKernel>("switch");
-  RegisterKernel<ForwardKernel>("loop_cond", kDeviceCpu, DType::kBool);
-  RegisterKernelForAllTypes<NoOpKernel>("control_trigger");
-  RegisterKernelForAllTypes<StackNewKernel>("stack_new");
-  RegisterKernelForAllTypes<StackPushKernel>("stack_push");
-  RegisterKernelForAllTypes<StackPopKernel>("stack_pop");
+  RegisterControlFlowKernels(kDeviceCpu);
 }
 
 }  // namespace
+
+void RegisterControlFlowKernels(const std::string& device) {
+  for (const char* op : {"enter", "exit", "next_iteration"}) {
+    RegisterKernelForAllTypes<ForwardKernel>(op, device);
+  }
+  // The index of the live input, merge's second output, is made on the
+  // host by the executor (which runs merges itself).
+  RegisterKernelForAllTypes<ForwardKernel>("merge", device, {.outputs = {1}});
+  RegisterKernelForAllTypes<SwitchKernel>("switch", device, {.inputs = {1}});
+  // The loop's condition: read on the host by its switches, and sent to
+  // the other devices that run the loop.
+  RegisterKernel<ForwardKernel>("loop_cond", device, DType::kBool,
+                                {.inputs = {0}, .outputs = {0}});
+  RegisterKernelForAllTypes<NoOpKernel>("control_trigger", device);
+  // A stack holds tensor handles wherever they live; its handle and the
+  // index of a push or pop are read on the host.
+  RegisterKernelForAllTypes<StackNewKernel>("stack_new", device,
+                                            {.outputs = {0}});
+  RegisterKernelForAllTypes<StackPushKernel>("stack_push", device,
+                                             {.inputs = {0, 1}});
+  RegisterKernelForAllTypes<StackPopKernel>("stack_pop", device,
+                                            {.inputs = {0, 1}});
+}
 }  // namespace runnel

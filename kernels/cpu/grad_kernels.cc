@@ -137,14 +137,8 @@ class GatherGradKernel : public OpKernel {
     const int64_t n = params.dim(a);
     const std::vector<int64_t> idx = ctx->input(1).ToInt64s();
     const int64_t m = static_cast<int64_t>(idx.size());
-    for (int64_t j = 0; j < m; ++j) {
-      if (idx[j] < 0 || idx[j] >= n) {
-        return absl::InvalidArgumentError(
-            StrCat("gather_grad: index ", idx[j], " (indices[", j,
-                   "]) is out of range [0, ", n, ") for axis ", a, " of ",
-                   params.shape().ToString()));
-      }
-    }
+    RN_RETURN_IF_ERROR(
+        CheckGatherIndices(idx, n, a, params.shape(), "gather_grad: "));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     if (out->num_elements() == 0) return absl::OkStatus();
     using A = AccumType<T>;

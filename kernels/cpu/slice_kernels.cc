@@ -178,13 +178,7 @@ class GatherKernel : public OpKernel {
     const int64_t n = params.dim(a);
     const std::vector<int64_t> idx = indices.ToInt64s();
     const int64_t m = static_cast<int64_t>(idx.size());
-    for (int64_t j = 0; j < m; ++j) {
-      if (idx[j] < 0 || idx[j] >= n) {
-        return absl::InvalidArgumentError(
-            StrCat("index ", idx[j], " (indices[", j, "]) is out of range [0, ",
-                   n, ") for axis ", a, " of ", params.shape().ToString()));
-      }
-    }
+    RN_RETURN_IF_ERROR(CheckGatherIndices(idx, n, a, params.shape()));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
     const char* src = static_cast<const char*>(params.raw_data());
     char* dst = static_cast<char*>(y->raw_data());
