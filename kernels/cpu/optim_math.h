@@ -7,7 +7,9 @@
 // `Ar` supplies the arithmetic on the accumulation type A, each operation
 // rounded to the variable's dtype as a separate op's output would be, and
 // never contracted into a fused multiply-add (the CPU file is compiled with
-// -ffp-contract=off; the GPU uses the _rn intrinsics):
+// -ffp-contract=off; the GPU uses the _rn intrinsics). Sqrt is correctly
+// rounded on both (the CPU's sqrt kernel, Eigen's AVX-512 code, may be an
+// ulp off):
 //
 //   static A Add(A, A), Sub(A, A), Mul(A, A), Div(A, A), Sqrt(A);
 #ifndef RUNNEL_KERNELS_CPU_OPTIM_MATH_H_

@@ -6,6 +6,7 @@
 // element-wise template (cwise.h) and the scatters state.cu, after the same
 // checks on the host as the CPU's, so that bad indices fail with the CPU's
 // error.
+#include <algorithm>
 #include <map>
 #include <vector>
 

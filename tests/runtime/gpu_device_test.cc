@@ -233,7 +233,7 @@ TEST(GpuDeviceTest, VariablesAndTheirUpdatesGoToTheGpu) {
                  {"shape", Shape{3}},
                  {"initializer", std::string("init:0")}});
   Node* grad = Placeholder(*g, "grad", Shape{3});
-  Node* lr = *g->AddConst(F32({0.5f}, {}), "lr");
+  Node* lr = Placeholder(*g, "lr", Shape{});
   Node* step = Add(*g, "step", "apply_sgd", {{w, 0}, {lr, 0}, {grad, 0}});
   Node* read = Add(*g, "read", "read_variable", {{w, 0}});
   Node* y = Add(*g, "y", "neg", {{read, 0}});
@@ -248,7 +248,8 @@ TEST(GpuDeviceTest, VariablesAndTheirUpdatesGoToTheGpu) {
   (void)init;
   (void)zeros;
   Session session(g, {.num_threads = 2, .gpu_devices = -1});
-  const Session::Feeds feed = {{NodeOut{grad, 0}, F32({2, 2, 2}, {3})}};
+  const Session::Feeds feed = {{NodeOut{grad, 0}, F32({2, 2, 2}, {3})},
+                               {NodeOut{lr, 0}, F32({0.5f}, {})}};
   absl::StatusOr<std::shared_ptr<const Graph>> placed =
       session.PlacedGraph(feed, {NodeOut{y, 0}}, {step, bump});
   ASSERT_TRUE(placed.ok()) << placed.status();
