@@ -1134,6 +1134,34 @@ Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
   return in.builder().Assign(op, target, a[1], Site(a));
 }
 
+// The fused optimizer updates (runtime/ops/optim_ops.cc): the first
+// `vars` arguments are vars or states, the rest tensors; the optional
+// trailing bool arguments are the op's attributes `bool_attrs`.
+Builtin ApplyBuiltin(const std::string& op, std::vector<BuiltinParam> params,
+                     int vars, std::vector<std::string> bool_attrs = {}) {
+  return {op, std::move(params),
+          [op, vars, bool_attrs](Interpreter& in, Args& a) -> Result {
+            for (int i = 0; i < vars; ++i) {
+              if (!a[i].is_symbolic() || !IsVariableNode(a[i].out().node)) {
+                return ErrorAt(a.span_of(i),
+                               StrCat(ParamName(a, i), " must be a var or ",
+                                      "state, got ", DescribeValue(a[i])));
+              }
+            }
+            const int tensors =
+                static_cast<int>(a.builtin->params.size() - bool_attrs.size());
+            std::vector<Value> inputs;
+            for (int i = 0; i < tensors; ++i) inputs.push_back(a[i]);
+            AttrMap attrs;
+            for (size_t k = 0; k < bool_attrs.size(); ++k) {
+              RN_ASSIGN_OR_RETURN(attrs[bool_attrs[k]],
+                                  BoolArg(a, tensors + static_cast<int>(k)));
+            }
+            return in.builder().ApplyOp(op, std::move(inputs), std::move(attrs),
+                                        Site(a));
+          }};
+}
+
 // Creation.
 void AddCreation(std::vector<Builtin>& b) {
   const Value f32 = Value::OfDType(DType::kF32);
@@ -1493,6 +1521,17 @@ void AddState(std::vector<Builtin>& b) {
            return AssignFn(op, in, a);
          }});
   }
+  b.push_back(ApplyBuiltin("apply_sgd", {P("var"), P("lr"), P("grad")}, 1));
+  b.push_back(ApplyBuiltin("apply_momentum",
+                           {P("var"), P("buf"), P("lr"), P("grad"),
+                            P("momentum"), P("nesterov", Value::Bool(false))},
+                           2, {"nesterov"}));
+  b.push_back(
+      ApplyBuiltin("apply_adam",
+                   {P("var"), P("m"), P("v"), P("lr"), P("grad"), P("beta1"),
+                    P("one_minus_beta1"), P("beta2"), P("one_minus_beta2"),
+                    P("eps"), P("correction1"), P("correction2")},
+                   3));
   // Synchronous replicas (stdlib/optim.rnl, docs/cluster.md).
   b.push_back({"sync_accumulate",
                {P("var"), P("grad"), P("step"), P("replicas")},

@@ -25,6 +25,12 @@ bool GivesLiteral(const OpDef& def) {
   return !def.dtype_groups.empty() || def.name == "neg";
 }
 
+// An op's input that takes a variable itself rather than its value:
+// assign's `ref`, and a fused optimizer update's `ref_m`, ... .
+bool IsRefInput(const std::string& name) {
+  return name == "ref" || name.starts_with("ref_");
+}
+
 }  // namespace
 
 bool IsVariableNode(const Node* n) { return n->op() == "variable"; }
@@ -225,9 +231,10 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
     NodeOut& in = spec.inputs[i];
     // A variable's updates and reads inside a loop or branch name it: their
     // input is then the imported value, not the variable node.
+    // (A fused optimizer update takes more: `ref_m` names `var_m`.)
     if (cf != nullptr && IsVariableNode(in.node) && def != nullptr &&
-        i < def->inputs.size() && def->inputs[i] == "ref") {
-      spec.attrs["var"] = in.node->name();
+        i < def->inputs.size() && IsRefInput(def->inputs[i])) {
+      spec.attrs["var" + def->inputs[i].substr(3)] = in.node->name();
     }
     RN_ASSIGN_OR_RETURN(in, Import(in, cf, site.span));
   }
@@ -518,7 +525,7 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     const Value& v = inputs[i];
     // A var or state used as a tensor is read here, where the script reads
     // it; only an op's `ref` input takes the variable itself.
-    const bool ref = i < def->inputs.size() && def->inputs[i] == "ref";
+    const bool ref = i < def->inputs.size() && IsRefInput(def->inputs[i]);
     if (v.is_symbolic() && IsVariableNode(v.out().node) && !ref) {
       RN_ASSIGN_OR_RETURN(NodeOut r, ReadVariable(v.out().node, site.span));
       spec.inputs.push_back(r);

@@ -317,6 +317,7 @@ class Placer {
       }
       candidates_[g] = std::move(match);
     }
+    for (const auto& [g, v] : first_variable) variable_groups_.insert(g);
     absl::flat_hash_map<int, const Node*> asked;
     for (const auto& [g, r] : requests) asked.emplace(g, r.by);
     KeepToKernels(asked);
@@ -434,6 +435,9 @@ class Placer {
       int best;
       if (placed != device_of_group_.end()) {
         best = placed->second;
+      } else if (const int a = Accelerator(g); a >= 0) {
+        best = a;
+        device_of_group_[g] = best;
       } else {
         // Home: the device of the first placed input, else the first.
         const std::vector<int>& options = candidates_.at(g);
@@ -463,6 +467,23 @@ class Placer {
       finish[n->id()] = finish_on(best);
       busy_until[best] = finish[n->id()];
     }
+  }
+
+  // The device a variable's group goes to without weighing costs: the
+  // first device other than a CPU (a GPU) among its candidates, which are
+  // those that have kernels for every member (KeepToKernels) and match its
+  // requests; -1 for other groups, or when it has no such candidate. The
+  // weights, their slots and the update math then stay on the GPU, where
+  // the math that reads them runs, instead of crossing each step (as
+  // TensorFlow places variables on a GPU first).
+  int Accelerator(int group) const {
+    if (!variable_groups_.contains(group)) return -1;
+    for (int d : candidates_.at(group)) {
+      if (devices_.is_local(d) && devices_.device(d)->type() != kDeviceCpu) {
+        return d;
+      }
+    }
+    return -1;
   }
 
   // Each device's rates: the options', else the cost model's for its type
@@ -495,6 +516,7 @@ class Placer {
   FrameMap frames_;
   absl::flat_hash_map<int, std::vector<int>> candidates_;
   absl::flat_hash_map<int, int> device_of_group_;
+  absl::flat_hash_set<int> variable_groups_;  // groups holding a variable
 };
 
 }  // namespace

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "runtime/philox.h"
+
 namespace runnel {
 
 // Philox-4x32-10: 128 random bits for `counter` under `key`. Matches the
@@ -40,30 +42,38 @@ uint64_t HashName(std::string_view name);
 uint64_t EffectiveSeed(uint64_t global_seed, int64_t op_seed,
                        std::string_view node_name);
 
-// Samples of one stream: element `i` comes from counter `first + i`.
+// Samples of one stream: element `i` comes from counter `first + i`. The
+// math is runtime/philox.h's, which GPU kernels share.
 class RandomSampler {
  public:
   RandomSampler(uint64_t seed, uint64_t first_counter)
-      : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
-        first_(first_counter) {}
+      : stream_(philox::Stream::Of(seed, first_counter)) {}
 
+  // The stream, for a GPU kernel to sample from.
+  const philox::Stream& stream() const { return stream_; }
   // The 128 bits of element `i`; `round` > 0 gives further independent
   // bits of the same element (for rejection sampling).
-  std::array<uint32_t, 4> Bits(uint64_t i, uint32_t round = 0) const;
+  std::array<uint32_t, 4> Bits(uint64_t i, uint32_t round = 0) const {
+    const philox::Bits b = stream_.At(i, round);
+    return {b.w[0], b.w[1], b.w[2], b.w[3]};
+  }
   // Uniform in [0, 1), with 53 random bits.
-  double Uniform(uint64_t i) const;
+  double Uniform(uint64_t i) const { return stream_.Uniform(i); }
   // Uniform in [0, range); `range` >= 1. The bias of the modulo is below
   // range / 2^64.
-  uint64_t UniformInt(uint64_t i, uint64_t range) const;
+  uint64_t UniformInt(uint64_t i, uint64_t range) const {
+    return stream_.UniformInt(i, range);
+  }
   // Standard normal, by Box-Muller from two uniforms of element `i`.
-  double Normal(uint64_t i) const;
+  double Normal(uint64_t i) const { return stream_.Normal(i); }
   // Standard normal conditioned on |x| <= 2: resamples (further rounds of
   // element `i`) until within two standard deviations.
-  double TruncatedNormal(uint64_t i) const;
+  double TruncatedNormal(uint64_t i) const {
+    return stream_.TruncatedNormal(i);
+  }
 
  private:
-  std::array<uint32_t, 2> key_;
-  uint64_t first_;
+  philox::Stream stream_;
 };
 
 }  // namespace runnel

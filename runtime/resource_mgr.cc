@@ -1,5 +1,6 @@
 #include "runtime/resource_mgr.h"
 
+#include "runtime/device.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -26,11 +27,33 @@ absl::Status Variable::CheckValue(const Tensor& value) const {
   return absl::OkStatus();
 }
 
-absl::Status Variable::Assign(Tensor value) {
+absl::Status Variable::Assign(Tensor value, Device* holder) {
   if (absl::Status s = CheckValue(value); !s.ok()) return s;
+  if (holder != nullptr && holder->type() == kDeviceCpu) holder = nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   value_ = std::move(value);
+  holder_ = holder;
   initialized_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status Variable::MoveTo(Device* device) {
+  if (device != nullptr && device->type() == kDeviceCpu) device = nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!initialized_ || holder_ == device) return absl::OkStatus();
+  Tensor host = value_;
+  if (holder_ != nullptr) {
+    absl::StatusOr<Tensor> h = holder_->CopyToHost(value_);
+    if (!h.ok()) return h.status();
+    host = *std::move(h);
+  }
+  if (device != nullptr) {
+    absl::StatusOr<Tensor> d = device->CopyFromHost(host);
+    if (!d.ok()) return d.status();
+    host = *std::move(d);
+  }
+  value_ = std::move(host);
+  holder_ = device;
   return absl::OkStatus();
 }
 
@@ -48,12 +71,21 @@ absl::StatusOr<Tensor> Variable::Update(
 }
 
 absl::StatusOr<Tensor> Variable::Mutate(
-    const std::function<absl::Status(Tensor*)>& fn) {
+    const std::function<absl::Status(Tensor*)>& fn,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!initialized_) {
     return absl::FailedPreconditionError("variable is not initialized");
   }
-  if (!value_.RefCountIsOne()) value_ = value_.Clone();
+  if (!value_.RefCountIsOne()) {
+    if (copy) {
+      absl::StatusOr<Tensor> c = copy(value_);
+      if (!c.ok()) return c.status();
+      value_ = *std::move(c);
+    } else {
+      value_ = value_.Clone();
+    }
+  }
   if (absl::Status s = fn(&value_); !s.ok()) return s;
   return value_;
 }

@@ -22,6 +22,8 @@
 
 namespace runnel {
 
+class Device;
+
 class Resource {
  public:
   virtual ~Resource() = default;
@@ -37,8 +39,17 @@ class Variable : public Resource {
   bool initialized() const;
   // The current value; FailedPrecondition when not yet initialized.
   absl::StatusOr<Tensor> Read() const;
-  // Replaces the value; checks dtype and shape.
-  absl::Status Assign(Tensor value);
+  // Replaces the value; checks dtype and shape. The value is in the memory
+  // of device `holder`, host memory for nullptr or a CPU device.
+  absl::Status Assign(Tensor value, Device* holder = nullptr);
+  // Moves the value into the memory of `device` (nullptr or a CPU device:
+  // host memory) when it is elsewhere, through the devices' copies
+  // (Device::CopyToHost, CopyFromHost), so that a kernel on `device` can
+  // use it: a variable placed on a GPU by one plan and on the CPU by another
+  // (a checkpoint's read, a loop the GPU cannot run) follows its users.
+  // Update and Mutate keep the value where it is. Does nothing before the
+  // variable is initialized.
+  absl::Status MoveTo(Device* device);
   // Atomically replaces the value with fn(old value) (read-modify-write, as
   // assign_add needs). fn must return a new tensor, not modify the old one.
   absl::StatusOr<Tensor> Update(
@@ -47,8 +58,12 @@ class Variable : public Resource {
   // rows of a large table). When a reader still holds the current buffer,
   // fn works on a copy that then replaces it, so the reader's value never
   // changes under it. fn must check before it writes: on an error the
-  // value must be unchanged. Returns the new value.
-  absl::StatusOr<Tensor> Mutate(const std::function<absl::Status(Tensor*)>& fn);
+  // value must be unchanged. Returns the new value. `copy` makes that copy
+  // (Tensor::Clone when null; a GPU's value is copied on the GPU).
+  absl::StatusOr<Tensor> Mutate(
+      const std::function<absl::Status(Tensor*)>& fn,
+      const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy =
+          nullptr);
 
  private:
   absl::Status CheckValue(const Tensor& value) const;
@@ -56,6 +71,7 @@ class Variable : public Resource {
   const Shape shape_;
   mutable std::mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
+  Device* holder_ ABSL_GUARDED_BY(mu_) = nullptr;  // nullptr: host memory
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
 };
 

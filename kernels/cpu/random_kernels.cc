@@ -4,12 +4,12 @@
 // therefore the same whatever the number of threads.
 #include <algorithm>
 #include <bit>
-#include <cmath>
-#include <limits>
 
 #include "kernels/cpu/array_util.h"
 #include "kernels/cpu/eigen_types.h"
+#include "kernels/cpu/random_util.h"
 #include "runtime/kernel.h"
+#include "runtime/philox.h"
 #include "runtime/random.h"
 #include "runtime/strings.h"
 
@@ -19,27 +19,6 @@ namespace {
 // Rough cycles to sample one element, for ParallelFor.
 constexpr int64_t kUniformCost = 40;
 constexpr int64_t kNormalCost = 150;
-
-// The largest T strictly below `limit`.
-template <typename T>
-T Below(double limit) {
-  T t = FromDouble<T>(limit);
-  while (ToDouble(t) >= limit) {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      // Sign-magnitude bits: step the magnitude towards -inf.
-      if (t.bits == 0) {
-        t.bits = 0x8001;
-      } else if (t.bits & 0x8000) {
-        ++t.bits;
-      } else {
-        --t.bits;
-      }
-    } else {
-      t = std::nextafter(t, -std::numeric_limits<T>::infinity());
-    }
-  }
-  return t;
-}
 
 class RandomKernel : public OpKernel {
  public:
@@ -51,14 +30,7 @@ class RandomKernel : public OpKernel {
  protected:
   // Reserves `n` draws of this node's stream.
   absl::StatusOr<RandomSampler> Reserve(OpKernelContext* ctx, int64_t n) {
-    const std::string& name = ctx->node().name();
-    RN_ASSIGN_OR_RETURN(
-        std::shared_ptr<RandomCounter> counter,
-        ctx->resources()->LookupOrCreate<RandomCounter>("random:" + name, [] {
-          return std::make_shared<RandomCounter>();
-        }));
-    return RandomSampler(EffectiveSeed(ctx->global_seed(), seed_, name),
-                         counter->Reserve(n));
+    return ReserveSamples(ctx, seed_, n);
   }
 
   // Allocates output 0 (its shape from the `shape` input) and sets element
@@ -94,7 +66,7 @@ class NormalKernel : public RandomKernel {
     return Sample<T>(
         ctx, kNormalCost, [this](const RandomSampler& s, int64_t i) {
           double z = kTruncated ? s.TruncatedNormal(i) : s.Normal(i);
-          return FromDouble<T>(mean_ + stddev_ * z);
+          return FromDouble<T>(philox::Affine(z, stddev_, mean_));
         });
   }
 
@@ -107,58 +79,36 @@ using RandomNormalKernel = NormalKernel<T, false>;
 template <typename T>
 using TruncatedNormalKernel = NormalKernel<T, true>;
 
-// Reads an int or float attribute as an integer, exactly for ints.
-absl::StatusOr<int64_t> IntegralAttr(const Node& node, std::string_view name) {
-  absl::StatusOr<int64_t> i = node.attr<int64_t>(name);
-  if (i.ok()) return i;
-  RN_ASSIGN_OR_RETURN(double d, node.attr<double>(name));
-  return static_cast<int64_t>(std::ceil(d));
-}
-
 template <typename T>
 class RandomUniformKernel : public RandomKernel {
  public:
   absl::Status Init(const Node& node) override {
     RN_RETURN_IF_ERROR(RandomKernel::Init(node));
-    if constexpr (std::is_integral_v<T>) {
-      RN_ASSIGN_OR_RETURN(min_int_, IntegralAttr(node, "minval"));
-      RN_ASSIGN_OR_RETURN(int64_t max, IntegralAttr(node, "maxval"));
-      if (max <= min_int_) {
-        return absl::InvalidArgumentError(
-            StrCat("random_uniform: need minval < maxval, got [", min_int_,
-                   ", ", max, ")"));
-      }
-      range_ = static_cast<uint64_t>(max) - static_cast<uint64_t>(min_int_);
-    } else {
-      RN_ASSIGN_OR_RETURN(min_, node.attr<double>("minval"));
-      RN_ASSIGN_OR_RETURN(max_, node.attr<double>("maxval"));
-      below_max_ = Below<T>(max_);
-    }
+    RN_ASSIGN_OR_RETURN(r_, UniformRangeOf<T>(node));
+    below_max_ = FromDouble<T>(r_.below_max);
     return absl::OkStatus();
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     if constexpr (std::is_integral_v<T>) {
-      return Sample<T>(ctx, kUniformCost,
-                       [this](const RandomSampler& s, int64_t i) {
-                         return static_cast<T>(static_cast<uint64_t>(min_int_) +
-                                               s.UniformInt(i, range_));
-                       });
+      return Sample<T>(
+          ctx, kUniformCost, [this](const RandomSampler& s, int64_t i) {
+            return static_cast<T>(static_cast<uint64_t>(r_.min_int) +
+                                  s.UniformInt(i, r_.range));
+          });
     } else {
       return Sample<T>(
           ctx, kUniformCost, [this](const RandomSampler& s, int64_t i) {
-            double v = min_ + s.Uniform(i) * (max_ - min_);
+            double v = philox::Affine(s.Uniform(i), r_.max - r_.min, r_.min);
             T t = FromDouble<T>(v);
             // Rounding to T may reach maxval, which is excluded.
-            return max_ > min_ && ToDouble(t) >= max_ ? below_max_ : t;
+            return r_.max > r_.min && ToDouble(t) >= r_.max ? below_max_ : t;
           });
     }
   }
 
  private:
-  double min_ = 0, max_ = 1;
+  UniformRange r_;
   T below_max_{};
-  int64_t min_int_ = 0;
-  uint64_t range_ = 1;
 };
 
 // Outputs y and scale, with y = x * scale computed in x's dtype the way

@@ -3,21 +3,12 @@
 #include <type_traits>
 
 #include "kernels/cpu/eigen_types.h"
+#include "kernels/cpu/variable_util.h"
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
 namespace runnel {
 namespace {
-
-absl::StatusOr<std::shared_ptr<Variable>> FindVariable(
-    OpKernelContext* ctx, const std::string& name) {
-  std::shared_ptr<Variable> v = ctx->resources()->Lookup<Variable>(name);
-  if (v == nullptr || !v->initialized()) {
-    return absl::FailedPreconditionError(
-        StrCat("variable '", name, "' is not initialized"));
-  }
-  return v;
-}
 
 class VariableKernel : public OpKernel {
  public:
@@ -50,7 +41,7 @@ class AssignKernel : public AssignBase {
     RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
     // The new value gets its own buffer: readers of the old one keep it.
     Tensor value = ctx->input(1).Clone();
-    RN_RETURN_IF_ERROR(var->Assign(value));
+    RN_RETURN_IF_ERROR(var->Assign(value, ctx->device()));
     return ctx->set_output(0, std::move(value));
   }
 };
@@ -122,24 +113,9 @@ class ScatterKernel : public AssignBase {
     // reader of the buffer it would make Mutate copy the whole table. This
     // kernel never reads it: drop it. (The read above is dropped too.)
     ctx->release_input(0);
-    std::vector<int64_t> dims = indices.shape().dims();
-    if (shape.rank() > 0) {
-      dims.insert(dims.end(), shape.dims().begin() + 1, shape.dims().end());
-    }
-    if (shape.rank() == 0 || updates.shape() != Shape(dims)) {
-      return absl::InvalidArgumentError(
-          StrCat(op, ": updates ", updates.shape().ToString(),
-                 " do not match indices ", indices.shape().ToString(),
-                 " into the variable ", shape.ToString()));
-    }
+    RN_RETURN_IF_ERROR(
+        CheckScatter(op, shape, indices.shape(), idx, updates.shape()));
     const int64_t rows = shape.dim(0);
-    for (size_t j = 0; j < idx.size(); ++j) {
-      if (idx[j] < 0 || idx[j] >= rows) {
-        return absl::InvalidArgumentError(StrCat(
-            op, ": index ", idx[j], " (indices[", j, "]) is out of range [0, ",
-            rows, ") for the variable ", shape.ToString()));
-      }
-    }
     RN_ASSIGN_OR_RETURN(
         Tensor next, var->Mutate([&](Tensor* value) -> absl::Status {
           const int64_t row = rows == 0 ? 0 : value->num_elements() / rows;

@@ -369,6 +369,8 @@ absl::StatusOr<std::vector<Tensor>> Worker::ReadVariables(
       return absl::NotFoundError(
           StrCat(task_, " has no variable '", name, "'"));
     }
+    // In host memory, also when a GPU of this task holds it.
+    RN_RETURN_IF_ERROR(v->MoveTo(nullptr));
     RN_ASSIGN_OR_RETURN(Tensor t, v->Read());
     out.push_back(std::move(t));
   }

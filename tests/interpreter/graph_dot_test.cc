@@ -156,10 +156,10 @@ TEST_F(GraphDotTest, OneBoxPerScopeWithItsOpCount) {
   const Dot dot = View({});
   // dense: w and b with their initial values and reads, matmul, bias_add,
   // relu (9), and Adam's slots dense/w/adam_m, ... (4 slots, each a
-  // variable, its initial value and its read).
+  // variable and its initial value: the fused apply_adam reads them itself).
   ASSERT_NE(dot.Find("dense"), nullptr);
-  EXPECT_EQ(dot.Find("dense")->label[1], "21 ops");
-  EXPECT_EQ(dot.Find("dense_2")->label[1], "20 ops");  // no relu
+  EXPECT_EQ(dot.Find("dense")->label[1], "17 ops");
+  EXPECT_EQ(dot.Find("dense_2")->label[1], "16 ops");  // no relu
   EXPECT_EQ(dot.Find("cross_entropy")->label[1], "2 ops");
   for (const std::string scope :
        {"dense", "dense_1", "dense_2", "cross_entropy", "adam"}) {
@@ -226,8 +226,7 @@ TEST_F(GraphDotTest, ExpandOpensOneScope) {
             (std::vector<std::string>{
                 "dense/w", "dense/w/initial_value", "dense/w/read",
                 "dense/w/adam_m/initial_value", "dense/w/adam_m",
-                "dense/w/adam_v/initial_value", "dense/w/adam_v",
-                "dense/w/adam_m/read", "dense/w/adam_v/read"}));
+                "dense/w/adam_v/initial_value", "dense/w/adam_v"}));
   EXPECT_EQ(dot.EdgeLabel("x", "dense/y"),
             std::vector<std::string>{"f32[?,784]"});
   EXPECT_EQ(dot.EdgeLabel("dense/relu", "dense_1"),

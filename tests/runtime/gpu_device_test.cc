@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/caching_allocator.h"
+#include "runtime/checkpoint.h"
 #include "runtime/device_set.h"
 #include "runtime/kernel.h"
 #include "runtime/session.h"
@@ -27,6 +28,7 @@ namespace {
 using ::runnel::testing::Add;
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
+using ::runnel::testing::I32;
 using ::runnel::testing::Placeholder;
 
 constexpr char kFakeType[] = "fakegpu";
@@ -41,9 +43,9 @@ std::atomic<int> g_to_device{0}, g_to_host{0};
 
 class FakeGpu final : public Device {
  public:
-  FakeGpu(std::string name, Allocator* allocator, ResourceMgr* resources,
-          const CachingAllocator* cache)
-      : Device(std::move(name), kFakeType, allocator, nullptr, resources),
+  FakeGpu(std::string name, Allocator* allocator, ThreadPool* pool,
+          ResourceMgr* resources, const CachingAllocator* cache)
+      : Device(std::move(name), kFakeType, allocator, pool, resources),
         cache_(cache) {}
   absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
     ++g_to_host;
@@ -75,12 +77,13 @@ class FakeFactory final : public DeviceFactory {
       int index, const std::string& name, ResourceMgr* resources,
       const GpuOptions& options) override {
     cache_.SetLimit(options.memory_limit);
-    return std::unique_ptr<Device>(
-        std::make_unique<FakeGpu>(name, &allocator_, resources, &cache_));
+    return std::unique_ptr<Device>(std::make_unique<FakeGpu>(
+        name, &allocator_, &pool_, resources, &cache_));
   }
 
  private:
   int count_;
+  ThreadPool pool_{2};
   HostRaw raw_;
   CachingAllocator cache_{&raw_};
   StreamAllocator allocator_{"fakegpu:0", &cache_, 0};
@@ -107,6 +110,15 @@ class FakeTransfer : public OpKernel {
 
 RUNNEL_STATIC_INIT(FakeGpuKernels) {
   RegisterKernel<FakeNeg>("neg", kFakeType, DType::kF32);
+  // Variables and a fused update, with the CPU's kernels (the fake's memory
+  // is the host's), so that a variable's group can go to the fake.
+  for (const char* op :
+       {"variable", "read_variable", "assign_add", "apply_sgd"}) {
+    KernelRegistry::Global().Register(
+        op, kFakeType, DType::kF32, [](const Node& node) {
+          return KernelRegistry::Global().Create(node, kDeviceCpu);
+        });
+  }
   RegisterKernelForAllTypes<FakeTransfer>("_send", kFakeType);
   RegisterKernelForAllTypes<FakeTransfer>("_recv", kFakeType);
 }
@@ -268,6 +280,79 @@ TEST(GpuDeviceTest, MemoryStatsReachTheTraceAndReport) {
   EXPECT_NE(json.find("\"reserved\": 2.000, \"peak reserved\": 2.000"),
             std::string::npos)
       << json;
+}
+
+// A variable, its reads and its fused update go to the GPU when it has
+// kernels for all of them: the weights move there once and stay between
+// steps. A checkpoint reads the value through a copy out of the GPU, and a
+// restored value (in host memory) moves in again. A variable one of whose
+// users has no GPU kernel (scatter_add here) stays on the CPU with all its
+// users.
+TEST(GpuDeviceTest, VariablesAndTheirUpdatesGoToTheGpu) {
+  FakeGpus fake(1);
+  auto g = std::make_shared<Graph>();
+  Node* init = *g->AddConst(F32({1, 2, 3}, {3}), "init");
+  Node* w = Add(*g, "w", "variable", {},
+                {{"dtype", DType::kF32},
+                 {"shape", Shape{3}},
+                 {"initializer", std::string("init:0")}});
+  Node* grad = Placeholder(*g, "grad", Shape{3});
+  Node* lr = Placeholder(*g, "lr", Shape{});
+  Node* step = Add(*g, "step", "apply_sgd", {{w, 0}, {lr, 0}, {grad, 0}});
+  Node* read = Add(*g, "read", "read_variable", {{w, 0}});
+  Node* y = Add(*g, "y", "neg", {{read, 0}});
+  Node* zeros = *g->AddConst(F32({0, 0}, {2}), "zeros");
+  Node* u = Add(*g, "u", "variable", {},
+                {{"dtype", DType::kF32},
+                 {"shape", Shape{2}},
+                 {"initializer", std::string("zeros:0")}});
+  Node* at = *g->AddConst(I32({1}, {1}), "at");
+  Node* one = *g->AddConst(F32({1}, {1}), "one");
+  Node* bump = Add(*g, "bump", "scatter_add", {{u, 0}, {at, 0}, {one, 0}});
+  (void)init;
+  (void)zeros;
+  Session session(g, {.num_threads = 2, .gpu_devices = -1});
+  const Session::Feeds feed = {{NodeOut{grad, 0}, F32({2, 2, 2}, {3})},
+                               {NodeOut{lr, 0}, F32({0.5f}, {})}};
+  absl::StatusOr<std::shared_ptr<const Graph>> placed =
+      session.PlacedGraph(feed, {NodeOut{y, 0}}, {step, bump});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  for (const Node* n : (*placed)->nodes()) {
+    const std::string device = DeviceSet::ShortName(n->assigned_device());
+    if (n->name() == "w" || n->name() == "step" || n->name() == "read" ||
+        n->name() == "y") {
+      EXPECT_EQ(device, "/gpu:0") << n->name();
+    }
+    if (n->name() == "u" || n->name() == "bump") {
+      EXPECT_EQ(device, "/cpu:0") << n->name();
+    }
+  }
+
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        session.Run(feed, {}, {step, bump});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  g_to_host = 0;
+  absl::StatusOr<TensorMap> saved = ReadVariables(session);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ExpectTensor(saved->at("w"), DType::kF32, Shape{3}, {-1, 0, 1}, 0);
+  ExpectTensor(saved->at("u"), DType::kF32, Shape{2}, {0, 2}, 0);
+  // Both come out of the GPU: a plan that only reads variables puts them
+  // there too (u moves in, and back to the CPU at its next use).
+  EXPECT_EQ(g_to_host.load(), 2);
+
+  ASSERT_TRUE(
+      AssignVariables(session,
+                      {{"w", F32({5, 5, 5}, {3})}, {"u", F32({7, 7}, {2})}},
+                      "the test", nullptr)
+          .ok());
+  absl::StatusOr<std::vector<Tensor>> out = session.Run(feed, {}, {step, bump});
+  ASSERT_TRUE(out.ok()) << out.status();
+  absl::StatusOr<TensorMap> after = ReadVariables(session);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectTensor(after->at("w"), DType::kF32, Shape{3}, {4, 4, 4}, 0);
+  ExpectTensor(after->at("u"), DType::kF32, Shape{2}, {7, 8}, 0);
 }
 
 }  // namespace

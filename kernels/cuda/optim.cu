@@ -1,0 +1,155 @@
+// The fused optimizer updates (optim.h): one grid-stride kernel each, over
+// kernels/cpu/optim_math.h with IEEE round-to-nearest intrinsics, which
+// nvcc never contracts into a fused multiply-add, so that every element
+// equals the CPU's.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/optim_math.h"
+#include "kernels/cuda/optim.h"
+
+namespace runnel::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// __host__ too, as optim_math.h's functions are; only the GPU calls them.
+#ifdef __CUDA_ARCH__
+#define RN_RN(gpu, host) return gpu
+#else
+#define RN_RN(gpu, host) return host
+#endif
+struct GpuArith {
+  __host__ __device__ static float Add(float a, float b) {
+    RN_RN(__fadd_rn(a, b), a + b);
+  }
+  __host__ __device__ static float Sub(float a, float b) {
+    RN_RN(__fsub_rn(a, b), a - b);
+  }
+  __host__ __device__ static float Mul(float a, float b) {
+    RN_RN(__fmul_rn(a, b), a * b);
+  }
+  __host__ __device__ static float Div(float a, float b) {
+    RN_RN(__fdiv_rn(a, b), a / b);
+  }
+  __host__ __device__ static float Sqrt(float a) {
+    RN_RN(__fsqrt_rn(a), std::sqrt(a));
+  }
+  __host__ __device__ static double Add(double a, double b) {
+    RN_RN(__dadd_rn(a, b), a + b);
+  }
+  __host__ __device__ static double Sub(double a, double b) {
+    RN_RN(__dsub_rn(a, b), a - b);
+  }
+  __host__ __device__ static double Mul(double a, double b) {
+    RN_RN(__dmul_rn(a, b), a * b);
+  }
+  __host__ __device__ static double Div(double a, double b) {
+    RN_RN(__ddiv_rn(a, b), a / b);
+  }
+  __host__ __device__ static double Sqrt(double a) {
+    RN_RN(__dsqrt_rn(a), std::sqrt(a));
+  }
+};
+#undef RN_RN
+
+template <typename T>
+__device__ __forceinline__ T Scalar(const void* p) {
+  return *static_cast<const T*>(p);
+}
+
+#define RN_GRID_STRIDE(i, n)                                              \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; \
+       i += int64_t{gridDim.x} * blockDim.x)
+
+template <typename T>
+__global__ void SgdKernel(ApplyArgs a) {
+  const T* v = static_cast<const T*>(a.old[0]);
+  const T* g = static_cast<const T*>(a.grad);
+  T* v1 = static_cast<T*>(a.next[0]);
+  const T lr = Scalar<T>(a.scalars[0]);
+  RN_GRID_STRIDE(i, a.n) {
+    v1[i] = optim_math::Sgd<GpuArith, T>(v[i], g[i], lr);
+  }
+}
+
+template <typename T>
+__global__ void MomentumKernel(ApplyArgs a) {
+  const T* v = static_cast<const T*>(a.old[0]);
+  const T* buf = static_cast<const T*>(a.old[1]);
+  const T* g = static_cast<const T*>(a.grad);
+  T* v1 = static_cast<T*>(a.next[0]);
+  T* buf1 = static_cast<T*>(a.next[1]);
+  const T lr = Scalar<T>(a.scalars[0]);
+  const T momentum = Scalar<T>(a.scalars[1]);
+  RN_GRID_STRIDE(i, a.n) {
+    T b = buf[i];
+    v1[i] = optim_math::Momentum<GpuArith, T>(v[i], &b, g[i], lr, momentum,
+                                              a.nesterov);
+    buf1[i] = b;
+  }
+}
+
+template <typename T>
+__global__ void AdamKernel(ApplyArgs a) {
+  const T* v = static_cast<const T*>(a.old[0]);
+  const T* m = static_cast<const T*>(a.old[1]);
+  const T* s = static_cast<const T*>(a.old[2]);
+  const T* g = static_cast<const T*>(a.grad);
+  T* v1 = static_cast<T*>(a.next[0]);
+  T* m1 = static_cast<T*>(a.next[1]);
+  T* s1 = static_cast<T*>(a.next[2]);
+  const optim_math::AdamCoefficients<T> k{
+      optim_math::AdamStep<GpuArith, T>(Scalar<T>(a.scalars[0]),
+                                        Scalar<T>(a.scalars[6])),
+      Scalar<T>(a.scalars[1]),
+      Scalar<T>(a.scalars[2]),
+      Scalar<T>(a.scalars[3]),
+      Scalar<T>(a.scalars[4]),
+      Scalar<T>(a.scalars[5]),
+      Scalar<T>(a.scalars[7])};
+  RN_GRID_STRIDE(i, a.n) {
+    T mi = m[i], si = s[i];
+    v1[i] = optim_math::Adam<GpuArith, T>(v[i], &mi, &si, g[i], k);
+    m1[i] = mi;
+    s1[i] = si;
+  }
+}
+
+#undef RN_GRID_STRIDE
+
+unsigned Blocks(int64_t n) {
+  return static_cast<unsigned>(
+      std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 20));
+}
+
+cudaError_t Launch(void (*f32)(ApplyArgs), void (*f64)(ApplyArgs),
+                   const ApplyArgs& a, cudaStream_t stream) {
+  if (a.n == 0) return cudaSuccess;
+  switch (a.type) {
+    case ElemType::kF32:
+      f32<<<Blocks(a.n), kThreads, 0, stream>>>(a);
+      break;
+    case ElemType::kF64:
+      f64<<<Blocks(a.n), kThreads, 0, stream>>>(a);
+      break;
+    default:
+      return cudaErrorNotSupported;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchApplySgd(const ApplyArgs& a, cudaStream_t stream) {
+  return Launch(SgdKernel<float>, SgdKernel<double>, a, stream);
+}
+cudaError_t LaunchApplyMomentum(const ApplyArgs& a, cudaStream_t stream) {
+  return Launch(MomentumKernel<float>, MomentumKernel<double>, a, stream);
+}
+cudaError_t LaunchApplyAdam(const ApplyArgs& a, cudaStream_t stream) {
+  return Launch(AdamKernel<float>, AdamKernel<double>, a, stream);
+}
+
+}  // namespace runnel::cuda

@@ -1,0 +1,63 @@
+// GPU kernels of the fused optimizer updates (runtime/ops/optim_ops.cc; the
+// CPU's: kernels/cpu/optim_kernels.cc): one launch of optim.cu per update,
+// its scalars read by the kernel where they are, on the GPU. f32 and f64;
+// 16-bit float variables update on the CPU.
+#include "kernels/cpu/variable_util.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/gpu_types.h"
+#include "kernels/cuda/optim.h"
+
+namespace runnel {
+namespace {
+
+template <ApplyRule kRule>
+class GpuApplyKernel : public ApplyKernelBase {
+ public:
+  GpuApplyKernel() : ApplyKernelBase(kRule) {}
+
+ protected:
+  absl::Status Write(OpKernelContext* ctx, const VariableUpdate& u,
+                     const Tensor& grad,
+                     const std::vector<const Tensor*>& scalars) override {
+    cuda::ApplyArgs a;
+    RN_ASSIGN_OR_RETURN(a.type, GpuNumberType(grad.dtype(), "optimizer"));
+    a.n = grad.num_elements();
+    for (size_t i = 0; i < u.old.size(); ++i) {
+      a.old[i] = u.old[i]->raw_data();
+      a.next[i] = u.next[i]->raw_data();
+    }
+    a.grad = grad.raw_data();
+    for (size_t i = 0; i < scalars.size(); ++i) {
+      a.scalars[i] = scalars[i]->raw_data();
+    }
+    a.nesterov = nesterov();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    switch (kRule) {
+      case ApplyRule::kSgd:
+        RN_CUDA(cuda::LaunchApplySgd(a, gpu.compute()));
+        break;
+      case ApplyRule::kMomentum:
+        RN_CUDA(cuda::LaunchApplyMomentum(a, gpu.compute()));
+        break;
+      case ApplyRule::kAdam:
+        RN_CUDA(cuda::LaunchApplyAdam(a, gpu.compute()));
+        break;
+    }
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(GpuOptimKernels) {
+  for (DType d : {DType::kF32, DType::kF64}) {
+    RegisterKernel<GpuApplyKernel<ApplyRule::kSgd>>("apply_sgd", kDeviceGpu, d);
+    RegisterKernel<GpuApplyKernel<ApplyRule::kMomentum>>("apply_momentum",
+                                                         kDeviceGpu, d);
+    RegisterKernel<GpuApplyKernel<ApplyRule::kAdam>>("apply_adam", kDeviceGpu,
+                                                     d);
+  }
+}
+
+}  // namespace
+}  // namespace runnel
