@@ -38,19 +38,6 @@ __device__ __forceinline__ double Fmod(double x, double y) {
 __device__ __forceinline__ float Pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double Pow(double x, double y) { return pow(x, y); }
 
-// Integer add, sub, mul and neg wrap around (two's complement) as on the
-// CPU, computed in the unsigned twin where overflow is defined.
-template <typename T, bool = std::is_integral_v<T>&& kNumber<T>>
-struct WrapOf {
-  using type = T;
-};
-template <typename T>
-struct WrapOf<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <typename T>
-using Wrap = typename WrapOf<T>::type;
-
 // Eigen's maxi/mini after its NaN check (PropagateNaN): the first NaN wins.
 template <typename T>
 __device__ __forceinline__ T MaxNaN(T a, T b) {

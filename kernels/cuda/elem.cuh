@@ -56,6 +56,19 @@ inline constexpr bool kFloat = std::is_floating_point_v<Wide<T>>;
 template <typename T>
 inline constexpr bool kNumber = !std::is_same_v<T, bool>;
 
+// Integer arithmetic wraps around (two's complement) as on the CPU,
+// computed in the unsigned twin where overflow is defined.
+template <typename T, bool = std::is_integral_v<T>&& kNumber<T>>
+struct WrapOf {
+  using type = T;
+};
+template <typename T>
+struct WrapOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Wrap = typename WrapOf<T>::type;
+
 // Calls fn(T{}) with T the storage type of `type`, returning its result.
 template <typename Fn>
 cudaError_t WithElemType(ElemType type, Fn&& fn) {

@@ -129,20 +129,26 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Launches kernel<true> (a block per line) for long contiguous lines, else
-// kernel<false> (a thread per line).
+// For a float `type` T, calls launch(T{}, kBlock, blocks) to launch a
+// kernel with a block per line (kBlock true: long contiguous lines) or a
+// thread per line (false).
 template <class Launch>
-cudaError_t ByLine(int64_t lines, int64_t len, int64_t inner, Launch launch,
-                   cudaStream_t stream) {
-  if (lines == 0) return cudaSuccess;
-  if (inner == 1 && len >= kMinBlockLine) {
-    const unsigned blocks =
-        static_cast<unsigned>(lines < (1 << 20) ? lines : (1 << 20));
-    launch(std::true_type{}, blocks);
-  } else {
-    launch(std::false_type{}, Blocks(lines));
-  }
-  return cudaGetLastError();
+cudaError_t ByLine(ElemType type, int64_t lines, int64_t len, int64_t inner,
+                   Launch launch) {
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    if constexpr (!kFloat<decltype(tag)>) {
+      return cudaErrorNotSupported;
+    } else {
+      if (lines == 0) return cudaSuccess;
+      if (inner == 1 && len >= kMinBlockLine) {
+        launch(tag, std::true_type{},
+               static_cast<unsigned>(lines < (1 << 20) ? lines : (1 << 20)));
+      } else {
+        launch(tag, std::false_type{}, Blocks(lines));
+      }
+      return cudaGetLastError();
+    }
+  });
 }
 
 }  // namespace
@@ -151,50 +157,35 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           int64_t outer, int64_t len, int64_t inner,
                           cudaStream_t stream) {
   if (outer * len * inner == 0) return cudaSuccess;
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
-    using T = decltype(tag);
-    if constexpr (!kFloat<T>) {
-      return cudaErrorNotSupported;
-    } else {
-      const T* in = static_cast<const T*>(x);
-      T* out = static_cast<T*>(y);
-      return ByLine(
-          outer * inner, len, inner,
-          [&](auto block, unsigned blocks) {
-            constexpr bool kBlock = decltype(block)::value;
-            if (log) {
-              SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
-                  in, out, outer * inner, len, inner);
-            } else {
-              SoftmaxLines<kBlock, false><<<blocks, kThreads, 0, stream>>>(
-                  in, out, outer * inner, len, inner);
-            }
-          },
-          stream);
-    }
-  });
+  return ByLine(type, outer * inner, len, inner,
+                [&](auto tag, auto block, unsigned blocks) {
+                  using T = decltype(tag);
+                  constexpr bool kBlock = decltype(block)::value;
+                  const T* in = static_cast<const T*>(x);
+                  T* out = static_cast<T*>(y);
+                  if (log) {
+                    SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
+                        in, out, outer * inner, len, inner);
+                  } else {
+                    SoftmaxLines<kBlock, false>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            in, out, outer * inner, len, inner);
+                  }
+                });
 }
 
 cudaError_t LaunchSoftmaxCrossEntropy(ElemType type, const void* logits,
                                       const void* probs, void* loss,
                                       int64_t rows, int64_t classes,
                                       cudaStream_t stream) {
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
-    using T = decltype(tag);
-    if constexpr (!kFloat<T>) {
-      return cudaErrorNotSupported;
-    } else {
-      return ByLine(
-          rows, classes, 1,
-          [&](auto block, unsigned blocks) {
-            SoftmaxCrossEntropyRows<decltype(block)::value>
-                <<<blocks, kThreads, 0, stream>>>(
-                    static_cast<const T*>(logits), static_cast<const T*>(probs),
-                    static_cast<T*>(loss), rows, classes);
-          },
-          stream);
-    }
-  });
+  return ByLine(
+      type, rows, classes, 1, [&](auto tag, auto block, unsigned blocks) {
+        using T = decltype(tag);
+        SoftmaxCrossEntropyRows<decltype(block)::value>
+            <<<blocks, kThreads, 0, stream>>>(
+                static_cast<const T*>(logits), static_cast<const T*>(probs),
+                static_cast<T*>(loss), rows, classes);
+      });
 }
 
 cudaError_t LaunchSparseSoftmaxCrossEntropy(ElemType type, bool labels_i64,
@@ -203,32 +194,24 @@ cudaError_t LaunchSparseSoftmaxCrossEntropy(ElemType type, bool labels_i64,
                                             int64_t rows, int64_t classes,
                                             unsigned long long* first_bad,
                                             cudaStream_t stream) {
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
-    using T = decltype(tag);
-    if constexpr (!kFloat<T>) {
-      return cudaErrorNotSupported;
-    } else {
-      return ByLine(
-          rows, classes, 1,
-          [&](auto block, unsigned blocks) {
-            constexpr bool kBlock = decltype(block)::value;
-            const T* x = static_cast<const T*>(logits);
-            T* out = static_cast<T*>(loss);
-            if (labels_i64) {
-              SparseSoftmaxCrossEntropyRows<kBlock>
-                  <<<blocks, kThreads, 0, stream>>>(
-                      x, static_cast<const int64_t*>(labels), out, rows,
-                      classes, first_bad);
-            } else {
-              SparseSoftmaxCrossEntropyRows<kBlock>
-                  <<<blocks, kThreads, 0, stream>>>(
-                      x, static_cast<const int32_t*>(labels), out, rows,
-                      classes, first_bad);
-            }
-          },
-          stream);
-    }
-  });
+  return ByLine(type, rows, classes, 1,
+                [&](auto tag, auto block, unsigned blocks) {
+                  using T = decltype(tag);
+                  constexpr bool kBlock = decltype(block)::value;
+                  const T* x = static_cast<const T*>(logits);
+                  T* out = static_cast<T*>(loss);
+                  if (labels_i64) {
+                    SparseSoftmaxCrossEntropyRows<kBlock>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            x, static_cast<const int64_t*>(labels), out, rows,
+                            classes, first_bad);
+                  } else {
+                    SparseSoftmaxCrossEntropyRows<kBlock>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            x, static_cast<const int32_t*>(labels), out, rows,
+                            classes, first_bad);
+                  }
+                });
 }
 
 }  // namespace runnel::cuda

@@ -3,8 +3,8 @@
 // log_softmax and the softmax cross-entropies through nn.cu; bias_add,
 // sigmoid_cross_entropy, relu_grad, sigmoid_grad and tanh_grad through the
 // element-wise template (cwise.h). l2_loss is a reduction
-// (reduce_kernels.cc). Shapes are checked on the host with the CPU's
-// messages.
+// (reduce_kernels.cc). Shapes are checked on the host by the CPU kernels'
+// checks (runtime/ops/kernel_checks.h).
 //
 // sparse_softmax_cross_entropy's labels live on the GPU, so their range is
 // checked there: the kernel marks the first row whose label is out of
@@ -20,6 +20,7 @@
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/nn.h"
+#include "runtime/ops/kernel_checks.h"
 #include "runtime/shape_fns.h"
 #include "runtime/strings.h"
 
@@ -67,27 +68,14 @@ class SoftmaxKernel : public OpKernel {
   int64_t axis_ = -1;
 };
 
-// Logits [..., classes] and a loss per row: the loss has the logits' shape
-// without its last dimension.
-absl::StatusOr<Tensor*> AllocateRowLoss(OpKernelContext* ctx,
-                                        const Tensor& logits) {
-  std::vector<int64_t> dims = logits.shape().dims();
-  dims.pop_back();
-  return ctx->allocate_output(0, Shape(std::move(dims)));
-}
-
 class SoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& probs = ctx->input(1);
-    if (logits.shape() != probs.shape() || logits.rank() < 1) {
-      return absl::InvalidArgumentError(StrCat(
-          "logits ", DTypeName(logits.dtype()), logits.shape().ToString(),
-          " and probs ", DTypeName(probs.dtype()), probs.shape().ToString(),
-          " differ in shape"));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
+    RN_ASSIGN_OR_RETURN(Shape shape,
+                        SoftmaxCrossEntropyLossShape(logits, probs));
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
     RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, logits));
     RN_CUDA(cuda::LaunchSoftmaxCrossEntropy(
         l.type, logits.raw_data(), probs.raw_data(), loss->raw_data(),
@@ -101,18 +89,9 @@ class SparseSoftmaxCrossEntropyKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    if (labels.dtype() != DType::kI32 && labels.dtype() != DType::kI64) {
-      return absl::InvalidArgumentError(
-          StrCat("labels must be i32 or i64, got ", DTypeName(labels.dtype())));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
-    if (labels.shape() != loss->shape()) {
-      return absl::InvalidArgumentError(StrCat(
-          "labels ", DTypeName(labels.dtype()), labels.shape().ToString(),
-          " must have the shape ", loss->shape().ToString(), " of the logits ",
-          DTypeName(logits.dtype()), logits.shape().ToString(),
-          " without their last dimension"));
-    }
+    RN_ASSIGN_OR_RETURN(Shape shape,
+                        SparseSoftmaxCrossEntropyLossShape(logits, labels));
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
     const int64_t rows = loss->num_elements();
     if (rows == 0) return absl::OkStatus();
     const int64_t classes = logits.dim(logits.rank() - 1);
@@ -143,9 +122,7 @@ class SparseSoftmaxCrossEntropyKernel : public OpKernel {
                          cudaMemcpyDeviceToHost));
       label = label32;
     }
-    return absl::InvalidArgumentError(
-        StrCat("label ", label, " (at index ", r, ") is out of range for ",
-               classes, " classes; labels must ", "be in [0, ", classes, ")"));
+    return LabelOutOfRange(label, r, classes);
   }
 };
 
@@ -156,13 +133,7 @@ class BiasAddKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    if (x.rank() < 1 || bias.rank() != 1 ||
-        bias.dim(0) != x.dim(x.rank() - 1)) {
-      return absl::InvalidArgumentError(
-          StrCat("bias ", DTypeName(bias.dtype()), bias.shape().ToString(),
-                 " does not match the last dimension of ", DTypeName(x.dtype()),
-                 x.shape().ToString()));
-    }
+    RN_RETURN_IF_ERROR(CheckBiasAdd(x, bias));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     if (x.num_elements() == 0) return absl::OkStatus();
     const int64_t cols = bias.dim(0);
@@ -182,26 +153,17 @@ class BiasAddKernel : public OpKernel {
   }
 };
 
-// An element-wise op of two inputs of one shape: the gradient ops, with
-// the CPU's message, and sigmoid_cross_entropy, with its own.
+// An element-wise op of two inputs of one shape: the gradient ops and
+// sigmoid_cross_entropy, checked as on the CPU.
 template <BinaryOp kOp>
 class SameShapeKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.shape() != b.shape()) {
-      if (kOp == BinaryOp::kSigmoidCrossEntropy) {
-        return absl::InvalidArgumentError(
-            StrCat("logits ", DTypeName(a.dtype()), a.shape().ToString(),
-                   " and labels ", DTypeName(b.dtype()), b.shape().ToString(),
-                   " differ in shape"));
-      }
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": shapes differ: ", DTypeName(a.dtype()),
-                 a.shape().ToString(), " and ", DTypeName(b.dtype()),
-                 b.shape().ToString()));
-    }
+    RN_RETURN_IF_ERROR(kOp == BinaryOp::kSigmoidCrossEntropy
+                           ? CheckSigmoidCrossEntropy(a, b)
+                           : CheckSameShapes(ctx->node().op(), a, b));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, a.shape()));
     RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, a));
     RN_CUDA(cuda::LaunchBinary(kOp, l.type, a.raw_data(), b.raw_data(),

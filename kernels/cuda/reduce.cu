@@ -1,7 +1,7 @@
 // The reductions (reduce.h): one pair of kernels serves every op. A
 // reduction is a reducer (an associative combine with an identity), a
 // loader (input element -> accumulator) and a storer (accumulator ->
-// output); the input is [outer, reduced, inner] (reduce_plan.h):
+// output); the input is [outer, reduced, inner] (runtime/reduce_layout.h):
 //
 //   inner == 1 and long runs: a block of threads per output reduces its
 //       contiguous run (cub::BlockReduce);
@@ -243,19 +243,6 @@ cudaError_t Run(int64_t outer, int64_t reduced, int64_t inner, Load load,
                     FromPartial<A>{partial}, store, stream);
 }
 
-// What integer sums and products accumulate in: the unsigned twin, where
-// overflow wraps as on the CPU.
-template <typename T, bool = std::is_integral_v<T>>
-struct WrapOf {
-  using type = Wide<T>;
-};
-template <typename T>
-struct WrapOf<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <typename T>
-using Wrap = typename WrapOf<T>::type;
-
 template <typename T>
 cudaError_t ReduceOfType(ReduceOp op, const T* in, void* out, int64_t outer,
                          int64_t reduced, int64_t inner, void* scratch,
@@ -275,12 +262,12 @@ cudaError_t ReduceOfType(ReduceOp op, const T* in, void* out, int64_t outer,
   } else {
     switch (op) {
       case ReduceOp::kSum: {
-        using A = Wrap<T>;
+        using A = Wide<Wrap<T>>;
         return Run<SumR<A>, A>(outer, reduced, inner, Plain<T, A>{in},
                                ToOut<T, A>{y}, scratch, stream);
       }
       case ReduceOp::kProd: {
-        using A = Wrap<T>;
+        using A = Wide<Wrap<T>>;
         return Run<ProdR<A>, A>(outer, reduced, inner, Plain<T, A>{in},
                                 ToOut<T, A>{y}, scratch, stream);
       }

@@ -2,9 +2,10 @@
 // sum mean prod max min argmax argmin all any logsumexp, of sum_to_like
 // (kernels/cpu/grad_kernels.cc) and l2_loss (kernels/cpu/nn_kernels.cc), all
 // through the one scheme of reduce.cu. The host plans the walk
-// (reduce_plan.h), permutes the input first when its reduced dims are not
-// one run, and raises the CPU's errors: reducing an empty dim for the ops
-// without an identity, argmax over more elements than i32 indexes.
+// (runtime/reduce_layout.h, reduce_plan.h), permutes the input first when its
+// reduced dims are not one run, and raises the CPU's errors: reducing an empty
+// dim for the ops without an identity, argmax over more elements than i32
+// indexes.
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
+#include "runtime/reduce_layout.h"
 #include "runtime/shape_fns.h"
 #include "runtime/strings.h"
 
@@ -31,7 +33,7 @@ absl::Status EmptyReductionError(const Node& node, const Tensor& x) {
 
 // The CPU's refusals, for a reduction of `x` laid out as `l`.
 absl::Status CheckReduction(const Node& node, ReduceOp op, const Tensor& x,
-                            const cuda::ReduceLayout& l) {
+                            const ReduceLayout& l) {
   const bool arg = op == ReduceOp::kArgMax || op == ReduceOp::kArgMin;
   if (l.reduced == 0) {
     if (op == ReduceOp::kMean && IsInteger(x.dtype())) {
@@ -61,7 +63,7 @@ absl::Status CheckReduction(const Node& node, ReduceOp op, const Tensor& x,
 absl::Status Reduce(OpKernelContext* ctx, ReduceOp op, const Tensor& x,
                     const std::vector<int>& axes, Tensor* out) {
   if (out->num_elements() == 0) return absl::OkStatus();
-  const cuda::ReduceLayout l = cuda::PlanReduceLayout(x.shape().dims(), axes);
+  const ReduceLayout l = PlanReduceLayout(x.shape().dims(), axes);
   RN_RETURN_IF_ERROR(CheckReduction(ctx->node(), op, x, l));
   RN_ASSIGN_OR_RETURN(cuda::ElemType type,
                       GpuElemType(x.dtype(), ctx->node().op()));

@@ -1,4 +1,5 @@
-// The GPU reductions' host-side planning (kernels/cuda/reduce_plan.h), on
+// The reductions' host-side planning (runtime/reduce_layout.h, shared by
+// the CPU and GPU kernels, and the GPU's kernels/cuda/reduce_plan.h), on
 // any machine: the [outer, reduced, inner] layout with its merged dims and
 // permutation, the split of long reductions into chunks, and the scratch
 // it needs. A host model of the GPU kernels' index arithmetic (permute,
@@ -10,13 +11,12 @@
 
 #include "kernels/cuda/reduce_plan.h"
 #include "runtime/attr_value.h"
+#include "runtime/reduce_layout.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
 
-using cuda::PlanReduceLayout;
-using cuda::ReduceLayout;
 using cuda::ReduceSplit;
 using cuda::SplitReduce;
 
