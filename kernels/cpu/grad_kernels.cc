@@ -16,6 +16,7 @@
 #include "kernels/cpu/reduction.h"
 #include "runtime/kernel.h"
 #include "runtime/ops/array_ops.h"
+#include "runtime/ops/kernel_checks.h"
 #include "runtime/shape_fns.h"
 #include "runtime/strings.h"
 
@@ -56,12 +57,7 @@ class BinaryGradKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.shape() != b.shape()) {
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": shapes differ: ", DTypeName(a.dtype()),
-                 a.shape().ToString(), " and ", DTypeName(b.dtype()),
-                 b.shape().ToString()));
-    }
+    RN_RETURN_IF_ERROR(CheckSameShapes(ctx->node().op(), a, b));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, a.shape()));
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
@@ -96,14 +92,7 @@ class SumToLikeKernel : public OpKernel {
       return ctx->set_output(0, std::move(view));
     }
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    const int offset = dy.rank() - shape.rank();
-    std::vector<int> axes;
-    for (int i = 0; i < dy.rank(); ++i) {
-      if (i < offset || (shape.dim(i - offset) == 1 && dy.dim(i) != 1)) {
-        axes.push_back(i);
-      }
-    }
-    return SumOverAxes<T>(ctx, dy, axes, out);
+    return SumOverAxes<T>(ctx, dy, SumToLikeAxes(dy.shape(), shape), out);
   }
 };
 

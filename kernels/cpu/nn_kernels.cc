@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/eigen_support.h"
+#include "runtime/ops/kernel_checks.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -108,28 +109,15 @@ A LogSumExp(const Array1<A>& x, A max) {
   return max + std::log((x - max).exp().sum());
 }
 
-// Rows of logits [rows, classes] and a loss per row: allocates the loss
-// with the logits' shape minus its last dimension.
-absl::StatusOr<Tensor*> AllocateRowLoss(OpKernelContext* ctx,
-                                        const Tensor& logits) {
-  std::vector<int64_t> dims = logits.shape().dims();
-  dims.pop_back();
-  return ctx->allocate_output(0, Shape(std::move(dims)));
-}
-
 template <typename T>
 class SoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& probs = ctx->input(1);
-    if (logits.shape() != probs.shape() || logits.rank() < 1) {
-      return absl::InvalidArgumentError(StrCat(
-          "logits ", DTypeName(logits.dtype()), logits.shape().ToString(),
-          " and probs ", DTypeName(probs.dtype()), probs.shape().ToString(),
-          " differ in shape"));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
+    RN_ASSIGN_OR_RETURN(Shape shape,
+                        SoftmaxCrossEntropyLossShape(logits, probs));
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
     const int64_t classes = logits.dim(logits.rank() - 1);
     const int64_t rows = loss->num_elements();
     const EigenType<T>* x = EigenData<T>(logits);
@@ -158,34 +146,24 @@ template <typename T>
 class SparseSoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& labels = ctx->input(1);
-    if (labels.dtype() == DType::kI32) return Run<int32_t>(ctx);
-    if (labels.dtype() == DType::kI64) return Run<int64_t>(ctx);
-    return absl::InvalidArgumentError(
-        StrCat("labels must be i32 or i64, got ", DTypeName(labels.dtype())));
+    RN_ASSIGN_OR_RETURN(Shape shape, SparseSoftmaxCrossEntropyLossShape(
+                                         ctx->input(0), ctx->input(1)));
+    if (ctx->input(1).dtype() == DType::kI32) return Run<int32_t>(ctx, shape);
+    return Run<int64_t>(ctx, shape);
   }
 
  private:
   template <typename L>
-  absl::Status Run(OpKernelContext* ctx) {
+  absl::Status Run(OpKernelContext* ctx, Shape shape) {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    RN_ASSIGN_OR_RETURN(Tensor * loss, AllocateRowLoss(ctx, logits));
-    if (labels.shape() != loss->shape()) {
-      return absl::InvalidArgumentError(StrCat(
-          "labels ", DTypeName(labels.dtype()), labels.shape().ToString(),
-          " must have the shape ", loss->shape().ToString(), " of the logits ",
-          DTypeName(logits.dtype()), logits.shape().ToString(),
-          " without their last dimension"));
-    }
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
     const int64_t classes = logits.dim(logits.rank() - 1);
     const int64_t rows = loss->num_elements();
     const L* label = labels.data<L>();
     for (int64_t r = 0; r < rows; ++r) {
       if (label[r] < 0 || label[r] >= classes) {
-        return absl::InvalidArgumentError(StrCat(
-            "label ", label[r], " (at index ", r, ") is out of range for ",
-            classes, " classes; labels must ", "be in [0, ", classes, ")"));
+        return LabelOutOfRange(label[r], r, classes);
       }
     }
     const EigenType<T>* x = EigenData<T>(logits);
@@ -212,12 +190,7 @@ class SigmoidCrossEntropyKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    if (logits.shape() != labels.shape()) {
-      return absl::InvalidArgumentError(StrCat(
-          "logits ", DTypeName(logits.dtype()), logits.shape().ToString(),
-          " and labels ", DTypeName(labels.dtype()), labels.shape().ToString(),
-          " differ in shape"));
-    }
+    RN_RETURN_IF_ERROR(CheckSigmoidCrossEntropy(logits, labels));
     RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, logits.shape()));
     const EigenType<T>* x = EigenData<T>(logits);
     const EigenType<T>* z = EigenData<T>(labels);
@@ -242,13 +215,7 @@ class BiasAddKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    if (x.rank() < 1 || bias.rank() != 1 ||
-        bias.dim(0) != x.dim(x.rank() - 1)) {
-      return absl::InvalidArgumentError(
-          StrCat("bias ", DTypeName(bias.dtype()), bias.shape().ToString(),
-                 " does not match the last dimension of ", DTypeName(x.dtype()),
-                 x.shape().ToString()));
-    }
+    RN_RETURN_IF_ERROR(CheckBiasAdd(x, bias));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     const int64_t cols = bias.dim(0);
     if (x.num_elements() == 0) return absl::OkStatus();

@@ -1,9 +1,10 @@
 // Kernels of the reductions (runtime/ops/math_ops.cc): sum mean prod max min
 // all any logsumexp argmax argmin.
 //
-// The input is viewed as [outer, reduced, inner]: adjacent dims that are all
-// reduced or all kept merge, and when the reduced dims are not one run the
-// input is first transposed to [kept..., reduced...]. Then
+// The input is viewed as [outer, reduced, inner] (runtime/reduce_layout.h):
+// adjacent dims that are all reduced or all kept merge, and when the
+// reduced dims are not one run the input is first transposed to
+// [kept..., reduced...]. Then
 //   inner == 1 (rows):    each output is an Eigen reduction of a contiguous
 //                         row; long rows are cut into fixed-size chunks so
 //                         one row can use several threads;
@@ -19,6 +20,8 @@
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/reduction.h"
 #include "runtime/kernel.h"
+#include "runtime/ops/kernel_checks.h"
+#include "runtime/reduce_layout.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -54,56 +57,18 @@ absl::StatusOr<ReductionPlan> PlanReduction(OpKernelContext* ctx,
   ReductionPlan p;
   p.out_shape = ReducedShape(x.shape(), axes, keepdims);
 
-  // Runs of reduced / kept dims; dims of size 1 belong to neither.
-  std::vector<int64_t> size;
-  std::vector<bool> is_reduced;
-  for (int i = 0; i < x.rank(); ++i) {
-    const int64_t d = x.dim(i);
-    if (d == 1) continue;
-    const bool r = std::binary_search(axes.begin(), axes.end(), i);
-    if (!size.empty() && is_reduced.back() == r) {
-      size.back() *= d;
-    } else {
-      size.push_back(d);
-      is_reduced.push_back(r);
-    }
-  }
-  const int groups = static_cast<int>(size.size());
-  int num_reduced = 0, first_reduced = groups;
-  for (int g = 0; g < groups; ++g) {
-    if (is_reduced[g]) {
-      ++num_reduced;
-      first_reduced = std::min(first_reduced, g);
-    }
-  }
-  if (num_reduced <= 1) {
-    for (int g = 0; g < groups; ++g) {
-      if (g < first_reduced) p.outer *= size[g];
-      if (g == first_reduced) p.reduced = size[g];
-      if (g > first_reduced) p.inner *= size[g];
-    }
-    return p;
-  }
+  const ReduceLayout layout = PlanReduceLayout(x.shape().dims(), axes);
+  p.outer = layout.outer;
+  p.reduced = layout.reduced;
+  p.inner = layout.inner;
+  if (layout.permute_dims.empty()) return p;
 
   // Several runs of reduced dims: move them all to the end.
-  std::vector<int64_t> group_stride(groups);
-  int64_t stride = 1;
-  for (int g = groups - 1; g >= 0; --g) {
-    group_stride[g] = stride;
-    stride *= size[g];
-  }
   StridedLayout<1> l;
   l.shape = Shape{x.num_elements()};
   l.num_elements = x.num_elements();
-  p.outer = p.reduced = 1;
-  for (bool want_reduced : {false, true}) {
-    for (int g = 0; g < groups; ++g) {
-      if (is_reduced[g] != want_reduced) continue;
-      l.dims.push_back(size[g]);
-      l.strides[0].push_back(group_stride[g]);
-      (want_reduced ? p.reduced : p.outer) *= size[g];
-    }
-  }
+  l.dims = layout.permute_dims;
+  l.strides[0] = layout.permute_strides;
   p.transposed = Tensor(x.dtype(), l.shape, ctx->device()->allocator());
   ThreadPool* pool = ctx->intra_op_pool();
   switch (DTypeSize(x.dtype())) {
@@ -335,12 +300,6 @@ void Reduce3D(ThreadPool* pool, const T* in, int64_t outer, int64_t reduced,
   }
 }
 
-absl::Status EmptyReductionError(const Node& node, const Tensor& x) {
-  return absl::InvalidArgumentError(StrCat(
-      node.op(), ": cannot reduce an empty dimension of ", DTypeName(x.dtype()),
-      x.shape().ToString(), ": the reduction has no identity"));
-}
-
 // sum, prod, max, min, all, any, and (kMean) mean. The mean of integers
 // accumulates in i64 and truncates toward zero, giving the input dtype.
 template <typename T, template <class> class R, bool kMean = false>
@@ -374,7 +333,7 @@ class ReduceKernel : public OpKernel {
                           n, std::numeric_limits<A>::quiet_NaN()));
         }
       } else if constexpr (!Red::kHasIdentity) {
-        return EmptyReductionError(ctx->node(), x);
+        return EmptyReductionError(ctx->node().op(), x);
       } else {
         Assign(out, EigenArray<A>::Constant(n, Red::Identity()));
       }
@@ -515,7 +474,7 @@ class ArgReduceKernel : public OpKernel {
                                  const ReductionPlan& p, Tensor* y) {
     const int64_t n = y->num_elements();
     if (n == 0) return absl::OkStatus();
-    if (p.reduced == 0) return EmptyReductionError(ctx->node(), x);
+    if (p.reduced == 0) return EmptyReductionError(ctx->node().op(), x);
     if (p.reduced > std::numeric_limits<int32_t>::max()) {
       return absl::InvalidArgumentError(
           StrCat(ctx->node().op(), ": reduces ", p.reduced,

@@ -3,14 +3,14 @@
 #include <cstring>
 
 #include "kernels/cuda/array.h"
-#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace runnel::cuda {
 namespace {
 
 template <typename T>
 __global__ void StridedCopyKernel(CopyPlan p, int64_t n, const T* src, T* dst) {
-  for (int64_t i = GridFirst(); i < n; i += GridStep()) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     int64_t rest = i, s = 0, d = 0;
     for (int k = p.rank - 1; k >= 0; --k) {
       const int64_t at = rest % p.dims[k];
@@ -24,14 +24,14 @@ __global__ void StridedCopyKernel(CopyPlan p, int64_t n, const T* src, T* dst) {
 
 template <typename T>
 __global__ void FillKernel(T* dst, int64_t n, T value) {
-  for (int64_t i = GridFirst(); i < n; i += GridStep()) dst[i] = value;
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) dst[i] = value;
 }
 
 template <typename T>
 __global__ void GatherKernel(const T* params, const int64_t* indices, T* out,
                              int64_t n, int64_t m, int64_t inner,
                              int64_t total) {
-  for (int64_t w = GridFirst(); w < total; w += GridStep()) {
+  for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
     const int64_t i = w % inner, row = w / inner;
     const int64_t j = row % m, o = row / m;
     out[w] = params[(o * n + indices[j]) * inner + i];
@@ -42,7 +42,7 @@ template <typename T>
 __global__ void GatherGradKernel(const T* dy, const int64_t* starts,
                                  const int64_t* order, T* out, int64_t n,
                                  int64_t m, int64_t inner, int64_t total) {
-  for (int64_t w = GridFirst(); w < total; w += GridStep()) {
+  for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
     const int64_t i = w % inner, row = w / inner;
     const int64_t r = row % n, o = row / n;
     T acc = T(0);
@@ -57,7 +57,7 @@ template <typename T>
 cudaError_t Gather(const void* params, const int64_t* indices, void* out,
                    int64_t n, int64_t m, int64_t inner, int64_t total,
                    cudaStream_t stream) {
-  GatherKernel<T><<<GridBlocks(total), kGridThreads, 0, stream>>>(
+  GatherKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
       static_cast<const T*>(params), indices, static_cast<T*>(out), n, m, inner,
       total);
   return cudaGetLastError();
@@ -67,7 +67,7 @@ template <typename T>
 cudaError_t GatherGrad(const void* dy, const int64_t* starts,
                        const int64_t* order, void* out, int64_t n, int64_t m,
                        int64_t inner, int64_t total, cudaStream_t stream) {
-  GatherGradKernel<T><<<GridBlocks(total), kGridThreads, 0, stream>>>(
+  GatherGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
       static_cast<const T*>(dy), starts, order, static_cast<T*>(out), n, m,
       inner, total);
   return cudaGetLastError();
@@ -76,7 +76,7 @@ cudaError_t GatherGrad(const void* dy, const int64_t* starts,
 template <typename T>
 cudaError_t Copy(const CopyPlan& p, int64_t n, const void* src, void* dst,
                  cudaStream_t stream) {
-  StridedCopyKernel<T><<<GridBlocks(n), kGridThreads, 0, stream>>>(
+  StridedCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(
       p, n, static_cast<const T*>(src), static_cast<T*>(dst));
   return cudaGetLastError();
 }
@@ -85,8 +85,7 @@ template <typename T>
 cudaError_t Fill(void* dst, int64_t n, const void* value, cudaStream_t stream) {
   T v;
   std::memcpy(&v, value, sizeof(T));
-  FillKernel<T>
-      <<<GridBlocks(n), kGridThreads, 0, stream>>>(static_cast<T*>(dst), n, v);
+  FillKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, v);
   return cudaGetLastError();
 }
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/cast.h"
-#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace runnel::cuda {
 namespace {
@@ -144,14 +144,14 @@ __device__ __forceinline__ To Convert(From v) {
 
 template <typename From, typename To>
 __global__ void CastKernel(const From* x, To* y, int64_t n) {
-  for (int64_t i = GridFirst(); i < n; i += GridStep()) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     y[i] = Convert<To>(x[i]);
   }
 }
 
 template <typename From, typename To>
 cudaError_t Cast(const void* x, void* y, int64_t n, cudaStream_t stream) {
-  CastKernel<From, To><<<GridBlocks(n), kGridThreads, 0, stream>>>(
+  CastKernel<From, To><<<Blocks(n), kThreads, 0, stream>>>(
       static_cast<const From*>(x), static_cast<To*>(y), n);
   return cudaGetLastError();
 }

@@ -1,19 +1,22 @@
 // The element-wise kernels (cwise.h): one grid-stride template per arity,
 // instantiated for each op and the element types it takes. The scalar
 // functions follow the CPU kernels (kernels/cpu/cwise_*_kernels.cc)
-// operation for operation, so that results agree within rounding.
+// operation for operation, so that results agree within rounding. f16 and
+// bf16 are loaded as f32, computed in f32 and rounded to nearest even on
+// store, as the CPU kernels widen and narrow them.
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/cuda/cwise.h"
+#include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace runnel::cuda {
 namespace {
 
 // The math library's float and double functions under one name.
-#define RN_MATH1(Name, fn)                                             \
+#define RN_MATH1(Name, fn)                                            \
   __device__ __forceinline__ float Name(float x) { return fn##f(x); } \
   __device__ __forceinline__ double Name(double x) { return fn(x); }
 RN_MATH1(Fabs, fabs)
@@ -30,27 +33,11 @@ RN_MATH1(Cos, cos)
 RN_MATH1(Tanh, tanh)
 #undef RN_MATH1
 __device__ __forceinline__ float Fmod(float x, float y) { return fmodf(x, y); }
-__device__ __forceinline__ double Fmod(double x, double y) { return fmod(x, y); }
+__device__ __forceinline__ double Fmod(double x, double y) {
+  return fmod(x, y);
+}
 __device__ __forceinline__ float Pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double Pow(double x, double y) { return pow(x, y); }
-
-template <typename T>
-inline constexpr bool kFloat = std::is_floating_point_v<T>;
-template <typename T>
-inline constexpr bool kNumber = !std::is_same_v<T, bool>;
-
-// Integer add, sub, mul and neg wrap around (two's complement) as on the
-// CPU, computed in the unsigned twin where overflow is defined.
-template <typename T, bool = std::is_integral_v<T> && kNumber<T>>
-struct WrapOf {
-  using type = T;
-};
-template <typename T>
-struct WrapOf<T, true> {
-  using type = std::make_unsigned_t<T>;
-};
-template <typename T>
-using Wrap = typename WrapOf<T>::type;
 
 // Eigen's maxi/mini after its NaN check (PropagateNaN): the first NaN wins.
 template <typename T>
@@ -93,10 +80,15 @@ constexpr bool Takes() {
     case BinaryOp::kGreater:
     case BinaryOp::kGreaterEqual:
       return kNumber<T>;
+    case BinaryOp::kReluGrad:
+      return kNumber<T>;
     case BinaryOp::kDiv:
     case BinaryOp::kFloorDiv:
     case BinaryOp::kMod:
     case BinaryOp::kPow:
+    case BinaryOp::kSigmoidGrad:
+    case BinaryOp::kTanhGrad:
+    case BinaryOp::kSigmoidCrossEntropy:
       return kFloat<T>;
     case BinaryOp::kEqual:
     case BinaryOp::kNotEqual:
@@ -132,6 +124,15 @@ __device__ __forceinline__ auto Apply(T a, T b) {
     return MaxNaN(a, b);
   } else if constexpr (kOp == BinaryOp::kMinimum) {
     return MinNaN(a, b);
+  } else if constexpr (kOp == BinaryOp::kReluGrad) {
+    return b > T(0) ? a : T(0);  // (dy, x)
+  } else if constexpr (kOp == BinaryOp::kSigmoidGrad) {
+    return b * a * (T(1) - a);  // (y, dy)
+  } else if constexpr (kOp == BinaryOp::kTanhGrad) {
+    return b * (T(1) - a * a);  // (y, dy)
+  } else if constexpr (kOp == BinaryOp::kSigmoidCrossEntropy) {
+    // max(x, 0) - x z + log(1 + exp(-|x|)): exp never overflows.
+    return (a > T(0) ? a : T(0)) - a * b + Log1p(Exp(-Fabs(a)));
   } else if constexpr (kOp == BinaryOp::kEqual) {
     return a == b;
   } else if constexpr (kOp == BinaryOp::kNotEqual) {
@@ -236,7 +237,7 @@ __device__ __forceinline__ auto Apply(T x) {
 template <BinaryOp kOp, typename T, typename Out>
 __global__ void BinaryFlat(const T* a, const T* b, Out* out, int64_t n) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
-    out[i] = static_cast<Out>(Apply<kOp>(a[i], b[i]));
+    out[i] = Narrow<Out>(Apply<kOp>(Widen(a[i]), Widen(b[i])));
   }
 }
 
@@ -251,14 +252,14 @@ __global__ void BinaryBroadcast(const T* a, const T* b, Out* out, int64_t n,
       ia += k * bc.a_strides[d];
       ib += k * bc.b_strides[d];
     }
-    out[i] = static_cast<Out>(Apply<kOp>(a[ia], b[ib]));
+    out[i] = Narrow<Out>(Apply<kOp>(Widen(a[ia]), Widen(b[ib])));
   }
 }
 
 template <UnaryOp kOp, typename T, typename Out>
 __global__ void UnaryFlat(const T* x, Out* out, int64_t n) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
-    out[i] = static_cast<Out>(Apply<kOp>(x[i]));
+    out[i] = Narrow<Out>(Apply<kOp>(Widen(x[i])));
   }
 }
 
@@ -297,20 +298,42 @@ cudaError_t Unary(const void* x, void* out, int64_t n, cudaStream_t stream) {
 }
 
 // Calls F<T> for the element type `type`.
-#define RN_BY_TYPE(type, call_with_T)                   \
-  switch (type) {                                       \
-    case ElemType::kF32: { using T = float; return call_with_T; }   \
-    case ElemType::kF64: { using T = double; return call_with_T; }  \
-    case ElemType::kI32: { using T = int32_t; return call_with_T; } \
-    case ElemType::kI64: { using T = int64_t; return call_with_T; } \
-    case ElemType::kBool: { using T = bool; return call_with_T; }   \
-  }                                                     \
+#define RN_BY_TYPE(type, call_with_T) \
+  switch (type) {                     \
+    case ElemType::kF32: {            \
+      using T = float;                \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kF64: {            \
+      using T = double;               \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kI32: {            \
+      using T = int32_t;              \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kI64: {            \
+      using T = int64_t;              \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kBool: {           \
+      using T = bool;                 \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kF16: {            \
+      using T = __half;               \
+      return call_with_T;             \
+    }                                 \
+    case ElemType::kBF16: {           \
+      using T = __nv_bfloat16;        \
+      return call_with_T;             \
+    }                                 \
+  }                                   \
   return cudaErrorNotSupported
 
 template <BinaryOp kOp>
-cudaError_t BinaryOfType(ElemType type, const void* a, const void* b,
-                         void* out, int64_t n, const Broadcast* bc,
-                         cudaStream_t stream) {
+cudaError_t BinaryOfType(ElemType type, const void* a, const void* b, void* out,
+                         int64_t n, const Broadcast* bc, cudaStream_t stream) {
   RN_BY_TYPE(type, (Binary<kOp, T>(a, b, out, n, bc, stream)));
 }
 
@@ -325,7 +348,7 @@ cudaError_t UnaryOfType(ElemType type, const void* x, void* out, int64_t n,
 cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* a,
                          const void* b, void* out, int64_t n,
                          const Broadcast* bc, cudaStream_t stream) {
-#define RN_CASE(Op) \
+#define RN_CASE(Op)  \
   case BinaryOp::Op: \
     return BinaryOfType<BinaryOp::Op>(type, a, b, out, n, bc, stream);
   switch (op) {
@@ -338,6 +361,10 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* a,
     RN_CASE(kPow)
     RN_CASE(kMaximum)
     RN_CASE(kMinimum)
+    RN_CASE(kReluGrad)
+    RN_CASE(kSigmoidGrad)
+    RN_CASE(kTanhGrad)
+    RN_CASE(kSigmoidCrossEntropy)
     RN_CASE(kEqual)
     RN_CASE(kNotEqual)
     RN_CASE(kLess)

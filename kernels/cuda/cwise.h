@@ -12,14 +12,18 @@
 namespace runnel::cuda {
 
 // Element types the element-wise kernels take (Runnel's f32, f64, i32,
-// i64, bool).
-enum class ElemType { kF32, kF64, kI32, kI64, kBool };
+// i64, bool, f16, bf16). The 16-bit floats are computed in f32 and rounded
+// to nearest even once on output, as the CPU kernels do.
+enum class ElemType { kF32, kF64, kI32, kI64, kBool, kF16, kBF16 };
 
 // Binary ops, with the CPU kernels' semantics (kernels/cpu/cwise_*.cc):
 // integer add/sub/mul wrap; maximum/minimum propagate NaN; floordiv and mod
 // round toward negative infinity; the comparisons and logical ops give
 // bool. Integer division, floordiv, mod and pow are not here (their
-// operands need checks on the host).
+// operands need checks on the host). The gradient ops and
+// sigmoid_cross_entropy are element-wise too (kernels/cpu/grad_kernels.cc,
+// nn_kernels.cc): relu_grad(dy, x), sigmoid_grad(y, dy), tanh_grad(y, dy),
+// sigmoid_cross_entropy(logits, labels).
 enum class BinaryOp {
   kAdd,
   kSub,
@@ -30,6 +34,10 @@ enum class BinaryOp {
   kPow,
   kMaximum,
   kMinimum,
+  kReluGrad,
+  kSigmoidGrad,
+  kTanhGrad,
+  kSigmoidCrossEntropy,
   // From here on the ops give bool (cwise.cu relies on this order).
   kEqual,
   kNotEqual,

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "runtime/shape_fns.h"
 #include "runtime/strings.h"
@@ -16,24 +17,6 @@ namespace {
 using cuda::BinaryOp;
 using cuda::ElemType;
 using cuda::UnaryOp;
-
-absl::StatusOr<ElemType> ElemTypeOf(DType d) {
-  switch (d) {
-    case DType::kF32:
-      return ElemType::kF32;
-    case DType::kF64:
-      return ElemType::kF64;
-    case DType::kI32:
-      return ElemType::kI32;
-    case DType::kI64:
-      return ElemType::kI64;
-    case DType::kBool:
-      return ElemType::kBool;
-    default:
-      return absl::UnimplementedError(
-          StrCat("no GPU element-wise kernel for ", DTypeName(d)));
-  }
-}
 
 // How a and b are read for each element of `out` (their broadcast), with
 // neighbouring dims merged where both operands walk them contiguously (or
@@ -86,7 +69,8 @@ class BinaryKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    RN_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(x.dtype()));
+    RN_ASSIGN_OR_RETURN(ElemType type,
+                        GpuElemType(x.dtype(), ctx->node().op()));
     RN_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(x.shape(), y.shape()));
     cuda::Broadcast bc;
     const bool same = x.shape() == y.shape();
@@ -108,7 +92,8 @@ class UnaryKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(ElemType type, ElemTypeOf(x.dtype()));
+    RN_ASSIGN_OR_RETURN(ElemType type,
+                        GpuElemType(x.dtype(), ctx->node().op()));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
@@ -118,11 +103,14 @@ class UnaryKernel : public OpKernel {
   }
 };
 
-const std::vector<DType> kFloats = {DType::kF32, DType::kF64};
+// The 16-bit floats wherever the CPU takes them (every float op).
+const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16,
+                                    DType::kBF16};
 const std::vector<DType> kNumbers = {DType::kF32, DType::kF64, DType::kI32,
-                                     DType::kI64};
-const std::vector<DType> kAll = {DType::kF32, DType::kF64, DType::kI32,
-                                 DType::kI64, DType::kBool};
+                                     DType::kI64, DType::kF16, DType::kBF16};
+const std::vector<DType> kAll = {DType::kF32, DType::kF64,  DType::kI32,
+                                 DType::kI64, DType::kBool, DType::kF16,
+                                 DType::kBF16};
 const std::vector<DType> kBools = {DType::kBool};
 
 template <BinaryOp kOp>

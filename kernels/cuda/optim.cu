@@ -7,12 +7,11 @@
 #include <cstdint>
 
 #include "kernels/cpu/optim_math.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/optim.h"
 
 namespace runnel::cuda {
 namespace {
-
-constexpr int kThreads = 256;
 
 // __host__ too, as optim_math.h's functions are; only the GPU calls them.
 #ifdef __CUDA_ARCH__
@@ -59,9 +58,8 @@ __device__ __forceinline__ T Scalar(const void* p) {
   return *static_cast<const T*>(p);
 }
 
-#define RN_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; \
-       i += int64_t{gridDim.x} * blockDim.x)
+#define RN_GRID_STRIDE(i, n) \
+  for (int64_t i = FirstIndex(); i < n; i += GridStride())
 
 template <typename T>
 __global__ void SgdKernel(ApplyArgs a) {
@@ -118,11 +116,6 @@ __global__ void AdamKernel(ApplyArgs a) {
 }
 
 #undef RN_GRID_STRIDE
-
-unsigned Blocks(int64_t n) {
-  return static_cast<unsigned>(
-      std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 20));
-}
 
 cudaError_t Launch(void (*f32)(ApplyArgs), void (*f64)(ApplyArgs),
                    const ApplyArgs& a, cudaStream_t stream) {

@@ -4,21 +4,14 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/random.h"
 
 namespace runnel::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned Blocks(int64_t n) {
-  return static_cast<unsigned>(
-      std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 20));
-}
-
-#define RN_GRID_STRIDE(i, n)                                              \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; \
-       i += int64_t{gridDim.x} * blockDim.x)
+#define RN_GRID_STRIDE(i, n) \
+  for (int64_t i = FirstIndex(); i < n; i += GridStride())
 
 template <typename T>
 __global__ void RandomKernel(RandomArgs a, T* out) {

@@ -3,12 +3,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/state.h"
 
 namespace runnel::cuda {
 namespace {
-
-constexpr int kThreads = 256;
 
 // Integer add and sub wrap, as on the CPU: computed in the unsigned twin.
 template <typename T>
@@ -28,8 +27,7 @@ __global__ void ScatterKernel(ScatterOp op, T* var, const T* updates,
                               int64_t row, const int64_t* rows,
                               const int64_t* offsets, const int64_t* order,
                               int64_t total) {
-  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < total;
-       t += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t t = FirstIndex(); t < total; t += GridStride()) {
     const int64_t u = t / row, k = t % row;
     T* dst = var + rows[u] * row + k;
     const int64_t begin = offsets[u], end = offsets[u + 1];
@@ -52,9 +50,7 @@ cudaError_t Launch(ScatterOp op, void* var, const void* updates, int64_t row,
                    cudaStream_t stream) {
   const int64_t total = num_rows * row;
   if (total == 0) return cudaSuccess;
-  const int64_t blocks =
-      std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
-  ScatterKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+  ScatterKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
       op, static_cast<T*>(var), static_cast<const T*>(updates), row, rows,
       offsets, order, total);
   return cudaGetLastError();

@@ -1,0 +1,97 @@
+// Device-side helpers of the GPU templates (cwise.cu, reduce.cu, nn.cu) for
+// the element types of cwise.h: the 16-bit floats are stored as CUDA's
+// __half and __nv_bfloat16, widened to f32 to compute, and rounded to
+// nearest even when stored, as the CPU kernels do (runtime/float16.h).
+// Only .cu files include this.
+#ifndef RUNNEL_KERNELS_CUDA_ELEM_CUH_
+#define RUNNEL_KERNELS_CUDA_ELEM_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/cwise.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace runnel::cuda {
+
+// The type an element of storage type T is computed in: f32 for the 16-bit
+// floats, T itself otherwise.
+template <typename T>
+struct WideOf {
+  using type = T;
+};
+template <>
+struct WideOf<__half> {
+  using type = float;
+};
+template <>
+struct WideOf<__nv_bfloat16> {
+  using type = float;
+};
+template <typename T>
+using Wide = typename WideOf<T>::type;
+
+template <typename T>
+__device__ __forceinline__ Wide<T> Widen(T x) {
+  return static_cast<Wide<T>>(x);
+}
+
+// v stored as Out; the 16-bit floats round to nearest even.
+template <typename Out, typename C>
+__device__ __forceinline__ Out Narrow(C v) {
+  if constexpr (std::is_same_v<Out, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
+  } else {
+    return static_cast<Out>(v);
+  }
+}
+
+// Whether T is computed as a float (f16, bf16, f32, f64).
+template <typename T>
+inline constexpr bool kFloat = std::is_floating_point_v<Wide<T>>;
+template <typename T>
+inline constexpr bool kNumber = !std::is_same_v<T, bool>;
+
+// Integer arithmetic wraps around (two's complement) as on the CPU,
+// computed in the unsigned twin where overflow is defined.
+template <typename T, bool = std::is_integral_v<T>&& kNumber<T>>
+struct WrapOf {
+  using type = T;
+};
+template <typename T>
+struct WrapOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Wrap = typename WrapOf<T>::type;
+
+// Calls fn(T{}) with T the storage type of `type`, returning its result.
+template <typename Fn>
+cudaError_t WithElemType(ElemType type, Fn&& fn) {
+  switch (type) {
+    case ElemType::kF32:
+      return fn(float{});
+    case ElemType::kF64:
+      return fn(double{});
+    case ElemType::kI32:
+      return fn(int32_t{});
+    case ElemType::kI64:
+      return fn(int64_t{});
+    case ElemType::kBool:
+      return fn(bool{});
+    case ElemType::kF16:
+      return fn(__half{});
+    case ElemType::kBF16:
+      return fn(__nv_bfloat16{});
+  }
+  return cudaErrorNotSupported;
+}
+
+}  // namespace runnel::cuda
+
+#endif  // RUNNEL_KERNELS_CUDA_ELEM_CUH_

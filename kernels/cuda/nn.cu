@@ -1,0 +1,217 @@
+// Softmax, log_softmax and the softmax cross-entropies (nn.h). Each works
+// on lines (a row of classes, or the elements along softmax's axis): the
+// line's max, then the sum of exp(x - max), then the result. Long
+// contiguous lines get a block of threads each (cub::BlockReduce), others a
+// thread each (neighbouring threads then read neighbouring columns when
+// the line is strided).
+#include <cstdint>
+#include <cub/block/block_reduce.cuh>
+#include <type_traits>
+
+#include "kernels/cuda/elem.cuh"
+#include "kernels/cuda/nn.h"
+#include "kernels/cuda/reducers.cuh"
+
+namespace runnel::cuda {
+namespace {
+
+// A contiguous line at least this long gets a block.
+constexpr int64_t kMinBlockLine = 64;
+
+template <typename C>
+using BlockReduce = cub::BlockReduce<C, kThreads>;
+
+// The lines one thread (kBlock false) or one block (kBlock true) works on,
+// and the positions within a line it takes.
+template <bool kBlock>
+struct Walk {
+  __device__ static int64_t FirstLine() {
+    return kBlock ? static_cast<int64_t>(blockIdx.x) : FirstIndex();
+  }
+  __device__ static int64_t LineStride() {
+    return kBlock ? static_cast<int64_t>(gridDim.x) : GridStride();
+  }
+  __device__ static int64_t First() { return kBlock ? threadIdx.x : 0; }
+  __device__ static int64_t Step() { return kBlock ? blockDim.x : 1; }
+};
+
+// The reduction R of f(k) over k < len, by the thread or by the block
+// (whose every thread gets the result; all must call it).
+template <bool kBlock, class R, typename C, class F>
+__device__ C LineReduce(int64_t len, F f,
+                        typename BlockReduce<C>::TempStorage& temp, C& shared) {
+  C acc = R::Identity();
+  for (int64_t k = Walk<kBlock>::First(); k < len; k += Walk<kBlock>::Step()) {
+    acc = R()(acc, f(k));
+  }
+  if constexpr (kBlock) {
+    const C total = BlockReduce<C>(temp).Reduce(acc, R());
+    if (threadIdx.x == 0) shared = total;
+    __syncthreads();
+    acc = shared;
+    __syncthreads();  // `temp` and `shared` serve the next reduction
+  }
+  return acc;
+}
+
+template <bool kBlock, bool kLog, typename T>
+__global__ void __launch_bounds__(kThreads)
+    SoftmaxLines(const T* x, T* y, int64_t lines, int64_t len, int64_t inner) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t l = Walk<kBlock>::FirstLine(); l < lines;
+       l += Walk<kBlock>::LineStride()) {
+    const int64_t base = (l / inner) * len * inner + l % inner;
+    auto at = [&](int64_t k) { return Widen(x[base + k * inner]); };
+    const C m = LineReduce<kBlock, MaxR<C>>(len, at, temp, shared);
+    const C s = LineReduce<kBlock, SumR<C>>(
+        len, [&](int64_t k) { return Exp(at(k) - m); }, temp, shared);
+    for (int64_t k = Walk<kBlock>::First(); k < len;
+         k += Walk<kBlock>::Step()) {
+      const C v = at(k) - m;
+      y[base + k * inner] = Narrow<T>(kLog ? v - Log(s) : Exp(v) / s);
+    }
+  }
+}
+
+// log(sum(exp(row))) as the CPU computes it: max + log(sum(exp(row - max))).
+template <bool kBlock, typename T, typename C = Wide<T>>
+__device__ C RowLogSumExp(const T* row, int64_t classes,
+                          typename BlockReduce<C>::TempStorage& temp,
+                          C& shared) {
+  auto at = [&](int64_t k) { return Widen(row[k]); };
+  const C m = LineReduce<kBlock, MaxR<C>>(classes, at, temp, shared);
+  const C s = LineReduce<kBlock, SumR<C>>(
+      classes, [&](int64_t k) { return Exp(at(k) - m); }, temp, shared);
+  return m + Log(s);
+}
+
+template <bool kBlock, typename T>
+__global__ void __launch_bounds__(kThreads)
+    SoftmaxCrossEntropyRows(const T* logits, const T* probs, T* loss,
+                            int64_t rows, int64_t classes) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t r = Walk<kBlock>::FirstLine(); r < rows;
+       r += Walk<kBlock>::LineStride()) {
+    const T* x = logits + r * classes;
+    const T* p = probs + r * classes;
+    const C lse = RowLogSumExp<kBlock>(x, classes, temp, shared);
+    const C l = LineReduce<kBlock, SumR<C>>(
+        classes, [&](int64_t k) { return Widen(p[k]) * (lse - Widen(x[k])); },
+        temp, shared);
+    if (Walk<kBlock>::First() == 0) loss[r] = Narrow<T>(l);
+  }
+}
+
+template <bool kBlock, typename T, typename L>
+__global__ void __launch_bounds__(kThreads)
+    SparseSoftmaxCrossEntropyRows(const T* logits, const L* labels, T* loss,
+                                  int64_t rows, int64_t classes,
+                                  unsigned long long* first_bad) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t r = Walk<kBlock>::FirstLine(); r < rows;
+       r += Walk<kBlock>::LineStride()) {
+    const T* x = logits + r * classes;
+    const C lse = RowLogSumExp<kBlock>(x, classes, temp, shared);
+    if (Walk<kBlock>::First() != 0) continue;
+    const L label = labels[r];
+    if (label < 0 || label >= classes) {
+      atomicMin(first_bad, static_cast<unsigned long long>(r));
+      loss[r] = Narrow<T>(::cuda::std::numeric_limits<C>::quiet_NaN());
+    } else {
+      loss[r] = Narrow<T>(lse - Widen(x[label]));
+    }
+  }
+}
+
+// For a float `type` T, calls launch(T{}, kBlock, blocks) to launch a
+// kernel with a block per line (kBlock true: long contiguous lines) or a
+// thread per line (false).
+template <class Launch>
+cudaError_t ByLine(ElemType type, int64_t lines, int64_t len, int64_t inner,
+                   Launch launch) {
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    if constexpr (!kFloat<decltype(tag)>) {
+      return cudaErrorNotSupported;
+    } else {
+      if (lines == 0) return cudaSuccess;
+      if (inner == 1 && len >= kMinBlockLine) {
+        launch(tag, std::true_type{},
+               static_cast<unsigned>(lines < (1 << 20) ? lines : (1 << 20)));
+      } else {
+        launch(tag, std::false_type{}, Blocks(lines));
+      }
+      return cudaGetLastError();
+    }
+  });
+}
+
+}  // namespace
+
+cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
+                          int64_t outer, int64_t len, int64_t inner,
+                          cudaStream_t stream) {
+  if (outer * len * inner == 0) return cudaSuccess;
+  return ByLine(type, outer * inner, len, inner,
+                [&](auto tag, auto block, unsigned blocks) {
+                  using T = decltype(tag);
+                  constexpr bool kBlock = decltype(block)::value;
+                  const T* in = static_cast<const T*>(x);
+                  T* out = static_cast<T*>(y);
+                  if (log) {
+                    SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
+                        in, out, outer * inner, len, inner);
+                  } else {
+                    SoftmaxLines<kBlock, false>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            in, out, outer * inner, len, inner);
+                  }
+                });
+}
+
+cudaError_t LaunchSoftmaxCrossEntropy(ElemType type, const void* logits,
+                                      const void* probs, void* loss,
+                                      int64_t rows, int64_t classes,
+                                      cudaStream_t stream) {
+  return ByLine(
+      type, rows, classes, 1, [&](auto tag, auto block, unsigned blocks) {
+        using T = decltype(tag);
+        SoftmaxCrossEntropyRows<decltype(block)::value>
+            <<<blocks, kThreads, 0, stream>>>(
+                static_cast<const T*>(logits), static_cast<const T*>(probs),
+                static_cast<T*>(loss), rows, classes);
+      });
+}
+
+cudaError_t LaunchSparseSoftmaxCrossEntropy(ElemType type, bool labels_i64,
+                                            const void* logits,
+                                            const void* labels, void* loss,
+                                            int64_t rows, int64_t classes,
+                                            unsigned long long* first_bad,
+                                            cudaStream_t stream) {
+  return ByLine(type, rows, classes, 1,
+                [&](auto tag, auto block, unsigned blocks) {
+                  using T = decltype(tag);
+                  constexpr bool kBlock = decltype(block)::value;
+                  const T* x = static_cast<const T*>(logits);
+                  T* out = static_cast<T*>(loss);
+                  if (labels_i64) {
+                    SparseSoftmaxCrossEntropyRows<kBlock>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            x, static_cast<const int64_t*>(labels), out, rows,
+                            classes, first_bad);
+                  } else {
+                    SparseSoftmaxCrossEntropyRows<kBlock>
+                        <<<blocks, kThreads, 0, stream>>>(
+                            x, static_cast<const int32_t*>(labels), out, rows,
+                            classes, first_bad);
+                  }
+                });
+}
+
+}  // namespace runnel::cuda

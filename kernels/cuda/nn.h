@@ -1,0 +1,45 @@
+// The softmax family and the softmax cross-entropies on the GPU (nn.cu),
+// with the CPU kernels' formulas (kernels/cpu/nn_kernels.cc), computed in
+// f32 for f16 and bf16 (rounded to nearest even once on output) and in f64
+// for f64. Plain C++, as nvcc compiles nn.cu; the OpKernels live in
+// nn_kernels.cc.
+#ifndef RUNNEL_KERNELS_CUDA_NN_H_
+#define RUNNEL_KERNELS_CUDA_NN_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cwise.h"
+
+namespace runnel::cuda {
+
+// softmax (or with `log`, log_softmax) along the lines of x: line
+// o * inner + j holds x[(o * len + k) * inner + j] for k < len. With
+// m = max(line) and s = sum(exp(line - m)): exp(x - m) / s, or
+// x - m - log(s).
+cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
+                          int64_t outer, int64_t len, int64_t inner,
+                          cudaStream_t stream);
+
+// loss[r] = sum_k probs[r, k] * (lse(logits[r]) - logits[r, k]) for rows of
+// `classes` elements; 0 for rows of none.
+cudaError_t LaunchSoftmaxCrossEntropy(ElemType type, const void* logits,
+                                      const void* probs, void* loss,
+                                      int64_t rows, int64_t classes,
+                                      cudaStream_t stream);
+
+// loss[r] = lse(logits[r]) - logits[r, labels[r]], labels i32 or (with
+// `labels_i64`) i64. A row whose label is outside [0, classes) gets a NaN
+// loss and lowers `*first_bad` (a device word the caller set to all ones)
+// to its index, so the host can name the first bad label as the CPU does.
+cudaError_t LaunchSparseSoftmaxCrossEntropy(ElemType type, bool labels_i64,
+                                            const void* logits,
+                                            const void* labels, void* loss,
+                                            int64_t rows, int64_t classes,
+                                            unsigned long long* first_bad,
+                                            cudaStream_t stream);
+
+}  // namespace runnel::cuda
+
+#endif  // RUNNEL_KERNELS_CUDA_NN_H_

@@ -1,0 +1,201 @@
+// GPU kernels of the neural-network ops (the CPU's: kernels/cpu/nn_kernels.cc
+// and the activation gradients of kernels/cpu/grad_kernels.cc): softmax,
+// log_softmax and the softmax cross-entropies through nn.cu; bias_add,
+// sigmoid_cross_entropy, relu_grad, sigmoid_grad and tanh_grad through the
+// element-wise template (cwise.h). l2_loss is a reduction
+// (reduce_kernels.cc). Shapes are checked on the host by the CPU kernels'
+// checks (runtime/ops/kernel_checks.h).
+//
+// sparse_softmax_cross_entropy's labels live on the GPU, so their range is
+// checked there: the kernel marks the first row whose label is out of
+// range, and the host reads that mark back (a copy of 8 bytes and a wait
+// for the compute stream, each call) to fail as the CPU does, naming the
+// label and its index.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cwise.h"
+#include "kernels/cuda/elem_type.h"
+#include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/nn.h"
+#include "runtime/ops/kernel_checks.h"
+#include "runtime/shape_fns.h"
+#include "runtime/strings.h"
+
+namespace runnel {
+namespace {
+
+using cuda::BinaryOp;
+using cuda::ElemType;
+
+// The node's compute context, made current, and the element type of x.
+struct Launch {
+  GpuContext* gpu;
+  ElemType type;
+};
+absl::StatusOr<Launch> Prepare(OpKernelContext* ctx, const Tensor& x) {
+  RN_ASSIGN_OR_RETURN(ElemType type, GpuElemType(x.dtype(), ctx->node().op()));
+  GpuContext& gpu = GpuContextOf(ctx);
+  RN_RETURN_IF_ERROR(gpu.Activate());
+  return Launch{&gpu, type};
+}
+
+// softmax and log_softmax along attribute `axis`.
+template <bool kLog>
+class SoftmaxKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.rank()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < axis; ++i) outer *= x.dim(i);
+    for (int i = axis + 1; i < x.rank(); ++i) inner *= x.dim(i);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    RN_CUDA(cuda::LaunchSoftmax(l.type, kLog, x.raw_data(), y->raw_data(),
+                                outer, x.dim(axis), inner, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
+class SoftmaxCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& probs = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(Shape shape,
+                        SoftmaxCrossEntropyLossShape(logits, probs));
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, logits));
+    RN_CUDA(cuda::LaunchSoftmaxCrossEntropy(
+        l.type, logits.raw_data(), probs.raw_data(), loss->raw_data(),
+        loss->num_elements(), logits.dim(logits.rank() - 1), l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+class SparseSoftmaxCrossEntropyKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(Shape shape,
+                        SparseSoftmaxCrossEntropyLossShape(logits, labels));
+    RN_ASSIGN_OR_RETURN(Tensor * loss, ctx->allocate_output(0, shape));
+    const int64_t rows = loss->num_elements();
+    if (rows == 0) return absl::OkStatus();
+    const int64_t classes = logits.dim(logits.rank() - 1);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, logits));
+    cudaStream_t stream = l.gpu->compute();
+    Tensor mark(DType::kI64, Shape{1}, ctx->device()->allocator());
+    auto* first_bad = static_cast<unsigned long long*>(mark.raw_data());
+    RN_CUDA(cudaMemsetAsync(first_bad, 0xff, sizeof(*first_bad), stream));
+    const bool i64 = labels.dtype() == DType::kI64;
+    RN_CUDA(cuda::LaunchSparseSoftmaxCrossEntropy(
+        l.type, i64, logits.raw_data(), labels.raw_data(), loss->raw_data(),
+        rows, classes, first_bad, stream));
+    unsigned long long bad = 0;
+    RN_CUDA(cudaMemcpyAsync(&bad, first_bad, sizeof(bad),
+                            cudaMemcpyDeviceToHost, stream));
+    RN_CUDA(cudaStreamSynchronize(stream));
+    if (bad == std::numeric_limits<unsigned long long>::max()) {
+      return absl::OkStatus();
+    }
+    const int64_t r = static_cast<int64_t>(bad);
+    int64_t label = 0;
+    if (i64) {
+      RN_CUDA(cudaMemcpy(&label, labels.data<int64_t>() + r, sizeof(label),
+                         cudaMemcpyDeviceToHost));
+    } else {
+      int32_t label32 = 0;
+      RN_CUDA(cudaMemcpy(&label32, labels.data<int32_t>() + r, sizeof(label32),
+                         cudaMemcpyDeviceToHost));
+      label = label32;
+    }
+    return LabelOutOfRange(label, r, classes);
+  }
+};
+
+// bias_add(x, bias): x [..., c] + bias [c], as the add template's
+// broadcast.
+class BiasAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    RN_RETURN_IF_ERROR(CheckBiasAdd(x, bias));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const int64_t cols = bias.dim(0);
+    cuda::Broadcast bc;
+    bc.rank = 2;
+    bc.dims[0] = x.num_elements() / cols;
+    bc.dims[1] = cols;
+    bc.a_strides[0] = cols;
+    bc.a_strides[1] = 1;
+    bc.b_strides[0] = 0;
+    bc.b_strides[1] = 1;
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    RN_CUDA(cuda::LaunchBinary(BinaryOp::kAdd, l.type, x.raw_data(),
+                               bias.raw_data(), y->raw_data(), x.num_elements(),
+                               &bc, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+// An element-wise op of two inputs of one shape: the gradient ops and
+// sigmoid_cross_entropy, checked as on the CPU.
+template <BinaryOp kOp>
+class SameShapeKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    RN_RETURN_IF_ERROR(kOp == BinaryOp::kSigmoidCrossEntropy
+                           ? CheckSigmoidCrossEntropy(a, b)
+                           : CheckSameShapes(ctx->node().op(), a, b));
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, a.shape()));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, a));
+    RN_CUDA(cuda::LaunchBinary(kOp, l.type, a.raw_data(), b.raw_data(),
+                               out->raw_data(), a.num_elements(), nullptr,
+                               l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16,
+                                    DType::kBF16};
+const std::vector<DType> kNumbers = {DType::kF32, DType::kF64, DType::kI32,
+                                     DType::kI64, DType::kF16, DType::kBF16};
+
+template <class K>
+void Register(const std::string& op, const std::vector<DType>& dtypes) {
+  for (DType d : dtypes) RegisterKernel<K>(op, kDeviceGpu, d);
+}
+
+RUNNEL_STATIC_INIT(GpuNnKernels) {
+  Register<SoftmaxKernel<false>>("softmax", kFloats);
+  Register<SoftmaxKernel<true>>("log_softmax", kFloats);
+  Register<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", kFloats);
+  Register<SparseSoftmaxCrossEntropyKernel>("sparse_softmax_cross_entropy",
+                                            kFloats);
+  Register<SameShapeKernel<BinaryOp::kSigmoidCrossEntropy>>(
+      "sigmoid_cross_entropy", kFloats);
+  Register<BiasAddKernel>("bias_add", kNumbers);
+  Register<SameShapeKernel<BinaryOp::kReluGrad>>("relu_grad", kNumbers);
+  Register<SameShapeKernel<BinaryOp::kSigmoidGrad>>("sigmoid_grad", kFloats);
+  Register<SameShapeKernel<BinaryOp::kTanhGrad>>("tanh_grad", kFloats);
+}
+
+}  // namespace
+}  // namespace runnel

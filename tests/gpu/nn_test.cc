@@ -1,0 +1,397 @@
+// The GPU reductions (kernels/cuda/reduce*), the softmax family and the
+// losses (nn*), the activation gradients and the 16-bit floats of the
+// element-wise template (cwise*) against their CPU kernels: odd shapes
+// (rank 0, empty, every axis, no axis, permuted axes, long reductions cut
+// into chunks), NaN and the infinities, every dtype each is registered
+// for, and the gradients of the differentiable ones. ctest label `gpu`;
+// skipped without a GPU (docs/gpu.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/session.h"
+#include "tests/gpu/gpu_compare.h"
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+const std::vector<DType> kNumbers = {DType::kF32, DType::kF64, DType::kI32,
+                                     DType::kI64, DType::kF16, DType::kBF16};
+const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16,
+                                    DType::kBF16};
+
+bool Differentiable(DType d) { return d == DType::kF32 || d == DType::kF64; }
+
+struct Axes {
+  Shape shape;
+  AttrMap attrs;
+};
+
+AttrMap Axis(std::vector<int64_t> axes, bool keepdims = false) {
+  return {{"axis", std::move(axes)}, {"keepdims", keepdims}};
+}
+
+// Reductions of every kind of layout (reduce_plan.h): rows, columns, the
+// middle, several runs (permuted first), all axes, none, rank 0, size-1
+// dims.
+const std::vector<Axes> kLayouts = {
+    {Shape{}, {}},
+    {Shape{7, 13}, Axis({1})},
+    {Shape{7, 13}, Axis({0}, true)},
+    {Shape{7, 13}, {}},
+    {Shape{7, 13}, Axis({})},
+    {Shape{4, 5, 6}, Axis({1})},
+    {Shape{2, 3, 4, 5}, Axis({0, 2}, true)},
+    {Shape{2, 3, 4, 5}, Axis({-1, 1})},
+    {Shape{3, 1, 70}, Axis({0, 2})},
+    {Shape{5, 200}, Axis({1})},  // a block per row
+};
+
+// Long reductions, cut into chunks, and large outputs.
+const std::vector<Axes> kLong = {
+    {Shape{(1 << 20) + 3}, {}},
+    {Shape{1 << 15, 3}, Axis({0})},
+    {Shape{3, 1 << 14}, Axis({1})},
+    {Shape{1 << 12, 300}, Axis({1})},
+};
+
+TEST(GpuNnTest, Reductions) {
+  SKIP_WITHOUT_GPU();
+  for (const char* op : {"sum", "mean", "prod", "max", "min"}) {
+    const bool prod = std::string(op) == "prod";
+    for (DType d : kNumbers) {
+      for (const Axes& a : kLayouts) {
+        Compare(op, {Random(d, a.shape, 21)}, a.attrs,
+                Differentiable(d) && a.shape.num_elements() < 1000,
+                /*long_sum=*/true);
+      }
+      for (const Axes& a : kLong) {
+        // Long sums without cancellation and products near 1 that neither
+        // overflow nor vanish (f16 and bf16 take [-1, 1) whatever the range:
+        // their products vanish on both devices alike).
+        Compare(op,
+                {prod ? Random(d, a.shape, 22, 0.999, 1.001)
+                      : Random(d, a.shape, 22, 0, 1)},
+                a.attrs, false, /*long_sum=*/true);
+      }
+    }
+  }
+}
+
+TEST(GpuNnTest, EmptyReductionsGiveTheIdentity) {
+  SKIP_WITHOUT_GPU();
+  for (const char* op : {"sum", "prod", "mean"}) {
+    for (DType d : kFloats) {
+      Compare(op, {Random(d, Shape{4, 0}, 23)}, Axis({1}));  // 0, 1, NaN
+      Compare(op, {Random(d, Shape{0, 4}, 23)}, Axis({1}));  // no outputs
+      Compare(op, {Random(d, Shape{0}, 23)}, {});
+    }
+  }
+  Compare("sum", {Random(DType::kI32, Shape{3, 0, 2}, 24)}, Axis({1}));
+  Compare("prod", {Random(DType::kI64, Shape{3, 0}, 24)}, Axis({1}));
+  Compare("logsumexp", {Random(DType::kF32, Shape{3, 0}, 24)}, Axis({1}));
+  Compare("all", {Random(DType::kBool, Shape{2, 0}, 24)}, Axis({1}));
+  Compare("any", {Random(DType::kBool, Shape{2, 0}, 24)}, Axis({1}));
+  Compare("l2_loss", {Random(DType::kF32, Shape{0, 3}, 24)});
+}
+
+TEST(GpuNnTest, ArgReductions) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Axes> cases = {
+      {Shape{7, 13}, Axis({1})},      {Shape{7, 13}, Axis({0})},
+      {Shape{4, 5, 6}, Axis({1})},    {Shape{7, 13}, {}},
+      {Shape{5, 200}, Axis({-1})},    {Shape{}, {}},
+      {Shape{(1 << 20) + 3}, {}},     {Shape{1 << 15, 3}, Axis({0})},
+      {Shape{3, 1 << 14}, Axis({1})},
+  };
+  for (const char* op : {"argmax", "argmin"}) {
+    for (DType d : kNumbers) {
+      for (const Axes& a : cases)
+        Compare(op, {Random(d, a.shape, 25)}, a.attrs);
+    }
+    // Ties: the first position wins, across chunks too.
+    Compare(op, {Tensor::Zeros(DType::kF32, Shape{1 << 20})});
+    Compare(op, {Tensor::Zeros(DType::kI32, Shape{1 << 15, 3})}, Axis({0}));
+  }
+}
+
+TEST(GpuNnTest, LogicalReductions) {
+  SKIP_WITHOUT_GPU();
+  for (const char* op : {"all", "any"}) {
+    for (const Axes& a : kLayouts) {
+      Compare(op, {Random(DType::kBool, a.shape, 26)}, a.attrs);
+    }
+    Compare(op, {Tensor::Zeros(DType::kBool, Shape{1 << 20})});
+    Tensor ones = Random(DType::kBool, Shape{(1 << 20) + 3}, 27);
+    for (int64_t i = 0; i < ones.num_elements(); ++i)
+      ones.data<bool>()[i] = true;
+    Compare(op, {ones});
+    Compare(op, {ones}, Axis({0}, true));
+  }
+}
+
+TEST(GpuNnTest, LogSumExp) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Axes& a : kLayouts) {
+      Compare("logsumexp", {Random(d, a.shape, 28, -5, 5)}, a.attrs,
+              Differentiable(d) && a.shape.num_elements() < 1000, true);
+    }
+    for (const Axes& a : kLong) {
+      Compare("logsumexp", {Random(d, a.shape, 29, -5, 5)}, a.attrs, false,
+              true);
+    }
+  }
+}
+
+// NaN wins max, min, argmax and argmin (the first NaN for the args); the
+// infinities follow IEEE in sums, and logsumexp gives its max where that is
+// not finite.
+TEST(GpuNnTest, NanAndInfinities) {
+  SKIP_WITHOUT_GPU();
+  const float inf = INFINITY, nan = NAN;
+  Tensor rows = testing::F32({1, nan, 3, nan,          // NaN twice
+                              -inf, -inf, -inf, -inf,  // all -inf
+                              1, inf, 2, -1,           // +inf
+                              inf, -inf, 0, 5},        // both
+                             Shape{4, 4});
+  for (const char* op :
+       {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "logsumexp"}) {
+    Compare(op, {rows}, Axis({1}));
+    Compare(op, {rows}, Axis({0}));
+  }
+  for (const char* op : {"softmax", "log_softmax"}) Compare(op, {rows});
+  Compare("softmax_cross_entropy",
+          {rows, Random(DType::kF32, Shape{4, 4}, 30, 0, 1)});
+  // A NaN far into a long reduction, past the first chunk.
+  Tensor big = Random(DType::kF32, Shape{(1 << 20) + 3}, 31, 0, 1);
+  big.data<float>()[(1 << 20) - 5] = nan;
+  for (const char* op :
+       {"sum", "max", "min", "argmax", "argmin", "logsumexp"}) {
+    Compare(op, {big});
+  }
+}
+
+TEST(GpuNnTest, SumToLike) {
+  SKIP_WITHOUT_GPU();
+  struct S {
+    Shape dy, x;
+  };
+  const std::vector<S> cases = {
+      {Shape{3, 4, 5}, Shape{4, 1}},    {Shape{3, 4, 5}, Shape{5}},
+      {Shape{3, 4, 5}, Shape{}},        {Shape{3, 4, 5}, Shape{3, 1, 5}},
+      {Shape{3, 4, 5}, Shape{1, 4, 1}}, {Shape{1, 4}, Shape{4}},  // a view
+      {Shape{1 << 16, 10}, Shape{10}},  // bias gradient, cut into chunks
+      {Shape{0, 3}, Shape{3}},
+  };
+  for (DType d : kNumbers) {
+    for (const S& s : cases) {
+      Compare("sum_to_like", {Random(d, s.dy, 32, 0, 1), Random(d, s.x, 33)},
+              {}, false, true);
+    }
+  }
+}
+
+TEST(GpuNnTest, Softmax) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Axes> cases = {
+      {Shape{128, 10}, {}},
+      {Shape{4, 1000}, {}},  // a block per line
+      {Shape{3, 4, 5}, {{"axis", int64_t{0}}}},
+      {Shape{3, 4, 5}, {{"axis", int64_t{1}}}},
+      {Shape{3, 4, 5}, {{"axis", int64_t{-1}}}},
+      {Shape{7}, {}},
+      {Shape{0, 5}, {}},
+      {Shape{5, 0}, {}},
+      {Shape{2, 1 << 18}, {}},
+  };
+  for (const char* op : {"softmax", "log_softmax"}) {
+    for (DType d : kFloats) {
+      for (const Axes& a : cases) {
+        Compare(op, {Random(d, a.shape, 34, -8, 8)}, a.attrs,
+                Differentiable(d) && a.shape.num_elements() < 10000, true);
+      }
+    }
+  }
+}
+
+TEST(GpuNnTest, SoftmaxCrossEntropy) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s : {Shape{128, 10}, Shape{4, 1000}, Shape{2, 3, 7},
+                           Shape{5}, Shape{3, 0}, Shape{0, 4}}) {
+      Compare("softmax_cross_entropy",
+              {Random(d, s, 35, -5, 5), Random(d, s, 36, 0, 1)}, {},
+              Differentiable(d) && s.num_elements() < 10000, true);
+    }
+  }
+}
+
+TEST(GpuNnTest, SparseSoftmaxCrossEntropy) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (DType ld : {DType::kI32, DType::kI64}) {
+      for (const Shape& s :
+           {Shape{128, 10}, Shape{4, 1000}, Shape{2, 3, 7}, Shape{0, 4}}) {
+        const int64_t classes = s.dim(s.rank() - 1);
+        std::vector<int64_t> dims = s.dims();
+        dims.pop_back();
+        Tensor labels(ld, Shape(dims));
+        for (int64_t i = 0; i < labels.num_elements(); ++i) {
+          const int64_t v = (i * 7 + 3) % classes;
+          if (ld == DType::kI32) {
+            labels.data<int32_t>()[i] = static_cast<int32_t>(v);
+          } else {
+            labels.data<int64_t>()[i] = v;
+          }
+        }
+        Compare("sparse_softmax_cross_entropy",
+                {Random(d, s, 37, -5, 5), labels}, {},
+                Differentiable(d) && s.num_elements() < 10000, true);
+      }
+    }
+  }
+}
+
+// The error of `op` run on the GPU, which must fail.
+absl::Status GpuError(const std::string& op, const std::vector<Tensor>& in) {
+  auto g = std::make_shared<Graph>();
+  std::vector<NodeOut> ins;
+  Session::Feeds feeds;
+  for (size_t i = 0; i < in.size(); ++i) {
+    absl::StatusOr<Node*> p = g->AddNode(
+        {.name = "in" + std::to_string(i),
+         .op = "placeholder",
+         .attrs = {{"dtype", in[i].dtype()}, {"shape", in[i].shape()}}});
+    EXPECT_TRUE(p.ok()) << p.status();
+    ins.push_back({*p, 0});
+    feeds.push_back({{*p, 0}, in[i]});
+  }
+  absl::StatusOr<Node*> y =
+      g->AddNode({.name = "y", .op = op, .inputs = ins, .device = "/gpu:0"});
+  EXPECT_TRUE(y.ok()) << y.status();
+  Session session(g, {.num_threads = 2, .gpu_devices = 1});
+  absl::StatusOr<std::vector<Tensor>> out =
+      session.Run(feeds, {NodeOut{*y, 0}}, {});
+  EXPECT_FALSE(out.ok()) << op << " should fail on the GPU";
+  return out.ok() ? absl::OkStatus() : out.status();
+}
+
+// A label out of range fails as on the CPU, naming the first bad one.
+TEST(GpuNnTest, SparseLabelOutOfRange) {
+  SKIP_WITHOUT_GPU();
+  for (DType ld : {DType::kI32, DType::kI64}) {
+    Tensor labels = Tensor::Zeros(ld, Shape{300});
+    auto set = [&](int i, int64_t v) {
+      if (ld == DType::kI32) {
+        labels.data<int32_t>()[i] = static_cast<int32_t>(v);
+      } else {
+        labels.data<int64_t>()[i] = v;
+      }
+    };
+    set(200, -1);
+    set(17, 10);  // the first bad row
+    // A thread per row (10 classes).
+    absl::Status t =
+        GpuError("sparse_softmax_cross_entropy",
+                 {Random(DType::kF32, Shape{300, 10}, 38), labels});
+    EXPECT_NE(t.message().find("label 10 (at index 17) is out of range for "
+                               "10 classes; labels must be in [0, 10)"),
+              std::string::npos)
+        << t;
+    // A block per row (classes >= 64) reports the same way.
+    absl::Status s = GpuError("sparse_softmax_cross_entropy",
+                              {Random(DType::kF32, Shape{300, 100}, 39), [&] {
+                                 Tensor t = Tensor::Zeros(ld, Shape{300});
+                                 if (ld == DType::kI32) {
+                                   t.data<int32_t>()[299] = 100;
+                                 } else {
+                                   t.data<int64_t>()[299] = 100;
+                                 }
+                                 return t;
+                               }()});
+    EXPECT_NE(s.message().find("label 100 (at index 299) is out of range for "
+                               "100 classes"),
+              std::string::npos)
+        << s;
+  }
+}
+
+TEST(GpuNnTest, ElementWiseLossesAndBias) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s :
+         {Shape{128, 10}, Shape{}, Shape{(1 << 20) + 3}, Shape{0, 2}}) {
+      const bool grad = Differentiable(d) && s.num_elements() < 10000;
+      Compare("sigmoid_cross_entropy",
+              {Random(d, s, 40, -30, 30), Random(d, s, 41, 0, 1)}, {}, grad,
+              true);
+      Compare("l2_loss", {Random(d, s, 42)}, {}, grad, true);
+    }
+  }
+  for (DType d : kNumbers) {
+    for (const std::vector<Shape>& s :
+         {std::vector<Shape>{Shape{128, 10}, Shape{10}},
+          {Shape{2, 3, 4}, Shape{4}},
+          {Shape{5}, Shape{5}},
+          {Shape{0, 3}, Shape{3}},
+          {Shape{1 << 16, 17}, Shape{17}}}) {
+      Compare("bias_add", {Random(d, s[0], 43), Random(d, s[1], 44)}, {},
+              Differentiable(d) && s[0].num_elements() < 10000, true);
+    }
+  }
+}
+
+TEST(GpuNnTest, ActivationGradients) {
+  SKIP_WITHOUT_GPU();
+  for (const Shape& s : {Shape{7, 13}, Shape{}, Shape{(1 << 20) + 3}}) {
+    for (DType d : kNumbers) {
+      Compare("relu_grad", {Random(d, s, 45), Random(d, s, 46)}, {},
+              Differentiable(d) && s.num_elements() < 1000);
+    }
+    for (DType d : kFloats) {
+      const bool grad = Differentiable(d) && s.num_elements() < 1000;
+      Compare("sigmoid_grad", {Random(d, s, 47, 0, 1), Random(d, s, 48)}, {},
+              grad);
+      Compare("tanh_grad", {Random(d, s, 49, -1, 1), Random(d, s, 50)}, {},
+              grad);
+    }
+  }
+  // relu_grad passes nothing where x is NaN (x > 0 is false).
+  Tensor x = testing::F32({NAN, 1, -1, 0}, Shape{4});
+  Compare("relu_grad", {testing::F32({1, 2, 3, 4}, Shape{4}), x});
+}
+
+// The element-wise template on f16 and bf16: computed in f32, rounded once.
+TEST(GpuNnTest, HalfElementWise) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    for (const Shape& s : {Shape{7, 13}, Shape{(1 << 20) + 3}, Shape{}}) {
+      for (const char* op :
+           {"abs",     "neg",   "sign",    "square",   "relu", "floor",
+            "ceil",    "round", "isnan",   "isfinite", "sqrt", "rsqrt",
+            "exp",     "log",   "log1p",   "sin",      "cos",  "tanh",
+            "sigmoid", "elu",   "softplus"}) {
+        Compare(op, {Random(d, s, 51)});
+      }
+    }
+    for (const std::vector<Shape>& s :
+         {std::vector<Shape>{Shape{3, 5}, Shape{3, 5}},
+          {Shape{3, 1, 5}, Shape{4, 5}},
+          {Shape{1 << 20}, Shape{1 << 20}}}) {
+      for (const char* op :
+           {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum",
+            "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+            "greater_equal"}) {
+        Compare(op, {Random(d, s[0], 52), Random(d, s[1], 53)});
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace runnel
