@@ -32,6 +32,12 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
     std::lock_guard<std::mutex> lock(mu_);
     if (step < step_) {
       stale_.push_back(std::move(done));
+    } else if (step > step_ && applying_) {
+      // The applier has counted its step but not yet ended it: starting
+      // the new step now would make its Advance miss (and the barrier
+      // wait for ever). Arrive again after Advance.
+      early_.push_back({step, replicas, run, std::move(done)});
+      return;
     } else if (step == step_ && applying_) {
       // Too late for this step, but the update is under way: go on once
       // it is done, so the next step reads the new values. (It does not
@@ -53,6 +59,7 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
 void SyncBarrier::Advance(int64_t step) {
   std::vector<Waiter> go;
   std::vector<std::function<void()>> granted;
+  std::vector<Early> early;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (step != step_) return;
@@ -62,10 +69,12 @@ void SyncBarrier::Advance(int64_t step) {
     arrived_ = 0;
     applying_ = false;
     go.swap(waiting_);
+    early.swap(early_);
     granted = GrantHolds();
   }
   for (auto& g : granted) g();
   for (Waiter& w : go) w.done(false);
+  for (Early& e : early) Arrive(e.step, e.replicas, e.run, std::move(e.done));
 }
 
 void SyncBarrier::Hold(CancellationManager* run,

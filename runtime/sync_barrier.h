@@ -94,6 +94,15 @@ class SyncBarrier : public Resource,
   CancellationManager* applier_run_ = nullptr;
   CancellationManager::Token applier_token_ = 0;
   std::vector<Waiter> waiting_;
+  // Arrivals for a later step while this one is being applied: a run that
+  // read the step count after the applier advanced it but before Advance.
+  // They arrive again once Advance has ended the step.
+  struct Early {
+    int64_t step, replicas;
+    CancellationManager* run;
+    Done done;
+  };
+  std::vector<Early> early_;
   std::vector<Holder> holders_;  // granted (granted empty) or pending
   std::vector<Done> stale_;
 };

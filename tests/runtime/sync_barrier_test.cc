@@ -62,6 +62,31 @@ TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
   EXPECT_EQ(c.told, -1);
 }
 
+// A run that read the step count after the applier advanced it, but
+// before the applier's Advance (the chief, between checkpoints, or a backup
+// worker), arrives for the next step while this one is applied. It waits
+// for Advance and then counts towards the next step; before, it restarted
+// the barrier at the next step, the applier's Advance missed, and every
+// worker waited for ever (cluster.cli's synchronous snapshots hung).
+TEST(SyncBarrierTest, AnArrivalForTheNextStepWaitsForTheApplier) {
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
+  CancellationManager run0, run1, run2;
+  Outcome worker0, worker1;
+  BothArrive(*b, run0, run1, worker0, worker1);
+  Outcome early;
+  b->Arrive(1, 2, &run2, early.done());
+  EXPECT_EQ(early.told, -1);
+  b->Advance(0);  // the applier ends step 0
+  EXPECT_EQ(worker0.told, 0);
+  EXPECT_EQ(early.told, -1);  // now waiting for step 1's set
+  Outcome second;
+  b->Arrive(1, 2, &run0, second.done());
+  EXPECT_EQ(second.told, 1);  // completes step 1's set with the early one
+  EXPECT_EQ(early.told, -1);
+  b->Advance(1);
+  EXPECT_EQ(early.told, 0);
+}
+
 TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
   std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
