@@ -67,6 +67,10 @@ ALL = list(WORK) + ["copy", "memory"]
 # ---- the PyTorch side (run with --peer NAME, in its own process) -----------
 
 def torch_main(argv):
+    # OpenMP's default spin-waiting fights OpenBLAS's threads on a small
+    # machine and inflates the peer's host-side time (the other benches
+    # set it too); set OMP_WAIT_POLICY yourself to try another policy.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
     name = argv[argv.index("--peer") + 1]
     tf32 = "--tf32" in argv
@@ -260,7 +264,8 @@ def main(argv):
     except FileNotFoundError:
         print("gpu_bench: no nvidia-smi")
     print(f"gpu_bench: {rounds} alternating rounds; PyTorch TF32 "
-          f"{'on' if '--tf32' in argv else 'off'}")
+          f"{'on' if '--tf32' in argv else 'off'}, OMP_WAIT_POLICY="
+          f"{os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}")
     results = {n: ([], []) for n in names}
     for k in range(rounds):
         line = []
