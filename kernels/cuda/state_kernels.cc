@@ -13,6 +13,7 @@
 #include "kernels/cpu/variable_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/gpu_types.h"
 #include "kernels/cuda/state.h"
@@ -21,19 +22,12 @@
 namespace runnel {
 
 absl::StatusOr<cuda::ElemType> GpuNumberType(DType d, const char* what) {
-  switch (d) {
-    case DType::kF32:
-      return cuda::ElemType::kF32;
-    case DType::kF64:
-      return cuda::ElemType::kF64;
-    case DType::kI32:
-      return cuda::ElemType::kI32;
-    case DType::kI64:
-      return cuda::ElemType::kI64;
-    default:
-      return absl::UnimplementedError(
-          StrCat("no GPU ", what, " kernel for ", DTypeName(d)));
+  if (d != DType::kF32 && d != DType::kF64 && d != DType::kI32 &&
+      d != DType::kI64) {
+    return absl::UnimplementedError(
+        StrCat("no GPU ", what, " kernel for ", DTypeName(d)));
   }
+  return GpuElemType(d, what);
 }
 
 namespace {
