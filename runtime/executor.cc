@@ -641,6 +641,7 @@ class ExecutorState {
                         args_.global_seed, args_.call_frame, &step_);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
     ctx.set_cancellation(&cancellation_);
+    ctx.set_output_in_host(&item.output_in_host);
     ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs
     const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
     absl::Status s = ComputeSafely(*item.kernel, &ctx);

@@ -31,8 +31,9 @@ absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, Shape shape) {
     return absl::InternalError(
         StrCat("output shape ", shape.ToString(), " is not defined"));
   }
-  outputs_[i] =
-      Tensor(node_.output_dtype(i), std::move(shape), device_->allocator());
+  const bool host = output_in_host_ != nullptr && (*output_in_host_)[i];
+  outputs_[i] = Tensor(node_.output_dtype(i), std::move(shape),
+                       host ? nullptr : device_->allocator());
   return &outputs_[i];
 }
 

@@ -84,8 +84,15 @@ class OpKernelContext {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   DType output_dtype(int i) const { return node_.output_dtype(i); }
 
-  // Allocates output `i` with the node's output dtype and `shape`.
+  // Allocates output `i` with the node's output dtype and `shape`, in the
+  // device's memory, or the host's for an output the kernel gives in host
+  // memory (set_output_in_host below).
   absl::StatusOr<Tensor*> allocate_output(int i, Shape shape);
+  // Which outputs the kernel gives in host memory (HostMemory below; the
+  // executor's per-output flags, which outlive the context).
+  void set_output_in_host(const std::vector<bool>* in_host) {
+    output_in_host_ = in_host;
+  }
   // Sets output `i` to an existing tensor (forwarding an input, a view).
   // Its dtype must be the node's output dtype.
   absl::Status set_output(int i, Tensor t);
@@ -147,6 +154,7 @@ class OpKernelContext {
   uint64_t frame_id_ = 0;
   int64_t iteration_ = 0;
   bool forwarding_ = false;
+  const std::vector<bool>* output_in_host_ = nullptr;
 };
 
 // The inputs and outputs that a kernel of a device whose memory is not the
@@ -254,8 +262,10 @@ void RegisterKernel(std::string op, std::string device_type, DType dtype,
 //   RegisterKernelForTypes<NegKernel, float, double, int32_t>("neg");
 template <template <typename> class K, typename... Ts>
 void RegisterKernelForTypes(const std::string& op,
-                            const std::string& device_type = kDeviceCpu) {
-  (RegisterKernel<K<Ts>>(op, device_type, DTypeOf<Ts>::value), ...);
+                            const std::string& device_type = kDeviceCpu,
+                            const HostMemory& host_memory = {}) {
+  (RegisterKernel<K<Ts>>(op, device_type, DTypeOf<Ts>::value, host_memory),
+   ...);
 }
 
 // Registers K (dtype-independent, e.g. reshape) for every dtype.

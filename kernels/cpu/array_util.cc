@@ -333,6 +333,86 @@ absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
   return i;
 }
 
+absl::StatusOr<OneHotAttrs> OneHotAttrs::Of(const Node& node) {
+  OneHotAttrs a;
+  RN_ASSIGN_OR_RETURN(double on, node.attr<double>("on_value"));
+  RN_ASSIGN_OR_RETURN(double off, node.attr<double>("off_value"));
+  RN_ASSIGN_OR_RETURN(a.depth, node.attr<int64_t>("depth"));
+  RN_ASSIGN_OR_RETURN(a.axis, node.attr<int64_t>("axis"));
+  a.on = Tensor::ScalarOf(node.output_dtype(0), on);
+  a.off = Tensor::ScalarOf(node.output_dtype(0), off);
+  return a;
+}
+
+std::pair<int64_t, int64_t> OneHotAttrs::OuterInner(
+    const Tensor& indices) const {
+  const int at = axis < 0 ? indices.rank() : static_cast<int>(axis);
+  int64_t inner = 1;
+  for (int k = at; k < indices.rank(); ++k) inner *= indices.dim(k);
+  int64_t outer = 1;
+  for (int k = 0; k < at; ++k) outer *= indices.dim(k);
+  return {outer, inner};
+}
+
+absl::StatusOr<int64_t> RowUpdatePosition(const Tensor& x, const Tensor& index,
+                                          const Tensor& value) {
+  if (x.rank() == 0 || value.num_elements() * x.dim(0) != x.num_elements()) {
+    return absl::InvalidArgumentError(
+        StrCat("the value ", value.shape().ToString(),
+               " does not fit a row of ", x.shape().ToString()));
+  }
+  return AxisPosition(index, x.dim(0));
+}
+
+absl::StatusOr<std::vector<int64_t>> RowDims(const Tensor& x,
+                                             const Tensor& prefix,
+                                             std::string_view what) {
+  bool fits = prefix.rank() <= x.rank();
+  for (int k = 0; fits && k < prefix.rank(); ++k) {
+    fits = prefix.dim(k) == x.dim(k);
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " ", prefix.shape().ToString(),
+               " is not a prefix of the shape ", x.shape().ToString()));
+  }
+  return std::vector<int64_t>(x.shape().dims().begin() + prefix.rank(),
+                              x.shape().dims().end());
+}
+
+int64_t SegmentSumPlan::row_size() const {
+  int64_t n = 1;
+  for (int64_t d : row_dims) n *= d;
+  return n;
+}
+
+Shape SegmentSumPlan::output_shape() const {
+  std::vector<int64_t> dims{num};
+  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+  return Shape(std::move(dims));
+}
+
+absl::StatusOr<SegmentSumPlan> PlanSegmentSum(const Tensor& data,
+                                              const Tensor& segment_ids,
+                                              const Tensor& num_segments) {
+  SegmentSumPlan p;
+  p.num = num_segments.ToInt64s()[0];
+  if (p.num < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("num_segments is negative: ", p.num));
+  }
+  RN_ASSIGN_OR_RETURN(p.row_dims, RowDims(data, segment_ids, "segment_ids"));
+  p.ids = segment_ids.ToInt64s();
+  for (size_t j = 0; j < p.ids.size(); ++j) {
+    if (p.ids[j] < 0 || p.ids[j] >= p.num) {
+      return absl::InvalidArgumentError(
+          StrCat("segment id ", p.ids[j], " (segment_ids[", j,
+                 "]) is out of range [0, ", p.num, ")"));
+    }
+  }
+  return p;
+}
+
 absl::Status CheckGatherIndices(const std::vector<int64_t>& indices, int64_t n,
                                 int axis, const Shape& params,
                                 std::string_view prefix) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,43 @@ void FillElements(ThreadPool* pool, void* dst, int64_t n, const void* value,
 // "{prefix}index I is out of range for axis 0 of size N".
 absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
                                      std::string_view prefix = "");
+
+// The row of x that dynamic_update_index / dynamic_index_add(x, index,
+// value) write: `value` must fit one row of x (else "the value S does not
+// fit a row of X"), and `index` is checked by AxisPosition.
+absl::StatusOr<int64_t> RowUpdatePosition(const Tensor& x, const Tensor& index,
+                                          const Tensor& value);
+
+// one_hot's attributes, read once by its kernels (the CPU's and a GPU's):
+// on and off as scalars of the output dtype (in host memory); and where
+// the new axis goes in `indices`, as the elements before and after it.
+struct OneHotAttrs {
+  int64_t depth = 0, axis = -1;
+  Tensor on, off;
+  static absl::StatusOr<OneHotAttrs> Of(const Node& node);
+  // indices viewed as [outer, inner] around the new axis.
+  std::pair<int64_t, int64_t> OuterInner(const Tensor& indices) const;
+};
+
+// unsorted_segment_sum(data, segment_ids, num_segments): the output has
+// `num` rows of `row_dims`; `ids` are segment_ids' values, each in
+// [0, num). The errors name the bad id and its place.
+struct SegmentSumPlan {
+  int64_t num = 0;
+  std::vector<int64_t> row_dims;
+  std::vector<int64_t> ids;
+  int64_t row_size() const;  // elements in a row
+  Shape output_shape() const;
+};
+absl::StatusOr<SegmentSumPlan> PlanSegmentSum(const Tensor& data,
+                                              const Tensor& segment_ids,
+                                              const Tensor& num_segments);
+
+// The dims of `x` after those of `prefix`, which must lead x's shape (else
+// "{what} P is not a prefix of the shape X").
+absl::StatusOr<std::vector<int64_t>> RowDims(const Tensor& x,
+                                             const Tensor& prefix,
+                                             std::string_view what);
 
 // gather's (and gather_grad's) indices into axis `axis` (of size n) of
 // `params`: each in [0, n), else "{prefix}index I (indices[J]) is out of

@@ -79,21 +79,15 @@ class EyeKernel : public OpKernel {
 class OneHotKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(double on, node.attr<double>("on_value"));
-    RN_ASSIGN_OR_RETURN(double off, node.attr<double>("off_value"));
-    RN_ASSIGN_OR_RETURN(depth_, node.attr<int64_t>("depth"));
-    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
-    on_ = Tensor::ScalarOf(node.output_dtype(0), on);
-    off_ = Tensor::ScalarOf(node.output_dtype(0), off);
+    RN_ASSIGN_OR_RETURN(a_, OneHotAttrs::Of(node));
     return absl::OkStatus();
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& indices = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, off_.raw_data()));
-    const int axis = axis_ < 0 ? indices.rank() : static_cast<int>(axis_);
-    int64_t inner = 1;
-    for (int k = axis; k < indices.rank(); ++k) inner *= indices.dim(k);
+    RN_RETURN_IF_ERROR(FillOutput(ctx, shape, a_.off.raw_data()));
+    const int64_t inner = a_.OuterInner(indices).second;
+    const int64_t depth = a_.depth;
     const size_t esz = DTypeSize(ctx->output_dtype(0));
     char* out = static_cast<char*>(ctx->output(0).raw_data());
     VisitDType(indices.dtype(), [&](auto zero) {
@@ -102,10 +96,10 @@ class OneHotKernel : public OpKernel {
         const T* idx = indices.data<T>();
         for (int64_t e = 0; e < indices.num_elements(); ++e) {
           const int64_t d = idx[e];
-          if (d < 0 || d >= depth_) continue;  // a row of off_value
+          if (d < 0 || d >= depth) continue;  // a row of off_value
           const int64_t o = e / inner, i = e % inner;
-          std::memcpy(out + ((o * depth_ + d) * inner + i) * esz,
-                      on_.raw_data(), esz);
+          std::memcpy(out + ((o * depth + d) * inner + i) * esz,
+                      a_.on.raw_data(), esz);
         }
       }
     });
@@ -113,8 +107,7 @@ class OneHotKernel : public OpKernel {
   }
 
  private:
-  int64_t depth_ = 0, axis_ = -1;
-  Tensor on_, off_;  // scalars of the output dtype
+  OneHotAttrs a_;
 };
 
 RUNNEL_STATIC_INIT(CreationKernels) {

@@ -89,13 +89,8 @@ class DynamicIndexKernel : public OpKernel {
 // to. The value must fit one row of x.
 absl::StatusOr<std::pair<Tensor*, int64_t>> RowUpdate(OpKernelContext* ctx) {
   const Tensor& x = ctx->input(0);
-  const Tensor& value = ctx->input(2);
-  if (x.rank() == 0 || value.num_elements() * x.dim(0) != x.num_elements()) {
-    return absl::InvalidArgumentError(
-        StrCat("the value ", value.shape().ToString(),
-               " does not fit a row of ", x.shape().ToString()));
-  }
-  RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0)));
+  RN_ASSIGN_OR_RETURN(int64_t i,
+                      RowUpdatePosition(x, ctx->input(1), ctx->input(2)));
   bool forwarded = false;
   RN_ASSIGN_OR_RETURN(
       Tensor * y, ctx->forward_input_or_allocate(0, 0, x.shape(), &forwarded));

@@ -6,29 +6,13 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "kernels/cpu/array_util.h"
 #include "kernels/cpu/eigen_types.h"
 #include "runtime/kernel.h"
 #include "runtime/strings.h"
 
 namespace runnel {
 namespace {
-
-// The dims of `x` after those of `prefix`, which must lead x's shape.
-absl::StatusOr<std::vector<int64_t>> RowDims(const Tensor& x,
-                                             const Tensor& prefix,
-                                             std::string_view what) {
-  bool fits = prefix.rank() <= x.rank();
-  for (int k = 0; fits && k < prefix.rank(); ++k) {
-    fits = prefix.dim(k) == x.dim(k);
-  }
-  if (!fits) {
-    return absl::InvalidArgumentError(
-        StrCat(what, " ", prefix.shape().ToString(),
-               " is not a prefix of the shape ", x.shape().ToString()));
-  }
-  return std::vector<int64_t>(x.shape().dims().begin() + prefix.rank(),
-                              x.shape().dims().end());
-}
 
 Shape WithRows(int64_t rows, const std::vector<int64_t>& row_dims) {
   std::vector<int64_t> dims{rows};
@@ -71,28 +55,16 @@ class SegmentSumKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& data = ctx->input(0);
-    const Tensor& ids_t = ctx->input(1);
-    const int64_t num = ctx->input(2).ToInt64s()[0];
-    if (num < 0) {
-      return absl::InvalidArgumentError(
-          StrCat("num_segments is negative: ", num));
-    }
-    RN_ASSIGN_OR_RETURN(std::vector<int64_t> row_dims,
-                        RowDims(data, ids_t, "segment_ids"));
-    const std::vector<int64_t> ids = ids_t.ToInt64s();
-    int64_t row = 1;
-    for (int64_t d : row_dims) row *= d;
+    RN_ASSIGN_OR_RETURN(SegmentSumPlan plan,
+                        PlanSegmentSum(data, ctx->input(1), ctx->input(2)));
+    const int64_t num = plan.num, row = plan.row_size();
+    const std::vector<int64_t>& ids = plan.ids;
     RN_ASSIGN_OR_RETURN(Tensor * y,
-                        ctx->allocate_output(0, WithRows(num, row_dims)));
+                        ctx->allocate_output(0, plan.output_shape()));
     using A = AccumType<T>;
     std::vector<A> sum(static_cast<size_t>(num * row), A(0));
     const auto* src = reinterpret_cast<const EigenType<T>*>(data.raw_data());
     for (size_t j = 0; j < ids.size(); ++j) {
-      if (ids[j] < 0 || ids[j] >= num) {
-        return absl::InvalidArgumentError(
-            StrCat("segment id ", ids[j], " (segment_ids[", j,
-                   "]) is out of range [0, ", num, ")"));
-      }
       A* dst = sum.data() + ids[j] * row;
       const auto* s = src + static_cast<int64_t>(j) * row;
       for (int64_t k = 0; k < row; ++k) dst[k] += static_cast<A>(s[k]);
@@ -186,6 +158,10 @@ class StitchKernel : public OpKernel {
 
 RUNNEL_STATIC_INIT(SparseKernels) {
   RegisterKernelForTypes<UniqueKernel, int32_t, int64_t>("unique");
+  // A GPU's unique (see sparse_kernels.h): its outputs are indices, which
+  // the GPU's kernels read on the host, so it works in host memory.
+  RegisterKernelForTypes<UniqueKernel, int32_t, int64_t>(
+      "unique", kDeviceGpu, {.inputs = {0}, .outputs = {0, 1}});
   RegisterKernelForTypes<SegmentSumKernel, Half, BFloat16, float, double,
                          int32_t, int64_t>("unsorted_segment_sum");
   RegisterKernelForAllTypes<PartitionKernel>("dynamic_partition");

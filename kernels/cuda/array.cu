@@ -1,8 +1,10 @@
 // Strided copies and fills on the GPU (array.h), by element size: the
 // shape ops move bytes, so one instance per size serves every dtype.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cuda/array.h"
+#include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace runnel::cuda {
@@ -38,18 +40,55 @@ __global__ void GatherKernel(const T* params, const int64_t* indices, T* out,
   }
 }
 
+// 16-bit floats add up in f32 and integers wrap, as on the CPU.
 template <typename T>
 __global__ void GatherGradKernel(const T* dy, const int64_t* starts,
                                  const int64_t* order, T* out, int64_t n,
                                  int64_t m, int64_t inner, int64_t total) {
+  using A = Wrap<Wide<T>>;
   for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
     const int64_t i = w % inner, row = w / inner;
     const int64_t r = row % n, o = row / n;
-    T acc = T(0);
+    A acc = A(0);
     for (int64_t k = starts[r]; k < starts[r + 1]; ++k) {
-      acc += dy[(o * m + order[k]) * inner + i];
+      acc += static_cast<A>(Widen(dy[(o * m + order[k]) * inner + i]));
     }
-    out[w] = acc;
+    out[w] = Narrow<T>(acc);
+  }
+}
+
+// out viewed as [outer, depth, inner]: on where indices[o, i] == d.
+template <typename I, typename T>
+__global__ void OneHotKernel(const I* indices, T* out, int64_t depth,
+                             int64_t inner, int64_t total, T on, T off) {
+  for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
+    const int64_t i = w % inner, row = w / inner;
+    const int64_t d = row % depth, o = row / depth;
+    out[w] = static_cast<int64_t>(indices[o * inner + i]) == d ? on : off;
+  }
+}
+
+// Each element of x's gradient adds the elements of dy in its tiles.
+template <typename T>
+__global__ void TileGradKernel(TilePlan p, const T* dy, T* out, int64_t total,
+                               int64_t tiles) {
+  using A = Wrap<Wide<T>>;
+  for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
+    int64_t rest = w, base = 0;
+    for (int k = p.rank - 1; k >= 0; --k) {
+      base += rest % p.dims[k] * p.dy_strides[k];
+      rest /= p.dims[k];
+    }
+    A acc = A(0);
+    for (int64_t t = 0; t < tiles; ++t) {
+      int64_t tile = t, at = base;
+      for (int k = p.rank - 1; k >= 0; --k) {
+        at += tile % p.multiples[k] * p.dims[k] * p.dy_strides[k];
+        tile /= p.multiples[k];
+      }
+      acc += static_cast<A>(Widen(dy[at]));
+    }
+    out[w] = Narrow<T>(acc);
   }
 }
 
@@ -63,14 +102,16 @@ cudaError_t Gather(const void* params, const int64_t* indices, void* out,
   return cudaGetLastError();
 }
 
-template <typename T>
-cudaError_t GatherGrad(const void* dy, const int64_t* starts,
-                       const int64_t* order, void* out, int64_t n, int64_t m,
-                       int64_t inner, int64_t total, cudaStream_t stream) {
-  GatherGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
-      static_cast<const T*>(dy), starts, order, static_cast<T*>(out), n, m,
-      inner, total);
-  return cudaGetLastError();
+// fn(T{}) for the element types that add up (all but bool).
+template <typename Fn>
+cudaError_t WithSummableType(ElemType type, Fn&& fn) {
+  return WithElemType(type, [&](auto zero) -> cudaError_t {
+    if constexpr (std::is_same_v<decltype(zero), bool>) {
+      return cudaErrorNotSupported;
+    } else {
+      return fn(zero);
+    }
+  });
 }
 
 template <typename T>
@@ -130,27 +171,92 @@ cudaError_t LaunchGather(const void* params, const int64_t* indices, void* out,
   }
 }
 
-cudaError_t LaunchGatherGrad(GradType type, const void* dy,
+cudaError_t LaunchGatherGrad(ElemType type, const void* dy,
                              const int64_t* starts, const int64_t* order,
                              void* out, int64_t outer, int64_t n, int64_t m,
                              int64_t inner, cudaStream_t stream) {
   const int64_t total = outer * n * inner;
   if (total == 0) return cudaSuccess;
-  switch (type) {
-    case GradType::kF32:
-      return GatherGrad<float>(dy, starts, order, out, n, m, inner, total,
-                               stream);
-    case GradType::kF64:
-      return GatherGrad<double>(dy, starts, order, out, n, m, inner, total,
-                                stream);
-    case GradType::kI32:
-      return GatherGrad<int32_t>(dy, starts, order, out, n, m, inner, total,
-                                 stream);
-    case GradType::kI64:
-      return GatherGrad<int64_t>(dy, starts, order, out, n, m, inner, total,
-                                 stream);
+  return WithSummableType(type, [&](auto zero) {
+    using T = decltype(zero);
+    GatherGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(dy), starts, order, static_cast<T*>(out), n, m,
+        inner, total);
+    return cudaGetLastError();
+  });
+}
+
+namespace {
+
+template <typename T>
+cudaError_t OneHot(IndexType index_type, const void* indices, void* out,
+                   int64_t depth, int64_t inner, int64_t total,
+                   const void* on_value, const void* off_value,
+                   cudaStream_t stream) {
+  T on, off;
+  std::memcpy(&on, on_value, sizeof(T));
+  std::memcpy(&off, off_value, sizeof(T));
+  auto launch = [&](auto index) {
+    using I = decltype(index);
+    OneHotKernel<I, T><<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const I*>(indices), static_cast<T*>(out), depth, inner,
+        total, on, off);
+    return cudaGetLastError();
+  };
+  switch (index_type) {
+    case IndexType::kI8:
+      return launch(int8_t{});
+    case IndexType::kU8:
+      return launch(uint8_t{});
+    case IndexType::kI32:
+      return launch(int32_t{});
+    case IndexType::kI64:
+      return launch(int64_t{});
   }
   return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t LaunchOneHot(IndexType index_type, const void* indices, void* out,
+                         size_t elem_size, int64_t outer, int64_t depth,
+                         int64_t inner, const void* on_value,
+                         const void* off_value, cudaStream_t stream) {
+  const int64_t total = outer * depth * inner;
+  if (total == 0) return cudaSuccess;
+  switch (elem_size) {
+    case 1:
+      return OneHot<uint8_t>(index_type, indices, out, depth, inner, total,
+                             on_value, off_value, stream);
+    case 2:
+      return OneHot<uint16_t>(index_type, indices, out, depth, inner, total,
+                              on_value, off_value, stream);
+    case 4:
+      return OneHot<uint32_t>(index_type, indices, out, depth, inner, total,
+                              on_value, off_value, stream);
+    case 8:
+      return OneHot<uint64_t>(index_type, indices, out, depth, inner, total,
+                              on_value, off_value, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchTileGrad(ElemType type, const TilePlan& plan, const void* dy,
+                           void* out, cudaStream_t stream) {
+  if (plan.rank < 0 || plan.rank > kMaxCopyDims) return cudaErrorInvalidValue;
+  int64_t total = 1, tiles = 1;
+  for (int k = 0; k < plan.rank; ++k) {
+    total *= plan.dims[k];
+    tiles *= plan.multiples[k];
+  }
+  if (total == 0) return cudaSuccess;
+  return WithSummableType(type, [&](auto zero) {
+    using T = decltype(zero);
+    TileGradKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+        plan, static_cast<const T*>(dy), static_cast<T*>(out), total, tiles);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t LaunchFill(void* dst, int64_t n, const void* value,

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/cwise.h"
+
 namespace runnel::cuda {
 
 // A block of elements copied from src to dst: element (i_0, ..., i_r-1)
@@ -47,11 +49,35 @@ cudaError_t LaunchGather(const void* params, const int64_t* indices, void* out,
 // order[starts[r]] .. order[starts[r + 1] - 1], increasing), made on the
 // host; each output element adds its own rows, so the sums are
 // deterministic and in the CPU kernel's order.
-enum class GradType { kF32, kF64, kI32, kI64 };
-cudaError_t LaunchGatherGrad(GradType type, const void* dy,
+// The sums are in the CPU's element type rules: 16-bit floats add up in
+// f32, integers wrap. bool is not summed (cudaErrorNotSupported).
+cudaError_t LaunchGatherGrad(ElemType type, const void* dy,
                              const int64_t* starts, const int64_t* order,
                              void* out, int64_t outer, int64_t n, int64_t m,
                              int64_t inner, cudaStream_t stream);
+
+// one_hot: out viewed as [outer, depth, inner] (elements of `elem_size`
+// bytes: 1, 2, 4 or 8), indices (on the GPU) as [outer, inner]:
+// out[o, d, i] = indices[o, i] == d ? on : off, so an index outside
+// [0, depth) gives a row of off. on_value and off_value point to one
+// element each in host memory, read at the call.
+enum class IndexType { kI8, kU8, kI32, kI64 };
+cudaError_t LaunchOneHot(IndexType index_type, const void* indices, void* out,
+                         size_t elem_size, int64_t outer, int64_t depth,
+                         int64_t inner, const void* on_value,
+                         const void* off_value, cudaStream_t stream);
+
+// tile_grad: x's gradient (dims `dims`) from dy, x tiled `multiples` times
+// (dy's dims are dims[k] * multiples[k], its strides in elements
+// dy_strides): each element adds the elements of its tiles.
+struct TilePlan {
+  int rank = 0;
+  int64_t dims[kMaxCopyDims] = {};
+  int64_t multiples[kMaxCopyDims] = {};
+  int64_t dy_strides[kMaxCopyDims] = {};
+};
+cudaError_t LaunchTileGrad(ElemType type, const TilePlan& plan, const void* dy,
+                           void* out, cudaStream_t stream);
 
 }  // namespace runnel::cuda
 

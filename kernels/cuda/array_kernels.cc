@@ -2,16 +2,22 @@
 // kernels/cpu/array_kernels.cc, slice_kernels.cc, creation_kernels.cc,
 // grad_kernels.cc). Views (reshape, expand_dims, squeeze) share the input's
 // buffer; every op that moves elements is one strided copy (array.cu) per
-// output or part, and the creation ops one fill. Inputs that give shapes,
-// offsets or fill values (reshape's shape, slice's begin and size, ...) are
-// read on the host, so they are registered in host memory (HostMemory,
+// output or part, and the creation ops one fill; the row updates of loops
+// (dynamic_update_index, dynamic_index_add and their gradients) a copy or
+// an add of one row in place; the sums of rows by index (gather_grad,
+// unsorted_segment_sum) and tile_grad their own kernels. Inputs that give
+// shapes, offsets or fill values (reshape's shape, slice's begin and size, ...)
+// are read on the host, so they are registered in host memory (HostMemory,
 // runtime/kernel.h) and the checks on them are the CPU kernels' own (the
 // ops' shape functions, through ConcreteOutputShape).
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/array_util.h"
 #include "kernels/cuda/array.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "runtime/ops/array_ops.h"
 #include "runtime/shape_fns.h"
@@ -82,6 +88,14 @@ absl::Status Fill(OpKernelContext* ctx, Tensor* y, const void* value) {
   RN_RETURN_IF_ERROR(gpu.Activate());
   RN_CUDA(cuda::LaunchFill(y->raw_data(), y->num_elements(), value,
                            DTypeSize(y->dtype()), gpu.compute()));
+  return absl::OkStatus();
+}
+
+// Sets `bytes` bytes at the GPU address `dst` to 0 (0 in every dtype).
+absl::Status Zero(OpKernelContext* ctx, void* dst, size_t bytes) {
+  GpuContext& gpu = GpuContextOf(ctx);
+  RN_RETURN_IF_ERROR(gpu.Activate());
+  RN_CUDA(cudaMemsetAsync(dst, 0, bytes, gpu.compute()));
   return absl::OkStatus();
 }
 
@@ -399,6 +413,148 @@ class DynamicIndexKernel : public OpKernel {
   }
 };
 
+// dynamic_index_grad(x, index, dy): zeros but for row `index`, dy.
+class DynamicIndexGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dy = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0),
+                                                "dynamic_index_grad: "));
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    RN_RETURN_IF_ERROR(Zero(ctx, out->raw_data(), out->bytes()));
+    const int64_t row = dy.num_elements();
+    const size_t esz = DTypeSize(dy.dtype());
+    return CopyBlock(ctx, esz, {row}, dy.raw_data(), {1},
+                     At(out->raw_data(), i * row, esz), {1});
+  }
+};
+
+// Output 0 of dynamic_update_index / dynamic_index_add(x, index, value):
+// x, in x's own buffer when the executor hands it over (a loop's
+// accumulator), so a step costs one row; and the row the value goes to.
+absl::StatusOr<std::pair<Tensor*, int64_t>> RowUpdate(OpKernelContext* ctx) {
+  const Tensor& x = ctx->input(0);
+  RN_ASSIGN_OR_RETURN(int64_t i,
+                      RowUpdatePosition(x, ctx->input(1), ctx->input(2)));
+  bool forwarded = false;
+  RN_ASSIGN_OR_RETURN(
+      Tensor * y, ctx->forward_input_or_allocate(0, 0, x.shape(), &forwarded));
+  if (!forwarded) {
+    RN_RETURN_IF_ERROR(CopyBlock(ctx, DTypeSize(x.dtype()), {x.num_elements()},
+                                 x.raw_data(), {1}, y->raw_data(), {1}));
+  }
+  return std::make_pair(y, i);
+}
+
+// dynamic_update_index(x, index, value): x[index] = value.
+class DynamicUpdateIndexKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(auto at, RowUpdate(ctx));
+    const Tensor& value = ctx->input(2);
+    const int64_t row = value.num_elements();
+    const size_t esz = DTypeSize(value.dtype());
+    return CopyBlock(ctx, esz, {row}, value.raw_data(), {1},
+                     At(at.first->raw_data(), at.second * row, esz), {1});
+  }
+};
+
+// dynamic_index_add(x, index, value): x[index] += value, one element-wise
+// add in place.
+class DynamicIndexAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(auto at, RowUpdate(ctx));
+    const Tensor& value = ctx->input(2);
+    const int64_t row = value.num_elements();
+    if (row == 0) return absl::OkStatus();
+    RN_ASSIGN_OR_RETURN(cuda::ElemType type,
+                        GpuElemType(value.dtype(), "dynamic_index_add"));
+    void* dst =
+        At(at.first->raw_data(), at.second * row, DTypeSize(value.dtype()));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchBinary(cuda::BinaryOp::kAdd, type, dst,
+                               value.raw_data(), dst, row, nullptr,
+                               gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
+// dynamic_update_index_grad(dy, index) -> (dy with row index zeroed, that
+// row), the first in dy's buffer when nothing else holds it.
+class DynamicUpdateIndexGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    if (dy.rank() == 0) {
+      return absl::InvalidArgumentError("cannot index a scalar");
+    }
+    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), dy.dim(0)));
+    const Dims row_dims(dy.shape().dims().begin() + 1, dy.shape().dims().end());
+    RN_ASSIGN_OR_RETURN(Tensor * row, ctx->allocate_output(1, Shape(row_dims)));
+    const int64_t n = row->num_elements();
+    const size_t esz = DTypeSize(dy.dtype());
+    // The row first: dx may be dy's own buffer.
+    RN_RETURN_IF_ERROR(CopyBlock(ctx, esz, {n}, At(dy.raw_data(), i * n, esz),
+                                 {1}, row->raw_data(), {1}));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->forward_input_or_allocate(
+                                         0, 0, dy.shape(), &forwarded));
+    if (!forwarded) {
+      RN_RETURN_IF_ERROR(CopyBlock(ctx, esz, {dy.num_elements()}, dy.raw_data(),
+                                   {1}, dx->raw_data(), {1}));
+    }
+    return Zero(ctx, At(dx->raw_data(), i * n, esz), row->bytes());
+  }
+};
+
+// one_hot(indices): indices (integers, on the GPU) as [outer, inner]
+// around the new axis.
+class OneHotKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(a_, OneHotAttrs::Of(node));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& indices = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    const auto [outer, inner] = a_.OuterInner(indices);
+    cuda::IndexType type;
+    switch (indices.dtype()) {
+      case DType::kI8:
+        type = cuda::IndexType::kI8;
+        break;
+      case DType::kU8:
+        type = cuda::IndexType::kU8;
+        break;
+      case DType::kI32:
+        type = cuda::IndexType::kI32;
+        break;
+      case DType::kI64:
+        type = cuda::IndexType::kI64;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            StrCat("one_hot: indices must be integers, got ",
+                   DTypeName(indices.dtype())));
+    }
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchOneHot(
+        type, indices.raw_data(), y->raw_data(), DTypeSize(y->dtype()), outer,
+        a_.depth, inner, a_.on.raw_data(), a_.off.raw_data(), gpu.compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  OneHotAttrs a_;  // on and off in host memory
+};
+
 // Output `a`'s outer, axis and inner sizes of gather's params; the
 // indices, checked as on the CPU (they are in host memory), and the axis.
 struct GatherPlan {
@@ -449,35 +605,91 @@ class GatherKernel : public OpKernel {
   }
 };
 
-// gather_grad(params, indices, dy): each row of the output adds its rows
-// of dy, listed on the host grouped by index (a counting sort that keeps
-// their order), so the sums are deterministic, in the CPU's order, and
-// need no atomics.
-template <cuda::GradType kType>
+// The sum of the rows of `dy` (viewed as [outer, m, inner]) by `indices`
+// (each in [0, n)) into `out` ([outer, n, inner]): the rows of each index
+// listed on the host (a counting sort that keeps their order), so the sums
+// are deterministic, in the CPU's order, and need no atomics. Serves
+// gather_grad and unsorted_segment_sum.
+absl::Status SumRowsByIndex(OpKernelContext* ctx, const Tensor& dy,
+                            const std::vector<int64_t>& indices, int64_t outer,
+                            int64_t n, int64_t inner, Tensor* out) {
+  if (out->num_elements() == 0) return absl::OkStatus();
+  const int64_t m = static_cast<int64_t>(indices.size());
+  if (m == 0) {
+    return Fill(ctx, out, Tensor::ScalarOf(out->dtype(), 0).raw_data());
+  }
+  RN_ASSIGN_OR_RETURN(cuda::ElemType type,
+                      GpuElemType(out->dtype(), ctx->node().op()));
+  std::vector<int64_t> starts(n + 1, 0), order(m);
+  for (int64_t r : indices) ++starts[r + 1];
+  for (int64_t r = 0; r < n; ++r) starts[r + 1] += starts[r];
+  std::vector<int64_t> next(starts.begin(), starts.end() - 1);
+  for (int64_t j = 0; j < m; ++j) order[next[indices[j]]++] = j;
+  RN_ASSIGN_OR_RETURN(Tensor starts_gpu, ToGpu(ctx, starts));
+  RN_ASSIGN_OR_RETURN(Tensor order_gpu, ToGpu(ctx, order));
+  GpuContext& gpu = GpuContextOf(ctx);
+  RN_RETURN_IF_ERROR(gpu.Activate());
+  RN_CUDA(cuda::LaunchGatherGrad(type, dy.raw_data(),
+                                 starts_gpu.data<int64_t>(),
+                                 order_gpu.data<int64_t>(), out->raw_data(),
+                                 outer, n, m, inner, gpu.compute()));
+  return absl::OkStatus();
+}
+
+// gather_grad(params, indices, dy).
 class GatherGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
     RN_ASSIGN_OR_RETURN(GatherPlan p, PlanGather(ctx, "gather_grad: "));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
+    return SumRowsByIndex(ctx, ctx->input(2), p.indices, p.outer, p.n, p.inner,
+                          out);
+  }
+};
+
+// unsorted_segment_sum(data, segment_ids, num_segments), checked on the
+// host as on the CPU (the ids are in host memory).
+class SegmentSumKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& data = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(SegmentSumPlan plan,
+                        PlanSegmentSum(data, ctx->input(1), ctx->input(2)));
+    RN_ASSIGN_OR_RETURN(Tensor * y,
+                        ctx->allocate_output(0, plan.output_shape()));
+    return SumRowsByIndex(ctx, data, plan.ids, 1, plan.num, plan.row_size(), y);
+  }
+};
+
+// tile_grad(dy, x): each element of x's gradient adds its tiles of dy.
+class TileGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
+    if (shape == dy.shape()) return ctx->set_output(0, dy);
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     if (out->num_elements() == 0) return absl::OkStatus();
-    const int64_t m = static_cast<int64_t>(p.indices.size());
-    if (m == 0) {
-      return Fill(ctx, out, Tensor::ScalarOf(out->dtype(), 0).raw_data());
+    if (shape.rank() > cuda::kMaxCopyDims) {
+      return absl::UnimplementedError(StrCat("tile_grad: rank ", shape.rank(),
+                                             " on the GPU (at most ",
+                                             cuda::kMaxCopyDims, ")"));
     }
-    std::vector<int64_t> starts(p.n + 1, 0), order(m);
-    for (int64_t r : p.indices) ++starts[r + 1];
-    for (int64_t r = 0; r < p.n; ++r) starts[r + 1] += starts[r];
-    std::vector<int64_t> next(starts.begin(), starts.end() - 1);
-    for (int64_t j = 0; j < m; ++j) order[next[p.indices[j]]++] = j;
-    RN_ASSIGN_OR_RETURN(Tensor starts_gpu, ToGpu(ctx, starts));
-    RN_ASSIGN_OR_RETURN(Tensor order_gpu, ToGpu(ctx, order));
+    RN_ASSIGN_OR_RETURN(cuda::ElemType type,
+                        GpuElemType(dy.dtype(), "tile_grad"));
+    cuda::TilePlan plan;
+    plan.rank = shape.rank();
+    const Dims strides = RowMajorStrides(dy.shape());
+    for (int k = 0; k < shape.rank(); ++k) {
+      plan.dims[k] = shape.dim(k);
+      plan.multiples[k] = dy.dim(k) / shape.dim(k);
+      plan.dy_strides[k] = strides[k];
+    }
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
-    RN_CUDA(cuda::LaunchGatherGrad(kType, ctx->input(2).raw_data(),
-                                   starts_gpu.data<int64_t>(),
-                                   order_gpu.data<int64_t>(), out->raw_data(),
-                                   p.outer, p.n, m, p.inner, gpu.compute()));
+    RN_CUDA(cuda::LaunchTileGrad(type, plan, dy.raw_data(), out->raw_data(),
+                                 gpu.compute()));
     return absl::OkStatus();
   }
 };
@@ -529,14 +741,26 @@ RUNNEL_STATIC_INIT(GpuArrayKernels) {
   Register<PadGradKernel>("pad_grad", {.inputs = {2}});
   Register<DynamicIndexKernel>("dynamic_index", {.inputs = {1}});
   Register<GatherKernel>("gather", {.inputs = {1}});
-  RegisterKernel<GatherGradKernel<cuda::GradType::kF32>>(
-      "gather_grad", kDeviceGpu, DType::kF32, {.inputs = {1}});
-  RegisterKernel<GatherGradKernel<cuda::GradType::kF64>>(
-      "gather_grad", kDeviceGpu, DType::kF64, {.inputs = {1}});
-  RegisterKernel<GatherGradKernel<cuda::GradType::kI32>>(
-      "gather_grad", kDeviceGpu, DType::kI32, {.inputs = {1}});
-  RegisterKernel<GatherGradKernel<cuda::GradType::kI64>>(
-      "gather_grad", kDeviceGpu, DType::kI64, {.inputs = {1}});
+  // The element types the GPU's sums and adds have (cwise.h's ElemType
+  // but bool), the CPU kernels' own but i8 and u8.
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    RegisterKernel<GatherGradKernel>("gather_grad", kDeviceGpu, d,
+                                     {.inputs = {1}});
+    RegisterKernel<SegmentSumKernel>("unsorted_segment_sum", kDeviceGpu, d,
+                                     {.inputs = {1, 2}});
+    RegisterKernel<TileGradKernel>("tile_grad", kDeviceGpu, d);
+  }
+  // The CPU's dynamic_index_add has these four.
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
+    RegisterKernel<DynamicIndexAddKernel>("dynamic_index_add", kDeviceGpu, d,
+                                          {.inputs = {1}});
+  }
+  Register<DynamicIndexGradKernel>("dynamic_index_grad", {.inputs = {1}});
+  Register<DynamicUpdateIndexKernel>("dynamic_update_index", {.inputs = {1}});
+  Register<DynamicUpdateIndexGradKernel>("dynamic_update_index_grad",
+                                         {.inputs = {1}});
+  Register<OneHotKernel>("one_hot");
   Register<FillKernel>("fill", {.inputs = {0, 1}});
   Register<ConstantLikeKernel<0>>("zeros_like");
   Register<ConstantLikeKernel<1>>("ones_like");

@@ -78,7 +78,8 @@ Result RunOp(const std::string& op, const std::vector<Tensor>& inputs,
       {.name = "y", .op = op, .inputs = ins, .attrs = attrs, .device = device});
   EXPECT_TRUE(y.ok()) << y.status();
   if (!y.ok()) return {};
-  std::vector<NodeOut> fetches = {{*y, 0}};
+  std::vector<NodeOut> fetches;
+  for (int o = 0; o < (*y)->num_outputs(); ++o) fetches.push_back({*y, o});
   if (grad) {
     absl::StatusOr<std::vector<NodeOut>> dx =
         AddGradients(g.get(), {*y, 0}, ins);
@@ -92,7 +93,7 @@ Result RunOp(const std::string& op, const std::vector<Tensor>& inputs,
   absl::StatusOr<std::vector<Tensor>> out = session.Run(feeds, fetches, {});
   EXPECT_TRUE(out.ok()) << op << ": " << out.status();
   if (!out.ok()) return {};
-  Result r{*out, {}};
+  Result r{*out, {}, {}, (*y)->num_outputs()};
   absl::StatusOr<std::shared_ptr<const Graph>> placed =
       session.PlacedGraph(feeds, fetches, {});
   EXPECT_TRUE(placed.ok()) << placed.status();
@@ -100,6 +101,7 @@ Result RunOp(const std::string& op, const std::vector<Tensor>& inputs,
     for (const Node* n : (*placed)->nodes()) {
       if (n->assigned_device().find("/device:gpu:") != std::string::npos) {
         r.on_gpu.push_back(n->name());
+        r.ops_on_gpu.push_back(n->op());
       }
     }
   }
@@ -124,7 +126,8 @@ void ExpectClose(const Tensor& gpu, const Tensor& cpu, Tolerance tol,
 }
 
 void Compare(const std::string& op, const std::vector<Tensor>& inputs,
-             const AttrMap& attrs, bool grad, bool long_sum) {
+             const AttrMap& attrs, bool grad, bool long_sum,
+             const std::vector<std::string>& also_on_gpu) {
   const std::string what = StrCat(
       op, "(", DTypeName(inputs[0].dtype()), inputs[0].shape().ToString(),
       inputs.size() > 1 ? StrCat(", ", inputs[1].shape().ToString()) : "", ")");
@@ -138,9 +141,16 @@ void Compare(const std::string& op, const std::vector<Tensor>& inputs,
   const Tolerance tol =
       ToleranceOf(cpu.values[0].dtype(), long_sum || op == "matmul");
   for (size_t i = 0; i < cpu.values.size(); ++i) {
+    const int grad_index = static_cast<int>(i) - cpu.num_outputs;
     ExpectClose(gpu.values[i], cpu.values[i],
-                i == 0 ? tol : Tolerance{tol.rtol * 10, tol.atol * 10},
-                i == 0 ? what : StrCat(what, " gradient ", i - 1));
+                grad_index < 0 ? tol : Tolerance{tol.rtol * 10, tol.atol * 10},
+                grad_index < 0 ? StrCat(what, " output ", i)
+                               : StrCat(what, " gradient ", grad_index));
+  }
+  for (const std::string& other : also_on_gpu) {
+    EXPECT_NE(std::find(gpu.ops_on_gpu.begin(), gpu.ops_on_gpu.end(), other),
+              gpu.ops_on_gpu.end())
+        << what << ": no " << other << " ran on the GPU";
   }
 }
 

@@ -34,8 +34,10 @@ Tensor Random(DType dtype, const Shape& shape, int seed, double lo = -2,
               double hi = 2);
 
 struct Result {
-  std::vector<Tensor> values;       // the op's output, then each gradient
-  std::vector<std::string> on_gpu;  // the op nodes placed on a GPU
+  std::vector<Tensor> values;           // the op's outputs, then each gradient
+  std::vector<std::string> on_gpu;      // the nodes placed on a GPU
+  std::vector<std::string> ops_on_gpu;  // and their ops
+  int num_outputs = 0;                  // the op's, first in `values`
 };
 
 // `op` of `inputs` (fed through placeholders), and with `grad` the
@@ -48,10 +50,12 @@ void ExpectClose(const Tensor& gpu, const Tensor& cpu, Tolerance tol,
                  const std::string& what);
 
 // Runs the op on both devices and compares; the op itself must have run on
-// the GPU. `long_sum` picks ToleranceOf(..., true).
+// the GPU, and so must a node of each op in `also_on_gpu` (its gradient's
+// ops). `long_sum` picks ToleranceOf(..., true).
 void Compare(const std::string& op, const std::vector<Tensor>& inputs,
              const AttrMap& attrs = {}, bool grad = false,
-             bool long_sum = false);
+             bool long_sum = false,
+             const std::vector<std::string>& also_on_gpu = {});
 
 }  // namespace runnel
 

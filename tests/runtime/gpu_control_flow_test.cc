@@ -7,10 +7,13 @@
 // copies each predicate to host memory (and only then).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,10 +49,36 @@ Tensor Flip(const Tensor& t, Allocator* allocator) {
   return out;
 }
 
+// The device's memory: blocks it hands out, recorded so that a kernel can
+// tell whether a buffer is in it.
 class Raw : public RawAllocator {
  public:
-  void* Alloc(size_t bytes) override { return std::aligned_alloc(256, bytes); }
-  void Free(void* p) override { std::free(p); }
+  void* Alloc(size_t bytes) override {
+    void* p = std::aligned_alloc(256, bytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_[p] = bytes;
+    return p;
+  }
+  void Free(void* p) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      blocks_.erase(p);
+    }
+    std::free(p);
+  }
+  static bool InDeviceMemory(const void* p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const char* c = static_cast<const char*>(p);
+    for (const auto& [start, bytes] : blocks_) {
+      const char* s = static_cast<const char*>(start);
+      if (c >= s && c < s + bytes) return true;
+    }
+    return false;
+  }
+
+ private:
+  static inline std::mutex mu_;
+  static inline std::map<void*, size_t> blocks_;
 };
 
 class InvGpu final : public Device {
@@ -149,6 +178,32 @@ class Forward : public OpKernel {
     return ctx->set_output(0, ctx->input(0));
   }
 };
+// i32 `unique` computed on the host, as a GPU's: its outputs are
+// allocated in host memory (HostMemory outputs), which it checks.
+class HostUnique : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const int64_t n = x.num_elements();
+    std::vector<int32_t> distinct;
+    RN_ASSIGN_OR_RETURN(Tensor * idx, ctx->allocate_output(1, Shape{n}));
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t v = x.data<int32_t>()[i];
+      auto at = std::find(distinct.begin(), distinct.end(), v);
+      idx->data<int32_t>()[i] = static_cast<int32_t>(at - distinct.begin());
+      if (at == distinct.end()) distinct.push_back(v);
+    }
+    const int64_t m = static_cast<int64_t>(distinct.size());
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{m}));
+    std::copy(distinct.begin(), distinct.end(), y->data<int32_t>());
+    for (const Tensor* t : {idx, y}) {
+      if (t->num_elements() > 0 && Raw::InDeviceMemory(t->raw_data())) {
+        return absl::InternalError("a host-memory output in device memory");
+      }
+    }
+    return absl::OkStatus();
+  }
+};
 class Transfer : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext*) override {
@@ -167,6 +222,8 @@ RUNNEL_STATIC_INIT(InvGpuKernels) {
   RegisterKernelForAllTypes<Transfer>("_send", kType);
   RegisterKernelForAllTypes<Transfer>("_recv", kType);
   RegisterControlFlowKernels(kType);
+  RegisterKernel<HostUnique>("unique", kType, DType::kI32,
+                             {.inputs = {0}, .outputs = {0, 1}});
 }
 
 class InvGpus {
@@ -395,6 +452,34 @@ TEST(GpuControlFlowTest, F16TransfersCastOnTheDevice) {
   EXPECT_EQ((*out)[0].data<float>()[kN - 1], -1023.5f);
   EXPECT_EQ(g_to_device.load(), 1);
   EXPECT_EQ(g_to_host.load(), 1);
+}
+
+// A kernel whose outputs are in host memory (HostMemory.outputs) gets
+// them allocated there (OpKernelContext::allocate_output), not in the
+// device's memory, and their fetches need no copy out of the device.
+TEST(GpuControlFlowTest, HostMemoryOutputsAreAllocatedOnTheHost) {
+  InvGpus fake;
+  auto g = std::make_shared<Graph>();
+  Builder cpu{*g, ""};
+  Builder gpu{*g, "/gpu:0"};
+  NodeOut x =
+      cpu.Op("placeholder", {}, {{"dtype", DType::kI32}, {"shape", Shape{5}}});
+  NodeOut u = gpu.Op("unique", {x});
+  const std::vector<NodeOut> fetches = {u, {u.node, 1}};
+  Session session(g, {.num_threads = 2, .gpu_devices = -1});
+  absl::StatusOr<std::vector<Tensor>> out =
+      session.Run({{x, I32({4, 2, 4, 7, 2}, {5})}}, fetches, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kI32, {3}, {4, 2, 7});
+  ExpectTensor((*out)[1], DType::kI32, {5}, {0, 1, 0, 2, 1});
+  // The input arrives on the host, where unique takes it, and the
+  // outputs leave from there: no copies.
+  EXPECT_EQ(g_to_host.load(), 0);
+  EXPECT_EQ(g_to_device.load(), 0);
+  absl::StatusOr<std::shared_ptr<const Graph>> placed =
+      session.PlacedGraph({{x, I32({4, 2, 4, 7, 2}, {5})}}, fetches, {});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(DeviceOf(*placed, "unique"), "/gpu:0");
 }
 
 }  // namespace
