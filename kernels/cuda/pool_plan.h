@@ -5,7 +5,9 @@
 // (tests/runtime/pool_plan_test.cc).
 //
 // cuDNN pads a window the same number of rows (columns) before and after
-// the input, ignores the padding when taking a maximum and, with
+// the input, ignores the padding when taking a maximum (what TensorFlow
+// and MXNet rely on; cuDNN's documentation does not spell it out, so
+// tests/gpu/conv_test.cc checks it with negative inputs) and, with
 // CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING, divides a sum by the number
 // of the window's elements inside the input, which is the CPU's divisor.
 // So it gives the CPU's windows when the padding is symmetric: "valid"
@@ -29,7 +31,10 @@
 // max_pool ignores NaN on the CPU, and cuDNN with CUDNN_NOT_PROPAGATE_NAN;
 // a window with nothing but NaN and -inf pools to the CPU's lowest value
 // (the lowest f32 or f64; -inf in f16, the lowest f32 rounded) only after
-// pool.h's LaunchMaxPoolFloor, which cuDNN's result then goes through.
+// pool.h's LaunchMaxPoolFloor, which cuDNN's result then goes through. The
+// one difference left in max_pool: a window whose maximum is zero and that
+// holds both 0 and -0 may give the other sign than the CPU (which keeps
+// the first); neither answer is wrong, and they compare equal.
 #ifndef RUNNEL_KERNELS_CUDA_POOL_PLAN_H_
 #define RUNNEL_KERNELS_CUDA_POOL_PLAN_H_
 
