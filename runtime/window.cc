@@ -116,4 +116,59 @@ absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
   return w;
 }
 
+absl::StatusOr<ConvWindows> PlaceConvWindows(DType dtype, const Shape& x,
+                                             const Shape& f,
+                                             const ConvAttrs& attrs) {
+  if (x.rank() != 4 || f.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
+               DTypeName(dtype), x.ToString(), " and ", DTypeName(dtype),
+               f.ToString()));
+  }
+  if (x.dim(3) != f.dim(2)) {
+    return absl::InvalidArgumentError(
+        StrCat("channels differ: the input ", DTypeName(dtype), x.ToString(),
+               " has ", x.dim(3), " but the filters ", DTypeName(dtype),
+               f.ToString(), " expect ", f.dim(2)));
+  }
+  ConvWindows w;
+  RN_ASSIGN_OR_RETURN(w.rows,
+                      PlaceWindows(x.dim(1), f.dim(0), attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(w.cols,
+                      PlaceWindows(x.dim(2), f.dim(1), attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "filter"));
+  return w;
+}
+
+absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
+                                             const PoolAttrs& attrs,
+                                             std::string_view who) {
+  if (x.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat(who, " needs an NHWC input of rank 4, got ", DTypeName(dtype),
+               x.ToString()));
+  }
+  PoolWindows w;
+  w.batch = x.dim(0);
+  w.in_h = x.dim(1);
+  w.in_w = x.dim(2);
+  w.chans = x.dim(3);
+  RN_ASSIGN_OR_RETURN(
+      w.rows, PlaceWindows(w.in_h, attrs.size.h, attrs.strides.h, 1, attrs.same,
+                           "window"));
+  RN_ASSIGN_OR_RETURN(
+      w.cols, PlaceWindows(w.in_w, attrs.size.w, attrs.strides.w, 1, attrs.same,
+                           "window"));
+  return w;
+}
+
+absl::Status CheckWindowsDy(std::string_view op, DType dtype, const Shape& dy,
+                            const Shape& y) {
+  if (dy == y) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(op, ": dy ", DTypeName(dtype), dy.ToString(),
+             " does not match the forward output ", y.ToString()));
+}
+
 }  // namespace runnel

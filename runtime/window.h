@@ -16,6 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/attr_value.h"
+#include "runtime/dtype.h"
+#include "runtime/shape.h"
 
 namespace runnel {
 
@@ -67,6 +69,40 @@ struct Windows {
 absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
                                      int64_t dilation, bool same,
                                      std::string_view what);
+
+// Where conv2d's windows (and its gradients') fall on NHWC `x` with HWIO
+// filters `f`, both of `dtype`, for the kernels (CPU and GPU): both must
+// have rank 4 ("conv2d needs NHWC input and HWIO filters of rank 4, got
+// ...") and agree on the input channels ("channels differ: ..."), else an
+// InvalidArgument; then PlaceWindows' errors ("the filter of effective
+// size ...").
+struct ConvWindows {
+  Windows rows, cols;
+};
+absl::StatusOr<ConvWindows> PlaceConvWindows(DType dtype, const Shape& x,
+                                             const Shape& f,
+                                             const ConvAttrs& attrs);
+
+// Where the windows of max_pool, avg_pool or a gradient of theirs fall on
+// NHWC `x` of `dtype`, for the kernels (CPU and GPU). `x` must have rank 4
+// ("WHO needs an NHWC input of rank 4, got ...", an InvalidArgument that
+// begins with `who`); then PlaceWindows' errors ("the window of effective
+// size ...").
+struct PoolWindows {
+  int64_t batch = 0, in_h = 0, in_w = 0, chans = 0;
+  Windows rows, cols;
+  // The pooled output: [batch, rows.out, cols.out, chans].
+  Shape y() const { return Shape{batch, rows.out, cols.out, chans}; }
+};
+absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
+                                             const PoolAttrs& attrs,
+                                             std::string_view who);
+
+// The gradient kernels' check of their `dy` (of `dtype`) against the
+// forward output `y` they place: an InvalidArgument "OP: dy f32[...] does
+// not match the forward output [...]" when the shapes differ.
+absl::Status CheckWindowsDy(std::string_view op, DType dtype, const Shape& dy,
+                            const Shape& y);
 
 }  // namespace runnel
 

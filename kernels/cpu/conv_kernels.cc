@@ -29,18 +29,8 @@ struct ConvGeometry {
 // The geometry of conv2d(x, f) (NHWC x, HWIO f).
 absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
                                           const ConvAttrs& attrs) {
-  if (x.rank() != 4 || f.rank() != 4) {
-    return absl::InvalidArgumentError(
-        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
-               DTypeName(x.dtype()), x.shape().ToString(), " and ",
-               DTypeName(f.dtype()), f.shape().ToString()));
-  }
-  if (x.dim(3) != f.dim(2)) {
-    return absl::InvalidArgumentError(StrCat(
-        "channels differ: the input ", DTypeName(x.dtype()),
-        x.shape().ToString(), " has ", x.dim(3), " but the filters ",
-        DTypeName(f.dtype()), f.shape().ToString(), " expect ", f.dim(2)));
-  }
+  RN_ASSIGN_OR_RETURN(const ConvWindows windows,
+                      PlaceConvWindows(x.dtype(), x.shape(), f.shape(), attrs));
   ConvGeometry g;
   g.batch = x.dim(0);
   g.in_h = x.dim(1);
@@ -53,10 +43,8 @@ absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
   g.stride_w = attrs.strides.w;
   g.dil_h = attrs.dilations.h;
   g.dil_w = attrs.dilations.w;
-  RN_ASSIGN_OR_RETURN(g.rows, PlaceWindows(g.in_h, g.k_h, g.stride_h, g.dil_h,
-                                           attrs.same, "filter"));
-  RN_ASSIGN_OR_RETURN(g.cols, PlaceWindows(g.in_w, g.k_w, g.stride_w, g.dil_w,
-                                           attrs.same, "filter"));
+  g.rows = windows.rows;
+  g.cols = windows.cols;
   return g;
 }
 
@@ -462,13 +450,9 @@ class Conv2DBackpropKernel : public ConvKernelBase {
     const Tensor& f = ctx->input(1);
     const Tensor& dy = ctx->input(2);
     RN_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, f));
-    const Shape y_shape{g.batch, g.rows.out, g.cols.out, g.out_c};
-    if (dy.shape() != y_shape) {
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
-                 dy.shape().ToString(), " does not match the forward output ",
-                 y_shape.ToString()));
-    }
+    RN_RETURN_IF_ERROR(
+        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(),
+                       Shape{g.batch, g.rows.out, g.cols.out, g.out_c}));
     const Tensor& like = kFilter ? f : x;
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, like.shape()));
     if (out->num_elements() == 0) return absl::OkStatus();
@@ -525,25 +509,10 @@ class PoolBase : public OpKernel {
   }
 
  protected:
-  struct Geometry {
-    int64_t batch, in_h, in_w, chans;
-    Windows rows, cols;
-  };
+  using Geometry = PoolWindows;
   // `x` must be NHWC; errors begin with `who`.
   absl::StatusOr<Geometry> Place(const Tensor& x, std::string_view who) const {
-    if (x.rank() != 4) {
-      return absl::InvalidArgumentError(
-          StrCat(who, " needs an NHWC input of rank 4, got ",
-                 DTypeName(x.dtype()), x.shape().ToString()));
-    }
-    Geometry g{x.dim(0), x.dim(1), x.dim(2), x.dim(3), {}, {}};
-    RN_ASSIGN_OR_RETURN(g.rows,
-                        PlaceWindows(g.in_h, attrs_.size.h, attrs_.strides.h, 1,
-                                     attrs_.same, "window"));
-    RN_ASSIGN_OR_RETURN(g.cols,
-                        PlaceWindows(g.in_w, attrs_.size.w, attrs_.strides.w, 1,
-                                     attrs_.same, "window"));
-    return g;
+    return PlacePoolWindows(x.dtype(), x.shape(), attrs_, who);
   }
   // The input rows [first, second) of output row `oh`'s window (and the
   // same for columns), clipped to the input.
@@ -629,13 +598,8 @@ class PoolGradKernel : public PoolBase {
     const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
     RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, StrCat(ctx->node().op(), ":")));
     const auto [batch, in_h, in_w, chans, rows, cols] = geo;
-    const Shape y_shape{batch, rows.out, cols.out, chans};
-    if (dy.shape() != y_shape) {
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
-                 dy.shape().ToString(), " does not match the forward output ",
-                 y_shape.ToString()));
-    }
+    RN_RETURN_IF_ERROR(
+        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), geo.y()));
     RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
     if (dx->num_elements() == 0) return absl::OkStatus();
     using A = AccumType<T>;

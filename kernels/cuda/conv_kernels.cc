@@ -40,34 +40,11 @@ absl::StatusOr<Tensor> Scratch(OpKernelContext* ctx, DType dtype, Shape shape) {
   }
 }
 
-// cuDNN's descriptors, destroyed on scope exit.
-struct DescDeleter {
-  void operator()(cudnnTensorStruct* d) const {
-    LoadedCudnn()->cudnnDestroyTensorDescriptor(d);
-  }
-  void operator()(cudnnFilterStruct* d) const {
-    LoadedCudnn()->cudnnDestroyFilterDescriptor(d);
-  }
-  void operator()(cudnnConvolutionStruct* d) const {
-    LoadedCudnn()->cudnnDestroyConvolutionDescriptor(d);
-  }
-};
-using TensorDesc = std::unique_ptr<cudnnTensorStruct, DescDeleter>;
-using FilterDesc = std::unique_ptr<cudnnFilterStruct, DescDeleter>;
-using ConvDesc = std::unique_ptr<cudnnConvolutionStruct, DescDeleter>;
+using TensorDesc = CudnnTensorDesc;
+using FilterDesc = CudnnFilterDesc;
+using ConvDesc = CudnnConvDesc;
 
 int I(int64_t v) { return static_cast<int>(v); }  // checked by FitsInt
-
-absl::StatusOr<TensorDesc> MakeImage(const Cudnn& dnn, cudnnDataType_t type,
-                                     int64_t n, int64_t h, int64_t w,
-                                     int64_t c) {
-  cudnnTensorDescriptor_t raw = nullptr;
-  RN_CUDNN(dnn.cudnnCreateTensorDescriptor(&raw));
-  TensorDesc d(raw);
-  RN_CUDNN(dnn.cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NHWC, type, I(n),
-                                          I(c), I(h), I(w)));
-  return d;
-}
 
 // Everything cuDNN's three convolution calls describe.
 struct Descriptors {
@@ -88,10 +65,10 @@ absl::StatusOr<Descriptors> Describe(const Cudnn& dnn, DType dtype,
   }
   Descriptors d;
   d.fma_only = dtype == DType::kF32;
+  RN_ASSIGN_OR_RETURN(d.x, MakeNhwcDesc(dnn, type, p.batch, p.padded_h(),
+                                        p.padded_w(), p.in_c));
   RN_ASSIGN_OR_RETURN(
-      d.x, MakeImage(dnn, type, p.batch, p.padded_h(), p.padded_w(), p.in_c));
-  RN_ASSIGN_OR_RETURN(d.y,
-                      MakeImage(dnn, type, p.batch, p.out_h, p.out_w, p.out_c));
+      d.y, MakeNhwcDesc(dnn, type, p.batch, p.out_h, p.out_w, p.out_c));
   cudnnFilterDescriptor_t raw_w = nullptr;
   RN_CUDNN(dnn.cudnnCreateFilterDescriptor(&raw_w));
   d.w.reset(raw_w);
@@ -241,12 +218,10 @@ class CudnnConvKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(const CudnnConvParams p,
                         MakeCudnnConvParams(ctx->node().op(), x.dtype(),
                                             x.shape(), f.shape(), attrs_));
-    if (ctx->num_inputs() == 3 && ctx->input(2).shape() != p.y()) {
+    if (ctx->num_inputs() == 3) {
       const Tensor& dy = ctx->input(2);
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
-                 dy.shape().ToString(), " does not match the forward output ",
-                 p.y().ToString()));
+      RN_RETURN_IF_ERROR(
+          CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), p.y()));
     }
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, OutShape(p)));
     if (out->num_elements() == 0) return absl::OkStatus();

@@ -74,4 +74,30 @@ absl::Status CudnnStatus(cudnnStatus_t s, const char* call) {
   return absl::InternalError(message);
 }
 
+void CudnnDescDeleter::operator()(cudnnTensorStruct* d) const {
+  LoadedCudnn()->cudnnDestroyTensorDescriptor(d);
+}
+void CudnnDescDeleter::operator()(cudnnFilterStruct* d) const {
+  LoadedCudnn()->cudnnDestroyFilterDescriptor(d);
+}
+void CudnnDescDeleter::operator()(cudnnConvolutionStruct* d) const {
+  LoadedCudnn()->cudnnDestroyConvolutionDescriptor(d);
+}
+void CudnnDescDeleter::operator()(cudnnPoolingStruct* d) const {
+  LoadedCudnn()->cudnnDestroyPoolingDescriptor(d);
+}
+
+absl::StatusOr<CudnnTensorDesc> MakeNhwcDesc(const Cudnn& dnn,
+                                             cudnnDataType_t type, int64_t n,
+                                             int64_t h, int64_t w, int64_t c) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  RN_CUDNN(dnn.cudnnCreateTensorDescriptor(&raw));
+  CudnnTensorDesc d(raw);
+  // The dims in NCHW order whatever the layout.
+  RN_CUDNN(dnn.cudnnSetTensor4dDescriptor(
+      raw, CUDNN_TENSOR_NHWC, type, static_cast<int>(n), static_cast<int>(c),
+      static_cast<int>(h), static_cast<int>(w)));
+  return d;
+}
+
 }  // namespace runnel

@@ -1,6 +1,6 @@
-// cuDNN 9, loaded with dlopen the first time a convolution runs on a GPU,
-// like cuBLASLt (cublas_lt.h): processes without a GPU, or whose graphs
-// have no convolution on one, never load its 1 GB of libraries.
+// cuDNN 9, loaded with dlopen the first time a convolution or a pooling
+// runs on a GPU, like cuBLASLt (cublas_lt.h): processes without a GPU, or
+// whose graphs have neither on one, never load its 1 GB of libraries.
 //
 //   RN_ASSIGN_OR_RETURN(const Cudnn* dnn, LoadCudnn());
 //   RN_CUDNN(dnn->cudnnConvolutionForward(...));
@@ -9,13 +9,16 @@
 
 #include <cudnn.h>
 
+#include <cstdint>
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "runtime/status_macros.h"
 
 namespace runnel {
 
-// The functions Runnel calls (the legacy convolution API, which cuDNN 9's
-// libcudnn.so.9 still exports).
+// The functions Runnel calls (the legacy convolution and pooling API,
+// which cuDNN 9's libcudnn.so.9 still exports).
 #define RN_CUDNN_FUNCTIONS(X)                        \
   X(cudnnGetVersion);                                \
   X(cudnnGetErrorString);                            \
@@ -41,7 +44,13 @@ namespace runnel {
   X(cudnnConvolutionBackwardData);                   \
   X(cudnnGetConvolutionBackwardFilterAlgorithm_v7);  \
   X(cudnnGetConvolutionBackwardFilterWorkspaceSize); \
-  X(cudnnConvolutionBackwardFilter);
+  X(cudnnConvolutionBackwardFilter);                 \
+  X(cudnnCreatePoolingDescriptor);                   \
+  X(cudnnDestroyPoolingDescriptor);                  \
+  X(cudnnSetPooling2dDescriptor);                    \
+  X(cudnnGetPooling2dForwardOutputDim);              \
+  X(cudnnPoolingForward);                            \
+  X(cudnnPoolingBackward);
 
 // Each under its own name: dnn->cudnnConvolutionForward(...).
 struct Cudnn {
@@ -59,6 +68,24 @@ const Cudnn* LoadedCudnn();
 
 // `call` is the call's source text; the message names the function.
 absl::Status CudnnStatus(cudnnStatus_t s, const char* call);
+
+// cuDNN's descriptors, destroyed through the loaded library on scope exit.
+struct CudnnDescDeleter {
+  void operator()(cudnnTensorStruct* d) const;
+  void operator()(cudnnFilterStruct* d) const;
+  void operator()(cudnnConvolutionStruct* d) const;
+  void operator()(cudnnPoolingStruct* d) const;
+};
+using CudnnTensorDesc = std::unique_ptr<cudnnTensorStruct, CudnnDescDeleter>;
+using CudnnFilterDesc = std::unique_ptr<cudnnFilterStruct, CudnnDescDeleter>;
+using CudnnConvDesc = std::unique_ptr<cudnnConvolutionStruct, CudnnDescDeleter>;
+using CudnnPoolDesc = std::unique_ptr<cudnnPoolingStruct, CudnnDescDeleter>;
+
+// A descriptor of a packed NHWC tensor [n, h, w, c] (each below 2^31,
+// which the callers check).
+absl::StatusOr<CudnnTensorDesc> MakeNhwcDesc(const Cudnn& dnn,
+                                             cudnnDataType_t type, int64_t n,
+                                             int64_t h, int64_t w, int64_t c);
 
 }  // namespace runnel
 

@@ -85,18 +85,10 @@ inline absl::Status FitsInt(const Shape& s, std::string_view what,
 inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
     std::string_view op, DType dtype, const Shape& x, const Shape& f,
     const ConvAttrs& attrs) {
-  if (x.rank() != 4 || f.rank() != 4) {
-    return absl::InvalidArgumentError(
-        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
-               DTypeName(dtype), x.ToString(), " and ", DTypeName(dtype),
-               f.ToString()));
-  }
-  if (x.dim(3) != f.dim(2)) {
-    return absl::InvalidArgumentError(
-        StrCat("channels differ: the input ", DTypeName(dtype), x.ToString(),
-               " has ", x.dim(3), " but the filters ", DTypeName(dtype),
-               f.ToString(), " expect ", f.dim(2)));
-  }
+  RN_ASSIGN_OR_RETURN(const ConvWindows windows,
+                      PlaceConvWindows(dtype, x, f, attrs));
+  const Windows& rows = windows.rows;
+  const Windows& cols = windows.cols;
   CudnnConvParams p;
   p.batch = x.dim(0);
   p.in_h = x.dim(1);
@@ -107,12 +99,6 @@ inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
   p.out_c = f.dim(3);
   p.strides = attrs.strides;
   p.dilations = attrs.dilations;
-  RN_ASSIGN_OR_RETURN(Windows rows,
-                      PlaceWindows(p.in_h, p.k_h, attrs.strides.h,
-                                   attrs.dilations.h, attrs.same, "filter"));
-  RN_ASSIGN_OR_RETURN(Windows cols,
-                      PlaceWindows(p.in_w, p.k_w, attrs.strides.w,
-                                   attrs.dilations.w, attrs.same, "filter"));
   p.out_h = rows.out;
   p.out_w = cols.out;
   p.pad_h = rows.pad_begin;

@@ -209,6 +209,17 @@ __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
   }
 }
 
+// y[i] = max(y[i], lowest) as the CPU's `v > best ? v : best` from the
+// lowest value gives it: NaN and -inf become the lowest value.
+template <typename T>
+__global__ void MaxPoolFloor(int64_t n, T* y) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const A<T> v = Load(y + i);
+    const A<T> lowest = Lowest<A<T>>();
+    y[i] = v > lowest ? y[i] : Store<T>(lowest);
+  }
+}
+
 // Calls f(T()) with the C++ type of `type`; false when it is not one of
 // the listed ones (kFloatsOnly: no integers).
 template <bool kFloatsOnly, typename F>
@@ -291,6 +302,16 @@ cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
     using T = decltype(t);
     PoolGrad<T, false><<<Blocks(n), kThreads, 0, stream>>>(
         g, nullptr, static_cast<const T*>(dy), static_cast<T*>(dx));
+  });
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t LaunchMaxPoolFloor(PoolType type, int64_t n, void* y,
+                               cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const bool ok = WithType<true>(type, [&](auto t) {
+    using T = decltype(t);
+    MaxPoolFloor<T><<<Blocks(n), kThreads, 0, stream>>>(n, static_cast<T*>(y));
   });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }

@@ -1,6 +1,7 @@
 // max_pool, avg_pool and their gradients on the GPU (pool.cu), NHWC, with
-// the CPU kernels' semantics (kernels/cpu/conv_kernels.cc) exactly, which
-// cuDNN's pooling does not give: windows hanging over the edge with "same"
+// the CPU kernels' semantics (kernels/cpu/conv_kernels.cc) exactly, where
+// cuDNN's pooling does not give them (pool_plan.h says where it does):
+// windows hanging over the edge with "same"
 // padding count only their elements inside the input (and the padding may
 // be one larger at the end than at the start); max_pool ignores NaN (a
 // window of NaN and -inf pools to the type's lowest value); a max_pool
@@ -44,6 +45,14 @@ cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
 // The gradient of avg_pool.
 cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
                               const void* dy, void* dx, cudaStream_t stream);
+
+// y[i] = the lowest value where y[i] is NaN, -inf or lower, for the `n`
+// elements of a max_pool output that cuDNN computed ignoring NaN: then a
+// window of nothing but NaN and -inf gives what it gives on the CPU, which
+// starts each maximum at the lowest value of the type it computes in (f32
+// for f16, so -inf once rounded to f16). Floats only.
+cudaError_t LaunchMaxPoolFloor(PoolType type, int64_t n, void* y,
+                               cudaStream_t stream);
 
 }  // namespace runnel::cuda
 

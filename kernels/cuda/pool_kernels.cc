@@ -1,11 +1,18 @@
-// max_pool, avg_pool, max_pool_grad and avg_pool_grad on the GPU, through
-// Runnel's own CUDA kernels (pool.h says why not cuDNN's), with the CPU
-// kernels' geometry and errors (kernels/cpu/conv_kernels.cc).
+// max_pool, avg_pool, max_pool_grad and avg_pool_grad on the GPU, with the
+// CPU kernels' geometry and errors (runtime/window.h's PlacePoolWindows):
+// through cuDNN's legacy pooling where it gives the CPU's results
+// (pool_plan.h says where and why), through Runnel's own kernels (pool.h)
+// everywhere else, and also when cuDNN cannot be loaded or refuses a shape
+// (CUDNN_STATUS_NOT_SUPPORTED): pooling never needs cuDNN.
 #include <cstdint>
+#include <mutex>
+#include <optional>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/pool.h"
+#include "kernels/cuda/pool_plan.h"
 #include "runtime/strings.h"
 #include "runtime/window.h"
 
@@ -32,6 +39,70 @@ absl::StatusOr<cuda::PoolType> PoolTypeOf(DType d) {
   }
 }
 
+// The descriptors of one cuDNN pooling call.
+struct PoolDescriptors {
+  CudnnTensorDesc x, y;
+  CudnnPoolDesc pool;
+};
+
+// `max`: CUDNN_POOLING_MAX_DETERMINISTIC ignoring NaN (as the CPU does);
+// else an average over the window's elements inside the input, the CPU's
+// divisor. The pooling descriptor takes (h, w) pairs: window, padding
+// (each side), stride.
+absl::StatusOr<PoolDescriptors> DescribePool(const Cudnn& dnn, bool max,
+                                             DType dtype,
+                                             const CudnnPoolParams& p) {
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  if (dtype == DType::kF16) {
+    type = CUDNN_DATA_HALF;
+  } else if (dtype == DType::kF64) {
+    type = CUDNN_DATA_DOUBLE;
+  } else if (dtype != DType::kF32) {
+    return absl::InternalError(
+        StrCat("no cuDNN pooling for ", DTypeName(dtype)));
+  }
+  PoolDescriptors d;
+  RN_ASSIGN_OR_RETURN(
+      d.x, MakeNhwcDesc(dnn, type, p.batch, p.in_h, p.in_w, p.chans));
+  RN_ASSIGN_OR_RETURN(
+      d.y, MakeNhwcDesc(dnn, type, p.batch, p.out_h, p.out_w, p.chans));
+  cudnnPoolingDescriptor_t raw = nullptr;
+  RN_CUDNN(dnn.cudnnCreatePoolingDescriptor(&raw));
+  d.pool.reset(raw);
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  RN_CUDNN(dnn.cudnnSetPooling2dDescriptor(
+      raw,
+      max ? CUDNN_POOLING_MAX_DETERMINISTIC
+          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+      CUDNN_NOT_PROPAGATE_NAN, i(p.size.h), i(p.size.w), i(p.pad_h), i(p.pad_w),
+      i(p.strides.h), i(p.strides.w)));
+  // cuDNN's windows must be ours (pool_plan.h).
+  int n = 0, c = 0, h = 0, w = 0;
+  RN_CUDNN(
+      dnn.cudnnGetPooling2dForwardOutputDim(raw, d.x.get(), &n, &c, &h, &w));
+  if (n != p.batch || c != p.chans || h != p.out_h || w != p.out_w) {
+    return absl::InternalError(
+        StrCat("cuDNN's pooling gives ", n, "x", h, "x", w, "x", c, " where [",
+               p.batch, ",", p.out_h, ",", p.out_w, ",", p.chans,
+               "] is expected (window ", p.size.h, "x", p.size.w, ", stride ",
+               p.strides.h, "x", p.strides.w, ", padding ", p.pad_h, ", ",
+               p.pad_w, ")"));
+  }
+  return d;
+}
+
+// cuDNN's alpha (1) and beta (0): double for f64, float for f32 and f16.
+const void* ScaleOne(DType dtype) {
+  static constexpr float kF = 1;
+  static constexpr double kD = 1;
+  return dtype == DType::kF64 ? static_cast<const void*>(&kD) : &kF;
+}
+const void* ScaleZero(DType dtype) {
+  static constexpr float kF = 0;
+  static constexpr double kD = 0;
+  return dtype == DType::kF64 ? static_cast<const void*>(&kD) : &kF;
+}
+
 class GpuPoolBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
@@ -42,27 +113,41 @@ class GpuPoolBase : public OpKernel {
  protected:
   // Where the windows fall on NHWC `x`; errors begin with `who`, as on the
   // CPU.
-  absl::StatusOr<cuda::PoolGeometry> Place(const Tensor& x,
-                                           std::string_view who) const {
-    if (x.rank() != 4) {
-      return absl::InvalidArgumentError(
-          StrCat(who, " needs an NHWC input of rank 4, got ",
-                 DTypeName(x.dtype()), x.shape().ToString()));
-    }
-    RN_ASSIGN_OR_RETURN(
-        Windows rows, PlaceWindows(x.dim(1), attrs_.size.h, attrs_.strides.h, 1,
-                                   attrs_.same, "window"));
-    RN_ASSIGN_OR_RETURN(
-        Windows cols, PlaceWindows(x.dim(2), attrs_.size.w, attrs_.strides.w, 1,
-                                   attrs_.same, "window"));
-    return cuda::PoolGeometry{
-        x.dim(0),         x.dim(1),         x.dim(2),       x.dim(3),
-        rows.out,         cols.out,         attrs_.size.h,  attrs_.size.w,
-        attrs_.strides.h, attrs_.strides.w, rows.pad_begin, cols.pad_begin};
+  absl::StatusOr<PoolWindows> Place(const Tensor& x,
+                                    std::string_view who) const {
+    return PlacePoolWindows(x.dtype(), x.shape(), attrs_, who);
   }
 
-  static Shape OutShape(const cuda::PoolGeometry& g) {
-    return Shape{g.batch, g.out_h, g.out_w, g.chans};
+  // The geometry our own kernels take.
+  cuda::PoolGeometry Geometry(const PoolWindows& w) const {
+    return cuda::PoolGeometry{
+        w.batch,          w.in_h,           w.in_w,           w.chans,
+        w.rows.out,       w.cols.out,       attrs_.size.h,    attrs_.size.w,
+        attrs_.strides.h, attrs_.strides.w, w.rows.pad_begin, w.cols.pad_begin};
+  }
+
+  // Runs `call(dnn, handle, descriptors)` (a pooling call) with the handle
+  // held when cuDNN computes `op` as the CPU does (CudnnPoolPlan) and can
+  // be loaded. False when our own kernels must run instead: no plan, no
+  // cuDNN, or cuDNN does not support the call.
+  template <typename Call>
+  absl::StatusOr<bool> RunCudnn(GpuContext& gpu, PoolOp op, DType dtype,
+                                const PoolWindows& w, const char* name,
+                                const Call& call) const {
+    const std::optional<CudnnPoolParams> plan =
+        CudnnPoolPlan(op, dtype, w, attrs_);
+    if (!plan.has_value()) return false;
+    const absl::StatusOr<cudnnHandle_t> handle = gpu.dnn();
+    if (!handle.ok()) return false;
+    const Cudnn& dnn = gpu.cudnn();
+    const bool max = op == PoolOp::kMaxPool || op == PoolOp::kMaxPoolGrad;
+    RN_ASSIGN_OR_RETURN(const PoolDescriptors d,
+                        DescribePool(dnn, max, dtype, *plan));
+    std::lock_guard<std::mutex> lock(gpu.dnn_mutex());
+    const cudnnStatus_t s = call(dnn, *handle, d);
+    if (s == CUDNN_STATUS_NOT_SUPPORTED) return false;
+    RN_RETURN_IF_ERROR(CudnnStatus(s, name));
+    return true;
   }
 
  private:
@@ -75,19 +160,39 @@ class GpuPoolKernel : public GpuPoolBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(const cuda::PoolType type, PoolTypeOf(x.dtype()));
-    RN_ASSIGN_OR_RETURN(const cuda::PoolGeometry g, Place(x, "pooling"));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, OutShape(g)));
+    RN_ASSIGN_OR_RETURN(const PoolWindows w, Place(x, "pooling"));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, w.y()));
     if (y->num_elements() == 0) return absl::OkStatus();
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
-    RN_CUDA(cuda::LaunchPool(kMax, type, g, x.raw_data(), y->raw_data(),
-                             gpu.compute()));
+    const DType dtype = x.dtype();
+    RN_ASSIGN_OR_RETURN(
+        const bool by_cudnn,
+        RunCudnn(
+            gpu, kMax ? PoolOp::kMaxPool : PoolOp::kAvgPool, dtype, w,
+            "cudnnPoolingForward",
+            [&](const Cudnn& dnn, cudnnHandle_t h, const PoolDescriptors& d) {
+              return dnn.cudnnPoolingForward(
+                  h, d.pool.get(), ScaleOne(dtype), d.x.get(), x.raw_data(),
+                  ScaleZero(dtype), d.y.get(), y->raw_data());
+            }));
+    if (!by_cudnn) {
+      RN_CUDA(cuda::LaunchPool(kMax, type, Geometry(w), x.raw_data(),
+                               y->raw_data(), gpu.compute()));
+    } else if (kMax) {
+      // A window of NaN and -inf only: the CPU's lowest value.
+      RN_CUDA(cuda::LaunchMaxPoolFloor(type, y->num_elements(), y->raw_data(),
+                                       gpu.compute()));
+    }
     return absl::OkStatus();
   }
 };
 
 // max_pool_grad (x, y, dy) and avg_pool_grad (x, dy). Like the CPU kernel,
-// max_pool_grad finds the maxima in x again rather than trusting y.
+// max_pool_grad finds the maxima in x again rather than trusting y, with
+// our own kernels always (pool_plan.h: cuDNN's choice among equal maxima
+// is not documented). avg_pool_grad goes through cuDNN where the plan
+// allows.
 template <bool kMax>
 class GpuPoolGradKernel : public GpuPoolBase {
  public:
@@ -95,25 +200,21 @@ class GpuPoolGradKernel : public GpuPoolBase {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
     RN_ASSIGN_OR_RETURN(const cuda::PoolType type, PoolTypeOf(x.dtype()));
-    RN_ASSIGN_OR_RETURN(const cuda::PoolGeometry g,
+    RN_ASSIGN_OR_RETURN(const PoolWindows w,
                         Place(x, StrCat(ctx->node().op(), ":")));
-    const Shape y_shape = OutShape(g);
-    if (dy.shape() != y_shape) {
-      return absl::InvalidArgumentError(
-          StrCat(ctx->node().op(), ": dy ", DTypeName(dy.dtype()),
-                 dy.shape().ToString(), " does not match the forward output ",
-                 y_shape.ToString()));
-    }
+    RN_RETURN_IF_ERROR(
+        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), w.y()));
     RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
     if (dx->num_elements() == 0) return absl::OkStatus();
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
+    const cuda::PoolGeometry g = Geometry(w);
     if constexpr (kMax) {
       // Each output's argmax, freed back to the compute stream's pool once
       // the kernels using it are enqueued.
       Tensor argmax;
       try {
-        argmax = Tensor(DType::kI64, y_shape, ctx->device()->allocator());
+        argmax = Tensor(DType::kI64, w.y(), ctx->device()->allocator());
       } catch (const AllocationFailed& e) {
         return absl::ResourceExhaustedError(StrCat(
             ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
@@ -122,8 +223,24 @@ class GpuPoolGradKernel : public GpuPoolBase {
                                       static_cast<int64_t*>(argmax.raw_data()),
                                       dx->raw_data(), gpu.compute()));
     } else {
-      RN_CUDA(cuda::LaunchAvgPoolGrad(type, g, dy.raw_data(), dx->raw_data(),
-                                      gpu.compute()));
+      const DType dtype = x.dtype();
+      // cuDNN's backward takes the forward output y too, which an average's
+      // gradient does not depend on; avg_pool_grad has no y, so dy (y's
+      // shape) stands in for it.
+      RN_ASSIGN_OR_RETURN(
+          const bool by_cudnn,
+          RunCudnn(
+              gpu, PoolOp::kAvgPoolGrad, dtype, w, "cudnnPoolingBackward",
+              [&](const Cudnn& dnn, cudnnHandle_t h, const PoolDescriptors& d) {
+                return dnn.cudnnPoolingBackward(
+                    h, d.pool.get(), ScaleOne(dtype), d.y.get(), dy.raw_data(),
+                    d.y.get(), dy.raw_data(), d.x.get(), x.raw_data(),
+                    ScaleZero(dtype), d.x.get(), dx->raw_data());
+              }));
+      if (!by_cudnn) {
+        RN_CUDA(cuda::LaunchAvgPoolGrad(type, g, dy.raw_data(), dx->raw_data(),
+                                        gpu.compute()));
+      }
     }
     return absl::OkStatus();
   }

@@ -1,9 +1,11 @@
 // conv2d, its two gradients, and pooling with theirs, on the GPU (cuDNN and
 // kernels/cuda/pool.cu) against the CPU kernels, gradients included. The
-// geometries cover what cudnn_params.h and pool.h handle specially: "same"
-// padding with an odd excess (one more row of padding at the end), strides,
-// dilations, windows hanging over the edge, ties and NaN in max_pool, the
-// 16-bit floats, empty batches. Skipped without a GPU (docs/gpu.md).
+// geometries cover what cudnn_params.h, pool_plan.h and pool.h handle
+// specially: "same" padding with an odd excess (one more row of padding at
+// the end; pooling then runs on our own kernels, with symmetric padding on
+// cuDNN), strides, dilations, windows hanging over the edge, ties and NaN
+// in max_pool, the 16-bit floats, empty batches. Skipped without a GPU
+// (docs/gpu.md), except the check that the pooling cases reach both paths.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/pool_plan.h"
 #include "runtime/strings.h"
+#include "runtime/window.h"
 #include "tests/gpu/gpu_compare.h"
+#include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
@@ -117,20 +122,58 @@ struct PoolCase {
   const char* padding;
 };
 
+// Which path each takes is in the comment (pool_plan.h; checked by
+// PoolCasesReachBothPaths): cuDNN for symmetric padding in f16, f32 and
+// f64, our own kernels for an odd "same" excess, bf16, the integers and
+// max_pool_grad.
 const std::vector<PoolCase> kPoolCases = {
-    {Shape{2, 8, 8, 3}, 2, 2, "valid"},
-    {Shape{2, 7, 9, 4}, 3, 2, "same"},     // windows over the edge, odd excess
-    {Shape{1, 13, 13, 5}, 3, 2, "valid"},  // AlexNet's overlapping windows
-    {Shape{2, 5, 6, 3}, 2, 1, "same"},
-    {Shape{1, 4, 4, 2}, 4, 4, "same"},
-    {Shape{0, 4, 4, 2}, 2, 2, "valid"},
-    {Shape{3, 32, 32, 64}, 3, 3, "same"},
+    {Shape{2, 8, 8, 3}, 2, 2, "valid"},    // cuDNN
+    {Shape{2, 7, 9, 4}, 3, 2, "same"},     // over the edge, 1 each side: cuDNN
+    {Shape{1, 13, 13, 5}, 3, 2, "valid"},  // AlexNet's overlapping: cuDNN
+    {Shape{2, 5, 6, 3}, 2, 1, "same"},     // 1 at the end: ours
+    {Shape{1, 4, 4, 2}, 4, 4, "same"},     // no padding: cuDNN
+    {Shape{0, 4, 4, 2}, 2, 2, "valid"},    // empty: neither runs
+    {Shape{3, 32, 32, 64}, 3, 3, "same"},  // 1 at the end: ours
+    {Shape{2, 9, 9, 8}, 3, 1, "same"},     // 1 each side, stride 1: cuDNN
+    {Shape{1, 8, 7, 3}, 3, 2, "same"},     // rows 1 at the end: ours
 };
 
 AttrMap PoolAttrsOf(const PoolCase& c) {
   return {{"size", c.size},
           {"strides", c.stride},
           {"padding", std::string(c.padding)}};
+}
+
+// Whether cuDNN computes `op` on `d` for case `c` (pool_plan.h).
+bool ByCudnn(PoolOp op, DType d, const PoolCase& c) {
+  PoolAttrs a;
+  a.size = {c.size, c.size};
+  a.strides = {c.stride, c.stride};
+  a.same = std::string(c.padding) == "same";
+  absl::StatusOr<PoolWindows> w = PlacePoolWindows(d, c.x, a, "pooling");
+  EXPECT_TRUE(w.ok()) << w.status();
+  return w.ok() && CudnnPoolPlan(op, d, *w, a).has_value();
+}
+
+// Runs without a GPU: the cases below test both cuDNN's path and ours for
+// every op and float type that cuDNN takes.
+TEST(GpuPoolTest, PoolCasesReachBothPaths) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kF64}) {
+    for (PoolOp op :
+         {PoolOp::kMaxPool, PoolOp::kAvgPool, PoolOp::kAvgPoolGrad}) {
+      int cudnn = 0, own = 0;
+      for (const PoolCase& c : kPoolCases) {
+        if (c.x.num_elements() == 0) continue;
+        (ByCudnn(op, d, c) ? cudnn : own) += 1;
+      }
+      EXPECT_GE(cudnn, 3) << DTypeName(d) << " op " << static_cast<int>(op);
+      EXPECT_GE(own, 3) << DTypeName(d) << " op " << static_cast<int>(op);
+    }
+  }
+  for (const PoolCase& c : kPoolCases) {
+    EXPECT_FALSE(ByCudnn(PoolOp::kMaxPoolGrad, DType::kF32, c));
+    EXPECT_FALSE(ByCudnn(PoolOp::kMaxPool, DType::kBF16, c));
+  }
 }
 
 TEST(GpuPoolTest, PoolingAndItsGradients) {
@@ -153,14 +196,16 @@ TEST(GpuPoolTest, PoolingAndItsGradients) {
 
 // Ties (after a relu, windows of zeros), NaN and -inf: the gradient goes to
 // the first maximal element, NaN never wins, and a window of NaN and -inf
-// pools to the lowest f32 with its gradient on its first element.
+// pools to the lowest value of the type the CPU computes in (f32 for f16,
+// so -inf once rounded) with its gradient on its first element. With
+// symmetric padding the forward is cuDNN's, then LaunchMaxPoolFloor.
 TEST(GpuPoolTest, MaxPoolTiesAndNaNAsOnTheCpu) {
   SKIP_WITHOUT_GPU();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  Tensor x(DType::kF32, Shape{1, 4, 6, 2});
-  float* v = x.data<float>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
+  Tensor x32(DType::kF32, Shape{1, 4, 6, 2});
+  float* v = x32.data<float>();
+  for (int64_t i = 0; i < x32.num_elements(); ++i) {
     v[i] = i % 5 == 0 ? 1.0f : 0.0f;  // many ties
   }
   v[0] = nan;
@@ -169,19 +214,61 @@ TEST(GpuPoolTest, MaxPoolTiesAndNaNAsOnTheCpu) {
   for (int64_t h : {0, 1}) {
     for (int64_t w : {4, 5}) v[(h * 6 + w) * 2] = w == 4 ? nan : -inf;
   }
-  for (const char* padding : {"valid", "same"}) {
-    for (int64_t stride : {1, 2}) {
-      const AttrMap attrs = {{"size", int64_t{2}},
-                             {"strides", stride},
-                             {"padding", std::string(padding)}};
-      CompareWith("max_pool", {x}, attrs, true, {0, 0});
-      // max_pool_grad with a random dy (sum's gradient is all ones).
-      const Result y = RunOp("max_pool", {x}, attrs, "", false);
+  for (DType d : {DType::kF32, DType::kF16}) {
+    const Tensor x =
+        d == DType::kF32 ? x32 : testing::Run1("cast", {x32}, {{"dtype", d}});
+    for (const char* padding : {"valid", "same"}) {
+      for (int64_t stride : {1, 2}) {
+        const AttrMap attrs = {{"size", int64_t{2}},
+                               {"strides", stride},
+                               {"padding", std::string(padding)}};
+        CompareWith("max_pool", {x}, attrs, true, {0, 0});
+        // max_pool_grad with a random dy (sum's gradient is all ones).
+        const Result y = RunOp("max_pool", {x}, attrs, "", false);
+        ASSERT_EQ(y.values.size(), 1u);
+        const Tensor dy = Random(d, y.values[0].shape(), 43);
+        CompareWith("max_pool_grad", {x, y.values[0], dy}, attrs, false,
+                    {0, 0});
+        CompareWith("avg_pool_grad", {x, dy}, attrs, false,
+                    ToleranceOf(d, false));
+      }
+    }
+  }
+}
+
+// The gradient ops on their own with a dy that is not all ones, on both
+// paths (avg_pool_grad through cuDNN with symmetric padding, max_pool_grad
+// always on our kernels), f32 and f16.
+TEST(GpuPoolTest, GradOpsWithRandomDy) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF16}) {
+    const Tolerance tol = ToleranceOf(d, false);
+    for (const PoolCase& c : kPoolCases) {
+      SCOPED_TRACE(StrCat(c.x.ToString(), " size ", c.size, " stride ",
+                          c.stride, " ", c.padding, " cuDNN ",
+                          ByCudnn(PoolOp::kAvgPoolGrad, d, c)));
+      const Tensor x = Random(d, c.x, 51);
+      const Result y = RunOp("max_pool", {x}, PoolAttrsOf(c), "", false);
       ASSERT_EQ(y.values.size(), 1u);
-      const Tensor dy = Random(DType::kF32, y.values[0].shape(), 43);
-      CompareWith("max_pool_grad", {x, y.values[0], dy}, attrs, false, {0, 0});
-      CompareWith("avg_pool_grad", {x, dy}, attrs, false,
-                  ToleranceOf(DType::kF32, false));
+      const Tensor dy = Random(d, y.values[0].shape(), 52, -1, 1);
+      CompareWith("max_pool_grad", {x, y.values[0], dy}, PoolAttrsOf(c), false,
+                  tol);
+      CompareWith("avg_pool_grad", {x, dy}, PoolAttrsOf(c), false, tol);
+    }
+  }
+}
+
+// Negative inputs where windows hang over the edge: the padding is no
+// element (a maximum of -1 stays -1, not 0) and does not count in an
+// average's divisor, on both paths.
+TEST(GpuPoolTest, PaddingIsNoElement) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF16}) {
+    for (const PoolCase& c : kPoolCases) {
+      if (std::string(c.padding) != "same") continue;
+      const Tensor x = Random(d, c.x, 61, -3, -1);
+      CompareWith("max_pool", {x}, PoolAttrsOf(c), true, {0, 0});
+      CompareWith("avg_pool", {x}, PoolAttrsOf(c), true, ToleranceOf(d, false));
     }
   }
 }

@@ -50,7 +50,7 @@ Tensor Random(DType dtype, const Shape& shape, int seed, double lo, double hi) {
         break;
       default: {
         Tensor f =
-            Tensor::FromVector(std::vector<float>(u.begin(), u.end()), shape);
+            Tensor::FromVector(std::vector<float>(v.begin(), v.end()), shape);
         return testing::Run1("cast", {f}, {{"dtype", dtype}});
       }
     }

@@ -136,5 +136,46 @@ TEST(WindowTest, Conv2DAndPoolRejectABatchStride) {
             "max_pool: " + want);
 }
 
+// The kernels' checks (CPU and GPU share them): operands of the wrong rank,
+// channels that differ, a dy that is not the forward output.
+TEST(WindowTest, KernelChecksNameTheOperands) {
+  ConvAttrs conv;
+  EXPECT_EQ(
+      Message(
+          PlaceConvWindows(DType::kF16, Shape{2, 4, 4}, Shape{1, 1, 1, 1}, conv)
+              .status()),
+      "conv2d needs NHWC input and HWIO filters of rank 4, got f16[2,4,4] and "
+      "f16[1,1,1,1]");
+  EXPECT_EQ(Message(PlaceConvWindows(DType::kF32, Shape{1, 4, 4, 3},
+                                     Shape{3, 3, 2, 8}, conv)
+                        .status()),
+            "channels differ: the input f32[1,4,4,3] has 3 but the filters "
+            "f32[3,3,2,8] expect 2");
+  absl::StatusOr<ConvWindows> cw =
+      PlaceConvWindows(DType::kF32, Shape{1, 5, 7, 3}, Shape{3, 3, 3, 8}, conv);
+  ASSERT_TRUE(cw.ok()) << cw.status();
+  EXPECT_EQ(cw->rows.out, 5);
+  EXPECT_EQ(cw->cols.pad_begin, 1);
+
+  PoolAttrs pool;
+  pool.size = pool.strides = {2, 2};
+  EXPECT_EQ(
+      Message(PlacePoolWindows(DType::kF32, Shape{4, 4}, pool, "max_pool_grad:")
+                  .status()),
+      "max_pool_grad: needs an NHWC input of rank 4, got f32[4,4]");
+  absl::StatusOr<PoolWindows> pw =
+      PlacePoolWindows(DType::kF32, Shape{2, 5, 4, 3}, pool, "pooling");
+  ASSERT_TRUE(pw.ok()) << pw.status();
+  EXPECT_EQ(pw->y(), (Shape{2, 2, 2, 3}));
+
+  EXPECT_TRUE(
+      CheckWindowsDy("avg_pool_grad", DType::kF32, Shape{2, 2, 2, 3}, pw->y())
+          .ok());
+  EXPECT_EQ(Message(CheckWindowsDy("avg_pool_grad", DType::kF32,
+                                   Shape{2, 2, 3, 3}, pw->y())),
+            "avg_pool_grad: dy f32[2,2,3,3] does not match the forward output "
+            "[2,2,2,3]");
+}
+
 }  // namespace
 }  // namespace runnel
