@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/cublas_lt.h"
+#include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cudnn.h"
 
 namespace runnel {
@@ -39,6 +40,27 @@ TEST(GpuLibrariesTest, CudnnHasEveryFunction) {
   ASSERT_TRUE(dnn.ok()) << dnn.status();
   EXPECT_GE((*dnn)->cudnnGetVersion(), 90000u);
   EXPECT_EQ(LoadedCudnn(), *dnn);
+}
+
+// A failed call's error names the function called, whatever object it is
+// called through, and says what went wrong (no GPU needed).
+TEST(GpuLibrariesTest, ErrorsNameTheFunction) {
+  EXPECT_EQ(CalledFunction("cudaMemcpyAsync(dst, src, n, kind, stream)"),
+            "cudaMemcpyAsync");
+  EXPECT_EQ(CalledFunction("lt->cublasLtMatmul(a, b)"), "cublasLtMatmul");
+  EXPECT_EQ(CalledFunction("dnn.cudnnConvolutionForward(h, x->y)"),
+            "cudnnConvolutionForward");
+  EXPECT_EQ(CalledFunction("cuda::LaunchBinary(op, t)"), "cuda::LaunchBinary");
+  const absl::Status oom =
+      CudaStatus(cudaErrorMemoryAllocation, "cudaMalloc(&p, bytes)");
+  EXPECT_EQ(oom.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(oom.message(),
+            "cudaMalloc: out of memory (cudaErrorMemoryAllocation)");
+  EXPECT_TRUE(CudaStatus(cudaSuccess, "cudaFree(p)").ok());
+  const absl::Status dnn =
+      CudnnStatus(CUDNN_STATUS_BAD_PARAM, "cudnnSetStream");
+  EXPECT_EQ(dnn.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(dnn.message().rfind("cudnnSetStream: ", 0), 0u) << dnn;
 }
 
 }  // namespace
