@@ -182,8 +182,14 @@ def peer(name, argv):
     cmd = [PYTHON, os.path.abspath(__file__), "--peer", name]
     if "--tf32" in argv:
         cmd.append("--tf32")
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE,
-                         text=True).stdout
+    # Under scripts/gpu_run.sh's run.sh, LD_LIBRARY_PATH starts with the
+    # libraries carried for Runnel (Debian's, older than the machine's):
+    # PyTorch gets the machine's own path back.
+    env = dict(os.environ)
+    if "GPU_BENCH_PEER_LD_LIBRARY_PATH" in env:
+        env["LD_LIBRARY_PATH"] = env.pop("GPU_BENCH_PEER_LD_LIBRARY_PATH")
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True,
+                         env=env).stdout
     for line in out.splitlines():
         if line.startswith(f"RESULT {name} "):
             return float(line.split()[2])

@@ -5,18 +5,24 @@
 # needs to run it: the `runnel` binary, the GPU test binary, the shared
 # libraries they load that are not part of every Linux (Abseil, gRPC,
 # protobuf, fmt, oneDNN, the C++ runtime, ...), the standard library
-# (stdlib/), the GPU benchmarks (bench/gpu_bench.py and its scripts) and
-# run.sh. cuBLASLt and cuDNN are not carried (over 500 MB and 1 GB): run.sh
-# finds the machine's own (PyTorch's nvidia-cublas and nvidia-cudnn
-# wheels). Packed, it is about 20 MB, within the device tool's
-# 64 MiB; unpacked, the libraries alone are 59 MB (oneDNN 40), which would
-# not fit beside the repository. docs/gpu.md says how to use it.
+# (stdlib/), the GPU benchmarks (bench/gpu_bench.py and its scripts), the
+# examples' accuracy check (tests/gpu/example_accuracy.py and the three
+# examples it trains) and run.sh. With DATA=1 it packs Fashion-MNIST too
+# (31 MB, from /usr/share/datasets/fashion-mnist or $FASHION), which the
+# examples need: the GPU machine has no Debian packages, so the ctests
+# examples.gpu.* cannot run there. cuBLASLt and cuDNN are not carried
+# (over 500 MB and 1 GB): run.sh finds the machine's own (PyTorch's
+# nvidia-cublas and nvidia-cudnn wheels). Packed, it is about 20 MB (51 MB
+# with the data), within the device tool's 64 MiB; unpacked, the libraries
+# alone are 59 MB (oneDNN 40), which would not fit beside the repository.
+# docs/gpu.md says how to use it.
 #
-#   scripts/gpu_run.sh [OUT_DIR]
+#   [DATA=1] scripts/gpu_run.sh [OUT_DIR]
 #   # there:  tar -xJf .gpu/runnel-gpu.tar.xz -C /tmp &&
 #   #         bash /tmp/runnel-gpu/run.sh                   (the GPU tests)
 #   #         bash /tmp/runnel-gpu/run.sh runnel run FILE.rnl
 #   #         bash /tmp/runnel-gpu/run.sh bench          (bench/gpu_bench.py)
+#   #         bash /tmp/runnel-gpu/run.sh examples       (needs DATA=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.gpu}
@@ -56,6 +62,17 @@ cp -r stdlib "$pack/stdlib"
 mkdir -p "$pack/bench"
 cp bench/gpu_bench.py bench/train_mlp.rnl bench/train_cnn.rnl \
   bench/train_rows.rnl bench/alexnet.rnl bench/gpu_copy.rnl "$pack/bench/"
+# The examples.gpu.* checks (interpreter/CMakeLists.txt), and their data.
+mkdir -p "$pack/examples"
+cp tests/gpu/example_accuracy.py examples/fashion_mlp.rnl \
+  examples/fashion_cnn.rnl examples/fashion_rows.rnl "$pack/examples/"
+if [[ ${DATA:-0} == 1 ]]; then
+  fashion=${FASHION:-/usr/share/datasets/fashion-mnist}
+  [[ -f $fashion/train-images-idx3-ubyte.gz ]] ||
+    { echo "gpu_run: no Fashion-MNIST in $fashion (set FASHION)" >&2; exit 1; }
+  mkdir -p "$pack/data"
+  cp "$fashion"/*-ubyte.gz "$pack/data/"
+fi
 
 cat >"$pack/run.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -85,6 +102,9 @@ for name in ("libcublasLt.so.13", "libcudnn.so.9"):
 print(":".join(dirs))
 PY
 )
+# The carried libraries come first for Runnel only: the benchmark's
+# PyTorch runs with the machine's own (ours are Debian's, older).
+export GPU_BENCH_PEER_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 export LD_LIBRARY_PATH=$here/lib:$libs:${LD_LIBRARY_PATH:-}
 export RUNNEL_STDLIB_PATH=${RUNNEL_STDLIB_PATH:-$here/stdlib}
 export PATH=$here:$PATH
@@ -92,6 +112,22 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 if [[ ${1:-} == bench ]]; then
   shift
   exec python3 "$here/bench/gpu_bench.py" "$here" "$@"
+fi
+if [[ ${1:-} == examples ]]; then
+  # examples.gpu.fashion_{mlp,cnn,rows}_short, with the same arguments
+  # (interpreter/CMakeLists.txt) and the carried data.
+  [[ -d $here/data ]] ||
+    { echo "run.sh: no data/: pack with DATA=1 scripts/gpu_run.sh" >&2; exit 1; }
+  status=0
+  for ex in "fashion_mlp matmul 400 0.75" "fashion_cnn conv2d 150 0.75" \
+    "fashion_rows dynamic_update_index 150 0.65"; do
+    read -r name op steps expect <<<"$ex"
+    echo "== examples.gpu.${name}_short"
+    python3 "$here/examples/example_accuracy.py" "$here/runnel" \
+      "$here/examples/$name.rnl" "$op" -- --arg epochs=1 --arg steps="$steps" \
+      --arg expect="$expect" --arg data="$here/data/" || status=1
+  done
+  exit $status
 fi
 if (($#)); then exec "$@"; fi
 exec "$here/gpu_tests" --gtest_brief=1

@@ -200,7 +200,7 @@ absl::StatusOr<cudnnHandle_t> GpuContext::dnn() {
     if (const cudnnStatus_t s = cudnn_->cudnnSetStream(handle, compute_);
         s != CUDNN_STATUS_SUCCESS) {
       cudnn_->cudnnDestroy(handle);
-      RN_CUDNN(s);
+      return CudnnStatus(s, "cudnnSetStream");
     }
     dnn_ = handle;
     return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/optim_math.h"
 #include "kernels/cuda/launch.cuh"
@@ -13,42 +14,39 @@
 namespace runnel::cuda {
 namespace {
 
-// __host__ too, as optim_math.h's functions are; only the GPU calls them.
+// optim_math.h's arithmetic in T (float or double), each operation one
+// round-to-nearest intrinsic. __host__ too, as optim_math.h's functions
+// are; only the GPU calls them.
 #ifdef __CUDA_ARCH__
-#define RN_RN(gpu, host) return gpu
+#define RN_RN(f32, f64, host)               \
+  if constexpr (std::is_same_v<T, float>) { \
+    return f32;                             \
+  } else {                                  \
+    return f64;                             \
+  }
 #else
-#define RN_RN(gpu, host) return host
+#define RN_RN(f32, f64, host) return host
 #endif
 struct GpuArith {
-  __host__ __device__ static float Add(float a, float b) {
-    RN_RN(__fadd_rn(a, b), a + b);
+  template <typename T>
+  __host__ __device__ static T Add(T a, T b) {
+    RN_RN(__fadd_rn(a, b), __dadd_rn(a, b), a + b);
   }
-  __host__ __device__ static float Sub(float a, float b) {
-    RN_RN(__fsub_rn(a, b), a - b);
+  template <typename T>
+  __host__ __device__ static T Sub(T a, T b) {
+    RN_RN(__fsub_rn(a, b), __dsub_rn(a, b), a - b);
   }
-  __host__ __device__ static float Mul(float a, float b) {
-    RN_RN(__fmul_rn(a, b), a * b);
+  template <typename T>
+  __host__ __device__ static T Mul(T a, T b) {
+    RN_RN(__fmul_rn(a, b), __dmul_rn(a, b), a * b);
   }
-  __host__ __device__ static float Div(float a, float b) {
-    RN_RN(__fdiv_rn(a, b), a / b);
+  template <typename T>
+  __host__ __device__ static T Div(T a, T b) {
+    RN_RN(__fdiv_rn(a, b), __ddiv_rn(a, b), a / b);
   }
-  __host__ __device__ static float Sqrt(float a) {
-    RN_RN(__fsqrt_rn(a), std::sqrt(a));
-  }
-  __host__ __device__ static double Add(double a, double b) {
-    RN_RN(__dadd_rn(a, b), a + b);
-  }
-  __host__ __device__ static double Sub(double a, double b) {
-    RN_RN(__dsub_rn(a, b), a - b);
-  }
-  __host__ __device__ static double Mul(double a, double b) {
-    RN_RN(__dmul_rn(a, b), a * b);
-  }
-  __host__ __device__ static double Div(double a, double b) {
-    RN_RN(__ddiv_rn(a, b), a / b);
-  }
-  __host__ __device__ static double Sqrt(double a) {
-    RN_RN(__dsqrt_rn(a), std::sqrt(a));
+  template <typename T>
+  __host__ __device__ static T Sqrt(T a) {
+    RN_RN(__fsqrt_rn(a), __dsqrt_rn(a), std::sqrt(a));
   }
 };
 #undef RN_RN

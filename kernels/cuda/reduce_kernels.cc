@@ -119,7 +119,7 @@ class SumToLikeKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
+    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
     if (shape.num_elements() == dy.num_elements()) {
       // Only axes of size 1 differ: the same elements in the same order.
       RN_ASSIGN_OR_RETURN(Tensor view, dy.Reshaped(shape));

@@ -49,6 +49,8 @@ Tensor Random(DType dtype, const Shape& shape, int seed, double lo, double hi) {
         t.data<bool>()[i] = u[i] > 0;
         break;
       default: {
+        // The 16-bit floats and 8-bit integers: v (in [lo, hi)) cast as
+        // the CPU casts.
         Tensor f =
             Tensor::FromVector(std::vector<float>(v.begin(), v.end()), shape);
         return testing::Run1("cast", {f}, {{"dtype", dtype}});
