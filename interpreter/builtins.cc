@@ -1532,6 +1532,17 @@ void AddState(std::vector<Builtin>& b) {
                     P("one_minus_beta1"), P("beta2"), P("one_minus_beta2"),
                     P("eps"), P("correction1"), P("correction2")},
                    3));
+  b.push_back(
+      ApplyBuiltin("sparse_apply_momentum",
+                   {P("var"), P("buf"), P("lr"), P("grad"), P("indices"),
+                    P("momentum"), P("nesterov", Value::Bool(false))},
+                   2, {"nesterov"}));
+  b.push_back(ApplyBuiltin(
+      "sparse_apply_adam",
+      {P("var"), P("m"), P("v"), P("lr"), P("grad"), P("indices"), P("beta1"),
+       P("one_minus_beta1"), P("beta2"), P("one_minus_beta2"), P("eps"),
+       P("correction1"), P("correction2")},
+      3));
   // Synchronous replicas (stdlib/optim.rnl, docs/cluster.md).
   b.push_back({"sync_accumulate",
                {P("var"), P("grad"), P("step"), P("replicas")},

@@ -47,33 +47,42 @@ class ApplyKernel : public ApplyKernelBase {
 
   absl::Status Write(OpKernelContext* ctx, const VariableUpdate& u,
                      const Tensor& grad,
-                     const std::vector<const Tensor*>& scalars) override {
+                     const std::vector<const Tensor*>& scalars,
+                     const std::vector<int64_t>* rows) override {
     const E* v = In(*u.old[0]);
     const E* g = In(grad);
     E* v1 = Out(u.next[0]);
     const A lr = Scalar(scalars[0]);
+    // element(i, w): element i of the variable and its slots, with element
+    // w of the gradient (a sparse update's rows are distinct, so no two
+    // threads touch one element).
+    const int64_t n = grad.num_elements();
+    const int64_t row = rows == nullptr || rows->empty()
+                            ? 1
+                            : n / static_cast<int64_t>(rows->size());
     auto run = [&](auto element) {
-      ctx->intra_op_pool()->ParallelFor(grad.num_elements(), kApplyCost,
-                                        [&](int64_t b, int64_t e) {
-                                          for (int64_t i = b; i < e; ++i) {
-                                            element(i);
-                                          }
-                                        });
+      ctx->intra_op_pool()->ParallelFor(
+          n, kApplyCost, [&](int64_t b, int64_t e) {
+            for (int64_t w = b; w < e; ++w) {
+              element(rows == nullptr ? w : (*rows)[w / row] * row + w % row,
+                      w);
+            }
+          });
     };
     if constexpr (kRule == ApplyRule::kSgd) {
-      run([&](int64_t i) {
+      run([&](int64_t i, int64_t w) {
         v1[i] = static_cast<E>(optim_math::Sgd<Ar, A>(
-            static_cast<A>(v[i]), static_cast<A>(g[i]), lr));
+            static_cast<A>(v[i]), static_cast<A>(g[w]), lr));
       });
     } else if constexpr (kRule == ApplyRule::kMomentum) {
       const E* buf = In(*u.old[1]);
       E* buf1 = Out(u.next[1]);
       const A momentum = Scalar(scalars[1]);
       const bool nesterov = this->nesterov();
-      run([&](int64_t i) {
+      run([&](int64_t i, int64_t w) {
         A b = static_cast<A>(buf[i]);
         v1[i] = static_cast<E>(optim_math::Momentum<Ar, A>(
-            static_cast<A>(v[i]), &b, static_cast<A>(g[i]), lr, momentum,
+            static_cast<A>(v[i]), &b, static_cast<A>(g[w]), lr, momentum,
             nesterov));
         buf1[i] = static_cast<E>(b);
       });
@@ -92,10 +101,10 @@ class ApplyKernel : public ApplyKernelBase {
           Scalar(scalars[4]),
           Scalar(scalars[5]),
           Scalar(scalars[7])};
-      run([&](int64_t i) {
+      run([&](int64_t i, int64_t w) {
         A mi = static_cast<A>(m[i]), si = static_cast<A>(s[i]);
         v1[i] = static_cast<E>(optim_math::Adam<Ar, A>(
-            static_cast<A>(v[i]), &mi, &si, static_cast<A>(g[i]), k));
+            static_cast<A>(v[i]), &mi, &si, static_cast<A>(g[w]), k));
         m1[i] = static_cast<E>(mi);
         s1[i] = static_cast<E>(si);
       });
@@ -117,6 +126,10 @@ RUNNEL_STATIC_INIT(OptimKernels) {
       "apply_momentum");
   RegisterKernelForTypes<ApplyAdam, Half, BFloat16, float, double>(
       "apply_adam");
+  RegisterKernelForTypes<ApplyMomentum, Half, BFloat16, float, double>(
+      "sparse_apply_momentum");
+  RegisterKernelForTypes<ApplyAdam, Half, BFloat16, float, double>(
+      "sparse_apply_adam");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "runtime/op_registry.h"
 #include "runtime/strings.h"
 
@@ -38,7 +39,35 @@ absl::Status UpdateFrom(
       .status();
 }
 
+// Holds vars[k..] in turn (nested Variable::Mutate), then writes.
+absl::Status MutateFrom(
+    size_t k, const std::vector<std::shared_ptr<Variable>>& vars,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
+    const std::function<absl::Status(const std::vector<Tensor*>&)>& write,
+    std::vector<Tensor*>& values, Tensor* first) {
+  if (k == vars.size()) return write(values);
+  absl::StatusOr<Tensor> next = vars[k]->Mutate(
+      [&](Tensor* value) {
+        values[k] = value;
+        return MutateFrom(k + 1, vars, copy, write, values, first);
+      },
+      copy);
+  if (!next.ok()) return next.status();
+  if (k == 0) *first = *std::move(next);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<Tensor> MutateVariables(
+    const std::vector<std::shared_ptr<Variable>>& vars,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
+    const std::function<absl::Status(const std::vector<Tensor*>&)>& write) {
+  std::vector<Tensor*> values(vars.size(), nullptr);
+  Tensor first;
+  RN_RETURN_IF_ERROR(MutateFrom(0, vars, copy, write, values, &first));
+  return first;
+}
 
 absl::StatusOr<std::shared_ptr<Variable>> FindVariable(
     OpKernelContext* ctx, const std::string& name) {
@@ -125,6 +154,7 @@ absl::Status ApplyKernelBase::Init(const Node& node) {
   if (rule_ == ApplyRule::kMomentum) {
     RN_ASSIGN_OR_RETURN(nesterov_, node.attr<bool>("nesterov"));
   }
+  sparse_ = node.op().rfind("sparse_", 0) == 0;
   return absl::OkStatus();
 }
 
@@ -132,13 +162,15 @@ absl::Status ApplyKernelBase::Compute(OpKernelContext* ctx) {
   RN_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Variable>> vars,
                       FindVariables(ctx, variables_));
   // The variable and its slots, then lr, then the gradient (every op of
-  // runtime/ops/optim_ops.cc); the other inputs are scalars.
+  // runtime/ops/optim_ops.cc) and a sparse one's indices; the other inputs
+  // are scalars.
   const int grad = static_cast<int>(vars.size()) + 1;
+  const int indices = sparse_ ? grad + 1 : -1;
   std::vector<const Tensor*> scalars;
   const std::string& op = ctx->node().op();
   const OpDef* def = OpRegistry::Global().Find(op);
   for (int i = static_cast<int>(vars.size()); i < ctx->num_inputs(); ++i) {
-    if (i == grad) continue;
+    if (i == grad || i == indices) continue;
     const Tensor& t = ctx->input(i);
     if (t.num_elements() != 1) {
       return absl::InvalidArgumentError(
@@ -148,11 +180,58 @@ absl::Status ApplyKernelBase::Compute(OpKernelContext* ctx) {
     scalars.push_back(&t);
   }
   const Tensor& g = ctx->input(grad);
+  if (sparse_) {
+    return ComputeSparse(ctx, vars, g, ctx->input(indices), scalars);
+  }
   RN_ASSIGN_OR_RETURN(
       Tensor next, UpdateVariables(vars, g.shape(), ctx->device()->allocator(),
                                    [&](const VariableUpdate& u) {
-                                     return Write(ctx, u, g, scalars);
+                                     return Write(ctx, u, g, scalars, nullptr);
                                    }));
+  return ctx->set_output(0, std::move(next));
+}
+
+absl::Status ApplyKernelBase::ComputeSparse(
+    OpKernelContext* ctx, const std::vector<std::shared_ptr<Variable>>& vars,
+    const Tensor& grad, const Tensor& indices,
+    const std::vector<const Tensor*>& scalars) {
+  const std::string& op = ctx->node().op();
+  const std::vector<int64_t> rows = indices.ToInt64s();
+  absl::flat_hash_set<int64_t> seen;
+  for (size_t j = 0; j < rows.size(); ++j) {
+    if (!seen.insert(rows[j]).second) {
+      return absl::InvalidArgumentError(
+          StrCat(op, ": index ", rows[j], " (indices[", j,
+                 "]) is repeated; the indices must be distinct"));
+    }
+  }
+  // The variables' values as their nodes read them: as readers of the
+  // buffers they would make Mutate copy the whole tables. Unused: dropped.
+  for (size_t i = 0; i < vars.size(); ++i) {
+    ctx->release_input(static_cast<int>(i));
+  }
+  RN_ASSIGN_OR_RETURN(
+      Tensor next,
+      MutateVariables(
+          vars, [&](const Tensor& value) { return CopyValue(ctx, value); },
+          [&](const std::vector<Tensor*>& values) -> absl::Status {
+            const Shape& shape = values[0]->shape();
+            for (const Tensor* v : values) {
+              if (v->shape() != shape) {
+                return absl::InvalidArgumentError(
+                    StrCat(op, ": the variable is ", shape.ToString(),
+                           " but a slot ", v->shape().ToString()));
+              }
+            }
+            RN_RETURN_IF_ERROR(
+                CheckScatter(op, shape, indices.shape(), rows, grad.shape()));
+            VariableUpdate u;
+            for (Tensor* v : values) {
+              u.old.push_back(v);
+              u.next.push_back(v);
+            }
+            return Write(ctx, u, grad, scalars, &rows);
+          }));
   return ctx->set_output(0, std::move(next));
 }
 

@@ -48,6 +48,16 @@ absl::StatusOr<Tensor> UpdateVariables(
     Allocator* allocator,
     const std::function<absl::Status(const VariableUpdate&)>& write);
 
+// Changes the values of `vars` in place at once: each variable is held
+// (nested Variable::Mutate, which first copies a value a reader still
+// holds, with `copy`) until `write` has changed them all. `write` must
+// check before it writes: on an error no value changes. Returns the first
+// variable's new value.
+absl::StatusOr<Tensor> MutateVariables(
+    const std::vector<std::shared_ptr<Variable>>& vars,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
+    const std::function<absl::Status(const std::vector<Tensor*>&)>& write);
+
 // FindVariable for each of VariablesOf(ctx->node()), in order.
 absl::StatusOr<std::vector<std::shared_ptr<Variable>>> FindVariables(
     OpKernelContext* ctx, const std::vector<std::string>& names);
@@ -63,7 +73,8 @@ absl::Status CheckScatter(const std::string& op, const Shape& var,
 // The fused optimizer updates (runtime/ops/optim_ops.cc): what the CPU and
 // GPU kernels share. Compute finds the variables, checks the gradient and
 // the scalars, and updates the variables through UpdateVariables with the
-// device's Write.
+// device's Write; the sparse ones (sparse_apply_*) check the rows and
+// update those rows in place through MutateVariables.
 enum class ApplyRule { kSgd, kMomentum, kAdam };
 
 class ApplyKernelBase : public OpKernel {
@@ -74,16 +85,32 @@ class ApplyKernelBase : public OpKernel {
 
  protected:
   // Fills u.next (the variable, then its slots) from u.old, the gradient
-  // and the scalar inputs (in the op's order, each one element).
+  // and the scalar inputs (in the op's order, each one element). With
+  // `rows` (a sparse update) the gradient holds those rows of the
+  // variable's, distinct and checked, and u.next is u.old (in place):
+  // only the rows change.
   virtual absl::Status Write(OpKernelContext* ctx, const VariableUpdate& u,
                              const Tensor& grad,
-                             const std::vector<const Tensor*>& scalars) = 0;
+                             const std::vector<const Tensor*>& scalars,
+                             const std::vector<int64_t>* rows) = 0;
+  // A copy of a variable's value on the kernel's device, for a sparse
+  // update of a value a reader still holds.
+  virtual absl::StatusOr<Tensor> CopyValue(OpKernelContext* ctx,
+                                           const Tensor& value) {
+    return value.Clone();
+  }
   ApplyRule rule() const { return rule_; }
   bool nesterov() const { return nesterov_; }
 
  private:
+  absl::Status ComputeSparse(OpKernelContext* ctx,
+                             const std::vector<std::shared_ptr<Variable>>& vars,
+                             const Tensor& grad, const Tensor& indices,
+                             const std::vector<const Tensor*>& scalars);
+
   const ApplyRule rule_;
   bool nesterov_ = false;
+  bool sparse_ = false;
   std::vector<std::string> variables_;
 };
 

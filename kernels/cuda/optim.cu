@@ -56,8 +56,13 @@ __device__ __forceinline__ T Scalar(const void* p) {
   return *static_cast<const T*>(p);
 }
 
-#define RN_GRID_STRIDE(i, n) \
-  for (int64_t i = FirstIndex(); i < n; i += GridStride())
+// The variable's element that the gradient's element w updates.
+__device__ __forceinline__ int64_t Element(const ApplyArgs& a, int64_t w) {
+  return a.rows == nullptr ? w : a.rows[w / a.row] * a.row + w % a.row;
+}
+
+#define RN_GRID_STRIDE(w, n) \
+  for (int64_t w = FirstIndex(); w < n; w += GridStride())
 
 template <typename T>
 __global__ void SgdKernel(ApplyArgs a) {
@@ -65,8 +70,9 @@ __global__ void SgdKernel(ApplyArgs a) {
   const T* g = static_cast<const T*>(a.grad);
   T* v1 = static_cast<T*>(a.next[0]);
   const T lr = Scalar<T>(a.scalars[0]);
-  RN_GRID_STRIDE(i, a.n) {
-    v1[i] = optim_math::Sgd<GpuArith, T>(v[i], g[i], lr);
+  RN_GRID_STRIDE(w, a.n) {
+    const int64_t i = Element(a, w);
+    v1[i] = optim_math::Sgd<GpuArith, T>(v[i], g[w], lr);
   }
 }
 
@@ -79,9 +85,10 @@ __global__ void MomentumKernel(ApplyArgs a) {
   T* buf1 = static_cast<T*>(a.next[1]);
   const T lr = Scalar<T>(a.scalars[0]);
   const T momentum = Scalar<T>(a.scalars[1]);
-  RN_GRID_STRIDE(i, a.n) {
+  RN_GRID_STRIDE(w, a.n) {
+    const int64_t i = Element(a, w);
     T b = buf[i];
-    v1[i] = optim_math::Momentum<GpuArith, T>(v[i], &b, g[i], lr, momentum,
+    v1[i] = optim_math::Momentum<GpuArith, T>(v[i], &b, g[w], lr, momentum,
                                               a.nesterov);
     buf1[i] = b;
   }
@@ -105,9 +112,10 @@ __global__ void AdamKernel(ApplyArgs a) {
       Scalar<T>(a.scalars[4]),
       Scalar<T>(a.scalars[5]),
       Scalar<T>(a.scalars[7])};
-  RN_GRID_STRIDE(i, a.n) {
+  RN_GRID_STRIDE(w, a.n) {
+    const int64_t i = Element(a, w);
     T mi = m[i], si = s[i];
-    v1[i] = optim_math::Adam<GpuArith, T>(v[i], &mi, &si, g[i], k);
+    v1[i] = optim_math::Adam<GpuArith, T>(v[i], &mi, &si, g[w], k);
     m1[i] = mi;
     s1[i] = si;
   }

@@ -26,6 +26,10 @@ struct ApplyArgs {
   const void* old[3] = {};
   void* next[3] = {};
   const void* grad = nullptr;
+  // A sparse update: the gradient's elements are rows `rows[j]` (distinct,
+  // on the GPU) of `row` elements each, updated in place (old == next).
+  const int64_t* rows = nullptr;
+  int64_t row = 1;
   const void* scalars[8] = {};
   bool nesterov = false;
 };

@@ -1,7 +1,8 @@
 // GPU kernels of the fused optimizer updates (runtime/ops/optim_ops.cc; the
 // CPU's: kernels/cpu/optim_kernels.cc): one launch of optim.cu per update,
-// its scalars read by the kernel where they are, on the GPU. f32 and f64;
-// 16-bit float variables update on the CPU.
+// its scalars read by the kernel where they are, on the GPU; the sparse
+// updates' rows read on the host (checked there) and copied to the GPU.
+// f32 and f64; 16-bit float variables update on the CPU.
 #include "kernels/cpu/variable_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"
@@ -19,8 +20,20 @@ class GpuApplyKernel : public ApplyKernelBase {
  protected:
   absl::Status Write(OpKernelContext* ctx, const VariableUpdate& u,
                      const Tensor& grad,
-                     const std::vector<const Tensor*>& scalars) override {
+                     const std::vector<const Tensor*>& scalars,
+                     const std::vector<int64_t>* rows) override {
+    GpuContext& gpu = GpuContextOf(ctx);
     cuda::ApplyArgs a;
+    // A sparse update's rows (checked on the host), on the GPU until the
+    // kernel has run: freed to the compute stream's pool.
+    Tensor rows_gpu;
+    if (rows != nullptr && !rows->empty()) {
+      RN_ASSIGN_OR_RETURN(
+          rows_gpu, gpu.FromHost(Tensor::FromVector(
+                        *rows, Shape{static_cast<int64_t>(rows->size())})));
+      a.rows = rows_gpu.data<int64_t>();
+      a.row = grad.num_elements() / static_cast<int64_t>(rows->size());
+    }
     RN_ASSIGN_OR_RETURN(a.type, GpuNumberType(grad.dtype(), "optimizer"));
     a.n = grad.num_elements();
     for (size_t i = 0; i < u.old.size(); ++i) {
@@ -32,7 +45,6 @@ class GpuApplyKernel : public ApplyKernelBase {
       a.scalars[i] = scalars[i]->raw_data();
     }
     a.nesterov = nesterov();
-    GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
     switch (kRule) {
       case ApplyRule::kSgd:
@@ -47,6 +59,10 @@ class GpuApplyKernel : public ApplyKernelBase {
     }
     return absl::OkStatus();
   }
+  absl::StatusOr<Tensor> CopyValue(OpKernelContext* ctx,
+                                   const Tensor& value) override {
+    return CopyOnGpu(GpuContextOf(ctx), value);
+  }
 };
 
 RUNNEL_STATIC_INIT(GpuOptimKernels) {
@@ -56,6 +72,11 @@ RUNNEL_STATIC_INIT(GpuOptimKernels) {
                                                          kDeviceGpu, d);
     RegisterKernel<GpuApplyKernel<ApplyRule::kAdam>>("apply_adam", kDeviceGpu,
                                                      d);
+    // The indices (after ref*, lr and grad) are read on the host.
+    RegisterKernel<GpuApplyKernel<ApplyRule::kMomentum>>(
+        "sparse_apply_momentum", kDeviceGpu, d, {.inputs = {4}});
+    RegisterKernel<GpuApplyKernel<ApplyRule::kAdam>>(
+        "sparse_apply_adam", kDeviceGpu, d, {.inputs = {5}});
   }
 }
 

@@ -30,10 +30,6 @@ absl::StatusOr<cuda::ElemType> GpuNumberType(DType d, const char* what) {
   return GpuElemType(d, what);
 }
 
-namespace {
-
-// A copy of `t` (on `gpu`) in new memory of `gpu`, made on the compute
-// stream (after the kernels enqueued so far).
 absl::StatusOr<Tensor> CopyOnGpu(GpuContext& gpu, const Tensor& t) {
   RN_RETURN_IF_ERROR(gpu.Activate());
   Tensor out(t.dtype(), t.shape(), gpu.allocator());
@@ -43,6 +39,8 @@ absl::StatusOr<Tensor> CopyOnGpu(GpuContext& gpu, const Tensor& t) {
   }
   return out;
 }
+
+namespace {
 
 class GpuVariableKernel : public OpKernel {
  public:

@@ -175,6 +175,14 @@ TEST(GpuStateTest, Scatters) {
   }
 }
 
+// Adam's coefficients at step 2 (beta1, 1 - beta1, ..., the corrections).
+void AddAdamScalars(StateGraph& b, DType d, std::vector<NodeOut>& in) {
+  for (double x : {0.9, 1 - 0.9, 0.999, 1 - 0.999, 1e-8, 1 - 0.9 * 0.9,
+                   1 - 0.999 * 0.999}) {
+    in.push_back({b.Const(Tensor::ScalarOf(d, x)), 0});
+  }
+}
+
 TEST(GpuStateTest, FusedOptimizerUpdates) {
   SKIP_WITHOUT_GPU();
   for (DType d : {DType::kF32, DType::kF64}) {
@@ -205,18 +213,58 @@ TEST(GpuStateTest, FusedOptimizerUpdates) {
         Node* v = b.Var("v", Random(d, s, 16));
         Node* m = b.Var("v/adam_m", Random(d, s, 17));
         Node* sq = b.Var("v/adam_v", Random(d, s, 18, 0, 1));
-        b.Op("apply_adam", {{v, 0},
-                            {m, 0},
-                            {sq, 0},
-                            scalar(b, 0.001),
-                            {b.Const(Random(d, s, 19)), 0},
-                            scalar(b, 0.9),
-                            scalar(b, 1 - 0.9),
-                            scalar(b, 0.999),
-                            scalar(b, 1 - 0.999),
-                            scalar(b, 1e-8),
-                            scalar(b, 1 - 0.9 * 0.9),
-                            scalar(b, 1 - 0.999 * 0.999)});
+        std::vector<NodeOut> in = {{v, 0},
+                                   {m, 0},
+                                   {sq, 0},
+                                   scalar(b, 0.001),
+                                   {b.Const(Random(d, s, 19)), 0}};
+        AddAdamScalars(b, d, in);
+        b.Op("apply_adam", in);
+      });
+    }
+  }
+}
+
+// The sparse updates: rows of a table (i32 and i64 indices, in any order),
+// and their errors (a repeated row) with the CPU's message, nothing
+// changed.
+TEST(GpuStateTest, SparseOptimizerUpdates) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64}) {
+    auto scalar = [&](StateGraph& b, double x) {
+      return NodeOut{b.Const(Tensor::ScalarOf(d, x)), 0};
+    };
+    for (const Tensor& idx :
+         {I32({7, 0, 3}, {3}), I64({49999, 2}, {2}), I32({1, 1}, {2})}) {
+      const int64_t k = idx.num_elements();
+      const Shape table{50000, 5};
+      const std::string what = StrCat(DTypeName(d), " ", idx.DebugString());
+      for (bool nesterov : {false, true}) {
+        CompareState("sparse momentum " + what, [&](StateGraph& b) {
+          Node* v = b.Var("v", Random(d, table, 31));
+          Node* buf = b.Var("v/momentum", Random(d, table, 32));
+          b.Op("sparse_apply_momentum",
+               {{v, 0},
+                {buf, 0},
+                scalar(b, 0.01),
+                {b.Const(Random(d, Shape{k, 5}, 33)), 0},
+                {b.Const(idx), 0},
+                scalar(b, 0.9)},
+               {{"nesterov", nesterov}});
+        });
+      }
+      CompareState("sparse adam " + what, [&](StateGraph& b) {
+        Node* v = b.Var("v", Random(d, table, 34));
+        Node* m = b.Var("v/adam_m", Random(d, table, 35));
+        Node* sq = b.Var("v/adam_v", Random(d, table, 36, 0, 1));
+        std::vector<NodeOut> in = {{v, 0},
+                                   {m, 0},
+                                   {sq, 0},
+                                   scalar(b, 0.001),
+                                   {b.Const(Random(d, Shape{k, 5}, 37)), 0},
+                                   {b.Const(idx), 0}};
+        AddAdamScalars(b, d, in);
+        b.Op("sparse_apply_adam", in);
       });
     }
   }

@@ -11,6 +11,7 @@
 
 #include "runtime/session.h"
 #include "runtime/status_macros.h"
+#include "runtime/strings.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
@@ -208,6 +209,108 @@ TEST(OptimKernelsTest, Errors) {
                Tensor::FromVector<int32_t>({1, 2})});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("needs a floating variable"),
+            std::string::npos)
+      << out.status();
+}
+
+// Row r of matrix t.
+Tensor Row(const Tensor& t, int64_t r) {
+  Tensor row(t.dtype(), Shape{t.dim(1)});
+  std::memcpy(row.raw_data(),
+              static_cast<const char*>(t.raw_data()) + r * row.bytes(),
+              row.bytes());
+  return row;
+}
+
+// The sparse updates change rows `indices` as the dense update changes
+// them, bit for bit, and leave the other rows (and their slots) alone.
+TEST(OptimKernelsTest, SparseUpdatesEqualTheDenseOnesOnTheirRows) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(DTypeName(d));
+    const int64_t rows = 5, cols = 3;
+    const Shape shape{rows, cols};
+    auto table = [&](int seed, bool positive) {
+      return *Values(d, rows * cols, seed, positive).Reshaped(shape);
+    };
+    const Tensor v = table(1, false), m = table(2, false), s = table(3, true);
+    const Tensor g = table(4, false);
+    // Rows 3 and 0 of the gradient, in that order.
+    const std::vector<int64_t> picked = {3, 0};
+    Tensor g_rows(d, Shape{2, cols});
+    const size_t row_bytes = cols * DTypeSize(d);
+    for (size_t j = 0; j < picked.size(); ++j) {
+      std::memcpy(
+          static_cast<char*>(g_rows.raw_data()) + j * row_bytes,
+          static_cast<const char*>(g.raw_data()) + picked[j] * row_bytes,
+          row_bytes);
+    }
+    const Tensor idx = Tensor::FromVector(std::vector<int32_t>{3, 0}, Shape{2});
+    const std::vector<Tensor> adam_scalars = {
+        Scalar(d, 0.9),  Scalar(d, 0.1),  Scalar(d, 0.999), Scalar(d, 0.001),
+        Scalar(d, 1e-3), Scalar(d, 0.19), Scalar(d, 0.002)};
+    auto with = [](std::vector<Tensor> head, const std::vector<Tensor>& tail) {
+      head.insert(head.end(), tail.begin(), tail.end());
+      return head;
+    };
+    struct Case {
+      std::string dense, sparse;
+      std::vector<Tensor> vars;
+      std::vector<Tensor> scalars;  // after grad (and indices)
+    };
+    for (const Case& c :
+         {Case{"apply_momentum",
+               "sparse_apply_momentum",
+               {v, m},
+               {Scalar(d, 0.9)}},
+          Case{"apply_adam", "sparse_apply_adam", {v, m, s}, adam_scalars}}) {
+      SCOPED_TRACE(c.sparse);
+      absl::StatusOr<std::vector<Tensor>> dense =
+          Apply(c.dense, c.vars, with({Scalar(d, 0.05), g}, c.scalars));
+      absl::StatusOr<std::vector<Tensor>> sparse = Apply(
+          c.sparse, c.vars, with({Scalar(d, 0.05), g_rows, idx}, c.scalars));
+      ASSERT_TRUE(dense.ok()) << dense.status();
+      ASSERT_TRUE(sparse.ok()) << sparse.status();
+      for (size_t i = 0; i < c.vars.size(); ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const bool moved = r == 3 || r == 0;
+          const Tensor& want = moved ? (*dense)[i] : c.vars[i];
+          ExpectSame(Row((*sparse)[i], r), Row(want, r),
+                     StrCat("variable ", i, " row ", r));
+        }
+      }
+    }
+  }
+}
+
+TEST(OptimKernelsTest, SparseErrors) {
+  const Tensor v = F32({1, 2, 3, 4}, {2, 2}), m = F32({0, 0, 0, 0}, {2, 2});
+  auto run = [&](std::vector<int32_t> idx, Tensor g) {
+    const int64_t n = static_cast<int64_t>(idx.size());
+    return Apply("sparse_apply_momentum", {v, m},
+                 {F32({0.1f}, {}), std::move(g),
+                  Tensor::FromVector(idx, Shape{n}), F32({0.9f}, {})});
+  };
+  // A row twice: its two updates would race.
+  absl::StatusOr<std::vector<Tensor>> out =
+      run({1, 1}, F32({1, 1, 1, 1}, {2, 2}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find(
+                "index 1 (indices[1]) is repeated; the indices must be "
+                "distinct"),
+            std::string::npos)
+      << out.status();
+  // A row out of range.
+  out = run({2}, F32({1, 1}, {1, 2}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("index 2 (indices[0]) is out of range "
+                                        "[0, 2) for the variable [2,2]"),
+            std::string::npos)
+      << out.status();
+  // Gradient rows that are not the indices' rows.
+  out = run({0}, F32({1, 1, 1}, {1, 3}));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("`grad` is f32[1,3] but must be the "
+                                        "rows `indices` of the variable"),
             std::string::npos)
       << out.status();
 }

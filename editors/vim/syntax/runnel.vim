@@ -48,8 +48,9 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|all\|allclose
       \\|reshape\|restore\|round\|rsqrt\|runner\|save\|save_npy\|scan
       \\|scatter_add\|scatter_sub\|scatter_update\|shape_of\|sigmoid
       \\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot\|softmax
-      \\|softmax_cross_entropy\|softplus\|sparse_softmax_cross_entropy\|split
-      \\|sqrt\|square\|squeeze\|stack\|stop_gradient\|sum\|sync_accumulate
+      \\|softmax_cross_entropy\|softplus\|sparse_apply_adam
+      \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
+      \\|square\|squeeze\|stack\|stop_gradient\|sum\|sync_accumulate
       \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile
       \\|trainable_vars\|transpose\|truncated_normal\|unique
       \\|unsorted_segment_sum\|unstack\|vocabulary\|where\|words\|zeros
