@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <vector>
 
+#include "kernels/cpu/array_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "runtime/device_set.h"
 #include "runtime/strings.h"
@@ -159,9 +161,12 @@ absl::Status GpuContext::Init() {
   RN_CUDA(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
   for (Staging* s : {&h2d_, &d2h_}) {
     RN_CUDA(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-    RN_CUDA(cudaEventCreateWithFlags(&s->before, cudaEventDisableTiming));
-    RN_CUDA(cudaEventCreateWithFlags(&s->after, cudaEventDisableTiming));
+    for (cudaEvent_t* e : {&s->before, &s->after, &s->half[0], &s->half[1]}) {
+      RN_CUDA(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+    }
   }
+  copy_pool_ = std::make_unique<ThreadPool>(static_cast<int>(
+      std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u)));
   RN_ASSIGN_OR_RETURN(lt_, LoadCublasLt());
   RN_CUBLAS(lt_->cublasLtCreate(&blas_));
   workspace_ = cache_.Allocate(kWorkspaceBytes, 0);
@@ -181,8 +186,9 @@ GpuContext::~GpuContext() {
   if (dnn_ != nullptr) cudnn_->cudnnDestroy(dnn_);
   for (Staging* s : {&h2d_, &d2h_}) {
     if (s->data != nullptr) cudaFreeHost(s->data);
-    if (s->before != nullptr) cudaEventDestroy(s->before);
-    if (s->after != nullptr) cudaEventDestroy(s->after);
+    for (cudaEvent_t e : {s->before, s->after, s->half[0], s->half[1]}) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
     if (s->stream != nullptr) cudaStreamDestroy(s->stream);
   }
   if (compute_ != nullptr) cudaStreamDestroy(compute_);
@@ -219,16 +225,22 @@ absl::Status GpuContext::Activate() const {
 }
 
 absl::Status GpuContext::Reserve(Staging& s, size_t bytes) {
-  bytes = std::min(bytes, kStagingBytes);
+  bytes = std::min(bytes, kStagingBytes / 2);
   if (s.size >= bytes) return absl::OkStatus();
+  // No transfer uses the buffer: each copy waits for its own before it
+  // returns.
   if (s.data != nullptr) {
     RN_CUDA(cudaFreeHost(s.data));
     s.data = nullptr;
     s.size = 0;
   }
-  RN_CUDA(cudaHostAlloc(&s.data, bytes, cudaHostAllocDefault));
+  RN_CUDA(cudaHostAlloc(&s.data, 2 * bytes, cudaHostAllocDefault));
   s.size = bytes;
   return absl::OkStatus();
+}
+
+void GpuContext::StageCopy(void* dst, const void* src, size_t bytes) {
+  ParallelMemcpy(copy_pool_.get(), dst, src, bytes);
 }
 
 absl::StatusOr<Tensor> GpuContext::ToHost(const Tensor& t) {
@@ -244,13 +256,33 @@ absl::StatusOr<Tensor> GpuContext::ToHost(const Tensor& t) {
   RN_CUDA(cudaStreamWaitEvent(d2h_.stream, d2h_.before, 0));
   const char* src = static_cast<const char*>(t.raw_data());
   char* dst = static_cast<char*>(host.raw_data());
-  for (size_t done = 0; done < bytes; done += d2h_.size) {
-    const size_t n = std::min(d2h_.size, bytes - done);
-    RN_CUDA(cudaMemcpyAsync(d2h_.data, src + done, n, cudaMemcpyDeviceToHost,
+  const size_t pieces = (bytes + d2h_.size - 1) / d2h_.size;
+  // Piece p goes into half p % 2; the host reads it out while the next
+  // piece comes into the other half.
+  auto fetch = [&](size_t p) -> absl::Status {
+    if (p >= pieces) return absl::OkStatus();
+    const size_t at = p * d2h_.size, n = std::min(d2h_.size, bytes - at);
+    RN_CUDA(cudaMemcpyAsync(d2h_.Half(p), src + at, n, cudaMemcpyDeviceToHost,
                             d2h_.stream));
-    RN_CUDA(cudaStreamSynchronize(d2h_.stream));
-    std::memcpy(dst + done, d2h_.data, n);
+    RN_CUDA(cudaEventRecord(d2h_.half[p % 2], d2h_.stream));
+    return absl::OkStatus();
+  };
+  absl::Status s = fetch(0);
+  if (s.ok()) s = fetch(1);
+  for (size_t p = 0; s.ok() && p < pieces; ++p) {
+    s = CudaStatus(cudaEventSynchronize(d2h_.half[p % 2]),
+                   "cudaEventSynchronize");
+    if (!s.ok()) break;
+    const size_t at = p * d2h_.size;
+    StageCopy(dst + at, d2h_.Half(p), std::min(d2h_.size, bytes - at));
+    s = fetch(p + 2);  // into the half just read
   }
+  // Whatever happened, no transfer may still be writing the buffer when
+  // the next copy takes it.
+  const absl::Status drained =
+      CudaStatus(cudaStreamSynchronize(d2h_.stream), "cudaStreamSynchronize");
+  RN_RETURN_IF_ERROR(s);
+  RN_RETURN_IF_ERROR(drained);
   return host;
 }
 
@@ -274,14 +306,29 @@ absl::StatusOr<Tensor> GpuContext::FromHost(const Tensor& t) {
   RN_CUDA(cudaStreamWaitEvent(h2d_.stream, h2d_.before, 0));
   const char* src = static_cast<const char*>(t.raw_data());
   char* dst = static_cast<char*>(dev.raw_data());
-  for (size_t done = 0; done < bytes; done += h2d_.size) {
-    const size_t n = std::min(h2d_.size, bytes - done);
-    std::memcpy(h2d_.data, src + done, n);
-    RN_CUDA(cudaMemcpyAsync(dst + done, h2d_.data, n, cudaMemcpyHostToDevice,
-                            h2d_.stream));
-    // The staging buffer is reused by the next piece (or copy).
-    RN_CUDA(cudaStreamSynchronize(h2d_.stream));
+  absl::Status s;
+  for (size_t p = 0, at = 0; s.ok() && at < bytes; ++p, at += h2d_.size) {
+    const size_t n = std::min(h2d_.size, bytes - at);
+    // Half p % 2 is free once the transfer two pieces back is done.
+    if (p >= 2) {
+      s = CudaStatus(cudaEventSynchronize(h2d_.half[p % 2]),
+                     "cudaEventSynchronize");
+      if (!s.ok()) break;
+    }
+    StageCopy(h2d_.Half(p), src + at, n);
+    s = CudaStatus(cudaMemcpyAsync(dst + at, h2d_.Half(p), n,
+                                   cudaMemcpyHostToDevice, h2d_.stream),
+                   "cudaMemcpyAsync");
+    if (s.ok()) {
+      s = CudaStatus(cudaEventRecord(h2d_.half[p % 2], h2d_.stream),
+                     "cudaEventRecord");
+    }
   }
+  // The staging buffer is free for the next copy once this one is done.
+  const absl::Status drained =
+      CudaStatus(cudaStreamSynchronize(h2d_.stream), "cudaStreamSynchronize");
+  RN_RETURN_IF_ERROR(s);
+  RN_RETURN_IF_ERROR(drained);
   // Kernels enqueued from now on read the value only after the copy.
   RN_CUDA(cudaEventRecord(h2d_.after, h2d_.stream));
   RN_CUDA(cudaStreamWaitEvent(compute_, h2d_.after, 0));

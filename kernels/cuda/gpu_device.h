@@ -26,7 +26,7 @@
 //
 // Thread-safety: everything may be called from any thread. Kernels enqueue
 // on the compute stream concurrently (CUDA serialises them); each copy
-// direction has one staging buffer, taken under its mutex.
+// direction has one staging buffer (two halves), taken under its mutex.
 #ifndef RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_
 #define RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_
 
@@ -44,6 +44,7 @@
 #include "runtime/caching_allocator.h"
 #include "runtime/device.h"
 #include "runtime/kernel.h"
+#include "runtime/thread_pool.h"
 
 namespace runnel {
 
@@ -87,26 +88,37 @@ class GpuContext {
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
   static constexpr size_t kStagingBytes = size_t{32} << 20;
 
-  // Page-locked host memory for one direction of copies, grown on demand
-  // up to kStagingBytes (larger values go through it in pieces).
+  // Page-locked host memory for one direction of copies: two halves of
+  // `size` bytes each, grown on demand up to kStagingBytes in all. A value
+  // goes through in pieces of a half, alternating, so that the host's copy
+  // of one piece into (or out of) one half overlaps the GPU's transfer of
+  // the piece before it through the other.
   struct Staging {
     std::mutex mu;
     void* data = nullptr;
-    size_t size = 0;
+    size_t size = 0;  // of one half
     cudaStream_t stream = nullptr;
     cudaEvent_t before = nullptr;  // compute-stream work before the copy
     cudaEvent_t after = nullptr;   // the copy itself
+    cudaEvent_t half[2] = {};      // the last transfer through each half
+    char* Half(size_t piece) const {
+      return static_cast<char*>(data) + (piece % 2) * size;
+    }
   };
 
   explicit GpuContext(int index);
   absl::Status Init();
   static absl::Status Reserve(Staging& s, size_t bytes);
+  // Copies between pageable and staging memory, split over copy_pool_:
+  // one thread's memcpy is far slower than a GPU's transfer.
+  void StageCopy(void* dst, const void* src, size_t bytes);
 
   int index_;
   std::string name_;
   size_t total_memory_ = 0;
   cudaStream_t compute_ = nullptr;
   Staging h2d_, d2h_;
+  std::unique_ptr<ThreadPool> copy_pool_;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;
