@@ -9,7 +9,8 @@ checks that:
     (0.02): the same model, initialisation and data; only rounding and the
     order of sums differ between the devices.
 
-Without a GPU it exits 77 (ctest's skip), saying why.
+Without a GPU it exits 77 (ctest's skip), saying why; a GPU that is
+visible but cannot be used fails the test.
 
     example_accuracy.py RUNNEL SCRIPT OP [--tol T] -- ARGS...
 """
@@ -42,8 +43,12 @@ def main(argv):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, check=False)
         if r.returncode != 0:
-            print(f"no GPU: {r.stdout.strip()}")
-            return 77
+            # Skipped only when there is no GPU to use; a GPU that is there
+            # but cannot be used (cuBLASLt missing, ...) is a failure.
+            if "none is visible" in r.stdout:
+                print(f"no GPU: {r.stdout.strip()}")
+                return 77
+            sys.exit(f"the GPU probe failed:\n{r.stdout}")
         trace = os.path.join(tmp, "trace.json")
         runs = {}
         for name, extra in (("cpu", ["--devices", "gpu=0"]),
