@@ -65,13 +65,17 @@ Json OpJson(const OpDef& def, const std::vector<std::string>& builtins) {
   j["dtype_groups"] = std::move(groups);
   j["stateful"] = def.stateful;
   j["gradient"] = Gradient(def.name);
-  Json dtypes = Json::array();
-  for (DType d : kAllDTypes) {
-    if (KernelRegistry::Global().Has(def.name, kDeviceCpu, d)) {
-      dtypes.push_back(std::string(DTypeName(d)));
+  // The dtypes with a kernel on each device type (a GPU's only in a build
+  // with CUDA, so docs/ops.md shows the CPU's alone).
+  for (const char* device : {kDeviceCpu, kDeviceGpu}) {
+    Json dtypes = Json::array();
+    for (DType d : kAllDTypes) {
+      if (KernelRegistry::Global().Has(def.name, device, d)) {
+        dtypes.push_back(std::string(DTypeName(d)));
+      }
     }
+    j[StrCat(device, "_kernel_dtypes")] = std::move(dtypes);
   }
-  j["cpu_kernel_dtypes"] = std::move(dtypes);
   j["doc"] = def.doc;
   j["builtins"] = builtins;
   return j;
