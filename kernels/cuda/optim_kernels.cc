@@ -2,9 +2,11 @@
 // CPU's: kernels/cpu/optim_kernels.cc): one launch of optim.cu per update,
 // its scalars read by the kernel where they are, on the GPU; the sparse
 // updates' rows read on the host (checked there) and copied to the GPU.
-// f32 and f64; 16-bit float variables update on the CPU.
+// f32, f64, f16 and bf16 (computed in f32 and rounded after each
+// operation, as on the CPU).
 #include "kernels/cpu/variable_util.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/gpu_types.h"
 #include "kernels/cuda/optim.h"
@@ -34,7 +36,7 @@ class GpuApplyKernel : public ApplyKernelBase {
       a.rows = rows_gpu.data<int64_t>();
       a.row = grad.num_elements() / static_cast<int64_t>(rows->size());
     }
-    RN_ASSIGN_OR_RETURN(a.type, GpuNumberType(grad.dtype(), "optimizer"));
+    RN_ASSIGN_OR_RETURN(a.type, GpuElemType(grad.dtype(), "optimizer"));
     a.n = grad.num_elements();
     for (size_t i = 0; i < u.old.size(); ++i) {
       a.old[i] = u.old[i]->raw_data();
@@ -66,7 +68,7 @@ class GpuApplyKernel : public ApplyKernelBase {
 };
 
 RUNNEL_STATIC_INIT(GpuOptimKernels) {
-  for (DType d : {DType::kF32, DType::kF64}) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
     RegisterKernel<GpuApplyKernel<ApplyRule::kSgd>>("apply_sgd", kDeviceGpu, d);
     RegisterKernel<GpuApplyKernel<ApplyRule::kMomentum>>("apply_momentum",
                                                          kDeviceGpu, d);

@@ -183,9 +183,14 @@ void AddAdamScalars(StateGraph& b, DType d, std::vector<NodeOut>& in) {
   }
 }
 
+// The 16-bit floats compute in f32 and round each result, on both
+// devices: equal bit for bit too.
+const std::vector<DType> kOptimizerDTypes = {DType::kF32, DType::kF64,
+                                             DType::kF16, DType::kBF16};
+
 TEST(GpuStateTest, FusedOptimizerUpdates) {
   SKIP_WITHOUT_GPU();
-  for (DType d : {DType::kF32, DType::kF64}) {
+  for (DType d : kOptimizerDTypes) {
     for (const Shape& s : {Shape{}, Shape{0}, Shape{7, 3}, Shape{1 << 20}}) {
       auto scalar = [&](StateGraph& b, double x) {
         return NodeOut{b.Const(Tensor::ScalarOf(d, x)), 0};
@@ -230,7 +235,7 @@ TEST(GpuStateTest, FusedOptimizerUpdates) {
 // changed.
 TEST(GpuStateTest, SparseOptimizerUpdates) {
   SKIP_WITHOUT_GPU();
-  for (DType d : {DType::kF32, DType::kF64}) {
+  for (DType d : kOptimizerDTypes) {
     auto scalar = [&](StateGraph& b, double x) {
       return NodeOut{b.Const(Tensor::ScalarOf(d, x)), 0};
     };
