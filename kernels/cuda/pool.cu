@@ -10,28 +10,15 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/pool.h"
 
 namespace runnel::cuda {
 namespace {
 
-// What a type computes in (the CPU's AccumType) and its lowest value.
-template <typename T>
-struct Accum {
-  using type = T;
-};
-template <>
-struct Accum<__half> {
-  using type = float;
-};
-template <>
-struct Accum<__nv_bfloat16> {
-  using type = float;
-};
-template <typename T>
-using A = typename Accum<T>::type;
-
+// A type's lowest value (what it computes in: elem.cuh's Wide, the CPU's
+// AccumType).
 template <typename T>
 __device__ __forceinline__ T Lowest();
 template <>
@@ -49,29 +36,6 @@ __device__ __forceinline__ int32_t Lowest<int32_t>() {
 template <>
 __device__ __forceinline__ int64_t Lowest<int64_t>() {
   return INT64_MIN;
-}
-
-template <typename T>
-__device__ __forceinline__ A<T> Load(const T* p) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(*p);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(*p);
-  } else {
-    return *p;
-  }
-}
-
-// Rounded to nearest even, as Eigen's half and bfloat16 do.
-template <typename T>
-__device__ __forceinline__ T Store(A<T> v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
-  } else {
-    return v;
-  }
 }
 
 // The input rows [lo, hi) of window `o` along one dimension.
@@ -99,13 +63,13 @@ __device__ __forceinline__ Range Covering(int64_t i, int64_t stride,
 // The maximum of window (n, oh, ow) in channel c as max_pool computes it:
 // starting from the lowest value, `v > best` (so NaN never wins).
 template <typename T>
-__device__ __forceinline__ A<T> WindowMax(const T* x, const PoolGeometry& g,
-                                          int64_t n, Range rows, Range cols,
-                                          int64_t c) {
-  A<T> best = Lowest<A<T>>();
+__device__ __forceinline__ Wide<T> WindowMax(const T* x, const PoolGeometry& g,
+                                             int64_t n, Range rows, Range cols,
+                                             int64_t c) {
+  Wide<T> best = Lowest<Wide<T>>();
   for (int64_t h = rows.lo; h < rows.hi; ++h) {
     for (int64_t w = cols.lo; w < cols.hi; ++w) {
-      const A<T> v = Load(x + ((n * g.in_h + h) * g.in_w + w) * g.chans + c);
+      const Wide<T> v = Widen(x[((n * g.in_h + h) * g.in_w + w) * g.chans + c]);
       best = v > best ? v : best;
     }
   }
@@ -130,17 +94,17 @@ __global__ void Pool(PoolGeometry g, const T* x, T* y) {
     const Range rows = Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
     const Range cols = Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
     if constexpr (kMax) {
-      y[i] = Store<T>(WindowMax(x, g, o.n, rows, cols, o.c));
+      y[i] = Narrow<T>(WindowMax(x, g, o.n, rows, cols, o.c));
     } else {
-      A<T> sum = 0;
+      Wide<T> sum = 0;
       for (int64_t h = rows.lo; h < rows.hi; ++h) {
         for (int64_t w = cols.lo; w < cols.hi; ++w) {
-          sum += Load(x + ((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c);
+          sum += Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]);
         }
       }
-      const A<T> count =
-          static_cast<A<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
-      y[i] = Store<T>(sum / count);
+      const Wide<T> count =
+          static_cast<Wide<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+      y[i] = Narrow<T>(sum / count);
     }
   }
 }
@@ -159,12 +123,12 @@ __global__ void MaxPoolArgmax(PoolGeometry g, const T* x, int64_t* argmax) {
       argmax[i] = -1;
       continue;
     }
-    const A<T> best = WindowMax(x, g, o.n, rows, cols, o.c);
+    const Wide<T> best = WindowMax(x, g, o.n, rows, cols, o.c);
     int64_t at = rows.lo * g.in_w + cols.lo;
     bool found = false;
     for (int64_t h = rows.lo; h < rows.hi && !found; ++h) {
       for (int64_t w = cols.lo; w < cols.hi; ++w) {
-        if (Load(x + ((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c) ==
+        if (Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]) ==
             best) {
           at = h * g.in_w + w;
           found = true;
@@ -190,22 +154,22 @@ __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
     const int64_t b = i / (g.chans * g.in_w * g.in_h);
     const Range ohs = Covering(h, g.stride_h, g.pad_h, g.size_h, g.out_h);
     const Range ows = Covering(w, g.stride_w, g.pad_w, g.size_w, g.out_w);
-    A<T> sum = 0;
+    Wide<T> sum = 0;
     for (int64_t oh = ohs.lo; oh < ohs.hi; ++oh) {
       for (int64_t ow = ows.lo; ow < ows.hi; ++ow) {
         const int64_t o = ((b * g.out_h + oh) * g.out_w + ow) * g.chans + c;
         if constexpr (kMax) {
-          if (argmax[o] == h * g.in_w + w) sum += Load(dy + o);
+          if (argmax[o] == h * g.in_w + w) sum += Widen(dy[o]);
         } else {
           const Range rows = Window(oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
           const Range cols = Window(ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
-          const A<T> count =
-              static_cast<A<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
-          sum += Load(dy + o) / count;
+          const Wide<T> count =
+              static_cast<Wide<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+          sum += Widen(dy[o]) / count;
         }
       }
     }
-    dx[i] = Store<T>(sum);
+    dx[i] = Narrow<T>(sum);
   }
 }
 
@@ -214,9 +178,9 @@ __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
 template <typename T>
 __global__ void MaxPoolFloor(int64_t n, T* y) {
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
-    const A<T> v = Load(y + i);
-    const A<T> lowest = Lowest<A<T>>();
-    y[i] = v > lowest ? y[i] : Store<T>(lowest);
+    const Wide<T> v = Widen(y[i]);
+    const Wide<T> lowest = Lowest<Wide<T>>();
+    y[i] = v > lowest ? y[i] : Narrow<T>(lowest);
   }
 }
 
