@@ -36,22 +36,11 @@ class TransposeKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    std::vector<int64_t> perm;
-    if (ctx->node().attrs().contains("perm")) {
-      RN_ASSIGN_OR_RETURN(perm, ctx->node().attr<std::vector<int64_t>>("perm"));
-    } else {
-      for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
-    }
-    bool identity = true;
-    for (int i = 0; i < x.rank(); ++i) identity = identity && perm[i] == i;
-    if (identity) return ctx->set_output(0, x);
+    RN_ASSIGN_OR_RETURN(auto src, TransposeReadStrides(ctx->node(), x.shape()));
+    if (!src.has_value()) return ctx->set_output(0, x);
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    std::vector<int64_t> in_strides = RowMajorStrides(x.shape());
-    std::vector<int64_t> src_strides(x.rank());
-    for (int i = 0; i < x.rank(); ++i) src_strides[i] = in_strides[perm[i]];
     StridedCopy(ctx->intra_op_pool(), DTypeSize(x.dtype()), shape.dims(),
-                x.raw_data(), src_strides, y->raw_data(),
-                RowMajorStrides(shape));
+                x.raw_data(), *src, y->raw_data(), RowMajorStrides(shape));
     return absl::OkStatus();
   }
 };

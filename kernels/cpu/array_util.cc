@@ -333,6 +333,23 @@ absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
   return i;
 }
 
+absl::StatusOr<std::optional<std::vector<int64_t>>> TransposeReadStrides(
+    const Node& node, const Shape& x) {
+  std::vector<int64_t> perm;
+  if (node.attrs().contains("perm")) {
+    RN_ASSIGN_OR_RETURN(perm, node.attr<std::vector<int64_t>>("perm"));
+  } else {
+    for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
+  }
+  bool identity = true;
+  for (int i = 0; i < x.rank(); ++i) identity = identity && perm[i] == i;
+  if (identity) return std::nullopt;
+  const std::vector<int64_t> in = RowMajorStrides(x);
+  std::vector<int64_t> src(x.rank());
+  for (int i = 0; i < x.rank(); ++i) src[i] = in[perm[i]];
+  return src;
+}
+
 absl::StatusOr<OneHotAttrs> OneHotAttrs::Of(const Node& node) {
   OneHotAttrs a;
   RN_ASSIGN_OR_RETURN(double on, node.attr<double>("on_value"));
@@ -352,6 +369,11 @@ std::pair<int64_t, int64_t> OneHotAttrs::OuterInner(
   int64_t outer = 1;
   for (int k = 0; k < at; ++k) outer *= indices.dim(k);
   return {outer, inner};
+}
+
+absl::StatusOr<int64_t> RowPosition(const Tensor& x, const Tensor& index) {
+  if (x.rank() == 0) return absl::InvalidArgumentError("cannot index a scalar");
+  return AxisPosition(index, x.dim(0));
 }
 
 absl::StatusOr<int64_t> RowUpdatePosition(const Tensor& x, const Tensor& index,

@@ -8,6 +8,7 @@
 #define RUNNEL_KERNELS_CPU_ARRAY_UTIL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -60,6 +61,16 @@ void FillElements(ThreadPool* pool, void* dst, int64_t n, const void* value,
 // "{prefix}index I is out of range for axis 0 of size N".
 absl::StatusOr<int64_t> AxisPosition(const Tensor& index, int64_t n,
                                      std::string_view prefix = "");
+
+// transpose(x)'s plan: the strides (in elements) at which x is read in
+// the output's order, for the node's `perm` (default: the dims reversed);
+// nullopt when perm is the identity (the output is x).
+absl::StatusOr<std::optional<std::vector<int64_t>>> TransposeReadStrides(
+    const Node& node, const Shape& x);
+
+// The run-time scalar `index` as a row of x (AxisPosition along axis 0);
+// "cannot index a scalar" when x has no rows.
+absl::StatusOr<int64_t> RowPosition(const Tensor& x, const Tensor& index);
 
 // The row of x that dynamic_update_index / dynamic_index_add(x, index,
 // value) write: `value` must fit one row of x (else "the value S does not

@@ -136,10 +136,7 @@ class DynamicUpdateIndexGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
-    if (dy.rank() == 0) {
-      return absl::InvalidArgumentError("cannot index a scalar");
-    }
-    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), dy.dim(0)));
+    RN_ASSIGN_OR_RETURN(int64_t i, RowPosition(dy, ctx->input(1)));
     std::vector<int64_t> row_dims(dy.shape().dims().begin() + 1,
                                   dy.shape().dims().end());
     RN_ASSIGN_OR_RETURN(Tensor * row,

@@ -115,21 +115,11 @@ class TransposeKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
-    Dims perm;
-    if (ctx->node().attrs().contains("perm")) {
-      RN_ASSIGN_OR_RETURN(perm, ctx->node().attr<Dims>("perm"));
-    } else {
-      for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
-    }
-    bool identity = true;
-    for (int i = 0; i < x.rank(); ++i) identity = identity && perm[i] == i;
-    if (identity) return ctx->set_output(0, x);
+    RN_ASSIGN_OR_RETURN(auto src, TransposeReadStrides(ctx->node(), x.shape()));
+    if (!src.has_value()) return ctx->set_output(0, x);
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    const Dims in = RowMajorStrides(x.shape());
-    Dims src(x.rank());
-    for (int i = 0; i < x.rank(); ++i) src[i] = in[perm[i]];
-    return CopyBlock(ctx, DTypeSize(x.dtype()), shape.dims(), x.raw_data(), src,
-                     y->raw_data(), RowMajorStrides(shape));
+    return CopyBlock(ctx, DTypeSize(x.dtype()), shape.dims(), x.raw_data(),
+                     *src, y->raw_data(), RowMajorStrides(shape));
   }
 };
 
@@ -489,10 +479,7 @@ class DynamicUpdateIndexGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
-    if (dy.rank() == 0) {
-      return absl::InvalidArgumentError("cannot index a scalar");
-    }
-    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), dy.dim(0)));
+    RN_ASSIGN_OR_RETURN(int64_t i, RowPosition(dy, ctx->input(1)));
     const Dims row_dims(dy.shape().dims().begin() + 1, dy.shape().dims().end());
     RN_ASSIGN_OR_RETURN(Tensor * row, ctx->allocate_output(1, Shape(row_dims)));
     const int64_t n = row->num_elements();
