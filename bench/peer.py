@@ -27,16 +27,36 @@ import sys
 import tempfile
 import time
 
-PYTHON = "/usr/bin/python3"  # Debian's, which has python3-torch
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _bench_python():
+    """The benchmark environment's python (TensorFlow 2.21, PyTorch 2.15;
+    requirements/bench.txt), made by scripts/venv.sh on first use.
+    RUNNEL_BENCH_PYTHON overrides it (a worktree using another's)."""
+    if os.environ.get("RUNNEL_BENCH_PYTHON"):
+        return os.environ["RUNNEL_BENCH_PYTHON"]
+    return subprocess.run(["bash", os.path.join(ROOT, "scripts", "venv.sh"),
+                           "bench"], check=True, stdout=subprocess.PIPE,
+                          text=True).stdout.strip()
+
+
+# The peers' sides import this module too, already inside the environment.
+PYTHON = sys.executable if sys.prefix != sys.base_prefix else _bench_python()
 # Environment variables a configuration sets; inherited values are dropped.
 _KNOBS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY",
-          "GOMP_SPINCOUNT", "MKL_NUM_THREADS")
+          "GOMP_SPINCOUNT", "MKL_NUM_THREADS", "KMP_BLOCKTIME",
+          "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+# Set on some machines for old OpenBLAS builds; a configuration may unset
+# them (a value of None) when that makes the peer faster.
+_OPENBLAS_FIXES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 PEAK_SHAPE = 1024  # the GEMM peak is measured on a PEAK_SHAPE^3 product
 
 
 class Config:
-    """One way to run the peer: environment settings and script arguments."""
+    """One way to run a peer: environment settings (None: unset the
+    variable) and script arguments, with a label for the report."""
 
     def __init__(self, env, args=(), label=""):
         self.env = dict(env)
@@ -45,31 +65,91 @@ class Config:
 
     def environ(self):
         e = {k: v for k, v in os.environ.items() if k not in _KNOBS}
-        e.update(self.env)
+        for k, v in self.env.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
         return e
 
     def describe(self, threads=None):
         """The settings; with `threads`, the in-process thread count too."""
-        parts = [f"{k}={v}" for k, v in sorted(self.env.items())]
-        if self.env and "OMP_WAIT_POLICY" not in self.env:
-            parts.append("OMP_WAIT_POLICY unset")
+        parts = [f"{k}={v}" if v is not None else f"{k} unset"
+                 for k, v in sorted(self.env.items())]
         if threads is not None:
-            parts.append(f"torch.set_num_threads({threads})")
+            parts.append(f"{threads} threads")
         if self.label:
             parts.append(self.label)
-        return ", ".join(parts)
+        return ", ".join(parts) or "default"
 
 
-def peer_configs(threads, variants=(("", ()),)):
-    """The candidate configurations at `threads` threads: OpenMP's wait
-    policy (passive, active) times the script's own variants, (label, extra
-    arguments) pairs. The workers default to PASSIVE when the policy is
-    unset, so OpenMP's default spin-waiting is never timed by accident."""
+def _with_openblas_variants(configs):
+    """Each configuration as given and, where this machine sets the old-
+    OpenBLAS variables, once more with both unset."""
+    if not any(k in os.environ for k in _OPENBLAS_FIXES):
+        return configs
+    unset = {k: None for k in _OPENBLAS_FIXES}
+    return configs + [Config(dict(c.env, **unset), c.args, c.label)
+                      for c in configs]
+
+
+def torch_configs(threads, variants=(("", ()),)):
+    """PyTorch's candidates at `threads` threads: OpenMP's wait policy
+    (passive, active) times the script's own variants, (label, extra
+    arguments) pairs (torch.compile, channels_last, ...). The peer scripts
+    call torch.set_num_threads(threads) themselves."""
     n = str(threads)
-    base = {"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n}
+    base = {"OMP_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+            "MKL_NUM_THREADS": n}
     envs = [dict(base, OMP_WAIT_POLICY="PASSIVE"),
             dict(base, OMP_WAIT_POLICY="ACTIVE")]
-    return [Config(e, args, label) for e in envs for label, args in variants]
+    return _with_openblas_variants(
+        [Config(e, args, label) for e in envs for label, args in variants])
+
+
+# The name the older harnesses use.
+peer_configs = torch_configs
+
+
+def tf_configs(threads, variants=(("", ()),)):
+    """TensorFlow's candidates: its intra-op pool at `threads` threads with
+    an inter-op pool of 1 or `threads` (the scripts read --intra and
+    --inter and call tf.config.threading), times the script's own variants
+    (XLA through jit_compile, ...)."""
+    inters = sorted({1, threads})
+    out = []
+    for inter in inters:
+        for label, args in variants:
+            out.append(Config(
+                {"OMP_NUM_THREADS": str(threads)},
+                ["--intra", str(threads), "--inter", str(inter)] + list(args),
+                ", ".join(x for x in (f"inter-op {inter}", label) if x)))
+    return _with_openblas_variants(out)
+
+
+class Peer:
+    """A peer system: its name, its side (a command to which a
+    configuration's arguments are appended, or a function of the
+    configuration returning {workload: seconds}) and its candidate
+    configurations (torch_configs, tf_configs)."""
+
+    def __init__(self, name, side, configs):
+        self.name = name
+        self.side = side
+        self.configs = list(configs)
+
+
+def torch_peer(script_args, threads, variants=(("", ()),)):
+    """PyTorch 2.15 running `PYTHON script_args...` (a script printing
+    RESULT lines), at its candidate configurations."""
+    return Peer("PyTorch", [PYTHON] + list(script_args),
+                torch_configs(threads, variants))
+
+
+def tf_peer(script_args, threads, variants=(("", ()),)):
+    """TensorFlow 2.21 running `PYTHON script_args...`."""
+    return Peer("TensorFlow", [PYTHON] + list(script_args),
+                tf_configs(threads, variants))
 
 
 def parse_results(text):
@@ -96,24 +176,43 @@ def run_side(side, config=None):
     return results
 
 
-def tune(peer_cmd, configs, trial_args=(), trials=2):
-    """Tries every configuration `trials` times (alternating), prints each
-    one's best time per workload, and returns {workload: fastest config}."""
-    best = {}  # workload -> (seconds, index)
+def tune(peer, trial_args=(), trials=2):
+    """Tries each of `peer`'s configurations `trials` times (alternating),
+    prints each one's best time per workload, and returns {workload: its
+    fastest configuration}. A configuration that fails is reported and
+    left out (XLA, torch.compile may refuse a workload)."""
+    configs = peer.configs
+    if len(configs) == 1:
+        return None
     times = [dict() for _ in configs]
+    failed = set()
     for _ in range(trials):
         for i, c in enumerate(configs):
-            r = run_side(peer_cmd if callable(peer_cmd) else
-                         list(peer_cmd) + list(trial_args), c)
+            if i in failed:
+                continue
+            side = peer.side if callable(peer.side) else \
+                list(peer.side) + list(trial_args)
+            try:
+                r = run_side(side, c)
+            except RuntimeError as e:
+                print(f"    {peer.name} {c.describe()}: failed ({e})")
+                failed.add(i)
+                continue
             for w, s in r.items():
                 times[i][w] = min(s, times[i].get(w, s))
-    workloads = list(times[0])
-    print("  peer configurations tried (best of %d short trials):" % trials)
-    for i, c in enumerate(configs):
-        print("    %-66s %s" % (c.describe(), "  ".join(
-            f"{w} {fmt_time(times[i][w])}" for w in workloads)))
+    ok = [i for i in range(len(configs)) if i not in failed]
+    if not ok:
+        raise RuntimeError(f"every {peer.name} configuration failed")
+    workloads = list(times[ok[0]])
+    print(f"  {peer.name} configurations tried (best of {trials} short "
+          "trials):")
+    best = {}
+    for i in ok:
+        print("    %-60s %s" % (configs[i].describe(), "  ".join(
+            f"{w} {fmt_time(times[i][w])}" for w in workloads
+            if w in times[i])))
         for w in workloads:
-            if w not in best or times[i][w] < best[w][0]:
+            if w in times[i] and (w not in best or times[i][w] < best[w][0]):
                 best[w] = (times[i][w], i)
     return {w: configs[i] for w, (_, i) in best.items()}
 
@@ -142,7 +241,7 @@ class GemmPeak:
         flops = 2.0 * PEAK_SHAPE ** 3
         r = run_side([PYTHON, os.path.join(HERE, "peer.py"), "--peak",
                       "--threads", str(self.threads)],
-                     peer_configs(self.threads)[0])
+                     torch_configs(self.threads)[0])
         self.peer = max(self.peer, flops / r["gemm"] / 1e9)
         if self.binary:
             r = run_side([self.binary, "--runnel-only", "--peak", "--threads",
@@ -159,86 +258,125 @@ class GemmPeak:
                 f"best of {rounds} rounds (" + ", ".join(parts) + ")")
 
 
-def compare(title, threads, runnel, peer_cmd, rounds, workloads,
-            variants=(("", ()),), trial_args=(), flops=None, build_dir=None,
-            peer_name="PyTorch", sets_threads=True):
-    """Tunes the peer, alternates `rounds` rounds and prints the report.
+def compare(title, threads, runnel, peers, rounds, workloads,
+            trial_args=(), flops=None, build_dir=None, unit="step"):
+    """Tunes each peer, alternates `rounds` rounds and prints the report.
 
-    workloads: {name: description}; flops: {name: FLOPs per unit} or None;
-    runnel: a side; peer_cmd: the peer's command, to which a configuration's
-    arguments and then `trial_args` (in the tuning trials) are appended;
-    threads: None where the work is single-threaded; sets_threads: whether
-    the peer calls torch.set_num_threads(threads).
+    peers: [Peer] (torch_peer, tf_peer); workloads: {name: description};
+    flops: {name: FLOPs per unit} or None; runnel: a side; threads: None
+    where the work is single-threaded. Each round runs Runnel and every
+    peer (each at its fastest configuration per workload), the order
+    rotating from round to round. The ratio is Runnel's time over the best
+    peer's in the same round; its median over the rounds is reported, with
+    each side's median. Every result is also recorded for
+    docs/performance.md (record()). Returns ({workload: [Runnel's
+    seconds]}, {peer name: {workload: [seconds]}}).
     """
     print(f"{title} ({threads} threads, {rounds} alternating rounds)"
           if threads else f"{title} ({rounds} alternating rounds)")
-    configs = peer_configs(threads, variants) if peer_name == "PyTorch" \
-        else [Config({}, args, label) for label, args in variants]
-    chosen = tune(peer_cmd, configs, trial_args) if len(configs) > 1 else \
-        {w: configs[0] for w in workloads}
+    chosen = {}
+    for p in peers:
+        c = tune(p, trial_args)
+        chosen[p.name] = c or {w: p.configs[0] for w in workloads}
     peak = GemmPeak(threads, build_dir) if flops else None
-    groups = []  # distinct chosen configs, in order
-    for w in workloads:
-        if all(chosen[w] is not g for g in groups):
-            groups.append(chosen[w])
     ours = {w: [] for w in workloads}
-    theirs = {w: [] for w in workloads}
-    for k in range(rounds):
-        def run_ours():
-            r = run_side(runnel)
-            for w in workloads:
-                ours[w].append(r[w])
+    theirs = {p.name: {w: [] for w in workloads} for p in peers}
 
-        def run_theirs():
+    def run_ours():
+        r = run_side(runnel)
+        for w in workloads:
+            ours[w].append(r[w])
+
+    def runner(p):
+        def run():
+            groups = []  # the distinct configurations chosen, in order
+            for w in workloads:
+                if all(chosen[p.name][w] is not g for g in groups):
+                    groups.append(chosen[p.name][w])
             for g in groups:
-                r = run_side(peer_cmd, g)
+                r = run_side(p.side, g)
                 for w in workloads:
-                    if chosen[w] is g:
-                        theirs[w].append(r[w])
-        first, second = (run_ours, run_theirs) if k % 2 == 0 else \
-            (run_theirs, run_ours)
-        first()
-        second()
+                    if chosen[p.name][w] is g:
+                        theirs[p.name][w].append(r[w])
+        return run
+    sides = [run_ours] + [runner(p) for p in peers]
+    for k in range(rounds):
+        for i in range(len(sides)):
+            sides[(i + k) % len(sides)]()
         if peak:
             peak.measure()
         print("  round %d: " % (k + 1) + "; ".join(
-            f"{w} Runnel {fmt_time(ours[w][-1])}, {peer_name} "
-            f"{fmt_time(theirs[w][-1])}" for w in workloads))
+            f"{w} Runnel {fmt_time(ours[w][-1])}, " + ", ".join(
+                f"{p.name} {fmt_time(theirs[p.name][w][-1])}" for p in peers)
+            for w in workloads))
         sys.stdout.flush()
     if peak:
         print("  " + peak.describe(rounds))
     for w, desc in workloads.items():
-        r, p = statistics.median(ours[w]), statistics.median(theirs[w])
-        ratios = [a / b for a, b in zip(ours[w], theirs[w])]
-        line = (f"{desc}: Runnel {fmt_time(r)}, {peer_name} {fmt_time(p)} "
-                f"(medians); ratio {statistics.median(ratios):.3g} "
-                f"(median of per-round ratios, {min(ratios):.3g}-"
-                f"{max(ratios):.3g})")
+        r = statistics.median(ours[w])
+        meds = {p.name: statistics.median(theirs[p.name][w]) for p in peers}
+        ratios = [a / min(theirs[p.name][w][k] for p in peers)
+                  for k, a in enumerate(ours[w])]
+        best = min(meds, key=meds.get)
+        ratio = statistics.median(ratios)
+        line = (f"{desc}: Runnel {fmt_time(r)}, " + ", ".join(
+            f"{n} {fmt_time(t)}" for n, t in meds.items()) +
+            f" (medians); ratio {ratio:.3g} against the best peer "
+            f"(median of per-round ratios, {min(ratios):.3g}-"
+            f"{max(ratios):.3g})")
+        floor = None
         if peak and flops.get(w):
             floor = flops[w] / (peak.gflops() * 1e9)
             line += (f"; floor {fmt_time(floor)} ({flops[w] / 1e9:.3g} GFLOP"
                      f" at {peak.gflops():.0f} GFLOP/s: Runnel at "
-                     f"{floor / r:.0%} of "
-                     f"it, {peer_name} at {floor / p:.0%})")
+                     f"{floor / r:.0%} of it, {best} at "
+                     f"{floor / meds[best]:.0%})")
         print(line)
-        print(f"  {peer_name} configuration: "
-              f"{chosen[w].describe(threads if sets_threads else None)}"
-              if peer_name == "PyTorch" else
-              f"  {peer_name} configuration: {chosen[w].label or 'default'}")
+        for p in peers:
+            print(f"  {p.name} configuration: "
+                  f"{chosen[p.name][w].describe(threads)}")
+        record(title, desc, r, {p.name: (meds[p.name],
+                                         chosen[p.name][w].describe(threads))
+                                for p in peers}, ratio, floor, threads, unit)
     sys.stdout.flush()
     return ours, theirs
 
 
-def drive_binary(title, argv, peer_script, workloads, **kwargs):
+def record(title, workload, runnel, peers, ratio, floor=None, threads=None,
+           unit="step", note=""):
+    """Appends one result to $RUNNEL_BENCH_RESULTS (JSON lines; bench/
+    run_all.sh sets it and bench/report.py turns it into
+    docs/performance.md). peers: {name: (median seconds, configuration)};
+    ratio: Runnel over the best peer (the median of per-round ratios)."""
+    path = os.environ.get("RUNNEL_BENCH_RESULTS")
+    if not path:
+        return
+    entry = {"bench": title, "workload": workload, "runnel": runnel,
+             "peers": {n: {"time": t, "config": c}
+                       for n, (t, c) in peers.items()},
+             "ratio": ratio, "floor": floor, "threads": threads,
+             "unit": unit, "note": note}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
+def drive_binary(title, argv, peer_script, workloads,
+                 torch_variants=(("", ()),), tf_variants=(("", ()),),
+                 **kwargs):
     """compare() for a C++ benchmark that handed itself over (bench/peer.h):
     argv is `--compare BINARY [--threads N] [--rounds N] ...`; the binary
-    runs with --runnel-only, the peer is `peer_script --peer`."""
+    runs with --runnel-only; the peers are `peer_script --peer` (PyTorch)
+    and `peer_script --peer-tf` (TensorFlow)."""
     binary = argv[argv.index("--compare") + 1]
     threads = threads_arg(argv)
+    script = os.path.abspath(peer_script)
+    peers = [torch_peer([script, "--peer", "--threads", str(threads)],
+                        threads, torch_variants),
+             tf_peer([script, "--peer-tf", "--threads", str(threads)],
+                     threads, tf_variants)]
     return compare(
         title, threads, [binary, "--runnel-only", "--threads", str(threads)],
-        [PYTHON, os.path.abspath(peer_script), "--peer", "--threads",
-         str(threads)], int_arg(argv, "--rounds", 6), workloads,
+        peers, int_arg(argv, "--rounds", 6), workloads,
         build_dir=os.path.dirname(binary), **kwargs)
 
 

@@ -93,10 +93,15 @@ def torch_main(argv):
         model, opt, x, y = make()
         loss_fn = torch.nn.CrossEntropyLoss()
 
-        def step():
+        def train(x, y):
             opt.zero_grad()
             loss_fn(model(x), y).backward()
             opt.step()
+        if "--compile" in argv:
+            train = torch.compile(train)
+
+        def step():
+            train(x, y)
         steps = STEPS[name][2] // (3 if trial else 1)
         for _ in range(max(3, steps // 10)):
             step()
@@ -104,6 +109,62 @@ def torch_main(argv):
         for _ in range(steps):
             step()
         print(f"RESULT {name} {(time.perf_counter() - t) / steps:.9f}")
+
+
+# ---- the TensorFlow side (run with --peer-tf, in its own process) ----------
+
+def tf_main(argv):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    trial = "--trial" in argv
+    layers = tf.keras.layers
+
+    def mlp():
+        model = tf.keras.Sequential(
+            [tf.keras.Input((784,))] +
+            [layers.Dense(o, activation="relu") for _, o in MLP_LAYERS[:-1]] +
+            [layers.Dense(MLP_LAYERS[-1][1])])
+        return model, tf.keras.optimizers.Adam(0.001), \
+            tf.random.uniform((MLP_BATCH, 784)), \
+            tf.random.uniform((MLP_BATCH,), 0, 10, tf.int32)
+
+    def cnn():
+        model = tf.keras.Sequential([
+            tf.keras.Input((28, 28, 1)),
+            layers.Conv2D(32, 5, padding="same", activation="relu"),
+            layers.MaxPooling2D(2),
+            layers.Conv2D(64, 5, padding="same", activation="relu"),
+            layers.MaxPooling2D(2), layers.Flatten(),
+            layers.Dense(1024, activation="relu"), layers.Dense(10)])
+        return model, tf.keras.optimizers.SGD(0.01), \
+            tf.random.uniform((CNN_BATCH, 28, 28, 1)), \
+            tf.random.uniform((CNN_BATCH,), 0, 10, tf.int32)
+
+    for name, make in (("mlp", mlp), ("cnn", cnn)):
+        if name not in only(argv):
+            continue
+        model, opt, x, y = make()
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True)
+
+        @tf.function(jit_compile="--xla" in argv)
+        def train(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        steps = STEPS[name][2] // (3 if trial else 1)
+        for _ in range(max(3, steps // 10)):
+            train(x, y).numpy()
+        t = time.perf_counter()
+        for _ in range(steps):
+            train(x, y)
+        train(x, y).numpy()  # wait for the last step
+        print(f"RESULT {name} {(time.perf_counter() - t) / (steps + 1):.9f}")
 
 
 def only(argv):
@@ -138,21 +199,26 @@ def main(argv):
             out[name] = (wall(long) - wall(short)) / (long - short)
         return out
 
-    peer_cmd = [peer.PYTHON, os.path.abspath(__file__), "--peer",
-                "--threads", str(threads)]
+    script = [os.path.abspath(__file__), "--threads", str(threads)]
     for name in names:
-        peer_cmd += ["--only", name] if len(names) == 1 else []
-    variants = [("", ())]
+        script += ["--only", name] if len(names) == 1 else []
+    torch_variants = [("", ()), ("torch.compile", ("--compile",))]
     if "cnn" in names:
-        variants += [("channels_last", ("--channels-last",)),
-                     ("mkldnn off", ("--no-mkldnn",))]
-    peer.compare("training steps", threads, runnel_side, peer_cmd, rounds,
-                 {n: DESCRIPTION[n] for n in names}, variants=variants,
+        torch_variants += [("channels_last", ("--channels-last",)),
+                           ("channels_last, torch.compile",
+                            ("--channels-last", "--compile")),
+                           ("mkldnn off", ("--no-mkldnn",))]
+    tf_variants = [("", ()), ("XLA", ("--xla",))]
+    peers = [peer.torch_peer(script + ["--peer"], threads, torch_variants),
+             peer.tf_peer(script + ["--peer-tf"], threads, tf_variants)]
+    peer.compare("training steps", threads, runnel_side, peers, rounds,
+                 {n: DESCRIPTION[n] for n in names},
                  trial_args=["--trial"], flops=FLOPS, build_dir=build)
 
-
 if __name__ == "__main__":
-    if "--peer" in sys.argv:
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
         torch_main(sys.argv[1:])
     else:
         main(sys.argv[1:])
