@@ -7,6 +7,9 @@ CMAKE_ARGS ?=
 ifeq ($(CI),true)
 CMAKE_ARGS += -DRUNNEL_WERROR=ON
 endif
+# Targets to build (all when empty): `make run` needs only the runnel binary.
+TARGETS    ?=
+BENCH_BINS := $(basename $(notdir $(wildcard bench/*_bench.cc)))
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET  ?= both
 
@@ -19,10 +22,10 @@ configure: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS) >/dev/null
 
 build: configure
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
 run:
-	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
+	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release TARGETS=runnel
 	@bash scripts/demo.sh build-release
 
 test: build check-format
@@ -34,8 +37,13 @@ format:
 check-format:
 	@bash scripts/check_format.sh
 
+# Every benchmark against TensorFlow 2.21 and PyTorch 2.15 (the environment
+# build/venv/bench, made once from requirements/bench.txt: about 7 GB), then
+# docs/performance.md from the results (bench/report.py).
 bench:
-	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release
+	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release \
+	  TARGETS="runnel $(BENCH_BINS)"
+	@bash scripts/venv.sh bench >/dev/null
 	@bash bench/run_all.sh build-release
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,

@@ -7,11 +7,13 @@
 #
 #   bash bench/run_all.sh build-release [--threads 2]
 #
-# Run from the repository root; benchmarks find their PyTorch peer scripts
-# under bench/. Every benchmark compares with its peer the same way
-# (bench/peer.py): the peer at its fastest configuration, printed;
-# alternating rounds; medians, the median of the per-round ratios, and the
-# arithmetic floor where there is one. Exits non-zero if any benchmark fails.
+# Run from the repository root. Every benchmark compares with its peers,
+# TensorFlow and PyTorch, the same way (bench/peer.py): each peer at its
+# fastest configuration, printed; alternating rounds; medians, the median of
+# the per-round ratios against the best peer, and the arithmetic floor where
+# there is one. Every result is recorded, and docs/performance.md is written
+# from them at the end (bench/report.py). Exits non-zero if any benchmark
+# fails (the page lists the failed ones).
 set -u
 if [[ $# -lt 1 || ! -d "$1" ]]; then
   echo "usage: bash bench/run_all.sh BUILD_DIR [ARGS...]" >&2
@@ -21,12 +23,18 @@ build_dir=$1
 shift
 status=0
 found=0
+failed=()
+script_dir=$(cd "$(dirname "$0")" && pwd)
+RUNNEL_BENCH_RESULTS=$(mktemp)
+export RUNNEL_BENCH_RESULTS
+trap 'rm -f "$RUNNEL_BENCH_RESULTS"' EXIT
 for bench in "$build_dir"/*_bench; do
   [[ -f "$bench" && -x "$bench" ]] || continue
   found=1
   echo "== $(basename "$bench")"
   if ! "$bench" "$@"; then
     echo "!! $(basename "$bench") failed" >&2
+    failed+=("$(basename "$bench")")
     status=1
   fi
 done
@@ -34,7 +42,6 @@ if [[ $found -eq 0 ]]; then
   echo "no *_bench executables in $build_dir (build them first)" >&2
   status=1
 fi
-script_dir=$(cd "$(dirname "$0")" && pwd)
 for bench in "$script_dir"/*_bench.sh "$script_dir"/*_bench.py; do
   [[ -f "$bench" ]] || continue
   echo "== $(basename "$bench")"
@@ -44,7 +51,22 @@ for bench in "$script_dir"/*_bench.sh "$script_dir"/*_bench.py; do
   esac
   if ! "$runner" "$bench" "$build_dir" "$@"; then
     echo "!! $(basename "$bench") failed" >&2
+    failed+=("$(basename "$bench")")
     status=1
   fi
 done
+# The twins and the transfer benchmark, for their step times only.
+for extra in "charlm_twin.py --no-train" "fortune_twin.py --no-train" \
+    "cluster_transfer.py"; do
+  read -r script flags <<<"$extra"
+  echo "== $script"
+  # shellcheck disable=SC2086
+  if ! /usr/bin/python3 "$script_dir/$script" "$build_dir" $flags "$@"; then
+    echo "!! $script failed" >&2
+    failed+=("$script")
+    status=1
+  fi
+done
+/usr/bin/python3 "$script_dir/report.py" "$RUNNEL_BENCH_RESULTS" \
+  "$script_dir/../docs/performance.md" "${failed[@]}" || status=1
 exit $status

@@ -11,14 +11,18 @@ packages=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libgtest-dev libgmock-dev zlib1g-dev libedit-dev libgoogle-perftools-dev
   nlohmann-json3-dev libpng-dev libdnnl-dev
-  # data (Fashion-MNIST; the fortunes text for examples/charlm.rnl), peer for benchmarks, graph and curve rendering, editor tests
+  # data (Fashion-MNIST; the fortunes text for examples/charlm.rnl), reference
+  # values in tests (python3-torch), graph and curve rendering, editor tests
   dataset-fashion-mnist fortunes python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz gnuplot-nox vim emacs-nox
   # the grammar test drives ANTLR's Java target
   default-jdk-headless
+  # Python environments from PyPI (scripts/venv.sh: editor tests, benchmark peers)
+  python3-venv
 )
-# Node.js may come from elsewhere (its own npm included); install Debian's only when absent.
-command -v npm >/dev/null || packages+=(nodejs npm)
+# The editor tests' vocabulary scripts run on Node.js (no npm packages); it
+# may come from elsewhere, so install Debian's only when absent.
+command -v node >/dev/null || packages+=(nodejs)
 
 missing=()
 for p in "${packages[@]}"; do

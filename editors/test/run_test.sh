@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs one editor test; editors/CMakeLists.txt registers each with CTest.
-#   run_test.sh npm-setup    npm ci in editors/test, unless node_modules is current
+#   run_test.sh venv-setup   the editors Python environment (scripts/venv.sh editors)
 #   run_test.sh vocabulary   editor keyword/builtin/dtype lists match their sources
-#   run_test.sh textmate     the VS Code grammar (textmate_test.js)
+#   run_test.sh textmate     the VS Code grammar (textmate_test.py)
 #   run_test.sh vim          the Vim mode (vim_test.vim)
 #   run_test.sh emacs        the Emacs mode (emacs_test.el)
 # A missing tool fails the test with a message; `make setup` installs them.
@@ -17,23 +17,16 @@ need() {
 }
 
 case "${1:-}" in
-  npm-setup)
-    need node
-    need npm
-    cd "$here"
-    if [[ -f node_modules/.package-lock.json && ! package-lock.json -nt node_modules/.package-lock.json ]]; then
-      echo "editors/test/node_modules is up to date with package-lock.json"
-    else
-      npm ci --no-audit --no-fund
-    fi
+  venv-setup)
+    bash "$here/../../scripts/venv.sh" editors
     ;;
   vocabulary)
     need node
     node "$here/sync_vocabulary.js" --check
     ;;
   textmate)
-    need node
-    node "$here/textmate_test.js"
+    python="$(bash "$here/../../scripts/venv.sh" editors)"
+    "$python" "$here/textmate_test.py"
     ;;
   vim)
     need vim
@@ -55,7 +48,7 @@ case "${1:-}" in
     exit "${PIPESTATUS[0]}"
     ;;
   *)
-    echo "usage: $0 npm-setup|vocabulary|textmate|vim|emacs" >&2
+    echo "usage: $0 venv-setup|vocabulary|textmate|vim|emacs" >&2
     exit 2
     ;;
 esac
