@@ -10,6 +10,7 @@ endif
 # Targets to build (all when empty): `make run` needs only the runnel binary.
 TARGETS    ?=
 BENCH_BINS := $(basename $(notdir $(wildcard bench/*_bench.cc)))
+BENCH_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET  ?= both
 
@@ -44,7 +45,7 @@ bench:
 	@$(MAKE) --no-print-directory build BUILD=build-release BUILD_TYPE=Release \
 	  TARGETS="runnel $(BENCH_BINS)"
 	@bash scripts/venv.sh bench >/dev/null
-	@bash bench/run_all.sh build-release
+	@bash bench/run_all.sh build-release $(BENCH_ARGS)
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
 # growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to

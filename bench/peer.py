@@ -1,23 +1,28 @@
-"""What every benchmark in bench/ shares: running Runnel and its peer on the
-same workload, with the same thread count, in the same invocation, honestly.
+"""What every benchmark in bench/ shares: running Runnel and its peers,
+TensorFlow 2.21 and PyTorch 2.15 (requirements/bench.txt, in the
+environment build/venv/bench), on the same workload, with the same thread
+count, in the same invocation, honestly.
 
-  - The peer gets its best configuration. PyTorch's OpenMP threads spin
-    while waiting by default, and on a small machine they fight OpenBLAS's
-    own threads (an MLP step swings from 2 to 33 ms). Each candidate setting
-    is tried, the fastest is kept per workload, and the settings are printed.
-  - Runnel and the peer alternate, round by round, each going first in turn,
+  - Each peer gets its best configuration. Every candidate setting (for
+    PyTorch OpenMP's wait policy, torch.compile, channels_last; for
+    TensorFlow its inter-op pool and XLA; where this machine sets
+    OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE, each once more with them unset) is
+    tried, the fastest is kept per workload and peer, and printed.
+  - Runnel and the peers alternate, round by round, the order rotating,
     because this machine's speed drifts.
-  - Each side's median is reported, with the median of the per-round ratios
-    (Runnel / peer: below 1 Runnel is faster).
+  - Each side's median is reported, with the median of the per-round
+    ratios Runnel / best peer of that round (below 1 Runnel is faster).
   - Where the work is arithmetic, the floor is printed beside them: the
     FLOPs of the workload divided by the f32 GEMM peak measured in the same
     run (the best of PyTorch's and Runnel's on a 1024^3 product, measured
     every round).
+  - Every result is recorded (record()) for docs/performance.md.
 
 A side is a command that prints lines `RESULT <workload> <seconds>` (one
 unit of work: a step, an op, a product), or a Python function of the
-configuration (None for Runnel) returning {workload: seconds}. Import this module from bench/ scripts; run it as
-`python3 bench/peer.py --peak --threads N` for the peer's GEMM peak alone.
+configuration (None for Runnel) returning {workload: seconds}. Import this
+module from bench/ scripts; run it as `python bench/peer.py --peak
+--threads N` for PyTorch's GEMM peak alone.
 """
 import json
 import os
