@@ -1,38 +1,50 @@
-"""PyTorch's side of bench/cluster_bench.py, on loopback:
+"""PyTorch's side of bench/cluster_bench.py, on loopback, and what the
+TensorFlow side (bench/tf_cluster_peer.py) shares with it:
 
-    cluster_peer.py null W STEPS THREADS   torch.distributed.rpc: W worker
-        processes each call rpc_sync on a parameter-server process that adds
-        1 to a counter (the null step); prints RESULT null <s per step>
-        per worker.
-    cluster_peer.py ddp W STEPS THREADS    DistributedDataParallel (gloo):
-        W processes train the Fashion MLP (784-256-128-10, batch 128 each,
-        Adam) on a fixed random batch; prints RESULT ddp <steps per s> per
-        worker.
+    cluster_peer.py --only null1,async2,sync2,... --threads N [--trial]
+        null<W>: torch.distributed.rpc: W worker processes each call
+            rpc_sync on a parameter-server process that adds 1 to a counter
+            (the null step); RESULT null<W> <median s per step of the
+            workers>.
+        async<W>, sync<W>: DistributedDataParallel (gloo): W processes train
+            the Fashion MLP (784-256-128-10, batch 128 each, Adam) on a fixed
+            random batch; RESULT <workload> <s per worker step, all workers
+            together>. PyTorch has no asynchronous parameter server, so
+            async<W> is DDP too.
+        --trial runs a fifth of the steps (peer.tune's trials).
     cluster_peer.py fetch MB STEPS THREADS   torch.distributed.rpc: one
         worker fetches an MB-megabyte f32 tensor from a ps process with
         rpc_sync and sums it; prints RESULT fetch <s per fetch>, then
-        RESULT sum <s per sum of a local tensor of that size>.
+        RESULT sum <s per sum of a local tensor of that size>
+        (bench/cluster_transfer.py).
+
+torch is imported by the functions that use it, so that cluster_bench.py
+and tf_cluster_peer.py can import this module without it.
 """
 import os
 import socket
+import statistics
 import sys
 import time
 
-# OpenMP's default spin-waiting fights OpenBLAS's threads on a small
-# machine and inflates every time; cluster_bench.py passes the policy it
-# tuned, and a direct run gets the passive one.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peer  # noqa: E402  pylint: disable=wrong-import-position
 
-import torch  # noqa: E402  pylint: disable=wrong-import-position
-import torch.distributed as dist  # noqa: E402  pylint: disable=wrong-import-position
-import torch.multiprocessing as mp  # noqa: E402  pylint: disable=wrong-import-position
-
+# Timed steps per workload kind (after 10 untimed ones), shared by Runnel's
+# side and the peers'.
+STEPS = {"null": 500, "async": 150, "sync": 150}
 COUNTER = [0.0]
+BIG = []
 
 
 def bump():
     COUNTER[0] += 1.0
     return COUNTER[0]
+
+
+def big():
+    return BIG[0]
 
 
 def result(name, value):
@@ -48,39 +60,56 @@ def free_port():
     return port
 
 
-def null_task(rank, workers, steps, threads, port):
+def split_workload(name):
+    """'sync2' -> ('sync', 2)."""
+    kind = name.rstrip("0123456789")
+    return kind, int(name[len(kind):])
+
+
+def peer_main(argv, run):
+    """Runs each workload of --only with run(kind, workers, steps, argv),
+    which returns seconds per step, and prints its RESULT line."""
+    only = argv[argv.index("--only") + 1].split(",")
+    for name in only:
+        kind, workers = split_workload(name)
+        steps = STEPS[kind] // (5 if "--trial" in argv else 1)
+        print(f"RESULT {name} {run(kind, workers, steps, argv):.9f}",
+              flush=True)
+
+
+def per_worker_step(rates):
+    """Seconds per worker step, all workers together, from each worker's
+    steps per second."""
+    return 1.0 / sum(rates)
+
+
+def rpc_init(rank, world, name, threads, port):
+    import torch  # pylint: disable=import-outside-toplevel
     import torch.distributed.rpc as rpc  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(threads)
     opts = rpc.TensorPipeRpcBackendOptions(
         num_worker_threads=8, init_method=f"tcp://127.0.0.1:{port}")
-    name = "ps" if rank == 0 else f"worker{rank}"
-    rpc.init_rpc(name, rank=rank, world_size=workers + 1,
-                 rpc_backend_options=opts)
+    rpc.init_rpc(name, rank=rank, world_size=world, rpc_backend_options=opts)
+    return rpc
+
+
+def null_task(rank, workers, steps, threads, port, out):
+    rpc = rpc_init(rank, workers + 1, "ps" if rank == 0 else f"worker{rank}",
+                   threads, port)
     if rank > 0:
         for _ in range(10):
             rpc.rpc_sync("ps", bump)
         t = time.perf_counter()
         for _ in range(steps):
             rpc.rpc_sync("ps", bump)
-        result("null", (time.perf_counter() - t) / steps)
+        out.put((time.perf_counter() - t) / steps)
     rpc.shutdown()
 
 
-BIG = []
-
-
-def big():
-    return BIG[0]
-
-
 def fetch_task(rank, mb, steps, threads, port):
-    import torch.distributed.rpc as rpc  # pylint: disable=import-outside-toplevel
-    torch.set_num_threads(threads)
-    opts = rpc.TensorPipeRpcBackendOptions(
-        num_worker_threads=8, init_method=f"tcp://127.0.0.1:{port}")
+    import torch  # pylint: disable=import-outside-toplevel
     BIG.append(torch.zeros(mb * 262144))
-    rpc.init_rpc("ps" if rank == 0 else "worker", rank=rank, world_size=2,
-                 rpc_backend_options=opts)
+    rpc = rpc_init(rank, 2, "ps" if rank == 0 else "worker", threads, port)
     if rank > 0:
         for _ in range(3):
             rpc.rpc_sync("ps", big).sum()
@@ -95,7 +124,9 @@ def fetch_task(rank, mb, steps, threads, port):
     rpc.shutdown()
 
 
-def ddp_task(rank, workers, steps, threads, port):
+def ddp_task(rank, workers, steps, threads, port, out):
+    import torch  # pylint: disable=import-outside-toplevel
+    import torch.distributed as dist  # pylint: disable=import-outside-toplevel
     from torch import nn  # pylint: disable=import-outside-toplevel
     from torch.nn.parallel import DistributedDataParallel  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(threads)
@@ -120,22 +151,35 @@ def ddp_task(rank, workers, steps, threads, port):
     t = time.perf_counter()
     for _ in range(steps):
         step()
-    result("ddp", steps / (time.perf_counter() - t))
+    out.put(steps / (time.perf_counter() - t))
     dist.destroy_process_group()
 
 
+def torch_run(kind, workers, steps, argv):
+    """One workload in PyTorch: seconds per step (null) or per worker step."""
+    import torch.multiprocessing as mp  # pylint: disable=import-outside-toplevel
+    threads = peer.threads_arg(argv, 1)
+    out = mp.get_context("spawn").SimpleQueue()
+    task, procs = (null_task, workers + 1) if kind == "null" else \
+        (ddp_task, workers)
+    mp.spawn(task, args=(workers, steps, threads, free_port(), out),
+             nprocs=procs)
+    values = [out.get() for _ in range(workers)]
+    return statistics.median(values) if kind == "null" else \
+        per_worker_step(values)
+
+
 def main():
-    what, workers, steps, threads = (sys.argv[1], int(sys.argv[2]),
-                                     int(sys.argv[3]), int(sys.argv[4]))
-    if what == "null":
-        mp.spawn(null_task, args=(workers, steps, threads, free_port()),
-                 nprocs=workers + 1)
-    elif what == "fetch":
-        mp.spawn(fetch_task, args=(workers, steps, threads, free_port()),
-                 nprocs=2)
+    # OpenMP's default spin-waiting fights OpenBLAS's threads on a small
+    # machine; the harness passes the policy it tuned, a direct run gets
+    # the passive one. Set before torch loads OpenMP.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if sys.argv[1] == "fetch":
+        import torch.multiprocessing as mp  # pylint: disable=import-outside-toplevel
+        mp.spawn(fetch_task, args=(int(sys.argv[2]), int(sys.argv[3]),
+                                   int(sys.argv[4]), free_port()), nprocs=2)
     else:
-        mp.spawn(ddp_task, args=(workers, steps, threads, free_port()),
-                 nprocs=workers)
+        peer_main(sys.argv[1:], torch_run)
 
 
 if __name__ == "__main__":
