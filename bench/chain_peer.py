@@ -10,7 +10,7 @@ what is measured here is the per-op dispatch.
 compares (build-release/chain_bench does this itself); `--peer` runs the
 PyTorch side alone and `--peer-tf` the TensorFlow side (`--graph`: the
 tf.function); each prints `RESULT chain <seconds per add>`, the median of
-15 reps of 20 chains.
+15 reps of 20 chains (5 reps with --trial, the tuning's short trials).
 """
 import os
 import statistics
@@ -35,15 +35,17 @@ def torch_main(argv):
         for _ in range(OPS):
             x = x + one
         assert float(x) == OPS + 1.0
-    time_chains(chain)
+    time_chains(argv, chain)
 
 
-def time_chains(chain):
-    """Prints the median seconds per add of `chain` (one call: OPS adds)."""
+def time_chains(argv, chain):
+    """Prints the median seconds per add of `chain` (one call: OPS adds):
+    15 reps of 20 calls, 5 with --trial (TensorFlow's eager chain takes
+    tens of seconds)."""
     for _ in range(20):
         chain()
     times = []
-    for _ in range(15):
+    for _ in range(5 if "--trial" in argv else 15):
         t0 = time.perf_counter()
         for _ in range(20):
             chain()
@@ -69,14 +71,15 @@ def tf_main(argv):
 
     def chain():
         assert float(adds(one)) == OPS + 1.0
-    time_chains(chain)
+    time_chains(argv, chain)
 
 
 def main(argv):
     peer.drive_binary("executor overhead", argv, __file__,
                       {"chain": f"chain of {OPS} scalar adds, per add"},
                       tf_variants=[("eager", ()),
-                                   ("tf.function graph", ("--graph",))])
+                                   ("tf.function graph", ("--graph",))],
+                      trial_args=["--trial"])
     print("  floor: 1 FLOP per add, nothing: the time is all dispatch")
 
 

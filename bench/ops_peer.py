@@ -125,7 +125,8 @@ def tf_main(argv):
             padding="SAME")
 
     x1, w1, dy1 = rand(64, 28, 28, 1), rand(5, 5, 1, 32), rand(64, 28, 28, 32)
-    x2, w2, dy2 = rand(64, 14, 14, 32), rand(5, 5, 32, 64), rand(64, 14, 14, 64)
+    x2, w2 = rand(64, 14, 14, 32), rand(5, 5, 32, 64)
+    dy2 = rand(64, 14, 14, 64)
     p1, dp = rand(64, 28, 28, 32), rand(64, 14, 14, 32)
     pooled = tf.nn.max_pool2d(p1, 2, 2, "VALID")
     a, w, dy = rand(64, 3136), rand(3136, 1024), rand(64, 1024)
