@@ -1,11 +1,16 @@
-"""chain_bench's peer and driver: 1000 scalar adds in PyTorch eager mode.
+"""chain_bench's peers and driver: 1000 scalar adds, a chain each depending
+on the last, in PyTorch eager mode and in TensorFlow, eager and as one
+tf.function graph (the analogue of Runnel's graph: one call runs all 1000
+ops). No XLA or torch.compile: they fuse the chain into one kernel, and
+what is measured here is the per-op dispatch.
 
     /usr/bin/python3 bench/chain_peer.py --compare build-release/chain_bench
         [--threads 2] [--rounds 6]
 
 compares (build-release/chain_bench does this itself); `--peer` runs the
-PyTorch side alone and prints `RESULT chain <seconds per add>`, the median
-of 15 reps of 20 chains.
+PyTorch side alone and `--peer-tf` the TensorFlow side (`--graph`: the
+tf.function); each prints `RESULT chain <seconds per add>`, the median of
+15 reps of 20 chains (5 reps with --trial, the tuning's short trials).
 """
 import os
 import statistics
@@ -30,11 +35,17 @@ def torch_main(argv):
         for _ in range(OPS):
             x = x + one
         assert float(x) == OPS + 1.0
+    time_chains(argv, chain)
 
+
+def time_chains(argv, chain):
+    """Prints the median seconds per add of `chain` (one call: OPS adds):
+    15 reps of 20 calls, 5 with --trial (TensorFlow's eager chain takes
+    tens of seconds)."""
     for _ in range(20):
         chain()
     times = []
-    for _ in range(15):
+    for _ in range(5 if "--trial" in argv else 15):
         t0 = time.perf_counter()
         for _ in range(20):
             chain()
@@ -42,14 +53,40 @@ def torch_main(argv):
     print(f"RESULT chain {statistics.median(times):.9f}")
 
 
+def tf_main(argv):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    one = tf.constant(1.0)
+
+    def adds(x):
+        for _ in range(OPS):
+            x = x + one
+        return x
+    if "--graph" in argv:
+        adds = tf.function(adds)
+
+    def chain():
+        assert float(adds(one)) == OPS + 1.0
+    time_chains(argv, chain)
+
+
 def main(argv):
     peer.drive_binary("executor overhead", argv, __file__,
-                      {"chain": f"chain of {OPS} scalar adds, per add"})
+                      {"chain": f"chain of {OPS} scalar adds, per add"},
+                      tf_variants=[("eager", ()),
+                                   ("tf.function graph", ("--graph",))],
+                      trial_args=["--trial"])
     print("  floor: 1 FLOP per add, nothing: the time is all dispatch")
 
 
 if __name__ == "__main__":
-    if "--peer" in sys.argv:
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
         torch_main(sys.argv[1:])
     else:
         main(sys.argv[1:])

@@ -1,9 +1,14 @@
 """Tensor transfer between tasks (docs/cluster.md), loopback: a worker
 fetches an MB-megabyte f32 variable from a parameter server and sums it,
 STEPS times; the time of a sum of a local variable of that size is taken
-off, leaving the transfer. Peer: torch.distributed.rpc (TensorPipe)
-fetching a tensor of that size with rpc_sync, in the same invocation,
-alternating rounds; medians and the median of per-round ratios.
+off, leaving the transfer. Peers, the same fetch and sum less their own
+local sum: PyTorch's torch.distributed.rpc (TensorPipe) fetching a tensor
+of that size with rpc_sync (bench/cluster_peer.py fetch), and TensorFlow's
+tf.distribute.Server on a ps and a worker process, the worker's
+tf.function summing a variable placed on /job:ps/task:0
+(bench/tf_transfer_peer.py). bench/peer.py tunes them, alternates rounds
+and reports medians and the median of per-round ratios against the best
+peer.
 
     /usr/bin/python3 bench/cluster_transfer.py BUILD_DIR [--mb 64]
         [--steps 20] [--threads 1] [--rounds 3]
@@ -20,6 +25,7 @@ import peer  # noqa: E402  pylint: disable=wrong-import-position
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = os.path.join(HERE, "cluster_peer.py")
+TF_PEER = os.path.join(HERE, "tf_transfer_peer.py")
 SCRIPT = """
 let me = task()
 let n = arg("mb", 64) * 262144
@@ -60,37 +66,35 @@ def main():
     rounds = peer.int_arg(sys.argv, "--rounds", 3)
     mb = peer.int_arg(sys.argv, "--mb", 64)
     steps = peer.int_arg(sys.argv, "--steps", 20)
-    config = peer.peer_configs(threads)[0]
-    ours, theirs = [], []
-    for rnd in range(rounds):
-        for side in ((0, 1) if rnd % 2 == 0 else (1, 0)):
-            if side == 0:
-                remote = runnel_seconds(runnel, mb, steps, threads,
-                                        "/job:ps/task:0")
-                local = runnel_seconds(runnel, mb, steps, threads,
-                                       "/job:worker/task:0")
-                ours.append(remote - local)
-            else:
-                p = subprocess.run(
-                    [peer.PYTHON, PEER, "fetch", str(mb), str(steps),
-                     str(threads)], env=config.environ(), check=True,
-                    capture_output=True, text=True, timeout=600)
-                r = {l.split()[1]: float(l.split()[2])
-                     for l in p.stdout.splitlines() if l.startswith("RESULT ")}
-                theirs.append(r["fetch"] - r["sum"])
-        print(f"  round {rnd + 1}: {mb} MB worker<-ps: Runnel "
-              f"{ours[-1] * 1e3:.1f} ms, PyTorch {theirs[-1] * 1e3:.1f} ms",
-              flush=True)
-    gbps = [mb * 2**20 / s / 1e9 for s in ours]
-    peer_gbps = [mb * 2**20 / s / 1e9 for s in theirs]
-    ratios = [a / b for a, b in zip(ours, theirs)]
-    print(f"transfer of {mb} MB worker<-ps ({threads} thread(s) per process, "
-          f"{rounds} rounds): Runnel {statistics.median(ours) * 1e3:.1f} ms "
-          f"({statistics.median(gbps):.2f} GB/s), PyTorch "
-          f"{statistics.median(theirs) * 1e3:.1f} ms "
-          f"({statistics.median(peer_gbps):.2f} GB/s) (medians); ratio "
-          f"{statistics.median(ratios):.3g} (median of per-round ratios, "
-          f"{min(ratios):.3g}-{max(ratios):.3g}; below 1 Runnel is faster)")
+
+    def runnel_side(_):
+        remote = runnel_seconds(runnel, mb, steps, threads, "/job:ps/task:0")
+        local = runnel_seconds(runnel, mb, steps, threads,
+                               "/job:worker/task:0")
+        return {"transfer": remote - local}
+
+    def fetch_less_sum(cmd):
+        """A peer's side: its fetch-and-sum time less its local sum's."""
+        def side(config):
+            p = subprocess.run(cmd + config.args, env=config.environ(),
+                               check=True, stdout=subprocess.PIPE, text=True,
+                               timeout=600)
+            r = peer.parse_results(p.stdout)
+            return {"transfer": r["fetch"] - r["sum"]}
+        return side
+
+    peers = [peer.Peer("PyTorch", fetch_less_sum(
+                 [peer.PYTHON, PEER, "fetch", str(mb), str(steps),
+                  str(threads)]), peer.torch_configs(threads)),
+             peer.Peer("TensorFlow", fetch_less_sum(
+                 [peer.PYTHON, TF_PEER, str(mb), str(steps)]),
+                 peer.tf_configs(threads))]
+    ours, theirs = peer.compare(
+        "tensor transfer between tasks, loopback", threads, runnel_side,
+        peers, rounds, {"transfer": f"{mb} MB f32 variable, worker <- ps"})
+    print("  throughput (medians): " + ", ".join(
+        f"{name} {mb * 2**20 / statistics.median(t['transfer']) / 1e9:.2f}"
+        " GB/s" for name, t in [("Runnel", ours)] + list(theirs.items())))
 
 
 if __name__ == "__main__":

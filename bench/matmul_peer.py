@@ -1,11 +1,13 @@
-"""matmul_bench's peer and driver: the same f32 products in PyTorch.
+"""matmul_bench's peers and driver: the same f32 products in PyTorch
+(torch.matmul) and TensorFlow (tf.linalg.matmul eager, and in a tf.function
+with and without XLA).
 
     /usr/bin/python3 bench/matmul_peer.py --compare build-release/matmul_bench
         [--threads 2] [--rounds 6]
 
 compares (build-release/matmul_bench does this itself); `--peer` runs the
-PyTorch side alone and prints `RESULT <workload> <seconds per product>`,
-the median of 10 reps.
+PyTorch side alone and `--peer-tf` the TensorFlow side; each prints
+`RESULT <workload> <seconds per product>`, the median of 10 reps.
 """
 import os
 import statistics
@@ -20,6 +22,22 @@ WORKLOADS = {"1024^3": (1024, 1024, 1024, 5),
              "128x784x256": (128, 784, 256, 50)}
 
 
+def time_products(name, iters, product, wait=lambda r: r):
+    """Prints the median seconds per product over 10 reps of `iters` calls
+    of `product` (after 3 warm-up calls); `wait` is applied to the last
+    result of a rep, so a rep ends when its work is done."""
+    for _ in range(3):
+        wait(product())
+    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        for _ in range(iters):
+            r = product()
+        wait(r)
+        times.append((time.perf_counter() - start) / iters)
+    print(f"RESULT {name} {statistics.median(times):.9f}")
+
+
 def torch_main(argv):
     # Before torch loads OpenMP: spin-waiting fights OpenBLAS on 2 cores.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -30,26 +48,40 @@ def torch_main(argv):
         a = torch.rand(m, k, generator=g)
         b = torch.rand(k, n, generator=g)
         # Like Runnel's eager call, each product allocates its output.
-        for _ in range(3):
-            torch.matmul(a, b)
-        times = []
-        for _ in range(10):
-            start = time.perf_counter()
-            for _ in range(iters):
-                torch.matmul(a, b)
-            times.append((time.perf_counter() - start) / iters)
-        print(f"RESULT {name} {statistics.median(times):.9f}")
+        time_products(name, iters, lambda: torch.matmul(a, b))
+
+
+def tf_main(argv):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    matmul = tf.linalg.matmul
+    if "--function" in argv or "--xla" in argv:
+        matmul = tf.function(matmul, jit_compile="--xla" in argv)
+    g = tf.random.Generator.from_seed(0)
+    for name, (m, k, n, iters) in WORKLOADS.items():
+        a, b = g.uniform((m, k)), g.uniform((k, n))
+        time_products(name, iters, lambda: matmul(a, b),
+                      lambda r: r.numpy())
 
 
 def main(argv):
     peer.drive_binary("f32 matmul, eager", argv, __file__,
                       {w: f"matmul {w}" for w in WORKLOADS},
+                      tf_variants=[("eager", ()),
+                                   ("tf.function", ("--function",)),
+                                   ("XLA", ("--xla",))],
                       flops={w: 2.0 * m * k * n
                              for w, (m, k, n, _) in WORKLOADS.items()})
 
 
 if __name__ == "__main__":
-    if "--peer" in sys.argv:
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
         torch_main(sys.argv[1:])
     else:
         main(sys.argv[1:])

@@ -1,13 +1,16 @@
-"""ops_bench's peer and driver: the training steps' heavy ops in PyTorch,
-channels-last (the layout of Runnel's NHWC), one at a time.
+"""ops_bench's peers and driver: the training steps' heavy ops one at a
+time, in PyTorch channels-last (the layout of Runnel's NHWC) and in
+TensorFlow NHWC (eager, each op in its own tf.function, and with XLA).
 
     /usr/bin/python3 bench/ops_peer.py --compare build-release/ops_bench
         [--threads 2] [--rounds 6]
 
 compares (build-release/ops_bench does this itself); `--peer` runs the
-PyTorch side alone and prints `RESULT <op> <seconds>`, each the median of 20
-calls. Convolution gradients are aten.convolution_backward with one output
-asked for, as Runnel computes each in its own op.
+PyTorch side alone and `--peer-tf` the TensorFlow side; each prints
+`RESULT <op> <seconds>`, the median of 20 calls. Convolution gradients are
+aten.convolution_backward with one output asked for, and TensorFlow's own
+gradient ops (Conv2DBackpropInput, Conv2DBackpropFilter, MaxPoolGrad), as
+Runnel computes each in its own op.
 """
 import os
 import statistics
@@ -74,26 +77,96 @@ def torch_main(argv):
         "mlp1": lambda: torch.mm(m, mw),
         "mlp1_dw": lambda: torch.mm(m.t(), mdy),
     }
+    time_calls(calls)
+
+
+def time_calls(calls, wait=lambda r: r):
+    """Prints the median seconds of 20 calls of each op in OPS after 3
+    warm-up calls; `wait` is applied to each result, so a call ends when
+    its work is done."""
     for name in OPS:
         f = calls[name]
         for _ in range(3):
-            f()
+            wait(f())
         t = []
         for _ in range(20):
             t0 = time.perf_counter()
-            f()
+            wait(f())
             t.append(time.perf_counter() - t0)
         print(f"RESULT {name} {statistics.median(t):.9f}")
+
+
+def tf_main(argv):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    raw = tf.raw_ops
+    g = tf.random.Generator.from_seed(0)
+
+    def rand(*shape):
+        return g.uniform(shape) - 0.5
+
+    one, two = [1, 1, 1, 1], [1, 2, 2, 1]
+
+    def conv(x, w):
+        return lambda: tf.nn.conv2d(x, w, 1, "SAME")
+
+    def conv_dx(x, w, dy):
+        return lambda: raw.Conv2DBackpropInput(
+            input_sizes=x.shape, filter=w, out_backprop=dy, strides=one,
+            padding="SAME")
+
+    def conv_dw(x, w, dy):
+        return lambda: raw.Conv2DBackpropFilter(
+            input=x, filter_sizes=w.shape, out_backprop=dy, strides=one,
+            padding="SAME")
+
+    x1, w1, dy1 = rand(64, 28, 28, 1), rand(5, 5, 1, 32), rand(64, 28, 28, 32)
+    x2, w2 = rand(64, 14, 14, 32), rand(5, 5, 32, 64)
+    dy2 = rand(64, 14, 14, 64)
+    p1, dp = rand(64, 28, 28, 32), rand(64, 14, 14, 32)
+    pooled = tf.nn.max_pool2d(p1, 2, 2, "VALID")
+    a, w, dy = rand(64, 3136), rand(3136, 1024), rand(64, 1024)
+    m, mw, mdy = rand(128, 784), rand(784, 256), rand(128, 256)
+    mm = tf.linalg.matmul
+    calls = {
+        "conv1": conv(x1, w1),
+        "conv1_dw": conv_dw(x1, w1, dy1),
+        "pool1": lambda: tf.nn.max_pool2d(p1, 2, 2, "VALID"),
+        "pool1_dx": lambda: raw.MaxPoolGrad(
+            orig_input=p1, orig_output=pooled, grad=dp, ksize=two,
+            strides=two, padding="VALID"),
+        "conv2": conv(x2, w2),
+        "conv2_dx": conv_dx(x2, w2, dy2),
+        "conv2_dw": conv_dw(x2, w2, dy2),
+        "fc1": lambda: mm(a, w),
+        "fc1_dw": lambda: mm(a, dy, transpose_a=True),
+        "fc1_dx": lambda: mm(dy, w, transpose_b=True),
+        "mlp1": lambda: mm(m, mw),
+        "mlp1_dw": lambda: mm(m, mdy, transpose_a=True),
+    }
+    if "--function" in argv or "--xla" in argv:
+        calls = {n: tf.function(f, jit_compile="--xla" in argv)
+                 for n, f in calls.items()}
+    time_calls(calls, lambda r: r.numpy())
 
 
 def main(argv):
     peer.drive_binary("training ops, one at a time", argv, __file__,
                       {n: f"{n:9} {d}" for n, (d, _) in OPS.items()},
+                      tf_variants=[("eager", ()),
+                                   ("tf.function", ("--function",)),
+                                   ("XLA", ("--xla",))],
                       flops={n: f for n, (_, f) in OPS.items()})
 
 
 if __name__ == "__main__":
-    if "--peer" in sys.argv:
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
         torch_main(sys.argv[1:])
     else:
         main(sys.argv[1:])

@@ -5,12 +5,16 @@
 Runnel runs it locally, and under `runnel cluster` with the table sharded
 over 1 and 2 parameter-server tasks on loopback (one worker). Beside it:
 the same step with the gradient densified and the whole table updated, as
-without sparse updates; and PyTorch's nn.Embedding(sparse=True) and
-(sparse=False) in the same run (bench/sparse_peer.py), at its faster
-OpenMP wait policy. Alternating rounds; medians and the median of
-per-round ratios. The aim (the TensorFlow paper's): a sparse step costs
-the same within 20% for both table sizes, while the dense update grows
-with the table.
+without sparse updates. The peers (bench/sparse_peer.py) run both steps:
+PyTorch with nn.Embedding(sparse=True) and (sparse=False), TensorFlow with
+a tf.Variable table, tf.gather under a GradientTape in a tf.function (with
+and without XLA) and the IndexedSlices gradient applied with scatter_sub,
+or densified. bench/peer.py tunes each peer on the sparse step (the dense
+one is memory-bound and slow: first configurations), alternates rounds and
+reports medians and the median of per-round ratios against the best peer;
+the growth from 10^5 to 10^7 rows follows. The aim (the TensorFlow paper's): a
+sparse step costs the same within 20% for both table sizes, while the
+dense update grows with the table.
 
     /usr/bin/python3 bench/sparse_bench.py BUILD_DIR [--threads 2] [--rounds 3]
 """
@@ -27,7 +31,7 @@ import peer  # noqa: E402  pylint: disable=wrong-import-position
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEP = os.path.join(HERE, "sparse_step.rnl")
 PEER = os.path.join(HERE, "sparse_peer.py")
-DIM, BATCH = 64, 128
+DIM, BATCH, LR = 64, 128, 0.1
 SIZES = (10**5, 10**7)
 
 
@@ -35,6 +39,11 @@ def steps_for(dense, vocab):
     if not dense:
         return 200
     return 40 if vocab <= 10**5 else 4
+
+
+def workload(dense, vocab):
+    """The RESULT name of a step: sparse_1e5, dense_1e7, ..."""
+    return f"{'dense' if dense else 'sparse'}_{vocab:.0e}".replace("+0", "")
 
 
 def runnel_step(runnel, threads, vocab, dense=False, ps=0):
@@ -62,71 +71,73 @@ def runnel_step(runnel, threads, vocab, dense=False, ps=0):
         return (times[1] - times[0]) / steps
 
 
-def peer_step(threads, vocab, dense, config):
-    p = subprocess.run([peer.PYTHON, PEER, str(vocab), str(DIM), str(BATCH),
-                        str(steps_for(dense, vocab)), str(threads),
-                        "dense" if dense else "sparse"],
-                       env=config.environ(), check=True, capture_output=True,
-                       text=True, timeout=900)
-    return peer.parse_results(p.stdout)["step"]
-
-
-def line(name, values):
-    return (f"  {name}: {statistics.median(values) * 1e3:.3f} ms "
-            f"(median; {min(values) * 1e3:.3f}-{max(values) * 1e3:.3f})")
-
-
 def main():
     runnel = os.path.join(sys.argv[1], "runnel")
     threads = peer.threads_arg(sys.argv, 2)
     rounds = peer.int_arg(sys.argv, "--rounds", 3)
-    configs = peer.peer_configs(threads)
-    trial = {c.describe(threads): min(peer_step(threads, 10**5, False, c)
-                                      for _ in range(2)) for c in configs}
-    best = min(configs, key=lambda c: trial[c.describe(threads)])
-    print(f"sparse embedding step (batch {BATCH}, dim {DIM}, sgd; "
-          f"{threads} thread(s) per process, {rounds} alternating rounds)")
-    for label, s in trial.items():
-        print(f"  peer trial: {label}: {s * 1e3:.3f} ms")
-    kinds = ("local", "1 ps", "2 ps", "dense", "torch sparse", "torch dense")
-    t = {(k, v): [] for k in kinds for v in SIZES}
-    for rnd in range(rounds):
-        order = (0, 1) if rnd % 2 == 0 else (1, 0)
-        for vocab in SIZES:
-            for side in order:
-                if side == 0:
-                    t["local", vocab].append(runnel_step(runnel, threads, vocab))
-                    t["dense", vocab].append(
-                        runnel_step(runnel, threads, vocab, dense=True))
-                    for ps in (1, 2):
-                        t[f"{ps} ps", vocab].append(
-                            runnel_step(runnel, threads, vocab, ps=ps))
-                else:
-                    t["torch sparse", vocab].append(
-                        peer_step(threads, vocab, False, best))
-                    t["torch dense", vocab].append(
-                        peer_step(threads, vocab, True, best))
-        print(f"  round {rnd + 1}: " + ", ".join(
-            f"{k} {v:.0e} {t[k, v][-1] * 1e3:.3f} ms" for k in kinds
-            for v in SIZES), flush=True)
+    sharded = {(ps, v): [] for ps in (1, 2) for v in SIZES}
 
-    print(f"PyTorch configuration: {best.describe(threads)}")
-    for k in kinds:
-        for v in SIZES:
-            print(line(f"{k}, {v:.0e} rows", t[k, v]))
+    def runnel_side(_):
+        """Local sparse steps, for the comparison; the sharded ones,
+        Runnel's alone, are kept for the growth lines."""
+        out = {}
+        for vocab in SIZES:
+            out[workload(False, vocab)] = runnel_step(runnel, threads, vocab)
+            for ps in (1, 2):
+                sharded[ps, vocab].append(
+                    runnel_step(runnel, threads, vocab, ps=ps))
+        return out
+
+    def dense_side(_):
+        return {workload(True, v): runnel_step(runnel, threads, v, dense=True)
+                for v in SIZES}
+
+    script = [PEER, "--threads", str(threads)]
+    sparse_peers = [peer.torch_peer(script + ["--peer"], threads),
+                    peer.tf_peer(script + ["--peer-tf"], threads,
+                                 [("tf.function", ()), ("XLA", ("--xla",))])]
+    # The dense steps are memory-bound and take seconds at 10^7 rows:
+    # each peer runs at its first configuration, untuned.
+    dense_peers = [peer.Peer(p.name, p.side + ["--dense"], p.configs[:1])
+                   for p in sparse_peers]
+
+    def workloads(dense):
+        kind = "dense" if dense else "sparse"
+        return {workload(dense, v): f"{kind} step, {v:.0e} rows"
+                for v in SIZES}
+    title = f"sparse embedding step (batch {BATCH}, dim {DIM}, sgd)"
+    ours, theirs = peer.compare(title, threads, runnel_side, sparse_peers,
+                                rounds, workloads(False),
+                                trial_args=["--trial"])
+    ours_d, theirs_d = peer.compare(title + ", dense update", threads,
+                                    dense_side, dense_peers, rounds,
+                                    workloads(True))
+    ours.update(ours_d)
+    for name, t in theirs_d.items():
+        theirs[name].update(t)
+
+    def growth(label, small, large):
+        g = [b / a for a, b in zip(small, large)]
+        print(f"  {label}: x{statistics.median(g):.2f}")
     print("growth from 10^5 to 10^7 rows (median of per-round ratios; aim "
           "for sparse: within 20%):")
-    for k in kinds:
-        g = [b / a for a, b in zip(t[k, SIZES[0]], t[k, SIZES[1]])]
-        print(f"  {k}: x{statistics.median(g):.2f}")
-    for v in SIZES:
-        r = [a / b for a, b in zip(t["local", v], t["torch sparse", v])]
-        print(f"Runnel local sparse vs PyTorch sparse, {v:.0e} rows: ratio "
-              f"{statistics.median(r):.2f} (median of per-round ratios, "
-              f"{min(r):.2f}-{max(r):.2f}; below 1 Runnel is faster)")
+    for dense in (False, True):
+        small, large = (workload(dense, v) for v in SIZES)
+        kind = "dense" if dense else "sparse"
+        growth(f"Runnel local {kind}", ours[small], ours[large])
+        for name, t in theirs.items():
+            growth(f"{name} {kind}", t[small], t[large])
+    for ps in (1, 2):
+        growth(f"Runnel sparse, table on {ps} ps", *(sharded[ps, v]
+                                                     for v in SIZES))
+        for v in SIZES:
+            print(f"    {v:.0e} rows: "
+                  f"{peer.fmt_time(statistics.median(sharded[ps, v]))}"
+                  " (median)")
     flops = 4.0 * BATCH * DIM
     print(f"floor: {flops:.0f} FLOP and {2 * BATCH * DIM * 4 / 1e3:.0f} kB "
-          "of rows a step: microseconds; the step is overhead, not work")
+          "of rows a sparse step: microseconds; the step is overhead, not "
+          "work")
 
 
 if __name__ == "__main__":

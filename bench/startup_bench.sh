@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Startup benchmark: `runnel run` on a one-line script, against the peer
-# `python3 -c 'import torch'` at its best OpenMP settings (bench/peer.py),
-# alternating rounds in the same invocation. Reports each side's median
-# wall time, the median of the per-round ratios, the peak RSS (max resident
-# set, per process), and the floor: starting an empty process (/bin/true).
+# Startup benchmark: `runnel run` on a one-line script, against the peers
+# `python -c 'import torch'` (OpenMP passive) and `python -c 'import
+# tensorflow'` (TF_CPP_MIN_LOG_LEVEL=2), both from the benchmark
+# environment's python (bench/peer.py), alternating rounds in the same
+# invocation. Reports each side's median wall time, the median of the
+# per-round ratios against the faster peer (recorded for
+# docs/performance.md), the peak RSS (max resident set, per process), and
+# the floor: starting an empty process (/bin/true).
 #
 #   bash bench/startup_bench.sh BUILD_DIR [--runs 20] [--rounds 6]
 #            [--threads 2]
 #
 # Wall time and max RSS come from os.wait4 in a /usr/bin/python3 driver
-# (per-child rusage), so nothing needs to be installed.
+# (per-child rusage).
 set -u
 if [[ $# -lt 1 || ! -d "$1" ]]; then
   echo "usage: bash bench/startup_bench.sh BUILD_DIR [--runs N]" >&2
@@ -48,7 +51,8 @@ import peer
 
 runnel, script = sys.argv[2], sys.argv[3]
 runs, rounds, threads = (int(a) for a in sys.argv[4:7])
-rss = {"runnel": 0, "peer": 0}
+IMPORTS = {"PyTorch": "import torch", "TensorFlow": "import tensorflow"}
+rss = dict.fromkeys(["runnel"] + list(IMPORTS), 0)
 
 
 def measure(cmd, n, env=None):
@@ -70,24 +74,31 @@ def runnel_side(_):
     return {"startup": t}
 
 
-def peer_side(config):
-    t, rss["peer"] = measure([peer.PYTHON, "-c", "import torch"],
-                             max(3, runs // 4), config.environ())
-    return {"startup": t}
+def import_peer(name, config):
+    """A peer whose startup is `python -c '<its import>'`."""
+    cmd = [peer.PYTHON, "-c", IMPORTS[name]]
+
+    def side(chosen):
+        t, rss[name] = measure(cmd, max(3, runs // 4), chosen.environ())
+        return {"startup": t}
+    # One warm-up, so the page cache holds the libraries.
+    if subprocess.run(cmd, env=config.environ()).returncode != 0:
+        sys.exit(f"startup: {name} unavailable under {peer.PYTHON}")
+    return peer.Peer(name, side, [config])
 
 
-# One warm-up each, so the page cache holds the binaries and libraries.
 subprocess.run([runnel, "run", script], stdout=subprocess.DEVNULL)
-if subprocess.run([peer.PYTHON, "-c", "import torch"]).returncode != 0:
-    sys.exit("startup: peer unavailable (no torch under /usr/bin/python3)")
+peers = [import_peer("PyTorch", peer.torch_configs(threads)[0]),
+         import_peer("TensorFlow",
+                     peer.Config({"TF_CPP_MIN_LOG_LEVEL": "2"}))]
 ours, _ = peer.compare(
-    "startup", threads, runnel_side, peer_side, rounds,
-    {"startup": "startup: runnel run print(1 + 2) vs python3 -c 'import "
-                "torch'"}, sets_threads=False)
+    "startup", threads, runnel_side, peers, rounds,
+    {"startup": "startup: runnel run print(1 + 2) vs python -c 'import "
+                "torch' / 'import tensorflow'"}, unit="start")
 floor = peer.spawn_floor()
-print(f"  peak RSS: runnel {rss['runnel'] / 1024:.1f} MB, python3 -c "
-      f"'import torch' {rss['peer'] / 1024:.0f} MB, ratio "
-      f"{rss['runnel'] / rss['peer']:.3f}")
+print(f"  peak RSS: runnel {rss['runnel'] / 1024:.1f} MB, " + ", ".join(
+    f"python -c '{IMPORTS[n]}' {rss[n] / 1024:.0f} MB (ratio "
+    f"{rss['runnel'] / rss[n]:.3f})" for n in IMPORTS))
 print(f"  floor: starting an empty process (/bin/true) "
       f"{peer.fmt_time(floor)}")
 rt = statistics.median(ours["startup"]) * 1e3
