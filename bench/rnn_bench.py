@@ -51,6 +51,9 @@ def lstm_flops():
 
 
 FLOPS = {"loop": 0, "lstm": lstm_flops()}
+# The peers' variants (devices_bench.py uses them too).
+TORCH_VARIANTS = [("", ()), ("torch.compile", ("--compile",))]
+TF_VARIANTS = [("", ()), ("XLA", ("--xla",)), ("unrolled", ("--unroll",))]
 
 
 def only(argv):
@@ -215,11 +218,8 @@ def main(argv):
         return out
 
     script = [os.path.abspath(__file__), "--threads", str(threads)]
-    peers = [peer.torch_peer(script + ["--peer"], threads,
-                             [("", ()), ("torch.compile", ("--compile",))]),
-             peer.tf_peer(script + ["--peer-tf"], threads,
-                          [("", ()), ("XLA", ("--xla",)),
-                           ("unrolled", ("--unroll",))])]
+    peers = [peer.torch_peer(script + ["--peer"], threads, TORCH_VARIANTS),
+             peer.tf_peer(script + ["--peer-tf"], threads, TF_VARIANTS)]
     peer.compare("in-graph loops", threads, runnel_side, peers, rounds,
                  DESCRIPTION, trial_args=["--trial"], flops=FLOPS,
                  build_dir=build)
