@@ -95,6 +95,12 @@ def counts(argv):
             COUNTS["lstm"][2] // (4 if trial else 1))
 
 
+def lr(argv):
+    """Adam's learning rate: train_rows.rnl's, or model_parallel_lstm.rnl's
+    (--lr 0.002) for devices_bench.py."""
+    return float(argv[argv.index("--lr") + 1]) if "--lr" in argv else 0.001
+
+
 # ---- the PyTorch side (run with --peer, in its own process) ----------------
 
 def torch_main(argv):
@@ -132,7 +138,7 @@ def torch_main(argv):
     torch.nn.init.xavier_uniform_(dense.weight)
     torch.nn.init.zeros_(dense.bias)
     opt = torch.optim.Adam(list(lstm.parameters()) + list(dense.parameters()),
-                           lr=float(lr(argv)))
+                           lr=lr(argv))
     x, y = torch.rand(B, T, F), torch.randint(0, 10, (B,))
 
     def train(x, y):
@@ -143,10 +149,6 @@ def torch_main(argv):
     if compiled:
         train = torch.compile(train)
     print(f"RESULT lstm {per_step(lambda: train(x, y), steps):.9f}")
-
-
-def lr(argv):
-    return argv[argv.index("--lr") + 1] if "--lr" in argv else "0.001"
 
 
 # ---- the TensorFlow side (run with --peer-tf, in its own process) ----------
@@ -181,7 +183,7 @@ def tf_main(argv):
                               bias_initializer=init, unit_forget_bias=False,
                               unroll="--unroll" in argv)
          for i in range(layers)] + [tf.keras.layers.Dense(10)])
-    opt = tf.keras.optimizers.Adam(float(lr(argv)), epsilon=1e-8)
+    opt = tf.keras.optimizers.Adam(lr(argv), epsilon=1e-8)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     x = tf.random.uniform((B, T, F))
     y = tf.random.uniform((B,), 0, 10, tf.int32)
