@@ -165,9 +165,13 @@ def tf_main(argv):
     if "loop" in only(argv) and not xla:  # XLA removes it (docstring)
         @tf.function
         def count_graph(n):
+            def more(i, _):
+                return i < n
+
+            def body(i, c):
+                return i + 1, c + 1
             zero = tf.constant(0)
-            return tf.while_loop(lambda i, c: i < n,
-                                 lambda i, c: (i + 1, c + 1), (zero, zero))[1]
+            return tf.while_loop(more, body, (zero, zero))[1]
         print(f"RESULT loop "
               f"{per_iteration(lambda k: count_graph(tf.constant(k)), n):.9f}")
     if "lstm" not in only(argv):
