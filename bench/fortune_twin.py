@@ -174,6 +174,8 @@ def data(epochs, steps):
     vocab = vocabulary(tr)
     batches = []
     for epoch in range(epochs):
+        if 0 < steps <= len(batches):
+            break  # the Python shuffle of an epoch takes a while
         order = row_order(len(tr), epoch)
         batches += [order[k:k + BATCH] for k in range(0, len(order), BATCH)]
     if steps > 0:
