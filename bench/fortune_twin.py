@@ -220,7 +220,7 @@ def torch_main(argv):
             dense(bag(*bags(train_t, rows))), ytr_t[rows])
         loss.backward()
         opt.step()
-        float(loss)  # Runnel's step returns the loss to the host
+        float(loss.detach())  # Runnel's step returns the loss to the host
         stamps.append(time.perf_counter())
     done = len(stamps)
     if done > TIMED_FROM + 1:
