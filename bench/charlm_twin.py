@@ -1,4 +1,5 @@
-"""The PyTorch twin of examples/charlm.rnl, and the comparison of the two.
+"""The PyTorch twin of examples/charlm.rnl, a TensorFlow side for its step
+time, and the comparison of the three.
 
 The twin trains the same character-level LSTM language model on the same
 data: the English fortunes of Debian's `fortunes` package, each file's first
@@ -19,11 +20,17 @@ bias is zero and frozen.
 It prints, from the same invocation:
   1. both models' validation bits per character after full training, and
      fails (exit 1) when they differ by more than 0.03;
-  2. the training step time of each side over short runs, alternating rounds
-     with the peer at its best configuration (bench/peer.py), and the floor.
+  2. the training step time of Runnel and of both peers over short runs,
+     alternating rounds, each peer at its best configuration (bench/
+     peer.py), and the floor: PyTorch is the twin (--peer), with and
+     without torch.compile of its forward pass and loss; TensorFlow
+     (--peer-tf) trains the same model on the same windows as a
+     tf.keras.layers.LSTM (a tf.while_loop on the CPU; the mask freezes
+     the states as `lengths` does) in a tf.function step, with and without
+     XLA, or unrolled over the 64 characters.
 Runnel's step time is read from the `time` of its --metrics lines, between
 the 10th and the last step, so start-up, graph building and validation do
-not count; the twin times the same steps the same way.
+not count; the peers time the same steps the same way.
 """
 import math
 import os
@@ -65,22 +72,24 @@ def texts():
     return bytes(train), bytes(valid)
 
 
-def streams(torch, text, b):
-    """As `streams` in charlm.rnl: rows, real lengths, window count."""
+def streams(text, b):
+    """As `streams` in charlm.rnl: rows, real lengths, window count (numpy
+    arrays, which either side converts)."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
     n = len(text)
     row = (n + b - 1) // b
-    ids = torch.zeros(row * b + BPTT + 1, dtype=torch.long)
-    ids[:n] = torch.frombuffer(bytearray(text), dtype=torch.uint8).long()
-    rows = torch.cat([ids[:row * b].view(b, row),
-                      torch.zeros(b, BPTT + 1, dtype=torch.long)], 1)
-    real = (n - torch.arange(b) * row).clamp(0, row)
+    ids = np.zeros(row * b + BPTT + 1, dtype=np.int64)
+    ids[:n] = np.frombuffer(text, dtype=np.uint8)
+    rows = np.concatenate([ids[:row * b].reshape(b, row),
+                           np.zeros((b, BPTT + 1), dtype=np.int64)], 1)
+    real = (n - np.arange(b) * row).clip(0, row)
     return rows, real, (row - 1 + BPTT - 1) // BPTT
 
 
 def window(rows, real, k):
     at = k * BPTT
     return (rows[:, at:at + BPTT], rows[:, at + 1:at + BPTT + 1],
-            (real - 1 - at).clamp(0, BPTT))
+            (real - 1 - at).clip(0, BPTT))
 
 
 def torch_main(argv):
@@ -115,8 +124,15 @@ def torch_main(argv):
         mask = mask.float()
         return (nll * mask).sum(), mask.sum(), (h, c)
 
+    if "--compile" in argv:
+        forward = torch.compile(forward)
+
+    def torch_streams(text):
+        rows, real, windows = streams(text, batch)
+        return torch.from_numpy(rows), torch.from_numpy(real), windows
+
     train, valid = texts()
-    rows, real, windows = streams(torch, train, batch)
+    rows, real, windows = torch_streams(train)
     zero = (torch.zeros(1, batch, units), torch.zeros(1, batch, units))
     state = zero
     stamps = []
@@ -134,7 +150,7 @@ def torch_main(argv):
     if steps > TIMED_FROM + 1:
         print(f"RESULT charlm {peer.step_time(stamps, TIMED_FROM):.9f}")
 
-    rows, real, windows = streams(torch, valid, batch)
+    rows, real, windows = torch_streams(valid)
     if 0 < valid_windows < windows:
         windows = valid_windows
     nats = chars = 0.0
@@ -145,6 +161,61 @@ def torch_main(argv):
             nats += float(total)
             chars += float(count)
     print(f"BPC {nats / chars / math.log(2):.6f}")
+
+
+def tf_main(argv):
+    """The TensorFlow side of the step timings: the same model, data and
+    steps as the twin's training (no validation), as a Keras LSTM (on the
+    CPU, Keras runs it as a tf.while_loop over its cell: the graph a
+    hand-written loop would build) in a tf.function step, with --xla
+    compiled by XLA, with --unroll unrolled over the window."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    steps = arg(argv, "--steps", BENCH_STEPS)
+    units = arg(argv, "--units", 256)
+    batch = arg(argv, "--batch", 32)
+    # nn.lstm's initialization: every weight and bias U(-1/sqrt(units), ..).
+    init = tf.keras.initializers.RandomUniform(-units ** -0.5, units ** -0.5)
+    lstm = tf.keras.layers.LSTM(
+        units, return_sequences=True, return_state=True,
+        kernel_initializer=init, recurrent_initializer=init,
+        bias_initializer=init, unit_forget_bias=False,
+        unroll="--unroll" in argv)
+    dense = tf.keras.layers.Dense(VOCAB)  # Glorot-uniform, zero bias
+    opt = tf.keras.optimizers.Adam(arg(argv, "--lr", 0.002, float),
+                                   epsilon=1e-8)
+
+    @tf.function(jit_compile="--xla" in argv)
+    def train(x, y, n, h0, c0):
+        # The mask freezes each stream's state past its end, as `lengths`.
+        mask = tf.range(BPTT)[None, :] < tf.cast(n, tf.int32)[:, None]
+        with tf.GradientTape() as tape:
+            out, h, c = lstm(tf.one_hot(x, VOCAB), mask=mask,
+                             initial_state=[h0, c0])
+            nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+                tf.reshape(y, [-1]), dense(tf.reshape(out, [-1, units])))
+            real = tf.cast(tf.reshape(mask, [-1]), tf.float32)
+            loss = tf.reduce_sum(nll * real) / tf.reduce_sum(real)
+        params = lstm.trainable_variables + dense.trainable_variables
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss, h, c
+
+    rows, real, windows = streams(texts()[0], batch)
+    zero = tf.zeros([batch, units])
+    h, c = zero, zero
+    stamps = []
+    for i in range(steps):
+        k = i % windows
+        if k == 0:
+            h, c = zero, zero
+        loss, h, c = train(*window(rows, real, k), h, c)
+        loss.numpy()
+        stamps.append(time.perf_counter())
+    print(f"RESULT charlm {peer.step_time(stamps, TIMED_FROM):.9f}")
 
 
 def run_runnel(build, threads, steps, extra=()):
@@ -176,7 +247,7 @@ def main(argv):
     if "--no-train" not in argv:
         print(f"char-LM: {steps} training steps on each side, {threads} "
               "threads, validation on the whole held-out text")
-        env = peer.peer_configs(threads)[0]
+        env = peer.torch_configs(threads)[0]
         t = time.perf_counter()
         r = subprocess.run([peer.PYTHON, os.path.abspath(__file__), "--peer",
                             "--threads", str(threads), "--steps", str(steps)],
@@ -200,10 +271,15 @@ def main(argv):
         return {"charlm": run_runnel(build, threads, BENCH_STEPS,
                                      ["--arg", "valid_windows=1"])[1]}
 
-    peer_cmd = [peer.PYTHON, os.path.abspath(__file__), "--peer", "--threads",
-                str(threads), "--steps", str(BENCH_STEPS), "--valid-windows",
-                "1"]
-    peer.compare("char-LM training step", threads, runnel_side, peer_cmd,
+    script = [os.path.abspath(__file__), "--threads", str(threads), "--steps",
+              str(BENCH_STEPS)]
+    peers = [peer.torch_peer(script + ["--peer", "--valid-windows", "1"],
+                             threads, [("", ()),
+                                       ("torch.compile", ("--compile",))]),
+             peer.tf_peer(script + ["--peer-tf"], threads,
+                          [("", ()), ("XLA", ("--xla",)),
+                           ("unrolled", ("--unroll",))])]
+    peer.compare("char-LM training step", threads, runnel_side, peers,
                  rounds, {"charlm": f"LSTM h{units}, batch {batch}, "
                           f"{BPTT} characters, Adam, per step"},
                  flops={"charlm": flops(units, batch)}, build_dir=build)
@@ -211,7 +287,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer" in sys.argv:
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
         torch_main(sys.argv[1:])
     else:
         sys.exit(main(sys.argv[1:]))

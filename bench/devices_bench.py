@@ -11,9 +11,13 @@ the median of per-round ratios:
   3. lstm: the model-parallel two-layer LSTM step
      (examples/model_parallel_lstm.rnl, batch 64) with a layer per device
      on --devices cpu=2, against the same script on --devices cpu=1
-     (--soft-placement), and PyTorch's two-layer nn.LSTM step on the same
-     sizes as the peer (same thread count, its best configuration). Also the
-     share of the traced runs during which each device was busy.
+     (--soft-placement), and the peers' step on the same sizes, each at its
+     best configuration and the same thread count (bench/peer.py):
+     PyTorch's nn.LSTM(num_layers=2), with and without torch.compile, and
+     TensorFlow's two stacked tf.keras.layers.LSTM in a tf.function, with
+     and without XLA or unrolled (bench/rnn_bench.py's LSTM side, --layers
+     2). Also the share of the traced runs during which each device was
+     busy.
 
     /usr/bin/python3 bench/devices_bench.py BUILD_DIR [--threads 2] [--rounds 5]
 
@@ -31,6 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer  # noqa: E402  pylint: disable=wrong-import-position
+import rnn_bench  # noqa: E402  pylint: disable=wrong-import-position
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -98,33 +103,18 @@ def busy_share(runnel, threads):
     return out
 
 
-def torch_lstm(threads, steps=40):
-    """PyTorch's two-layer LSTM step on the same sizes (its best config)."""
-    code = f"""
-import os, time, torch
-torch.set_num_threads({threads})
-lstm = torch.nn.LSTM(28, 128, num_layers=2, batch_first=True)
-dense = torch.nn.Linear(128, 10)
-opt = torch.optim.Adam(list(lstm.parameters()) + list(dense.parameters()), lr=0.002)
-x, y = torch.rand(64, 28, 28), torch.randint(0, 10, (64,))
-def step():
-    opt.zero_grad()
-    out, _ = lstm(x)
-    torch.nn.functional.cross_entropy(dense(out[:, -1]), y).backward()
-    opt.step()
-for _ in range(5): step()
-t = time.perf_counter()
-for _ in range({steps}): step()
-print((time.perf_counter() - t) / {steps})
-"""
-    best = None
-    for config in peer.peer_configs(threads):
-        r = subprocess.run([peer.PYTHON, "-c", code], env=config.environ(),
-                           stdout=subprocess.PIPE, text=True, check=True)
-        s = float(r.stdout.split()[-1])
-        if best is None or s < best[0]:
-            best = (s, config.describe(threads))
-    return best
+def lstm_peers(threads):
+    """[(peer, its fastest configuration)]: PyTorch's nn.LSTM(num_layers=2)
+    and TensorFlow's two stacked Keras LSTMs on the same sizes and
+    optimizer (rnn_bench.py's LSTM side with --layers 2), tuned once."""
+    script = [os.path.join(HERE, "rnn_bench.py"), "--threads", str(threads),
+              "--only", "lstm", "--layers", "2", "--lr", "0.002"]
+    peers = [peer.torch_peer(script + ["--peer"], threads,
+                             rnn_bench.TORCH_VARIANTS),
+             peer.tf_peer(script + ["--peer-tf"], threads,
+                          rnn_bench.TF_VARIANTS)]
+    return [(p, (peer.tune(p, ["--trial"]) or {"lstm": p.configs[0]})["lstm"])
+            for p in peers]
 
 
 def main(argv):
@@ -137,8 +127,9 @@ def main(argv):
     mlp = os.path.join(HERE, "train_mlp.rnl")
     results = {k: ([], []) for k in ("transfer", "mlp", "lstm")}
     ratios = {k: [] for k in results}
-    peer_times = []
     print(f"devices ({threads} threads, {rounds} alternating rounds)")
+    peers = lstm_peers(threads)
+    peer_times = {p.name: [] for p, _ in peers}
     for k in range(rounds):
         sides = {
             "transfer": (
@@ -164,11 +155,13 @@ def main(argv):
             results[name][0].append(ours)
             results[name][1].append(base)
             ratios[name].append(ours / base)
-        peer_times.append(torch_lstm(threads))
+        for p, config in peers:
+            peer_times[p.name].append(peer.run_side(p.side, config)["lstm"])
         print(f"  round {k + 1}: " + ", ".join(
             f"{n} {peer.fmt_time(results[n][0][-1])} vs "
-            f"{peer.fmt_time(results[n][1][-1])}" for n in results) +
-            f", PyTorch 2-layer LSTM {peer.fmt_time(peer_times[-1][0])}")
+            f"{peer.fmt_time(results[n][1][-1])}" for n in results) + "".join(
+            f", {n} 2-layer LSTM {peer.fmt_time(t[-1])}"
+            for n, t in peer_times.items()))
     med = {n: (statistics.median(a), statistics.median(b))
            for n, (a, b) in results.items()}
     chain_ops = med["transfer"][1]
@@ -181,12 +174,23 @@ def main(argv):
           f"{peer.fmt_time(med['mlp'][1])}: ratio "
           f"{statistics.median(ratios['mlp']):.3f} (aim: at most 1.03)")
     speedup = 1 / statistics.median(ratios["lstm"])
-    pt = statistics.median(p[0] for p in peer_times)
     print(f"Model-parallel 2-layer LSTM step (h128, batch 64, Adam): cpu=2 "
           f"{peer.fmt_time(med['lstm'][0])} vs cpu=1 "
           f"{peer.fmt_time(med['lstm'][1])}: {speedup:.2f}x faster "
-          f"(aim: at least 1.3x); PyTorch nn.LSTM(num_layers=2) "
-          f"{peer.fmt_time(pt)} ({min(peer_times)[1]})")
+          f"(aim: at least 1.3x)")
+    theirs = {p.name: (statistics.median(peer_times[p.name]),
+                       config.describe(threads)) for p, config in peers}
+    for p, _ in peers:
+        print(f"  {p.name} {peer.fmt_time(theirs[p.name][0])} "
+              f"({theirs[p.name][1]})")
+    peer_ratio = statistics.median(
+        ours / min(t[k] for t in peer_times.values())
+        for k, ours in enumerate(results["lstm"][0]))
+    print(f"  ratio cpu=2 / best peer {peer_ratio:.3g} (median of "
+          "per-round ratios)")
+    peer.record("devices", "model-parallel 2-layer LSTM h128, batch 64, "
+                "Adam, cpu=2, per step", med["lstm"][0], theirs, peer_ratio,
+                threads=threads)
     share = busy_share(runnel, threads)
     print("  device busy during traced runs 20-22 on cpu=2: " + ", ".join(
         f"{d} {100 * s:.0f}%" for d, s in sorted(share.items())))

@@ -1,4 +1,5 @@
-"""The PyTorch twin of examples/fortune_topics.rnl, and the comparison.
+"""The PyTorch twin of examples/fortune_topics.rnl, a TensorFlow side for
+its step time, and the comparison.
 
 The twin trains the same topic classifier on the same data: the fortunes
 of the same ten files of Debian's `fortunes` package, the same split
@@ -24,12 +25,20 @@ It prints, from the same invocation:
      means, and fails (exit 1) when it is above 0.01. One seed's accuracy
      moves by about 0.005 on either side, so means of a few seeds compare
      the systems rather than two draws;
-  2. the training step time of each side over short runs (BENCH_STEPS
-     steps), alternating rounds with the peer at its best configuration
-     (bench/peer.py). Runnel's step time is read from the `time` of its
-     --metrics lines (one per step, from `report`) between the 10th and the
-     last step, so start-up, tokenising and the test do not count; the twin
-     times the same steps the same way.
+  2. the training step time of Runnel and of both peers over short runs
+     (BENCH_STEPS steps), alternating rounds, each peer at its best
+     configuration (bench/peer.py): PyTorch is the twin (--peer), with
+     dense or sparse embedding gradients; TensorFlow (--peer-tf) trains
+     the same model on the same batches, each bag the
+     unsorted_segment_mean of a Keras Embedding's rows and a Keras Dense
+     layer, Keras's Adagrad with the same accumulator start and eps, in a
+     tf.function step, with sparse (IndexedSlices) or dense embedding
+     gradients. Not with XLA: every batch has another number of words, so
+     XLA would compile the step again for nearly every batch. Runnel's
+     step time is read from the `time` of its --metrics lines (one per
+     step, from `report`) between the 10th and the last step, so start-up,
+     tokenising and the test do not count; the peers time the same steps
+     the same way.
 """
 import collections
 import os
@@ -157,6 +166,23 @@ def row_order(n, seed):
     return order
 
 
+def data(epochs, steps):
+    """The vocabulary, the training fortunes' word ids and labels, the test
+    fortunes' and the training batches' rows in order (the first `steps`
+    when steps > 0), drawn before training."""
+    tr, ytr, te, yte = split()
+    vocab = vocabulary(tr)
+    batches = []
+    for epoch in range(epochs):
+        if 0 < steps <= len(batches):
+            break  # the Python shuffle of an epoch takes a while
+        order = row_order(len(tr), epoch)
+        batches += [order[k:k + BATCH] for k in range(0, len(order), BATCH)]
+    if steps > 0:
+        batches = batches[:steps]
+    return (vocab, encode(tr, vocab), ytr, encode(te, vocab), yte, batches)
+
+
 def torch_main(argv):
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch  # pylint: disable=import-outside-toplevel
@@ -167,10 +193,7 @@ def torch_main(argv):
     sparse = "--sparse" in argv
     torch.manual_seed(arg(argv, "--seed", 1))
 
-    tr, ytr, te, yte = split()
-    vocab = vocabulary(tr)
-    train_ids, test_ids = encode(tr, vocab), encode(te, vocab)
-
+    vocab, train_ids, ytr, test_ids, yte, batches = data(epochs, steps)
     bag = torch.nn.EmbeddingBag(len(vocab), DIM, mode="mean", sparse=sparse)
     torch.nn.init.uniform_(bag.weight, -1.0 / DIM, 1.0 / DIM)
     dense = torch.nn.Linear(DIM, len(CLASSES))
@@ -181,8 +204,7 @@ def torch_main(argv):
 
     # The input of nn.EmbeddingBag: the ids of a batch's fortunes one after
     # another, and where each starts. Each fortune's ids are a tensor made
-    # once, and the batch order is drawn before training (interpreted
-    # Python would otherwise slow the timed steps down).
+    # once (interpreted Python would otherwise slow the timed steps down).
     def bags(ids, rows):
         lengths = torch.tensor([len(ids[i]) for i in rows])
         return (torch.cat([ids[i] for i in rows]),
@@ -191,12 +213,6 @@ def torch_main(argv):
     train_t = [torch.tensor(r, dtype=torch.long) for r in train_ids]
     test_t = [torch.tensor(r, dtype=torch.long) for r in test_ids]
     ytr_t = torch.tensor(ytr)
-    batches = []
-    for epoch in range(epochs):
-        order = row_order(len(tr), epoch)
-        batches += [order[k:k + BATCH] for k in range(0, len(order), BATCH)]
-    if steps > 0:
-        batches = batches[:steps]
     stamps = []
     for rows in batches:
         opt.zero_grad()
@@ -204,7 +220,7 @@ def torch_main(argv):
             dense(bag(*bags(train_t, rows))), ytr_t[rows])
         loss.backward()
         opt.step()
-        float(loss)  # Runnel's step returns the loss to the host
+        float(loss.detach())  # Runnel's step returns the loss to the host
         stamps.append(time.perf_counter())
     done = len(stamps)
     if done > TIMED_FROM + 1:
@@ -213,6 +229,58 @@ def torch_main(argv):
         pred = dense(bag(*bags(test_t, range(len(test_t))))).argmax(1)
     acc = float((pred == torch.tensor(yte)).float().mean())
     print(f"ACCURACY {acc:.6f} after {done} steps, {len(vocab)} words")
+
+
+def tf_main(argv):
+    """The TensorFlow side of the step timings: the same model, data,
+    batches and steps as the twin's training (no test), each bag the
+    unsorted_segment_mean of Keras Embedding rows (a sparse gradient, or
+    with --dense-gradient a dense one), in a tf.function step."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        peer.int_arg(argv, "--inter", 1))
+    vocab, train_ids, ytr, _, _, batches = data(
+        arg(argv, "--epochs", EPOCHS), arg(argv, "--steps", 0))
+    embed = tf.keras.layers.Embedding(
+        len(vocab), DIM, embeddings_initializer=tf.keras.initializers
+        .RandomUniform(-1.0 / DIM, 1.0 / DIM))
+    dense = tf.keras.layers.Dense(len(CLASSES))  # Glorot-uniform, zero bias
+    # As torch.optim.Adagrad's (and optim.adagrad's) accumulator and eps.
+    opt = tf.keras.optimizers.Adagrad(arg(argv, "--lr", LR, float),
+                                      initial_accumulator_value=0.0,
+                                      epsilon=1e-10)
+    dense_gradient = "--dense-gradient" in argv
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)] * 3)
+    def train(ids, bag_of, y):
+        with tf.GradientTape() as tape:
+            # A fortune with no known word is the zero vector.
+            bags = tf.math.unsorted_segment_mean(embed(ids), bag_of,
+                                                 tf.shape(y)[0])
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(
+                    y, dense(bags)))
+        params = embed.trainable_variables + dense.trainable_variables
+        grads = tape.gradient(loss, params)
+        if dense_gradient:
+            grads = [tf.convert_to_tensor(g) for g in grads]
+        opt.apply_gradients(zip(grads, params))
+        return loss
+
+    train_np = [np.array(r, dtype=np.int32) for r in train_ids]
+    ytr_np = np.array(ytr, dtype=np.int32)
+    stamps = []
+    for rows in batches:
+        lengths = [len(train_ids[i]) for i in rows]
+        train(np.concatenate([train_np[i] for i in rows]),
+              np.repeat(np.arange(len(rows), dtype=np.int32), lengths),
+              ytr_np[rows]).numpy()  # as Runnel, the loss to the host
+        stamps.append(time.perf_counter())
+    print(f"RESULT fortune {peer.step_time(stamps, TIMED_FROM):.9f}")
 
 
 def run_runnel(build, threads, extra=()):
@@ -238,7 +306,7 @@ def main(argv):
     if "--no-train" not in argv:
         print(f"fortune topics: {epochs} epochs on each side, {threads} "
               f"threads, seeds 1 to {seeds}; {settings}")
-        env = peer.peer_configs(threads)[0]
+        env = peer.torch_configs(threads)[0]
         ours, twins = [], []
         for seed in range(1, seeds + 1):
             r = subprocess.run([peer.PYTHON, os.path.abspath(__file__),
@@ -266,15 +334,23 @@ def main(argv):
         return {"fortune": run_runnel(build, threads, [
             "--arg", f"steps={BENCH_STEPS}"])[1]}
 
-    peer_cmd = [peer.PYTHON, os.path.abspath(__file__), "--peer", "--threads",
-                str(threads), "--steps", str(BENCH_STEPS)]
+    script = [os.path.abspath(__file__), "--threads", str(threads),
+              "--steps", str(BENCH_STEPS)]
+    peers = [peer.torch_peer(script + ["--peer"], threads, [
+        ("dense embedding gradient", ()),
+        ("sparse embedding gradient", ("--sparse",))]),
+             peer.tf_peer(script + ["--peer-tf"], threads, [
+                 ("sparse embedding gradient", ()),
+                 ("dense embedding gradient", ("--dense-gradient",))])]
     peer.compare("fortune topics training step", threads, runnel_side,
-                 peer_cmd, rounds, {"fortune": settings + ", per step"},
-                 variants=(("dense embedding gradient", ()),
-                           ("sparse embedding gradient", ("--sparse",))))
+                 peers, rounds, {"fortune": settings + ", per step"})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(torch_main(sys.argv[1:]) if "--peer" in sys.argv else
-             main(sys.argv[1:]))
+    if "--peer-tf" in sys.argv:
+        tf_main(sys.argv[1:])
+    elif "--peer" in sys.argv:
+        torch_main(sys.argv[1:])
+    else:
+        sys.exit(main(sys.argv[1:]))
