@@ -169,12 +169,7 @@ def tf_main(argv):
     CPU, Keras runs it as a tf.while_loop over its cell: the graph a
     hand-written loop would build) in a tf.function step, with --xla
     compiled by XLA, with --unroll unrolled over the window."""
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     steps = arg(argv, "--steps", BENCH_STEPS)
     units = arg(argv, "--units", 256)
     batch = arg(argv, "--batch", 32)
@@ -287,9 +282,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        sys.exit(main(sys.argv[1:]))
+    peer.dispatch(main, torch_main, tf_main)

@@ -238,11 +238,7 @@ def tf_main(argv):
     with --dense-gradient a dense one), in a tf.function step."""
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
     import numpy as np  # pylint: disable=import-outside-toplevel
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     vocab, train_ids, ytr, _, _, batches = data(
         arg(argv, "--epochs", EPOCHS), arg(argv, "--steps", 0))
     embed = tf.keras.layers.Embedding(
@@ -348,9 +344,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        sys.exit(main(sys.argv[1:]))
+    peer.dispatch(main, torch_main, tf_main)

@@ -97,12 +97,7 @@ def time_calls(calls, wait=lambda r: r):
 
 
 def tf_main(argv):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     raw = tf.raw_ops
     g = tf.random.Generator.from_seed(0)
 
@@ -164,9 +159,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        main(sys.argv[1:])
+    peer.dispatch(main, torch_main, tf_main)

@@ -432,6 +432,42 @@ def int_arg(argv, name, fallback):
     return fallback
 
 
+def import_tf(argv, default_threads=None):
+    """TensorFlow, quiet, with the thread pools tf_configs asks for
+    (--intra, default --threads; --inter, default 1) set before any op."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(
+        int_arg(argv, "--intra", default_threads or threads_arg(argv)))
+    tf.config.threading.set_inter_op_parallelism_threads(
+        int_arg(argv, "--inter", 1))
+    return tf
+
+
+def tf_train_step(tf, model, opt, loss_fn, xla=False):
+    """A Keras model's training step as one tf.function (XLA with `xla`):
+    (x, y) -> loss, the gradients applied by `opt`."""
+    @tf.function(jit_compile=xla)
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+    return step
+
+
+def dispatch(main, torch_main, tf_main):
+    """A harness's entry point: --peer-tf runs its TensorFlow side, --peer
+    its PyTorch side, anything else the driver; exits with its status."""
+    argv = sys.argv[1:]
+    if "--peer-tf" in argv:
+        sys.exit(tf_main(argv))
+    if "--peer" in argv:
+        sys.exit(torch_main(argv))
+    sys.exit(main(argv))
+
+
 def _peak_main():
     import torch  # pylint: disable=import-outside-toplevel
     torch.set_num_threads(threads_arg(sys.argv))

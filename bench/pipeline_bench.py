@@ -123,12 +123,7 @@ def decode(samples):
 
 
 def tf_main(argv):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     images, labels = load_idx()
     auto = tf.data.AUTOTUNE
     batches = (tf.data.Dataset.from_tensor_slices((images, labels))
@@ -145,13 +140,7 @@ def tf_main(argv):
     opt = tf.keras.optimizers.Adam(0.001)
     loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    @tf.function(jit_compile="--xla" in argv)
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+    step = peer.tf_train_step(tf, model, opt, loss_fn, "--xla" in argv)
     time_steps(argv, batches, step, lambda r: r.numpy())
 
 
@@ -191,9 +180,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        main(sys.argv[1:])
+    peer.dispatch(main, torch_main, tf_main)

@@ -154,12 +154,7 @@ def torch_main(argv):
 # ---- the TensorFlow side (run with --peer-tf, in its own process) ----------
 
 def tf_main(argv):
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     xla = "--xla" in argv
     n, steps = counts(argv)
     if "loop" in only(argv) and not xla:  # XLA removes it (docstring)
@@ -192,13 +187,7 @@ def tf_main(argv):
     x = tf.random.uniform((B, T, F))
     y = tf.random.uniform((B,), 0, 10, tf.int32)
 
-    @tf.function(jit_compile=xla)
-    def train(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+    train = peer.tf_train_step(tf, model, opt, loss_fn, xla)
     print(f"RESULT lstm {per_step(lambda: train(x, y), steps):.9f}")
 
 
@@ -232,9 +221,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        main(sys.argv[1:])
+    peer.dispatch(main, torch_main, tf_main)

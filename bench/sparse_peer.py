@@ -75,12 +75,7 @@ def torch_main(argv):
 
 
 def tf_main(argv):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     for name, vocab, dense, steps in runs(argv):
         table = tf.Variable(tf.zeros((vocab, DIM)))
         ids = tf.random.stateless_uniform((8, BATCH), (3, 0), 0, vocab,

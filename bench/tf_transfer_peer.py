@@ -21,24 +21,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer  # noqa: E402  pylint: disable=wrong-import-position
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def import_tf(argv):
-    """TensorFlow with its thread pools set from --intra and --inter."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", 1))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
-    return tf
+from cluster_peer import free_port  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def per_call(f, steps):
@@ -58,7 +41,7 @@ def worker(argv):
     ps = subprocess.Popen([sys.executable, os.path.abspath(__file__),
                            "--ps", json.dumps(spec)] + argv[2:])
     try:
-        tf = import_tf(argv)
+        tf = peer.import_tf(argv, 1)
         tf.config.experimental_connect_to_cluster(
             tf.train.ClusterSpec(spec), job_name="worker", task_index=0)
         n = mb * 262144
@@ -81,7 +64,7 @@ def worker(argv):
 
 
 def ps_main(argv):
-    tf = import_tf(argv)
+    tf = peer.import_tf(argv, 1)
     spec = json.loads(argv[argv.index("--ps") + 1])
     tf.distribute.Server(tf.train.ClusterSpec(spec), job_name="ps",
                          task_index=0).join()

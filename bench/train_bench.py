@@ -114,11 +114,7 @@ def torch_main(argv):
 # ---- the TensorFlow side (run with --peer-tf, in its own process) ----------
 
 def tf_main(argv):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.threading.set_intra_op_parallelism_threads(
-        peer.int_arg(argv, "--intra", peer.threads_arg(argv)))
-    tf.config.threading.set_inter_op_parallelism_threads(
-        peer.int_arg(argv, "--inter", 1))
+    tf = peer.import_tf(argv)
     trial = "--trial" in argv
     layers = tf.keras.layers
 
@@ -150,13 +146,7 @@ def tf_main(argv):
         loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
             from_logits=True)
 
-        @tf.function(jit_compile="--xla" in argv)
-        def train(x, y):
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
+        train = peer.tf_train_step(tf, model, opt, loss_fn, "--xla" in argv)
         steps = STEPS[name][2] // (3 if trial else 1)
         for _ in range(max(3, steps // 10)):
             train(x, y).numpy()
@@ -216,9 +206,4 @@ def main(argv):
                  trial_args=["--trial"], flops=FLOPS, build_dir=build)
 
 if __name__ == "__main__":
-    if "--peer-tf" in sys.argv:
-        tf_main(sys.argv[1:])
-    elif "--peer" in sys.argv:
-        torch_main(sys.argv[1:])
-    else:
-        main(sys.argv[1:])
+    peer.dispatch(main, torch_main, tf_main)
