@@ -13,7 +13,6 @@ parameter server (started by the worker, ended when the worker ends).
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
