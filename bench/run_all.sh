@@ -25,9 +25,13 @@ status=0
 found=0
 failed=()
 script_dir=$(cd "$(dirname "$0")" && pwd)
-RUNNEL_BENCH_RESULTS=$(mktemp)
+# The results, one JSON line a workload; a file given in the environment is
+# appended to and kept (to write the page from a partial run).
+if [[ -z ${RUNNEL_BENCH_RESULTS:-} ]]; then
+  RUNNEL_BENCH_RESULTS=$(mktemp)
+  trap 'rm -f "$RUNNEL_BENCH_RESULTS"' EXIT
+fi
 export RUNNEL_BENCH_RESULTS
-trap 'rm -f "$RUNNEL_BENCH_RESULTS"' EXIT
 for bench in "$build_dir"/*_bench; do
   [[ -f "$bench" && -x "$bench" ]] || continue
   found=1
