@@ -48,7 +48,7 @@ def peer_versions():
 def cell(entry, name):
     p = entry["peers"].get(name)
     if not p:
-        return "not run"
+        return "-"
     return f"{peer.fmt_time(p['time'])} ({p['config']})"
 
 
@@ -86,8 +86,12 @@ def main(argv):
     for e in entries:
         ratio = f"**{e['ratio']:.3g}**" if e["ratio"] is not None else "-"
         floor = peer.fmt_time(e["floor"]) if e.get("floor") else "-"
-        workload = e["workload"] + (f" ({e['note']})" if e.get("note") else "")
-        threads = f", {e['threads']} threads" if e.get("threads") else ""
+        others = [f"against {n}: {peer.fmt_time(p['time'])} ({p['config']})"
+                  for n, p in e["peers"].items() if n not in PEERS]
+        workload = e["workload"] + "".join(
+            f" ({x})" for x in [e.get("note")] + others if x)
+        n = e.get("threads")
+        threads = f", {n} thread{'s' if n != 1 else ''}" if n else ""
         lines.append(
             f"| {e['bench']}{threads} | {workload} | "
             f"{peer.fmt_time(e['runnel'])} | {cell(e, 'TensorFlow')} | "
