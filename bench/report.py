@@ -3,8 +3,11 @@
 the date and the peers' versions. Nothing in the page is typed by hand.
 
     /usr/bin/python3 bench/report.py RESULTS.jsonl OUT.md [FAILED ...]
+        [--not-run NAME ...]
 
-FAILED: the benchmarks that failed in the run, listed under the table.
+FAILED: the benchmarks that failed in the run, listed under the table;
+--not-run: the benchmarks a partial run (single harnesses run by hand with
+RUNNEL_BENCH_RESULTS set) left out, listed too.
 """
 import datetime
 import json
@@ -54,7 +57,9 @@ def cell(entry, name):
 
 def main(argv):
     results, out = argv[0], argv[1]
-    failed = argv[2:]
+    rest = argv[2:]
+    cut = rest.index("--not-run") if "--not-run" in rest else len(rest)
+    failed, not_run = rest[:cut], rest[cut + 1:]
     with open(results, encoding="utf-8") as fh:
         entries = [json.loads(line) for line in fh if line.strip()]
     versions = peer_versions()
@@ -62,8 +67,8 @@ def main(argv):
     lines = [
         "# Performance against TensorFlow and PyTorch",
         "",
-        "Written by `make bench` (`bench/report.py`) from the run's own "
-        "measurements; do not edit by hand.",
+        "Written by `bench/report.py` (`make bench` runs it) from the "
+        "run's own measurements; do not edit by hand.",
         "",
         f"- Date: {now:%Y-%m-%d %H:%M} UTC",
         f"- Machine: {cpu_model()}, {os.cpu_count()} cores, "
@@ -99,6 +104,10 @@ def main(argv):
     if failed:
         lines += ["", "Benchmarks that failed in this run (no rows above): " +
                   ", ".join(f"`{f}`" for f in failed) + "."]
+    if not_run:
+        lines += ["", "**A partial run**: these benchmarks were not run "
+                  "this time: " + ", ".join(f"`{n}`" for n in not_run) +
+                  ". `make bench` runs them all."]
     with open(out, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     print(f"wrote {out}: {len(entries)} workloads")
