@@ -112,10 +112,6 @@ def torch_configs(threads, variants=(("", ()),)):
         [Config(e, args, label) for e in envs for label, args in variants])
 
 
-# The name the older harnesses use.
-peer_configs = torch_configs
-
-
 def tf_configs(threads, variants=(("", ()),)):
     """TensorFlow's candidates: its intra-op pool at `threads` threads with
     an inter-op pool of 1 or `threads` (the scripts read --intra and

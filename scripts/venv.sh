@@ -12,18 +12,19 @@ name=${1:?usage: venv.sh NAME}
 req="$root/requirements/$name.txt"
 [[ -f $req ]] || { echo "venv.sh: no $req" >&2; exit 2; }
 dir="$root/build/venv/$name"
-if [[ -x $dir/bin/python && -f $dir/requirements.txt ]] && cmp -s "$req" "$dir/requirements.txt"; then
-  echo "$dir/bin/python"
-  exit 0
-fi
+# Prints the environment's python and exits when it is made and current.
+use_if_current() {
+  if [[ -x $dir/bin/python && -f $dir/requirements.txt ]] && cmp -s "$req" "$dir/requirements.txt"; then
+    echo "$dir/bin/python"
+    exit 0
+  fi
+}
+use_if_current
 # One maker at a time (ctest may start two tests that need the same one).
 mkdir -p "$root/build/venv"
 exec 9>"$root/build/venv/.$name.lock"
 flock 9
-if [[ -x $dir/bin/python && -f $dir/requirements.txt ]] && cmp -s "$req" "$dir/requirements.txt"; then
-  echo "$dir/bin/python"
-  exit 0
-fi
+use_if_current
 [[ -x /usr/bin/python3 ]] || { echo "venv.sh: /usr/bin/python3 missing; run \`make setup\`" >&2; exit 1; }
 echo "venv.sh: making $dir from requirements/$name.txt" >&2
 rm -rf "$dir"
