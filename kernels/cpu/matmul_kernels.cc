@@ -4,6 +4,7 @@
 // f64 and the integer types use Eigen's tensor contraction on the intra-op
 // pool.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/eigen_support.h"
@@ -90,6 +91,13 @@ class MatMulKernel : public OpKernel {
     const Shape& out_shape = d.out;
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, out_shape));
     if (out->num_elements() == 0) return absl::OkStatus();
+    if (d.k == 0) {
+      // An empty sum is zero, which the products below would not write
+      // (Eigen's leaves the output as allocated). Zero is all-zero bytes
+      // in every dtype here.
+      std::memset(out->raw_data(), 0, out->bytes());
+      return absl::OkStatus();
+    }
     const std::vector<int64_t>& a_off = d.a_offsets;
     const std::vector<int64_t>& b_off = d.b_offsets;
     ThreadPool* pool = ctx->intra_op_pool();

@@ -18,11 +18,16 @@
 // average, or be a maximum.
 //
 // What goes to cuDNN:
-//   - max_pool and avg_pool in f16, f32 and f64 (the float types cuDNN's
-//     legacy pooling takes), not bf16 nor the integers. A maximum is
-//     exact; an average may differ from the CPU's by rounding (the CPU
-//     sums f16 in f32, and in its own order);
-//   - avg_pool_grad in the same types;
+//   - max_pool in f32 and f64, and avg_pool in f16, f32 and f64 (the float
+//     types cuDNN's legacy pooling takes), not bf16 nor the integers. A
+//     maximum is exact; an average may differ from the CPU's by rounding
+//     (the CPU sums f16 in f32, and in its own order). An f16 maximum
+//     stays on our kernels: for a window of nothing but NaN and -inf,
+//     cuDNN gives -65504 (f16's lowest finite value; seen on an H100 with
+//     cuDNN 9), where the CPU gives the lowest f32 rounded to f16, -inf,
+//     and a window whose true maximum is -65504 gives the same -65504, so
+//     no fix-up after cuDNN could tell the two apart;
+//   - avg_pool_grad in the same types as avg_pool;
 //   - not max_pool_grad: which of a window's equal maxima cuDNN gives the
 //     gradient to is not documented (the CPU gives it to the first, and
 //     ties are common: windows of zeros after a relu), and for a window of
@@ -30,8 +35,8 @@
 //     the window's first element.
 // max_pool ignores NaN on the CPU, and cuDNN with CUDNN_NOT_PROPAGATE_NAN;
 // a window with nothing but NaN and -inf pools to the CPU's lowest value
-// (the lowest f32 or f64; -inf in f16, the lowest f32 rounded) only after
-// pool.h's LaunchMaxPoolFloor, which cuDNN's result then goes through. The
+// (the lowest f32 or f64) only after pool.h's LaunchMaxPoolFloor, which
+// cuDNN's result then goes through. The
 // one difference left in max_pool: a window whose maximum is zero and that
 // holds both 0 and -0 may give the other sign than the CPU (which keeps
 // the first); neither answer is wrong, and they compare equal.
@@ -88,6 +93,7 @@ inline std::optional<CudnnPoolParams> CudnnPoolPlan(PoolOp op, DType dtype,
   if (dtype != DType::kF16 && dtype != DType::kF32 && dtype != DType::kF64) {
     return std::nullopt;
   }
+  if (op == PoolOp::kMaxPool && dtype == DType::kF16) return std::nullopt;
   if (w.batch <= 0 || w.in_h <= 0 || w.in_w <= 0 || w.chans <= 0 ||
       w.rows.out <= 0 || w.cols.out <= 0) {
     return std::nullopt;

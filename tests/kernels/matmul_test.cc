@@ -182,6 +182,23 @@ TEST(MatMulTest, HalfAndBFloat16) {
 TEST(MatMulTest, EmptyInnerDimensionGivesZeros) {
   ExpectTensor(Run1("matmul", {F32({}, {2, 0}), F32({}, {0, 3})}), DType::kF32,
                {2, 3}, {0, 0, 0, 0, 0, 0}, 0);
+  // Every dtype, batched too, and in memory that held other values just
+  // before (Eigen's product with an empty inner dimension writes nothing:
+  // an f64 [3,0] @ [0,4] gave 1.1e248 among its zeros, found on a GPU
+  // machine comparing against the CPU).
+  for (DType d : {DType::kF64, DType::kF32, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    for (int round = 0; round < 3; ++round) {
+      const Tensor dirty = Run1(
+          "fill", {Tensor::FromVector<int32_t>({2, 3, 4}), F64({7.5}, {})});
+      ASSERT_EQ(dirty.num_elements(), 24);
+      const Tensor a = Run1("cast", {F32({}, {2, 3, 0})}, {{"dtype", d}});
+      const Tensor b = Run1("cast", {F32({}, {0, 4})}, {{"dtype", d}});
+      const Tensor c =
+          Run1("cast", {Run1("matmul", {a, b})}, {{"dtype", DType::kF64}});
+      ExpectTensor(c, DType::kF64, {2, 3, 4}, std::vector<double>(24, 0.0), 0);
+    }
+  }
 }
 
 TEST(MatMulTest, InnerDimensionErrorNamesBothOperands) {
