@@ -1,8 +1,12 @@
 // Expressions: names, literals, operators, calls, indexing, members, and
 // the host forms of `if` and `loop`.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <functional>
 
+#include "absl/strings/ascii.h"
 #include "interpreter/builtins.h"
 #include "interpreter/control_flow.h"
 #include "interpreter/diag.h"
@@ -20,6 +24,7 @@ namespace {
 
 using lang::BinaryOp;
 using lang::ExprKind;
+using lang::StmtKind;
 
 const char* OpNameOf(BinaryOp op) {
   switch (op) {
@@ -79,13 +84,88 @@ absl::Status Interpreter::UnknownName(const std::string& name,
   lang::Diagnostic d;
   d.message = StrCat("unknown name '", name, "'");
   d.span = span;
-  std::vector<std::string> names;
-  env_->CollectNames(&names);
-  std::string best = ClosestName(name, names);
-  if (!best.empty()) {
-    d.notes.push_back(Note(SourceSpan{}, StrCat("did you mean '", best, "'?")));
+  // Declared further down the same file: used before its declaration.
+  if (std::optional<SourceSpan> later = LaterDeclaration(name, span)) {
+    d.message = StrCat("'", name, "' is used before its declaration");
+    d.notes.push_back(Note(*later, StrCat(name, " is declared here, later")));
+    return DiagStatus(std::move(d));
   }
+  std::string hint;
+  if (name == "True" || name == "False" || name == "None") {
+    hint = StrCat("did you mean '", absl::AsciiStrToLower(name), "'?");
+  } else if (IsStdlibModule(name, span)) {
+    hint =
+        StrCat("'", name, "' is a module of the standard library: add 'import ",
+               name, "' before this line");
+  } else {
+    std::vector<std::string> names;
+    env_->CollectNames(&names);
+    std::string best = ClosestName(name, names);
+    if (!best.empty()) hint = StrCat("did you mean '", best, "'?");
+  }
+  if (!hint.empty()) d.notes.push_back(Note(SourceSpan{}, hint));
   return DiagStatus(std::move(d));
+}
+
+std::optional<SourceSpan> Interpreter::LaterDeclaration(
+    const std::string& name, const SourceSpan& use) const {
+  if (!use.known()) return std::nullopt;
+  std::optional<SourceSpan> found;
+  auto after = [&](const SourceSpan& s) {
+    return s.file == use.file &&
+           (s.line > use.line || (s.line == use.line && s.col > use.col));
+  };
+  auto declares = [&](const SourceSpan& at, const std::string& declared) {
+    if (!found && declared == name && after(at)) found = at;
+  };
+  std::function<void(const lang::Pattern&)> pattern =
+      [&](const lang::Pattern& p) {
+        if (p.kind == lang::Pattern::Kind::kName) declares(p.span, p.name);
+        for (const lang::Pattern& e : p.elements) pattern(e);
+      };
+  auto visit = [&](const lang::Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::kLet:
+        pattern(static_cast<const lang::LetStmt&>(s).pattern);
+        return;
+      case StmtKind::kVar: {
+        const auto& v = static_cast<const lang::VarStmt&>(s);
+        declares(v.name_span, v.name);
+        return;
+      }
+      case StmtKind::kInput: {
+        const auto& in = static_cast<const lang::InputStmt&>(s);
+        declares(in.name_span, in.name);
+        return;
+      }
+      case StmtKind::kDef: {
+        const auto& def = static_cast<const lang::DefStmt&>(s);
+        declares(def.name_span, def.name);
+        return;
+      }
+      default:
+        return;
+    }
+  };
+  // Top-level declarations only: a later local of some function body is
+  // another name.
+  for (const auto& program : kept_) {
+    for (const lang::StmtPtr& s : program->stmts) visit(*s);
+  }
+  return found;
+}
+
+bool Interpreter::IsStdlibModule(const std::string& name,
+                                 const SourceSpan& use) {
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      })) {
+    return false;
+  }
+  lang::ImportStmt s;
+  s.module = name;
+  std::error_code ec;
+  return std::filesystem::exists(ResolveImport(s, use.file.str()), ec);
 }
 
 absl::StatusOr<Value> Interpreter::Eval(const lang::Expr& e,
@@ -183,6 +263,15 @@ absl::StatusOr<Value> Interpreter::EvalList(const lang::SequenceExpr& e) {
     if (!v.is_concrete()) all_tensors = false;
   }
   if (all_tensors) {
+    // Named tensors of different shapes stay a list, as symbolic ones do,
+    // for concat([a, b]); a ragged nest of bare literals ([[1, 2], [3]]) is
+    // a broken tensor literal, which TryStack reports.
+    bool ragged = false, all_literal = true;
+    for (const Value& v : items) {
+      if (!v.literal()) all_literal = false;
+      if (v.tensor().shape() != items[0].tensor().shape()) ragged = true;
+    }
+    if (ragged && !all_literal) return Value::List(std::move(items));
     RN_ASSIGN_OR_RETURN(std::optional<Value> t,
                         builder_.TryStack(items, e.span));
     if (t) return *t;
@@ -278,6 +367,28 @@ absl::StatusOr<Value> Interpreter::BinaryOnValues(BinaryOp op, const Value& a,
     return v.is_tensor() || v.is_sequence();
   };
   if (!tensorish(a) || !tensorish(b)) return kinds_error();
+  // `[] + [x]`: `[x]` is a tensor, so `+` adds element-wise, and an empty
+  // operand broadcasts the sum to nothing, silently losing `x`. Whoever
+  // writes it is building a list.
+  auto empty_list = [](const Value& v) {
+    return v.is_sequence() && v.items().empty();
+  };
+  auto has_elements = [](const Value& v) {
+    if (v.is_sequence()) return !v.items().empty();
+    const Shape shape = v.tensor_shape();
+    return shape.unknown_rank() || !shape.IsFullyDefined() ||
+           shape.num_elements() > 0;
+  };
+  if (op == BinaryOp::kAdd && ((empty_list(a) && has_elements(b)) ||
+                               (empty_list(b) && has_elements(a)))) {
+    return ErrorAt(
+        site.span,
+        StrCat("'+' of [] and ", DescribeValue(empty_list(a) ? b : a),
+               " adds element-wise, and the empty operand makes the sum "
+               "empty; to build a list, collect a tuple (acc = acc + (x,)) "
+               "or join tensors with concat([a, b])"),
+        site.caret);
+  }
   return builder_.ApplyOp(OpNameOf(op), {a, b}, {}, site);
 }
 

@@ -20,6 +20,12 @@ namespace {
 // Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
 // arithmetic does, and negation; a stateful op (dropout) never does, as its
 // result is a new value each time, not a constant.
+// The ops that draw random numbers: each run of their node draws anew.
+bool IsRandomOp(const std::string& op) {
+  return op == "random_normal" || op == "random_uniform" ||
+         op == "truncated_normal" || op == "dropout";
+}
+
 bool GivesLiteral(const OpDef& def) {
   if (def.stateful) return false;
   return !def.dtype_groups.empty() || def.name == "neg";
@@ -331,6 +337,12 @@ absl::StatusOr<Tensor> GraphBuilder::Cast(const Tensor& t, DType dtype) {
   return eager_->Execute1("cast", {t}, {{"dtype", dtype}});
 }
 
+absl::StatusOr<Tensor> GraphBuilder::LiteralAs(const Value& v, DType dtype) {
+  const Tensor* exact = v.exact_f64();
+  if (exact != nullptr && IsFloating(dtype)) return Cast(*exact, dtype);
+  return Cast(v.tensor(), dtype);
+}
+
 absl::StatusOr<Value> GraphBuilder::ToTensor(const Value& v,
                                              const SourceSpan& span,
                                              std::string_view what) {
@@ -359,7 +371,7 @@ absl::StatusOr<Tensor> GraphBuilder::ToConcrete(const Value& v, DType dtype,
     return ErrorAt(span,
                    StrCat(what, " must be concrete, got ", DescribeValue(t)));
   }
-  absl::StatusOr<Tensor> c = Cast(t.tensor(), dtype);
+  absl::StatusOr<Tensor> c = LiteralAs(t, dtype);
   if (!c.ok()) {
     return ErrorAt(span, StrCat(what, ": ", ToStd(c.status().message())));
   }
@@ -369,6 +381,10 @@ absl::StatusOr<Tensor> GraphBuilder::ToConcrete(const Value& v, DType dtype,
 absl::StatusOr<NodeOut> GraphBuilder::ToGraph(const Value& v,
                                               const SourceSpan& span) {
   if (v.is_symbolic()) return v.out();
+  if (v.deferred() != nullptr) {
+    RN_ASSIGN_OR_RETURN(Node * n, Materialize(*v.deferred()));
+    return NodeOut{n, v.deferred_index()};
+  }
   RN_ASSIGN_OR_RETURN(Value t, ToTensor(v, span, "the value"));
   if (t.is_symbolic()) return t.out();
   RN_ASSIGN_OR_RETURN(Node * n, ConstNode(t.tensor(), span));
@@ -456,10 +472,45 @@ absl::Status GraphBuilder::PromoteGroup(const std::string& op,
                  " literal); convert with cast(x, ", DTypeName(from), ")"),
           site.caret);
     }
-    RN_ASSIGN_OR_RETURN(Tensor t, Cast(v.tensor(), *target));
+    RN_ASSIGN_OR_RETURN(Tensor t, LiteralAs(v, *target));
     v = Value::Concrete(std::move(t), true);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Node*> GraphBuilder::Materialize(DeferredOp& d) {
+  if (d.node != nullptr) return d.node;
+  if (d.op.empty()) {
+    return ErrorAt(
+        d.site.span,
+        StrCat("this value is computed on the host from a random draw through "
+               "more than ",
+               kMaxDeferredDepth,
+               " operations, too many for the graph to draw it anew at each "
+               "run; compute it in the graph (from an input), or keep one "
+               "draw fixed in a var"),
+        d.site.caret);
+  }
+  // Made where the script computed the value: its scope, device and `after`
+  // blocks, outside any in-graph loop or branch (it was made outside them).
+  const BuildContext here = context_;
+  context_ = d.context;
+  absl::StatusOr<Node*> node = MakeDeferredNode(d);
+  context_ = here;
+  if (node.ok()) d.node = *node;
+  return node;
+}
+
+absl::StatusOr<Node*> GraphBuilder::MakeDeferredNode(const DeferredOp& d) {
+  NodeSpec spec;
+  spec.op = d.op;
+  spec.attrs = d.attrs;
+  for (const Value& v : d.inputs) {
+    RN_ASSIGN_OR_RETURN(NodeOut o, ToGraph(v, d.site.span));
+    spec.inputs.push_back(o);
+  }
+  spec.name = NewNodeName(d.site.name_hint.empty() ? d.op : d.site.name_hint);
+  return AddNode(std::move(spec), d.site, d.inputs);
 }
 
 absl::StatusOr<Value> GraphBuilder::ApplyOp(const std::string& op,
@@ -493,9 +544,18 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     if (!v.is_concrete()) all_concrete = false;
     if (!(v.is_concrete() && v.literal())) all_literal = false;
   }
+  // A random draw computed now must also draw anew at each run of a graph
+  // it reaches (DeferredOp); in an in-graph loop or branch it is a node of
+  // the body, drawn at each iteration.
+  const bool random = IsRandomOp(op);
+  bool deferred_input = false;
+  for (const Value& v : inputs) deferred_input |= v.deferred() != nullptr;
+  const bool defer = context_.cf == nullptr && (random || deferred_input);
   // Ops without outputs only make sense in the graph (noop, group).
-  const bool graph_only = op == "noop" || !control.empty();
+  const bool graph_only =
+      op == "noop" || !control.empty() || (random && context_.cf != nullptr);
   if (all_concrete && !graph_only) {
+    const AttrMap attrs_copy = all_literal || defer ? attrs : AttrMap();
     std::vector<Tensor> tensors;
     for (const Value& v : inputs) tensors.push_back(v.tensor());
     const std::string path = ScopePath(false);
@@ -511,8 +571,33 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
       return DiagStatus(std::move(d));
     }
     std::vector<Value> values;
-    // Arithmetic on bare literals gives a bare literal (`x * (1.0 / 3.0)`).
+    // Arithmetic on bare literals gives a bare literal (`x * (1.0 / 3.0)`),
+    // which keeps its exact value too when a float literal had one.
     const bool literal = all_literal && GivesLiteral(*def);
+    if (literal && out->size() == 1 && IsFloating((*out)[0].dtype())) {
+      RN_ASSIGN_OR_RETURN(std::optional<Tensor> exact,
+                          ExactLiteralResult(op, inputs, attrs_copy));
+      if (exact)
+        return std::vector<Value>{
+            Value::FloatLiteral(std::move((*out)[0]), std::move(*exact))};
+    }
+    if (defer) {
+      int depth = 1;
+      for (const Value& v : inputs) {
+        if (v.deferred() != nullptr)
+          depth = std::max(depth, v.deferred()->depth + 1);
+      }
+      auto d = std::make_shared<DeferredOp>(
+          depth > kMaxDeferredDepth
+              ? DeferredOp{"", {}, {}, {}, site, depth, nullptr}
+              : DeferredOp{op, inputs, attrs_copy, context_, site, depth,
+                           nullptr});
+      for (size_t i = 0; i < out->size(); ++i) {
+        values.push_back(
+            Value::Deferred(std::move((*out)[i]), d, static_cast<int>(i)));
+      }
+      return values;
+    }
     for (Tensor& t : *out)
       values.push_back(Value::Concrete(std::move(t), literal));
     return values;
@@ -750,7 +835,44 @@ absl::StatusOr<std::optional<Value>> GraphBuilder::TryStack(
     if (t.bytes() > 0) std::memcpy(dst, t.raw_data(), t.bytes());
     dst += t.bytes();
   }
+  if (all_literal && IsFloating(*dtype) &&
+      std::any_of(conv.begin(), conv.end(),
+                  [](const Value& v) { return v.exact_f64() != nullptr; })) {
+    // The same literal in f64, from each element's exact value.
+    std::vector<Value> wide;
+    for (const Value& v : conv) {
+      RN_ASSIGN_OR_RETURN(Tensor w, LiteralAs(v, DType::kF64));
+      wide.push_back(Value::Concrete(std::move(w), true));
+    }
+    RN_ASSIGN_OR_RETURN(std::optional<Value> exact, TryStack(wide, span));
+    return std::optional<Value>(
+        Value::FloatLiteral(std::move(out), exact->tensor()));
+  }
   return std::optional<Value>(Value::Concrete(std::move(out), all_literal));
+}
+
+absl::StatusOr<std::optional<Tensor>> GraphBuilder::ExactLiteralResult(
+    const std::string& op, const std::vector<Value>& inputs,
+    const AttrMap& attrs) {
+  // Worth redoing only where a float literal is involved (`1.0 / 10.0`
+  // rounds to f32 even though both operands are exact in it).
+  bool any = false;
+  for (const Value& v : inputs) {
+    any = any || (v.literal() && IsFloating(v.tensor().dtype()));
+  }
+  if (!any) return std::optional<Tensor>();
+  std::vector<Tensor> wide;
+  for (const Value& v : inputs) {
+    RN_ASSIGN_OR_RETURN(Tensor w, LiteralAs(v, DType::kF64));
+    wide.push_back(std::move(w));
+  }
+  absl::StatusOr<std::vector<Tensor>> out =
+      eager_->Execute(op, std::move(wide), attrs, op, SourceSpan{});
+  // Where f64 cannot run it (or fails), the f32 result stands alone.
+  if (!out.ok() || out->size() != 1 || (*out)[0].dtype() != DType::kF64) {
+    return std::optional<Tensor>();
+  }
+  return std::optional<Tensor>(std::move((*out)[0]));
 }
 
 absl::Status UsedNoneOfIf(const Value& v, const SourceSpan& use) {

@@ -95,6 +95,25 @@ struct BuildContext {
   CfContext* cf = nullptr;  // the in-graph branch or loop body, if any
 };
 
+// An op computed now on concrete inputs whose value must be computed again
+// at every run of a graph it reaches: a random draw (each run draws anew,
+// docs/language.md), and what is computed from one on the host
+// (`mu + random_normal([4])` with `mu` an input). The first ToGraph of one
+// of its values makes its node, once, in the context the script made it in.
+struct DeferredOp {
+  std::string op;
+  std::vector<Value> inputs;
+  AttrMap attrs;
+  BuildContext context;
+  OpSite site;
+  int depth = 1;         // ops from the draw: 1 for the draw itself
+  Node* node = nullptr;  // made by the first ToGraph
+};
+// Host ops past a draw that a graph can still redo; a longer chain (a host
+// loop summing draws) would keep every step's inputs, so its value is
+// refused by the graph instead (DeferredOp with an empty op).
+inline constexpr int kMaxDeferredDepth = 64;
+
 class GraphBuilder;
 
 // Restores the builder's BuildContext when it goes out of scope.
@@ -207,10 +226,22 @@ class GraphBuilder {
                             std::vector<Node*>* out);
   // Casts a concrete tensor eagerly.
   absl::StatusOr<Tensor> Cast(const Tensor& t, DType dtype);
+  // A literal as `dtype`: a float literal from its exact value
+  // (Value::exact_f64), so `0.1` meets an f64 tensor as the f64 nearest 0.1.
+  absl::StatusOr<Tensor> LiteralAs(const Value& v, DType dtype);
   // A tensor from numbers and concrete tensors of one shape; nullopt when
   // some item is not a concrete tensor (then it is a list).
   absl::StatusOr<std::optional<Value>> TryStack(const std::vector<Value>& items,
                                                 const SourceSpan& span);
+  // Literal arithmetic on a float literal again in f64: the exact value of
+  // the literal result (Value::exact_f64); none when no float literal is
+  // among `inputs` or f64 cannot run it.
+  absl::StatusOr<std::optional<Tensor>> ExactLiteralResult(
+      const std::string& op, const std::vector<Value>& inputs,
+      const AttrMap& attrs);
+  // The node of a deferred op (DeferredOp), made the first time.
+  absl::StatusOr<Node*> Materialize(DeferredOp& d);
+  absl::StatusOr<Node*> MakeDeferredNode(const DeferredOp& d);
   // A const node holding `t` (one per tensor buffer).
   absl::StatusOr<Node*> ConstNode(const Tensor& t, const SourceSpan& span);
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
 #include "interpreter/indexing.h"
@@ -206,10 +207,40 @@ absl::Status Interpreter::Exec(const lang::Stmt& stmt, Value* value) {
         return absl::OkStatus();
       }
       RN_ASSIGN_OR_RETURN(*value, Eval(*s.expr));
-      return absl::OkStatus();
+      return DroppedUpdate(s, *value);
     }
   }
   return ErrorAt(stmt.span, "unknown statement");
+}
+
+absl::Status Interpreter::DroppedUpdate(const lang::ExprStmt& s,
+                                        const Value& value) const {
+  // In a branch or loop body the update runs with it (an effect of the
+  // control flow); in a function the caller may use the value.
+  if (s.expr->kind != ExprKind::kAssign || function_depth_ > 0 ||
+      builder_.context().cf != nullptr || !value.is_symbolic()) {
+    return absl::OkStatus();
+  }
+  const std::string& op = value.out().node->op();
+  if (op != "assign" && op != "assign_add" && op != "assign_sub") {
+    return absl::OkStatus();
+  }
+  const auto& e = static_cast<const lang::AssignExpr&>(*s.expr);
+  const std::string name =
+      e.target->kind == ExprKind::kName
+          ? static_cast<const lang::NameExpr&>(*e.target).name
+          : "w";
+  const char* text = e.op == lang::AssignOp::kAssign ? ":="
+                     : e.op == lang::AssignOp::kAdd  ? "+="
+                                                     : "-=";
+  return ErrorAt(
+      s.span,
+      StrCat("'", name, " ", text,
+             " ...' builds an update that happens only when run, and this "
+             "statement drops it, so it would never happen; run it "
+             "(run (",
+             name, " ", text, " ...)), or bind it (let update = (", name, " ",
+             text, " ...)) and run that"));
 }
 
 absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
@@ -223,11 +254,19 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
                       Iterate(iterable, s.iterable->span));
   Restore<int> depth(&loop_depth_, loop_depth_ + 1);
+  int64_t growing = 0;  // iterations in a row that added nodes and ran
   while (true) {
     RN_RETURN_IF_ERROR(CheckInterrupt(s.span));
     RN_ASSIGN_OR_RETURN(std::optional<Value> item, it->Next());
     if (!item) break;
     const int64_t runs_before = runs_;
+    const int nodes_before = graph().num_nodes();
+    absl::Cleanup grown = [&] {
+      growing = graph().num_nodes() > nodes_before && runs_ > runs_before
+                    ? growing + 1
+                    : 0;
+      if (growing == kGrowingIterations) WarnGraphGrows(s, nodes_before);
+    };
     Restore<std::shared_ptr<Env>> env(&env_,
                                       std::make_shared<Env>(env_, false));
     RN_RETURN_IF_ERROR(BindPattern(s.var, *item, BindingKind::kLet));
@@ -243,6 +282,21 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
     if (check_mode() && runs_ != runs_before) break;
   }
   return absl::OkStatus();
+}
+
+void Interpreter::WarnGraphGrows(const lang::ForStmt& s, int nodes_before) {
+  if (!warned_growth_.insert(&s).second) return;
+  lang::Diagnostic d;
+  d.severity = lang::Severity::kWarning;
+  d.message = StrCat(
+      "this loop has added nodes to the graph and run it at each of its last ",
+      kGrowingIterations, " iterations (", graph().num_nodes() - nodes_before,
+      " in the last; the graph holds ", graph().num_nodes(),
+      " now): each iteration builds new ops, and the session prepares each "
+      "new graph again; build the ops once before the loop and only run "
+      "them inside it, feeding what changes");
+  d.span = s.span;
+  sink_->Report(d);
 }
 
 absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
@@ -495,7 +549,7 @@ absl::Status Interpreter::DeclareInput(const lang::InputStmt& s) {
             StrCat("the default is ", DescribeValue(v), " but input '", s.name,
                    "' is ", DTypeName(dtype)));
       }
-      RN_ASSIGN_OR_RETURN(Tensor t, builder_.Cast(v.tensor(), dtype));
+      RN_ASSIGN_OR_RETURN(Tensor t, builder_.LiteralAs(v, dtype));
       v = Value::Concrete(t);
     }
     RN_ASSIGN_OR_RETURN(NodeOut o, builder_.ToGraph(v, s.default_value->span));

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -184,6 +185,13 @@ class Interpreter {
                          size_t first = 0);
   absl::Status Exec(const lang::Stmt& stmt, Value* value);
   absl::Status ExecFor(const lang::ForStmt& s);
+  // Once per loop: a host loop whose every iteration of the last
+  // kGrowingIterations added nodes and ran (the graph grows without bound).
+  static constexpr int64_t kGrowingIterations = 100;
+  void WarnGraphGrows(const lang::ForStmt& s, int nodes_before);
+  // A statement `w += 1` outside control flow and functions builds an
+  // update that nothing can run: an error that says how to run it.
+  absl::Status DroppedUpdate(const lang::ExprStmt& s, const Value& value) const;
   absl::Status ExecAnnotate(const lang::AnnotateStmt& s);
   absl::Status CheckDevice(const DeviceSpec& spec, const SourceSpan& span);
 
@@ -270,6 +278,12 @@ class Interpreter {
                                               const lang::RunExpr& e);
   // Check mode: no run; a missing feed is an error, zeros stand in for the
   // fetched values.
+  // A run whose enqueue_many holds more elements than its queue can, with
+  // nothing to dequeue them meanwhile, would wait forever: refused.
+  absl::Status CheckEnqueuesCanFinish(const std::vector<NodeOut>& outs,
+                                      const std::vector<Node*>& targets,
+                                      const Session::Feeds& feeds,
+                                      const lang::RunExpr& e) const;
   absl::StatusOr<std::vector<Tensor>> CheckRun(
       const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
       const Session::Feeds& feeds, const lang::RunExpr& e);
@@ -292,9 +306,19 @@ class Interpreter {
       const std::string& path, bool* parse_errors);
   void PreloadImports(const lang::Program& program, const std::string& file,
                       bool* parse_errors);
+  // Every `--arg NAME=...` must be read by an `arg("NAME")` of the script
+  // or a module it imports: a misspelt name would otherwise be ignored.
+  // Says which is not (with the closest name read) before anything runs;
+  // says nothing when an arg() takes its name from a value.
+  absl::Status CheckArgsRead(const lang::Program& program) const;
   // Loads (or finds) the module `s` imports; binds nothing.
   absl::StatusOr<std::shared_ptr<Module>> LoadModule(const lang::ImportStmt& s);
   std::string ResolveImport(const lang::ImportStmt& s, const std::string& file);
+  // For `unknown name` errors: where `name` is declared after `use` in the
+  // same file, if it is; whether `import name` would find a module.
+  std::optional<SourceSpan> LaterDeclaration(const std::string& name,
+                                             const SourceSpan& use) const;
+  bool IsStdlibModule(const std::string& name, const SourceSpan& use);
   std::string StdlibDir() const;
 
   Options options_;
@@ -311,7 +335,8 @@ class Interpreter {
   Signal signal_ = Signal::kNone;
   Value return_value_;
   int call_depth_ = 0;
-  int loop_depth_ = 0;      // `for` loops of the current function
+  int loop_depth_ = 0;  // `for` loops of the current function
+  std::set<const lang::ForStmt*> warned_growth_;  // WarnGraphGrows
   int function_depth_ = 0;  // user function bodies being evaluated
   int64_t runs_ = 0;        // `run` expressions evaluated (check mode)
   // --checkpoint-dir: restore once, then save when due.

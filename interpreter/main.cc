@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "interpreter/cluster_launcher.h"
+#include "interpreter/diag.h"
 #include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
@@ -599,7 +600,35 @@ int Main(int argc, char** argv) {
                                   TakeGraphViewOption(a, take, &view, &error)) {
       if (!error.empty()) return Usage(error);
     } else if (!a.empty() && a[0] == '-' && a != "-") {
-      return Usage(StrCat("unknown option '", a, "' for '", command, "'"));
+      std::vector<std::string> known = {"--arg",
+                                        "--seed",
+                                        "--threads",
+                                        "--devices",
+                                        "--gpu-memory",
+                                        "--verbose",
+                                        "--trace",
+                                        "--trace-runs",
+                                        "--retry-unreachable",
+                                        "--checkpoint-dir",
+                                        "--checkpoint-every",
+                                        "--keep",
+                                        "--soft-placement",
+                                        "--transfer-dtype",
+                                        "--metrics"};
+      if (command == "run") {
+        known.insert(known.end(),
+                     {"--cluster", "--job", "--task", "--token-file"});
+      }
+      if (command == "graph") {
+        known.insert(known.end(),
+                     {"-o", "--all", "--depth", "--expand", "--placed"});
+      }
+      std::string message =
+          StrCat("unknown option '", a, "' for '", command, "'");
+      if (std::string best = ClosestName(a, known); !best.empty()) {
+        message += StrCat("; did you mean '", best, "'?");
+      }
+      return Usage(message);
     } else if (file.empty()) {
       file = a;
     } else {

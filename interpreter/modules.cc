@@ -1,5 +1,6 @@
 // Scripts and modules: parsing files (all syntax errors before anything
 // runs), `import NAME` from the standard library and `import "file" as x`.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -7,10 +8,12 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
+#include "lang/ast_walk.h"
 #include "lang/parser.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -40,6 +43,12 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
   bool parse_errors = false;
   PreloadImports(*program, path, &parse_errors);
   if (parse_errors) return kExitUsage;
+  if (absl::Status args = CheckArgsRead(*program); !args.ok()) {
+    lang::Diagnostic d;
+    d.message = std::string(ToStd(args.message()));
+    sink_->Report(d);
+    return kExitUsage;
+  }
   if (!options_.metrics_file.empty()) {
     absl::Status s = reporter_->OpenMetrics(options_.metrics_file);
     if (!s.ok()) {
@@ -200,6 +209,47 @@ void Interpreter::PreloadImports(const lang::Program& program,
     if (!fs::exists(path, ec)) continue;  // reported when the import runs
     (void)ParseFile(path, parse_errors);
   }
+}
+
+absl::Status Interpreter::CheckArgsRead(const lang::Program& program) const {
+  if (options_.args.empty()) return absl::OkStatus();
+  std::vector<std::string> read;
+  bool dynamic = false;
+  auto collect = [&](const lang::Expr& e) {
+    if (e.kind != lang::ExprKind::kCall) return;
+    const auto& call = static_cast<const lang::CallExpr&>(e);
+    if (call.callee->kind != lang::ExprKind::kName ||
+        static_cast<const lang::NameExpr&>(*call.callee).name != "arg" ||
+        call.args.empty()) {
+      return;
+    }
+    const lang::Expr& name = *call.args[0].value;
+    if (name.kind == lang::ExprKind::kString) {
+      read.push_back(static_cast<const lang::StringExpr&>(name).value);
+    } else {
+      dynamic = true;
+    }
+  };
+  lang::WalkExprs(program, collect);
+  for (const auto& [path, module] : programs_)
+    lang::WalkExprs(*module, collect);
+  if (dynamic) return absl::OkStatus();
+  for (const auto& [name, value] : options_.args) {
+    if (std::find(read.begin(), read.end(), name) != read.end()) continue;
+    std::string message = StrCat("--arg ", name, "=", value,
+                                 ": the script reads no arg('", name, "')");
+    if (std::string best = ClosestName(name, read); !best.empty()) {
+      message += StrCat("; did you mean '", best, "'?");
+    } else if (read.empty()) {
+      message += "; it reads no --arg at all";
+    } else {
+      std::sort(read.begin(), read.end());
+      read.erase(std::unique(read.begin(), read.end()), read.end());
+      message += StrCat("; it reads ", absl::StrJoin(read, ", "));
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {

@@ -160,7 +160,7 @@ Result EnqueueFn(const std::string& op, Interpreter& in, Args& a) {
     const size_t i = inputs.size() - 1;
     if (v.literal() && i < c.dtypes.size() &&
         v.tensor().dtype() != c.dtypes[i]) {
-      RN_ASSIGN_OR_RETURN(Tensor t, in.builder().Cast(v.tensor(), c.dtypes[i]));
+      RN_ASSIGN_OR_RETURN(Tensor t, in.builder().LiteralAs(v, c.dtypes[i]));
       inputs.push_back(Value::Concrete(std::move(t)));
     } else {
       inputs.push_back(v);

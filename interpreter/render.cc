@@ -159,7 +159,15 @@ std::string Extension(const std::string& path) {
 
 absl::Status WriteDot(const std::string& dot, const std::string& out) {
   const std::string ext = Extension(out);
-  if (ext != "svg" && ext != "png") return WriteFileAtomically(out, dot);
+  if (ext.empty() || ext == "dot" || ext == "gv") {
+    return WriteFileAtomically(out, dot);
+  }
+  if (ext != "svg" && ext != "png" && ext != "pdf") {
+    return absl::InvalidArgumentError(
+        StrCat("cannot write the graph as ", out,
+               ": name it .dot or .gv for DOT text, or .svg, .png or .pdf for "
+               "a picture (drawn by Graphviz)"));
+  }
   if (!HasProgram("dot")) {
     return absl::FailedPreconditionError(
         StrCat("writing ", out,

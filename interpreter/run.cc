@@ -2,10 +2,17 @@
 // tensors and ops, convert the feeds, run them in the session (or, in check
 // mode, check them without running), and rebuild the fetched structure with
 // concrete values.
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <set>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/runners.h"
+#include "runtime/attr_value.h"
 #include "runtime/errors.h"
 #include "runtime/prune.h"
 #include "runtime/status_macros.h"
@@ -66,6 +73,44 @@ absl::Status MissingFeed(const std::string& message, const Node* input,
   return DiagStatus(std::move(d));
 }
 
+// Element i with every digit its dtype holds ("16777216", not 1.67772e+07).
+std::string ExactElement(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::kBool) return t.ToInt64s()[i] != 0 ? "true" : "false";
+  if (!IsFloating(t.dtype())) return StrCat(t.ToInt64s()[i]);
+  const double v = t.ToDoubles()[i];
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // The shortest form that reads back as the same value of its dtype.
+  const bool f64 = t.dtype() == DType::kF64;
+  for (int digits = 6;; ++digits) {
+    std::string text = absl::StrFormat("%.*g", digits, v);
+    const double back = std::strtod(text.c_str(), nullptr);
+    if (digits >= (f64 ? 17 : 9) ||
+        (f64 ? back == v : static_cast<float>(back) == static_cast<float>(v))) {
+      return text;
+    }
+  }
+}
+
+// The first element where `a` and `b` (same dtype and size) differ, NaN
+// equal to NaN; none when they are equal.
+std::optional<int64_t> FirstChangedElement(const Tensor& a, const Tensor& b) {
+  if (IsInteger(a.dtype()) || a.dtype() == DType::kBool) {
+    const std::vector<int64_t> x = a.ToInt64s(), y = b.ToInt64s();
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] != y[i]) return static_cast<int64_t>(i);
+    }
+    return std::nullopt;
+  }
+  const std::vector<double> x = a.ToDoubles(), y = b.ToDoubles();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] != y[i] && !(std::isnan(x[i]) && std::isnan(y[i]))) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Session& Interpreter::session() {
@@ -97,6 +142,7 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
   if (feeds != nullptr) {
     RN_ASSIGN_OR_RETURN(feed_list, ConvertFeeds(*feeds, e));
   }
+  RN_RETURN_IF_ERROR(CheckEnqueuesCanFinish(outs, targets, feed_list, e));
   if (absl::Status c = MaybeCheckpoint(); !c.ok()) {
     return ErrorAt(e.span, std::string(ToStd(c.message())));
   }
@@ -193,6 +239,22 @@ absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
       }
       return DiagStatus(std::move(d));
     }
+    if (IsVariableNode(b->value.out().node)) {
+      // Its reads, in loops, branches and on other devices and tasks, read
+      // the session's value: a feed would reach only some of them.
+      lang::Diagnostic d;
+      d.message = StrCat(
+          "cannot feed '", name, "': it is a ",
+          b->kind == BindingKind::kState ? "state" : "var",
+          ", whose value lives in the session between runs; set it with "
+          "run (",
+          name, " := value) before this run, or declare an input to feed");
+      d.span = span;
+      if (b->span.known()) {
+        d.notes.push_back(Note(b->span, StrCat(name, " declared here")));
+      }
+      return DiagStatus(std::move(d));
+    }
     const DType dtype = b->value.tensor_dtype();
     const Shape shape = b->value.tensor_shape();
     RN_ASSIGN_OR_RETURN(
@@ -210,7 +272,24 @@ absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
                                     DescribeValue(tv), " but '", name, "' is ",
                                     DTypeName(dtype), shape.ToString()));
       }
-      RN_ASSIGN_OR_RETURN(t, builder_.Cast(t, dtype));
+      RN_ASSIGN_OR_RETURN(Tensor cast, builder_.LiteralAs(tv, dtype));
+      if (IsInteger(t.dtype()) || IsInteger(dtype)) {
+        // Where an integer is involved a changed value is a wrong number
+        // (2.7 fed to an i32 would run as 2): convert only exactly. A float
+        // narrowed to a smaller float rounds, as TensorFlow's feeds do.
+        RN_ASSIGN_OR_RETURN(Tensor back, builder_.Cast(cast, t.dtype()));
+        if (std::optional<int64_t> i = FirstChangedElement(t, back)) {
+          return ErrorAt(
+              span,
+              StrCat("the feed for '", name, "' is ", DTypeName(t.dtype()),
+                     " but '", name, "' is ", DTypeName(dtype),
+                     ", and element ", *i, " (", ExactElement(t, *i),
+                     ") would change to ", ExactElement(cast, *i), "; feed ",
+                     DTypeName(dtype), " values, or declare '", name, "' as ",
+                     DTypeName(t.dtype())));
+        }
+      }
+      t = std::move(cast);
     }
     if (!shape.IsCompatibleWith(t.shape())) {
       return ErrorAt(span, StrCat("the feed for '", name, "' has shape ",
@@ -220,6 +299,65 @@ absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
     feed_list.emplace_back(b->value.out(), std::move(t));
   }
   return feed_list;
+}
+
+absl::Status Interpreter::CheckEnqueuesCanFinish(
+    const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
+    const Session::Feeds& feeds, const lang::RunExpr& e) const {
+  // A runner, or another task of a cluster, may dequeue while this run
+  // waits; otherwise only the run itself can: the script waits for it.
+  if ((runners_ != nullptr && !runners_->empty()) || options_.cluster) {
+    return absl::OkStatus();
+  }
+  bool any = false;
+  for (const Node* n : targets) any |= n->op() == "enqueue_many";
+  if (!any) return absl::OkStatus();
+  // The queues this run dequeues from, anywhere in what it runs.
+  std::set<const Node*> dequeued, seen;
+  std::vector<const Node*> stack(targets.begin(), targets.end());
+  for (const NodeOut& o : outs) stack.push_back(o.node);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if ((n->op() == "dequeue" || n->op() == "dequeue_many") &&
+        n->num_inputs() > 0) {
+      dequeued.insert(n->input(0).node);
+    }
+    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  for (const Node* n : targets) {
+    if (n->op() != "enqueue_many" || n->num_inputs() < 2) continue;
+    const Node* queue = n->input(0).node;
+    if (dequeued.contains(queue)) continue;
+    absl::StatusOr<int64_t> capacity =
+        GetAttrOr<int64_t>(queue->attrs(), "capacity", int64_t{1});
+    if (!capacity.ok() || queue->op() != "queue") continue;
+    // The elements enqueued: the first component's first dimension, as fed
+    // or as its shape says.
+    const NodeOut first = n->input(1);
+    int64_t rows = -1;
+    for (const auto& [out, t] : feeds) {
+      if (out == first && t.rank() > 0) rows = t.shape().dim(0);
+    }
+    const Shape& shape = first.node->output_shape(first.index);
+    if (rows < 0 && !shape.unknown_rank() && shape.rank() > 0) {
+      rows = shape.dim(0);
+    }
+    if (rows <= *capacity) continue;
+    return ErrorAt(
+        e.span,
+        StrCat("this run enqueues ", rows, " elements into queue '",
+               queue->name(), "' of capacity ", *capacity,
+               " (enqueue_many), and nothing can dequeue them while it waits "
+               "(no runner is running): it could never finish; enqueue at "
+               "most ",
+               *capacity,
+               " elements per run, raise the capacity, or feed the queue "
+               "from a runner (docs/queues.md)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(

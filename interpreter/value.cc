@@ -1,6 +1,7 @@
 #include "interpreter/value.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 
 #include "lang/ast.h"
@@ -25,7 +26,30 @@ bool AnySymbolic(const std::vector<Value>& items) {
 
 Value Value::Concrete(Tensor t, bool literal) {
   const bool lit = literal && t.dtype() != DType::kBool;
-  return Make(ValueKind::kTensor, Concrete_{std::move(t), lit});
+  Value v = Make(ValueKind::kTensor, Concrete_{std::move(t), nullptr});
+  v.literal_ = lit;
+  return v;
+}
+Value Value::FloatLiteral(Tensor f32, Tensor exact_f64) {
+  Value v =
+      Make(ValueKind::kTensor,
+           Concrete_{std::move(f32),
+                     std::make_shared<const Extra_>(Extra_{
+                         std::make_shared<const Tensor>(std::move(exact_f64)),
+                         nullptr, 0})});
+  v.literal_ = true;
+  return v;
+}
+Value Value::Deferred(Tensor t, std::shared_ptr<DeferredOp> op, int index) {
+  return Make(ValueKind::kTensor,
+              Concrete_{std::move(t), std::make_shared<const Extra_>(Extra_{
+                                          nullptr, std::move(op), index})});
+}
+const std::shared_ptr<DeferredOp>& Value::deferred() const {
+  static const auto* none = new std::shared_ptr<DeferredOp>();
+  return is_concrete() && As<Concrete_>().extra
+             ? As<Concrete_>().extra->deferred
+             : *none;
 }
 Value Value::Symbolic(NodeOut out) {
   return Make(ValueKind::kSymbolic, out, /*contains_symbolic=*/true);
@@ -74,7 +98,11 @@ Value Value::Int(int64_t x, bool literal) {
   return Concrete(Tensor::Scalar<int32_t>(static_cast<int32_t>(x)), literal);
 }
 Value Value::Float(double x, bool literal) {
-  return Concrete(Tensor::Scalar<float>(static_cast<float>(x)), literal);
+  const float f = static_cast<float>(x);
+  if (!literal || static_cast<double>(f) == x || std::isnan(x)) {
+    return Concrete(Tensor::Scalar<float>(f), literal);
+  }
+  return FloatLiteral(Tensor::Scalar<float>(f), Tensor::Scalar<double>(x));
 }
 Value Value::Bool(bool x) { return Concrete(Tensor::Scalar<bool>(x)); }
 Value Value::NoneOfIf(const SourceSpan& if_span) {

@@ -60,11 +60,20 @@ enum class ValueKind {
 
 using Field = std::pair<std::string, Value>;
 
+struct DeferredOp;  // graph_builder.h
+
 class Value {
  public:
   Value() = default;  // none
 
   static Value Concrete(Tensor t, bool literal = false);
+  // A float literal (f32, as `0.1` is) that remembers its exact value in
+  // f64, for when it meets an f64 tensor: `x * 0.1` then multiplies by the
+  // f64 nearest 0.1, not by the f32 nearest it.
+  static Value FloatLiteral(Tensor f32, Tensor exact_f64);
+  // Output `index` of an op computed now whose graph node is made when the
+  // value reaches the graph: a random draw, drawn anew at each run there.
+  static Value Deferred(Tensor t, std::shared_ptr<DeferredOp> op, int index);
   static Value Symbolic(NodeOut out);
   static Value Op(Node* node);
   static Value String(std::string s);
@@ -100,7 +109,22 @@ class Value {
 
   // kTensor (an empty tensor for other kinds)
   const Tensor& tensor() const;
-  bool literal() const { return is_concrete() && As<Concrete_>().literal; }
+  bool literal() const { return is_concrete() && literal_; }
+  // A float literal's exact value in f64, where its f32 tensor rounded it;
+  // null otherwise.
+  const Tensor* exact_f64() const {
+    return literal_ && As<Concrete_>().extra
+               ? As<Concrete_>().extra->exact_f64.get()
+               : nullptr;
+  }
+  // The op that computes this concrete value again in the graph, and which
+  // of its outputs it is; null for an ordinary concrete value.
+  const std::shared_ptr<DeferredOp>& deferred() const;
+  int deferred_index() const {
+    return is_concrete() && As<Concrete_>().extra
+               ? As<Concrete_>().extra->deferred_index
+               : 0;
+  }
   // kSymbolic
   NodeOut out() const { return is_symbolic() ? As<NodeOut>() : NodeOut{}; }
   // kOp (and the node of kSymbolic)
@@ -139,9 +163,15 @@ class Value {
   std::optional<int64_t> AsInt() const;  // integer dtype (or literal) only
 
  private:
+  // What few concrete values carry, behind one pointer to keep Value small.
+  struct Extra_ {
+    std::shared_ptr<const Tensor> exact_f64;  // literal floats only
+    std::shared_ptr<DeferredOp> deferred;     // see Value::Deferred
+    int deferred_index = 0;
+  };
   struct Concrete_ {
     Tensor tensor;
-    bool literal = false;
+    std::shared_ptr<const Extra_> extra;
   };
   struct Range_ {
     int64_t start = 0, stop = 0;
@@ -174,6 +204,7 @@ class Value {
 
   ValueKind kind_ = ValueKind::kNone;
   bool contains_symbolic_ = false;
+  bool literal_ = false;  // kTensor: a bare literal (beside the tag: no size)
   // Which alternative is set follows from kind_ (tuples and lists share
   // Items_).
   Payload payload_;

@@ -391,11 +391,13 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
       stmt->name_span = Span(s->ID());
     }
     stmt->params = Params(s->parameters());
+    const int outer_for_depth = std::exchange(for_depth_, 0);
     if (s->block() != nullptr) {
       stmt->body_block = BuildBlock(s->block());
     } else {
       stmt->body_expr = Expression(s->expression());
     }
+    for_depth_ = outer_for_depth;
     return stmt;
   }
   if (auto* s = As<G::ImportModuleContext>(c)) {
@@ -418,17 +420,25 @@ StmtPtr AstBuilder::Statement(G::StatementContext* c) {
     if (s->expression() != nullptr) stmt->value = Expression(s->expression());
     return stmt;
   }
-  if (As<G::BreakStatementContext>(c)) {
-    return make(std::make_unique<JumpStmt>(StmtKind::kBreak));
-  }
-  if (As<G::ContinueStatementContext>(c)) {
-    return make(std::make_unique<JumpStmt>(StmtKind::kContinue));
+  const bool is_break = As<G::BreakStatementContext>(c) != nullptr;
+  if (is_break || As<G::ContinueStatementContext>(c) != nullptr) {
+    auto stmt = make(std::make_unique<JumpStmt>(
+        is_break ? StmtKind::kBreak : StmtKind::kContinue));
+    // Found before anything runs (the interpreter would only find it when
+    // it got there).
+    if (for_depth_ == 0) {
+      Error(stmt->span, StrCat("'", is_break ? "break" : "continue",
+                               "' outside a for loop"));
+    }
+    return stmt;
   }
   if (auto* s = As<G::ForStatementContext>(c)) {
     auto stmt = make(std::make_unique<ForStmt>());
     stmt->var = BuildPattern(s->pattern());
     stmt->iterable = Expression(s->expression());
+    ++for_depth_;
     stmt->body = BuildBlock(s->block());
+    --for_depth_;
     return stmt;
   }
   auto annotate = [&](StmtKind kind, G::ExpressionContext* arg,
@@ -587,11 +597,13 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
   if (auto* e = As<G::LambdaExpressionContext>(c)) {
     auto lambda = Make<LambdaExpr>(Span(c));
     lambda->params = Params(e->parameters());
+    const int outer_for_depth = std::exchange(for_depth_, 0);
     if (e->block() != nullptr) {
       lambda->body_block = BuildBlock(e->block());
     } else {
       lambda->body_expr = Expression(e->expression());
     }
+    for_depth_ = outer_for_depth;
     return lambda;
   }
   if (auto* e = As<G::LoopExpressionContext>(c)) {

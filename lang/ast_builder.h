@@ -149,6 +149,9 @@ class AstBuilder {
   std::vector<Diagnostic>* errors_;
   size_t syntax_errors_;  // errors_ holds the parser's errors first
   int imports_ = 0;
+  // `for` statements around the statement being built, within the current
+  // function body: a `break` or `continue` needs one.
+  int for_depth_ = 0;
   // The alternative of each context class seen, by the class's type_info:
   // a chain of failing dynamic_casts per context would cost more than the
   // rest of building.

@@ -540,6 +540,58 @@ absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
 
 }  // namespace
 
+namespace {
+
+// A gradient through an in-graph loop reads the forward loop's values back
+// from stacks, and a pop has no gradient: differentiating such a gradient
+// again with respect to what the stacks hold (a second order through the
+// loop) would silently miss that dependence and give 0. Refused when y
+// pops a stack that some x flows into.
+absl::Status RefuseSecondOrderThroughLoops(const Graph& graph, NodeOut y,
+                                           absl::Span<const NodeOut> xs) {
+  const Node* pop = nullptr;
+  absl::flat_hash_set<const Node*> seen;
+  std::vector<const Node*> stack = {y.node};
+  while (!stack.empty() && pop == nullptr) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (n->op() == "stack_pop") pop = n;
+    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  if (pop == nullptr) return absl::OkStatus();
+  absl::flat_hash_map<const Node*, std::vector<const Node*>> consumers;
+  for (const Node* n : graph.nodes()) {
+    for (const NodeOut& in : n->inputs()) consumers[in.node].push_back(n);
+  }
+  seen.clear();
+  for (const NodeOut& x : xs) {
+    if (x.node != nullptr) stack.push_back(x.node);
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (n->op() == "stack_push") {
+      return AttachNode(
+          absl::UnimplementedError(
+              "grad: y is (or depends on) a gradient through an in-graph "
+              "loop, and differentiating it again with respect to what flows "
+              "through that loop (a second-order gradient through a loop) is "
+              "not supported yet; unroll the loop (a host `for`), or take the "
+              "second derivative by finite differences"),
+          pop->name(), pop->span());
+    }
+    auto c = consumers.find(n);
+    if (c == consumers.end()) continue;
+    for (const Node* next : c->second) stack.push_back(next);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<NodeOut>> AddGradients(
     Graph* graph, NodeOut y, absl::Span<const NodeOut> xs,
     const GradientOptions& options) {
@@ -563,6 +615,7 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
     return absl::InvalidArgumentError(
         StrCat("grad: y ('", y.node->name(), "') is inside a loop"));
   }
+  RN_RETURN_IF_ERROR(RefuseSecondOrderThroughLoops(*graph, y, xs));
   Backprop backprop(graph, std::move(frames), options.scope);
   GradBuilder seed(graph, y.node, options.scope, &backprop);
   NodeOut ones = seed.Op("ones_like", {y});

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
@@ -64,10 +65,30 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
   });
 }
 
+// Element i as an integer: exact for the integer dtypes and bool (no trip
+// through double, which holds only 53 bits); floats truncate toward zero,
+// and must be finite and within i64's range.
+absl::StatusOr<int64_t> ElementAsInt(const Tensor& t, int64_t i) {
+  return VisitDType(t.dtype(), [&](auto zero) -> absl::StatusOr<int64_t> {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<int64_t>(t.data<T>()[i]);
+    } else {
+      double v = ToDouble(t.data<T>()[i]);
+      // -2^63 is exact in double; 2^63 is the first value past the range.
+      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+        return absl::InvalidArgumentError(
+            StrCat(v, " is not an integer in i64's range"));
+      }
+      return static_cast<int64_t>(v);
+    }
+  });
+}
+
 std::string FormatElement(const Tensor& t, int64_t i) {
+  if (IsInteger(t.dtype())) return StrCat(*ElementAsInt(t, i));
   double v = ElementAsDouble(t, i);
   if (t.dtype() == DType::kBool) return v != 0 ? "true" : "false";
-  if (IsInteger(t.dtype())) return StrCat(static_cast<int64_t>(v));
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::string s = absl::StrFormat("%.6g", v);
@@ -86,17 +107,18 @@ std::vector<double> Tensor::ToDoubles() const {
 
 std::vector<int64_t> Tensor::ToInt64s() const {
   std::vector<int64_t> out(num_elements_);
-  VisitDType(dtype_, [&](auto zero) {
-    using T = decltype(zero);
-    if constexpr (std::is_integral_v<T>) {
-      const T* p = data<T>();
-      for (int64_t i = 0; i < num_elements_; ++i) out[i] = p[i];
+  for (int64_t i = 0; i < num_elements_; ++i) {
+    // Floats out of i64's range saturate (a cast would be undefined).
+    absl::StatusOr<int64_t> v = ElementAsInt(*this, i);
+    if (v.ok()) {
+      out[i] = *v;
     } else {
-      for (int64_t i = 0; i < num_elements_; ++i) {
-        out[i] = static_cast<int64_t>(ElementAsDouble(*this, i));
-      }
+      double d = ElementAsDouble(*this, i);
+      out[i] = std::isnan(d) ? 0
+               : d < 0       ? std::numeric_limits<int64_t>::min()
+                             : std::numeric_limits<int64_t>::max();
     }
-  });
+  }
   return out;
 }
 
@@ -105,7 +127,7 @@ absl::StatusOr<int64_t> Tensor::ScalarAsInt() const {
     return absl::InvalidArgumentError(
         StrCat("expected a scalar, got shape ", shape_.ToString()));
   }
-  return static_cast<int64_t>(ElementAsDouble(*this, 0));
+  return ElementAsInt(*this, 0);
 }
 
 absl::StatusOr<double> Tensor::ScalarAsDouble() const {

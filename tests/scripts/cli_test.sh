@@ -28,7 +28,8 @@ expect_in() {  # expect_in FILE TEXT DESCRIPTION
 expect_status 0 "--help" -- "$runnel" --help
 expect_in "$work/out" "runnel run FILE" "--help prints usage"
 expect_status 0 "--version" -- "$runnel" --version
-expect_in "$work/out" "runnel " "--version"
+# The version is the language reference's (docs/language.md).
+expect_in "$work/out" "runnel 0.2" "--version"
 expect_status 2 "no file" -- "$runnel" run
 expect_status 2 "unknown command" -- "$runnel" frobnicate
 expect_status 2 "unknown option" -- "$runnel" run x.rnl --frob
@@ -61,6 +62,44 @@ expect_in "$work/out" "digraph runnel" "graph writes DOT"
 expect_in "$work/out" "matmul" "the graph has the matmul"
 expect_status 0 "graph -o dot" -- "$runnel" graph "$work/model.rnl" -o "$work/g.dot"
 expect_in "$work/g.dot" "digraph runnel" "graph -o writes the file"
+# -o names what it writes: DOT text (.dot, .gv) or a picture; DOT text is
+# never written into a file named as a picture of another format.
+expect_status 1 "graph -o of an unknown format" -- "$runnel" graph "$work/model.rnl" -o "$work/g.txt"
+expect_in "$work/err" "name it .dot or .gv for DOT text, or .svg, .png or .pdf" "graph -o names the formats"
+if [[ -e "$work/g.txt" ]]; then
+  echo "FAIL: graph -o g.txt wrote a file"
+  fail=1
+fi
+rm -f "$work/g.pdf"
+"$runnel" graph "$work/model.rnl" -o "$work/g.pdf" >/dev/null 2>&1
+if [[ -e "$work/g.pdf" ]] && ! head -c 5 "$work/g.pdf" | grep -q '%PDF-'; then
+  echo "FAIL: graph -o g.pdf wrote something that is not a PDF"
+  fail=1
+fi
+
+# Mistyped options and --arg names are usage errors that suggest the name.
+expect_status 2 "a mistyped option" -- "$runnel" run "$work/model.rnl" --metric "$work/m.jsonl"
+expect_in "$work/err" "did you mean '--metrics'?" "the closest option"
+cat >"$work/args.rnl" <<'RNL'
+let steps = arg("steps", 3)
+print("steps", steps)
+RNL
+expect_status 2 "an --arg the script does not read" -- "$runnel" run "$work/args.rnl" --arg step=10
+expect_in "$work/err" "--arg step=10: the script reads no arg('step'); did you mean 'steps'?" "the unread --arg named"
+if [[ -s "$work/out" ]]; then
+  echo "FAIL: the script ran although an --arg is unread"
+  fail=1
+fi
+expect_status 2 "an --arg of a script without args" -- "$runnel" check "$work/model.rnl" --arg steps=1
+expect_in "$work/err" "it reads no --arg at all" "a script that reads none"
+expect_status 0 "an --arg the script reads" -- "$runnel" run "$work/args.rnl" --arg steps=10
+expect_in "$work/out" "steps 10" "the --arg read"
+cat >"$work/dyn_args.rnl" <<'RNL'
+let name = "steps"
+print(arg(name, 1))
+RNL
+expect_status 0 "an arg() whose name is a value" -- "$runnel" run "$work/dyn_args.rnl" --arg other=1
+
 if command -v dot >/dev/null; then
   expect_status 0 "graph -o svg" -- "$runnel" graph "$work/model.rnl" -o "$work/g.svg"
   expect_in "$work/g.svg" "<svg" "SVG written by dot"
