@@ -183,6 +183,24 @@ Result ShapeArg(Interpreter& in, const Args& a, int i) {
   return Value::Concrete(t);
 }
 
+// The shape of a tensor to make (zeros, fill, random_*): as ShapeArg, and
+// every dimension known. `zeros([x.shape[0], 3])` for an x with a `?`:
+// .shape gives -1 there, a size known only when the graph runs.
+Result SizesArg(Interpreter& in, const Args& a, int i) {
+  RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, i));
+  if (!shape.is_concrete()) return shape;
+  const std::vector<int64_t> dims = shape.tensor().ToInt64s();
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+    return ErrorAt(
+        a.span_of(i),
+        StrCat(ParamName(a, i), " ", Shape(dims).ToString(),
+               " has an unknown (-1) dimension, as .shape gives for a `?`; "
+               "for the size when the graph runs use shape_of(x), e.g. "
+               "concat([shape_of(x)[0:1], [3]], 0)"));
+  }
+  return shape;
+}
+
 // A list or tuple of tensors (concat, stack). A bracketed list of concrete
 // tensors of one shape was stacked into one tensor: its rows are the items.
 absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
@@ -350,7 +368,7 @@ Builtin FillWith(std::string name, double v) {
             return Value::Concrete(std::move(t));
           }
         }
-        RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+        RN_ASSIGN_OR_RETURN(Value shape, SizesArg(in, a, 0));
         RN_ASSIGN_OR_RETURN(DType d, DTypeArg(a, 1));
         Value scalar = Value::Concrete(Tensor::ScalarOf(d, v));
         return in.builder().ApplyOp("fill", {shape, scalar}, {}, Site(a));
@@ -364,7 +382,7 @@ Builtin Random(std::string name, std::string op, std::string p1, std::string a1,
                  {P("shape"), P(p1, Value::Float(d1)), P(p2, Value::Float(d2)),
                   P("seed", None()), P("dtype", Value::OfDType(DType::kF32))},
                  [op, a1, a2](Interpreter& in, Args& a) -> Result {
-                   RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+                   RN_ASSIGN_OR_RETURN(Value shape, SizesArg(in, a, 0));
                    RN_ASSIGN_OR_RETURN(double x1, NumberArg(a, 1));
                    RN_ASSIGN_OR_RETURN(double x2, NumberArg(a, 2));
                    int64_t seed = -1;
@@ -1170,7 +1188,7 @@ void AddCreation(std::vector<Builtin>& b) {
   b.push_back({"fill",
                {P("shape"), P("value"), P("dtype", None())},
                [](Interpreter& in, Args& a) -> Result {
-                 RN_ASSIGN_OR_RETURN(Value shape, ShapeArg(in, a, 0));
+                 RN_ASSIGN_OR_RETURN(Value shape, SizesArg(in, a, 0));
                  RN_ASSIGN_OR_RETURN(Value v,
                                      in.builder().ToTensor(a[1], a.span_of(1),
                                                            "fill: 'value'"));

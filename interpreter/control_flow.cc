@@ -467,6 +467,19 @@ absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
       return ErrorAt(site.span, StrCat("f must give ", Structure(like),
                                        ", got ", Structure(next)));
     }
+    for (size_t k = 0; k < rows.size(); ++k) {
+      // Literals adapt when they are added; anything else must match.
+      if (!rows[k].literal() &&
+          rows[k].tensor_dtype() != leaves[k].tensor_dtype()) {
+        return ErrorAt(
+            site.span,
+            StrCat("the body of ", init != nullptr ? "scan" : "map", " gives ",
+                   DTypeName(rows[k].tensor_dtype()),
+                   rows.size() > 1 ? StrCat(" as result ", k) : "", " where ",
+                   init != nullptr ? "the state" : "its first row", " is ",
+                   DTypeName(leaves[k].tensor_dtype()), "; cast one of them"));
+      }
+    }
     std::vector<Value> new_accs;
     for (size_t k = 0; k < rows.size(); ++k) {
       RN_ASSIGN_OR_RETURN(

@@ -669,6 +669,22 @@ absl::StatusOr<Value> Interpreter::EvalGraphIf(const lang::IfExpr& e,
                      "return, break and continue cannot leave an in-graph "
                      "'if'");
     }
+    // A branch that ends in a `device`, `scope` or `after` block gives no
+    // value (the block only annotates the nodes made inside).
+    if (v.is_none() && !b.stmts.empty()) {
+      const lang::Stmt& last = *b.stmts.back();
+      if (last.kind == StmtKind::kDevice || last.kind == StmtKind::kScope ||
+          last.kind == StmtKind::kAfter) {
+        const char* kind = last.kind == StmtKind::kDevice  ? "device"
+                           : last.kind == StmtKind::kScope ? "scope"
+                                                           : "after";
+        return ErrorAt(
+            last.span,
+            StrCat("this branch of an in-graph 'if' ends in a '", kind,
+                   "' block, which gives no value; bind the value inside it "
+                   "(let z = ...) and end the branch with z after the block"));
+      }
+    }
     return v;
   };
   BranchFn then_fn = [&] { return block(e.then_block); };

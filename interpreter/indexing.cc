@@ -171,6 +171,15 @@ absl::StatusOr<Value> StridedSlice(GraphBuilder& b, const Value& target,
       std::optional<int64_t> i;
       RN_RETURN_IF_ERROR(IntOf(s.index, s.span, &i));
       if (!i) return ErrorAt(s.span, "an index is needed");
+      // Said here, at the subscript, rather than by the op it becomes.
+      const Shape shape = target.tensor_shape();
+      if (!shape.unknown_rank() && static_cast<int>(k) < shape.rank() &&
+          shape.dim(k) >= 0 && (*i >= shape.dim(k) || *i < -shape.dim(k))) {
+        return ErrorAt(
+            s.span,
+            StrCat("index ", *i, " is out of range for axis ", k, " of size ",
+                   shape.dim(k), " (shape ", shape.ToString(), ")"));
+      }
       begin.push_back(*i);
       end.push_back(*i + 1);
       strides.push_back(1);
