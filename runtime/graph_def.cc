@@ -1,5 +1,6 @@
 #include "runtime/graph_def.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/container/flat_hash_map.h"
@@ -136,7 +137,15 @@ absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph) {
           StrCat("GraphDef has two nodes named '", nd.name(), "'"));
     }
   }
-  // Depth-first so inputs are added before their consumers.
+  // Depth-first so inputs are added before their consumers; loops' back
+  // edges last.
+  struct BackEdge {
+    std::string merge;
+    int input;
+    std::string src;
+    int index;
+  };
+  std::vector<BackEdge> back_edges;
   enum class Mark { kNone, kVisiting, kDone };
   absl::flat_hash_map<std::string, Mark> marks;
   std::function<absl::Status(const proto::NodeDef&)> add =
@@ -154,6 +163,7 @@ absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph) {
     spec.device = nd.device();
     spec.span = {nd.span().file(), nd.span().line(), nd.span().col(),
                  nd.span().end_line(), nd.span().end_col()};
+    std::vector<int> back;  // inputs that are a loop's back edge
     for (const std::string& in : nd.input()) {
       bool control = !in.empty() && in[0] == '^';
       RN_ASSIGN_OR_RETURN(auto parsed,
@@ -164,6 +174,16 @@ absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph) {
             StrCat("node '", nd.name(), "' has input '", in,
                    "', which is not in the GraphDef"));
       }
+      // A loop's merge takes its next_iteration, made from the body after
+      // it: that edge closes the loop, and is set once the body exists.
+      if (!control && nd.op() == "merge" &&
+          it->second->op() == "next_iteration") {
+        back.push_back(static_cast<int>(spec.inputs.size()));
+        back_edges.push_back({nd.name(), static_cast<int>(spec.inputs.size()),
+                              parsed.first, parsed.second});
+        spec.inputs.push_back({});
+        continue;
+      }
       RN_RETURN_IF_ERROR(add(*it->second));
       Node* src = graph->FindNode(parsed.first);
       if (control) {
@@ -171,6 +191,16 @@ absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph) {
       } else {
         spec.inputs.push_back({src, parsed.second});
       }
+    }
+    if (!back.empty()) {
+      // Until then the merge takes its entry twice (same dtype and shape).
+      auto entry = std::find_if(spec.inputs.begin(), spec.inputs.end(),
+                                [](const NodeOut& o) { return o.node; });
+      if (entry == spec.inputs.end()) {
+        return absl::InvalidArgumentError(StrCat(
+            "merge '", nd.name(), "' has no input from outside its loop"));
+      }
+      for (int i : back) spec.inputs[i] = *entry;
     }
     for (const auto& [name, value] : nd.attr()) {
       absl::StatusOr<AttrValue> v = AttrFromProto(value);
@@ -187,6 +217,10 @@ absl::Status FromGraphDef(const proto::GraphDef& def, Graph* graph) {
     return absl::OkStatus();
   };
   for (const proto::NodeDef& nd : def.node()) RN_RETURN_IF_ERROR(add(nd));
+  for (const BackEdge& e : back_edges) {
+    RN_RETURN_IF_ERROR(graph->UpdateInput(graph->FindNode(e.merge), e.input,
+                                          {graph->FindNode(e.src), e.index}));
+  }
   return absl::OkStatus();
 }
 

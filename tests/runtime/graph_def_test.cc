@@ -3,6 +3,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include "runtime/control_flow.h"
 #include "runtime/session.h"
 #include "tests/util/test_util.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
+using ::runnel::testing::I32;
 
 TEST(GraphDefTest, RoundTripsNodesAttrsSpansAndRuns) {
   Graph g;
@@ -52,6 +54,41 @@ TEST(GraphDefTest, RoundTripsNodesAttrsSpansAndRuns) {
   auto out = s.Run({}, {"a"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DType::kF32, {3}, {2, 4, 6});
+}
+
+// A loop's merges take their next_iterations, made after them: the back
+// edges a GraphDef holds as ordinary inputs (a worker registering a
+// partition with a loop, issue 31 item 11). Sums 0 + 1 + ... + 4.
+TEST(GraphDefTest, RoundTripsALoopWithItsBackEdges) {
+  auto g = std::make_shared<Graph>();
+  WhileBuilder wb(
+      g.get(),
+      [&g](NodeSpec spec, bool) -> absl::StatusOr<Node*> {
+        spec.name = g->UniqueName(spec.name);
+        return g->AddNode(std::move(spec));
+      },
+      [](NodeOut v) -> absl::StatusOr<NodeOut> { return v; }, "loop", "loop",
+      SourceSpan{});
+  Node* zero = *g->AddConst(I32({0}, {}), "zero");
+  Node* n = *g->AddConst(I32({5}, {}), "n");
+  std::vector<NodeOut> top = *wb.Begin({{zero, 0}}, {std::nullopt}, {});
+  NodeOut limit = *wb.EnterInvariant({n, 0});
+  Node* less = *g->AddNode(
+      {.name = "loop/less", .op = "less", .inputs = {top[0], limit}});
+  std::vector<NodeOut> in = *wb.Condition({less, 0});
+  Node* sum =
+      *g->AddNode({.name = "loop/sum", .op = "add", .inputs = {in[1], in[0]}});
+  std::vector<NodeOut> exits = *wb.Finish({{sum, 0}}, {});
+
+  auto g2 = std::make_shared<Graph>();
+  absl::Status status = FromGraphDef(ToGraphDef(*g), g2.get());
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      ToGraphDef(*g2), ToGraphDef(*g)));
+  Session s(g2, {.num_threads = 2});
+  auto out = s.Run({}, {exits[1].node->name()}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kI32, {}, {10});
 }
 
 TEST(GraphDefTest, RejectsBadInput) {
