@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
+#include "interpreter/restore.h"
 #include "runtime/errors.h"
 #include "runtime/op_registry.h"
 #include "runtime/status_macros.h"
@@ -17,15 +18,15 @@
 namespace runnel::interp {
 namespace {
 
-// Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
-// arithmetic does, and negation; a stateful op (dropout) never does, as its
-// result is a new value each time, not a constant.
 // The ops that draw random numbers: each run of their node draws anew.
 bool IsRandomOp(const std::string& op) {
   return op == "random_normal" || op == "random_uniform" ||
          op == "truncated_normal" || op == "dropout";
 }
 
+// Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
+// arithmetic does, and negation; a stateful op (dropout) never does, as its
+// result is a new value each time, not a constant.
 bool GivesLiteral(const OpDef& def) {
   if (def.stateful) return false;
   return !def.dtype_groups.empty() || def.name == "neg";
@@ -493,15 +494,7 @@ absl::StatusOr<Node*> GraphBuilder::Materialize(DeferredOp& d) {
   }
   // Made where the script computed the value: its scope, device and `after`
   // blocks, outside any in-graph loop or branch (it was made outside them).
-  const BuildContext here = context_;
-  context_ = d.context;
-  absl::StatusOr<Node*> node = MakeDeferredNode(d);
-  context_ = here;
-  if (node.ok()) d.node = *node;
-  return node;
-}
-
-absl::StatusOr<Node*> GraphBuilder::MakeDeferredNode(const DeferredOp& d) {
+  Restore<BuildContext> there(&context_, d.context);
   NodeSpec spec;
   spec.op = d.op;
   spec.attrs = d.attrs;
@@ -510,7 +503,8 @@ absl::StatusOr<Node*> GraphBuilder::MakeDeferredNode(const DeferredOp& d) {
     spec.inputs.push_back(o);
   }
   spec.name = NewNodeName(d.site.name_hint.empty() ? d.op : d.site.name_hint);
-  return AddNode(std::move(spec), d.site, d.inputs);
+  RN_ASSIGN_OR_RETURN(d.node, AddNode(std::move(spec), d.site, d.inputs));
+  return d.node;
 }
 
 absl::StatusOr<Value> GraphBuilder::ApplyOp(const std::string& op,
@@ -548,9 +542,13 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
   // it reaches (DeferredOp); in an in-graph loop or branch it is a node of
   // the body, drawn at each iteration.
   const bool random = IsRandomOp(op);
-  bool deferred_input = false;
-  for (const Value& v : inputs) deferred_input |= v.deferred() != nullptr;
-  const bool defer = context_.cf == nullptr && (random || deferred_input);
+  int deferred_depth = 0;  // the longest chain to a draw among the inputs
+  for (const Value& v : inputs) {
+    if (v.deferred() != nullptr) {
+      deferred_depth = std::max(deferred_depth, v.deferred()->depth);
+    }
+  }
+  const bool defer = context_.cf == nullptr && (random || deferred_depth > 0);
   // Ops without outputs only make sense in the graph (noop, group).
   const bool graph_only =
       op == "noop" || !control.empty() || (random && context_.cf != nullptr);
@@ -582,11 +580,7 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
             Value::FloatLiteral(std::move((*out)[0]), std::move(*exact))};
     }
     if (defer) {
-      int depth = 1;
-      for (const Value& v : inputs) {
-        if (v.deferred() != nullptr)
-          depth = std::max(depth, v.deferred()->depth + 1);
-      }
+      const int depth = deferred_depth + 1;
       auto d = std::make_shared<DeferredOp>(
           depth > kMaxDeferredDepth
               ? DeferredOp{"", {}, {}, {}, site, depth, nullptr}

@@ -241,7 +241,6 @@ class GraphBuilder {
       const AttrMap& attrs);
   // The node of a deferred op (DeferredOp), made the first time.
   absl::StatusOr<Node*> Materialize(DeferredOp& d);
-  absl::StatusOr<Node*> MakeDeferredNode(const DeferredOp& d);
   // A const node holding `t` (one per tensor buffer).
   absl::StatusOr<Node*> ConstNode(const Tensor& t, const SourceSpan& span);
 

@@ -276,14 +276,14 @@ class Interpreter {
   // converted to its dtype.
   absl::StatusOr<Session::Feeds> ConvertFeeds(const Value& feeds,
                                               const lang::RunExpr& e);
-  // Check mode: no run; a missing feed is an error, zeros stand in for the
-  // fetched values.
   // A run whose enqueue_many holds more elements than its queue can, with
   // nothing to dequeue them meanwhile, would wait forever: refused.
   absl::Status CheckEnqueuesCanFinish(const std::vector<NodeOut>& outs,
                                       const std::vector<Node*>& targets,
                                       const Session::Feeds& feeds,
-                                      const lang::RunExpr& e) const;
+                                      const lang::RunExpr& e);
+  // Check mode: no run; a missing feed is an error, zeros stand in for the
+  // fetched values.
   absl::StatusOr<std::vector<Tensor>> CheckRun(
       const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
       const Session::Feeds& feeds, const lang::RunExpr& e);

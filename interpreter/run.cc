@@ -303,7 +303,7 @@ absl::StatusOr<Session::Feeds> Interpreter::ConvertFeeds(
 
 absl::Status Interpreter::CheckEnqueuesCanFinish(
     const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
-    const Session::Feeds& feeds, const lang::RunExpr& e) const {
+    const Session::Feeds& feeds, const lang::RunExpr& e) {
   // A runner, or another task of a cluster, may dequeue while this run
   // waits; otherwise only the run itself can: the script waits for it.
   if ((runners_ != nullptr && !runners_->empty()) || options_.cluster) {
@@ -312,20 +312,18 @@ absl::Status Interpreter::CheckEnqueuesCanFinish(
   bool any = false;
   for (const Node* n : targets) any |= n->op() == "enqueue_many";
   if (!any) return absl::OkStatus();
-  // The queues this run dequeues from, anywhere in what it runs.
-  std::set<const Node*> dequeued, seen;
-  std::vector<const Node*> stack(targets.begin(), targets.end());
-  for (const NodeOut& o : outs) stack.push_back(o.node);
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n).second) continue;
+  // The queues this run dequeues from: the nodes it runs are those
+  // Session::Run prunes to.
+  std::vector<NodeOut> fed;
+  for (const auto& [out, t] : feeds) fed.push_back(out);
+  absl::StatusOr<PrunedGraph> needed = PruneGraph(graph(), outs, targets, fed);
+  if (!needed.ok()) return absl::OkStatus();  // the run reports it
+  std::set<const Node*> dequeued;
+  for (const Node* n : needed->nodes) {
     if ((n->op() == "dequeue" || n->op() == "dequeue_many") &&
         n->num_inputs() > 0) {
       dequeued.insert(n->input(0).node);
     }
-    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
-    for (const Node* c : n->control_inputs()) stack.push_back(c);
   }
   for (const Node* n : targets) {
     if (n->op() != "enqueue_many" || n->num_inputs() < 2) continue;

@@ -33,17 +33,16 @@ Value Value::Concrete(Tensor t, bool literal) {
 Value Value::FloatLiteral(Tensor f32, Tensor exact_f64) {
   Value v =
       Make(ValueKind::kTensor,
-           Concrete_{std::move(f32),
-                     std::make_shared<const Extra_>(Extra_{
-                         std::make_shared<const Tensor>(std::move(exact_f64)),
-                         nullptr, 0})});
+           Concrete_{std::move(f32), std::make_shared<const Extra_>(Extra_{
+                                         std::move(exact_f64), nullptr, 0})});
   v.literal_ = true;
   return v;
 }
 Value Value::Deferred(Tensor t, std::shared_ptr<DeferredOp> op, int index) {
-  return Make(ValueKind::kTensor,
-              Concrete_{std::move(t), std::make_shared<const Extra_>(Extra_{
-                                          nullptr, std::move(op), index})});
+  return Make(
+      ValueKind::kTensor,
+      Concrete_{std::move(t), std::make_shared<const Extra_>(
+                                  Extra_{std::nullopt, std::move(op), index})});
 }
 const std::shared_ptr<DeferredOp>& Value::deferred() const {
   static const auto* none = new std::shared_ptr<DeferredOp>();

@@ -113,8 +113,8 @@ class Value {
   // A float literal's exact value in f64, where its f32 tensor rounded it;
   // null otherwise.
   const Tensor* exact_f64() const {
-    return literal_ && As<Concrete_>().extra
-               ? As<Concrete_>().extra->exact_f64.get()
+    return literal_ && As<Concrete_>().extra && As<Concrete_>().extra->exact_f64
+               ? &*As<Concrete_>().extra->exact_f64
                : nullptr;
   }
   // The op that computes this concrete value again in the graph, and which
@@ -165,8 +165,8 @@ class Value {
  private:
   // What few concrete values carry, behind one pointer to keep Value small.
   struct Extra_ {
-    std::shared_ptr<const Tensor> exact_f64;  // literal floats only
-    std::shared_ptr<DeferredOp> deferred;     // see Value::Deferred
+    std::optional<Tensor> exact_f64;       // literal floats only
+    std::shared_ptr<DeferredOp> deferred;  // see Value::Deferred
     int deferred_index = 0;
   };
   struct Concrete_ {

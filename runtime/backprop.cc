@@ -538,10 +538,6 @@ absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
   return result;
 }
 
-}  // namespace
-
-namespace {
-
 // A gradient through an in-graph loop reads the forward loop's values back
 // from stacks, and a pop has no gradient: differentiating such a gradient
 // again with respect to what the stacks hold (a second order through the

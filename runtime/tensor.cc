@@ -65,6 +65,12 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
   });
 }
 
+// Whether a double truncates to an i64 (NaN does not): -2^63 is exact in
+// double, and 2^63 is the first value past the range.
+bool FitsI64(double v) {
+  return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+}
+
 // Element i as an integer: exact for the integer dtypes and bool (no trip
 // through double, which holds only 53 bits); floats truncate toward zero,
 // and must be finite and within i64's range.
@@ -74,9 +80,8 @@ absl::StatusOr<int64_t> ElementAsInt(const Tensor& t, int64_t i) {
     if constexpr (std::is_integral_v<T>) {
       return static_cast<int64_t>(t.data<T>()[i]);
     } else {
-      double v = ToDouble(t.data<T>()[i]);
-      // -2^63 is exact in double; 2^63 is the first value past the range.
-      if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+      const double v = ToDouble(t.data<T>()[i]);
+      if (!FitsI64(v)) {
         return absl::InvalidArgumentError(
             StrCat(v, " is not an integer in i64's range"));
       }
@@ -107,18 +112,22 @@ std::vector<double> Tensor::ToDoubles() const {
 
 std::vector<int64_t> Tensor::ToInt64s() const {
   std::vector<int64_t> out(num_elements_);
-  for (int64_t i = 0; i < num_elements_; ++i) {
-    // Floats out of i64's range saturate (a cast would be undefined).
-    absl::StatusOr<int64_t> v = ElementAsInt(*this, i);
-    if (v.ok()) {
-      out[i] = *v;
-    } else {
-      double d = ElementAsDouble(*this, i);
-      out[i] = std::isnan(d) ? 0
-               : d < 0       ? std::numeric_limits<int64_t>::min()
-                             : std::numeric_limits<int64_t>::max();
+  VisitDType(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T* p = data<T>();
+    for (int64_t i = 0; i < num_elements_; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        out[i] = p[i];
+      } else {
+        // Floats out of i64's range saturate (a cast would be undefined).
+        const double d = ToDouble(p[i]);
+        out[i] = FitsI64(d)      ? static_cast<int64_t>(d)
+                 : std::isnan(d) ? 0
+                 : d < 0         ? std::numeric_limits<int64_t>::min()
+                                 : std::numeric_limits<int64_t>::max();
+      }
     }
-  }
+  });
   return out;
 }
 
