@@ -10,9 +10,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
-#include "absl/hash/hash.h"
 #include "runtime/device_set.h"
 #include "runtime/errors.h"
+#include "runtime/random.h"
 #include "runtime/strings.h"
 
 namespace runnel {
@@ -777,9 +777,13 @@ class ExecutorState {
     auto f = std::make_unique<FrameState>();
     f->def = &ex_.frames_[static_id];
     f->static_id = static_id;
-    // The same in every partition of the step, so that transfer keys
-    // inside loops agree (runtime/rendezvous.h).
-    f->id = absl::HashOf(tn.frame->id, f->def->name, tn.iter) | 1;
+    // The same in every partition of the step, in every process of a
+    // cluster, so that transfer keys inside loops agree
+    // (runtime/rendezvous.h): a hash stable across processes (absl::Hash
+    // is seeded per process).
+    f->id = MixSeeds(MixSeeds(tn.frame->id, HashName(f->def->name)),
+                     static_cast<uint64_t>(tn.iter)) |
+            1;
     f->parent = tn.frame;
     f->parent_iter = tn.iter;
     f->parent_state = tn.state;

@@ -6,7 +6,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "runtime/control_flow.h"
-#include "runtime/device_spec.h"
 #include "runtime/errors.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -232,19 +231,6 @@ class Partitioner {
     auto key = std::make_pair(frame, p);
     auto it = loops_.find(key);
     if (it != loops_.end()) return it->second;
-    // Copies of a loop's control on another task of a cluster do not run
-    // yet (they waited forever): refused where the loop is.
-    if (TaskOfDevice(parts_[p].device) != TaskOfDevice(parts_[main].device)) {
-      return AttachNode(
-          absl::UnimplementedError(StrCat(
-              "an in-graph loop whose body spans two tasks of the cluster (",
-              TaskOfDevice(parts_[main].device), " and ",
-              TaskOfDevice(parts_[p].device),
-              ") is not supported yet: place the whole loop on one task, "
-              "and read the variables it uses from another task before it "
-              "(let wv = w + 0.0)")),
-          pivot->name(), span);
-    }
     // A nested loop's copy starts once per iteration of the enclosing
     // loop that runs its body on p: its seed hangs off that loop's pivot
     // there (a copy of the enclosing control first, if p has none yet).

@@ -344,25 +344,6 @@ assert(me.index == 0, "worker 1 fails")
     print("cluster: prefixed output, the failing worker's status")
 
 
-def check_spanning_loop(runnel, tmp):
-    # A worker's loop whose body reads a variable held on a ps spans two
-    # tasks, which is not supported yet: refused at the loop, not a hang.
-    script = write(os.path.join(tmp, "spanning.rnl"), """
-input x: f32[]
-device "/job:ps/task:0" {
-    var w = 2.0
-}
-let y = loop y = x for i in 0..3 { y * w }
-print(run y with {x: 1.0})
-""")
-    r = run([runnel, "cluster", script, "--ps", "1", "--workers", "1"])
-    assert r.returncode == 1, r
-    assert "spanning.rnl:6:9: error: an in-graph loop whose body spans two " \
-        "tasks of the cluster (/job:worker/task:0 and /job:ps/task:0)" \
-        in r.stderr, r.stderr
-    print("a loop spanning two tasks is refused at its line")
-
-
 def main():
     runnel = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
@@ -371,7 +352,6 @@ def main():
         check_consistent_snapshots(runnel, tmp)
         check_consistent_snapshots(runnel, tmp, replicas=2, workers=3)
         check_launcher(runnel, tmp)
-        check_spanning_loop(runnel, tmp)
         check_launcher_interrupt(runnel, tmp)
         check_token(runnel, tmp)
         check_killed_ps(runnel, tmp)
