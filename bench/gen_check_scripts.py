@@ -56,7 +56,7 @@ def unit_rnl(i):
         f"let b{i} = block(d{i}, 0.5)",
         f"let h{i} = (b{i} + r{i}) * 0.5",
         f"let m{i} = mean(h{i} * h{i})",
-        f"let t{i} = (m{i} + n{i} * 0.001) / 2.0",
+        f"let t{i} = (m{i} + float(n{i}) * 0.001) / 2.0",
     ]
 
 
@@ -72,7 +72,7 @@ def unit_py(i):
         f"b{i} = block(d{i}, 0.5)",
         f"h{i} = (b{i} + r{i}) * 0.5",
         f"m{i} = mean(h{i} * h{i})",
-        f"t{i} = (m{i} + n{i} * 0.001) / 2.0",
+        f"t{i} = (m{i} + float(n{i}) * 0.001) / 2.0",
     ]
 
 

@@ -266,6 +266,21 @@ def main(argv):
     ours_of = {n: (lambda n=n: runnel_step(runnel, n)) for n in WORK}
     ours_of["copy"] = lambda: runnel_copy(runnel)
     ours_of["memory"] = lambda: runnel_memory(runnel)
+    # Without a GPU there is nothing to compare (`make bench` runs every
+    # harness): skipped, saying why, as the GPU tests are.
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, "probe.rnl")
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write("let x = 1\n")
+        r = subprocess.run([runnel, "run", probe, "--devices", "gpu=1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, check=False)
+    if r.returncode != 0:
+        if "none is visible" in r.stdout:
+            print("gpu_bench: skipped, no GPU here: " +
+                  r.stdout.strip().splitlines()[0])
+            return
+        sys.exit(f"gpu_bench: the GPU probe failed:\n{r.stdout}")
     try:
         subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total",
                         "--format=csv,noheader"], check=False)
