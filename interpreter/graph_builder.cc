@@ -228,6 +228,49 @@ std::string GraphBuilder::UniqueName(const std::string& first) {
   return name;
 }
 
+namespace {
+
+// `v` exactly, for ReuseKey: a double's bits, a tensor's bytes (an empty
+// string for a tensor too large to compare cheaply: not reused).
+std::string ExactAttr(const AttrValue& v) {
+  if (const double* d = std::get_if<double>(&v)) {
+    return std::string(reinterpret_cast<const char*>(d), sizeof(*d));
+  }
+  if (const Tensor* t = std::get_if<Tensor>(&v)) {
+    constexpr size_t kMaxBytes = 4096;
+    if (t->raw_data() == nullptr || t->bytes() > kMaxBytes) return {};
+    return StrCat(
+        DTypeName(t->dtype()), t->shape().ToString(),
+        std::string_view(static_cast<const char*>(t->raw_data()), t->bytes()));
+  }
+  return AttrValueToString(v);
+}
+
+}  // namespace
+
+std::string GraphBuilder::ReuseKey(const NodeSpec& spec,
+                                   const SourceSpan& span) const {
+  // Nodes waiting for others (`after`), made by C++ code, or carrying a
+  // seed are never shared.
+  if (!span.known() || !spec.control_inputs.empty() ||
+      spec.attrs.contains("seed")) {
+    return {};
+  }
+  std::string key =
+      StrCat(span.file.str(), ":", span.line, ":", span.col, ":", span.end_line,
+             ":", span.end_col, "|", spec.op, "|", spec.device);
+  for (const NodeOut& in : spec.inputs) {
+    key += StrCat("|", in.node->id(), ":", in.index);
+  }
+  for (const auto& [name, value] : spec.attrs) {
+    std::string exact = ExactAttr(value);
+    if (exact.empty() && std::holds_alternative<Tensor>(value)) return {};
+    key += StrCat("|", name, "=", value.index(), ":", exact.size(), ":");
+    key += exact;
+  }
+  return key;
+}
+
 absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
                                             const std::vector<Value>& inputs) {
   spec.span = site.span;
@@ -263,7 +306,18 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
       spec.control_inputs.push_back(c);
     }
   }
+  // A pure node made again at the same place of the script, from the same
+  // inputs, is the one made before (a host loop that runs `sum(m @ m)` at
+  // each iteration builds it once).
+  const std::string key = cf == nullptr && def != nullptr && !def->stateful
+                              ? ReuseKey(spec, site.span)
+                              : std::string();
+  if (!key.empty()) {
+    auto it = reusable_.find(key);
+    if (it != reusable_.end()) return it->second;
+  }
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
+  if (node.ok() && !key.empty()) reusable_.emplace(key, *node);
   if (node.ok()) {
     if (cf != nullptr) {
       node_cf_[*node] = cf;
@@ -319,14 +373,22 @@ absl::StatusOr<Node*> GraphBuilder::ConstNode(const Tensor& t,
     if (it != const_cache_.end()) return it->second;
   }
   NodeSpec spec;
-  spec.name = NewNodeName("const");
   spec.op = "const";
   spec.attrs = {{"value", t}};
   spec.span = span;
+  // A literal made again at the same place with the same value (in a host
+  // loop) is the constant made before, as AddNode reuses pure nodes.
+  const std::string reuse = ReuseKey(spec, span);
+  if (!reuse.empty()) {
+    auto it = reusable_.find(reuse);
+    if (it != reusable_.end()) return it->second;
+  }
+  spec.name = NewNodeName("const");
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
   if (!node.ok())
     return ErrorAt(span, std::string(ToStd(node.status().message())));
   if (t.raw_data() != nullptr) const_cache_[key] = *node;
+  if (!reuse.empty()) reusable_.emplace(reuse, *node);
   return *node;
 }
 

@@ -206,6 +206,10 @@ class GraphBuilder {
                             std::vector<Value>* inputs, const OpSite& site);
   // Adds a node in the current context (device, control dependencies). An
   // error points at `site`, with notes at the declarations of `inputs`.
+  // The key under which AddNode reuses a pure node made outside in-graph
+  // bodies: its source position, op, device, inputs and attributes
+  // (exactly); empty when it must not be shared.
+  std::string ReuseKey(const NodeSpec& spec, const SourceSpan& span) const;
   absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
                                 const std::vector<Value>& inputs);
 
@@ -289,6 +293,9 @@ class GraphBuilder {
   absl::flat_hash_map<std::string, int> last_suffix_;
   // Const nodes by tensor buffer, dtype and shape.
   std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;
+  // Pure nodes by ReuseKey: made again at the same place from the same
+  // inputs, a node is reused.
+  absl::flat_hash_map<std::string, Node*> reusable_;
   // Reads made outside `after` blocks, by variable and device.
   absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
   std::vector<Node*> variables_;
