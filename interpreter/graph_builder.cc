@@ -271,6 +271,30 @@ std::string GraphBuilder::ReuseKey(const NodeSpec& spec,
   return key;
 }
 
+Node* GraphBuilder::Reuse(const std::string& key) {
+  if (key.empty() || host_loops_.empty()) return nullptr;
+  auto it = reusable_.find(key);
+  if (it == reusable_.end()) return nullptr;
+  const auto [loop, iteration] = host_loops_.back();
+  for (Reusable& r : it->second) {
+    if (r.loop == loop && r.iteration < iteration) {
+      r.iteration = iteration;
+      return r.node;
+    }
+  }
+  return nullptr;
+}
+
+void GraphBuilder::Remember(const std::string& key, Node* node) {
+  if (key.empty() || host_loops_.empty()) return;
+  const uint64_t loop = host_loops_.back().first;
+  const uint64_t iteration = host_loops_.back().second;
+  std::vector<Reusable>& made = reusable_[key];
+  // Those of an earlier run of a loop are never reused again.
+  std::erase_if(made, [&](const Reusable& r) { return r.loop != loop; });
+  made.push_back({node, loop, iteration});
+}
+
 absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
                                             const std::vector<Value>& inputs) {
   spec.span = site.span;
@@ -308,16 +332,16 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
   }
   // A pure node made again at the same place of the script, from the same
   // inputs, is the one made before (a host loop that runs `sum(m @ m)` at
-  // each iteration builds it once).
-  const std::string key = cf == nullptr && def != nullptr && !def->stateful
-                              ? ReuseKey(spec, site.span)
-                              : std::string();
-  if (!key.empty()) {
-    auto it = reusable_.find(key);
-    if (it != reusable_.end()) return it->second;
-  }
+  // each iteration builds it once). A node without inputs is a source (an
+  // `input` declared in a function called twice is two inputs), never
+  // shared; literals are shared by ConstNode.
+  const std::string key =
+      cf == nullptr && def != nullptr && !def->stateful && !spec.inputs.empty()
+          ? ReuseKey(spec, site.span)
+          : std::string();
+  if (Node* n = Reuse(key)) return n;
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
-  if (node.ok() && !key.empty()) reusable_.emplace(key, *node);
+  if (node.ok()) Remember(key, *node);
   if (node.ok()) {
     if (cf != nullptr) {
       node_cf_[*node] = cf;
@@ -379,16 +403,13 @@ absl::StatusOr<Node*> GraphBuilder::ConstNode(const Tensor& t,
   // A literal made again at the same place with the same value (in a host
   // loop) is the constant made before, as AddNode reuses pure nodes.
   const std::string reuse = ReuseKey(spec, span);
-  if (!reuse.empty()) {
-    auto it = reusable_.find(reuse);
-    if (it != reusable_.end()) return it->second;
-  }
+  if (Node* n = Reuse(reuse)) return n;
   spec.name = NewNodeName("const");
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
   if (!node.ok())
     return ErrorAt(span, std::string(ToStd(node.status().message())));
   if (t.raw_data() != nullptr) const_cache_[key] = *node;
-  if (!reuse.empty()) reusable_.emplace(reuse, *node);
+  Remember(reuse, *node);
   return *node;
 }
 

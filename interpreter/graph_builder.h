@@ -206,10 +206,24 @@ class GraphBuilder {
                             std::vector<Value>* inputs, const OpSite& site);
   // Adds a node in the current context (device, control dependencies). An
   // error points at `site`, with notes at the declarations of `inputs`.
-  // The key under which AddNode reuses a pure node made outside in-graph
-  // bodies: its source position, op, device, inputs and attributes
+  // A host `for` loop's run: entered, each iteration begun, left
+  // (Interpreter::ExecFor). Nodes are reused across its iterations only.
+  void EnterHostLoop() { host_loops_.emplace_back(++host_loop_runs_, 0); }
+  void NextHostIteration() { ++host_loops_.back().second; }
+  void ExitHostLoop() { host_loops_.pop_back(); }
+
+  // The key under which a pure node made outside in-graph bodies may be
+  // reused: its source position, op, device, inputs and attributes
   // (exactly); empty when it must not be shared.
   std::string ReuseKey(const NodeSpec& spec, const SourceSpan& span) const;
+  // The node made under `key` in an earlier iteration of the innermost
+  // host loop and not yet used in this one (marked used now); null when
+  // none. A node is never shared within one iteration, nor outside loops:
+  // two bindings alive at once stay two nodes (a feed of one must not
+  // change the other).
+  Node* Reuse(const std::string& key);
+  // Records `node` as made under `key` in the current iteration.
+  void Remember(const std::string& key, Node* node);
   absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
                                 const std::vector<Value>& inputs);
 
@@ -293,9 +307,18 @@ class GraphBuilder {
   absl::flat_hash_map<std::string, int> last_suffix_;
   // Const nodes by tensor buffer, dtype and shape.
   std::map<std::tuple<const void*, int, std::string>, Node*> const_cache_;
-  // Pure nodes by ReuseKey: made again at the same place from the same
-  // inputs, a node is reused.
-  absl::flat_hash_map<std::string, Node*> reusable_;
+  // Pure nodes by ReuseKey, with the host loop and iteration that last
+  // used each (Reuse).
+  struct Reusable {
+    Node* node;
+    uint64_t loop;
+    uint64_t iteration;
+  };
+  absl::flat_hash_map<std::string, std::vector<Reusable>> reusable_;
+  // The host loops running, innermost last: an id per loop run, and the
+  // current iteration.
+  std::vector<std::pair<uint64_t, uint64_t>> host_loops_;
+  uint64_t host_loop_runs_ = 0;
   // Reads made outside `after` blocks, by variable and device.
   absl::flat_hash_map<std::pair<Node*, std::string>, Node*> read_cache_;
   std::vector<Node*> variables_;

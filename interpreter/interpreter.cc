@@ -254,11 +254,14 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
                       Iterate(iterable, s.iterable->span));
   Restore<int> depth(&loop_depth_, loop_depth_ + 1);
+  builder_.EnterHostLoop();
+  absl::Cleanup left = [&] { builder_.ExitHostLoop(); };
   int64_t growing = 0;  // iterations in a row that added nodes and ran
   while (true) {
     RN_RETURN_IF_ERROR(CheckInterrupt(s.span));
     RN_ASSIGN_OR_RETURN(std::optional<Value> item, it->Next());
     if (!item) break;
+    builder_.NextHostIteration();
     const int64_t runs_before = runs_;
     const int nodes_before = graph().num_nodes();
     absl::Cleanup grown = [&] {
