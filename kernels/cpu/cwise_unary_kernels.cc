@@ -119,6 +119,20 @@ struct Exp {
   static auto Eval(const X& x) {
     return x.exp();
   }
+  // Eigen 3.4's vectorized exp clamps its argument below (about -88.38 for
+  // f32, -709.44 for f64) and so gives the smallest normal number where
+  // the result underflows (exp(-100) = 2.9e-39 in f32), while its scalar
+  // tail gives the right value: those elements are computed again by the
+  // C library, which underflows to the subnormal or 0 IEEE 754 asks for.
+  template <class T>
+  static void Fix(const T* x, T* y, int64_t n) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T low = std::is_same_v<T, float> ? T(-88.0) : T(-708.0);
+      for (int64_t i = 0; i < n; ++i) {
+        if (x[i] < low) y[i] = std::exp(x[i]);
+      }
+    }
+  }
 };
 struct Log {
   static constexpr int kCost = 10;
@@ -202,6 +216,9 @@ class UnaryKernel : public OpKernel {
           EvalRow<AccumType<T>, 1, T>({in + begin}, {1}, out + begin,
                                       end - begin,
                                       [](const auto& x) { return F::Eval(x); });
+          if constexpr (requires { F::Fix(in, out, int64_t{0}); }) {
+            F::Fix(in + begin, out + begin, end - begin);
+          }
         });
     return absl::OkStatus();
   }

@@ -324,6 +324,26 @@ TEST(CwiseTest, UnaryFloatMath) {
                {5}, {0.69314718, 1.31326169, 0.31326169, 100, 0});
   ExpectTensor(Run1("exp", {F64({1}, {1})}), DType::kF64, {1},
                {2.718281828459045}, 1e-15);
+  // Underflow, on the vectorized path and its tail alike (67 elements): the
+  // C library's subnormals and zeros, not the smallest normal number that
+  // Eigen's clamped exp gives (issue 31's siblings).
+  {
+    const std::vector<float> xs = {-88.5f,  -90.0f,  -100.0f,  -103.0f,
+                                   -104.0f, -200.0f, -1000.0f, -kInff};
+    std::vector<float> in, want;
+    for (int i = 0; i < 67; ++i) in.push_back(xs[i % xs.size()]);
+    Tensor y = Run1("exp", {F32(in, {67})});
+    for (int i = 0; i < 67; ++i) {
+      EXPECT_EQ(y.at<float>(i), std::exp(in[i])) << "exp(" << in[i] << ")";
+    }
+    const std::vector<double> xd = {-709.0, -710.0, -740.0, -745.1, -800.0};
+    std::vector<double> ind;
+    for (int i = 0; i < 19; ++i) ind.push_back(xd[i % xd.size()]);
+    Tensor yd = Run1("exp", {F64(ind, {19})});
+    for (int i = 0; i < 19; ++i) {
+      EXPECT_EQ(yd.at<double>(i), std::exp(ind[i])) << "exp(" << ind[i] << ")";
+    }
+  }
   ExpectTensor(Run1("tanh", {F64({0.5}, {1})}), DType::kF64, {1},
                {0.46211715726000974}, 1e-14);
 }
