@@ -128,6 +128,13 @@ struct Exp {
   static void Fix(const T* x, T* y, int64_t n) {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       const T low = std::is_same_v<T, float> ? T(-88.0) : T(-708.0);
+      // A vectorized minimum first (NaNs ignored): most chunks have no such
+      // element, and the loop below, which calls the C library, is scalar.
+      if (n == 0 ||
+          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, n)
+                  .template minCoeff<Eigen::PropagateNumbers>() >= low) {
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         if (x[i] < low) y[i] = std::exp(x[i]);
       }

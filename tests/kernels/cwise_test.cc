@@ -336,6 +336,10 @@ TEST(CwiseTest, UnaryFloatMath) {
     for (int i = 0; i < 67; ++i) {
       EXPECT_EQ(y.at<float>(i), std::exp(in[i])) << "exp(" << in[i] << ")";
     }
+    // A NaN beside them changes nothing.
+    Tensor yn = Run1("exp", {F32({kNaNf, -100.0f}, {2})});
+    EXPECT_TRUE(std::isnan(yn.at<float>(0)));
+    EXPECT_EQ(yn.at<float>(1), std::exp(-100.0f));
     const std::vector<double> xd = {-709.0, -710.0, -740.0, -745.1, -800.0};
     std::vector<double> ind;
     for (int i = 0; i < 19; ++i) ind.push_back(xd[i % xd.size()]);
