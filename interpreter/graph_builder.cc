@@ -341,8 +341,8 @@ absl::StatusOr<Node*> GraphBuilder::AddNode(NodeSpec spec, const OpSite& site,
           : std::string();
   if (Node* n = Reuse(key)) return n;
   absl::StatusOr<Node*> node = graph_->AddNode(std::move(spec));
-  if (node.ok()) Remember(key, *node);
   if (node.ok()) {
+    Remember(key, *node);
     if (cf != nullptr) {
       node_cf_[*node] = cf;
       if ((*node)->stateful() && (*node)->op() != "read_variable")

@@ -204,8 +204,6 @@ class GraphBuilder {
   // The same for the inputs `idx` of one group.
   absl::Status PromoteGroup(const std::string& op, const std::vector<int>& idx,
                             std::vector<Value>* inputs, const OpSite& site);
-  // Adds a node in the current context (device, control dependencies). An
-  // error points at `site`, with notes at the declarations of `inputs`.
   // A host `for` loop's run: entered, each iteration begun, left
   // (Interpreter::ExecFor). Nodes are reused across its iterations only.
   void EnterHostLoop() { host_loops_.emplace_back(++host_loop_runs_, 0); }
@@ -224,6 +222,8 @@ class GraphBuilder {
   Node* Reuse(const std::string& key);
   // Records `node` as made under `key` in the current iteration.
   void Remember(const std::string& key, Node* node);
+  // Adds a node in the current context (device, control dependencies). An
+  // error points at `site`, with notes at the declarations of `inputs`.
   absl::StatusOr<Node*> AddNode(NodeSpec spec, const OpSite& site,
                                 const std::vector<Value>& inputs);
 
