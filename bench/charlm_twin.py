@@ -34,7 +34,6 @@ not count; the peers time the same steps the same way.
 """
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -215,14 +214,7 @@ def tf_main(argv):
 
 def run_runnel(build, threads, steps, extra=()):
     """Runnel's validation bpc and seconds per step (from its metrics)."""
-    out, times = peer.run_with_metrics(
-        [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
-         str(threads), "--arg", f"steps={steps}"] + list(extra))
-    bpc = None
-    for line in out.splitlines():
-        if line.startswith("validation bpc "):
-            bpc = float(line.split()[2])
-    return bpc, peer.step_time(times, TIMED_FROM)
+    return peer.run_example(build, EXAMPLE, threads, steps, TIMED_FROM, extra)
 
 
 def flops(units, batch):
@@ -239,28 +231,10 @@ def main(argv):
     rounds = peer.int_arg(argv, "--rounds", 3)
     steps = peer.int_arg(argv, "--steps", 2000)
     units, batch = 256, 32
-    if "--no-train" not in argv:
-        print(f"char-LM: {steps} training steps on each side, {threads} "
-              "threads, validation on the whole held-out text")
-        env = peer.torch_configs(threads)[0]
-        t = time.perf_counter()
-        r = subprocess.run([peer.PYTHON, os.path.abspath(__file__), "--peer",
-                            "--threads", str(threads), "--steps", str(steps)],
-                           env=env.environ(), stdout=subprocess.PIPE,
-                           text=True, check=True)
-        twin = float(next(line.split()[1] for line in r.stdout.splitlines()
-                          if line.startswith("BPC ")))
-        twin_s = time.perf_counter() - t
-        t = time.perf_counter()
-        ours, _ = run_runnel(build, threads, steps)
-        ours_s = time.perf_counter() - t
-        diff = abs(ours - twin)
-        print(f"  validation bpc: Runnel {ours:.4f} ({ours_s:.0f} s), "
-              f"PyTorch twin {twin:.4f} ({twin_s:.0f} s), difference "
-              f"{diff:.4f} (limit 0.03)")
-        if diff > 0.03:
-            print("  FAIL: the difference is above 0.03")
-            return 1
+    if "--no-train" not in argv and peer.compare_twin_bpc(
+            "char-LM", os.path.abspath(__file__), threads, steps,
+            lambda: run_runnel(build, threads, steps)[0]):
+        return 1
 
     def runnel_side(_):
         return {"charlm": run_runnel(build, threads, BENCH_STEPS,

@@ -394,6 +394,48 @@ def run_with_metrics(cmd):
     return r.stdout, times
 
 
+def run_example(build, example, threads, steps, timed_from, extra=()):
+    """A `runnel run` of a language-model example: its validation bits per
+    character (its `validation bpc` line) and seconds per step (from its
+    metrics, from step `timed_from` on)."""
+    out, times = run_with_metrics(
+        [os.path.join(build, "runnel"), "run", example, "--threads",
+         str(threads), "--arg", f"steps={steps}"] + list(extra))
+    bpc = None
+    for line in out.splitlines():
+        if line.startswith("validation bpc "):
+            bpc = float(line.split()[2])
+    return bpc, step_time(times, timed_from)
+
+
+def compare_twin_bpc(name, script, threads, steps, runnel_bpc, limit=0.03):
+    """Trains a twin (`script --peer`, PyTorch at its first configuration)
+    and Runnel (`runnel_bpc()`, its validation bpc) for `steps` steps each;
+    prints both figures and returns 1 when they differ by more than
+    `limit`, else 0."""
+    print(f"{name}: {steps} training steps on each side, {threads} threads, "
+          "validation on the whole held-out text")
+    env = torch_configs(threads)[0]
+    t = time.perf_counter()
+    r = subprocess.run([PYTHON, script, "--peer", "--threads", str(threads),
+                        "--steps", str(steps)], env=env.environ(),
+                       stdout=subprocess.PIPE, text=True, check=True)
+    twin = float(next(line.split()[1] for line in r.stdout.splitlines()
+                      if line.startswith("BPC ")))
+    twin_s = time.perf_counter() - t
+    t = time.perf_counter()
+    ours = runnel_bpc()
+    ours_s = time.perf_counter() - t
+    diff = abs(ours - twin)
+    print(f"  validation bpc: Runnel {ours:.4f} ({ours_s:.0f} s), "
+          f"PyTorch twin {twin:.4f} ({twin_s:.0f} s), difference "
+          f"{diff:.4f} (limit {limit})")
+    if diff > limit:
+        print(f"  FAIL: the difference is above {limit}")
+        return 1
+    return 0
+
+
 def step_time(stamps, timed_from):
     """Seconds per step from the end of step `timed_from` - 1 to the last
     of `stamps` (one time per step), so that warm-up does not count; None

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -1038,6 +1039,103 @@ Result TrainableVars(Interpreter& in, Args& a) {
   return Value::List(std::move(out));
 }
 
+// summary(scope = ""): prints a table of the trainable vars whose names are
+// in `scope` (as trainable_vars), each one's name, shape, dtype, element
+// count and bytes, with the totals (Keras' model.summary()); returns the
+// total element count.
+Result Summary(Interpreter& in, Args& a) {
+  RN_ASSIGN_OR_RETURN(Value vars, TrainableVars(in, a));
+  std::vector<std::array<std::string, 5>> rows;
+  rows.push_back({"name", "shape", "dtype", "params", "bytes"});
+  int64_t params = 0;
+  size_t bytes = 0;
+  for (const Value& v : vars.items()) {
+    const TensorSpec& spec = v.out().node->output(0);
+    // A shape known only at run time counts nothing and says so.
+    const int64_t n =
+        spec.shape.IsFullyDefined() ? spec.shape.num_elements() : -1;
+    const size_t b = n < 0 ? 0 : static_cast<size_t>(n) * DTypeSize(spec.dtype);
+    params += std::max<int64_t>(n, 0);
+    bytes += b;
+    rows.push_back({v.out().node->name(), spec.shape.ToString(),
+                    std::string(DTypeName(spec.dtype)), n < 0 ? "?" : StrCat(n),
+                    n < 0 ? "?" : StrCat(b)});
+  }
+  std::array<size_t, 5> width{};
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+    }
+  }
+  std::string table;
+  for (const auto& row : rows) {
+    // Names and dtypes to the left, numbers to the right.
+    table += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:>{}}  {:>{}}\n", row[0],
+                         width[0], row[1], width[1], row[2], width[2], row[3],
+                         width[3], row[4], width[4]);
+  }
+  table += StrCat("total: ", vars.items().size(), " trainable vars, ", params,
+                  " params, ", bytes, " bytes\n");
+  if (!in.check_mode()) {
+    std::fputs(table.c_str(), in.options().out);
+    std::fflush(in.options().out);
+  }
+  return Value::Int(params);
+}
+
+// leaves(x): the tensors of a tuple, list or record, nested or not, in order,
+// as one list (tf.nest.flatten); a tensor is its own only leaf.
+Result Leaves(Interpreter&, Args& a) {
+  std::vector<Value> out;
+  RN_RETURN_IF_ERROR(FlattenTensors(a[0], a.span_of(0), "leaves' items", &out));
+  return Value::List(std::move(out));
+}
+
+// pack_as(like, leaves): `like`'s structure with `leaves` (a list or tuple) in
+// place of its tensors, in the order leaves(like) gives them
+// (tf.nest.pack_sequence_as).
+Result PackAs(Interpreter&, Args& a) {
+  std::vector<Value> old;
+  RN_RETURN_IF_ERROR(
+      FlattenTensors(a[0], a.span_of(0), "pack_as' structure", &old));
+  if (!a[1].is_sequence()) {
+    return ErrorAt(a.span_of(1),
+                   StrCat("pack_as needs a list or tuple of leaves, got ",
+                          DescribeValue(a[1])));
+  }
+  const std::vector<Value>& leaves = a[1].items();
+  if (leaves.size() != old.size()) {
+    return ErrorAt(a.span_of(1), StrCat("pack_as: the structure holds ",
+                                        old.size(), " tensors but ",
+                                        leaves.size(), " leaves were given"));
+  }
+  return Unflatten(a[0], leaves);
+}
+
+// with_values(g, values): a sparse gradient with g's rows and these values
+// in place of g.values (one row per index), so that it stays sparse; how a
+// script scales one (optim.clip_by_global_norm).
+Result WithValues(Interpreter& in, Args& a) {
+  std::optional<SparseGradient> sparse =
+      a[0].is_symbolic() ? AsSparseGradient(a[0].out()) : std::nullopt;
+  if (!sparse) {
+    return ErrorAt(a.span_of(0),
+                   StrCat("with_values needs a sparse gradient (the gradient "
+                          "of a gather), got ",
+                          DescribeValue(a[0])));
+  }
+  RN_ASSIGN_OR_RETURN(
+      Value shape,
+      in.builder().ApplyOp("shape_of", {Value::Symbolic(sparse->values)}, {},
+                           Site(a)));
+  RN_ASSIGN_OR_RETURN(Value values, in.builder().ApplyOp(
+                                        "reshape", {a[1], shape}, {}, Site(a)));
+  return in.builder().ApplyOp("gather_grad",
+                              {Value::Symbolic(sparse->params),
+                               Value::Symbolic(sparse->indices), values},
+                              {{"axis", int64_t{0}}}, Site(a));
+}
+
 // grad(y, x) or grad(y, [x1, x2, ...]): the gradient of y (summed over its
 // elements when it is not a scalar) as graph nodes, one per x, in the shape
 // of the second argument. Both must be symbolic: a concrete y depends on no
@@ -1270,9 +1368,10 @@ void AddCreation(std::vector<Builtin>& b) {
 // Element-wise.
 void AddElementWise(std::vector<Builtin>& b) {
   for (const char* op :
-       {"abs", "neg",      "sign",  "sqrt", "rsqrt", "square",  "exp",
-        "log", "log1p",    "sin",   "cos",  "tanh",  "sigmoid", "relu",
-        "elu", "softplus", "floor", "ceil", "round", "isnan",   "isfinite"}) {
+       {"abs",     "neg",   "sign",  "sqrt",     "rsqrt", "square",
+        "exp",     "log",   "log1p", "sin",      "cos",   "tanh",
+        "sigmoid", "relu",  "elu",   "softplus", "erf",   "floor",
+        "ceil",    "round", "isnan", "isfinite"}) {
     b.push_back(FromOp(op));
   }
   for (const char* op : {"pow", "maximum", "minimum", "clip", "where"}) {
@@ -1422,6 +1521,7 @@ void AddSparse(std::vector<Builtin>& b);
 void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
+  b.push_back(FromOp("masked_softmax"));
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(
         {op,
@@ -1602,9 +1702,13 @@ void AddState(std::vector<Builtin>& b) {
 // Autodiff.
 void AddAutodiff(std::vector<Builtin>& b) {
   b.push_back({"grad", {P("y"), P("xs")}, Grad});
+  b.push_back({"with_values", {P("g"), P("values")}, WithValues});
+  b.push_back({"leaves", {P("x")}, Leaves});
+  b.push_back({"pack_as", {P("like"), P("leaves")}, PackAs});
   b.push_back(FromOp("stop_gradient"));
   b.push_back(
       {"trainable_vars", {P("scope", Value::String(""))}, TrainableVars});
+  b.push_back({"summary", {P("scope", Value::String(""))}, Summary});
   b.push_back({"slot",
                {P("var"), P("name"), P("value", None())},
                [](Interpreter& in, Args& a) -> Result {

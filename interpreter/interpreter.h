@@ -176,6 +176,11 @@ class Interpreter {
   const std::string* FindArg(const std::string& name) const;
   EagerContext& eager() { return builder_.eager(); }
 
+  // The file `import s` from `file` loads (a stdlib module's: the first
+  // directory of the stdlib path that has it).
+  std::string ResolveImport(const lang::ImportStmt& s,
+                            const std::string& file) const;
+
  private:
   enum class Signal { kNone, kBreak, kContinue, kReturn };
 
@@ -313,7 +318,6 @@ class Interpreter {
   absl::Status CheckArgsRead(const lang::Program& program) const;
   // Loads (or finds) the module `s` imports; binds nothing.
   absl::StatusOr<std::shared_ptr<Module>> LoadModule(const lang::ImportStmt& s);
-  std::string ResolveImport(const lang::ImportStmt& s, const std::string& file);
   // For `unknown name` errors: where `name` is declared after `use` in the
   // same file, if it is; whether `import name` would find a module.
   std::optional<SourceSpan> LaterDeclaration(const std::string& name,

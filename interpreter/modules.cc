@@ -151,7 +151,7 @@ std::string Interpreter::StdlibDir() const {
 }
 
 std::string Interpreter::ResolveImport(const lang::ImportStmt& s,
-                                       const std::string& file) {
+                                       const std::string& file) const {
   if (!s.path.empty()) {
     fs::path p(s.path);
     if (p.is_relative()) p = fs::path(file).parent_path() / p;

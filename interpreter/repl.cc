@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "interpreter/def_help.h"
 #include "interpreter/graph_dot.h"
 #include "interpreter/op_catalog.h"
 #include "interpreter/plot.h"
@@ -41,6 +42,7 @@
 #include "lang/ast.h"
 #include "lang/parser.h"
 #include "lang/source.h"
+#include "runtime/read_file.h"
 #include "runtime/strings.h"
 
 namespace runnel::interp {
@@ -51,7 +53,8 @@ constexpr char kHelp[] =
     "Unfinished input continues on '...' lines.\n"
     "  :help        this text\n"
     "  :help NAME   a builtin's parameters and defaults and the doc of the\n"
-    "               ops it applies (or an op's; docs/ops.md has them all)\n"
+    "               ops it applies (or an op's; docs/ops.md has them all);\n"
+    "               a stdlib function's signature and doc (:help nn.dense)\n"
     "  :vars        the names defined in this session\n"
     "  :devices     the devices runs are placed on (docs/devices.md)\n"
     "  :graph [OUT] draw the graph built so far (OUT.svg, OUT.png; a file in\n"
@@ -72,6 +75,37 @@ std::atomic<Interpreter*> g_running{nullptr};
 extern "C" void OnSigint(int) {
   g_sigint.store(true);
   if (Interpreter* interp = g_running.load()) interp->Interrupt();
+}
+
+// `:help NAME` for a function written in Runnel: `nn.dense` (a member of a
+// module, imported or not) or a function the session defined; its header
+// and doc comment, read from its file.
+std::optional<std::string> FunctionHelp(Interpreter& interp,
+                                        const std::string& name) {
+  std::string file;
+  std::string function = name;
+  if (size_t dot = name.find('.'); dot != std::string::npos) {
+    const std::string module = name.substr(0, dot);
+    function = name.substr(dot + 1);
+    const Binding* bound = interp.globals().FindLocal(module);
+    if (bound != nullptr && bound->value.kind() == ValueKind::kModule) {
+      file = bound->value.module()->path;
+    } else {
+      lang::ImportStmt stmt;
+      stmt.module = module;
+      file = interp.ResolveImport(stmt, "");
+    }
+  } else if (const Binding* bound = interp.globals().FindLocal(name);
+             bound != nullptr && bound->value.kind() == ValueKind::kFunction &&
+             bound->value.function()->def != nullptr) {
+    file = bound->value.function()->span.file.str();
+  }
+  if (file.empty() || function.empty() || function[0] == '_') {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string> source = ReadFileToString(file);
+  if (!source.ok()) return std::nullopt;
+  return DefHelp(*source, function, file);
 }
 
 // One interpreter with its diagnostics sink.
@@ -144,8 +178,11 @@ class Repl {
     } else if (cmd == ":help" || cmd == ":h" || cmd == ":?") {
       if (std::optional<std::string> help = HelpText(arg)) {
         std::fputs(help->c_str(), stdout);
+      } else if (std::optional<std::string> def = FunctionHelp(interp, arg)) {
+        std::fputs(def->c_str(), stdout);
       } else {
-        std::fprintf(stderr, "no builtin or op named '%s'\n", arg.c_str());
+        std::fprintf(stderr, "no builtin, op or function named '%s'\n",
+                     arg.c_str());
       }
     } else if (cmd == ":vars") {
       const std::vector<std::string> names = interp.globals().Names();

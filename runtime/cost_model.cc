@@ -267,6 +267,7 @@ KernelClass ClassOfOp(const std::string& op) {
                                "tanh",
                                "sigmoid",
                                "softplus",
+                               "erf",
                                "elu",
                                "sin",
                                "cos",

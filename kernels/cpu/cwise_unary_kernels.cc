@@ -5,6 +5,7 @@
 // computed in float and rounded once.
 #include <cmath>
 #include <limits>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernels/cpu/broadcast.h"
 #include "runtime/kernel.h"
@@ -201,6 +202,14 @@ struct Softplus {
     return MaxNaN(x, EigenArray<S>::Zero(x.size())) + (-x.abs()).exp().log1p();
   }
 };
+// Eigen's erf: a rational approximation, vectorized for float.
+struct Erf {
+  static constexpr int kCost = 20;
+  template <class X>
+  static auto Eval(const X& x) {
+    return x.erf();
+  }
+};
 struct LogicalNot {
   static constexpr int kCost = 1;
   template <class X>
@@ -285,6 +294,7 @@ RUNNEL_STATIC_INIT(CwiseUnaryKernels) {
   RegisterUnary<Sigmoid, void>("sigmoid", FloatTypes{});
   RegisterUnary<Elu, void>("elu", FloatTypes{});
   RegisterUnary<Softplus, void>("softplus", FloatTypes{});
+  RegisterUnary<Erf, void>("erf", FloatTypes{});
 
   RegisterUnary<LogicalNot, void>("logical_not", TypeList<bool>{});
 }

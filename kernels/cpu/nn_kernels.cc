@@ -98,6 +98,57 @@ class SoftmaxKernel : public OpKernel {
   int64_t axis_ = -1;
 };
 
+// masked_softmax over the last axis: line l keeps element j where
+// keep[(l % keep_lines) * len + j] is true.
+template <typename T>
+class MaskedSoftmax : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& keep = ctx->input(1);
+    RN_RETURN_IF_ERROR(CheckMaskedSoftmax(x.shape(), keep.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const int64_t len = x.dim(x.rank() - 1);
+    const int64_t lines = x.num_elements() / len;
+    const int64_t keep_lines = keep.num_elements() / len;
+    const EigenType<T>* in = EigenData<T>(x);
+    const bool* kept = keep.data<bool>();
+    EigenType<T>* out = EigenMutableData<T>(y);
+    using A = Acc<T>;
+    ctx->intra_op_pool()->ParallelFor(
+        lines, len * kExpCost, [&](int64_t begin, int64_t end) {
+          Array1<A> v(len);
+          for (int64_t l = begin; l < end; ++l) {
+            const bool* k = kept + (l % keep_lines) * len;
+            const int64_t s = l * len;
+            A max = -std::numeric_limits<A>::infinity();
+            bool any = false;
+            for (int64_t j = 0; j < len; ++j) {
+              v[j] = Get<T>(in, s + j);
+              if (k[j] && (!any || v[j] > max)) max = v[j];
+              any = any || k[j];
+            }
+            if (!any) {
+              std::fill(out + s, out + s + len, EigenType<T>(0));
+              continue;
+            }
+            v = (v - max).exp();
+            // Dropped elements are 0, not exp of whatever they held.
+            A total = 0;
+            for (int64_t j = 0; j < len; ++j) {
+              if (!k[j]) v[j] = 0;
+              total += v[j];
+            }
+            for (int64_t j = 0; j < len; ++j) {
+              out[s + j] = static_cast<EigenType<T>>(v[j] / total);
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
 template <typename T>
 using Softmax = SoftmaxKernel<T, false>;
 template <typename T>
@@ -266,6 +317,8 @@ class L2LossKernel : public OpKernel {
 
 RUNNEL_STATIC_INIT(NnKernels) {
   RegisterKernelForTypes<Softmax, Half, BFloat16, float, double>("softmax");
+  RegisterKernelForTypes<MaskedSoftmax, Half, BFloat16, float, double>(
+      "masked_softmax");
   RegisterKernelForTypes<LogSoftmax, Half, BFloat16, float, double>(
       "log_softmax");
   RegisterKernelForTypes<SoftmaxCrossEntropyKernel, Half, BFloat16, float,

@@ -31,6 +31,7 @@ RN_MATH1(Log1p, log1p)
 RN_MATH1(Sin, sin)
 RN_MATH1(Cos, cos)
 RN_MATH1(Tanh, tanh)
+RN_MATH1(Erf, erf)
 #undef RN_MATH1
 __device__ __forceinline__ float Fmod(float x, float y) { return fmodf(x, y); }
 __device__ __forceinline__ double Fmod(double x, double y) {
@@ -228,6 +229,8 @@ __device__ __forceinline__ auto Apply(T x) {
   } else if constexpr (kOp == UnaryOp::kSoftplus) {
     // max(x, 0) + log1p(exp(-|x|)): neither overflows nor loses precision.
     return MaxNaN(x, T(0)) + Log1p(Exp(-Fabs(x)));
+  } else if constexpr (kOp == UnaryOp::kErf) {
+    return Erf(x);
   } else {
     static_assert(kOp == UnaryOp::kLogicalNot);
     return !x;
@@ -405,6 +408,7 @@ cudaError_t LaunchUnary(UnaryOp op, ElemType type, const void* x, void* out,
     RN_CASE(kSigmoid)
     RN_CASE(kElu)
     RN_CASE(kSoftplus)
+    RN_CASE(kErf)
     RN_CASE(kLogicalNot)
   }
 #undef RN_CASE

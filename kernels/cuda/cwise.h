@@ -71,6 +71,7 @@ enum class UnaryOp {
   kSigmoid,
   kElu,
   kSoftplus,
+  kErf,
   kLogicalNot,
 };
 

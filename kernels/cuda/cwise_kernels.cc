@@ -167,6 +167,7 @@ RUNNEL_STATIC_INIT(GpuCwiseKernels) {
   Unary<UnaryOp::kSigmoid>("sigmoid", kFloats);
   Unary<UnaryOp::kElu>("elu", kFloats);
   Unary<UnaryOp::kSoftplus>("softplus", kFloats);
+  Unary<UnaryOp::kErf>("erf", kFloats);
   Unary<UnaryOp::kLogicalNot>("logical_not", kBools);
 }
 

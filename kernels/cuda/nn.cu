@@ -54,23 +54,43 @@ __device__ C LineReduce(int64_t len, F f,
   return acc;
 }
 
+// With `keep` (masked_softmax: inner is 1), line l takes element k where
+// keep[(l % keep_lines) * len + k] is true; the others are 0, and so is a
+// line that keeps none.
 template <bool kBlock, bool kLog, typename T>
 __global__ void __launch_bounds__(kThreads)
-    SoftmaxLines(const T* x, T* y, int64_t lines, int64_t len, int64_t inner) {
+    SoftmaxLines(const T* x, T* y, int64_t lines, int64_t len, int64_t inner,
+                 const bool* keep, int64_t keep_lines) {
   using C = Wide<T>;
   __shared__ typename BlockReduce<C>::TempStorage temp;
   __shared__ C shared;
   for (int64_t l = Walk<kBlock>::FirstLine(); l < lines;
        l += Walk<kBlock>::LineStride()) {
     const int64_t base = (l / inner) * len * inner + l % inner;
+    const bool* kept = keep == nullptr ? nullptr : keep + (l % keep_lines) * len;
+    auto in = [&](int64_t k) { return kept == nullptr || kept[k]; };
     auto at = [&](int64_t k) { return Widen(x[base + k * inner]); };
-    const C m = LineReduce<kBlock, MaxR<C>>(len, at, temp, shared);
+    if (kept != nullptr &&
+        LineReduce<kBlock, SumR<C>>(
+            len, [&](int64_t k) { return in(k) ? C(1) : C(0); }, temp,
+            shared) == C(0)) {
+      for (int64_t k = Walk<kBlock>::First(); k < len;
+           k += Walk<kBlock>::Step()) {
+        y[base + k] = Narrow<T>(C(0));
+      }
+      continue;
+    }
+    const C m = LineReduce<kBlock, MaxR<C>>(
+        len, [&](int64_t k) { return in(k) ? at(k) : MaxR<C>::Identity(); },
+        temp, shared);
     const C s = LineReduce<kBlock, SumR<C>>(
-        len, [&](int64_t k) { return Exp(at(k) - m); }, temp, shared);
+        len, [&](int64_t k) { return in(k) ? Exp(at(k) - m) : C(0); }, temp,
+        shared);
     for (int64_t k = Walk<kBlock>::First(); k < len;
          k += Walk<kBlock>::Step()) {
       const C v = at(k) - m;
-      y[base + k * inner] = Narrow<T>(kLog ? v - Log(s) : Exp(v) / s);
+      y[base + k * inner] =
+          Narrow<T>(!in(k) ? C(0) : kLog ? v - Log(s) : Exp(v) / s);
     }
   }
 }
@@ -155,7 +175,8 @@ cudaError_t ByLine(ElemType type, int64_t lines, int64_t len, int64_t inner,
 
 cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           int64_t outer, int64_t len, int64_t inner,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, const bool* keep,
+                          int64_t keep_lines) {
   if (outer * len * inner == 0) return cudaSuccess;
   return ByLine(type, outer * inner, len, inner,
                 [&](auto tag, auto block, unsigned blocks) {
@@ -165,11 +186,12 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                   T* out = static_cast<T*>(y);
                   if (log) {
                     SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
-                        in, out, outer * inner, len, inner);
+                        in, out, outer * inner, len, inner, keep, keep_lines);
                   } else {
                     SoftmaxLines<kBlock, false>
                         <<<blocks, kThreads, 0, stream>>>(
-                            in, out, outer * inner, len, inner);
+                            in, out, outer * inner, len, inner, keep,
+                            keep_lines);
                   }
                 });
 }

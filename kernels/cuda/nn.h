@@ -17,10 +17,13 @@ namespace runnel::cuda {
 // softmax (or with `log`, log_softmax) along the lines of x: line
 // o * inner + j holds x[(o * len + k) * inner + j] for k < len. With
 // m = max(line) and s = sum(exp(line - m)): exp(x - m) / s, or
-// x - m - log(s).
+// x - m - log(s). With `keep` (masked_softmax; inner 1), line l takes
+// only its elements k where keep[(l % keep_lines) * len + k] is true (m
+// and s over those); the others are 0, and a line that keeps none is 0.
 cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           int64_t outer, int64_t len, int64_t inner,
-                          cudaStream_t stream);
+                          cudaStream_t stream, const bool* keep = nullptr,
+                          int64_t keep_lines = 1);
 
 // loss[r] = sum_k probs[r, k] * (lse(logits[r]) - logits[r, k]) for rows of
 // `classes` elements; 0 for rows of none.

@@ -68,6 +68,25 @@ class SoftmaxKernel : public OpKernel {
   int64_t axis_ = -1;
 };
 
+// masked_softmax over the last axis (kernels/cpu/nn_kernels.cc).
+class MaskedSoftmaxKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& keep = ctx->input(1);
+    RN_RETURN_IF_ERROR(CheckMaskedSoftmax(x.shape(), keep.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const int64_t len = x.dim(x.rank() - 1);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    RN_CUDA(cuda::LaunchSoftmax(
+        l.type, false, x.raw_data(), y->raw_data(), x.num_elements() / len, len,
+        1, l.gpu->compute(), static_cast<const bool*>(keep.raw_data()),
+        keep.num_elements() / len));
+    return absl::OkStatus();
+  }
+};
+
 class SoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -185,6 +204,7 @@ void Register(const std::string& op, const std::vector<DType>& dtypes) {
 
 RUNNEL_STATIC_INIT(GpuNnKernels) {
   Register<SoftmaxKernel<false>>("softmax", kFloats);
+  Register<MaskedSoftmaxKernel>("masked_softmax", kFloats);
   Register<SoftmaxKernel<true>>("log_softmax", kFloats);
   Register<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", kFloats);
   Register<SparseSoftmaxCrossEntropyKernel>("sparse_softmax_cross_entropy",

@@ -28,6 +28,26 @@ absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias) {
   return absl::OkStatus();
 }
 
+absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep) {
+  if (!logits.unknown_rank() && logits.rank() < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("needs logits of rank 1 or more, got ", logits.ToString()));
+  }
+  if (logits.unknown_rank() || keep.unknown_rank()) return absl::OkStatus();
+  bool ok = keep.rank() >= 1 && keep.rank() <= logits.rank();
+  for (int i = 0; ok && i < keep.rank(); ++i) {
+    const int64_t a = logits.dim(logits.rank() - keep.rank() + i);
+    const int64_t b = keep.dim(i);
+    ok = a < 0 || b < 0 || a == b;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(StrCat(
+        "the mask ", keep.ToString(),
+        " must have the last dimensions of the logits ", logits.ToString()));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Shape> SoftmaxCrossEntropyLossShape(const Tensor& logits,
                                                    const Tensor& probs) {
   if (logits.shape() != probs.shape() || logits.rank() < 1) {

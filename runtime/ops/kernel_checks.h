@@ -25,6 +25,12 @@ absl::Status CheckSameShapes(std::string_view op, const Tensor& a,
 // bias_add(x, bias): bias is 1-D and as long as x's last dimension.
 absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias);
 
+// masked_softmax(logits, keep): logits of rank 1 or more, and keep's dims
+// the logits' last ones (it repeats over the leading), at least the last. Dims
+// unknown (-1) in either pass, so that the shape function checks what is known
+// before a run.
+absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep);
+
 // The loss's shape (the logits' without their last dimension) of
 // softmax_cross_entropy(logits, probs) and sigmoid_cross_entropy's check
 // (logits and labels of one shape, the loss theirs).

@@ -68,6 +68,12 @@ RUNNEL_REGISTER_GRADIENT("elu", [](GradBuilder& g, const Grads& dy) -> Grads {
 RUNNEL_REGISTER_GRADIENT("softplus", Chain([](GradBuilder& g) {
                            return g.Op("sigmoid", {g.x()});
                          }));
+RUNNEL_REGISTER_GRADIENT("erf", Chain([](GradBuilder& g) {
+                           // 2 / sqrt(pi) * exp(-x^2)
+                           NodeOut x = g.x();
+                           return g.Mul(g.ScalarLike(1.1283791670955126, x),
+                                        g.Op("exp", {g.Neg(g.Mul(x, x))}));
+                         }));
 
 // Piecewise constant: the gradient is zero almost everywhere.
 RUNNEL_NO_GRADIENT("sign");

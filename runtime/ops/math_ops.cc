@@ -250,6 +250,9 @@ RUNNEL_REGISTER_OP(
     Unary("elu", FloatUnchangedShape).Doc("x if x > 0 else exp(x) - 1."));
 RUNNEL_REGISTER_OP(
     Unary("softplus", FloatUnchangedShape).Doc("log(1 + exp(x)), stably."));
+RUNNEL_REGISTER_OP(Unary("erf", FloatUnchangedShape)
+                       .Doc("The error function: 2 / sqrt(pi) times the "
+                            "integral of exp(-t^2) from 0 to x."));
 
 RUNNEL_REGISTER_OP(
     Unary("logical_not", BoolUnaryShape).Doc("`not x` for bool x."));

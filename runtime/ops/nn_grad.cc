@@ -46,6 +46,16 @@ RUNNEL_REGISTER_GRADIENT("softmax",
                            return {g.Mul(g.Sub(dy[0], s), y)};
                          });
 
+// masked_softmax: softmax's rule, which gives 0 where y is 0 (the dropped
+// elements, and lines that keep nothing); the mask has no gradient.
+RUNNEL_REGISTER_GRADIENT("masked_softmax",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           NodeOut y = g.y();
+                           NodeOut s =
+                               g.Op("sum", {g.Mul(dy[0], y)}, AxisKeep(-1));
+                           return {g.Mul(g.Sub(dy[0], s), y), {}};
+                         });
+
 // log_softmax: dx = dy - softmax(x) * sum(dy).
 RUNNEL_REGISTER_GRADIENT("log_softmax",
                          [](GradBuilder& g, const Grads& dy) -> Grads {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/op_registry.h"
+#include "runtime/ops/kernel_checks.h"
 #include "runtime/shape_fns.h"
 #include "runtime/status_macros.h"
 #include "runtime/strings.h"
@@ -146,6 +147,27 @@ RUNNEL_REGISTER_OP(OpDefBuilder("log_softmax")
                        .Attr("axis", int64_t{-1})
                        .Shape(SoftmaxShape)
                        .Doc("x - logsumexp(x) along `axis`."));
+
+Specs MaskedSoftmaxShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the logits"));
+  if (c.dtype(1) != DType::kBool) {
+    return absl::InvalidArgumentError(
+        StrCat("the mask must be bool, got ", c.input(1).ToString()));
+  }
+  RN_RETURN_IF_ERROR(CheckMaskedSoftmax(c.shape(0), c.shape(1)));
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("masked_softmax")
+        .Inputs({"logits", "keep"})
+        .Outputs({"probs"})
+        .Shape(MaskedSoftmaxShape)
+        .Doc("softmax over the last axis of the logits where `keep` (bool, "
+             "the logits' last dimensions, repeated over the leading ones) "
+             "is true; 0 where it is false, and a line that keeps nothing "
+             "all 0 (not NaN). One pass, for attention's masks."));
 
 // logits [..., classes] and probs of the same shape -> loss [...].
 Specs SoftmaxCrossEntropyShape(const ShapeContext& c) {

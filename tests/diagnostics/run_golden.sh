@@ -43,6 +43,10 @@ fi
 # Under `make asan` (allocator_may_return_null=1) AddressSanitizer notes
 # each allocation it refuses on stderr; the diagnostic that follows is ours.
 actual="$(printf '%s\n' "$actual" | grep -v '^==[0-9]*==WARNING: AddressSanitizer failed to allocate')"
+# The standard library's files are named from the source tree's root, so
+# that a golden does not depend on where the tree is checked out.
+root="$(cd "$dir/../.." && pwd)"
+actual="${actual//"$root/stdlib/"/stdlib/}"
 actual="$actual
 exit status: $status"
 if [[ "$update" == 1 ]]; then

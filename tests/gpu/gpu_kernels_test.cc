@@ -89,7 +89,7 @@ TEST(GpuKernelsTest, Unary) {
       {"log1p", -0.5, 4, false, true},    {"sin", -4, 4, false, true},
       {"cos", -4, 4, false, true},        {"tanh", -4, 4, false, true},
       {"sigmoid", -8, 8, false, true},    {"elu", -3, 3, false, true},
-      {"softplus", -30, 30, false, true},
+      {"softplus", -30, 30, false, true}, {"erf", -4, 4, false, true},
   };
   for (const U& u : ops) {
     for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
@@ -107,7 +107,7 @@ TEST(GpuKernelsTest, Unary) {
       {nan, inf, -inf, 0.0f, -0.0f, 2.5f, -2.5f, 0.5f, 1.5f}, Shape{9});
   for (const char* op :
        {"abs", "neg", "sign", "relu", "round", "floor", "isnan", "isfinite",
-        "exp", "tanh", "sigmoid", "softplus", "elu"}) {
+        "exp", "tanh", "sigmoid", "softplus", "elu", "erf"}) {
     Compare(op, {special});
   }
   Compare("maximum", {special, testing::F32({1}, Shape{1})});

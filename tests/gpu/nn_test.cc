@@ -270,6 +270,32 @@ TEST(GpuNnTest, Softmax) {
   }
 }
 
+// masked_softmax: causal and random masks, rows that keep nothing, lines
+// short (a thread each) and long (a block each), the mask repeated over
+// the leading dims or as large as the logits.
+TEST(GpuNnTest, MaskedSoftmax) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s :
+         {Shape{2, 3, 5, 5}, Shape{4, 130, 130}, Shape{3, 7}}) {
+      const int64_t n = s.dim(s.rank() - 1), m = s.dim(s.rank() - 2);
+      Tensor causal(DType::kBool, Shape{m, n});
+      for (int64_t i = 0; i < m * n; ++i) {
+        // Row 1 keeps nothing.
+        causal.data<bool>()[i] = i / n != 1 && i % n <= i / n;
+      }
+      Tensor full(DType::kBool, s);
+      for (int64_t i = 0; i < full.num_elements(); ++i) {
+        full.data<bool>()[i] = (i * 7919) % 5 != 0;
+      }
+      for (const Tensor& keep : {causal, full}) {
+        Compare("masked_softmax", {Random(d, s, 37, -8, 8), keep}, {},
+                Differentiable(d) && s.num_elements() < 10000, true);
+      }
+    }
+  }
+}
+
 TEST(GpuNnTest, SoftmaxCrossEntropy) {
   SKIP_WITHOUT_GPU();
   for (DType d : kFloats) {
@@ -423,10 +449,10 @@ TEST(GpuNnTest, HalfElementWise) {
   for (DType d : {DType::kF16, DType::kBF16}) {
     for (const Shape& s : {Shape{7, 13}, Shape{(1 << 20) + 3}, Shape{}}) {
       for (const char* op :
-           {"abs",     "neg",   "sign",    "square",   "relu", "floor",
-            "ceil",    "round", "isnan",   "isfinite", "sqrt", "rsqrt",
-            "exp",     "log",   "log1p",   "sin",      "cos",  "tanh",
-            "sigmoid", "elu",   "softplus"}) {
+           {"abs",     "neg",   "sign",     "square",   "relu", "floor",
+            "ceil",    "round", "isnan",    "isfinite", "sqrt", "rsqrt",
+            "exp",     "log",   "log1p",    "sin",      "cos",  "tanh",
+            "sigmoid", "elu",   "softplus", "erf"}) {
         Compare(op, {Random(d, s, 51)});
       }
     }

@@ -120,7 +120,24 @@ def main():
     r.expect(r"The sum over `axis`", ":help sum doc")
     r.expect(r">>> ", "prompt after :help sum")
     r.send(":help no_such_thing\r")
-    r.expect(r"no builtin or op named 'no_such_thing'", ":help of an unknown name")
+    r.expect(r"no builtin, op or function named 'no_such_thing'", ":help of an unknown name")
+    r.expect(r">>> ", "prompt after :help of an unknown name")
+    # :help of a stdlib function, its module not imported: the signature
+    # and the doc comment above its def.
+    r.send(":help nn.dense\r")
+    r.expect(r"def dense\(x, units, act = none, init = glorot_uniform, bias = true\)",
+             ":help nn.dense signature")
+    r.expect(r"stdlib/nn.rnl:\d+", ":help nn.dense place")
+    r.expect(r"A fully connected layer", ":help nn.dense doc")
+    r.expect(r">>> ", "prompt after :help nn.dense")
+    r.send(":help optim.adamw\r")
+    r.expect(r"def adamw\(loss = none, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, "
+             r"weight_decay = 0.01, vars = \[\], replicas = 0, grads = none\)",
+             ":help optim.adamw signature, its two lines joined")
+    r.expect(r"decoupled", ":help optim.adamw doc")
+    r.expect(r">>> ", "prompt after :help optim.adamw")
+    r.send(":help nn._axis\r")
+    r.expect(r"no builtin, op or function named 'nn._axis'", ":help of a private function")
     r.expect(r">>> ", "prompt after :help of an unknown name")
 
     # :vars lists the defined names.

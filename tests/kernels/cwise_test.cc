@@ -322,6 +322,11 @@ TEST(CwiseTest, UnaryFloatMath) {
                {-0.63212056, 0, 2, -1});
   ExpectTensor(Run1("softplus", {F32({0, 1, -1, 100, -100}, {5})}), DType::kF32,
                {5}, {0.69314718, 1.31326169, 0.31326169, 100, 0});
+  // math.erf's values; erf is odd and saturates at +-1.
+  ExpectTensor(Run1("erf", {F32({0, 1, -0.5, 3, -10, 0.01}, {6})}), DType::kF32,
+               {6}, {0, 0.84270079, -0.52049988, 0.99997791, -1, 0.011283416});
+  ExpectTensor(Run1("erf", {F64({0.5, -2}, {2})}), DType::kF64, {2},
+               {0.5204998778130465, -0.9953222650189527}, 1e-15);
   ExpectTensor(Run1("exp", {F64({1}, {1})}), DType::kF64, {1},
                {2.718281828459045}, 1e-15);
   // Underflow, on the vectorized path and its tail alike (67 elements): the
@@ -538,7 +543,7 @@ TEST(CwiseTest, IncompatibleBroadcast) {
 
 TEST(CwiseTest, FloatOpsRejectIntegers) {
   for (const char* op : {"sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos",
-                         "tanh", "sigmoid", "elu", "softplus"}) {
+                         "tanh", "sigmoid", "elu", "softplus", "erf"}) {
     std::string msg = ErrorOf(op, {I32({1, 2}, {2})});
     EXPECT_NE(msg.find(op), std::string::npos) << msg;
     EXPECT_NE(msg.find("floating-point"), std::string::npos) << msg;

@@ -94,6 +94,41 @@ TEST(NnTest, SoftmaxErrors) {
       "softmax: axis 1 is out of range for a tensor of rank 1");
 }
 
+// masked_softmax: the kept elements' softmax, zeros elsewhere; the mask
+// (the logits' last dims) repeats over the leading ones.
+TEST(NnTest, MaskedSoftmax) {
+  Tensor x = F32({1, 2, 3, 1000, 1001, 1002, 5, -1, 7, 0, 0, 0}, {2, 2, 3});
+  Tensor keep = testing::Bool({true, false, true, false, false, false}, {2, 3});
+  // softmax([1, 3]) = [0.1192029, 0.8807971]; a row that keeps none is 0.
+  ExpectTensor(Run1("masked_softmax", {x, keep}), DType::kF32, {2, 2, 3},
+               {0.1192029220, 0, 0.8807970780, 0, 0, 0, 0.1192029220, 0,
+                0.8807970780, 0, 0, 0},
+               1e-6);
+  // Dropped elements take no part, even infinite or NaN ones.
+  const float inf = INFINITY, nan = NAN;
+  ExpectTensor(
+      Run1("masked_softmax", {F32({nan, 2, inf, 2}, {4}),
+                              testing::Bool({false, true, false, true}, {4})}),
+      DType::kF32, {4}, {0, 0.5, 0, 0.5}, 1e-7);
+  // A mask of the whole shape; f64.
+  ExpectTensor(Run1("masked_softmax",
+                    {F64({0, 1, 2, 3}, {2, 2}),
+                     testing::Bool({true, true, false, true}, {2, 2})}),
+               DType::kF64, {2, 2},
+               {0.2689414213699951, 0.7310585786300049, 0, 1}, 1e-12);
+}
+
+TEST(NnTest, MaskedSoftmaxErrors) {
+  EXPECT_EQ(RunError("masked_softmax", {F32({1, 2, 3, 4}, {2, 2}),
+                                        testing::Bool({true, true}, {1, 2})})
+                .message(),
+            "masked_softmax: the mask [1,2] must have the last dimensions of "
+            "the logits [2,2]");
+  EXPECT_EQ(RunError("masked_softmax", {F32({1, 2}, {2}), F32({1, 1}, {2})})
+                .message(),
+            "masked_softmax: the mask must be bool, got f32[2]");
+}
+
 // ---- cross entropies --------------------------------------------------------
 
 TEST(NnTest, SoftmaxCrossEntropy) {

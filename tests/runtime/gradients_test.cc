@@ -27,7 +27,7 @@ using testing::Positive;
 
 TEST(GradientCheck, Unary) {
   for (const char* op : {"neg", "square", "exp", "sin", "cos", "tanh",
-                         "sigmoid", "elu", "softplus"}) {
+                         "sigmoid", "elu", "softplus", "erf"}) {
     SCOPED_TRACE(op);
     CheckGradient(op, {Diff({2, 3})});
   }
@@ -135,6 +135,11 @@ TEST(GradientCheck, SoftmaxAndLosses) {
   CheckGradient("softmax", {Diff({2, 5})});
   CheckGradient("softmax", {Diff({3, 2})}, {{"axis", int64_t{0}}});
   CheckGradient("log_softmax", {Diff({2, 5})});
+  // A row that keeps nothing gets no gradient.
+  CheckGradient(
+      "masked_softmax",
+      {Diff({2, 2, 3}),
+       Fixed(testing::Bool({true, false, true, false, false, false}, {2, 3}))});
   CheckGradient("softmax_cross_entropy", {Diff({3, 4}), Diff({3, 4}, 0, 1)});
   CheckGradient("sparse_softmax_cross_entropy",
                 {Diff({3, 4}), Fixed(testing::I32({0, 3, 1}, {3}))});

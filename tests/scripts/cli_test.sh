@@ -41,6 +41,21 @@ printf '1 + 2\n' >"$work/repl_in"
 expect_status 0 "the REPL on piped input" -- "$runnel" <"$work/repl_in"
 expect_in "$work/out" "3" "the piped REPL prints an expression's value"
 
+# summary(): a table of the trainable vars and the totals.
+cat >"$work/summary.rnl" <<'RNL'
+import nn
+input x: f32[?, 4]
+let y = nn.dense(nn.dense(x, 3), 2, bias = false)
+state count = 0
+assert(summary() == 4 * 3 + 3 + 3 * 2, "summary() gives the parameter count")
+RNL
+expect_status 0 "summary()" -- "$runnel" run "$work/summary.rnl"
+expect_in "$work/out" "name       shape  dtype  params  bytes" "summary's header"
+expect_in "$work/out" "dense/w    [4,3]  f32        12     48" "summary's first var"
+expect_in "$work/out" "dense/b    [3]    f32         3     12" "summary's second var"
+expect_in "$work/out" "dense_1/w  [3,2]  f32         6     24" "summary's third var"
+expect_in "$work/out" "total: 3 trainable vars, 21 params, 84 bytes" "summary's totals"
+
 cat >"$work/model.rnl" <<'RNL'
 input x: f32[?, 3]
 var w = ones([3, 2])
