@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bench/peer.h"
-#include "runtime/session.h"
+#include "common_runtime/session.h"
 
 using namespace runnel;
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench/peer.h"
-#include "runtime/eager.h"
-#include "runtime/tensor.h"
+#include "common_runtime/eager.h"
+#include "framework/tensor.h"
 
 namespace runnel {
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes a parameter server's gRPC handlers (runtime/distributed/) with
+// Fuzzes a parameter server's gRPC handlers (distributed/) with
 // malformed protobufs: a TaskServer runs in this process, and for the given
 // number of seconds requests built from valid seeds, with random bytes
 // flipped, inserted, deleted and repeated, go to each of its methods as raw
@@ -22,12 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "runtime/distributed/cluster_spec.h"
-#include "runtime/distributed/grpc_worker.h"
-#include "runtime/distributed/tensor_coding.h"
-#include "runtime/distributed/worker.grpc.pb.h"
-#include "runtime/graph.h"
-#include "runtime/graph_def.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/grpc_cluster.h"
+#include "distributed/grpc_server.h"
+#include "distributed/tensor_coding.h"
+#include "distributed/worker.grpc.pb.h"
+#include "framework/graph.h"
+#include "framework/graph_def.h"
 
 namespace runnel {
 namespace {

@@ -18,19 +18,19 @@
 #include <optional>
 #include <thread>
 
+#include "base/read_file.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/gradients.h"
+#include "common_runtime/trace.h"
+#include "framework/op_registry.h"
 #include "interpreter/control_flow.h"
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
-#include "runtime/csv_reader.h"
-#include "runtime/gradients.h"
-#include "runtime/idx_reader.h"
-#include "runtime/npy.h"
-#include "runtime/op_registry.h"
-#include "runtime/read_file.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
-#include "runtime/trace.h"
+#include "io/csv_reader.h"
+#include "io/idx_reader.h"
+#include "io/npy.h"
 
 namespace runnel::interp {
 
@@ -870,7 +870,7 @@ Result Report(Interpreter& in, Args& a) {
                    "report takes named values: report(loss = l)");
   }
   if (!in.check_mode()) {
-    // Each GPU's memory (runtime/trace.h); nothing without a GPU.
+    // Each GPU's memory (common_runtime/trace.h); nothing without a GPU.
     MemoryReport memory = ReportMemory(DeviceMemoryOf(in.session().devices()));
     json.insert(json.end(), memory.json.begin(), memory.json.end());
     shown.insert(shown.end(), memory.shown.begin(), memory.shown.end());
@@ -1250,7 +1250,7 @@ Result AssignFn(const std::string& op, Interpreter& in, Args& a) {
   return in.builder().Assign(op, target, a[1], Site(a));
 }
 
-// The fused optimizer updates (runtime/ops/optim_ops.cc): the first
+// The fused optimizer updates (framework/ops/optim_ops.cc): the first
 // `vars` arguments are vars or states, the rest tensors; the optional
 // trailing bool arguments are the op's attributes `bool_attrs`.
 Builtin ApplyBuiltin(const std::string& op, std::vector<BuiltinParam> params,
@@ -1589,7 +1589,7 @@ void AddNN(std::vector<Builtin>& b) {
   AddSparse(b);
 }
 
-// Sparse gradients and sharded lookups (runtime/ops/sparse_ops.cc).
+// Sparse gradients and sharded lookups (framework/ops/sparse_ops.cc).
 void AddSparse(std::vector<Builtin>& b) {
   b.push_back({"unique", {P("x")}, [](Interpreter& in, Args& a) -> Result {
                  RN_ASSIGN_OR_RETURN(

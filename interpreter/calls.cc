@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
-#include "runtime/errors.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -1,17 +1,18 @@
 // `save` and `restore` (docs/language.md §6): every var and state of
-// the interpreter's session, by node name, through runtime/checkpoint.h.
+// the interpreter's session, by node name, through common_runtime/saver.h.
 // Errors point at the call and name the file and the tensors; a mismatch
 // adds a note at each variable's declaration. In check mode both do nothing
 // (like save_npy): `runnel check` runs nothing and touches no file.
 #include <algorithm>
 
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/saver.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
-#include "runtime/checkpoint.h"
-#include "runtime/errors.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
+#include "io/checkpoint.h"
 
 namespace runnel::interp {
 namespace {

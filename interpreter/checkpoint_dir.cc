@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/saver.h"
 #include "interpreter/interpreter.h"
-#include "runtime/checkpoint.h"
-#include "runtime/distributed/grpc_worker.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
+#include "io/checkpoint.h"
 
 namespace runnel::interp {
 namespace {
@@ -175,18 +175,19 @@ absl::StatusOr<TensorMap> ReadBetweenSyncSteps(
 // of the parameter servers, no step's updates half in: under synchronous
 // replicas between two steps of each optimizer (ReadBetweenSyncSteps);
 // under asynchronous training by freezing the admission of new steps
-// (GrpcCluster::ReadConsistently), which synchronous replicas cannot use
+// (ClusterContext::ReadConsistently), which synchronous replicas cannot use
 // (their waiting steps would wait for held ones).
 absl::StatusOr<TensorMap> ReadSnapshot(Session& session) {
-  auto* grpc = dynamic_cast<GrpcCluster*>(session.options().cluster.get());
-  if (grpc == nullptr) return ReadVariables(session);
+  ClusterContext* cluster = session.options().cluster.get();
+  if (cluster == nullptr) return ReadVariables(session);
   const std::vector<Node*> counters = SyncCounters(session.graph());
   if (!counters.empty()) return ReadBetweenSyncSteps(session, counters);
   TensorMap values;
-  RN_RETURN_IF_ERROR(grpc->ReadConsistently([&]() -> absl::Status {
-    RN_ASSIGN_OR_RETURN(values, ReadVariables(session));
-    return absl::OkStatus();
-  }));
+  RN_RETURN_IF_ERROR(
+      cluster->ReadConsistently([&](int64_t snapshot) -> absl::Status {
+        RN_ASSIGN_OR_RETURN(values, ReadVariables(session, snapshot));
+        return absl::OkStatus();
+      }));
   return values;
 }
 

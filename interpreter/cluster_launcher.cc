@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/atomic_file.h"
-#include "runtime/distributed/cluster_spec.h"
-#include "runtime/strings.h"
+#include "base/atomic_file.h"
+#include "base/strings.h"
+#include "distributed/cluster_spec.h"
 
 namespace runnel::interp {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <optional>
 
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/diag.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 

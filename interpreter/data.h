@@ -1,5 +1,5 @@
 // Host-side datasets for the data builtins (docs/language.md §6): row
-// selection and order for `batches`. The file readers are in runtime/
+// selection and order for `batches`. The file readers are in io/
 // (npy.h, csv_reader.h, idx_reader.h).
 #ifndef RUNNEL_INTERPRETER_DATA_H_
 #define RUNNEL_INTERPRETER_DATA_H_
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "framework/tensor.h"
 
 namespace runnel::interp {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/strings.h"
+#include "base/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "absl/strings/cord.h"
-#include "runtime/errors.h"
-#include "runtime/strings.h"
+#include "base/errors.h"
+#include "base/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/strings.h"
+#include "framework/allocator.h"
 #include "lang/diagnostics.h"
-#include "runtime/allocator.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 
@@ -45,7 +45,7 @@ absl::Status ExitRequest(int code);
 std::optional<int> ExitCodeOf(const absl::Status& status);
 
 // The diagnostic to print for any status: its own, or one built from the
-// runtime's node span (runtime/errors.h), or one at `fallback`.
+// runtime's node span (base/errors.h), or one at `fallback`.
 lang::Diagnostic ToDiagnostic(const absl::Status& status,
                               const SourceSpan& fallback);
 

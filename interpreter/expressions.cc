@@ -7,6 +7,10 @@
 #include <functional>
 
 #include "absl/strings/ascii.h"
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/gradients.h"
 #include "interpreter/builtins.h"
 #include "interpreter/control_flow.h"
 #include "interpreter/diag.h"
@@ -14,10 +18,6 @@
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
-#include "runtime/errors.h"
-#include "runtime/gradients.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

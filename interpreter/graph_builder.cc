@@ -7,13 +7,13 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/op_registry.h"
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/restore.h"
-#include "runtime/errors.h"
-#include "runtime/op_registry.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -35,12 +35,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "common_runtime/control_flow.h"
+#include "common_runtime/eager.h"
+#include "framework/device_spec.h"
+#include "framework/graph.h"
+#include "framework/op_registry.h"
 #include "interpreter/value.h"
-#include "runtime/control_flow.h"
-#include "runtime/device_spec.h"
-#include "runtime/eager.h"
-#include "runtime/graph.h"
-#include "runtime/op_registry.h"
 
 namespace runnel::interp {
 

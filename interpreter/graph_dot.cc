@@ -9,8 +9,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "runtime/gradients.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "common_runtime/gradients.h"
 
 namespace runnel::interp {
 namespace {
@@ -107,7 +107,7 @@ std::string ShortDevice(const std::string& full) {
   return full.rfind(local, 0) == 0 ? "/" + full.substr(local.size()) : full;
 }
 
-// Sparse gradients (runtime/gradients.h) and whether something uses each
+// Sparse gradients (common_runtime/gradients.h) and whether something uses each
 // densely: there, and only there, the gradient becomes a dense tensor.
 using SparseUses = absl::flat_hash_map<const Node*, bool>;
 

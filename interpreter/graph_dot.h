@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/graph.h"
+#include "framework/graph.h"
 
 namespace runnel::interp {
 
@@ -29,7 +29,7 @@ struct GraphView {
   // Every node, grouped into one cluster per top-level scope.
   bool all = false;
   // Colour boxes by the device their nodes were assigned (placement must
-  // have run: runtime/placer.h) and draw the edges that cross devices,
+  // have run: common_runtime/placer.h) and draw the edges that cross devices,
   // each a Send/Recv pair at run time, in bold with "send/recv".
   bool placed = false;
 };

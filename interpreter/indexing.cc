@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

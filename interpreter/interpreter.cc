@@ -8,15 +8,15 @@
 #include <cstring>
 
 #include "absl/cleanup/cleanup.h"
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
 #include "interpreter/indexing.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
 #include "interpreter/runners.h"
-#include "runtime/errors.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -5,10 +5,10 @@
 //   int exit_status = interp.RunFile("model.rnl");
 //
 // Values follow the concrete/symbolic rule of docs/language.md §1: an op whose
-// tensor operands are all concrete runs now, through runtime::EagerContext;
+// tensor operands are all concrete runs now, through EagerContext;
 // any symbolic operand adds a node to the interpreter's one Graph instead
 // (ApplyOp is the single place that decides). `run` executes parts of the
-// graph in one runtime::Session that lives as long as the interpreter, so
+// graph in one Session that lives as long as the interpreter, so
 // variables keep their values across runs.
 //
 // Errors are lang::Diagnostics carried by absl::Status (interpreter/diag.h)
@@ -37,6 +37,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "common_runtime/cluster_context.h"
+#include "common_runtime/eager.h"
+#include "common_runtime/session.h"
+#include "framework/device_spec.h"
+#include "framework/graph.h"
 #include "interpreter/calls.h"
 #include "interpreter/graph_builder.h"
 #include "interpreter/iteration.h"
@@ -46,11 +51,6 @@
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
 #include "lang/source.h"
-#include "runtime/cluster_context.h"
-#include "runtime/device_spec.h"
-#include "runtime/eager.h"
-#include "runtime/graph.h"
-#include "runtime/session.h"
 
 namespace runnel::interp {
 

@@ -22,11 +22,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
+#include "common_runtime/cost_model.h"
+#include "common_runtime/placer.h"
+#include "distributed/grpc_cluster.h"
+#include "distributed/grpc_server.h"
+#include "framework/device_set.h"
 #include "interpreter/cluster_launcher.h"
 #include "interpreter/diag.h"
 #include "interpreter/graph_dot.h"
@@ -37,11 +44,6 @@
 #include "interpreter/render.h"
 #include "interpreter/repl.h"
 #include "lang/diagnostics.h"
-#include "runtime/cost_model.h"
-#include "runtime/device_set.h"
-#include "runtime/distributed/grpc_worker.h"
-#include "runtime/placer.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {
@@ -415,10 +417,368 @@ int Cluster(const std::vector<std::string>& args, const char* argv0) {
   return LaunchCluster(launch);
 }
 
+// What the command line of `run`, `check` and `graph` asks for.
+struct CommandLine {
+  std::string command;  // run, check or graph
+  std::string file, graph_out, metrics;
+  std::string cluster_file, job, task_text, token_file;
+  double retry_unreachable = 0;
+  bool verbose = false;
+  GraphView view;
+  Options options;
+};
+
+// One option of `run`, `check` and `graph`: its name, whether it takes a
+// value, which commands take it, and what it does. `apply` gets the value
+// (nullopt when the command line ends before it) and returns a usage error,
+// or "" when all is well.
+struct Flag {
+  enum class For { kAll, kRun, kGraph };
+  const char* name;
+  bool takes_value;
+  For commands;
+  std::function<std::string(const std::optional<std::string>& value,
+                            CommandLine& cl)>
+      apply;
+};
+
+// `--name` with a non-empty value stored in `*into`.
+Flag StringFlag(const char* name, Flag::For commands,
+                std::string CommandLine::*into, const char* error) {
+  return {name, true, commands,
+          [into, error](const std::optional<std::string>& v, CommandLine& cl) {
+            if (!v.has_value() || v->empty()) return std::string(error);
+            cl.*into = *v;
+            return std::string();
+          }};
+}
+
+// The options, in the order `did you mean` considers them.
+const std::vector<Flag>& Flags() {
+  using Value = std::optional<std::string>;
+  using F = Flag::For;
+  static const auto* flags = new std::vector<Flag>{
+      {"--arg", true, F::kAll,
+       [](const Value& kv, CommandLine& cl) -> std::string {
+         if (!kv.has_value()) return "--arg needs NAME=VALUE";
+         size_t eq = kv->find('=');
+         if (eq == std::string::npos || eq == 0) {
+           return StrCat("--arg needs NAME=VALUE, got '", *kv, "'");
+         }
+         cl.options.args.emplace_back(kv->substr(0, eq), kv->substr(eq + 1));
+         return "";
+       }},
+      {"--seed", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long n = 0;
+         if (!v.has_value() || !ParseInt(*v, 0, INT64_MAX, &n)) {
+           return "--seed needs a non-negative integer";
+         }
+         cl.options.seed = static_cast<uint64_t>(n);
+         return "";
+       }},
+      {"--threads", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long n = 0;
+         if (!v.has_value() || !ParseInt(*v, 1, 4096, &n)) {
+           return "--threads needs a positive integer";
+         }
+         cl.options.threads = static_cast<int>(n);
+         return "";
+       }},
+      {"--devices", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         Options& o = cl.options;
+         if (!v.has_value() ||
+             !ParseDevices(*v, &o.cpu_devices, &o.gpu_devices)) {
+           return StrCat(
+               "--devices needs cpu=N (N from 1 to 64), gpu=N "
+               "or gpu=all, or both (cpu=2,gpu=1), got '",
+               v.value_or(""), "'");
+         }
+         std::string why;
+         const int visible = VisibleGpus(&why);
+         if (o.gpu_devices > visible) {
+           return StrCat("--devices ", *v, ": asked for ", o.gpu_devices,
+                         " GPU", o.gpu_devices == 1 ? "" : "s", " but ",
+                         visible == 0
+                             ? "none is visible: " + why
+                             : StrCat("only ", visible, " is visible"));
+         }
+         return "";
+       }},
+      {"--gpu-memory", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || !ParseBytes(*v, &cl.options.gpu_memory)) {
+           return "--gpu-memory needs a size: bytes, or with K, M, G or T "
+                  "(e.g. 8G)";
+         }
+         return "";
+       }},
+      {"--verbose", false, F::kAll,
+       [](const Value&, CommandLine& cl) -> std::string {
+         cl.verbose = true;
+         return "";
+       }},
+      {"--trace", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || v->empty()) return "--trace needs a file name";
+         cl.options.trace_file = *v;
+         return "";
+       }},
+      {"--trace-runs", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long first = 0, last = 0;
+         const size_t dots = v.has_value() ? v->find("..") : std::string::npos;
+         if (dots == std::string::npos ||
+             !ParseInt(v->substr(0, dots), 1, INT64_MAX, &first) ||
+             !ParseInt(v->substr(dots + 2), first, INT64_MAX, &last)) {
+           return "--trace-runs needs A..B (run numbers from 1, A <= B)";
+         }
+         cl.options.trace_first = first;
+         cl.options.trace_last = last;
+         return "";
+       }},
+      {"--retry-unreachable", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long n = 0;
+         if (!v.has_value() || !ParseInt(*v, 0, 86400, &n)) {
+           return "--retry-unreachable needs seconds (0 to 86400)";
+         }
+         cl.retry_unreachable = static_cast<double>(n);
+         return "";
+       }},
+      {"--checkpoint-dir", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || v->empty()) {
+           return "--checkpoint-dir needs a directory";
+         }
+         cl.options.checkpoint_dir = *v;
+         return "";
+       }},
+      {"--checkpoint-every", true, F::kAll,
+       [](const Value& value, CommandLine& cl) -> std::string {
+         const std::string v = value.value_or("");
+         const bool steps = v.size() > 5 && v.substr(v.size() - 5) == "steps";
+         const std::string number =
+             steps ? v.substr(0, v.size() - 5)
+                   : (!v.empty() && v.back() == 's' ? v.substr(0, v.size() - 1)
+                                                    : v);
+         long long n = 0;
+         if (!ParseInt(number, 1, INT64_MAX, &n)) {
+           return "--checkpoint-every needs Ns (seconds) or Nsteps, "
+                  "N a positive integer";
+         }
+         cl.options.checkpoint_seconds = steps ? 0 : static_cast<double>(n);
+         cl.options.checkpoint_steps = steps ? n : 0;
+         return "";
+       }},
+      {"--keep", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long n = 0;
+         if (!v.has_value() || !ParseInt(*v, 1, 1000000, &n)) {
+           return "--keep needs a positive integer";
+         }
+         cl.options.checkpoint_keep = static_cast<int>(n);
+         return "";
+       }},
+      {"--soft-placement", false, F::kAll,
+       [](const Value&, CommandLine& cl) -> std::string {
+         cl.options.soft_placement = true;
+         return "";
+       }},
+      {"--transfer-dtype", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || (*v != "f16" && *v != "f32")) {
+           return "--transfer-dtype needs f16 or f32";
+         }
+         cl.options.f16_transfers = *v == "f16";
+         return "";
+       }},
+      StringFlag("--metrics", F::kAll, &CommandLine::metrics,
+                 "--metrics needs a file name"),
+      StringFlag("--cluster", F::kRun, &CommandLine::cluster_file,
+                 "--cluster needs a value"),
+      StringFlag("--job", F::kRun, &CommandLine::job, "--job needs a value"),
+      StringFlag("--task", F::kRun, &CommandLine::task_text,
+                 "--task needs a value"),
+      StringFlag("--token-file", F::kRun, &CommandLine::token_file,
+                 "--token-file needs a value"),
+      StringFlag("-o", F::kGraph, &CommandLine::graph_out,
+                 "-o needs a file name"),
+  };
+  return *flags;
+}
+
+// The usage error for an option `command` does not take, with the nearest
+// one it does.
+std::string UnknownOption(const std::string& a, const std::string& command) {
+  std::vector<std::string> known;
+  for (const Flag& f : Flags()) {
+    if (f.commands == Flag::For::kAll ||
+        (f.commands == Flag::For::kRun && command == "run") ||
+        (f.commands == Flag::For::kGraph && command == "graph")) {
+      known.push_back(f.name);
+    }
+  }
+  if (command == "graph") {
+    known.insert(known.end(), {"--all", "--depth", "--expand", "--placed"});
+  }
+  std::string message = StrCat("unknown option '", a, "' for '", command, "'");
+  if (std::string best = ClosestName(a, known); !best.empty()) {
+    message += StrCat("; did you mean '", best, "'?");
+  }
+  return message;
+}
+
+// Reads the options and FILE of `run`, `check` and `graph` into `*cl`.
+// Returns a usage error, or "".
+std::string ParseCommandLine(const std::vector<std::string>& args,
+                             CommandLine* cl) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::optional<std::string> inline_value;
+    if (a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos && a.rfind("--arg", 0) != 0) {
+        inline_value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      } else if (a.rfind("--arg=", 0) == 0) {
+        inline_value = a.substr(6);
+        a = "--arg";
+      }
+    }
+    auto take = [&](std::string* out) {
+      if (inline_value.has_value()) {
+        *out = *inline_value;
+        return true;
+      }
+      if (i + 1 >= args.size()) return false;
+      *out = args[++i];
+      return true;
+    };
+    const Flag* flag = nullptr;
+    for (const Flag& f : Flags()) {
+      if (a == f.name) flag = &f;
+    }
+    if (flag != nullptr && flag->commands == Flag::For::kRun &&
+        cl->command != "run") {
+      return StrCat(a, " is an option of 'run'");
+    }
+    if (flag != nullptr &&
+        (flag->commands != Flag::For::kGraph || cl->command == "graph")) {
+      std::optional<std::string> value;
+      if (std::string v; flag->takes_value && take(&v)) value = v;
+      if (std::string error = flag->apply(value, *cl); !error.empty()) {
+        return error;
+      }
+    } else if (std::string error;
+               cl->command == "graph" &&
+               TakeGraphViewOption(a, take, &cl->view, &error)) {
+      if (!error.empty()) return error;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      return UnknownOption(a, cl->command);
+    } else if (cl->file.empty()) {
+      cl->file = a;
+    } else {
+      return StrCat("unexpected argument '", a, "'");
+    }
+  }
+  if (cl->file.empty()) return StrCat("'", cl->command, "' needs a FILE");
+  return "";
+}
+
+// Joins the cluster the command line names, if any. Returns an exit status
+// when it cannot (printed), or nullopt.
+std::optional<int> JoinCluster(CommandLine& cl,
+                               std::shared_ptr<GrpcCluster>* joined) {
+  Options& options = cl.options;
+  if (cl.cluster_file.empty() && cl.job.empty() && cl.task_text.empty()) {
+    if (!cl.token_file.empty()) {
+      return Usage("--token-file is for cluster runs (--cluster)");
+    }
+    return std::nullopt;
+  }
+  long long task = 0;
+  if (cl.cluster_file.empty() || cl.job.empty() ||
+      !ParseInt(cl.task_text, 0, 1 << 20, &task)) {
+    return Usage("a cluster run needs --cluster FILE --job NAME --task N");
+  }
+  GrpcOptions grpc;
+  ClusterSpec spec;
+  absl::Status status =
+      LoadCluster(cl.cluster_file, cl.token_file, &spec, &grpc);
+  grpc.retry_unreachable_s = cl.retry_unreachable;
+  if (status.ok()) {
+    absl::StatusOr<std::shared_ptr<GrpcCluster>> cluster =
+        GrpcCluster::Start(spec, cl.job, static_cast<int>(task), grpc);
+    status = cluster.status();
+    if (cluster.ok()) {
+      (*cluster)->set_global_seed(options.seed);
+      options.task_chief = (*cluster)->is_chief();
+      options.cluster = *cluster;
+      *joined = *cluster;
+    }
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+    return kExitError;
+  }
+  options.task_job = cl.job;
+  options.task_index = static_cast<int>(task);
+  options.task_workers = spec.num_tasks("worker");
+  return std::nullopt;
+}
+
+// Runs, checks or draws the script; never returns (std::_Exit).
+int RunScript(const CommandLine& cl,
+              const std::shared_ptr<GrpcCluster>& grpc_cluster) {
+  const std::string& command = cl.command;
+  return RunWithLargeStack([&]() -> int {
+    lang::DiagnosticSink sink(stderr);
+    Interpreter interp(cl.options, &sink);
+    if (cl.verbose) PrintDevices(interp.session().devices());
+    g_batch_interp.store(&interp);
+    if (command == "run") std::signal(SIGINT, OnBatchSigint);
+    int status = interp.RunFile(cl.file);
+    // The last checkpoint, also after an error or Ctrl-C.
+    if (absl::Status s = interp.FinishCheckpoints(); !s.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+      status = kExitError;
+    }
+    if (status == kExitOk) {
+      if (absl::Status s = interp.FinishTrace(); !s.ok()) {
+        std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+        status = kExitError;
+      }
+    }
+    std::signal(SIGINT, SIG_DFL);
+    g_batch_interp.store(nullptr);
+    if (status == kExitOk && command == "graph" && cl.view.placed) {
+      // The whole graph, placed as runs would be (docs/devices.md).
+      absl::Status s =
+          PlaceGraph(interp.graph(), interp.session().devices(),
+                     {.soft_placement = cl.options.soft_placement,
+                      .warn = [](const Node&, const std::string&) {}});
+      if (!s.ok()) status = interp.Report(s);
+    }
+    const int code = status != kExitOk || command != "graph"
+                         ? status
+                         : WriteGraph(interp.graph(), cl.view, cl.graph_out);
+    // Everything the program wrote is complete (checkpoints and .npy files
+    // are fsync'd when written); flush the streams and leave without
+    // freeing the graph, the AST and the session piece by piece, which
+    // took a tenth of `runnel check` on a large script.
+    // Synchronous replicas stop counting this worker at once.
+    if (grpc_cluster != nullptr) grpc_cluster->Leave();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  });
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  Options options;
-  if (args.empty()) return RunRepl(options);
+  if (args.empty()) return RunRepl(Options{});
   const std::string command = args[0];
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
@@ -441,276 +801,18 @@ int Main(int argc, char** argv) {
   if (command != "run" && command != "check" && command != "graph") {
     return Usage(StrCat("unknown command '", command, "'"));
   }
-  std::string file, graph_out, metrics;
-  std::string cluster_file, job, task_text, token_file;
-  double retry_unreachable = 0;
-  bool verbose = false;
-  GraphView view;
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string a = args[i];
-    std::string value;
-    bool has_value = false;
-    if (a.rfind("--", 0) == 0) {
-      size_t eq = a.find('=');
-      if (eq != std::string::npos && a.rfind("--arg", 0) != 0) {
-        value = a.substr(eq + 1);
-        a = a.substr(0, eq);
-        has_value = true;
-      } else if (a.rfind("--arg=", 0) == 0) {
-        value = a.substr(6);
-        a = "--arg";
-        has_value = true;
-      }
-    }
-    auto take = [&](std::string* out) {
-      if (has_value) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
-    };
-    if (a == "--arg") {
-      std::string kv;
-      if (!take(&kv)) return Usage("--arg needs NAME=VALUE");
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return Usage(StrCat("--arg needs NAME=VALUE, got '", kv, "'"));
-      }
-      options.args.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    } else if (a == "--seed") {
-      std::string v;
-      long long n = 0;
-      if (!take(&v) || !ParseInt(v, 0, INT64_MAX, &n)) {
-        return Usage("--seed needs a non-negative integer");
-      }
-      options.seed = static_cast<uint64_t>(n);
-    } else if (a == "--threads") {
-      std::string v;
-      long long n = 0;
-      if (!take(&v) || !ParseInt(v, 1, 4096, &n)) {
-        return Usage("--threads needs a positive integer");
-      }
-      options.threads = static_cast<int>(n);
-    } else if (a == "--devices") {
-      std::string v;
-      if (!take(&v) ||
-          !ParseDevices(v, &options.cpu_devices, &options.gpu_devices)) {
-        return Usage(
-            StrCat("--devices needs cpu=N (N from 1 to 64), gpu=N "
-                   "or gpu=all, or both (cpu=2,gpu=1), got '",
-                   v, "'"));
-      }
-      std::string why;
-      const int visible = VisibleGpus(&why);
-      if (options.gpu_devices > visible) {
-        return Usage(
-            StrCat("--devices ", v, ": asked for ", options.gpu_devices, " GPU",
-                   options.gpu_devices == 1 ? "" : "s", " but ",
-                   visible == 0 ? "none is visible: " + why
-                                : StrCat("only ", visible, " is visible")));
-      }
-    } else if (a == "--gpu-memory") {
-      std::string v;
-      if (!take(&v) || !ParseBytes(v, &options.gpu_memory)) {
-        return Usage(
-            "--gpu-memory needs a size: bytes, or with K, M, G or T "
-            "(e.g. 8G)");
-      }
-    } else if (a == "--verbose") {
-      verbose = true;
-    } else if (a == "--trace") {
-      if (!take(&options.trace_file) || options.trace_file.empty()) {
-        return Usage("--trace needs a file name");
-      }
-    } else if (a == "--trace-runs") {
-      std::string v;
-      long long first = 0, last = 0;
-      if (!take(&v) || v.find("..") == std::string::npos ||
-          !ParseInt(v.substr(0, v.find("..")), 1, INT64_MAX, &first) ||
-          !ParseInt(v.substr(v.find("..") + 2), first, INT64_MAX, &last)) {
-        return Usage("--trace-runs needs A..B (run numbers from 1, A <= B)");
-      }
-      options.trace_first = first;
-      options.trace_last = last;
-    } else if (a == "--retry-unreachable") {
-      std::string v;
-      long long n = 0;
-      if (!take(&v) || !ParseInt(v, 0, 86400, &n)) {
-        return Usage("--retry-unreachable needs seconds (0 to 86400)");
-      }
-      retry_unreachable = static_cast<double>(n);
-    } else if (a == "--cluster" || a == "--job" || a == "--task" ||
-               a == "--token-file") {
-      std::string* into = a == "--cluster" ? &cluster_file
-                          : a == "--job"   ? &job
-                          : a == "--task"  ? &task_text
-                                           : &token_file;
-      if (command != "run") {
-        return Usage(StrCat(a, " is an option of 'run'"));
-      }
-      if (!take(into) || into->empty()) {
-        return Usage(StrCat(a, " needs a value"));
-      }
-    } else if (a == "--checkpoint-dir") {
-      if (!take(&options.checkpoint_dir) || options.checkpoint_dir.empty()) {
-        return Usage("--checkpoint-dir needs a directory");
-      }
-    } else if (a == "--checkpoint-every") {
-      std::string v;
-      long long n = 0;
-      const bool steps =
-          take(&v) && v.size() > 5 && v.substr(v.size() - 5) == "steps";
-      const std::string number =
-          steps
-              ? v.substr(0, v.size() - 5)
-              : (!v.empty() && v.back() == 's' ? v.substr(0, v.size() - 1) : v);
-      if (!ParseInt(number, 1, INT64_MAX, &n)) {
-        return Usage(
-            "--checkpoint-every needs Ns (seconds) or Nsteps, "
-            "N a positive integer");
-      }
-      options.checkpoint_seconds = steps ? 0 : static_cast<double>(n);
-      options.checkpoint_steps = steps ? n : 0;
-    } else if (a == "--keep") {
-      std::string v;
-      long long n = 0;
-      if (!take(&v) || !ParseInt(v, 1, 1000000, &n)) {
-        return Usage("--keep needs a positive integer");
-      }
-      options.checkpoint_keep = static_cast<int>(n);
-    } else if (a == "--soft-placement") {
-      options.soft_placement = true;
-    } else if (a == "--transfer-dtype") {
-      std::string v;
-      if (!take(&v) || (v != "f16" && v != "f32")) {
-        return Usage("--transfer-dtype needs f16 or f32");
-      }
-      options.f16_transfers = v == "f16";
-    } else if (a == "--metrics") {
-      if (!take(&metrics) || metrics.empty()) {
-        return Usage("--metrics needs a file name");
-      }
-    } else if (a == "-o" && command == "graph") {
-      if (!take(&graph_out) || graph_out.empty()) {
-        return Usage("-o needs a file name");
-      }
-    } else if (std::string error; command == "graph" &&
-                                  TakeGraphViewOption(a, take, &view, &error)) {
-      if (!error.empty()) return Usage(error);
-    } else if (!a.empty() && a[0] == '-' && a != "-") {
-      std::vector<std::string> known = {"--arg",
-                                        "--seed",
-                                        "--threads",
-                                        "--devices",
-                                        "--gpu-memory",
-                                        "--verbose",
-                                        "--trace",
-                                        "--trace-runs",
-                                        "--retry-unreachable",
-                                        "--checkpoint-dir",
-                                        "--checkpoint-every",
-                                        "--keep",
-                                        "--soft-placement",
-                                        "--transfer-dtype",
-                                        "--metrics"};
-      if (command == "run") {
-        known.insert(known.end(),
-                     {"--cluster", "--job", "--task", "--token-file"});
-      }
-      if (command == "graph") {
-        known.insert(known.end(),
-                     {"-o", "--all", "--depth", "--expand", "--placed"});
-      }
-      std::string message =
-          StrCat("unknown option '", a, "' for '", command, "'");
-      if (std::string best = ClosestName(a, known); !best.empty()) {
-        message += StrCat("; did you mean '", best, "'?");
-      }
-      return Usage(message);
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      return Usage(StrCat("unexpected argument '", a, "'"));
-    }
+  CommandLine cl;
+  cl.command = command;
+  if (std::string error = ParseCommandLine(args, &cl); !error.empty()) {
+    return Usage(error);
   }
-  if (file.empty()) return Usage(StrCat("'", command, "' needs a FILE"));
   std::shared_ptr<GrpcCluster> grpc_cluster;
-  if (!cluster_file.empty() || !job.empty() || !task_text.empty()) {
-    long long task = 0;
-    if (cluster_file.empty() || job.empty() ||
-        !ParseInt(task_text, 0, 1 << 20, &task)) {
-      return Usage("a cluster run needs --cluster FILE --job NAME --task N");
-    }
-    GrpcOptions grpc;
-    ClusterSpec spec;
-    absl::Status status = LoadCluster(cluster_file, token_file, &spec, &grpc);
-    grpc.retry_unreachable_s = retry_unreachable;
-    if (status.ok()) {
-      absl::StatusOr<std::shared_ptr<GrpcCluster>> cluster =
-          GrpcCluster::Start(spec, job, static_cast<int>(task), grpc);
-      status = cluster.status();
-      if (cluster.ok()) {
-        (*cluster)->set_global_seed(options.seed);
-        options.task_chief = (*cluster)->is_chief();
-        options.cluster = *cluster;
-        grpc_cluster = *cluster;
-      }
-    }
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n",
-                   std::string(status.message()).c_str());
-      return kExitError;
-    }
-    options.task_job = job;
-    options.task_index = static_cast<int>(task);
-    options.task_workers = spec.num_tasks("worker");
-  } else if (!token_file.empty()) {
-    return Usage("--token-file is for cluster runs (--cluster)");
+  if (std::optional<int> failed = JoinCluster(cl, &grpc_cluster)) {
+    return *failed;
   }
-  options.metrics_file = metrics;
-  options.check_mode = command != "run";
-  return RunWithLargeStack([&]() -> int {
-    lang::DiagnosticSink sink(stderr);
-    Interpreter interp(options, &sink);
-    if (verbose) PrintDevices(interp.session().devices());
-    g_batch_interp.store(&interp);
-    if (command == "run") std::signal(SIGINT, OnBatchSigint);
-    int status = interp.RunFile(file);
-    // The last checkpoint, also after an error or Ctrl-C.
-    if (absl::Status s = interp.FinishCheckpoints(); !s.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-      status = kExitError;
-    }
-    if (status == kExitOk) {
-      if (absl::Status s = interp.FinishTrace(); !s.ok()) {
-        std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-        status = kExitError;
-      }
-    }
-    std::signal(SIGINT, SIG_DFL);
-    g_batch_interp.store(nullptr);
-    if (status == kExitOk && command == "graph" && view.placed) {
-      // The whole graph, placed as runs would be (docs/devices.md).
-      absl::Status s =
-          PlaceGraph(interp.graph(), interp.session().devices(),
-                     {.soft_placement = options.soft_placement,
-                      .warn = [](const Node&, const std::string&) {}});
-      if (!s.ok()) status = interp.Report(s);
-    }
-    const int code = status != kExitOk || command != "graph"
-                         ? status
-                         : WriteGraph(interp.graph(), view, graph_out);
-    // Everything the program wrote is complete (checkpoints and .npy files
-    // are fsync'd when written); flush the streams and leave without
-    // freeing the graph, the AST and the session piece by piece, which
-    // took a tenth of `runnel check` on a large script.
-    // Synchronous replicas stop counting this worker at once.
-    if (grpc_cluster != nullptr) grpc_cluster->Leave();
-    std::fflush(nullptr);
-    std::_Exit(code);
-  });
+  cl.options.metrics_file = cl.metrics;
+  cl.options.check_mode = command != "run";
+  return RunScript(cl, grpc_cluster);
 }
 
 }  // namespace

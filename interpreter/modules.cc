@@ -9,14 +9,14 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
 #include "lang/ast_walk.h"
 #include "lang/parser.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 #ifndef RUNNEL_STDLIB_DIR
 #define RUNNEL_STDLIB_DIR "stdlib"

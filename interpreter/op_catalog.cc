@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/strings.h"
+#include "common_runtime/gradients.h"
+#include "framework/device.h"
+#include "framework/kernel.h"
+#include "framework/op_registry.h"
 #include "interpreter/builtins.h"
 #include "interpreter/value.h"
-#include "runtime/device.h"
-#include "runtime/gradients.h"
-#include "runtime/kernel.h"
-#include "runtime/op_registry.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

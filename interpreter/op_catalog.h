@@ -1,6 +1,6 @@
 // The catalogue of ops and builtins, from their one source each: the op
-// registry (runtime/op_registry.h, runtime/gradients.h, runtime/kernel.h)
-// and the builtin table (builtins.h).
+// registry (framework/op_registry.h, common_runtime/gradients.h,
+// framework/kernel.h) and the builtin table (builtins.h).
 //
 // `runnel ops --json` prints it; scripts/gen_ops_doc.py turns that into
 // docs/ops.md and the editors' vocabulary, and tests check those committed

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "base/read_file.h"
+#include "base/strings.h"
 #include "interpreter/render.h"
-#include "runtime/read_file.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

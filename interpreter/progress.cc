@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/strings.h"
+#include "base/strings.h"
 
 namespace runnel::interp {
 namespace {

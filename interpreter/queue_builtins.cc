@@ -4,18 +4,18 @@
 //
 // A queue value is the symbolic handle of its `queue` node; every op on
 // it takes that handle and copies the queue's name and components
-// (runtime/queue.h), so shapes are checked where the script wrote them.
+// (framework/queue.h), so shapes are checked where the script wrote them.
 #include <optional>
 
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/queue.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/iteration.h"
 #include "interpreter/runners.h"
-#include "runtime/idx_reader.h"
-#include "runtime/queue.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
+#include "io/idx_reader.h"
 
 namespace runnel::interp {
 namespace {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/read_file.h"
-#include "runtime/strings.h"
+#include "base/read_file.h"
+#include "base/strings.h"
 
 extern char** environ;
 

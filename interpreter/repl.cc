@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "base/read_file.h"
+#include "base/strings.h"
 #include "interpreter/def_help.h"
 #include "interpreter/graph_dot.h"
 #include "interpreter/op_catalog.h"
@@ -42,8 +44,6 @@
 #include "lang/ast.h"
 #include "lang/parser.h"
 #include "lang/source.h"
-#include "runtime/read_file.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -1,4 +1,4 @@
-// `run FETCHES with FEEDS` (docs/language.md §2): collect the fetched
+// `run FETCHES with FEEDS` (docs/language.md §5): collect the fetched
 // tensors and ops, convert the feeds, run them in the session (or, in check
 // mode, check them without running), and rebuild the fetched structure with
 // concrete values.
@@ -9,14 +9,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/prune.h"
+#include "framework/attr_value.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/runners.h"
-#include "runtime/attr_value.h"
-#include "runtime/errors.h"
-#include "runtime/prune.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {
@@ -407,7 +407,7 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
     const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
     const Session::Feeds& feeds, const lang::RunExpr& e) {
   absl::StatusOr<std::vector<Tensor>> r =
-      session().Run(feeds, outs, targets, &interrupted_);
+      session().Run(feeds, outs, targets, {.cancelled = &interrupted_});
   if (r.ok()) return r;
   // (Cancelled for another reason, such as an enqueue to a closed queue,
   // is reported as it is.)

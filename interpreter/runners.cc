@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "base/strings.h"
 #include "interpreter/diag.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 
@@ -30,8 +30,8 @@ void Runners::Loop(Group* group, int thread) {
   const std::string lane = StrCat("runner ", spec.span.line, ".", thread);
   bool closes = true;  // whether ending this thread may close the queue
   while (!stop_.load()) {
-    absl::StatusOr<std::vector<Tensor>> r =
-        session_->Run({}, {}, spec.targets, &stop_, lane);
+    absl::StatusOr<std::vector<Tensor>> r = session_->Run(
+        {}, {}, spec.targets, {.cancelled = &stop_, .trace_lane = lane});
     if (r.ok()) continue;
     const absl::StatusCode code = r.status().code();
     if (code == absl::StatusCode::kOutOfRange) break;  // end of input

@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/session.h"
-#include "runtime/source_span.h"
+#include "base/source_span.h"
+#include "common_runtime/session.h"
 
 namespace runnel::interp {
 

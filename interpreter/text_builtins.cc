@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/read_file.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
 #include "interpreter/builtins.h"
 #include "interpreter/diag.h"
-#include "runtime/read_file.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <iterator>
 
+#include "base/strings.h"
 #include "lang/ast.h"
-#include "runtime/strings.h"
 
 namespace runnel::interp {
 

@@ -21,9 +21,9 @@
 
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
-#include "runtime/graph.h"
-#include "runtime/source_span.h"
-#include "runtime/tensor.h"
+#include "base/source_span.h"
+#include "framework/graph.h"
+#include "framework/tensor.h"
 
 namespace runnel::lang {
 struct DefStmt;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/source_span.h"
+#include "base/source_span.h"
 
 namespace runnel::lang {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "runtime/strings.h"
+#include "base/strings.h"
 
 namespace runnel::lang {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/read_file.h"
-#include "runtime/strings.h"
+#include "base/read_file.h"
+#include "base/strings.h"
 
 namespace runnel::lang {
 

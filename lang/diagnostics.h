@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/source_span.h"
 #include "lang/source.h"
-#include "runtime/source_span.h"
 
 namespace runnel::lang {
 

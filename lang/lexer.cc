@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/strings.h"
 #include "lang/fast_parser.h"
-#include "runtime/strings.h"
 
 namespace runnel::lang {
 

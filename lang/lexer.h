@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/source_span.h"
 #include "grammar/RunnelLexer.h"
 #include "lang/diagnostics.h"
-#include "runtime/source_span.h"
 
 namespace runnel::lang {
 

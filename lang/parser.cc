@@ -11,12 +11,12 @@
 #include <utility>
 
 #include "antlr4-runtime.h"
+#include "base/strings.h"
 #include "grammar/RunnelParser.h"
 #include "lang/ast_builder.h"
 #include "lang/fast_parser.h"
 #include "lang/lexer.h"
 #include "lang/syntax_errors.h"
-#include "runtime/strings.h"
 
 namespace runnel::lang {
 namespace {

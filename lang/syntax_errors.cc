@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "base/strings.h"
 #include "grammar/RunnelParser.h"
-#include "runtime/strings.h"
 
 namespace runnel::lang {
 namespace {

@@ -14,7 +14,7 @@
 ;;
 ;; The lists between BEGIN GENERATED and END GENERATED are written by
 ;; editors/test/sync_vocabulary.js from grammar/Runnel.g4,
-;; the builtin table (`runnel ops --json`) and runtime/dtype.h; edit the
+;; the builtin table (`runnel ops --json`) and framework/dtype.h; edit the
 ;; rest by hand.
 
 ;;; Code:
@@ -60,7 +60,7 @@
   "Runnel constant keywords.")
 (defconst runnel-dtypes
   '("f16" "bf16" "f32" "f64" "i8" "u8" "i32" "i64" "bool")
-  "Runnel dtype names (runtime/dtype.h).")
+  "Runnel dtype names (framework/dtype.h).")
 (defconst runnel-builtins
   '("abs" "all" "allclose" "any" "apply_adam" "apply_momentum" "apply_sgd"
     "arange" "arg" "argmax" "argmin" "assert" "assign" "assign_add"

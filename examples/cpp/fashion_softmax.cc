@@ -16,11 +16,11 @@
 #include <random>
 #include <string>
 
-#include "runtime/eager.h"
-#include "runtime/idx_reader.h"
-#include "runtime/session.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/eager.h"
+#include "common_runtime/session.h"
+#include "io/idx_reader.h"
 
 namespace runnel {
 namespace {

@@ -3,8 +3,8 @@
 // Exits 0 when every printed value is the expected one (ctest runs it).
 #include <cstdio>
 
-#include "runtime/eager.h"
-#include "runtime/session.h"
+#include "common_runtime/eager.h"
+#include "common_runtime/session.h"
 
 using runnel::AttrMap;
 using runnel::DType;

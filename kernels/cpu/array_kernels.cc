@@ -1,15 +1,15 @@
-// Kernels of the shape-manipulation ops (runtime/ops/array_ops.cc): views
+// Kernels of the shape-manipulation ops (framework/ops/array_ops.cc): views
 // (reshape, expand_dims, squeeze), transpose, joining and splitting, tile,
 // broadcast_to (and broadcast_like, its gradient-op twin of
-// runtime/ops/grad_ops.cc), and shape queries. They move bytes, so one
+// framework/ops/grad_ops.cc), and shape queries. They move bytes, so one
 // kernel serves every dtype.
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/cpu/array_util.h"
-#include "runtime/kernel.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 
 namespace runnel {
 namespace {

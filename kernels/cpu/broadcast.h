@@ -38,13 +38,13 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
+#include "base/thread_pool.h"
+#include "framework/dtype.h"
+#include "framework/kernel.h"
+#include "framework/shape.h"
+#include "framework/shape_fns.h"
 #include "kernels/cpu/eigen_types.h"
-#include "runtime/dtype.h"
-#include "runtime/kernel.h"
-#include "runtime/shape.h"
-#include "runtime/shape_fns.h"
-#include "runtime/status_macros.h"
-#include "runtime/thread_pool.h"
 
 namespace runnel {
 

@@ -1,14 +1,14 @@
-// Kernels of the control-flow ops (runtime/ops/control_flow_ops.cc). The
+// Kernels of the control-flow ops (framework/ops/control_flow_ops.cc). The
 // executor gives them their meaning (frames, iterations, dead values);
 // the kernels only forward values. merge never runs a kernel: the executor
 // forwards the live input itself. They touch no tensor's memory but that
 // of a switch's predicate and a stack's handle and index, so a device
 // whose memory is not the host's (a GPU) runs the same kernels, with those
 // inputs in host memory (RegisterControlFlowKernels).
-#include "kernels/cpu/control_flow_kernels.h"
+#include "kernels/common/control_flow_kernels.h"
 
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
 
 namespace runnel {
 namespace {

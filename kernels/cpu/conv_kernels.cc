@@ -1,5 +1,5 @@
 // Kernels of conv2d, max_pool and avg_pool and of their gradients
-// (runtime/ops/nn_ops.cc), NHWC.
+// (framework/ops/nn_ops.cc), NHWC.
 //
 // conv2d and its two gradients in f32 run on oneDNN (onednn.h), which
 // measured about twice as fast here as the hand-written implicit GEMM it
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/window.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/onednn.h"
-#include "runtime/strings.h"
-#include "runtime/window.h"
 
 namespace runnel {
 namespace {

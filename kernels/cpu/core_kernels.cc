@@ -1,10 +1,10 @@
-// Kernels of the structural ops (runtime/ops/core_ops.cc).
+// Kernels of the structural ops (framework/ops/core_ops.cc).
 #include <cmath>
 #include <cstdio>
 
-#include "kernels/cpu/array_util.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "kernels/common/array_util.h"
 
 namespace runnel {
 namespace {

@@ -1,10 +1,10 @@
-// Kernels of the creation ops (runtime/ops/array_ops.cc): fill, zeros_like,
+// Kernels of the creation ops (framework/ops/array_ops.cc): fill, zeros_like,
 // ones_like, range, eye and one_hot.
 #include <cstring>
 
-#include "kernels/cpu/array_util.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "kernels/common/array_util.h"
 
 namespace runnel {
 namespace {

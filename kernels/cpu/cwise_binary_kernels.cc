@@ -1,5 +1,5 @@
 // Kernels of the binary arithmetic ops with NumPy broadcasting
-// (runtime/ops/math_ops.cc): add sub mul div floordiv mod pow maximum
+// (framework/ops/math_ops.cc): add sub mul div floordiv mod pow maximum
 // minimum.
 //
 // Each functor maps two Eigen array expressions (of its compute type) to the
@@ -10,9 +10,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/strings.h"
+#include "framework/kernel.h"
 #include "kernels/cpu/broadcast.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,4 +1,4 @@
-// The kernel of `cast` (runtime/ops/math_ops.cc) for every pair of dtypes.
+// The kernel of `cast` (framework/ops/math_ops.cc) for every pair of dtypes.
 //
 // Registered per source dtype; the target comes from attribute `dtype`.
 // Conversions: anything to bool is x != 0; floats to integers truncate
@@ -7,8 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "framework/kernel.h"
 #include "kernels/cpu/broadcast.h"
-#include "runtime/kernel.h"
 
 namespace runnel {
 namespace {

@@ -1,10 +1,10 @@
 // Kernels of the comparisons (bool results), the binary logical ops, and the
 // three-operand selections `where` and `clip`, all with NumPy broadcasting
-// (runtime/ops/math_ops.cc).
+// (framework/ops/math_ops.cc).
 #include <type_traits>
 
+#include "framework/kernel.h"
 #include "kernels/cpu/broadcast.h"
-#include "runtime/kernel.h"
 
 namespace runnel {
 namespace {

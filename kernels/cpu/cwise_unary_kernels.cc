@@ -1,4 +1,4 @@
-// Kernels of the unary element-wise ops (runtime/ops/math_ops.cc).
+// Kernels of the unary element-wise ops (framework/ops/math_ops.cc).
 //
 // Each functor maps an Eigen array expression to the result expression; the
 // kernel evaluates it over shards of the input in parallel. 16-bit floats are
@@ -7,8 +7,8 @@
 #include <limits>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "framework/kernel.h"
 #include "kernels/cpu/broadcast.h"
-#include "runtime/kernel.h"
 
 namespace runnel {
 namespace {

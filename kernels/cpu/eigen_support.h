@@ -22,10 +22,10 @@
 #include <unsupported/Eigen/CXX11/ThreadPool>
 #include <vector>
 
+#include "base/thread_pool.h"
+#include "framework/dtype.h"
+#include "framework/kernel.h"
 #include "kernels/cpu/eigen_types.h"
-#include "runtime/dtype.h"
-#include "runtime/kernel.h"
-#include "runtime/thread_pool.h"
 
 namespace runnel {
 

@@ -10,7 +10,7 @@
 #include <Eigen/Core>
 #include <type_traits>
 
-#include "runtime/dtype.h"
+#include "framework/dtype.h"
 
 namespace runnel {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "runtime/thread_pool.h"
+#include "base/thread_pool.h"
 
 namespace runnel {
 

@@ -1,4 +1,4 @@
-// Kernels of the gradient ops (runtime/ops/grad_ops.cc).
+// Kernels of the gradient ops (framework/ops/grad_ops.cc).
 //
 // The activation gradients are element-wise rows evaluated like the other
 // element-wise kernels (broadcast.h). sum_to_like and tile_grad sum with
@@ -11,14 +11,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cpu/array_util.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/ops/array_ops.h"
+#include "framework/ops/kernel_checks.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/reduction.h"
-#include "runtime/kernel.h"
-#include "runtime/ops/array_ops.h"
-#include "runtime/ops/kernel_checks.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/shape_fns.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/gemm.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

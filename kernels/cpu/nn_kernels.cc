@@ -1,14 +1,14 @@
 // Kernels of the softmax family, the cross-entropy losses, bias_add and
-// l2_loss (runtime/ops/nn_ops.cc). The 16-bit floats are computed in f32
+// l2_loss (framework/ops/nn_ops.cc). The 16-bit floats are computed in f32
 // and rounded once on output.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/ops/kernel_checks.h"
 #include "kernels/cpu/eigen_support.h"
-#include "runtime/ops/kernel_checks.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -23,8 +23,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "absl/status/status.h"
+#include "base/strings.h"
 #include "kernels/cpu/eigen_support.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 

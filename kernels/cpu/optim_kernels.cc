@@ -1,13 +1,13 @@
-// CPU kernels of the fused optimizer updates (runtime/ops/optim_ops.cc): one
-// pass over the elements with kernels/cpu/optim_math.h, split over the
+// CPU kernels of the fused optimizer updates (framework/ops/optim_ops.cc): one
+// pass over the elements with kernels/common/optim_math.h, split over the
 // intra-op pool. This file is compiled with -ffp-contract=off (CMakeLists),
 // so that no multiply-add is fused and the results equal the separate ops'.
 #include <cmath>
 
+#include "framework/kernel.h"
+#include "kernels/common/optim_math.h"
+#include "kernels/common/variable_util.h"
 #include "kernels/cpu/eigen_types.h"
-#include "kernels/cpu/optim_math.h"
-#include "kernels/cpu/variable_util.h"
-#include "runtime/kernel.h"
 
 namespace runnel {
 namespace {

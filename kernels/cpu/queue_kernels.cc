@@ -1,14 +1,14 @@
-// Kernels of the queue ops (runtime/ops/queue_ops.cc) on the Queue
-// resource of runtime/queue.h. Enqueues and dequeues are asynchronous: a
+// Kernels of the queue ops (framework/ops/queue_ops.cc) on the Queue
+// resource of framework/queue.h. Enqueues and dequeues are asynchronous: a
 // full or empty queue keeps their `done` and no executor thread, and the
 // run's CancellationManager ends the wait when the run aborts.
 #include <memory>
 #include <string>
 
-#include "runtime/kernel.h"
-#include "runtime/queue.h"
-#include "runtime/random.h"
-#include "runtime/strings.h"
+#include "base/random.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/queue.h"
 
 namespace runnel {
 namespace {

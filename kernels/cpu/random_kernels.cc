@@ -1,17 +1,17 @@
-// Kernels of the random ops (runtime/ops/random_ops.cc). Element i of a run
+// Kernels of the random ops (framework/ops/random_ops.cc). Element i of a run
 // is sampled from counter `first + i` of the node's stream, where the run
 // reserved [first, first + n) from the node's RandomCounter; the values are
 // therefore the same whatever the number of threads.
 #include <algorithm>
 #include <bit>
 
-#include "kernels/cpu/array_util.h"
+#include "base/philox.h"
+#include "base/random.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "kernels/common/array_util.h"
+#include "kernels/common/random_util.h"
 #include "kernels/cpu/eigen_types.h"
-#include "kernels/cpu/random_util.h"
-#include "runtime/kernel.h"
-#include "runtime/philox.h"
-#include "runtime/random.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,4 +1,4 @@
-// The kernel of read_idx (runtime/ops/reader_ops.cc): a reader per node,
+// The kernel of read_idx (framework/ops/reader_ops.cc): a reader per node,
 // a resource of its device, holding one IdxRecordReader per file.
 #include <algorithm>
 #include <memory>
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/idx_reader.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "io/idx_reader.h"
 
 namespace runnel {
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/kernel.h"
-#include "runtime/tensor.h"
+#include "framework/kernel.h"
+#include "framework/tensor.h"
 
 namespace runnel {
 

@@ -1,7 +1,7 @@
-// Kernels of the reductions (runtime/ops/math_ops.cc): sum mean prod max min
+// Kernels of the reductions (framework/ops/math_ops.cc): sum mean prod max min
 // all any logsumexp argmax argmin.
 //
-// The input is viewed as [outer, reduced, inner] (runtime/reduce_layout.h):
+// The input is viewed as [outer, reduced, inner] (framework/reduce_layout.h):
 // adjacent dims that are all reduced or all kept merge, and when the
 // reduced dims are not one run the input is first transposed to
 // [kept..., reduced...]. Then
@@ -17,12 +17,12 @@
 #include <memory>
 #include <type_traits>
 
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/ops/kernel_checks.h"
+#include "framework/reduce_layout.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/reduction.h"
-#include "runtime/kernel.h"
-#include "runtime/ops/kernel_checks.h"
-#include "runtime/reduce_layout.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,14 +1,14 @@
-// Kernels of the slicing ops (runtime/ops/array_ops.cc): slice,
+// Kernels of the slicing ops (framework/ops/array_ops.cc): slice,
 // strided_slice, dynamic_index, gather and pad. They move bytes, so one
 // kernel serves every dtype.
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cpu/array_util.h"
-#include "runtime/kernel.h"
-#include "runtime/ops/array_ops.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/ops/array_ops.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 
 namespace runnel {
 namespace {

@@ -1,15 +1,15 @@
 // Kernels of unique, unsorted_segment_sum, dynamic_partition and
-// dynamic_stitch (runtime/ops/sparse_ops.cc). They move rows: the slices
+// dynamic_stitch (framework/ops/sparse_ops.cc). They move rows: the slices
 // of a tensor below the dimensions its index tensor covers.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "kernels/cpu/array_util.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cpu/eigen_types.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,11 +1,11 @@
-// Kernels of the variable ops (runtime/ops/state_ops.cc).
+// Kernels of the variable ops (framework/ops/state_ops.cc).
 #include <cstring>
 #include <type_traits>
 
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "kernels/common/variable_util.h"
 #include "kernels/cpu/eigen_types.h"
-#include "kernels/cpu/variable_util.h"
-#include "runtime/kernel.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

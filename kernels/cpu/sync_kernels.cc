@@ -1,4 +1,4 @@
-// Kernels of the synchronous-replica ops (runtime/ops/sync_ops.cc): a
+// Kernels of the synchronous-replica ops (framework/ops/sync_ops.cc): a
 // gradient accumulator per variable and a barrier per optimizer, both
 // resources of the task that holds the variable (or global_step).
 #include <algorithm>
@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel.h"
-#include "runtime/live_workers.h"
-#include "runtime/strings.h"
-#include "runtime/sync_barrier.h"
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/live_workers.h"
+#include "framework/sync_barrier.h"
 
 namespace runnel {
 namespace {
@@ -108,7 +108,7 @@ class TakeKernel : public OpKernel {
       for (int64_t i = 0; i < mean.num_elements(); ++i) m[i] = s[i] / n;
       // The sum stays (the next step's first gradient replaces it): if
       // this applier dies before the step ends, the next one takes it
-      // again (runtime/sync_barrier.h). Late gradients of this step are
+      // again (framework/sync_barrier.h). Late gradients of this step are
       // still refused once it holds `replicas`.
     }
     return ctx->set_output(0, std::move(mean));

@@ -8,20 +8,20 @@
 // unsorted_segment_sum) and tile_grad their own kernels. Inputs that give
 // shapes, offsets or fill values (reshape's shape, slice's begin and size, ...)
 // are read on the host, so they are registered in host memory (HostMemory,
-// runtime/kernel.h) and the checks on them are the CPU kernels' own (the
+// framework/kernel.h) and the checks on them are the CPU kernels' own (the
 // ops' shape functions, through ConcreteOutputShape).
 #include <algorithm>
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/array_util.h"
+#include "base/strings.h"
+#include "framework/ops/array_ops.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cuda/array.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
-#include "runtime/ops/array_ops.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,7 +1,7 @@
 // cast on the GPU (cast.h): one kernel per (from, to) pair, each element
 // converted as the CPU kernel converts it (kernels/cpu/cwise_cast_kernels.cc).
 // The 16-bit floats are their bit patterns, converted here with the
-// rounding of runtime/float16.h (Eigen's), not CUDA's intrinsics, so that
+// rounding of base/float16.h (Eigen's), not CUDA's intrinsics, so that
 // both devices give the same bits.
 #include <cstdint>
 #include <type_traits>

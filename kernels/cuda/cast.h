@@ -10,13 +10,13 @@
 
 namespace runnel::cuda {
 
-// Runnel's dtypes, in the order of runtime/dtype.h's DType.
+// Runnel's dtypes, in the order of framework/dtype.h's DType.
 enum class CastType { kF16, kBF16, kF32, kF64, kI8, kU8, kI32, kI64, kBool };
 
 // y = cast(x) over `n` elements: to bool x != 0; floats to integers
 // truncate toward zero and saturate, NaN giving 0; integers to narrower
 // integers wrap; to and from f16/bf16 through float, rounding to nearest
-// even as runtime/float16.h does (NaN to the quiet NaN 0x7e00 / 0x7fc0
+// even as base/float16.h does (NaN to the quiet NaN 0x7e00 / 0x7fc0
 // with its sign).
 cudaError_t LaunchCast(CastType from, CastType to, const void* x, void* y,
                        int64_t n, cudaStream_t stream);

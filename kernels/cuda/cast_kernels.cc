@@ -1,6 +1,7 @@
 // cast on the GPU (cast.cu), for every pair of dtypes the CPU's kernel
-// takes, f16 and bf16 included (so an f16 transfer's casts, runtime/
-// partition.cc, run on the GPU beside their producers and consumers).
+// takes, f16 and bf16 included (so an f16 transfer's casts,
+// common_runtime/partition.cc, run on the GPU beside their producers and
+// consumers).
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"

@@ -3,10 +3,10 @@
 // stack's handle and index, all of which they take in host memory (the
 // executor copies a predicate computed on the GPU out of it; docs/gpu.md,
 // Control flow).
-#include "kernels/cpu/control_flow_kernels.h"
+#include "kernels/common/control_flow_kernels.h"
 
-#include "runtime/device.h"
-#include "runtime/op_registry.h"
+#include "framework/device.h"
+#include "framework/op_registry.h"
 
 namespace runnel {
 namespace {

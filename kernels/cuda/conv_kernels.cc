@@ -15,13 +15,13 @@
 #include <memory>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/window.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/cudnn_params.h"
 #include "kernels/cuda/gpu_device.h"
-#include "runtime/strings.h"
-#include "runtime/window.h"
 
 namespace runnel {
 namespace {

@@ -4,8 +4,8 @@
 // serve the GPU, kernels/cpu/core_kernels.cc.)
 #include <mutex>
 
+#include "base/strings.h"
 #include "kernels/cuda/gpu_device.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

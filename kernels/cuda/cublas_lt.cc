@@ -5,7 +5,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "runtime/strings.h"
+#include "base/strings.h"
 
 namespace runnel {
 namespace {

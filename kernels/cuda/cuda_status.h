@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "runtime/status_macros.h"
+#include "base/status_macros.h"
 
 namespace runnel {
 

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string_view>
 
+#include "base/strings.h"
 #include "kernels/cuda/cuda_status.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

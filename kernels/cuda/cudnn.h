@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "runtime/status_macros.h"
+#include "base/status_macros.h"
 
 namespace runnel {
 

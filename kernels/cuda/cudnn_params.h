@@ -1,9 +1,9 @@
 // What conv2d and its gradients give cuDNN, computed from Runnel's operands
 // and attributes, and the cache of the algorithm chosen for each shape.
 // Plain C++ without CUDA (header-only), so that it is tested on machines
-// without a GPU or a CUDA build (tests/runtime/cudnn_params_test.cc).
+// without a GPU or a CUDA build (tests/kernels/cuda/cudnn_params_test.cc).
 //
-// Runnel's convolutions are NHWC with HWIO filters (runtime/window.h gives
+// Runnel's convolutions are NHWC with HWIO filters (framework/window.h gives
 // the geometry); cuDNN takes NHWC images with KRSC (OHWI) filters, and
 // padding that is the same before and after. So:
 //   - the filters are transposed HWIO -> OHWI (a [H*W*I, O] matrix
@@ -26,12 +26,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "runtime/caching_allocator.h"
-#include "runtime/dtype.h"
-#include "runtime/shape.h"
-#include "runtime/status_macros.h"
-#include "runtime/strings.h"
-#include "runtime/window.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/caching_allocator.h"
+#include "framework/dtype.h"
+#include "framework/shape.h"
+#include "framework/window.h"
 
 namespace runnel {
 

@@ -4,12 +4,12 @@
 // kernel, so the placer keeps it on the CPU.
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/shape_fns.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

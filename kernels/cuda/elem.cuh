@@ -1,7 +1,7 @@
 // Device-side helpers of the GPU templates (cwise.cu, reduce.cu, nn.cu) for
 // the element types of cwise.h: the 16-bit floats are stored as CUDA's
 // __half and __nv_bfloat16, widened to f32 to compute, and rounded to
-// nearest even when stored, as the CPU kernels do (runtime/float16.h).
+// nearest even when stored, as the CPU kernels do (base/float16.h).
 // Only .cu files include this.
 #ifndef RUNNEL_KERNELS_CUDA_ELEM_CUH_
 #define RUNNEL_KERNELS_CUDA_ELEM_CUH_

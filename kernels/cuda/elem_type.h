@@ -4,9 +4,9 @@
 #define RUNNEL_KERNELS_CUDA_ELEM_TYPE_H_
 
 #include "absl/status/statusor.h"
+#include "base/strings.h"
+#include "framework/dtype.h"
 #include "kernels/cuda/cwise.h"
-#include "runtime/dtype.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 

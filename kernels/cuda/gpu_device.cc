@@ -5,10 +5,10 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cpu/array_util.h"
+#include "base/strings.h"
+#include "framework/device_set.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cuda/cuda_status.h"
-#include "runtime/device_set.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 

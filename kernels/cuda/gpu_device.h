@@ -4,7 +4,7 @@
 //   - one compute stream, where every kernel runs in the order the
 //     executor starts them, and two copy streams (host to device, device
 //     to host), ordered against it by events;
-//   - a caching allocator (runtime/caching_allocator.h) over cudaMalloc,
+//   - a caching allocator (framework/caching_allocator.h) over cudaMalloc,
 //     whose compute-stream pool gives kernels their outputs;
 //   - pinned staging buffers for copies to and from host memory;
 //   - the cuBLASLt handle (kernels/cuda/cublas_lt.h) and its workspace;
@@ -12,7 +12,7 @@
 //     convolution runs, and the convolution algorithm chosen for each shape
 //     (kernels/cuda/cudnn_params.h).
 //
-// A GpuDevice is a session's view of one: a Device (runtime/device.h) whose
+// A GpuDevice is a session's view of one: a Device (framework/device.h) whose
 // allocator is that pool. Kernels find the context through their device:
 //
 //   GpuContext& gpu = GpuContextOf(ctx);
@@ -38,13 +38,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/thread_pool.h"
+#include "framework/caching_allocator.h"
+#include "framework/device.h"
+#include "framework/kernel.h"
 #include "kernels/cuda/cublas_lt.h"
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/cudnn_params.h"
-#include "runtime/caching_allocator.h"
-#include "runtime/device.h"
-#include "runtime/kernel.h"
-#include "runtime/thread_pool.h"
 
 namespace runnel {
 

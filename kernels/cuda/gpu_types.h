@@ -6,9 +6,9 @@
 #define RUNNEL_KERNELS_CUDA_GPU_TYPES_H_
 
 #include "absl/status/statusor.h"
+#include "framework/dtype.h"
+#include "framework/tensor.h"
 #include "kernels/cuda/cwise.h"
-#include "runtime/dtype.h"
-#include "runtime/tensor.h"
 
 namespace runnel {
 

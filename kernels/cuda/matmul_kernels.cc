@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/shape_fns.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -4,7 +4,7 @@
 // sigmoid_cross_entropy, relu_grad, sigmoid_grad and tanh_grad through the
 // element-wise template (cwise.h). l2_loss is a reduction
 // (reduce_kernels.cc). Shapes are checked on the host by the CPU kernels'
-// checks (runtime/ops/kernel_checks.h).
+// checks (framework/ops/kernel_checks.h).
 //
 // sparse_softmax_cross_entropy's labels live on the GPU, so their range is
 // checked there: the kernel marks the first row whose label is out of
@@ -15,14 +15,14 @@
 #include <limits>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/ops/kernel_checks.h"
+#include "framework/shape_fns.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/nn.h"
-#include "runtime/ops/kernel_checks.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

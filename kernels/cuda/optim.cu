@@ -1,5 +1,5 @@
 // The fused optimizer updates (optim.h): one grid-stride kernel each, over
-// kernels/cpu/optim_math.h with IEEE round-to-nearest intrinsics, which
+// kernels/common/optim_math.h with IEEE round-to-nearest intrinsics, which
 // nvcc never contracts into a fused multiply-add, so that every element
 // equals the CPU's; f16 and bf16 variables compute in f32, each result
 // rounded to their type as on the CPU.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/cpu/optim_math.h"
+#include "kernels/common/optim_math.h"
 #include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/optim.h"

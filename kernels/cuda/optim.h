@@ -1,5 +1,5 @@
 // The fused optimizer updates on the GPU (optim.cu): one kernel launch per
-// update, computing kernels/cpu/optim_math.h exactly as the CPU does (each
+// update, computing kernels/common/optim_math.h exactly as the CPU does (each
 // operation rounded, no fused multiply-add). Plain C++ (nvcc compiles
 // optim.cu); the OpKernels are optim_kernels.cc.
 #ifndef RUNNEL_KERNELS_CUDA_OPTIM_H_
@@ -16,7 +16,7 @@ namespace runnel::cuda {
 // The tensors of one update, all in GPU memory, of `n` elements of `type`
 // (f32 or f64; cudaErrorNotSupported otherwise). `old` and `next` are the
 // variable then its slots (momentum: buf; adam: m, v); `scalars` the op's
-// scalar inputs in its order (runtime/ops/optim_ops.cc): sgd lr; momentum
+// scalar inputs in its order (framework/ops/optim_ops.cc): sgd lr; momentum
 // lr, momentum; adam lr, beta1, 1 - beta1, beta2, 1 - beta2, eps,
 // correction1, correction2. Read by the kernel, so they need not be on the
 // host.

@@ -1,10 +1,10 @@
-// GPU kernels of the fused optimizer updates (runtime/ops/optim_ops.cc; the
+// GPU kernels of the fused optimizer updates (framework/ops/optim_ops.cc; the
 // CPU's: kernels/cpu/optim_kernels.cc): one launch of optim.cu per update,
 // its scalars read by the kernel where they are, on the GPU; the sparse
 // updates' rows read on the host (checked there) and copied to the GPU.
 // f32, f64, f16 and bf16 (computed in f32 and rounded after each
 // operation, as on the CPU).
-#include "kernels/cpu/variable_util.h"
+#include "kernels/common/variable_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"

@@ -1,5 +1,5 @@
 // max_pool, avg_pool, max_pool_grad and avg_pool_grad on the GPU, with the
-// CPU kernels' geometry and errors (runtime/window.h's PlacePoolWindows):
+// CPU kernels' geometry and errors (framework/window.h's PlacePoolWindows):
 // through cuDNN's legacy pooling where it gives the CPU's results
 // (pool_plan.h says where and why), through Runnel's own kernels (pool.h)
 // everywhere else, and also when cuDNN cannot be loaded or refuses a shape
@@ -8,13 +8,13 @@
 #include <mutex>
 #include <optional>
 
+#include "base/strings.h"
+#include "framework/window.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cudnn.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/pool_plan.h"
-#include "runtime/strings.h"
-#include "runtime/window.h"
 
 namespace runnel {
 namespace {

@@ -2,7 +2,7 @@
 // gives the CPU kernels' results (kernels/cpu/conv_kernels.cc), Runnel's
 // own kernels (pool.h) everywhere else. Plain C++ without CUDA
 // (header-only), so that the choice is tested on machines without a GPU
-// (tests/runtime/pool_plan_test.cc).
+// (tests/kernels/cuda/pool_plan_test.cc).
 //
 // cuDNN pads a window the same number of rows (columns) before and after
 // the input, ignores the padding when taking a maximum (what TensorFlow
@@ -47,8 +47,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "runtime/dtype.h"
-#include "runtime/window.h"
+#include "framework/dtype.h"
+#include "framework/window.h"
 
 namespace runnel {
 

@@ -1,5 +1,5 @@
 // The random ops on the GPU (random.cu): each thread samples its elements
-// from their own counters with runtime/philox.h, exactly as the CPU kernels
+// from their own counters with base/philox.h, exactly as the CPU kernels
 // do (kernels/cpu/random_kernels.cc). Plain C++ (nvcc compiles random.cu);
 // the OpKernels are random_kernels.cc.
 #ifndef RUNNEL_KERNELS_CUDA_RANDOM_H_
@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
+#include "base/philox.h"
 #include "kernels/cuda/cwise.h"
-#include "runtime/philox.h"
 
 namespace runnel::cuda {
 

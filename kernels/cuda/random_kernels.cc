@@ -1,17 +1,17 @@
-// GPU kernels of the random ops (runtime/ops/random_ops.cc; the CPU's:
+// GPU kernels of the random ops (framework/ops/random_ops.cc; the CPU's:
 // kernels/cpu/random_kernels.cc). A run reserves its draws from the node's
-// counter as the CPU's does (kernels/cpu/random_util.h), and each GPU
+// counter as the CPU's does (kernels/common/random_util.h), and each GPU
 // thread samples its elements from their counters (random.cu), so a node
-// gives the CPU's numbers (runtime/philox.h says how exactly) wherever it
+// gives the CPU's numbers (base/philox.h says how exactly) wherever it
 // runs. f32 and f64 (random_uniform also i32 and i64); 16-bit floats and
 // 8-bit integers are sampled on the CPU.
-#include "kernels/cpu/random_util.h"
+#include "base/strings.h"
+#include "framework/op_registry.h"
+#include "kernels/common/random_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/gpu_types.h"
 #include "kernels/cuda/random.h"
-#include "runtime/op_registry.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

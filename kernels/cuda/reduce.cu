@@ -1,7 +1,7 @@
 // The reductions (reduce.h): one pair of kernels serves every op. A
 // reduction is a reducer (an associative combine with an identity), a
 // loader (input element -> accumulator) and a storer (accumulator ->
-// output); the input is [outer, reduced, inner] (runtime/reduce_layout.h):
+// output); the input is [outer, reduced, inner] (framework/reduce_layout.h):
 //
 //   inner == 1 and long runs: a block of threads per output reduces its
 //       contiguous run (cub::BlockReduce);

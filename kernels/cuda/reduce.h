@@ -1,5 +1,5 @@
 // The GPU reductions (reduce.cu): one scheme for every reduction op, over
-// an input viewed as [outer, reduced, inner] (runtime/reduce_layout.h), with
+// an input viewed as [outer, reduced, inner] (framework/reduce_layout.h), with
 // the CPU kernels' semantics (kernels/cpu/reduction_kernels.cc). Plain C++, as
 // nvcc compiles reduce.cu; the OpKernels live in reduce_kernels.cc.
 #ifndef RUNNEL_KERNELS_CUDA_REDUCE_H_

@@ -2,7 +2,7 @@
 // sum mean prod max min argmax argmin all any logsumexp, of sum_to_like
 // (kernels/cpu/grad_kernels.cc) and l2_loss (kernels/cpu/nn_kernels.cc), all
 // through the one scheme of reduce.cu. The host plans the walk
-// (runtime/reduce_layout.h, reduce_plan.h), permutes the input first when its
+// (framework/reduce_layout.h, reduce_plan.h), permutes the input first when its
 // reduced dims are not one run, and raises the CPU's errors: reducing an empty
 // dim for the ops without an identity, argmax over more elements than i32
 // indexes.
@@ -10,15 +10,15 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/array_util.h"
+#include "base/strings.h"
+#include "framework/reduce_layout.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/reduce.h"
 #include "kernels/cuda/reduce_plan.h"
-#include "runtime/reduce_layout.h"
-#include "runtime/shape_fns.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 namespace {

@@ -1,8 +1,8 @@
 // How the GPU reductions (reduce.h) spread their work, planned on the host
 // in plain C++ (no CUDA, Abseil or runtime headers), so that nvcc can
 // include it and it can be tested on a machine without a GPU
-// (tests/runtime/gpu_reduce_shape_test.cc). The input's layout, [outer,
-// reduced, inner], is the CPU's (runtime/reduce_layout.h).
+// (tests/framework/gpu_reduce_shape_test.cc). The input's layout, [outer,
+// reduced, inner], is the CPU's (framework/reduce_layout.h).
 //
 // SplitReduce cuts a long reduced dim into chunks reduced in parallel (a
 // first pass writing partial results, a second combining them), by shape

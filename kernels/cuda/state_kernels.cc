@@ -1,4 +1,4 @@
-// GPU kernels of the variable ops (runtime/ops/state_ops.cc; the CPU's:
+// GPU kernels of the variable ops (framework/ops/state_ops.cc; the CPU's:
 // kernels/cpu/state_kernels.cc). The variable's value is in the GPU's
 // memory: FindVariable moves it there when it is elsewhere (set from the
 // host by its initializer or a restore, or used by the CPU in another plan;
@@ -10,14 +10,14 @@
 #include <map>
 #include <vector>
 
-#include "kernels/cpu/variable_util.h"
+#include "base/strings.h"
+#include "kernels/common/variable_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/gpu_types.h"
 #include "kernels/cuda/state.h"
-#include "runtime/strings.h"
 
 namespace runnel {
 

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -175,14 +176,40 @@ def check_recovery(runnel, tmp):
          "--workers", "2", "--restart", "--checkpoint-dir", ckpt,
          "--checkpoint-every", "200steps", "--arg", "steps=20000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines = []  # stderr as it comes, for the latches below
+    seen = threading.Condition()
+
+    def read_stderr():
+        for line in p.stderr:
+            with seen:
+                err_lines.append(line)
+                seen.notify_all()
+
+    def wait_stderr(text):
+        with seen:
+            if not seen.wait_for(lambda: any(text in l for l in err_lines),
+                                 timeout=LIMIT):
+                raise AssertionError(f"no {text!r}: {''.join(err_lines)}")
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
         while "[worker:0] training" not in p.stdout.readline():
             pass
-        time.sleep(1.5)
+        # Once the first checkpoint is written, the ps dies ...
+        deadline = time.time() + LIMIT
+        while not (os.path.isdir(ckpt) and
+                   any(n.endswith(".ckpt") for n in os.listdir(ckpt))):
+            assert time.time() < deadline, "no checkpoint was written"
+            time.sleep(0.05)
         os.kill(child(p, "server", "ps"), signal.SIGKILL)
-        time.sleep(3)
+        # ... and once it is back and restored, a worker.
+        wait_stderr("[worker:0] note: restored ")
         os.kill(child(p, "run", "--task", "1"), signal.SIGKILL)
-        out, err = p.communicate(timeout=3 * LIMIT)
+        out = p.stdout.read()
+        p.wait(timeout=3 * LIMIT)
+        reader.join(timeout=LIMIT)
+        err = "".join(err_lines)
     finally:
         p.kill()
         p.wait()

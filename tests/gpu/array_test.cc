@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/control_flow.h"
-#include "runtime/gradients.h"
-#include "runtime/session.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "common_runtime/control_flow.h"
+#include "common_runtime/gradients.h"
+#include "common_runtime/session.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/util/test_util.h"
 

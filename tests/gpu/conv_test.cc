@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/strings.h"
+#include "framework/window.h"
 #include "kernels/cuda/pool_plan.h"
-#include "runtime/strings.h"
-#include "runtime/window.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/util/test_util.h"
 

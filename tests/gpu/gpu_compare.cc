@@ -4,9 +4,9 @@
 #include <cmath>
 #include <memory>
 
-#include "runtime/gradients.h"
-#include "runtime/session.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "common_runtime/gradients.h"
+#include "common_runtime/session.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/attr_value.h"
-#include "runtime/device_set.h"
-#include "runtime/tensor.h"
+#include "framework/attr_value.h"
+#include "framework/device_set.h"
+#include "framework/tensor.h"
 
 namespace runnel {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
+#include "common_runtime/session.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/util/test_util.h"
 

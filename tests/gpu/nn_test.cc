@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "common_runtime/session.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/util/test_util.h"
 

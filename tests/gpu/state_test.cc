@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
-#include "runtime/strings.h"
+#include "base/strings.h"
+#include "common_runtime/session.h"
 #include "tests/gpu/gpu_compare.h"
 #include "tests/util/test_util.h"
 
@@ -297,7 +297,7 @@ TEST(GpuStateTest, VariablesAndUpdatesArePlacedOnTheGpu) {
 
 // Random ops: the GPU samples the CPU's numbers. Uniform samples and
 // dropout are exact; normals go through log and cos, where CUDA's double
-// functions may differ from glibc's in the last bits (runtime/philox.h).
+// functions may differ from glibc's in the last bits (base/philox.h).
 TEST(GpuStateTest, RandomNumbersMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   const Tensor shape = I32({1000, 1000}, {2});

@@ -6,8 +6,8 @@
 
 #include <cstdio>
 
+#include "framework/allocator.h"
 #include "interpreter/interpreter.h"
-#include "runtime/allocator.h"
 
 namespace runnel::interp {
 namespace {

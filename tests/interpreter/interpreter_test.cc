@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/op_registry.h"
+#include "framework/op_registry.h"
 
 namespace runnel::interp {
 namespace {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "framework/op_registry.h"
 #include "interpreter/builtins.h"
-#include "runtime/op_registry.h"
 
 namespace runnel::interp {
 namespace {

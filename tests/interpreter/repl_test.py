@@ -14,6 +14,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import termios
 import time
 
 RUNNEL = sys.argv[1]
@@ -36,6 +37,16 @@ class Repl:
 
     def send(self, data):
         os.write(self.fd, data.encode() if isinstance(data, str) else data)
+
+    def wait_raw(self, what):
+        """Waits until libedit has put the terminal in raw mode (the pty's
+        master reports the slave's modes): a key sent before that would
+        meet the canonical line discipline instead (a ^D would be eaten)."""
+        deadline = time.time() + STEP_TIMEOUT
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON:
+            if time.time() > deadline:
+                fail(f"{what}: the terminal never left canonical mode")
+            time.sleep(0.01)
 
     def expect(self, pattern, what):
         """Reads until `pattern` (a regex over the output so far, from the
@@ -241,9 +252,8 @@ def main():
         r.expect(r">>> ", f"prompt after {command}")
 
     # Ctrl-D on an empty line exits with status 0. (The prompt is written
-    # just before libedit puts the terminal in raw mode; a ^D that arrived
-    # while it was still canonical would be eaten by the line discipline.)
-    time.sleep(0.5)
+    # just before libedit puts the terminal in raw mode.)
+    r.wait_raw("Ctrl-D")
     r.send("\x04")
     status = r.wait_exit("Ctrl-D")
     if status != 0:
@@ -257,7 +267,7 @@ def main():
     # A second session sees the history (Up arrow recalls the last entry).
     r = Repl(history)
     r.expect(r">>> ", "second session prompt")
-    time.sleep(0.5)
+    r.wait_raw("Up arrow")
     r.send("\x1b[A")
     r.expect(r":graph", "history recalled in a second session")
     r.send("\r")

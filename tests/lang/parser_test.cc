@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/strings.h"
+#include "base/strings.h"
 
 namespace runnel::lang {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/eager.h"
-#include "runtime/tensor.h"
+#include "common_runtime/eager.h"
+#include "framework/tensor.h"
 
 namespace runnel::testing {
 

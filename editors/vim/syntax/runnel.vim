@@ -4,7 +4,7 @@
 "
 " The lists between BEGIN GENERATED and END GENERATED are written by
 " editors/test/sync_vocabulary.js from grammar/Runnel.g4,
-" the builtin table (`runnel ops --json`) and runtime/dtype.h; edit the rest
+" the builtin table (`runnel ops --json`) and framework/dtype.h; edit the rest
 " by hand.
 
 if exists('b:current_syntax')

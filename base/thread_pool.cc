@@ -1,0 +1,47 @@
+#include "base/thread_pool.h"
+
+#define EIGEN_USE_THREADS
+#include <thread>
+#include <unsupported/Eigen/CXX11/Tensor>
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
+namespace runnel {
+
+struct ThreadPool::Impl {
+  explicit Impl(int n) : pool(n), device(&pool, n) {}
+  Eigen::ThreadPool pool;
+  Eigen::ThreadPoolDevice device;
+};
+
+ThreadPool::ThreadPool(int num_threads)
+    : impl_(std::make_unique<Impl>(num_threads < 1 ? 1 : num_threads)) {}
+
+ThreadPool::~ThreadPool() = default;
+
+int ThreadPool::num_threads() const { return impl_->pool.NumThreads(); }
+
+void ThreadPool::Schedule(std::function<void()> fn) {
+  impl_->pool.Schedule(std::move(fn));
+}
+
+void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (total <= 0) return;
+  // Below ~20k cycles of work, threading costs more than it saves.
+  if (num_threads() == 1 || total * cost_per_unit < 20000) {
+    fn(0, total);
+    return;
+  }
+  impl_->device.parallelFor(
+      total, Eigen::TensorOpCost(0, 0, static_cast<double>(cost_per_unit)),
+      [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
+}
+
+Eigen::ThreadPoolInterface* ThreadPool::eigen_pool() { return &impl_->pool; }
+
+int ThreadPool::DefaultNumThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+}  // namespace runnel

@@ -1,0 +1,205 @@
+// Gradient functions of the linear-algebra and neural-network ops
+// (nn_ops.cc) and of the random ops (random_ops.cc).
+#include "common_runtime/gradients.h"
+
+namespace runnel {
+namespace {
+
+// matmul(a, b, transpose_a, transpose_b), with batch dimensions that
+// broadcast: each operand's gradient is a matmul of dy with the other
+// operand, summed back over broadcast batch dimensions.
+RUNNEL_REGISTER_GRADIENT(
+    "matmul", [](GradBuilder& g, const Grads& dy) -> Grads {
+      const bool ta = g.attr_or<bool>("transpose_a", false);
+      const bool tb = g.attr_or<bool>("transpose_b", false);
+      NodeOut a = g.x(0), b = g.x(1), d = dy[0];
+      auto mm = [&](NodeOut p, NodeOut q, bool tp, bool tq) {
+        return g.Op("matmul", {p, q},
+                    {{"transpose_a", tp}, {"transpose_b", tq}});
+      };
+      NodeOut da, db;
+      if (!ta && !tb) {
+        da = mm(d, b, false, true);
+        db = mm(a, d, true, false);
+      } else if (!ta && tb) {
+        da = mm(d, b, false, false);
+        db = mm(d, a, true, false);
+      } else if (ta && !tb) {
+        da = mm(b, d, false, true);
+        db = mm(a, d, false, false);
+      } else {
+        da = mm(b, d, true, true);
+        db = mm(d, a, true, true);
+      }
+      return {g.SumToLike(da, a), g.SumToLike(db, b)};
+    });
+
+AttrMap AxisKeep(int64_t axis) { return {{"axis", axis}, {"keepdims", true}}; }
+
+// softmax: dx = (dy - sum(dy * y)) * y along the axis.
+RUNNEL_REGISTER_GRADIENT("softmax",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           const int64_t axis = g.attr_or<int64_t>("axis", -1);
+                           NodeOut y = g.y();
+                           NodeOut s =
+                               g.Op("sum", {g.Mul(dy[0], y)}, AxisKeep(axis));
+                           return {g.Mul(g.Sub(dy[0], s), y)};
+                         });
+
+// masked_softmax: softmax's rule, which gives 0 where y is 0 (the dropped
+// elements, and lines that keep nothing); the mask has no gradient.
+RUNNEL_REGISTER_GRADIENT("masked_softmax",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           NodeOut y = g.y();
+                           NodeOut s =
+                               g.Op("sum", {g.Mul(dy[0], y)}, AxisKeep(-1));
+                           return {g.Mul(g.Sub(dy[0], s), y), {}};
+                         });
+
+// log_softmax: dx = dy - softmax(x) * sum(dy).
+RUNNEL_REGISTER_GRADIENT("log_softmax",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           const int64_t axis = g.attr_or<int64_t>("axis", -1);
+                           NodeOut s = g.Op("sum", {dy[0]}, AxisKeep(axis));
+                           NodeOut p = g.Op("exp", {g.y()});
+                           return {g.Sub(dy[0], g.Mul(p, s))};
+                         });
+
+// loss = -sum(p * log_softmax(l)):
+//   d/dl = softmax(l) * sum(p) - p,  d/dp = -log_softmax(l).
+RUNNEL_REGISTER_GRADIENT(
+    "softmax_cross_entropy", [](GradBuilder& g, const Grads& dy) -> Grads {
+      NodeOut l = g.x(0), p = g.x(1);
+      NodeOut d = g.Op("expand_dims", {dy[0]}, {{"axis", int64_t{-1}}});
+      NodeOut total = g.Op("sum", {p}, AxisKeep(-1));
+      NodeOut dl = g.Sub(g.Mul(g.Op("softmax", {l}), total), p);
+      NodeOut dp = g.Neg(g.Op("log_softmax", {l}));
+      return {g.Mul(d, dl), g.Mul(d, dp)};
+    });
+
+// loss = -log_softmax(l)[label]: d/dl = softmax(l) - one_hot(label).
+RUNNEL_REGISTER_GRADIENT(
+    "sparse_softmax_cross_entropy",
+    [](GradBuilder& g, const Grads& dy) -> Grads {
+      NodeOut l = g.x(0), labels = g.x(1);
+      const Shape& ls = g.shape(l);
+      const DType dt = g.dtype(l);
+      NodeOut hot;
+      if (!ls.unknown_rank() && ls.dim(ls.rank() - 1) >= 0) {
+        hot = g.Op("one_hot", {labels},
+                   {{"depth", ls.dim(ls.rank() - 1)},
+                    {"dtype", dt},
+                    {"axis", int64_t{-1}}});
+      } else {
+        // The class count is known only at run time: compare each label
+        // with range(classes).
+        const DType lt = g.dtype(labels);
+        NodeOut classes = g.Cast(
+            g.Op("dynamic_index",
+                 {g.Op("shape_of", {l}), g.Const(Tensor::Scalar<int32_t>(-1))}),
+            lt);
+        NodeOut ids = g.Op(
+            "range", {g.Cast(g.Const(Tensor::Scalar<int32_t>(0)), lt), classes,
+                      g.Cast(g.Const(Tensor::Scalar<int32_t>(1)), lt)});
+        hot = g.Cast(
+            g.Op("equal",
+                 {g.Op("expand_dims", {labels}, {{"axis", int64_t{-1}}}), ids}),
+            dt);
+      }
+      NodeOut d = g.Op("expand_dims", {dy[0]}, {{"axis", int64_t{-1}}});
+      return {g.Mul(d, g.Sub(g.Op("softmax", {l}), hot)), {}};
+    });
+
+// loss = max(x, 0) - x z + log(1 + exp(-|x|)):
+//   d/dx = sigmoid(x) - z,  d/dz = -x.
+RUNNEL_REGISTER_GRADIENT("sigmoid_cross_entropy",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           NodeOut x = g.x(0), z = g.x(1), d = dy[0];
+                           NodeOut dx =
+                               g.Mul(d, g.Sub(g.Op("sigmoid", {x}), z));
+                           NodeOut dz = g.Neg(g.Mul(d, x));
+                           return {g.SumToLike(dx, x), g.SumToLike(dz, z)};
+                         });
+
+// l2_loss = sum(x^2) / 2: dx = dy * x.
+RUNNEL_REGISTER_GRADIENT("l2_loss",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {g.Mul(dy[0], g.x())};
+                         });
+
+// bias_add: the bias gradient sums over every axis but the last.
+RUNNEL_REGISTER_GRADIENT("bias_add",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {dy[0], g.SumToLike(dy[0], g.x(1))};
+                         });
+
+AttrMap Copy(const GradBuilder& g, std::initializer_list<const char*> names) {
+  AttrMap out;
+  for (const char* n : names) {
+    auto it = g.node().attrs().find(n);
+    if (it != g.node().attrs().end()) out[n] = it->second;
+  }
+  return out;
+}
+
+RUNNEL_REGISTER_GRADIENT(
+    "conv2d", [](GradBuilder& g, const Grads& dy) -> Grads {
+      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+      NodeOut x = g.x(0), w = g.x(1);
+      return {g.Op("conv2d_backprop_input", {x, w, dy[0]}, attrs),
+              g.Op("conv2d_backprop_filter", {x, w, dy[0]}, attrs)};
+    });
+
+RUNNEL_REGISTER_GRADIENT("max_pool",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {
+                               g.Op("max_pool_grad", {g.x(), g.y(), dy[0]},
+                                    Copy(g, {"size", "strides", "padding"}))};
+                         });
+RUNNEL_REGISTER_GRADIENT("avg_pool",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {
+                               g.Op("avg_pool_grad", {g.x(), dy[0]},
+                                    Copy(g, {"size", "strides", "padding"}))};
+                         });
+
+// The backward ops are linear in dy (and the conv ones in the filters or
+// the input too), which gives their own gradients, for gradients of
+// gradients. With <conv2d(x, w), dy> = <x, backprop_input(w, dy)>
+// = <w, backprop_filter(x, dy)>:
+RUNNEL_REGISTER_GRADIENT(
+    "conv2d_backprop_input", [](GradBuilder& g, const Grads& d) -> Grads {
+      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+      NodeOut w = g.x(1), dy = g.x(2);
+      return {{},
+              g.Op("conv2d_backprop_filter", {d[0], w, dy}, attrs),
+              g.Op("conv2d", {d[0], w}, attrs)};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "conv2d_backprop_filter", [](GradBuilder& g, const Grads& d) -> Grads {
+      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+      NodeOut x = g.x(0), dy = g.x(2);
+      return {g.Op("conv2d_backprop_input", {x, d[0], dy}, attrs),
+              {},
+              g.Op("conv2d", {x, d[0]}, attrs)};
+    });
+RUNNEL_REGISTER_GRADIENT("avg_pool_grad",
+                         [](GradBuilder& g, const Grads& d) -> Grads {
+                           return {
+                               {},
+                               g.Op("avg_pool", {d[0]},
+                                    Copy(g, {"size", "strides", "padding"}))};
+                         });
+
+// dropout's second output is the mask it multiplied by: y = x * scale.
+RUNNEL_REGISTER_GRADIENT("dropout",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {g.Mul(dy[0], g.y(1)), {}, {}};
+                         });
+
+RUNNEL_NO_GRADIENT("random_normal");
+RUNNEL_NO_GRADIENT("random_uniform");
+RUNNEL_NO_GRADIENT("truncated_normal");
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,76 @@
+// Rendezvous: where a step's Send and Recv nodes meet. The partitioner
+// (common_runtime/partition.h) cuts every edge between devices into a `_send`
+// on the producer's device and a `_recv` on the consumer's; both name the same
+// key, made of the devices, the edge, the loop frame and iteration the value
+// belongs to, and the step:
+//
+//   /job:localhost/task:0/device:cpu:0;/job:localhost/task:0/device:cpu:1;
+//   layer1/h:0;frame 0:0;step 7
+//
+// A value may arrive before or after its receiver asks for it. Dead values
+// (an untaken branch) cross too, so an `if` may span devices. When any
+// partition of the step fails, Abort hands the error to every waiting and
+// later receiver, so no partition waits for a value that will never come.
+#ifndef RUNNEL_COMMON_RUNTIME_RENDEZVOUS_H_
+#define RUNNEL_COMMON_RUNTIME_RENDEZVOUS_H_
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "framework/tensor.h"
+
+namespace runnel {
+
+// The key of one transfer. `edge` is the producer's output ("node:0");
+// `frame` and `iteration` place it in the loops (0 and 0 outside them).
+std::string RendezvousKey(std::string_view src_device,
+                          std::string_view dst_device, std::string_view edge,
+                          uint64_t frame, int64_t iteration, int64_t step);
+
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+
+  // Called once with the value (or an empty tensor when `is_dead`), or with
+  // the error that aborted the step.
+  using Done =
+      std::function<void(const absl::Status&, const Tensor&, bool is_dead)>;
+
+  // Delivers a value. A second send of one key is an internal error.
+  absl::Status Send(const std::string& key, Tensor value, bool is_dead);
+  // The value of `key`. When it is already there (or the step has been
+  // aborted), returns true with it in `*status`, `*value` and `*is_dead`,
+  // and `done` is dropped. Otherwise returns false and calls `done` later,
+  // on the sender's thread (or the aborting one).
+  // (A cluster's rendezvous fetches keys sent on other tasks from there.)
+  virtual bool Recv(const std::string& key, Done done, absl::Status* status,
+                    Tensor* value, bool* is_dead);
+  // Fails every pending and later receive with `status` (the first abort
+  // wins). Returns whether this call was the first.
+  virtual bool Abort(const absl::Status& status);
+  // The error the step was aborted with; OK while it was not.
+  absl::Status AbortStatus();
+  // Whether a receiver waits for `key` now (so a test can send after it
+  // asked, without guessing how long asking takes).
+  bool HasWaiter(const std::string& key);
+
+ private:
+  struct Item {
+    bool has_value = false;
+    Tensor value;
+    bool is_dead = false;
+    Done waiter;  // set while a receiver waits
+  };
+  std::mutex mu_;
+  absl::Status aborted_;
+  absl::flat_hash_map<std::string, Item> items_;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_COMMON_RUNTIME_RENDEZVOUS_H_

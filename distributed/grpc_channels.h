@@ -1,0 +1,354 @@
+// This task's channels to the other tasks of the cluster: one gRPC channel
+// per task, made at first use, with the typed and generic stubs the
+// cluster (grpc_cluster.h) and the task server (grpc_server.h) call
+// through. Transport failures come back as Unavailable naming the task.
+#ifndef RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
+#define RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "base/errors.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "common_runtime/rendezvous.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/grpc_options.h"
+#include "distributed/grpc_util.h"
+#include "distributed/tensor_coding.h"
+#include "distributed/worker.grpc.pb.h"
+
+namespace runnel {
+
+class WorkerChannels {
+ public:
+  WorkerChannels(ClusterSpec spec, GrpcOptions options)
+      : spec_(std::move(spec)), options_(std::move(options)) {}
+
+  // The typed stub of `task`'s service, and a generic one for raw calls,
+  // on one channel.
+  struct Stubs {
+    std::unique_ptr<proto::WorkerService::Stub> typed;
+    std::unique_ptr<grpc::GenericStub> generic;
+  };
+
+  absl::StatusOr<proto::WorkerService::Stub*> Stub(const std::string& task) {
+    RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsOf(task));
+    return stubs->typed.get();
+  }
+
+  absl::StatusOr<Stubs*> StubsOf(const std::string& task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = stubs_.find(task);
+    if (it != stubs_.end()) return it->second.get();
+    RN_ASSIGN_OR_RETURN(std::string address, spec_.AddressOf(task));
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+    args.SetMaxSendMessageSize(options_.max_message_bytes);
+    // A task that stops answering is found within seconds.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    // A restarted task is found again quickly.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    auto channel = grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args);
+    auto stubs = std::make_unique<Stubs>();
+    stubs->typed = proto::WorkerService::NewStub(channel);
+    stubs->generic = std::make_unique<grpc::GenericStub>(channel);
+    Stubs* raw = stubs.get();
+    stubs_.emplace(task, std::move(stubs));
+    return raw;
+  }
+
+  // Calls fail at once when their task is down, except that the first
+  // `setup` call to a task (registration, state) waits up to the connect
+  // time-out for it to come up.
+  void Prepare(grpc::ClientContext* ctx, const std::string& task, bool setup) {
+    if (!options_.token.empty()) ctx->AddMetadata(kTokenKey, options_.token);
+    if (!setup) return;
+    ctx->set_deadline(After(options_.connect_timeout_s));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!reached_.contains(task)) ctx->set_wait_for_ready(true);
+  }
+  // Calls to `task` have succeeded: later ones do not wait for it.
+  void Reached(const std::string& task) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reached_.insert(task);
+  }
+
+  static absl::Status FromGrpc(const std::string& task, const grpc::Status& s) {
+    if (s.ok()) return absl::OkStatus();
+    switch (s.error_code()) {
+      case grpc::StatusCode::UNAVAILABLE:
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        return absl::UnavailableError(
+            StrCat(task, " unreachable (", Reason(s), ")"));
+      case grpc::StatusCode::UNAUTHENTICATED:
+        return absl::UnauthenticatedError(
+            StrCat(task, " refused the request: ", s.error_message()));
+      default:
+        return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                            StrCat(task, ": ", s.error_message()));
+    }
+  }
+
+  // Fetches `key` from `task`'s rendezvous; `done` hears the outcome.
+  // (A raw call through the generic stub: the answer's messages are read
+  // straight from gRPC's buffers, tensor_coding.h.)
+  void RecvTensor(const std::string& task, const std::string& key, int64_t step,
+                  Rendezvous::Done done) {
+    absl::StatusOr<Stubs*> stubs = StubsOf(task);
+    if (!stubs.ok()) {
+      done(stubs.status(), Tensor(), true);
+      return;
+    }
+    proto::RecvTensorRequest req;
+    req.set_key(key);
+    req.set_step_id(step);
+    auto* fetch = new TensorFetch(task, key, std::move(done));
+    const std::string bytes = req.SerializeAsString();
+    grpc::Slice slice(bytes);
+    fetch->request = grpc::ByteBuffer(&slice, 1);
+    Prepare(&fetch->ctx, task, /*setup=*/false);
+    (*stubs)->generic->PrepareBidiStreamingCall(
+        &fetch->ctx, "/runnel.proto.WorkerService/RecvTensor",
+        grpc::StubOptions(), fetch);
+    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
+    fetch->StartRead(&fetch->incoming);
+    fetch->StartCall();
+  }
+
+  void RunGraph(const std::string& task, const std::string& handle,
+                int64_t step, uint64_t seed, int64_t freeze_id,
+                std::function<void(absl::Status)> done) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) {
+      done(stub.status());
+      return;
+    }
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::RunGraphRequest req;
+      proto::RunGraphResponse resp;
+    };
+    auto* call = new Call;
+    call->req.set_handle(handle);
+    call->req.set_step_id(step);
+    call->req.set_global_seed(seed);
+    call->req.set_freeze_id(freeze_id);
+    Prepare(&call->ctx, task, /*setup=*/false);
+    (*stub)->async()->RunGraph(
+        &call->ctx, &call->req, &call->resp,
+        [call, task, done = std::move(done)](grpc::Status s) {
+          absl::Status status =
+              s.ok() ? StatusFromProto(call->resp.status()) : FromGrpc(task, s);
+          delete call;
+          done(status);
+        });
+  }
+
+  // Fire and forget: CancelStep (with `why`) or CleanupStep.
+  void StepCall(const std::string& task, int64_t step, bool cancel,
+                const absl::Status& why) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) return;
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::StepRequest req;
+      proto::StepResponse resp;
+    };
+    auto* call = new Call;
+    call->req.set_step_id(step);
+    if (cancel) StatusToProto(why, call->req.mutable_status());
+    Prepare(&call->ctx, task, /*setup=*/false);
+    call->ctx.set_deadline(After(10));
+    auto after = [call](grpc::Status) { delete call; };
+    if (cancel) {
+      (*stub)->async()->CancelStep(&call->ctx, &call->req, &call->resp, after);
+    } else {
+      (*stub)->async()->CleanupStep(&call->ctx, &call->req, &call->resp, after);
+    }
+  }
+
+  // A heartbeat from `from` to `task`: fire and forget, unless `wait`
+  // (the last one, when leaving), which waits up to a second.
+  void Heartbeat(const std::string& task, const std::string& from, bool leaving,
+                 bool wait) {
+    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
+    if (!stub.ok()) return;
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::HeartbeatRequest req;
+      proto::HeartbeatResponse resp;
+    };
+    auto call = std::make_shared<Call>();
+    call->req.set_task(from);
+    call->req.set_leaving(leaving);
+    Prepare(&call->ctx, task, /*setup=*/false);
+    call->ctx.set_deadline(After(1));
+    if (wait) {
+      (*stub)->Heartbeat(&call->ctx, call->req, &call->resp);
+      return;
+    }
+    (*stub)->async()->Heartbeat(&call->ctx, &call->req, &call->resp,
+                                [call](grpc::Status) {});
+  }
+
+  absl::StatusOr<std::string> RegisterGraph(const std::string& task,
+                                            const proto::GraphDef& def) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::RegisterGraphRequest req;
+    *req.mutable_graph() = def;
+    if (req.ByteSizeLong() > static_cast<size_t>(options_.max_message_bytes)) {
+      return absl::InvalidArgumentError(
+          StrCat("the graph for ", task, " is ", req.ByteSizeLong() >> 20,
+                 " MiB, over the ", options_.max_message_bytes >> 20,
+                 " MiB a message may carry (a large constant placed there?)"));
+    }
+    proto::RegisterGraphResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(task, stub->RegisterGraph(&ctx, req, &resp)));
+    Reached(task);
+    return resp.handle();
+  }
+
+  enum class VarCall { kState, kInit, kAssign, kRead };
+  absl::StatusOr<proto::VariablesResponse> Variables(
+      const std::string& task, VarCall which,
+      const proto::VariablesRequest& req) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::VariablesResponse resp;
+    grpc::Status s;
+    switch (which) {
+      case VarCall::kState:
+        s = stub->VariableState(&ctx, req, &resp);
+        break;
+      case VarCall::kInit:
+        s = stub->InitVariables(&ctx, req, &resp);
+        break;
+      case VarCall::kAssign:
+        s = stub->AssignVariables(&ctx, req, &resp);
+        break;
+      case VarCall::kRead:
+        s = stub->ReadVariables(&ctx, req, &resp);
+        break;
+    }
+    RN_RETURN_IF_ERROR(FromGrpc(task, s));
+    Reached(task);
+    return resp;
+  }
+
+  // Waits up to `seconds` for `task` to answer. (A call may still fail
+  // at once on a connection to the task's previous process that is not
+  // yet known to be gone: it is tried again.)
+  absl::Status WaitFor(const std::string& task, double seconds) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    const auto end = After(std::max(seconds, 0.0));
+    for (;;) {
+      grpc::ClientContext ctx;
+      Prepare(&ctx, task, /*setup=*/false);
+      ctx.set_wait_for_ready(true);
+      ctx.set_deadline(end);
+      proto::GetStatusResponse resp;
+      absl::Status s = FromGrpc(
+          task, stub->GetStatus(&ctx, proto::GetStatusRequest(), &resp));
+      if (s.ok() || std::chrono::system_clock::now() >= end) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // One phase of a snapshot's freeze; waits up to `seconds` for the answer.
+  absl::StatusOr<proto::FreezeResponse> Freeze(const std::string& task,
+                                               const proto::FreezeRequest& req,
+                                               double seconds) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/false);
+    ctx.set_deadline(After(seconds));
+    proto::FreezeResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(task, stub->Freeze(&ctx, req, &resp)));
+    return resp;
+  }
+
+  absl::StatusOr<proto::GetStatusResponse> GetStatus(const std::string& task) {
+    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/true);
+    proto::GetStatusResponse resp;
+    RN_RETURN_IF_ERROR(FromGrpc(
+        task, stub->GetStatus(&ctx, proto::GetStatusRequest(), &resp)));
+    return resp;
+  }
+
+ private:
+  // One RecvTensor call: its messages build the tensor as they come.
+  class TensorFetch
+      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    TensorFetch(std::string task, const std::string& key, Rendezvous::Done done)
+        : task_(std::move(task)), done_(std::move(done)), tensor_(task_, key) {}
+
+    void OnReadDone(bool ok) override {
+      if (!ok) return;
+      absl::Status s = tensor_.Add(&incoming);
+      if (!s.ok()) {
+        error_ = std::move(s);
+        ctx.TryCancel();
+        return;
+      }
+      StartRead(&incoming);
+    }
+
+    void OnDone(const grpc::Status& s) override {
+      if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
+      if (error_.ok()) error_ = tensor_.Finish();
+      if (error_.ok()) {
+        done_(absl::OkStatus(), tensor_.value(), tensor_.is_dead());
+      } else {
+        done_(error_, Tensor(), true);
+      }
+      delete this;
+    }
+
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer incoming;
+
+   private:
+    const std::string task_;
+    Rendezvous::Done done_;
+    TensorAssembler tensor_;
+    absl::Status error_;
+  };
+
+  const ClusterSpec spec_;
+  const GrpcOptions options_;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_;
+  absl::flat_hash_set<std::string> reached_;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_

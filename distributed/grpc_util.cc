@@ -1,0 +1,70 @@
+#include "distributed/grpc_util.h"
+
+#include <algorithm>
+
+#include "base/read_file.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "distributed/grpc_options.h"
+
+namespace runnel {
+
+std::chrono::system_clock::time_point After(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+std::string Reason(const grpc::Status& s) {
+  const std::string& m = s.error_message();
+  if (m.find("onnection refused") != std::string::npos) {
+    return "connection refused";
+  }
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return "no answer in time";
+  }
+  if (m.find("keepalive") != std::string::npos ||
+      m.find("ping") != std::string::npos) {
+    return "no answer to keepalive pings";
+  }
+  if (m.find("Socket closed") != std::string::npos ||
+      m.find("reset") != std::string::npos ||
+      m.find("Broken pipe") != std::string::npos ||
+      m.find("GOAWAY") != std::string::npos) {
+    return "connection lost";
+  }
+  return m;
+}
+
+bool SameToken(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0;
+    const unsigned char y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+std::string ListenAddress(const ClusterSpec& spec, const std::string& address) {
+  if (spec.AllLoopback()) return address;
+  return "0.0.0.0" + address.substr(address.rfind(':'));
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  RN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.empty()) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": the token file's first line is empty"));
+  }
+  return line;
+}
+
+}  // namespace runnel

@@ -1,0 +1,115 @@
+#include "framework/ops/kernel_checks.h"
+
+#include "base/strings.h"
+
+namespace runnel {
+namespace {
+
+// "f32[3, 4]"
+std::string Describe(const Tensor& t) {
+  return StrCat(DTypeName(t.dtype()), t.shape().ToString());
+}
+
+}  // namespace
+
+absl::Status CheckSameShapes(std::string_view op, const Tensor& a,
+                             const Tensor& b) {
+  if (a.shape() == b.shape()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(op, ": shapes differ: ", Describe(a), " and ", Describe(b)));
+}
+
+absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias) {
+  if (x.rank() < 1 || bias.rank() != 1 || bias.dim(0) != x.dim(x.rank() - 1)) {
+    return absl::InvalidArgumentError(
+        StrCat("bias ", Describe(bias),
+               " does not match the last dimension of ", Describe(x)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep) {
+  if (!logits.unknown_rank() && logits.rank() < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("needs logits of rank 1 or more, got ", logits.ToString()));
+  }
+  if (logits.unknown_rank() || keep.unknown_rank()) return absl::OkStatus();
+  bool ok = keep.rank() >= 1 && keep.rank() <= logits.rank();
+  for (int i = 0; ok && i < keep.rank(); ++i) {
+    const int64_t a = logits.dim(logits.rank() - keep.rank() + i);
+    const int64_t b = keep.dim(i);
+    ok = a < 0 || b < 0 || a == b;
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(StrCat(
+        "the mask ", keep.ToString(),
+        " must have the last dimensions of the logits ", logits.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Shape> SoftmaxCrossEntropyLossShape(const Tensor& logits,
+                                                   const Tensor& probs) {
+  if (logits.shape() != probs.shape() || logits.rank() < 1) {
+    return absl::InvalidArgumentError(StrCat("logits ", Describe(logits),
+                                             " and probs ", Describe(probs),
+                                             " differ in shape"));
+  }
+  std::vector<int64_t> dims = logits.shape().dims();
+  dims.pop_back();
+  return Shape(std::move(dims));
+}
+
+absl::Status CheckSigmoidCrossEntropy(const Tensor& logits,
+                                      const Tensor& labels) {
+  if (logits.shape() == labels.shape()) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat("logits ", Describe(logits),
+                                           " and labels ", Describe(labels),
+                                           " differ in shape"));
+}
+
+absl::StatusOr<Shape> SparseSoftmaxCrossEntropyLossShape(const Tensor& logits,
+                                                         const Tensor& labels) {
+  if (labels.dtype() != DType::kI32 && labels.dtype() != DType::kI64) {
+    return absl::InvalidArgumentError(
+        StrCat("labels must be i32 or i64, got ", DTypeName(labels.dtype())));
+  }
+  if (logits.rank() < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("logits ", Describe(logits), " have no class dimension"));
+  }
+  std::vector<int64_t> dims = logits.shape().dims();
+  dims.pop_back();
+  Shape loss(std::move(dims));
+  if (labels.shape() != loss) {
+    return absl::InvalidArgumentError(StrCat(
+        "labels ", Describe(labels), " must have the shape ", loss.ToString(),
+        " of the logits ", Describe(logits), " without their last dimension"));
+  }
+  return loss;
+}
+
+absl::Status LabelOutOfRange(int64_t label, int64_t index, int64_t classes) {
+  return absl::InvalidArgumentError(
+      StrCat("label ", label, " (at index ", index, ") is out of range for ",
+             classes, " classes; labels must be in [0, ", classes, ")"));
+}
+
+std::vector<int> SumToLikeAxes(const Shape& dy, const Shape& like) {
+  const int offset = dy.rank() - like.rank();
+  std::vector<int> axes;
+  for (int i = 0; i < dy.rank(); ++i) {
+    if (i < offset || (like.dim(i - offset) == 1 && dy.dim(i) != 1)) {
+      axes.push_back(i);
+    }
+  }
+  return axes;
+}
+
+absl::Status EmptyReductionError(std::string_view op, const Tensor& x) {
+  return absl::InvalidArgumentError(
+      StrCat(op, ": cannot reduce an empty dimension of ", Describe(x),
+             ": the reduction has no identity"));
+}
+
+}  // namespace runnel

@@ -1,0 +1,59 @@
+// Run-time checks and output shapes that an op's kernels share across
+// devices (kernels/cpu, kernels/cuda), so that a CPU and a GPU kernel of one
+// op refuse the same inputs with the same message. The shape functions
+// (framework/ops/*.cc) check what is known before a run; these check the
+// values' actual shapes.
+#ifndef RUNNEL_FRAMEWORK_OPS_KERNEL_CHECKS_H_
+#define RUNNEL_FRAMEWORK_OPS_KERNEL_CHECKS_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "framework/shape.h"
+#include "framework/tensor.h"
+
+namespace runnel {
+
+// Element-wise ops of two inputs of one shape (relu_grad, sigmoid_grad,
+// tanh_grad): "op: shapes differ: ...".
+absl::Status CheckSameShapes(std::string_view op, const Tensor& a,
+                             const Tensor& b);
+
+// bias_add(x, bias): bias is 1-D and as long as x's last dimension.
+absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias);
+
+// masked_softmax(logits, keep): logits of rank 1 or more, and keep's dims
+// the logits' last ones (it repeats over the leading), at least the last. Dims
+// unknown (-1) in either pass, so that the shape function checks what is known
+// before a run.
+absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep);
+
+// The loss's shape (the logits' without their last dimension) of
+// softmax_cross_entropy(logits, probs) and sigmoid_cross_entropy's check
+// (logits and labels of one shape, the loss theirs).
+absl::StatusOr<Shape> SoftmaxCrossEntropyLossShape(const Tensor& logits,
+                                                   const Tensor& probs);
+absl::Status CheckSigmoidCrossEntropy(const Tensor& logits,
+                                      const Tensor& labels);
+
+// sparse_softmax_cross_entropy(logits, labels): labels i32 or i64 of the
+// loss's shape, which is returned. A label outside [0, classes) is
+// LabelOutOfRange, naming the first (at `index` in row-major order).
+absl::StatusOr<Shape> SparseSoftmaxCrossEntropyLossShape(const Tensor& logits,
+                                                         const Tensor& labels);
+absl::Status LabelOutOfRange(int64_t label, int64_t index, int64_t classes);
+
+// sum_to_like(dy, x): the axes of dy summed to give x's shape `like` (the
+// leading axes x lacks, and those where x has size 1 and dy not).
+std::vector<int> SumToLikeAxes(const Shape& dy, const Shape& like);
+
+// The reductions without an identity (max, min, argmax, argmin) of an empty
+// dimension.
+absl::Status EmptyReductionError(std::string_view op, const Tensor& x);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_FRAMEWORK_OPS_KERNEL_CHECKS_H_

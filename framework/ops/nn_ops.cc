@@ -1,0 +1,476 @@
+// Linear algebra and neural-network ops: matmul, softmax and the
+// cross-entropy losses, conv2d, pooling and their gradients, bias_add and
+// l2_loss. Kernels live in kernels/cpu/{matmul,conv,nn}_kernels.cc.
+//
+// Layouts follow TensorFlow: images are NHWC, conv2d filters HWIO, and
+// "same" padding pads so that the output has ceil(input / stride) positions,
+// with the odd padding element at the bottom/right.
+#include <string>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/op_registry.h"
+#include "framework/ops/kernel_checks.h"
+#include "framework/shape_fns.h"
+#include "framework/window.h"
+
+namespace runnel {
+namespace {
+
+bool IsMatMulType(DType d) {
+  return IsFloating(d) || d == DType::kI32 || d == DType::kI64;
+}
+
+absl::Status RequireFloating(const ShapeContext& c, int i) {
+  if (!IsFloating(c.dtype(i))) {
+    return absl::InvalidArgumentError(StrCat(
+        "expected a floating-point tensor, got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireRank(const ShapeContext& c, int i, int rank,
+                         std::string_view what) {
+  const Shape& s = c.shape(i);
+  if (!s.unknown_rank() && s.rank() != rank) {
+    return absl::InvalidArgumentError(StrCat(what, " must have rank ", rank,
+                                             ", got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireMinRank(const ShapeContext& c, int i, int rank,
+                            std::string_view what) {
+  const Shape& s = c.shape(i);
+  if (!s.unknown_rank() && s.rank() < rank) {
+    return absl::InvalidArgumentError(StrCat(what, " must have rank >= ", rank,
+                                             ", got ", c.input(i).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// The shape without its last dimension (the per-example shape of a loss).
+Shape DropLastDim(const Shape& s) {
+  if (s.unknown_rank()) return Shape::UnknownRank();
+  std::vector<int64_t> dims = s.dims();
+  dims.pop_back();
+  return Shape(std::move(dims));
+}
+
+// A dimension known in at least one of two compatible shapes.
+int64_t MergeDim(int64_t a, int64_t b) { return a >= 0 ? a : b; }
+
+// ---- matmul
+// ------------------------------------------------------------------
+
+Specs MatMulShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 2, "the left operand"));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 1, 2, "the right operand"));
+  RN_ASSIGN_OR_RETURN(bool ta, c.attr<bool>("transpose_a"));
+  RN_ASSIGN_OR_RETURN(bool tb, c.attr<bool>("transpose_b"));
+  const Shape& a = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (a.unknown_rank() || b.unknown_rank()) {
+    return One(c.dtype(0), Shape::UnknownRank());
+  }
+  const int ra = a.rank(), rb = b.rank();
+  const int64_t m = a.dim(ta ? ra - 1 : ra - 2);
+  const int64_t ka = a.dim(ta ? ra - 2 : ra - 1);
+  const int64_t kb = b.dim(tb ? rb - 1 : rb - 2);
+  const int64_t n = b.dim(tb ? rb - 2 : rb - 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    std::string note;
+    if (ta || tb) {
+      note = StrCat(" (with ", ta ? "transpose_a" : "", ta && tb ? " and " : "",
+                    tb ? "transpose_b" : "", ")");
+    }
+    return absl::InvalidArgumentError(
+        StrCat("inner dimensions differ: ", c.input(0).ToString(), " @ ",
+               c.input(1).ToString(), note));
+  }
+  Shape batch_a(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+  Shape batch_b(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+  absl::StatusOr<Shape> batch = BroadcastShapes(batch_a, batch_b);
+  if (!batch.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("batch dimensions of ", c.input(0).ToString(), " and ",
+               c.input(1).ToString(), " cannot be broadcast"));
+  }
+  std::vector<int64_t> out = batch->dims();
+  out.push_back(m);
+  out.push_back(n);
+  return One(c.dtype(0), Shape(std::move(out)));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("matmul")
+        .Inputs({"a", "b"})
+        .Outputs({"product"})
+        .SameDType({0, 1})
+        .Attr("transpose_a", false)
+        .Attr("transpose_b", false)
+        .Shape(MatMulShape)
+        .Doc("Matrix product of the last two dimensions (`@`); leading "
+             "dimensions are batch dimensions and broadcast as in NumPy."));
+
+// ---- softmax and losses
+// --------------------------------------------------------
+
+Specs SoftmaxShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the input"));
+  RN_ASSIGN_OR_RETURN(int64_t axis, c.attr<int64_t>("axis"));
+  if (!c.shape(0).unknown_rank()) {
+    RN_RETURN_IF_ERROR(NormalizeAxis(axis, c.shape(0).rank()).status());
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("softmax")
+                       .Inputs({"logits"})
+                       .Outputs({"probs"})
+                       .Attr("axis", int64_t{-1})
+                       .Shape(SoftmaxShape)
+                       .Doc("exp(x) / sum(exp(x)) along `axis`, computed "
+                            "after subtracting the maximum."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("log_softmax")
+                       .Inputs({"logits"})
+                       .Outputs({"log_probs"})
+                       .Attr("axis", int64_t{-1})
+                       .Shape(SoftmaxShape)
+                       .Doc("x - logsumexp(x) along `axis`."));
+
+Specs MaskedSoftmaxShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the logits"));
+  if (c.dtype(1) != DType::kBool) {
+    return absl::InvalidArgumentError(
+        StrCat("the mask must be bool, got ", c.input(1).ToString()));
+  }
+  RN_RETURN_IF_ERROR(CheckMaskedSoftmax(c.shape(0), c.shape(1)));
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("masked_softmax")
+        .Inputs({"logits", "keep"})
+        .Outputs({"probs"})
+        .Shape(MaskedSoftmaxShape)
+        .Doc("softmax over the last axis of the logits where `keep` (bool, "
+             "the logits' last dimensions, repeated over the leading ones) "
+             "is true; 0 where it is false, and a line that keeps nothing "
+             "all 0 (not NaN). One pass, for attention's masks."));
+
+// logits [..., classes] and probs of the same shape -> loss [...].
+Specs SoftmaxCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "logits"));
+  const Shape& l = c.shape(0);
+  const Shape& p = c.shape(1);
+  if (!l.IsCompatibleWith(p)) {
+    return absl::InvalidArgumentError(
+        StrCat("logits ", c.input(0).ToString(), " and probs ",
+               c.input(1).ToString(), " differ in shape"));
+  }
+  Shape merged = l.unknown_rank() ? p : l;
+  if (!l.unknown_rank() && !p.unknown_rank()) {
+    for (int i = 0; i < l.rank(); ++i) {
+      merged.mutable_dims()[i] = MergeDim(l.dim(i), p.dim(i));
+    }
+  }
+  return One(c.dtype(0), DropLastDim(merged));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("softmax_cross_entropy")
+        .Inputs({"logits", "probs"})
+        .Outputs({"loss"})
+        .SameDType({0, 1})
+        .Shape(SoftmaxCrossEntropyShape)
+        .Doc("Per-example -sum(probs * log_softmax(logits)) over the last "
+             "axis."));
+
+// logits [..., classes] and integer labels [...] -> loss [...].
+Specs SparseSoftmaxCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "logits"));
+  if (c.dtype(1) != DType::kI32 && c.dtype(1) != DType::kI64) {
+    return absl::InvalidArgumentError(
+        StrCat("labels must be i32 or i64, got ", c.input(1).ToString()));
+  }
+  Shape expected = DropLastDim(c.shape(0));
+  const Shape& labels = c.shape(1);
+  if (!expected.IsCompatibleWith(labels)) {
+    return absl::InvalidArgumentError(
+        StrCat("labels ", c.input(1).ToString(), " must have the shape of ",
+               "logits ", c.input(0).ToString(), " without its last ",
+               "dimension, ", expected.ToString()));
+  }
+  if (expected.unknown_rank()) {
+    expected = labels;
+  } else if (!labels.unknown_rank()) {
+    for (int i = 0; i < expected.rank(); ++i) {
+      expected.mutable_dims()[i] = MergeDim(expected.dim(i), labels.dim(i));
+    }
+  }
+  return One(c.dtype(0), std::move(expected));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sparse_softmax_cross_entropy")
+        .Inputs({"logits", "labels"})
+        .Outputs({"loss"})
+        .Shape(SparseSoftmaxCrossEntropyShape)
+        .Doc("Per-example -log_softmax(logits)[label]; labels are class "
+             "indices in [0, classes)."));
+
+// Element-wise; logits and labels of one dtype and shape.
+Specs SigmoidCrossEntropyShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  const Shape& l = c.shape(0);
+  const Shape& z = c.shape(1);
+  if (!l.IsCompatibleWith(z)) {
+    return absl::InvalidArgumentError(
+        StrCat("logits ", c.input(0).ToString(), " and labels ",
+               c.input(1).ToString(), " differ in shape"));
+  }
+  if (l.unknown_rank()) return One(c.dtype(0), z);
+  Shape merged = l;
+  if (!z.unknown_rank()) {
+    for (int i = 0; i < l.rank(); ++i) {
+      merged.mutable_dims()[i] = MergeDim(l.dim(i), z.dim(i));
+    }
+  }
+  return One(c.dtype(0), std::move(merged));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("sigmoid_cross_entropy")
+        .Inputs({"logits", "labels"})
+        .Outputs({"loss"})
+        .SameDType({0, 1})
+        .Shape(SigmoidCrossEntropyShape)
+        .Doc("Element-wise max(x, 0) - x * z + log(1 + exp(-|x|))."));
+
+Specs L2LossShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  return One(c.dtype(0), Shape{});
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("l2_loss")
+                       .Inputs({"x"})
+                       .Outputs({"loss"})
+                       .Shape(L2LossShape)
+                       .Doc("sum(x^2) / 2, a scalar."));
+
+Specs BiasAddShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireMinRank(c, 0, 1, "the input"));
+  RN_RETURN_IF_ERROR(RequireRank(c, 1, 1, "the bias"));
+  const Shape& x = c.shape(0);
+  const Shape& b = c.shape(1);
+  Shape out = x;
+  if (!x.unknown_rank() && !b.unknown_rank()) {
+    const int64_t last = x.dim(x.rank() - 1);
+    if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
+      return absl::InvalidArgumentError(StrCat(
+          "bias ", c.input(1).ToString(),
+          " does not match the last dimension of ", c.input(0).ToString()));
+    }
+    out.mutable_dims()[x.rank() - 1] = MergeDim(last, b.dim(0));
+  }
+  return One(c.dtype(0), std::move(out));
+}
+
+RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
+                       .Inputs({"x", "bias"})
+                       .Outputs({"y"})
+                       .SameDType({0, 1})
+                       .Shape(BiasAddShape)
+                       .Doc("x + bias, the 1-D bias added along the last "
+                            "dimension."));
+
+// ---- conv2d and pooling ----------------------------------------------------
+
+Specs Conv2DShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
+  RN_RETURN_IF_ERROR(RequireRank(c, 1, 4, "the filters (HWIO)"));
+  RN_ASSIGN_OR_RETURN(ConvAttrs attrs, ReadConvAttrs(c.attrs()));
+  const Shape& x = c.shape(0);
+  const Shape& f = c.shape(1);
+  if (x.unknown_rank()) {
+    return One(c.dtype(0), f.unknown_rank() ? Shape::UnknownRank()
+                                            : Shape{kUnknownDim, kUnknownDim,
+                                                    kUnknownDim, f.dim(3)});
+  }
+  int64_t kh = kUnknownDim, kw = kUnknownDim, out_c = kUnknownDim;
+  if (!f.unknown_rank()) {
+    kh = f.dim(0);
+    kw = f.dim(1);
+    out_c = f.dim(3);
+    if (x.dim(3) >= 0 && f.dim(2) >= 0 && x.dim(3) != f.dim(2)) {
+      return absl::InvalidArgumentError(
+          StrCat("channels differ: the input ", c.input(0).ToString(), " has ",
+                 x.dim(3), " but the filters ", c.input(1).ToString(),
+                 " expect ", f.dim(2)));
+    }
+  }
+  RN_ASSIGN_OR_RETURN(Windows rows,
+                      PlaceWindows(x.dim(1), kh, attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(Windows cols,
+                      PlaceWindows(x.dim(2), kw, attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "filter"));
+  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, out_c});
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d")
+        .Inputs({"x", "filters"})
+        .Outputs({"y"})
+        .SameDType({0, 1})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape(Conv2DShape)
+        .Doc("2-D convolution (cross-correlation) of NHWC `x` with HWIO "
+             "`filters`; `strides` and `dilations` are an int or [h, w]."));
+
+Specs PoolShape(const ShapeContext& c, bool floating_only) {
+  if (floating_only) {
+    RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  } else if (!IsMatMulType(c.dtype(0))) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
+               c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
+  RN_ASSIGN_OR_RETURN(PoolAttrs attrs, ReadPoolAttrs(c.attrs()));
+  const Shape& x = c.shape(0);
+  if (x.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
+  RN_ASSIGN_OR_RETURN(Windows rows,
+                      PlaceWindows(x.dim(1), attrs.size.h, attrs.strides.h, 1,
+                                   attrs.same, "window"));
+  RN_ASSIGN_OR_RETURN(Windows cols,
+                      PlaceWindows(x.dim(2), attrs.size.w, attrs.strides.w, 1,
+                                   attrs.same, "window"));
+  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, x.dim(3)});
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("max_pool")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("padding", std::string("valid"))
+        .Shape([](const ShapeContext& c) { return PoolShape(c, false); })
+        .Doc("Maximum over `size` windows of NHWC `x`, moved by `strides` "
+             "(default: `size`)."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("avg_pool")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("padding", std::string("valid"))
+        .Shape([](const ShapeContext& c) { return PoolShape(c, true); })
+        .Doc("Mean over `size` windows of NHWC `x`, moved by `strides` "
+             "(default: `size`); with \"same\" padding the mean is over the "
+             "window's elements inside the input."));
+
+// ---- gradients of conv2d and pooling ---------------------------------------
+//
+// Each takes the forward operands (some only for their shapes) and the
+// gradient `dy` of the forward output, with the forward op's attributes,
+// and gives the gradient of one forward operand, of that operand's shape.
+
+// `dy` (input `i`) must match the forward output `forward`.
+absl::Status CheckDy(const ShapeContext& c, int i, const TensorSpec& forward,
+                     std::string_view what) {
+  if (c.dtype(i) != forward.dtype ||
+      !c.shape(i).IsCompatibleWith(forward.shape)) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " ", c.input(i).ToString(), " does not match the ",
+               "forward output ", forward.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// conv2d_backprop_input and _filter: (x, filters, dy) -> the gradient of
+// input `of` (0: x, 1: filters).
+Specs Conv2DBackpropShape(const ShapeContext& c, int of) {
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y, Conv2DShape(c));
+  RN_RETURN_IF_ERROR(CheckDy(c, 2, y[0], "dy"));
+  return One(c.dtype(of), c.shape(of));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d_backprop_input")
+        .Inputs({"x", "filters", "dy"})
+        .Outputs({"dx"})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 0); })
+        .Doc("The gradient of conv2d(x, filters) with respect to x, given dy, "
+             "the gradient of its output; reads only x's shape."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("conv2d_backprop_filter")
+        .Inputs({"x", "filters", "dy"})
+        .Outputs({"dfilters"})
+        .Attr("strides", int64_t{1})
+        .Attr("padding", std::string("same"))
+        .Attr("dilations", int64_t{1})
+        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 1); })
+        .Doc("The gradient of conv2d(x, filters) with respect to filters, "
+             "given dy, the gradient of its output; reads only filters' "
+             "shape."));
+
+// max_pool_grad(x, y, dy) and avg_pool_grad(x, dy) -> dx.
+Specs PoolGradShape(const ShapeContext& c) {
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y,
+                      PoolShape(c, /*floating_only=*/true));
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    RN_RETURN_IF_ERROR(
+        CheckDy(c, i, y[0], i + 1 == c.num_inputs() ? "dy" : "y"));
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("max_pool_grad")
+        .Inputs({"x", "y", "dy"})
+        .Outputs({"dx"})
+        .Attr("padding", std::string("valid"))
+        .Shape(PoolGradShape)
+        .Doc("The gradient of y = max_pool(x): each element of dy goes to "
+             "the first maximal element of its window."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("avg_pool_grad")
+        .Inputs({"x", "dy"})
+        .Outputs({"dx"})
+        .Attr("padding", std::string("valid"))
+        .Shape(PoolGradShape)
+        .Doc("The gradient of avg_pool(x): each element of dy is shared "
+             "evenly by its window's elements inside x; reads only x's "
+             "shape."));
+
+}  // namespace
+}  // namespace runnel

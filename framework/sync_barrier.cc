@@ -1,0 +1,218 @@
+#include "framework/sync_barrier.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace runnel {
+
+std::shared_ptr<SyncBarrier> SyncBarrier::Create(
+    std::shared_ptr<LiveWorkers> live) {
+  std::shared_ptr<SyncBarrier> b(new SyncBarrier(std::move(live)));
+  if (b->live_ != nullptr) {
+    std::weak_ptr<SyncBarrier> weak = b;
+    b->subscription_ = b->live_->Subscribe([weak] {
+      if (std::shared_ptr<SyncBarrier> self = weak.lock()) self->Evaluate();
+    });
+  }
+  return b;
+}
+
+SyncBarrier::SyncBarrier(std::shared_ptr<LiveWorkers> live)
+    : live_(std::move(live)) {}
+
+SyncBarrier::~SyncBarrier() {
+  if (live_ != nullptr && subscription_ >= 0) {
+    live_->Unsubscribe(subscription_);
+  }
+}
+
+void SyncBarrier::Arrive(int64_t step, int64_t replicas,
+                         CancellationManager* run, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (step < step_) {
+      stale_.push_back(std::move(done));
+    } else if (step > step_ && applying_) {
+      // The applier has counted its step but not yet ended it: starting
+      // the new step now would make its Advance miss (and the barrier
+      // wait for ever). Arrive again after Advance.
+      early_.push_back({step, replicas, run, std::move(done)});
+      return;
+    } else if (step == step_ && applying_) {
+      // Too late for this step, but the update is under way: go on once
+      // it is done, so the next step reads the new values. (It does not
+      // count: it cannot become the applier.)
+      waiting_.push_back({std::move(done), nullptr, /*counts=*/false});
+    } else {
+      if (step > step_) {  // restored, or the first arrival
+        step_ = step;
+        arrived_ = 0;
+      }
+      replicas_ = replicas;
+      ++arrived_;
+      waiting_.push_back({std::move(done), run, /*counts=*/true});
+    }
+  }
+  Evaluate();
+}
+
+void SyncBarrier::Advance(int64_t step) {
+  std::vector<Waiter> go;
+  std::vector<std::function<void()>> granted;
+  std::vector<Early> early;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (step != step_) return;
+    if (applier_run_ != nullptr) applier_run_->Deregister(applier_token_);
+    applier_run_ = nullptr;
+    step_ = step + 1;
+    arrived_ = 0;
+    applying_ = false;
+    go.swap(waiting_);
+    early.swap(early_);
+    granted = GrantHolds();
+  }
+  for (auto& g : granted) g();
+  for (Waiter& w : go) w.done(false);
+  for (Early& e : early) Arrive(e.step, e.replicas, e.run, std::move(e.done));
+}
+
+void SyncBarrier::Hold(CancellationManager* run,
+                       std::function<void()> granted) {
+  auto token = std::make_shared<CancellationManager::Token>(0);
+  bool now = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (run != nullptr) {
+      std::weak_ptr<SyncBarrier> weak = weak_from_this();
+      const CancellationManager::Token t = run->Register([weak, run, token] {
+        if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+          self->HoldCancelled(run, token);
+        }
+      });
+      if (t == CancellationManager::kCancelled) {
+        now = true;  // the run is ending: nothing to hold
+      } else {
+        *token = t;
+      }
+    }
+    if (!now) {
+      holders_.push_back({run, token, std::move(granted)});
+      if (!applying_) {
+        now = true;
+        granted = std::move(holders_.back().granted);
+        holders_.back().granted = nullptr;
+      }
+    }
+  }
+  if (now && granted) granted();
+}
+
+void SyncBarrier::Release(CancellationManager* run) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(holders_.begin(), holders_.end(),
+                           [run](const Holder& h) { return h.run == run; });
+    if (it == holders_.end()) return;
+    if (run != nullptr) run->Deregister(*it->token);
+    holders_.erase(it);
+  }
+  Evaluate();
+}
+
+void SyncBarrier::HoldCancelled(
+    CancellationManager* run,
+    const std::shared_ptr<CancellationManager::Token>& token) {
+  std::function<void()> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(
+        holders_.begin(), holders_.end(),
+        [&](const Holder& h) { return h.run == run && *h.token == *token; });
+    if (it == holders_.end()) return;  // released already
+    pending = std::move(it->granted);
+    holders_.erase(it);
+  }
+  if (pending) pending();
+  Evaluate();
+}
+
+std::vector<std::function<void()>> SyncBarrier::GrantHolds() {
+  std::vector<std::function<void()>> out;
+  for (Holder& h : holders_) {
+    if (h.granted) {
+      out.push_back(std::move(h.granted));
+      h.granted = nullptr;
+    }
+  }
+  return out;
+}
+
+bool SyncBarrier::Held() const { return !holders_.empty(); }
+
+void SyncBarrier::Evaluate() {
+  std::vector<Done> release;
+  Done applier;
+  const int live = live_ != nullptr ? live_->Count() : 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    release.swap(stale_);
+    const int64_t needed =
+        std::max<int64_t>(1, std::min<int64_t>(replicas_, live));
+    // (Not while a snapshot holds the barrier: see Hold.)
+    while (!applying_ && !Held() && arrived_ >= needed) {
+      // The newest arrival that counts becomes the applier.
+      auto it = std::find_if(waiting_.rbegin(), waiting_.rend(),
+                             [](const Waiter& w) { return w.counts; });
+      if (it == waiting_.rend()) break;
+      Waiter w = std::move(*it);
+      waiting_.erase(std::next(it).base());
+      if (w.run != nullptr) {
+        // Its run's cancellation tells us if it dies before Advance. (The
+        // token is read under mu_, where it is set, in ApplierLost.)
+        std::weak_ptr<SyncBarrier> weak = weak_from_this();
+        auto token = std::make_shared<CancellationManager::Token>(0);
+        const CancellationManager::Token t =
+            w.run->Register([weak, step = step_, token] {
+              if (std::shared_ptr<SyncBarrier> self = weak.lock()) {
+                self->ApplierLost(step, token);
+              }
+            });
+        if (t == CancellationManager::kCancelled) {
+          // Its run is ending already: it goes on, and no longer counts.
+          --arrived_;
+          release.push_back(std::move(w.done));
+          continue;
+        }
+        *token = t;
+        applier_token_ = t;
+      }
+      applying_ = true;
+      applier_run_ = w.run;
+      applier = std::move(w.done);
+    }
+  }
+  for (Done& d : release) d(false);
+  if (applier) applier(true);
+}
+
+void SyncBarrier::ApplierLost(
+    int64_t step, const std::shared_ptr<CancellationManager::Token>& token) {
+  std::vector<std::function<void()>> granted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A cancellation that raced with Advance, or with another applier.
+    if (!applying_ || step != step_ || applier_run_ == nullptr ||
+        applier_token_ != *token) {
+      return;
+    }
+    applying_ = false;
+    applier_run_ = nullptr;
+    --arrived_;  // its arrival no longer counts
+    granted = GrantHolds();
+  }
+  for (auto& g : granted) g();
+  Evaluate();
+}
+
+}  // namespace runnel

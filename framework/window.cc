@@ -1,0 +1,174 @@
+#include "framework/window.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/shape.h"
+
+namespace runnel {
+namespace {
+
+// "[1, 2, 3]", as a script writes the list.
+std::string List(const std::vector<int64_t>& v) {
+  return StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<HW> ReadWindowAttr(const AttrMap& attrs, std::string_view name,
+                                  int64_t fallback) {
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                      GetAttrOr<std::vector<int64_t>>(
+                          attrs, name, std::vector<int64_t>{fallback}));
+  HW hw;
+  if (v.size() == 1) {
+    hw = {v[0], v[0]};
+  } else if (v.size() == 2) {
+    hw = {v[0], v[1]};
+  } else if (v.size() == 4) {
+    if (v[0] != 1 || v[3] != 1) {
+      return absl::InvalidArgumentError(StrCat(
+          "attribute '", name,
+          "' must be 1 for the batch and the channels, as in [1, h, w, 1] "
+          "(NHWC), got ",
+          List(v), "; windows move along height and width only"));
+    }
+    hw = {v[1], v[2]};
+  } else {
+    return absl::InvalidArgumentError(StrCat(
+        "attribute '", name, "' must be an int or [h, w], got ", List(v)));
+  }
+  if (hw.h < 1 || hw.w < 1) {
+    return absl::InvalidArgumentError(StrCat("attribute '", name,
+                                             "' must be positive, got [", hw.h,
+                                             ", ", hw.w, "]"));
+  }
+  return hw;
+}
+
+absl::StatusOr<bool> ReadSamePadding(const AttrMap& attrs) {
+  // (Not RN_ASSIGN_OR_RETURN: GCC 12 then warns the string may be used
+  // uninitialised.)
+  absl::StatusOr<std::string> padding = GetAttr<std::string>(attrs, "padding");
+  if (!padding.ok()) return padding.status();
+  const std::string& p = *padding;
+  if (p == "same" || p == "SAME") return true;
+  if (p == "valid" || p == "VALID") return false;
+  return absl::InvalidArgumentError(
+      StrCat("padding must be \"same\" or \"valid\", got \"", p, "\""));
+}
+
+absl::StatusOr<ConvAttrs> ReadConvAttrs(const AttrMap& attrs) {
+  ConvAttrs a;
+  RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1));
+  RN_ASSIGN_OR_RETURN(a.dilations, ReadWindowAttr(attrs, "dilations", 1));
+  RN_ASSIGN_OR_RETURN(a.same, ReadSamePadding(attrs));
+  return a;
+}
+
+absl::StatusOr<PoolAttrs> ReadPoolAttrs(const AttrMap& attrs) {
+  if (!attrs.contains("size")) {
+    return absl::InvalidArgumentError("missing attribute 'size'");
+  }
+  PoolAttrs a;
+  RN_ASSIGN_OR_RETURN(a.size, ReadWindowAttr(attrs, "size", 1));
+  a.strides = a.size;
+  if (attrs.contains("strides")) {
+    RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1));
+  }
+  RN_ASSIGN_OR_RETURN(a.same, ReadSamePadding(attrs));
+  return a;
+}
+
+absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
+                                     int64_t dilation, bool same,
+                                     std::string_view what) {
+  Windows w;
+  if (in < 0) {
+    w.out = kUnknownDim;
+    return w;
+  }
+  if (same) {
+    w.out = (in + stride - 1) / stride;
+    if (window < 0) return w;  // the pads depend on the window
+    const int64_t effective = (window - 1) * dilation + 1;
+    const int64_t total =
+        std::max<int64_t>(0, (w.out - 1) * stride + effective - in);
+    w.pad_begin = total / 2;
+    w.pad_end = total - w.pad_begin;
+    return w;
+  }
+  if (window < 0) {
+    w.out = kUnknownDim;
+    return w;
+  }
+  const int64_t effective = (window - 1) * dilation + 1;
+  if (in < effective) {
+    return absl::InvalidArgumentError(
+        StrCat("the ", what, " of effective size ", effective,
+               " is larger than the input (", in, ") with valid padding"));
+  }
+  w.out = (in - effective) / stride + 1;
+  return w;
+}
+
+absl::StatusOr<ConvWindows> PlaceConvWindows(DType dtype, const Shape& x,
+                                             const Shape& f,
+                                             const ConvAttrs& attrs) {
+  if (x.rank() != 4 || f.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
+               DTypeName(dtype), x.ToString(), " and ", DTypeName(dtype),
+               f.ToString()));
+  }
+  if (x.dim(3) != f.dim(2)) {
+    return absl::InvalidArgumentError(
+        StrCat("channels differ: the input ", DTypeName(dtype), x.ToString(),
+               " has ", x.dim(3), " but the filters ", DTypeName(dtype),
+               f.ToString(), " expect ", f.dim(2)));
+  }
+  ConvWindows w;
+  RN_ASSIGN_OR_RETURN(w.rows,
+                      PlaceWindows(x.dim(1), f.dim(0), attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "filter"));
+  RN_ASSIGN_OR_RETURN(w.cols,
+                      PlaceWindows(x.dim(2), f.dim(1), attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "filter"));
+  return w;
+}
+
+absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
+                                             const PoolAttrs& attrs,
+                                             std::string_view who) {
+  if (x.rank() != 4) {
+    return absl::InvalidArgumentError(
+        StrCat(who, " needs an NHWC input of rank 4, got ", DTypeName(dtype),
+               x.ToString()));
+  }
+  PoolWindows w;
+  w.batch = x.dim(0);
+  w.in_h = x.dim(1);
+  w.in_w = x.dim(2);
+  w.chans = x.dim(3);
+  RN_ASSIGN_OR_RETURN(
+      w.rows, PlaceWindows(w.in_h, attrs.size.h, attrs.strides.h, 1, attrs.same,
+                           "window"));
+  RN_ASSIGN_OR_RETURN(
+      w.cols, PlaceWindows(w.in_w, attrs.size.w, attrs.strides.w, 1, attrs.same,
+                           "window"));
+  return w;
+}
+
+absl::Status CheckWindowsDy(std::string_view op, DType dtype, const Shape& dy,
+                            const Shape& y) {
+  if (dy == y) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(op, ": dy ", DTypeName(dtype), dy.ToString(),
+             " does not match the forward output ", y.ToString()));
+}
+
+}  // namespace runnel

@@ -1,0 +1,112 @@
+// The op registry: registration, lookup, shape inference with default
+// attributes and input counts, and the dtype that picks a kernel.
+#include "framework/op_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "framework/shape_fns.h"
+
+namespace runnel {
+namespace {
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+// The OpDef a builder chain describes.
+OpDef Def(OpDefBuilder& builder) { return std::move(builder).Build(); }
+
+// A private registry, so these tests register nothing globally.
+TEST(OpRegistryTest, RegisterAndFind) {
+  OpRegistry registry;
+  ASSERT_TRUE(registry
+                  .Register(Def(
+                      OpDefBuilder("b_op").Inputs({"x"}).Shape(UnchangedShape)))
+                  .ok());
+  ASSERT_TRUE(registry.Register(OpDefBuilder("a_op").Build()).ok());
+  absl::Status twice = registry.Register(OpDefBuilder("a_op").Build());
+  EXPECT_EQ(twice.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Message(twice), "op 'a_op' registered twice");
+  ASSERT_NE(registry.Find("b_op"), nullptr);
+  EXPECT_EQ(registry.Find("b_op")->inputs, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(registry.Find("c_op"), nullptr);
+  EXPECT_EQ(registry.ListOps(), (std::vector<std::string>{"a_op", "b_op"}));
+}
+
+TEST(OpRegistryTest, TheGlobalRegistryHoldsTheBuiltInOps) {
+  const OpRegistry& global = OpRegistry::Global();
+  for (const char* op : {"add", "matmul", "conv2d", "placeholder", "variable",
+                         "broadcast_to", "broadcast_like"}) {
+    EXPECT_NE(global.Find(op), nullptr) << op;
+  }
+  std::vector<std::string> ops = global.ListOps();
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  const OpDef* assign = global.Find("assign");
+  ASSERT_NE(assign, nullptr);
+  EXPECT_TRUE(assign->stateful);
+  EXPECT_FALSE(global.Find("add")->stateful);
+}
+
+TEST(OpRegistryTest, InferOutputsFillsDefaultsAndChecksInputCounts) {
+  const OpDef def = Def(OpDefBuilder("scaled")
+                            .Inputs({"x"})
+                            .Attr("scale", 2.0)
+                            .Shape(UnchangedShape));
+  AttrMap attrs;
+  absl::StatusOr<std::vector<TensorSpec>> out =
+      InferOutputs(def, attrs, {{DType::kF64, Shape{3, -1}}}, {nullptr});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].ToString(), "f64[3,?]");
+  EXPECT_EQ(std::get<double>(attrs.at("scale")), 2.0);
+  // A given attribute is kept.
+  AttrMap given = {{"scale", 5.0}};
+  ASSERT_TRUE(
+      InferOutputs(def, given, {{DType::kF32, Shape{}}}, {nullptr}).ok());
+  EXPECT_EQ(std::get<double>(given.at("scale")), 5.0);
+  EXPECT_EQ(Message(InferOutputs(def, attrs, {}, {}).status()),
+            "scaled: expected 1 input(s), got 0");
+  const OpDef variadic =
+      Def(OpDefBuilder("join").Inputs({"a", "rest"}).Variadic());
+  EXPECT_EQ(Message(InferOutputs(variadic, attrs, {}, {}).status()),
+            "join: expected at least 1 input(s), got 0");
+}
+
+TEST(OpRegistryTest, ShapeFunctionErrorsNameTheOp) {
+  const OpDef def = Def(OpDefBuilder("picky").Shape(
+      [](const ShapeContext&) -> absl::StatusOr<std::vector<TensorSpec>> {
+        return absl::InvalidArgumentError("no thanks");
+      }));
+  AttrMap attrs;
+  absl::StatusOr<std::vector<TensorSpec>> out =
+      InferOutputs(def, attrs, {}, {});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(out.status()), "picky: no thanks");
+  EXPECT_EQ(
+      Message(CheckOutputSizes(
+          "big", {{DType::kF32, Shape{int64_t{1} << 40, int64_t{1} << 40}}})),
+      "big: shape [1099511627776,1099511627776] has too many elements "
+      "(more than 9223372036854775807)");
+}
+
+TEST(OpRegistryTest, KernelDTypeFromAnInputOrAnAttribute) {
+  const OpDef by_input =
+      Def(OpDefBuilder("i").Inputs({"a", "b"}).KernelDTypeFromInput(1));
+  EXPECT_EQ(*KernelDType(by_input, {}, {DType::kI32, DType::kF16}),
+            DType::kF16);
+  const OpDef by_attr = Def(OpDefBuilder("f").KernelDTypeFromAttr("dtype"));
+  EXPECT_EQ(*KernelDType(by_attr, {{"dtype", DType::kI64}}, {}), DType::kI64);
+  // Without the attribute: the first input, else f32.
+  EXPECT_EQ(*KernelDType(by_attr, {}, {DType::kU8}), DType::kU8);
+  EXPECT_EQ(*KernelDType(by_attr, {}, {}), DType::kF32);
+}
+
+TEST(OpRegistryTest, TensorSpecToString) {
+  EXPECT_EQ((TensorSpec{DType::kF32, Shape{-1, 784}}).ToString(), "f32[?,784]");
+  EXPECT_EQ((TensorSpec{DType::kBool, Shape()}).ToString(), "bool[]");
+}
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,476 @@
+// Neural-network ops: softmax family, cross entropies, conv2d, pooling,
+// bias_add and l2_loss, against hand values, PyTorch-derived values and
+// naive reference loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "base/float16.h"
+#include "framework/op_registry.h"
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+using testing::ExpectTensor;
+using testing::F32;
+using testing::F64;
+using testing::I32;
+using testing::I64;
+using testing::Run1;
+using testing::RunError;
+
+// Deterministic values in [-1, 1).
+std::vector<float> Pattern(int64_t n, int seed) {
+  return testing::PatternValues(n, seed, 2246822519u);
+}
+
+// ---- softmax
+// ------------------------------------------------------------------
+
+TEST(NnTest, SoftmaxLastAxis) {
+  Tensor y = Run1("softmax", {F32({1, 2, 3, 1000, 1001, 1002}, {2, 3})});
+  // The second row would overflow exp without subtracting the maximum.
+  ExpectTensor(y, DType::kF32, {2, 3},
+               {0.0900305732, 0.2447284711, 0.6652409558, 0.0900305732,
+                0.2447284711, 0.6652409558},
+               1e-6);
+}
+
+TEST(NnTest, SoftmaxRowsSumToOne) {
+  std::vector<float> x = Pattern(37 * 101, 1);
+  for (float& v : x) v *= 50;
+  Tensor y = Run1("softmax", {F32(x, {37, 101})});
+  for (int r = 0; r < 37; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 101; ++c) {
+      const float p = y.at<float>(r * 101 + c);
+      EXPECT_GE(p, 0.0f);
+      sum += p;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+  }
+}
+
+TEST(NnTest, SoftmaxStableForHugeLogits) {
+  Tensor y = Run1("softmax", {F32({-1e30f, 0, 1e30f, 3e38f}, {4})});
+  ExpectTensor(y, DType::kF32, {4}, {0, 0, 0, 1}, 0);
+  Tensor l = Run1("log_softmax", {F32({1e4f, 1e4f}, {2})});
+  ExpectTensor(l, DType::kF32, {2}, {-0.6931471806, -0.6931471806}, 1e-6);
+}
+
+TEST(NnTest, SoftmaxAxisZero) {
+  Tensor x = F64({1, 2, 3, 2, 4, 8}, {2, 3});
+  ExpectTensor(Run1("softmax", {x}, {{"axis", int64_t{0}}}), DType::kF64,
+               {2, 3},
+               {0.2689414213699951, 0.11920292202211755, 0.006692850924284856,
+                0.7310585786300049, 0.8807970779778823, 0.9933071490757153},
+               1e-12);
+  ExpectTensor(
+      Run1("log_softmax", {x}, {{"axis", int64_t{0}}}), DType::kF64, {2, 3},
+      {-1.3132616875182228, -2.1269280110429727, -5.006715348489118,
+       -0.31326168751822286, -0.1269280110429726, -0.006715348489117967},
+      1e-12);
+}
+
+TEST(NnTest, LogSoftmax) {
+  ExpectTensor(Run1("log_softmax", {F32({1, 2, 3}, {1, 3})}), DType::kF32,
+               {1, 3}, {-2.4076059644, -1.4076059644, -0.4076059644}, 1e-6);
+}
+
+TEST(NnTest, SoftmaxHalf) {
+  std::vector<Half> x = {FloatToHalf(1), FloatToHalf(2), FloatToHalf(3)};
+  ExpectTensor(Run1("softmax", {Tensor::FromVector(x, {3})}), DType::kF16, {3},
+               {0.0900305732, 0.2447284711, 0.6652409558}, 1e-3);
+}
+
+TEST(NnTest, SoftmaxErrors) {
+  EXPECT_EQ(RunError("softmax", {I32({1, 2}, {2})}).message(),
+            "softmax: expected a floating-point tensor, got i32[2]");
+  EXPECT_EQ(
+      RunError("softmax", {F32({1, 2}, {2})}, {{"axis", int64_t{1}}}).message(),
+      "softmax: axis 1 is out of range for a tensor of rank 1");
+}
+
+// masked_softmax: the kept elements' softmax, zeros elsewhere; the mask
+// (the logits' last dims) repeats over the leading ones.
+TEST(NnTest, MaskedSoftmax) {
+  Tensor x = F32({1, 2, 3, 1000, 1001, 1002, 5, -1, 7, 0, 0, 0}, {2, 2, 3});
+  Tensor keep = testing::Bool({true, false, true, false, false, false}, {2, 3});
+  // softmax([1, 3]) = [0.1192029, 0.8807971]; a row that keeps none is 0.
+  ExpectTensor(Run1("masked_softmax", {x, keep}), DType::kF32, {2, 2, 3},
+               {0.1192029220, 0, 0.8807970780, 0, 0, 0, 0.1192029220, 0,
+                0.8807970780, 0, 0, 0},
+               1e-6);
+  // Dropped elements take no part, even infinite or NaN ones.
+  const float inf = INFINITY, nan = NAN;
+  ExpectTensor(
+      Run1("masked_softmax", {F32({nan, 2, inf, 2}, {4}),
+                              testing::Bool({false, true, false, true}, {4})}),
+      DType::kF32, {4}, {0, 0.5, 0, 0.5}, 1e-7);
+  // A mask of the whole shape; f64.
+  ExpectTensor(Run1("masked_softmax",
+                    {F64({0, 1, 2, 3}, {2, 2}),
+                     testing::Bool({true, true, false, true}, {2, 2})}),
+               DType::kF64, {2, 2},
+               {0.2689414213699951, 0.7310585786300049, 0, 1}, 1e-12);
+}
+
+TEST(NnTest, MaskedSoftmaxErrors) {
+  EXPECT_EQ(RunError("masked_softmax", {F32({1, 2, 3, 4}, {2, 2}),
+                                        testing::Bool({true, true}, {1, 2})})
+                .message(),
+            "masked_softmax: the mask [1,2] must have the last dimensions of "
+            "the logits [2,2]");
+  EXPECT_EQ(RunError("masked_softmax", {F32({1, 2}, {2}), F32({1, 1}, {2})})
+                .message(),
+            "masked_softmax: the mask must be bool, got f32[2]");
+}
+
+// ---- cross entropies --------------------------------------------------------
+
+TEST(NnTest, SoftmaxCrossEntropy) {
+  Tensor logits = F32({1, 2, 3, 1, 1, 1}, {2, 3});
+  Tensor probs = F32({0, 0, 1, 0.5, 0.25, 0.25}, {2, 3});
+  ExpectTensor(Run1("softmax_cross_entropy", {logits, probs}), DType::kF32, {2},
+               {0.4076059644443804, 1.0986122886681098}, 1e-6);
+  // Per-example loss keeps the leading dimensions.
+  Tensor l3 = F64({1, 2, 3, 1, 1, 1}, {2, 1, 3});
+  Tensor p3 = F64({0, 0, 1, 0.5, 0.25, 0.25}, {2, 1, 3});
+  ExpectTensor(Run1("softmax_cross_entropy", {l3, p3}), DType::kF64, {2, 1},
+               {0.4076059644443804, 1.0986122886681098}, 1e-12);
+}
+
+TEST(NnTest, SoftmaxCrossEntropyShapeMismatch) {
+  EXPECT_EQ(RunError("softmax_cross_entropy",
+                     {F32({1, 2, 3}, {1, 3}), F32({1, 0}, {1, 2})})
+                .message(),
+            "softmax_cross_entropy: logits f32[1,3] and probs f32[1,2] differ "
+            "in shape");
+}
+
+TEST(NnTest, SparseSoftmaxCrossEntropy) {
+  Tensor logits = F32({1, 2, 3, 1000, 0, -1000, -5, 7, 0.5}, {3, 3});
+  const std::vector<double> want = {0.4076059644443804, 0, 6.501508445129706};
+  ExpectTensor(
+      Run1("sparse_softmax_cross_entropy", {logits, I32({2, 0, 2}, {3})}),
+      DType::kF32, {3}, want, 1e-5);
+  ExpectTensor(
+      Run1("sparse_softmax_cross_entropy", {logits, I64({2, 0, 2}, {3})}),
+      DType::kF32, {3}, want, 1e-5);
+}
+
+TEST(NnTest, SparseSoftmaxCrossEntropyLabelOutOfRange) {
+  Tensor logits = F32({1, 2, 3, 4, 5, 6}, {2, 3});
+  absl::Status s =
+      RunError("sparse_softmax_cross_entropy", {logits, I32({0, 3}, {2})});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("label 3"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("3 classes"), std::string_view::npos) << s;
+  absl::Status neg =
+      RunError("sparse_softmax_cross_entropy", {logits, I64({-1, 0}, {2})});
+  EXPECT_NE(neg.message().find("label -1"), std::string_view::npos) << neg;
+}
+
+TEST(NnTest, SparseSoftmaxCrossEntropyShapeErrors) {
+  EXPECT_EQ(RunError("sparse_softmax_cross_entropy",
+                     {F32({1, 2, 3, 4}, {2, 2}), I32({0, 1, 1}, {3})})
+                .message(),
+            "sparse_softmax_cross_entropy: labels i32[3] must have the shape "
+            "of logits f32[2,2] without its last dimension, [2]");
+  EXPECT_EQ(RunError("sparse_softmax_cross_entropy",
+                     {F32({1, 2, 3, 4}, {2, 2}), F32({0, 1}, {2})})
+                .message(),
+            "sparse_softmax_cross_entropy: labels must be i32 or i64, got "
+            "f32[2]");
+}
+
+TEST(NnTest, SigmoidCrossEntropy) {
+  Tensor x = F32({-100, -1, 0, 2, 100}, {5});
+  Tensor z = F32({0, 1, 0.5, 0, 1}, {5});
+  ExpectTensor(
+      Run1("sigmoid_cross_entropy", {x, z}), DType::kF32, {5},
+      {0.0, 1.3132616875182228, 0.6931471805599453, 2.1269280110429727, 0.0},
+      1e-6);
+  // exp(-x) for x = -1000 would overflow in the naive formula.
+  ExpectTensor(Run1("sigmoid_cross_entropy",
+                    {F64({-1000, 1000}, {2}), F64({1, 0}, {2})}),
+               DType::kF64, {2}, {1000, 1000}, 1e-12);
+}
+
+// ---- bias_add, l2_loss ------------------------------------------------------
+
+TEST(NnTest, BiasAdd) {
+  ExpectTensor(Run1("bias_add",
+                    {F32({1, 2, 3, 4, 5, 6}, {2, 3}), F32({10, 20, 30}, {3})}),
+               DType::kF32, {2, 3}, {11, 22, 33, 14, 25, 36}, 0);
+  ExpectTensor(
+      Run1("bias_add", {I32({1, 2, 3, 4}, {2, 1, 2}), I32({-1, 1}, {2})}),
+      DType::kI32, {2, 1, 2}, {0, 3, 2, 5}, 0);
+  EXPECT_EQ(
+      RunError("bias_add", {F32({1, 2, 3, 4}, {2, 2}), F32({1, 2, 3}, {3})})
+          .message(),
+      "bias_add: bias f32[3] does not match the last dimension of "
+      "f32[2,2]");
+}
+
+TEST(NnTest, L2Loss) {
+  ExpectTensor(Run1("l2_loss", {F32({1, 2, 3}, {3})}), DType::kF32, {}, {7}, 0);
+  ExpectTensor(Run1("l2_loss", {F64({0.5, -1.5, 2, 1}, {2, 2})}), DType::kF64,
+               {}, {3.75}, 0);
+  std::vector<float> big(100000, 0.5f);
+  ExpectTensor(Run1("l2_loss", {F32(big, {100000})}), DType::kF32, {}, {12500},
+               1e-6);
+}
+
+// ---- conv2d
+// -------------------------------------------------------------------
+
+struct ConvCase {
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw, o;       // filters
+  int64_t sh, sw, dh, dw;  // strides, dilations
+  bool same;
+};
+
+// TensorFlow's conv2d, written out: the reference for the kernels.
+std::vector<double> NaiveConv(const ConvCase& k, const std::vector<float>& x,
+                              const std::vector<float>& f, int64_t* oh,
+                              int64_t* ow) {
+  const int64_t eh = (k.kh - 1) * k.dh + 1, ew = (k.kw - 1) * k.dw + 1;
+  int64_t pt = 0, pl = 0;
+  if (k.same) {
+    *oh = (k.h + k.sh - 1) / k.sh;
+    *ow = (k.w + k.sw - 1) / k.sw;
+    pt = std::max<int64_t>(0, (*oh - 1) * k.sh + eh - k.h) / 2;
+    pl = std::max<int64_t>(0, (*ow - 1) * k.sw + ew - k.w) / 2;
+  } else {
+    *oh = (k.h - eh) / k.sh + 1;
+    *ow = (k.w - ew) / k.sw + 1;
+  }
+  std::vector<double> y(k.n * *oh * *ow * k.o, 0.0);
+  for (int64_t b = 0; b < k.n; ++b)
+    for (int64_t i = 0; i < *oh; ++i)
+      for (int64_t j = 0; j < *ow; ++j)
+        for (int64_t o = 0; o < k.o; ++o) {
+          double sum = 0;
+          for (int64_t u = 0; u < k.kh; ++u)
+            for (int64_t v = 0; v < k.kw; ++v)
+              for (int64_t c = 0; c < k.c; ++c) {
+                const int64_t ih = i * k.sh - pt + u * k.dh;
+                const int64_t iw = j * k.sw - pl + v * k.dw;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                sum += double(x[((b * k.h + ih) * k.w + iw) * k.c + c]) *
+                       f[((u * k.kw + v) * k.c + c) * k.o + o];
+              }
+          y[((b * *oh + i) * *ow + j) * k.o + o] = sum;
+        }
+  return y;
+}
+
+AttrMap ConvAttrs(const ConvCase& k) {
+  return {{"strides", std::vector<int64_t>{k.sh, k.sw}},
+          {"dilations", std::vector<int64_t>{k.dh, k.dw}},
+          {"padding", std::string(k.same ? "same" : "valid")}};
+}
+
+TEST(NnTest, Conv2DHandValues) {
+  Tensor x = F32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  Tensor f = F32({1, 1, 1, 1}, {2, 2, 1, 1});
+  ExpectTensor(Run1("conv2d", {x, f}, {{"padding", std::string("valid")}}),
+               DType::kF32, {1, 2, 2, 1}, {12, 16, 24, 28}, 0);
+  // "same" pads one row and column, at the bottom and right.
+  ExpectTensor(Run1("conv2d", {x, f}), DType::kF32, {1, 3, 3, 1},
+               {12, 16, 9, 24, 28, 15, 15, 17, 9}, 0);
+}
+
+TEST(NnTest, Conv2DAgainstNaive) {
+  const std::vector<ConvCase> cases = {
+      {2, 9, 11, 3, 3, 3, 5, 2, 2, 1, 1, true},
+      {2, 9, 11, 3, 3, 3, 5, 2, 2, 1, 1, false},
+      {1, 8, 8, 4, 5, 5, 17, 1, 1, 1, 1, true},
+      {3, 7, 6, 2, 2, 3, 4, 1, 2, 1, 1, false},
+      {1, 10, 10, 3, 3, 3, 6, 1, 1, 2, 2, true},    // dilated
+      {2, 6, 5, 7, 1, 1, 9, 1, 1, 1, 1, true},      // pointwise
+      {4, 12, 12, 1, 5, 5, 32, 1, 1, 1, 1, true},   // first layer of a CNN
+      {1, 13, 13, 40, 3, 3, 20, 2, 2, 1, 1, true},  // deep: k > 256
+      {1, 5, 20, 3, 3, 3, 4, 1, 2, 1, 1, true},     // wide rows, stride 2
+      {2, 6, 16, 2, 3, 3, 3, 2, 1, 1, 2, false},    // dilated along w
+      {1, 6, 14, 30, 3, 3, 8, 1, 1, 1, 1, true},    // slices split a tap
+      {11, 5, 5, 4, 3, 3, 6, 1, 1, 1, 1, true},     // batch: uneven pieces
+      {9, 8, 7, 3, 4, 2, 5, 3, 2, 1, 1, false},     // uneven, strided
+  };
+  for (const ConvCase& k : cases) {
+    std::vector<float> x = Pattern(k.n * k.h * k.w * k.c, 1);
+    std::vector<float> f = Pattern(k.kh * k.kw * k.c * k.o, 2);
+    int64_t oh, ow;
+    std::vector<double> want = NaiveConv(k, x, f, &oh, &ow);
+    SCOPED_TRACE(StrCat("x [", k.n, ",", k.h, ",", k.w, ",", k.c, "] f [", k.kh,
+                        ",", k.kw, ",", k.o, "] stride ", k.sh, "x", k.sw,
+                        " dilation ", k.dh, " ", k.same ? "same" : "valid"));
+    Tensor y =
+        Run1("conv2d",
+             {F32(x, {k.n, k.h, k.w, k.c}), F32(f, {k.kh, k.kw, k.c, k.o})},
+             ConvAttrs(k));
+    ExpectTensor(y, DType::kF32, {k.n, oh, ow, k.o}, want, 1e-4);
+    // f64 takes the direct path.
+    std::vector<double> xd(x.begin(), x.end()), fd(f.begin(), f.end());
+    Tensor yd =
+        Run1("conv2d",
+             {F64(xd, {k.n, k.h, k.w, k.c}), F64(fd, {k.kh, k.kw, k.c, k.o})},
+             ConvAttrs(k));
+    ExpectTensor(yd, DType::kF64, {k.n, oh, ow, k.o}, want, 1e-10);
+  }
+}
+
+TEST(NnTest, Conv2DBFloat16) {
+  // Small integers are exact in bf16, and so are these sums.
+  std::vector<BFloat16> x, f;
+  for (float v : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f, 9.f}) {
+    x.push_back(FloatToBFloat16(v));
+  }
+  for (int i = 0; i < 4; ++i) f.push_back(FloatToBFloat16(1));
+  ExpectTensor(Run1("conv2d",
+                    {Tensor::FromVector(x, {1, 3, 3, 1}),
+                     Tensor::FromVector(f, {2, 2, 1, 1})},
+                    {{"padding", std::string("valid")}}),
+               DType::kBF16, {1, 2, 2, 1}, {12, 16, 24, 28}, 0);
+}
+
+TEST(NnTest, Conv2DStridesAsTensorFlowList) {
+  Tensor x = F32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  Tensor f = F32({1}, {1, 1, 1, 1});
+  ExpectTensor(
+      Run1("conv2d", {x, f}, {{"strides", std::vector<int64_t>{1, 2, 2, 1}}}),
+      DType::kF32, {1, 2, 2, 1}, {1, 3, 7, 9}, 0);
+}
+
+TEST(NnTest, Conv2DShapeErrors) {
+  Tensor x = F32(std::vector<float>(2 * 5 * 5 * 3, 1), {2, 5, 5, 3});
+  Tensor f = F32(std::vector<float>(3 * 3 * 2 * 4, 1), {3, 3, 2, 4});
+  EXPECT_EQ(RunError("conv2d", {x, f}).message(),
+            "conv2d: channels differ: the input f32[2,5,5,3] has 3 but the "
+            "filters f32[3,3,2,4] expect 2");
+  Tensor g = F32(std::vector<float>(3 * 3 * 3 * 4, 1), {3, 3, 3, 4});
+  EXPECT_EQ(
+      RunError("conv2d", {x, g}, {{"padding", std::string("full")}}).message(),
+      "conv2d: padding must be \"same\" or \"valid\", got \"full\"");
+  Tensor big = F32(std::vector<float>(7 * 7 * 3 * 1, 1), {7, 7, 3, 1});
+  EXPECT_EQ(
+      RunError("conv2d", {x, big}, {{"padding", std::string("valid")}})
+          .message(),
+      "conv2d: the filter of effective size 7 is larger than the input (5) "
+      "with valid padding");
+  EXPECT_EQ(RunError("conv2d", {F32({1, 2, 3}, {3}), g}).message(),
+            "conv2d: the input (NHWC) must have rank 4, got f32[3]");
+  EXPECT_EQ(RunError("conv2d", {x, g}, {{"strides", int64_t{0}}}).message(),
+            "conv2d: attribute 'strides' must be positive, got [0, 0]");
+}
+
+TEST(NnTest, Conv2DShapeFunctionPartial) {
+  const OpDef* def = OpRegistry::Global().Find("conv2d");
+  ASSERT_NE(def, nullptr);
+  AttrMap attrs = {{"strides", int64_t{2}}};
+  absl::StatusOr<std::vector<TensorSpec>> out =
+      InferOutputs(*def, attrs,
+                   {TensorSpec{DType::kF32, Shape{kUnknownDim, 28, 27, 1}},
+                    TensorSpec{DType::kF32, Shape{5, 5, 1, 32}}},
+                   {nullptr, nullptr});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].ToString(), "f32[?,14,14,32]");
+}
+
+// ---- pooling
+// -------------------------------------------------------------------
+
+TEST(NnTest, MaxPoolValid) {
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = (i * 7) % 16;
+  // x = [[0, 7, 14, 5], [12, 3, 10, 1], [8, 15, 6, 13], [4, 11, 2, 9]]
+  ExpectTensor(Run1("max_pool", {F32(x, {1, 4, 4, 1})}, {{"size", int64_t{2}}}),
+               DType::kF32, {1, 2, 2, 1}, {12, 14, 15, 13}, 0);
+  // 3x3 windows moved by 1.
+  ExpectTensor(Run1("max_pool", {F32(x, {1, 4, 4, 1})},
+                    {{"size", int64_t{3}}, {"strides", int64_t{1}}}),
+               DType::kF32, {1, 2, 2, 1}, {15, 15, 15, 15}, 0);
+}
+
+TEST(NnTest, PoolSamePadding) {
+  Tensor x = F32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  AttrMap attrs = {{"size", int64_t{2}}, {"padding", std::string("same")}};
+  ExpectTensor(Run1("max_pool", {x}, attrs), DType::kF32, {1, 2, 2, 1},
+               {5, 6, 8, 9}, 0);
+  // Windows hanging over the edge average only their elements inside.
+  ExpectTensor(Run1("avg_pool", {x}, attrs), DType::kF32, {1, 2, 2, 1},
+               {3, 4.5, 7.5, 9}, 0);
+}
+
+TEST(NnTest, AvgPoolValidChannels) {
+  // Two channels pooled independently, 2x2 windows, stride [1, 2].
+  std::vector<float> x;
+  for (int i = 0; i < 12; ++i) x.push_back(i);  // [1, 2, 3, 2]
+  ExpectTensor(Run1("avg_pool", {F32(x, {1, 2, 3, 2})},
+                    {{"size", std::vector<int64_t>{2, 2}},
+                     {"strides", std::vector<int64_t>{1, 2}}}),
+               DType::kF32, {1, 1, 1, 2}, {4, 5}, 0);
+  ExpectTensor(
+      Run1("max_pool", {I32({3, -1, 4, 1, -5, 9, 2, -6}, {2, 2, 2, 1})},
+           {{"size", int64_t{2}}}),
+      DType::kI32, {2, 1, 1, 1}, {4, 9}, 0);
+}
+
+TEST(NnTest, PoolAgainstNaiveSameStride) {
+  const int64_t n = 2, h = 7, w = 8, c = 3, k = 3, s = 2;
+  std::vector<float> x = Pattern(n * h * w * c, 3);
+  const int64_t oh = (h + s - 1) / s, ow = (w + s - 1) / s;
+  const int64_t pt = std::max<int64_t>(0, (oh - 1) * s + k - h) / 2;
+  const int64_t pl = std::max<int64_t>(0, (ow - 1) * s + k - w) / 2;
+  std::vector<double> want_max, want_avg;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t ch = 0; ch < c; ++ch) {
+          double mx = -1e30, sum = 0;
+          int count = 0;
+          for (int64_t u = 0; u < k; ++u)
+            for (int64_t v = 0; v < k; ++v) {
+              const int64_t ih = i * s - pt + u, iw = j * s - pl + v;
+              if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+              const double val = x[((b * h + ih) * w + iw) * c + ch];
+              mx = std::max(mx, val);
+              sum += val;
+              ++count;
+            }
+          want_max.push_back(mx);
+          want_avg.push_back(sum / count);
+        }
+  AttrMap attrs = {{"size", int64_t{k}},
+                   {"strides", int64_t{s}},
+                   {"padding", std::string("same")}};
+  ExpectTensor(Run1("max_pool", {F32(x, {n, h, w, c})}, attrs), DType::kF32,
+               {n, oh, ow, c}, want_max, 0);
+  ExpectTensor(Run1("avg_pool", {F32(x, {n, h, w, c})}, attrs), DType::kF32,
+               {n, oh, ow, c}, want_avg, 1e-6);
+}
+
+TEST(NnTest, PoolErrors) {
+  Tensor x = F32({1, 2, 3, 4}, {1, 2, 2, 1});
+  EXPECT_EQ(RunError("max_pool", {x}).message(),
+            "max_pool: missing attribute 'size'");
+  EXPECT_EQ(RunError("avg_pool", {x},
+                     {{"size", int64_t{2}}, {"padding", std::string("SAME!")}})
+                .message(),
+            "avg_pool: padding must be \"same\" or \"valid\", got \"SAME!\"");
+  EXPECT_EQ(RunError("max_pool", {x}, {{"size", int64_t{3}}}).message(),
+            "max_pool: the window of effective size 3 is larger than the "
+            "input (2) with valid padding");
+  EXPECT_EQ(RunError("avg_pool", {I32({1, 2, 3, 4}, {1, 2, 2, 1})},
+                     {{"size", int64_t{2}}})
+                .message(),
+            "avg_pool: expected a floating-point tensor, got i32[1,2,2,1]");
+}
+
+}  // namespace
+}  // namespace runnel
