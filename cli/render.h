@@ -1,8 +1,8 @@
 // Writing pictures through external programs: Graphviz `dot` for graphs,
 // gnuplot for training curves. Output goes to a temporary file and is
 // renamed into place, so a failed render leaves no file behind.
-#ifndef RUNNEL_INTERPRETER_RENDER_H_
-#define RUNNEL_INTERPRETER_RENDER_H_
+#ifndef RUNNEL_CLI_RENDER_H_
+#define RUNNEL_CLI_RENDER_H_
 
 #include <string>
 
@@ -30,4 +30,4 @@ absl::Status RunGnuplot(const std::string& script, const std::string& out);
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_RENDER_H_
+#endif  // RUNNEL_CLI_RENDER_H_

@@ -1,4 +1,4 @@
-#include "interpreter/graph_dot.h"
+#include "cli/graph_dot.h"
 
 #include <algorithm>
 #include <climits>

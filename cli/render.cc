@@ -1,4 +1,4 @@
-#include "interpreter/render.h"
+#include "cli/render.h"
 
 #include <spawn.h>
 #include <sys/wait.h>

@@ -5,8 +5,8 @@
 // task that a signal killed when `--restart` is given, stops everything on
 // Ctrl-C, and exits with the first failing worker's status (0 when every
 // worker succeeded).
-#ifndef RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_
-#define RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_
+#ifndef RUNNEL_CLI_CLUSTER_LAUNCHER_H_
+#define RUNNEL_CLI_CLUSTER_LAUNCHER_H_
 
 #include <string>
 #include <vector>
@@ -30,4 +30,4 @@ int LaunchCluster(const ClusterLaunch& launch);
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_CLUSTER_LAUNCHER_H_
+#endif  // RUNNEL_CLI_CLUSTER_LAUNCHER_H_

@@ -2,7 +2,7 @@
 // 784-256-128-10 with Adam): one box per scope with its op count, edges
 // labelled with shapes, gradients folded per forward scope, the options
 // that open boxes, and every node drawn in exactly one unit.
-#include "interpreter/graph_dot.h"
+#include "cli/graph_dot.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // statement runs, Ctrl-C calls Interpreter::Interrupt(), which the next loop
 // iteration or `run` notices. When stdin is not a terminal, lines are read
 // plainly (no prompts), so input can be piped.
-#include "interpreter/repl.h"
+#include "cli/repl.h"
 
 #include <histedit.h>
 #include <poll.h>
@@ -36,11 +36,11 @@
 
 #include "base/read_file.h"
 #include "base/strings.h"
-#include "interpreter/def_help.h"
-#include "interpreter/graph_dot.h"
-#include "interpreter/op_catalog.h"
-#include "interpreter/plot.h"
-#include "interpreter/render.h"
+#include "cli/def_help.h"
+#include "cli/graph_dot.h"
+#include "cli/op_catalog.h"
+#include "cli/plot.h"
+#include "cli/render.h"
 #include "lang/ast.h"
 #include "lang/parser.h"
 #include "lang/source.h"

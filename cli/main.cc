@@ -29,20 +29,20 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "cli/cluster_launcher.h"
+#include "cli/graph_dot.h"
+#include "cli/op_catalog.h"
+#include "cli/plot.h"
+#include "cli/render.h"
+#include "cli/repl.h"
 #include "common_runtime/cost_model.h"
 #include "common_runtime/placer.h"
 #include "distributed/grpc_cluster.h"
 #include "distributed/grpc_server.h"
 #include "framework/device_set.h"
-#include "interpreter/cluster_launcher.h"
 #include "interpreter/diag.h"
-#include "interpreter/graph_dot.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
-#include "interpreter/op_catalog.h"
-#include "interpreter/plot.h"
-#include "interpreter/render.h"
-#include "interpreter/repl.h"
 #include "lang/diagnostics.h"
 
 namespace runnel::interp {

@@ -1,4 +1,4 @@
-#include "interpreter/op_catalog.h"
+#include "cli/op_catalog.h"
 
 #include <map>
 #include <nlohmann/json.hpp>

@@ -6,8 +6,8 @@
 // forward scope (`gradients/dense`), and the optimizer, being one scope, into
 // one box. Edges between boxes carry the shapes of the tensors they stand
 // for. `expand` and `depth` open boxes; `all` draws every node.
-#ifndef RUNNEL_INTERPRETER_GRAPH_DOT_H_
-#define RUNNEL_INTERPRETER_GRAPH_DOT_H_
+#ifndef RUNNEL_CLI_GRAPH_DOT_H_
+#define RUNNEL_CLI_GRAPH_DOT_H_
 
 #include <functional>
 #include <string>
@@ -49,4 +49,4 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_GRAPH_DOT_H_
+#endif  // RUNNEL_CLI_GRAPH_DOT_H_

@@ -1,7 +1,7 @@
 // `runnel plot`: reading metrics logs (steps across epochs, evaluations,
 // gaps, errors), the gnuplot script for known metrics, and a PNG rendered
 // through gnuplot.
-#include "interpreter/plot.h"
+#include "cli/plot.h"
 
 #include <gtest/gtest.h>
 #include <png.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "interpreter/render.h"
+#include "cli/render.h"
 
 namespace runnel::interp {
 namespace {

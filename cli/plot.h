@@ -9,8 +9,8 @@
 // the plot marks the boundary. A report made outside any progress loop (no
 // "step") is an evaluation, drawn as points at the step it follows. A log
 // with no steps at all is drawn against the report number.
-#ifndef RUNNEL_INTERPRETER_PLOT_H_
-#define RUNNEL_INTERPRETER_PLOT_H_
+#ifndef RUNNEL_CLI_PLOT_H_
+#define RUNNEL_CLI_PLOT_H_
 
 #include <string>
 #include <string_view>
@@ -59,4 +59,4 @@ absl::Status WritePlot(const std::vector<std::string>& paths,
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_PLOT_H_
+#endif  // RUNNEL_CLI_PLOT_H_

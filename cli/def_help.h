@@ -1,7 +1,7 @@
 // `:help` for functions written in Runnel (`:help nn.dense`): the header of
 // a `def` and the comment block right above it, its doc comment.
-#ifndef RUNNEL_INTERPRETER_DEF_HELP_H_
-#define RUNNEL_INTERPRETER_DEF_HELP_H_
+#ifndef RUNNEL_CLI_DEF_HELP_H_
+#define RUNNEL_CLI_DEF_HELP_H_
 
 #include <optional>
 #include <string>
@@ -18,4 +18,4 @@ std::optional<std::string> DefHelp(std::string_view source,
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_DEF_HELP_H_
+#endif  // RUNNEL_CLI_DEF_HELP_H_

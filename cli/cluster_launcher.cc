@@ -1,4 +1,4 @@
-#include "interpreter/cluster_launcher.h"
+#include "cli/cluster_launcher.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>

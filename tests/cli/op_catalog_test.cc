@@ -1,6 +1,6 @@
 // The op registry as the one source of facts about ops, and the catalogue
 // built from it (`runnel ops --json`, `:help NAME`).
-#include "interpreter/op_catalog.h"
+#include "cli/op_catalog.h"
 
 #include <gtest/gtest.h>
 

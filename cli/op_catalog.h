@@ -5,8 +5,8 @@
 // `runnel ops --json` prints it; scripts/gen_ops_doc.py turns that into
 // docs/ops.md and the editors' vocabulary, and tests check those committed
 // files are current. The REPL's `:help NAME` reads it too.
-#ifndef RUNNEL_INTERPRETER_OP_CATALOG_H_
-#define RUNNEL_INTERPRETER_OP_CATALOG_H_
+#ifndef RUNNEL_CLI_OP_CATALOG_H_
+#define RUNNEL_CLI_OP_CATALOG_H_
 
 #include <optional>
 #include <string>
@@ -26,4 +26,4 @@ std::optional<std::string> HelpText(std::string_view name);
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_OP_CATALOG_H_
+#endif  // RUNNEL_CLI_OP_CATALOG_H_

@@ -1,8 +1,8 @@
 // The interactive read-eval-print loop (docs/language.md §8): `runnel` with no
 // arguments. It keeps one Interpreter (so one graph and one session) for
 // the whole session.
-#ifndef RUNNEL_INTERPRETER_REPL_H_
-#define RUNNEL_INTERPRETER_REPL_H_
+#ifndef RUNNEL_CLI_REPL_H_
+#define RUNNEL_CLI_REPL_H_
 
 #include "interpreter/interpreter.h"
 
@@ -14,4 +14,4 @@ int RunRepl(const Options& options);
 
 }  // namespace runnel::interp
 
-#endif  // RUNNEL_INTERPRETER_REPL_H_
+#endif  // RUNNEL_CLI_REPL_H_

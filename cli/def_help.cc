@@ -1,4 +1,4 @@
-#include "interpreter/def_help.h"
+#include "cli/def_help.h"
 
 #include <algorithm>
 #include <vector>

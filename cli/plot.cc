@@ -1,4 +1,4 @@
-#include "interpreter/plot.h"
+#include "cli/plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "base/read_file.h"
 #include "base/strings.h"
-#include "interpreter/render.h"
+#include "cli/render.h"
 
 namespace runnel::interp {
 namespace {
