@@ -78,17 +78,17 @@ absl::StatusOr<DType> DTypeArg(const CallArgs& a, int i);
 absl::Status CheckFile(const CallArgs& a, const absl::Status& s);
 
 // `save(path)` and `restore(path)`: every var and state to and from a
-// checkpoint file (interpreter/checkpoint_builtins.cc).
+// checkpoint file (interpreter/builtins/checkpoint_builtins.cc).
 absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a);
 absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a);
 
-// Queues, runners and readers (interpreter/queue_builtins.cc): adds
+// Queues, runners and readers (interpreter/builtins/queue_builtins.cc): adds
 // `queue`, `enqueue`, ..., `runner`, `read_idx`, and makes `size` take a
 // queue too.
 void AddQueueBuiltins(std::vector<Builtin>& b);
 
 // `load_records`, `words`, `vocabulary` and `encode`
-// (interpreter/text_builtins.cc).
+// (interpreter/builtins/text_builtins.cc).
 void AddTextBuiltins(std::vector<Builtin>& b);
 
 }  // namespace runnel::interp

@@ -2,7 +2,7 @@
 """Generates docs/ops.md and the builtin list from `runnel ops --json`.
 
 The op registry (framework/ops/*.cc) and the builtin table
-(interpreter/builtins.cc) are the one source of what ops and builtins there
+(interpreter/builtins/) are the one source of what ops and builtins there
 are; `runnel ops --json` prints both. This script turns that into
 
   docs/ops.md            every op and builtin (committed: it is a document)
@@ -94,7 +94,7 @@ def render(data):
         " do not edit. -->",
         "",
         "> Generated from the op registry (`framework/ops/*.cc`) and the",
-        "> builtin table (`interpreter/builtins.cc`) by",
+        "> builtin table (`interpreter/builtins/`) by",
         "> `python3 scripts/gen_ops_doc.py` (after building `build/runnel`);",
         "> the test `ops.docs_current` fails when this file is out of date.",
         "> `docs/language.md` §6 explains the builtins; in the REPL,",
