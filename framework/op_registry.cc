@@ -77,6 +77,28 @@ absl::Status CheckOutputSizes(std::string_view op,
   return absl::OkStatus();
 }
 
+bool OpDef::DeclaresAttr(std::string_view name) const {
+  if (name.starts_with("_")) return true;  // the runtime's own
+  if (std::find(attr_names.begin(), attr_names.end(), name) !=
+      attr_names.end()) {
+    return true;
+  }
+  for (const std::string& prefix : indexed_attrs) {
+    if (name.size() > prefix.size() + 1 && name.starts_with(prefix) &&
+        name[prefix.size()] == '_' &&
+        std::all_of(name.begin() + prefix.size() + 1, name.end(),
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      return true;
+    }
+  }
+  // "var" and "var_m" name the variables behind inputs "ref" and "ref_m".
+  if (name.starts_with("var")) {
+    const std::string ref = StrCat("ref", name.substr(3));
+    return std::find(inputs.begin(), inputs.end(), ref) != inputs.end();
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
     const OpDef& def, AttrMap& attrs, std::vector<TensorSpec> inputs,
     std::vector<const Tensor*> input_values) {
@@ -90,6 +112,22 @@ absl::StatusOr<std::vector<TensorSpec>> InferOutputs(
     return absl::InvalidArgumentError(
         StrCat(def.name, ": expected ", def.variadic ? "at least " : "",
                def.min_inputs(), " input(s), got ", n));
+  }
+  // An attribute the op does not declare would be ignored: a misspelt
+  // option must fail, not change nothing.
+  for (const auto& [name, value] : attrs) {
+    if (!def.DeclaresAttr(name)) {
+      std::string declared;
+      for (const std::string& a : def.attr_names) {
+        declared += StrCat(declared.empty() ? "" : ", ", a);
+      }
+      for (const std::string& a : def.indexed_attrs) {
+        declared += StrCat(declared.empty() ? "" : ", ", a, "_<i>");
+      }
+      return absl::InvalidArgumentError(
+          StrCat(def.name, ": no attribute '", name, "' (it has ",
+                 declared.empty() ? std::string("none") : declared, ")"));
+    }
   }
   if (!def.shape_fn) {
     return absl::InternalError(StrCat(def.name, ": op has no shape function"));

@@ -103,8 +103,13 @@ struct OpDef {
   std::vector<std::string> outputs;  // names; the shape function decides count
   AttrMap default_attrs;             // filled in when a node omits them
   // The attributes declared with Attr or OptionalAttr, in declaration order
-  // (the order a builtin's parameters follow); others may still be set.
+  // (the order a builtin's parameters follow). A node may set no other,
+  // but for the indexed ones ("dtype_<i>": dtype_0, dtype_1, ...), the
+  // `var` names of its `ref` inputs ("var_m" for `ref_m`: the variable a
+  // node inside a loop updates) and attributes the runtime adds, which
+  // start with '_'. InferOutputs rejects any other.
   std::vector<std::string> attr_names;
+  std::vector<std::string> indexed_attrs;  // "dtype" declares dtype_<i>
   // The op has effects or gives a new value each time it runs (random
   // ops, variables and their updates, debug_print): two such nodes are
   // never merged into one, and a result is never folded into a literal.
@@ -117,6 +122,8 @@ struct OpDef {
   ShapeFn shape_fn;
   std::string doc;
 
+  // Whether a node of this op may set attribute `name` (see attr_names).
+  bool DeclaresAttr(std::string_view name) const;
   int min_inputs() const {
     return static_cast<int>(inputs.size()) - (variadic ? 1 : 0);
   }
@@ -150,6 +157,12 @@ class OpDefBuilder {
   // reduction's `axis`: all axes).
   OpDefBuilder& OptionalAttr(std::string name) {
     def_.attr_names.push_back(std::move(name));
+    return *this;
+  }
+  // Attributes `name`_0, `name`_1, ... without defaults, one per component
+  // of a variable-arity op (a queue's dtype_<i> and shape_<i>).
+  OpDefBuilder& IndexedAttr(std::string name) {
+    def_.indexed_attrs.push_back(std::move(name));
     return *this;
   }
   // Inputs `inputs` have one dtype (see DTypeGroup).

@@ -603,6 +603,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("reshape")
                             "Shares x's buffer."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("expand_dims")
+                       .OptionalAttr("axis")
                        .Inputs({"x"})
                        .Outputs({"y"})
                        .Shape(ExpandDimsShape)
@@ -610,6 +611,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("expand_dims")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("squeeze")
+        .OptionalAttr("axis")
         .Inputs({"x"})
         .Outputs({"y"})
         .Shape(SqueezeShape)
@@ -617,6 +619,7 @@ RUNNEL_REGISTER_OP(
              "size-1 axes when `axis` is absent."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("transpose")
+                       .OptionalAttr("perm")
                        .Inputs({"x"})
                        .Outputs({"y"})
                        .Shape(TransposeShape)
@@ -650,6 +653,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("unstack")
                             "tensors without that axis."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("split")
+                       .OptionalAttr("num")
                        .Inputs({"x"})
                        .Outputs({"values"})
                        .Attr("axis", int64_t{0})
@@ -665,6 +669,9 @@ RUNNEL_REGISTER_OP(OpDefBuilder("slice")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("strided_slice")
+        .OptionalAttr("begin")
+        .OptionalAttr("end")
+        .OptionalAttr("strides")
         .Inputs({"x"})
         .Outputs({"y"})
         .Attr("begin_mask", int64_t{0})
@@ -730,14 +737,18 @@ RUNNEL_REGISTER_OP(OpDefBuilder("broadcast_to")
                        .Doc("Broadcasts x to `shape` by NumPy rules."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("shape_of")
+                       .OptionalAttr("out_type")
                        .Inputs({"x"})
                        .Outputs({"shape"})
                        .Shape(ShapeOfShape)
                        .Doc("x's shape as a vector (`out_type` i32 or i64)."));
 
-RUNNEL_REGISTER_OP(
-    OpDefBuilder("size").Inputs({"x"}).Outputs({"size"}).Shape(SizeShape).Doc(
-        "x's element count (`out_type` i32 or i64)."));
+RUNNEL_REGISTER_OP(OpDefBuilder("size")
+                       .OptionalAttr("out_type")
+                       .Inputs({"x"})
+                       .Outputs({"size"})
+                       .Shape(SizeShape)
+                       .Doc("x's element count (`out_type` i32 or i64)."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("rank").Inputs({"x"}).Outputs({"rank"}).Shape(RankShape).Doc(
@@ -772,6 +783,8 @@ RUNNEL_REGISTER_OP(OpDefBuilder("range")
                             "elements."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("eye")
+                       .OptionalAttr("n")
+                       .OptionalAttr("m")
                        .Outputs({"y"})
                        .Attr("dtype", DType::kF32)
                        .KernelDTypeFromAttr("dtype")
@@ -780,6 +793,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("eye")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("one_hot")
+        .OptionalAttr("depth")
         .Inputs({"indices"})
         .Outputs({"y"})
         .Attr("on_value", 1.0)

@@ -44,6 +44,7 @@ Specs DebugPrintShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("const")
+                       .OptionalAttr("value")
                        .Outputs({"value"})
                        .KernelDTypeFromAttr("value")
                        .Shape(ConstShape)
@@ -51,12 +52,16 @@ RUNNEL_REGISTER_OP(OpDefBuilder("const")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("placeholder")
+        .OptionalAttr("dtype")
+        .OptionalAttr("shape")
         .Outputs({"value"})
         .KernelDTypeFromAttr("dtype")
         .Shape(DeclaredShape)
         .Doc("A value fed by `run ... with`; failing when run unfed."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("placeholder_with_default")
+                       .OptionalAttr("dtype")
+                       .OptionalAttr("shape")
                        .Inputs({"default"})
                        .Outputs({"value"})
                        .Shape(PlaceholderWithDefaultShape)
@@ -99,6 +104,8 @@ RUNNEL_REGISTER_OP(OpDefBuilder("noop").Shape(NoOutputs).Doc(
     "Does nothing; with control inputs it groups them (`group`)."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("_feed")
+                       .OptionalAttr("dtype")
+                       .OptionalAttr("shape")
                        .Outputs({"value"})
                        .Attr("index", int64_t{0})
                        .KernelDTypeFromAttr("dtype")
@@ -124,6 +131,8 @@ RUNNEL_REGISTER_OP(OpDefBuilder("_send")
                             "`_recv` of the same edge on `recv_device`."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("_recv")
+                       .OptionalAttr("dtype")
+                       .OptionalAttr("shape")
                        .Outputs({"value"})
                        .Attr("edge", std::string())
                        .Attr("send_device", std::string())

@@ -309,6 +309,9 @@ RUNNEL_REGISTER_OP(
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("strided_slice_grad")
+        .OptionalAttr("begin")
+        .OptionalAttr("end")
+        .OptionalAttr("strides")
         .Inputs({"x", "dy"})
         .Outputs({"dx"})
         .Attr("begin_mask", int64_t{0})

@@ -321,11 +321,14 @@ RUNNEL_REGISTER_OP(OpDefBuilder("where")
                        .Doc("a where cond is true, else b, broadcasting all "
                             "three."));
 
-RUNNEL_REGISTER_OP(
-    OpDefBuilder("cast").Inputs({"x"}).Outputs({"y"}).Shape(CastShape).Doc(
-        "Converts to attribute `dtype`. Floats to "
-        "integers truncate and saturate (nan gives 0); "
-        "anything to bool is x != 0."));
+RUNNEL_REGISTER_OP(OpDefBuilder("cast")
+                       .OptionalAttr("dtype")
+                       .Inputs({"x"})
+                       .Outputs({"y"})
+                       .Shape(CastShape)
+                       .Doc("Converts to attribute `dtype`. Floats to "
+                            "integers truncate and saturate (nan gives 0); "
+                            "anything to bool is x != 0."));
 
 // Reductions: attribute `axis` (int or int list, negative allowed; absent =
 // all axes) and `keepdims` (default false).

@@ -376,6 +376,8 @@ Specs PoolShape(const ShapeContext& c, bool floating_only) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("max_pool")
+        .OptionalAttr("size")
+        .OptionalAttr("strides")
         .Inputs({"x"})
         .Outputs({"y"})
         .Attr("padding", std::string("valid"))
@@ -385,6 +387,8 @@ RUNNEL_REGISTER_OP(
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("avg_pool")
+        .OptionalAttr("size")
+        .OptionalAttr("strides")
         .Inputs({"x"})
         .Outputs({"y"})
         .Attr("padding", std::string("valid"))
@@ -455,6 +459,8 @@ Specs PoolGradShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("max_pool_grad")
+        .OptionalAttr("size")
+        .OptionalAttr("strides")
         .Inputs({"x", "y", "dy"})
         .Outputs({"dx"})
         .Attr("padding", std::string("valid"))
@@ -464,6 +470,8 @@ RUNNEL_REGISTER_OP(
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("avg_pool_grad")
+        .OptionalAttr("size")
+        .OptionalAttr("strides")
         .Inputs({"x", "dy"})
         .Outputs({"dx"})
         .Attr("padding", std::string("valid"))

@@ -133,6 +133,9 @@ Specs CloseShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("queue")
+        .OptionalAttr("components")
+        .IndexedAttr("dtype")
+        .IndexedAttr("shape")
         .Outputs({"handle"})
         .Attr("capacity", int64_t{1})
         .Attr("shuffle", false)
@@ -146,6 +149,10 @@ RUNNEL_REGISTER_OP(
              "handle. Shuffling draws with a seed from `seed` (or the node "
              "name) and the global seed."));
 RUNNEL_REGISTER_OP(OpDefBuilder("enqueue")
+                       .OptionalAttr("components")
+                       .OptionalAttr("queue")
+                       .IndexedAttr("dtype")
+                       .IndexedAttr("shape")
                        .Inputs({"queue", "components"})
                        .Variadic()
                        .Stateful()
@@ -155,6 +162,10 @@ RUNNEL_REGISTER_OP(OpDefBuilder("enqueue")
                        .Doc("Adds one element; waits while the queue is "
                             "full. Cancelled when the queue is closed."));
 RUNNEL_REGISTER_OP(OpDefBuilder("enqueue_many")
+                       .OptionalAttr("components")
+                       .OptionalAttr("queue")
+                       .IndexedAttr("dtype")
+                       .IndexedAttr("shape")
                        .Inputs({"queue", "components"})
                        .Variadic()
                        .Stateful()
@@ -164,6 +175,10 @@ RUNNEL_REGISTER_OP(OpDefBuilder("enqueue_many")
                        .Doc("Adds each row (first axis) of the components "
                             "as an element; waits while the queue is full."));
 RUNNEL_REGISTER_OP(OpDefBuilder("dequeue")
+                       .OptionalAttr("components")
+                       .OptionalAttr("queue")
+                       .IndexedAttr("dtype")
+                       .IndexedAttr("shape")
                        .Inputs({"queue"})
                        .Outputs({"components"})
                        .Stateful()
@@ -174,6 +189,10 @@ RUNNEL_REGISTER_OP(OpDefBuilder("dequeue")
                             "empty. OutOfRange when it is closed and "
                             "empty."));
 RUNNEL_REGISTER_OP(OpDefBuilder("dequeue_many")
+                       .OptionalAttr("components")
+                       .OptionalAttr("queue")
+                       .IndexedAttr("dtype")
+                       .IndexedAttr("shape")
                        .Inputs({"queue", "n"})
                        .Outputs({"components"})
                        .Stateful()
@@ -184,6 +203,10 @@ RUNNEL_REGISTER_OP(OpDefBuilder("dequeue_many")
                             "axis; waits until there are enough. OutOfRange "
                             "when the queue is closed with fewer."));
 RUNNEL_REGISTER_OP(OpDefBuilder("queue_size")
+                       .OptionalAttr("components")
+                       .OptionalAttr("queue")
+                       .IndexedAttr("dtype")
+                       .IndexedAttr("shape")
                        .Inputs({"queue"})
                        .Outputs({"size"})
                        .Stateful()
@@ -191,6 +214,10 @@ RUNNEL_REGISTER_OP(OpDefBuilder("queue_size")
                        .Doc("The number of elements in the queue (i32)."));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("queue_close")
+        .OptionalAttr("components")
+        .OptionalAttr("queue")
+        .IndexedAttr("dtype")
+        .IndexedAttr("shape")
         .Inputs({"queue"})
         .Attr("cancel_pending_enqueues", false)
         .Stateful()

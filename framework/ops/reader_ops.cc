@@ -44,6 +44,10 @@ Specs ReadIdxShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("read_idx")
+        .OptionalAttr("files")
+        .IndexedAttr("path")
+        .IndexedAttr("dtype")
+        .IndexedAttr("shape")
         .Attr("batch", int64_t{1})
         .Attr("epochs", int64_t{0})
         .Outputs({"records"})

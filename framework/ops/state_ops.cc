@@ -79,6 +79,8 @@ Specs ScatterShape(const ShapeContext& c, bool numeric) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("variable")
+        .OptionalAttr("dtype")
+        .OptionalAttr("shape")
         .Outputs({"value"})
         .Attr("trainable", true)
         .Attr("initializer", std::string())

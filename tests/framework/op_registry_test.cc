@@ -74,6 +74,44 @@ TEST(OpRegistryTest, InferOutputsFillsDefaultsAndChecksInputCounts) {
             "join: expected at least 1 input(s), got 0");
 }
 
+TEST(OpRegistryTest, UndeclaredAttributesAreRejected) {
+  const OpDef def = Def(OpDefBuilder("update")
+                            .Inputs({"ref", "ref_m", "x"})
+                            .Attr("scale", 2.0)
+                            .IndexedAttr("dtype")
+                            .Shape(UnchangedShape));
+  auto infer = [&](AttrMap attrs) {
+    return InferOutputs(def, attrs,
+                        {{DType::kF32, Shape{2}},
+                         {DType::kF32, Shape{2}},
+                         {DType::kF32, Shape{2}}},
+                        {nullptr, nullptr, nullptr})
+        .status();
+  };
+  // A misspelt attribute fails, naming what the op has.
+  EXPECT_EQ(Message(infer({{"sacle", 3.0}})),
+            "update: no attribute 'sacle' (it has scale, dtype_<i>)");
+  // Declared, indexed, the variables behind ref inputs, the runtime's own.
+  EXPECT_TRUE(infer({{"scale", 3.0}}).ok());
+  EXPECT_TRUE(
+      infer({{"dtype_0", DType::kF32}, {"dtype_12", DType::kI32}}).ok());
+  EXPECT_TRUE(
+      infer({{"var", std::string("w")}, {"var_m", std::string("m")}}).ok());
+  EXPECT_TRUE(infer({{"_loop_counter", int64_t{1}}}).ok());
+  // Not an index, no such ref input, the bare prefix.
+  EXPECT_FALSE(infer({{"dtype_x", DType::kF32}}).ok());
+  EXPECT_FALSE(infer({{"dtype", DType::kF32}}).ok());
+  EXPECT_EQ(Message(infer({{"var_v", std::string("v")}})),
+            "update: no attribute 'var_v' (it has scale, dtype_<i>)");
+  // Every registered op declares what its nodes set: max_pool its window.
+  const OpDef* pool = OpRegistry::Global().Find("max_pool");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(pool->DeclaresAttr("size"));
+  EXPECT_TRUE(pool->DeclaresAttr("strides"));
+  EXPECT_TRUE(pool->DeclaresAttr("padding"));
+  EXPECT_FALSE(pool->DeclaresAttr("ksize"));
+}
+
 TEST(OpRegistryTest, ShapeFunctionErrorsNameTheOp) {
   const OpDef def = Def(OpDefBuilder("picky").Shape(
       [](const ShapeContext&) -> absl::StatusOr<std::vector<TensorSpec>> {
