@@ -36,6 +36,8 @@ std::vector<Builtin> MakeBuiltins() {
       {"group", {"noop"}},
       {"size", {"size", "queue_size"}},
       {"close", {"queue_close"}},
+      // The host's exit(code), not the loops' `exit` op.
+      {"exit", {}},
   };
   for (Builtin& builtin : b) {
     auto it = applies.find(builtin.name);
