@@ -37,23 +37,22 @@ RUNNEL_REGISTER_GRADIENT(
 AttrMap AxisKeep(int64_t axis) { return {{"axis", axis}, {"keepdims", true}}; }
 
 // softmax: dx = (dy - sum(dy * y)) * y along the axis.
-RUNNEL_REGISTER_GRADIENT("softmax",
-                         [](GradBuilder& g, const Grads& dy) -> Grads {
-                           const int64_t axis = g.attr_or<int64_t>("axis", -1);
-                           NodeOut y = g.y();
-                           NodeOut s =
-                               g.Op("sum", {g.Mul(dy[0], y)}, AxisKeep(axis));
-                           return {g.Mul(g.Sub(dy[0], s), y)};
-                         });
+// softmax along `axis`: dx = (dy - sum(dy * y)) * y, with y the op's output.
+NodeOut SoftmaxGrad(GradBuilder& g, NodeOut dy, int64_t axis) {
+  NodeOut y = g.y();
+  NodeOut s = g.Op("sum", {g.Mul(dy, y)}, AxisKeep(axis));
+  return g.Mul(g.Sub(dy, s), y);
+}
+
+RUNNEL_REGISTER_GRADIENT("softmax", [](GradBuilder& g, const Grads& dy) {
+  return Grads{SoftmaxGrad(g, dy[0], g.attr_or<int64_t>("axis", -1))};
+});
 
 // masked_softmax: softmax's rule, which gives 0 where y is 0 (the dropped
 // elements, and lines that keep nothing); the mask has no gradient.
 RUNNEL_REGISTER_GRADIENT("masked_softmax",
                          [](GradBuilder& g, const Grads& dy) -> Grads {
-                           NodeOut y = g.y();
-                           NodeOut s =
-                               g.Op("sum", {g.Mul(dy[0], y)}, AxisKeep(-1));
-                           return {g.Mul(g.Sub(dy[0], s), y), {}};
+                           return {SoftmaxGrad(g, dy[0], -1), {}};
                          });
 
 // log_softmax: dx = dy - softmax(x) * sum(dy).

@@ -112,4 +112,10 @@ absl::Status EmptyReductionError(std::string_view op, const Tensor& x) {
              ": the reduction has no identity"));
 }
 
+absl::Status CheckDropoutRate(double rate) {
+  if (rate >= 0 && rate < 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("rate must be in [0, 1), got ", rate));
+}
+
 }  // namespace runnel

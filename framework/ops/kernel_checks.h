@@ -22,6 +22,9 @@ namespace runnel {
 absl::Status CheckSameShapes(std::string_view op, const Tensor& a,
                              const Tensor& b);
 
+// dropout's rate, in [0, 1): "rate must be in [0, 1), got 1.5".
+absl::Status CheckDropoutRate(double rate);
+
 // bias_add(x, bias): bias is 1-D and as long as x's last dimension.
 absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias);
 

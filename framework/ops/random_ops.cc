@@ -5,6 +5,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "framework/op_registry.h"
+#include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "framework/tensor.h"
 
@@ -70,10 +71,7 @@ Specs DropoutShape(const ShapeContext& c) {
   }
   if (c.value(1) != nullptr) {
     RN_ASSIGN_OR_RETURN(double rate, c.value(1)->ScalarAsDouble());
-    if (!(rate >= 0 && rate < 1)) {
-      return absl::InvalidArgumentError(
-          StrCat("rate must be in [0, 1), got ", rate));
-    }
+    RN_RETURN_IF_ERROR(CheckDropoutRate(rate));
   }
   const TensorSpec like_x{c.dtype(0), c.shape(0)};
   return std::vector<TensorSpec>{like_x, like_x};

@@ -8,6 +8,7 @@
 
 #include "base/strings.h"
 #include "framework/ops/kernel_checks.h"
+#include "framework/shape_fns.h"
 #include "kernels/cpu/eigen_support.h"
 
 namespace runnel {
@@ -59,12 +60,7 @@ class SoftmaxKernel : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const int rank = x.rank();
-    if (axis_ < -rank || axis_ >= rank) {
-      return absl::InvalidArgumentError(StrCat(
-          "axis ", axis_, " is out of range for a tensor of rank ", rank));
-    }
-    const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
+    RN_ASSIGN_OR_RETURN(const int axis, NormalizeAxis(axis_, x.rank()));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     const AxisLines lines(x.shape(), axis);
     if (x.num_elements() == 0) return absl::OkStatus();

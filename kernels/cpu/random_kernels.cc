@@ -9,6 +9,7 @@
 #include "base/random.h"
 #include "base/strings.h"
 #include "framework/kernel.h"
+#include "framework/ops/kernel_checks.h"
 #include "kernels/common/array_util.h"
 #include "kernels/common/random_util.h"
 #include "kernels/cpu/eigen_types.h"
@@ -120,10 +121,7 @@ class DropoutKernel : public RandomKernel {
     const Tensor& x = ctx->input(0);
     const double rate = ToDouble(ctx->input(1).data<T>()[0]);
     const bool training = ctx->input(2).data<bool>()[0];
-    if (!(rate >= 0 && rate < 1)) {
-      return absl::InvalidArgumentError(
-          StrCat("dropout: rate must be in [0, 1), got ", rate));
-    }
+    RN_RETURN_IF_ERROR(CheckDropoutRate(rate));
     const int64_t n = x.num_elements();
     RN_ASSIGN_OR_RETURN(Tensor * scale, ctx->allocate_output(1, x.shape()));
     T* s = scale->data<T>();

@@ -7,6 +7,7 @@
 // 8-bit integers are sampled on the CPU.
 #include "base/strings.h"
 #include "framework/op_registry.h"
+#include "framework/ops/kernel_checks.h"
 #include "kernels/common/random_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"
@@ -101,10 +102,7 @@ class GpuDropoutKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Tensor training_host, gpu.ToHost(ctx->input(2)));
     const double rate = ToDouble(rate_host.data<T>()[0]);
     const bool training = training_host.data<bool>()[0];
-    if (!(rate >= 0 && rate < 1)) {
-      return absl::InvalidArgumentError(
-          StrCat("dropout: rate must be in [0, 1), got ", rate));
-    }
+    RN_RETURN_IF_ERROR(CheckDropoutRate(rate));
     RN_ASSIGN_OR_RETURN(cuda::ElemType type,
                         GpuNumberType(x.dtype(), "dropout"));
     const int64_t n = x.num_elements();
