@@ -39,19 +39,19 @@ class ClusterContext {
   virtual void ServeDevices(const DeviceSet* devices,
                             ThreadPool* inter_op_pool) = 0;
 
-  // A step id no other master uses, for a run that reads for `snapshot`
-  // (ReadConsistently's id; 0: none).
-  virtual int64_t NewStepId(int64_t snapshot) = 0;
+  // A step id no other master uses.
+  virtual int64_t NewStepId() = 0;
   // This task's rendezvous for `step`: receives from other tasks fetch
   // their tensors there.
   virtual std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) = 0;
   // Registers a partition with `task`; the handle runs it.
   virtual absl::StatusOr<std::string> RegisterPartition(const std::string& task,
                                                         const Graph& graph) = 0;
-  // Runs a registered partition as part of `step`; `done` hears how it
-  // ended (an unreachable task is Unavailable, naming it).
+  // Runs a registered partition as part of `step`, of a run that reads for
+  // `snapshot` (ReadConsistently's id; 0: none); `done` hears how it ended
+  // (an unreachable task is Unavailable, naming it).
   virtual void RunPartition(const std::string& task, const std::string& handle,
-                            int64_t step,
+                            int64_t step, int64_t snapshot,
                             std::function<void(absl::Status)> done) = 0;
   // Aborts the step on `tasks` (and here) with `status`.
   virtual void AbortStep(int64_t step, const std::vector<std::string>& tasks,

@@ -115,7 +115,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
   const std::atomic<bool>* cancelled = run.cancelled;
   const std::string& trace_lane = run.trace_lane;
   ClusterContext& cluster = *options_.cluster;
-  const int64_t step = cluster.NewStepId(run.snapshot);
+  const int64_t step = cluster.NewStepId();
   std::shared_ptr<Rendezvous> rendezvous = cluster.StepRendezvous(step);
   std::vector<std::string> tasks;
   for (const Plan::RemotePart& r : plan.remote) {
@@ -137,12 +137,13 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     if (!remote.aborted.exchange(true)) cluster.AbortStep(step, tasks, s);
   };
   for (const Plan::RemotePart& r : plan.remote) {
-    cluster.RunPartition(r.task, r.handle, step, [&](absl::Status s) {
-      if (!s.ok()) abort(s);
-      std::lock_guard<std::mutex> lock(remote.mu);
-      if (remote.first.ok()) remote.first = s;
-      if (--remote.pending == 0) remote.cv.notify_all();
-    });
+    cluster.RunPartition(r.task, r.handle, step, run.snapshot,
+                         [&](absl::Status s) {
+                           if (!s.ok()) abort(s);
+                           std::lock_guard<std::mutex> lock(remote.mu);
+                           if (remote.first.ok()) remote.first = s;
+                           if (--remote.pending == 0) remote.cv.notify_all();
+                         });
   }
   std::vector<std::pair<Executor*, Executor::RunArgs>> runs;
   for (Plan::Part& p : plan.parts) {

@@ -115,15 +115,10 @@ void GrpcCluster::ServeDevices(const DeviceSet* devices,
   worker_->ServeDevices(devices, inter_op_pool);
 }
 
-int64_t GrpcCluster::NewStepId(int64_t snapshot) {
+int64_t GrpcCluster::NewStepId() {
   static const int64_t base = RandomStepBase();
   static std::atomic<int64_t> next{1};
-  const int64_t step = base + next.fetch_add(1);
-  if (snapshot != 0) {
-    std::lock_guard<std::mutex> lock(snapshot_mu_);
-    snapshot_steps_[step] = snapshot;
-  }
-  return step;
+  return base + next.fetch_add(1);
 }
 
 std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
@@ -137,15 +132,9 @@ absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
 
 void GrpcCluster::RunPartition(const std::string& task,
                                const std::string& handle, int64_t step,
+                               int64_t snapshot,
                                std::function<void(absl::Status)> done) {
-  int64_t freeze_id = 0;
-  {
-    std::lock_guard<std::mutex> lock(snapshot_mu_);
-    if (auto it = snapshot_steps_.find(step); it != snapshot_steps_.end()) {
-      freeze_id = it->second;
-    }
-  }
-  channels_->RunGraph(task, handle, step, seed_, freeze_id, std::move(done));
+  channels_->RunGraph(task, handle, step, seed_, snapshot, std::move(done));
 }
 
 void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
@@ -157,10 +146,6 @@ void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
 }
 
 void GrpcCluster::EndStep(int64_t step, const std::vector<std::string>& tasks) {
-  {
-    std::lock_guard<std::mutex> lock(snapshot_mu_);
-    snapshot_steps_.erase(step);
-  }
   worker_->EndStep(step);
   for (const std::string& t : tasks) {
     channels_->StepCall(t, step, /*cancel=*/false, absl::OkStatus());

@@ -52,12 +52,12 @@ class GrpcCluster : public ClusterContext {
   std::vector<std::string> remote_devices() const override;
   void ServeDevices(const DeviceSet* devices,
                     ThreadPool* inter_op_pool) override;
-  int64_t NewStepId(int64_t snapshot) override;
+  int64_t NewStepId() override;
   std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) override;
   absl::StatusOr<std::string> RegisterPartition(const std::string& task,
                                                 const Graph& graph) override;
   void RunPartition(const std::string& task, const std::string& handle,
-                    int64_t step,
+                    int64_t step, int64_t snapshot,
                     std::function<void(absl::Status)> done) override;
   void AbortStep(int64_t step, const std::vector<std::string>& tasks,
                  const absl::Status& status) override;
@@ -122,9 +122,6 @@ class GrpcCluster : public ClusterContext {
   std::condition_variable beat_cv_;
   bool leaving_ = false;
   std::thread beater_;
-  // The steps of a snapshot's read, with the freeze that admits them.
-  std::mutex snapshot_mu_;
-  absl::flat_hash_map<int64_t, int64_t> snapshot_steps_;
   std::atomic<bool> snapshot_warned_{false};
   std::atomic<int64_t> unfrozen_reads_{0};
 };
