@@ -23,6 +23,7 @@
 #include "framework/allocator.h"
 #include "framework/device.h"
 #include "framework/graph.h"
+#include "framework/op_registry.h"
 #include "framework/resource_mgr.h"
 
 namespace runnel {
@@ -254,75 +255,8 @@ std::vector<std::pair<std::string, std::string>> KeyValueLines(
 }  // namespace
 
 KernelClass ClassOfOp(const std::string& op) {
-  static const auto* const kClasses =
-      new absl::flat_hash_map<std::string, KernelClass>([] {
-        absl::flat_hash_map<std::string, KernelClass> m;
-        for (const char* op : {"matmul", "conv2d", "conv2d_backprop_filter",
-                               "conv2d_backprop_input"}) {
-          m[op] = KernelClass::kMatmul;
-        }
-        for (const char* op : {"exp",
-                               "log",
-                               "log1p",
-                               "tanh",
-                               "sigmoid",
-                               "softplus",
-                               "erf",
-                               "elu",
-                               "sin",
-                               "cos",
-                               "pow",
-                               "sqrt",
-                               "rsqrt",
-                               "softmax",
-                               "log_softmax",
-                               "logsumexp",
-                               "softmax_cross_entropy",
-                               "sparse_softmax_cross_entropy",
-                               "sigmoid_cross_entropy",
-                               "random_normal",
-                               "random_uniform",
-                               "truncated_normal"}) {
-          m[op] = KernelClass::kTranscendental;
-        }
-        for (const char* op :
-             {"sum", "mean", "max", "min", "prod", "all", "any", "argmax",
-              "argmin", "l2_loss", "sum_to_like"}) {
-          m[op] = KernelClass::kReduction;
-        }
-        for (const char* op : {"_feed",
-                               "_fetch",
-                               "_send",
-                               "_recv",
-                               "const",
-                               "placeholder",
-                               "placeholder_with_default",
-                               "variable",
-                               "read_variable",
-                               "identity",
-                               "reshape",
-                               "expand_dims",
-                               "squeeze",
-                               "stop_gradient",
-                               "shape_of",
-                               "rank",
-                               "size",
-                               "noop",
-                               "control_trigger",
-                               "enter",
-                               "exit",
-                               "merge",
-                               "switch",
-                               "next_iteration",
-                               "loop_cond",
-                               "stack_new",
-                               "queue"}) {
-          m[op] = KernelClass::kFree;
-        }
-        return m;
-      }());
-  auto it = kClasses->find(op);
-  return it == kClasses->end() ? KernelClass::kElementwise : it->second;
+  const OpDef* def = OpRegistry::Global().Find(op);
+  return def == nullptr ? KernelClass::kElementwise : def->cost;
 }
 
 std::string CostRates::ToString() const {

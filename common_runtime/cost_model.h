@@ -24,17 +24,12 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "framework/op_registry.h"
 
 namespace runnel {
 
-// What bounds a kernel's time, by op.
-enum class KernelClass {
-  kFree,            // no work on data: variables, reshapes, control flow
-  kMatmul,          // matmul, conv2d: arithmetic (flops)
-  kElementwise,     // cheap arithmetic an element: bytes in and out
-  kTranscendental,  // exp, tanh, sigmoid, softmax ...: bytes in and out
-  kReduction,       // sum, mean, max ...: bytes read
-};
+// The class an op's definition declares (OpDef::cost); element-wise for
+// an op the registry does not know.
 KernelClass ClassOfOp(const std::string& op);
 
 struct CostRates {

@@ -12,98 +12,73 @@
 #include <string_view>
 
 #include "base/float16.h"
+#include "framework/dtype_table.h"
 
 namespace runnel {
 
-enum class DType : uint8_t {
-  kF16,
-  kBF16,
-  kF32,
-  kF64,
-  kI8,
-  kU8,
-  kI32,
-  kI64,
-  kBool
+#define RUNNEL_DTYPE_ENUMERATOR(Name, ...) k##Name,
+enum class DType : uint8_t { RUNNEL_DTYPES(RUNNEL_DTYPE_ENUMERATOR) };
+#undef RUNNEL_DTYPE_ENUMERATOR
+#define RUNNEL_DTYPE_VALUE(Name, ...) DType::k##Name,
+inline constexpr DType kAllDTypes[] = {RUNNEL_DTYPES(RUNNEL_DTYPE_VALUE)};
+#undef RUNNEL_DTYPE_VALUE
+
+// What arithmetic a dtype has.
+enum class DTypeKind : uint8_t { kFloat, kSigned, kUnsigned, kBool };
+
+// A dtype's facts, from the table (dtype_table.h).
+struct DTypeInfo {
+  std::string_view name;  // the language's name: "f32", "i64", "bool"
+  size_t size;            // bytes per element
+  DTypeKind kind;
+  uint32_t checkpoint_code;  // its number in checkpoint files
+  const char* numpy_descr;   // NumPy's descriptor; nullptr if none
 };
 
-inline constexpr DType kAllDTypes[] = {DType::kF16, DType::kBF16, DType::kF32,
-                                       DType::kF64, DType::kI8,   DType::kU8,
-                                       DType::kI32, DType::kI64,  DType::kBool};
+#define RUNNEL_DTYPE_INFO(Name, name, Host, Gpu, kind, code, descr) \
+  DTypeInfo{name, sizeof(Host), DTypeKind::kind, code, descr},
+inline constexpr DTypeInfo kDTypeInfo[] = {RUNNEL_DTYPES(RUNNEL_DTYPE_INFO)};
+#undef RUNNEL_DTYPE_INFO
 
-size_t DTypeSize(DType dtype);
-// The language's name: "f32", "i64", "bool", ...
-std::string_view DTypeName(DType dtype);
+constexpr const DTypeInfo& InfoOf(DType dtype) {
+  return kDTypeInfo[static_cast<size_t>(dtype)];
+}
+constexpr size_t DTypeSize(DType dtype) { return InfoOf(dtype).size; }
+constexpr std::string_view DTypeName(DType dtype) { return InfoOf(dtype).name; }
 std::optional<DType> DTypeFromName(std::string_view name);
-bool IsFloating(DType dtype);  // f16 bf16 f32 f64
-bool IsInteger(DType dtype);   // i8 u8 i32 i64
-bool IsSigned(DType dtype);    // floating, i8, i32, i64
-inline bool IsNumeric(DType dtype) { return dtype != DType::kBool; }
+constexpr bool IsFloating(DType d) {  // f16 bf16 f32 f64
+  return InfoOf(d).kind == DTypeKind::kFloat;
+}
+constexpr bool IsInteger(DType d) {  // i8 u8 i32 i64
+  return InfoOf(d).kind == DTypeKind::kSigned ||
+         InfoOf(d).kind == DTypeKind::kUnsigned;
+}
+constexpr bool IsSigned(DType d) {  // floating, i8, i32, i64
+  return InfoOf(d).kind == DTypeKind::kFloat ||
+         InfoOf(d).kind == DTypeKind::kSigned;
+}
+constexpr bool IsNumeric(DType d) { return InfoOf(d).kind != DTypeKind::kBool; }
 
 // C++ storage type <-> DType.
 template <typename T>
 struct DTypeOf;
-template <>
-struct DTypeOf<Half> {
-  static constexpr DType value = DType::kF16;
-};
-template <>
-struct DTypeOf<BFloat16> {
-  static constexpr DType value = DType::kBF16;
-};
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::kF32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::kF64;
-};
-template <>
-struct DTypeOf<int8_t> {
-  static constexpr DType value = DType::kI8;
-};
-template <>
-struct DTypeOf<uint8_t> {
-  static constexpr DType value = DType::kU8;
-};
-template <>
-struct DTypeOf<int32_t> {
-  static constexpr DType value = DType::kI32;
-};
-template <>
-struct DTypeOf<int64_t> {
-  static constexpr DType value = DType::kI64;
-};
-template <>
-struct DTypeOf<bool> {
-  static constexpr DType value = DType::kBool;
-};
+#define RUNNEL_DTYPE_OF(Name, name, Host, ...)     \
+  template <>                                      \
+  struct DTypeOf<Host> {                           \
+    static constexpr DType value = DType::k##Name; \
+  };
+RUNNEL_DTYPES(RUNNEL_DTYPE_OF)
+#undef RUNNEL_DTYPE_OF
 
 // Calls `fn(T{})` with T the storage type of `dtype` (Half/BFloat16 for the
 // 16-bit floats). Use it to dispatch a template on a runtime dtype.
 template <typename Fn>
 decltype(auto) VisitDType(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kF16:
-      return fn(Half{});
-    case DType::kBF16:
-      return fn(BFloat16{});
-    case DType::kF32:
-      return fn(float{});
-    case DType::kF64:
-      return fn(double{});
-    case DType::kI8:
-      return fn(int8_t{});
-    case DType::kU8:
-      return fn(uint8_t{});
-    case DType::kI32:
-      return fn(int32_t{});
-    case DType::kI64:
-      return fn(int64_t{});
-    case DType::kBool:
-      return fn(bool{});
-  }
+#define RUNNEL_DTYPE_CASE(Name, name, Host, ...) \
+  case DType::k##Name:                           \
+    return fn(Host{});
+  switch (dtype) { RUNNEL_DTYPES(RUNNEL_DTYPE_CASE) }
+#undef RUNNEL_DTYPE_CASE
   return fn(float{});
 }
 

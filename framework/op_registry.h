@@ -94,6 +94,16 @@ struct DTypeGroup {
   bool all = false;         // every input, however many (variadic ops)
 };
 
+// What bounds a kernel's time: the cost model's rates by class
+// (common_runtime/cost_model.h) estimate a node's seconds for the placer.
+enum class KernelClass {
+  kFree,            // no work on data: variables, reshapes, control flow
+  kMatmul,          // matmul, conv2d: arithmetic (flops)
+  kElementwise,     // cheap arithmetic an element: bytes in and out
+  kTranscendental,  // exp, tanh, sigmoid, softmax ...: bytes in and out
+  kReduction,       // sum, mean, max ...: bytes read
+};
+
 struct OpDef {
   std::string name;
   std::vector<std::string> inputs;  // names, for docs and error messages
@@ -114,6 +124,7 @@ struct OpDef {
   // ops, variables and their updates, debug_print): two such nodes are
   // never merged into one, and a result is never folded into a literal.
   bool stateful = false;
+  KernelClass cost = KernelClass::kElementwise;
   std::vector<DTypeGroup> dtype_groups;
   // Which dtype selects the kernel: input `kernel_dtype_input`, or, when
   // that is -1, the attribute named `kernel_dtype_attr` (default "dtype").
@@ -177,6 +188,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& Stateful() {
     def_.stateful = true;
+    return *this;
+  }
+  OpDefBuilder& Cost(KernelClass c) {
+    def_.cost = c;
     return *this;
   }
   OpDefBuilder& KernelDTypeFromInput(int i) {

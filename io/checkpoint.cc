@@ -26,30 +26,9 @@ constexpr size_t kHeaderSize = 40;
 constexpr uint64_t kDataAlignment = 64;
 constexpr uint32_t kMaxRank = 64;
 
-// Dtype codes of the file, fixed whatever the order of the DType enum.
-uint32_t DTypeCode(DType dtype) {
-  switch (dtype) {
-    case DType::kF16:
-      return 1;
-    case DType::kBF16:
-      return 2;
-    case DType::kF32:
-      return 3;
-    case DType::kF64:
-      return 4;
-    case DType::kI8:
-      return 5;
-    case DType::kU8:
-      return 6;
-    case DType::kI32:
-      return 7;
-    case DType::kI64:
-      return 8;
-    case DType::kBool:
-      return 9;
-  }
-  return 0;
-}
+// Dtype codes of the file: the table's (framework/dtype_table.h), fixed
+// whatever the order of the DType enum.
+uint32_t DTypeCode(DType dtype) { return InfoOf(dtype).checkpoint_code; }
 
 std::optional<DType> DTypeOfCode(uint32_t code) {
   for (DType d : kAllDTypes) {

@@ -165,36 +165,11 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
 }
 
 absl::Status WriteNpy(const std::string& path, const Tensor& t) {
-  const char* descr = nullptr;
-  switch (t.dtype()) {
-    case DType::kF16:
-      descr = "<f2";
-      break;
-    case DType::kF32:
-      descr = "<f4";
-      break;
-    case DType::kF64:
-      descr = "<f8";
-      break;
-    case DType::kI8:
-      descr = "|i1";
-      break;
-    case DType::kU8:
-      descr = "|u1";
-      break;
-    case DType::kI32:
-      descr = "<i4";
-      break;
-    case DType::kI64:
-      descr = "<i8";
-      break;
-    case DType::kBool:
-      descr = "|b1";
-      break;
-    case DType::kBF16:
-      return FileError(path,
-                       "bf16 has no NumPy dtype; cast it to f32 before "
-                       "saving");
+  const char* descr = InfoOf(t.dtype()).numpy_descr;
+  if (descr == nullptr) {
+    return FileError(path, StrCat(DTypeName(t.dtype()),
+                                  " has no NumPy dtype; cast it to f32 before "
+                                  "saving"));
   }
   std::string shape = "(";
   for (int i = 0; i < t.rank(); ++i) {

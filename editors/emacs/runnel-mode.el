@@ -60,7 +60,7 @@
   "Runnel constant keywords.")
 (defconst runnel-dtypes
   '("f16" "bf16" "f32" "f64" "i8" "u8" "i32" "i64" "bool")
-  "Runnel dtype names (framework/dtype.h).")
+  "Runnel dtype names (framework/dtype_table.h).")
 (defconst runnel-builtins
   '("abs" "all" "allclose" "any" "apply_adam" "apply_momentum" "apply_sgd"
     "arange" "arg" "argmax" "argmin" "assert" "assign" "assign_add"

@@ -112,7 +112,7 @@ function emacs(v, text) {
   return replaceBetween(text, FILES.emacs, ';; BEGIN GENERATED', ';; END GENERATED',
       list('runnel-keywords', keywords, 'Runnel keywords (grammar/Runnel.g4), less the constants.') +
       list('runnel-constants', v.byCategory.constant, 'Runnel constant keywords.') +
-      list('runnel-dtypes', v.dtypes, 'Runnel dtype names (framework/dtype.h).') +
+      list('runnel-dtypes', v.dtypes, 'Runnel dtype names (framework/dtype_table.h).') +
       list('runnel-builtins', v.builtins, 'Runnel builtins (the builtin table, via `runnel ops --json`).'));
 }
 
@@ -143,7 +143,7 @@ function main() {
   const counts = `${v.keywords.length} keywords, ${v.dtypes.length} dtypes, ${v.builtins.length} builtins`;
   if (check && stale.length) {
     console.error(`out of date with grammar/Runnel.g4, the builtins (${vocabulary.builtinsListPath()}) ` +
-                  `and framework/dtype.h (${counts}):\n  ${stale.join('\n  ')}\n` +
+                  `and framework/dtype_table.h (${counts}):\n  ${stale.join('\n  ')}\n` +
                   'run: python3 scripts/gen_ops_doc.py (or node editors/test/sync_vocabulary.js)');
     process.exit(1);
   }

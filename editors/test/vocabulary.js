@@ -3,7 +3,7 @@
 //   builtins  from the list the build writes from the builtin table
 //             (build/builtins.list, by scripts/gen_ops_doc.py from
 //             `runnel ops --json`; $RUNNEL_BUILTINS_LIST names another),
-//   dtypes    from `enum class DType` in framework/dtype.h (kF32 -> f32).
+//   dtypes    from the table in framework/dtype_table.h (its "name" column).
 // Each keyword belongs to one editor category below; a keyword the grammar
 // gains without a category here is an error, so the editors cannot miss it.
 'use strict';
@@ -39,13 +39,12 @@ function readList(text) {
 }
 
 function readDTypes(headerText) {
-  const m = /enum\s+class\s+DType\b[^{]*\{([^}]*)\}/.exec(headerText);
-  if (!m) throw new Error('framework/dtype.h: no `enum class DType { ... }` found');
-  return m[1].split(',').map((s) => s.replace(/\/\/.*|\/\*.*?\*\//g, '').trim())
-      .filter((s) => s).map((s) => {
-        if (!/^k[A-Z][A-Za-z0-9]*$/.test(s)) throw new Error(`framework/dtype.h: unexpected enumerator ${s}`);
-        return s.slice(1).toLowerCase();
-      });
+  // The table's rows: X(Name, "name", ...) inside RUNNEL_DTYPES.
+  const names = [...headerText.matchAll(/^\s*X\(\s*\w+\s*,\s*"([a-z0-9]+)"/gm)].map((m) => m[1]);
+  if (names.length === 0) {
+    throw new Error('framework/dtype_table.h: no `X(Name, "name", ...)` rows found');
+  }
+  return names;
 }
 
 // The generated builtin list: $RUNNEL_BUILTINS_LIST, else build/builtins.list.
@@ -62,7 +61,7 @@ function load() {
                     'which writes it from `runnel ops --json`, or set RUNNEL_BUILTINS_LIST');
   }
   const builtins = readList(fs.readFileSync(listPath, 'utf8'));
-  const dtypes = readDTypes(read('framework/dtype.h'));
+  const dtypes = readDTypes(read('framework/dtype_table.h'));
   const errors = [];
 
   const categoryOf = {};

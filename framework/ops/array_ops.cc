@@ -595,6 +595,7 @@ Specs OneHotShape(const ShapeContext& c) {
 // ---- registrations ---------------------------------------------------------
 
 RUNNEL_REGISTER_OP(OpDefBuilder("reshape")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"x", "shape"})
                        .Outputs({"y"})
                        .Shape(ReshapeShape)
@@ -603,6 +604,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("reshape")
                             "Shares x's buffer."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("expand_dims")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("axis")
                        .Inputs({"x"})
                        .Outputs({"y"})
@@ -611,6 +613,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("expand_dims")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("squeeze")
+        .Cost(KernelClass::kFree)
         .OptionalAttr("axis")
         .Inputs({"x"})
         .Outputs({"y"})
@@ -737,6 +740,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("broadcast_to")
                        .Doc("Broadcasts x to `shape` by NumPy rules."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("shape_of")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("out_type")
                        .Inputs({"x"})
                        .Outputs({"shape"})
@@ -744,15 +748,19 @@ RUNNEL_REGISTER_OP(OpDefBuilder("shape_of")
                        .Doc("x's shape as a vector (`out_type` i32 or i64)."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("size")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("out_type")
                        .Inputs({"x"})
                        .Outputs({"size"})
                        .Shape(SizeShape)
                        .Doc("x's element count (`out_type` i32 or i64)."));
 
-RUNNEL_REGISTER_OP(
-    OpDefBuilder("rank").Inputs({"x"}).Outputs({"rank"}).Shape(RankShape).Doc(
-        "x's rank as an i32 scalar."));
+RUNNEL_REGISTER_OP(OpDefBuilder("rank")
+                       .Cost(KernelClass::kFree)
+                       .Inputs({"x"})
+                       .Outputs({"rank"})
+                       .Shape(RankShape)
+                       .Doc("x's rank as an i32 scalar."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("fill")
                        .Inputs({"shape", "value"})

@@ -106,6 +106,7 @@ Specs StackPopShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("switch")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"data", "pred"})
                        .Outputs({"output_false", "output_true"})
                        .Shape(SwitchShape)
@@ -115,6 +116,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("switch")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("merge")
+        .Cost(KernelClass::kFree)
         .Inputs({"inputs"})
         .Variadic()
         .OptionalAttr("shape")
@@ -127,6 +129,7 @@ RUNNEL_REGISTER_OP(
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("enter")
+        .Cost(KernelClass::kFree)
         .Inputs({"data"})
         .Outputs({"output"})
         .OptionalAttr("frame_name")
@@ -138,6 +141,7 @@ RUNNEL_REGISTER_OP(
              "At most `parallel_iterations` iterations run at once."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("exit")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"data"})
                        .Outputs({"output"})
                        .Shape(UnchangedShape)
@@ -145,12 +149,14 @@ RUNNEL_REGISTER_OP(OpDefBuilder("exit")
                             "around it: the loop's result."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("next_iteration")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"data"})
                        .Outputs({"output"})
                        .Shape(UnchangedShape)
                        .Doc("Moves data to the next iteration of its loop."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("loop_cond")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"pred"})
                        .Outputs({"output"})
                        .Shape(LoopCondShape)
@@ -158,11 +164,13 @@ RUNNEL_REGISTER_OP(OpDefBuilder("loop_cond")
                             "runs."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("control_trigger")
+                       .Cost(KernelClass::kFree)
                        .Shape(NoOutputs)
                        .Doc("Runs when its control inputs are done, dead or "
                             "not, and is never dead itself."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("stack_new")
+                       .Cost(KernelClass::kFree)
                        .Outputs({"handle"})
                        .OptionalAttr("elem_dtype")
                        .Stateful()

@@ -44,6 +44,7 @@ Specs DebugPrintShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("const")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("value")
                        .Outputs({"value"})
                        .KernelDTypeFromAttr("value")
@@ -52,6 +53,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("const")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("placeholder")
+        .Cost(KernelClass::kFree)
         .OptionalAttr("dtype")
         .OptionalAttr("shape")
         .Outputs({"value"})
@@ -60,6 +62,7 @@ RUNNEL_REGISTER_OP(
         .Doc("A value fed by `run ... with`; failing when run unfed."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("placeholder_with_default")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("dtype")
                        .OptionalAttr("shape")
                        .Inputs({"default"})
@@ -68,6 +71,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("placeholder_with_default")
                        .Doc("A value that may be fed; otherwise its input."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("identity")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"x"})
                        .Outputs({"y"})
                        .Shape(UnchangedShape)
@@ -76,6 +80,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("identity")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("stop_gradient")
+        .Cost(KernelClass::kFree)
         .Inputs({"x"})
         .Outputs({"y"})
         .Shape(UnchangedShape)
@@ -100,10 +105,14 @@ RUNNEL_REGISTER_OP(
         .Shape(DebugPrintShape)
         .Doc("x, printing `message` and x's value to stderr when it runs."));
 
-RUNNEL_REGISTER_OP(OpDefBuilder("noop").Shape(NoOutputs).Doc(
-    "Does nothing; with control inputs it groups them (`group`)."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("noop")
+        .Cost(KernelClass::kFree)
+        .Shape(NoOutputs)
+        .Doc("Does nothing; with control inputs it groups them (`group`)."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("_feed")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("dtype")
                        .OptionalAttr("shape")
                        .Outputs({"value"})
@@ -113,6 +122,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("_feed")
                        .Doc("Executor endpoint: feed `index` of the run."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("_fetch")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"value"})
                        .Attr("index", int64_t{0})
                        .Shape(NoOutputs)
@@ -122,6 +132,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("_fetch")
 // (common_runtime/partition.h); the executor hands their values to the step's
 // rendezvous (common_runtime/rendezvous.h), dead ones included.
 RUNNEL_REGISTER_OP(OpDefBuilder("_send")
+                       .Cost(KernelClass::kFree)
                        .Inputs({"value"})
                        .Attr("edge", std::string())
                        .Attr("send_device", std::string())
@@ -131,6 +142,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("_send")
                             "`_recv` of the same edge on `recv_device`."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("_recv")
+                       .Cost(KernelClass::kFree)
                        .OptionalAttr("dtype")
                        .OptionalAttr("shape")
                        .Outputs({"value"})

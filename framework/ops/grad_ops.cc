@@ -134,6 +134,7 @@ Specs BroadcastLikeShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("sum_to_like")
+        .Cost(KernelClass::kReduction)
         .Inputs({"dy", "x"})
         .Outputs({"dx"})
         .Shape(SumToLikeShape)

@@ -232,25 +232,40 @@ RUNNEL_REGISTER_OP(
 
 // Unary ops on floating dtypes only.
 RUNNEL_REGISTER_OP(Unary("sqrt", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
                        .Doc("The square root; nan for negative x."));
-RUNNEL_REGISTER_OP(Unary("rsqrt", FloatUnchangedShape).Doc("1 / sqrt(x)."));
-RUNNEL_REGISTER_OP(Unary("exp", FloatUnchangedShape).Doc("e to the power x."));
+RUNNEL_REGISTER_OP(Unary("rsqrt", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("1 / sqrt(x)."));
+RUNNEL_REGISTER_OP(Unary("exp", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("e to the power x."));
 RUNNEL_REGISTER_OP(Unary("log", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
                        .Doc("The natural logarithm; -inf at 0, nan below."));
-RUNNEL_REGISTER_OP(Unary("log1p", FloatUnchangedShape).Doc("log(1 + x)."));
-RUNNEL_REGISTER_OP(
-    Unary("sin", FloatUnchangedShape).Doc("The sine of x in radians."));
-RUNNEL_REGISTER_OP(
-    Unary("cos", FloatUnchangedShape).Doc("The cosine of x in radians."));
-RUNNEL_REGISTER_OP(
-    Unary("tanh", FloatUnchangedShape).Doc("The hyperbolic tangent."));
-RUNNEL_REGISTER_OP(
-    Unary("sigmoid", FloatUnchangedShape).Doc("1 / (1 + exp(-x))."));
-RUNNEL_REGISTER_OP(
-    Unary("elu", FloatUnchangedShape).Doc("x if x > 0 else exp(x) - 1."));
-RUNNEL_REGISTER_OP(
-    Unary("softplus", FloatUnchangedShape).Doc("log(1 + exp(x)), stably."));
+RUNNEL_REGISTER_OP(Unary("log1p", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("log(1 + x)."));
+RUNNEL_REGISTER_OP(Unary("sin", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The sine of x in radians."));
+RUNNEL_REGISTER_OP(Unary("cos", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The cosine of x in radians."));
+RUNNEL_REGISTER_OP(Unary("tanh", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The hyperbolic tangent."));
+RUNNEL_REGISTER_OP(Unary("sigmoid", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("1 / (1 + exp(-x))."));
+RUNNEL_REGISTER_OP(Unary("elu", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("x if x > 0 else exp(x) - 1."));
+RUNNEL_REGISTER_OP(Unary("softplus", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("log(1 + exp(x)), stably."));
 RUNNEL_REGISTER_OP(Unary("erf", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
                        .Doc("The error function: 2 / sqrt(pi) times the "
                             "integral of exp(-t^2) from 0 to x."));
 
@@ -273,6 +288,7 @@ RUNNEL_REGISTER_OP(Binary("mod", NumericBinaryShape)
                        .Doc("Remainder with the sign of the divisor, as in "
                             "Python. Integer division by zero is an error."));
 RUNNEL_REGISTER_OP(Binary("pow", NumericBinaryShape)
+                       .Cost(KernelClass::kTranscendental)
                        .Doc("x ** y; an integer to a negative integer power "
                             "is an error."));
 RUNNEL_REGISTER_OP(
@@ -334,31 +350,41 @@ RUNNEL_REGISTER_OP(OpDefBuilder("cast")
 // all axes) and `keepdims` (default false).
 RUNNEL_REGISTER_OP(
     Reduction("sum", NumericReduction)
+        .Cost(KernelClass::kReduction)
         .Doc("The sum over `axis` (all axes when absent); 0 for no elements."));
 // The mean of an integer tensor is an integer of the same dtype, truncated
 // toward zero (as in TensorFlow); cast to a float first for a float mean.
 RUNNEL_REGISTER_OP(Reduction("mean", NumericReduction)
+                       .Cost(KernelClass::kReduction)
                        .Doc("Integer inputs give the truncated integer mean."));
 RUNNEL_REGISTER_OP(Reduction("prod", NumericReduction)
+                       .Cost(KernelClass::kReduction)
                        .Doc("The product over `axis` (all axes when absent); 1 "
                             "for no elements."));
-RUNNEL_REGISTER_OP(
-    Reduction("max", NumericReductionNoIdentity).Doc("Propagates nan."));
-RUNNEL_REGISTER_OP(
-    Reduction("min", NumericReductionNoIdentity).Doc("Propagates nan."));
+RUNNEL_REGISTER_OP(Reduction("max", NumericReductionNoIdentity)
+                       .Cost(KernelClass::kReduction)
+                       .Doc("Propagates nan."));
+RUNNEL_REGISTER_OP(Reduction("min", NumericReductionNoIdentity)
+                       .Cost(KernelClass::kReduction)
+                       .Doc("Propagates nan."));
 RUNNEL_REGISTER_OP(Reduction("all", BoolReduction)
+                       .Cost(KernelClass::kReduction)
                        .Doc("Whether every element over `axis` is true; true "
                             "for no elements."));
 RUNNEL_REGISTER_OP(Reduction("any", BoolReduction)
+                       .Cost(KernelClass::kReduction)
                        .Doc("Whether some element over `axis` is true; false "
                             "for no elements."));
 RUNNEL_REGISTER_OP(Reduction("logsumexp", FloatReduction)
+                       .Cost(KernelClass::kTranscendental)
                        .Doc("log(sum(exp(x))), computed stably."));
 RUNNEL_REGISTER_OP(Reduction("argmax", ArgReductionShape)
+                       .Cost(KernelClass::kReduction)
                        .Doc("i32 index of the first maximum along one axis, "
                             "or into the flattened tensor when `axis` is "
                             "absent."));
 RUNNEL_REGISTER_OP(Reduction("argmin", ArgReductionShape)
+                       .Cost(KernelClass::kReduction)
                        .Doc("i32 index of the first minimum along one axis, "
                             "or into the flattened tensor when `axis` is "
                             "absent."));

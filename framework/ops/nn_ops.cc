@@ -111,6 +111,7 @@ Specs MatMulShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("matmul")
+        .Cost(KernelClass::kMatmul)
         .Inputs({"a", "b"})
         .Outputs({"product"})
         .SameDType({0, 1})
@@ -134,6 +135,7 @@ Specs SoftmaxShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("softmax")
+                       .Cost(KernelClass::kTranscendental)
                        .Inputs({"logits"})
                        .Outputs({"probs"})
                        .Attr("axis", int64_t{-1})
@@ -142,6 +144,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("softmax")
                             "after subtracting the maximum."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("log_softmax")
+                       .Cost(KernelClass::kTranscendental)
                        .Inputs({"logits"})
                        .Outputs({"log_probs"})
                        .Attr("axis", int64_t{-1})
@@ -192,6 +195,7 @@ Specs SoftmaxCrossEntropyShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("softmax_cross_entropy")
+        .Cost(KernelClass::kTranscendental)
         .Inputs({"logits", "probs"})
         .Outputs({"loss"})
         .SameDType({0, 1})
@@ -227,6 +231,7 @@ Specs SparseSoftmaxCrossEntropyShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("sparse_softmax_cross_entropy")
+        .Cost(KernelClass::kTranscendental)
         .Inputs({"logits", "labels"})
         .Outputs({"loss"})
         .Shape(SparseSoftmaxCrossEntropyShape)
@@ -256,6 +261,7 @@ Specs SigmoidCrossEntropyShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("sigmoid_cross_entropy")
+        .Cost(KernelClass::kTranscendental)
         .Inputs({"logits", "labels"})
         .Outputs({"loss"})
         .SameDType({0, 1})
@@ -268,6 +274,7 @@ Specs L2LossShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("l2_loss")
+                       .Cost(KernelClass::kReduction)
                        .Inputs({"x"})
                        .Outputs({"loss"})
                        .Shape(L2LossShape)
@@ -343,6 +350,7 @@ Specs Conv2DShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("conv2d")
+        .Cost(KernelClass::kMatmul)
         .Inputs({"x", "filters"})
         .Outputs({"y"})
         .SameDType({0, 1})
@@ -425,6 +433,7 @@ Specs Conv2DBackpropShape(const ShapeContext& c, int of) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("conv2d_backprop_input")
+        .Cost(KernelClass::kMatmul)
         .Inputs({"x", "filters", "dy"})
         .Outputs({"dx"})
         .Attr("strides", int64_t{1})
@@ -436,6 +445,7 @@ RUNNEL_REGISTER_OP(
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("conv2d_backprop_filter")
+        .Cost(KernelClass::kMatmul)
         .Inputs({"x", "filters", "dy"})
         .Outputs({"dfilters"})
         .Attr("strides", int64_t{1})

@@ -133,6 +133,7 @@ Specs CloseShape(const ShapeContext& c) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("queue")
+        .Cost(KernelClass::kFree)
         .OptionalAttr("components")
         .IndexedAttr("dtype")
         .IndexedAttr("shape")

@@ -78,6 +78,7 @@ Specs DropoutShape(const ShapeContext& c) {
 }
 
 RUNNEL_REGISTER_OP(OpDefBuilder("random_normal")
+                       .Cost(KernelClass::kTranscendental)
                        .Inputs({"shape"})
                        .Outputs({"y"})
                        .Attr("mean", 0.0)
@@ -92,6 +93,7 @@ RUNNEL_REGISTER_OP(OpDefBuilder("random_normal")
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("random_uniform")
+        .Cost(KernelClass::kTranscendental)
         .Inputs({"shape"})
         .Outputs({"y"})
         .Attr("minval", 0.0)
@@ -105,6 +107,7 @@ RUNNEL_REGISTER_OP(
              "dtype."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("truncated_normal")
+                       .Cost(KernelClass::kTranscendental)
                        .Inputs({"shape"})
                        .Outputs({"y"})
                        .Attr("mean", 0.0)

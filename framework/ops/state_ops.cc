@@ -79,6 +79,7 @@ Specs ScatterShape(const ShapeContext& c, bool numeric) {
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("variable")
+        .Cost(KernelClass::kFree)
         .OptionalAttr("dtype")
         .OptionalAttr("shape")
         .Outputs({"value"})
@@ -97,6 +98,7 @@ RUNNEL_REGISTER_OP(
 // variable and device outside `after` blocks.
 RUNNEL_REGISTER_OP(
     OpDefBuilder("read_variable")
+        .Cost(KernelClass::kFree)
         .Inputs({"ref"})
         .Outputs({"value"})
         .Shape(UnchangedShape)

@@ -189,36 +189,28 @@ cudaError_t LaunchGatherGrad(ElemType type, const void* dy,
 namespace {
 
 template <typename T>
-cudaError_t OneHot(IndexType index_type, const void* indices, void* out,
+cudaError_t OneHot(ElemType index_type, const void* indices, void* out,
                    int64_t depth, int64_t inner, int64_t total,
                    const void* on_value, const void* off_value,
                    cudaStream_t stream) {
   T on, off;
   std::memcpy(&on, on_value, sizeof(T));
   std::memcpy(&off, off_value, sizeof(T));
-  auto launch = [&](auto index) {
+  return WithElemType(index_type, [&](auto index) {
     using I = decltype(index);
-    OneHotKernel<I, T><<<Blocks(total), kThreads, 0, stream>>>(
-        static_cast<const I*>(indices), static_cast<T*>(out), depth, inner,
-        total, on, off);
-    return cudaGetLastError();
-  };
-  switch (index_type) {
-    case IndexType::kI8:
-      return launch(int8_t{});
-    case IndexType::kU8:
-      return launch(uint8_t{});
-    case IndexType::kI32:
-      return launch(int32_t{});
-    case IndexType::kI64:
-      return launch(int64_t{});
-  }
-  return cudaErrorInvalidValue;
+    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
+      OneHotKernel<I, T><<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const I*>(indices), static_cast<T*>(out), depth, inner,
+          total, on, off);
+      return cudaGetLastError();
+    }
+    return cudaErrorInvalidValue;
+  });
 }
 
 }  // namespace
 
-cudaError_t LaunchOneHot(IndexType index_type, const void* indices, void* out,
+cudaError_t LaunchOneHot(ElemType index_type, const void* indices, void* out,
                          size_t elem_size, int64_t outer, int64_t depth,
                          int64_t inner, const void* on_value,
                          const void* off_value, cudaStream_t stream) {

@@ -61,8 +61,8 @@ cudaError_t LaunchGatherGrad(ElemType type, const void* dy,
 // out[o, d, i] = indices[o, i] == d ? on : off, so an index outside
 // [0, depth) gives a row of off. on_value and off_value point to one
 // element each in host memory, read at the call.
-enum class IndexType { kI8, kU8, kI32, kI64 };
-cudaError_t LaunchOneHot(IndexType index_type, const void* indices, void* out,
+// The indices are integers (i8, u8, i32, i64).
+cudaError_t LaunchOneHot(ElemType index_type, const void* indices, void* out,
                          size_t elem_size, int64_t outer, int64_t depth,
                          int64_t inner, const void* on_value,
                          const void* off_value, cudaStream_t stream);

@@ -460,8 +460,7 @@ class DynamicIndexAddKernel : public OpKernel {
     const Tensor& value = ctx->input(2);
     const int64_t row = value.num_elements();
     if (row == 0) return absl::OkStatus();
-    RN_ASSIGN_OR_RETURN(cuda::ElemType type,
-                        GpuElemType(value.dtype(), "dynamic_index_add"));
+    const cuda::ElemType type = GpuElemType(value.dtype());
     void* dst =
         At(at.first->raw_data(), at.second * row, DTypeSize(value.dtype()));
     GpuContext& gpu = GpuContextOf(ctx);
@@ -511,30 +510,17 @@ class OneHotKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx, *this));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
     const auto [outer, inner] = a_.OuterInner(indices);
-    cuda::IndexType type;
-    switch (indices.dtype()) {
-      case DType::kI8:
-        type = cuda::IndexType::kI8;
-        break;
-      case DType::kU8:
-        type = cuda::IndexType::kU8;
-        break;
-      case DType::kI32:
-        type = cuda::IndexType::kI32;
-        break;
-      case DType::kI64:
-        type = cuda::IndexType::kI64;
-        break;
-      default:
-        return absl::InvalidArgumentError(
-            StrCat("one_hot: indices must be integers, got ",
-                   DTypeName(indices.dtype())));
+    if (!IsInteger(indices.dtype())) {
+      return absl::InvalidArgumentError(
+          StrCat("one_hot: indices must be integers, got ",
+                 DTypeName(indices.dtype())));
     }
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
-    RN_CUDA(cuda::LaunchOneHot(
-        type, indices.raw_data(), y->raw_data(), DTypeSize(y->dtype()), outer,
-        a_.depth, inner, a_.on.raw_data(), a_.off.raw_data(), gpu.compute()));
+    RN_CUDA(cuda::LaunchOneHot(GpuElemType(indices.dtype()), indices.raw_data(),
+                               y->raw_data(), DTypeSize(y->dtype()), outer,
+                               a_.depth, inner, a_.on.raw_data(),
+                               a_.off.raw_data(), gpu.compute()));
     return absl::OkStatus();
   }
 
@@ -605,8 +591,7 @@ absl::Status SumRowsByIndex(OpKernelContext* ctx, const Tensor& dy,
   if (m == 0) {
     return Fill(ctx, out, Tensor::ScalarOf(out->dtype(), 0).raw_data());
   }
-  RN_ASSIGN_OR_RETURN(cuda::ElemType type,
-                      GpuElemType(out->dtype(), ctx->node().op()));
+  const cuda::ElemType type = GpuElemType(out->dtype());
   std::vector<int64_t> starts(n + 1, 0), order(m);
   for (int64_t r : indices) ++starts[r + 1];
   for (int64_t r = 0; r < n; ++r) starts[r + 1] += starts[r];
@@ -663,8 +648,7 @@ class TileGradKernel : public OpKernel {
                                              " on the GPU (at most ",
                                              cuda::kMaxCopyDims, ")"));
     }
-    RN_ASSIGN_OR_RETURN(cuda::ElemType type,
-                        GpuElemType(dy.dtype(), "tile_grad"));
+    const cuda::ElemType type = GpuElemType(dy.dtype());
     cuda::TilePlan plan;
     plan.rank = shape.rank();
     const Dims strides = RowMajorStrides(dy.shape());

@@ -178,6 +178,8 @@ __device__ __forceinline__ auto Apply(T x) {
   if constexpr (kOp == UnaryOp::kAbs) {
     if constexpr (kFloat<T>) {
       return Fabs(x);
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return x;
     } else {
       return x < 0 ? static_cast<T>(W(0) - static_cast<W>(x)) : x;
     }
@@ -187,7 +189,11 @@ __device__ __forceinline__ auto Apply(T x) {
     if constexpr (kFloat<T>) {
       if (x != x) return x;
     }
-    return static_cast<T>((x > T(0)) - (x < T(0)));
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(x > T(0));
+    } else {
+      return static_cast<T>((x > T(0)) - (x < T(0)));
+    }
   } else if constexpr (kOp == UnaryOp::kSquare) {
     return static_cast<T>(static_cast<W>(x) * static_cast<W>(x));
   } else if constexpr (kOp == UnaryOp::kRelu) {
@@ -300,50 +306,20 @@ cudaError_t Unary(const void* x, void* out, int64_t n, cudaStream_t stream) {
   }
 }
 
-// Calls F<T> for the element type `type`.
-#define RN_BY_TYPE(type, call_with_T) \
-  switch (type) {                     \
-    case ElemType::kF32: {            \
-      using T = float;                \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kF64: {            \
-      using T = double;               \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kI32: {            \
-      using T = int32_t;              \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kI64: {            \
-      using T = int64_t;              \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kBool: {           \
-      using T = bool;                 \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kF16: {            \
-      using T = __half;               \
-      return call_with_T;             \
-    }                                 \
-    case ElemType::kBF16: {           \
-      using T = __nv_bfloat16;        \
-      return call_with_T;             \
-    }                                 \
-  }                                   \
-  return cudaErrorNotSupported
-
 template <BinaryOp kOp>
 cudaError_t BinaryOfType(ElemType type, const void* a, const void* b, void* out,
                          int64_t n, const Broadcast* bc, cudaStream_t stream) {
-  RN_BY_TYPE(type, (Binary<kOp, T>(a, b, out, n, bc, stream)));
+  return WithElemType(type, [&](auto zero) {
+    return Binary<kOp, decltype(zero)>(a, b, out, n, bc, stream);
+  });
 }
 
 template <UnaryOp kOp>
 cudaError_t UnaryOfType(ElemType type, const void* x, void* out, int64_t n,
                         cudaStream_t stream) {
-  RN_BY_TYPE(type, (Unary<kOp, T>(x, out, n, stream)));
+  return WithElemType(type, [&](auto zero) {
+    return Unary<kOp, decltype(zero)>(x, out, n, stream);
+  });
 }
 
 }  // namespace

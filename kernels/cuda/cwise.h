@@ -9,12 +9,17 @@
 
 #include <cstdint>
 
+#include "framework/dtype_table.h"
+
 namespace runnel::cuda {
 
-// Element types the element-wise kernels take (Runnel's f32, f64, i32,
-// i64, bool, f16, bf16). The 16-bit floats are computed in f32 and rounded
-// to nearest even once on output, as the CPU kernels do.
-enum class ElemType { kF32, kF64, kI32, kI64, kBool, kF16, kBF16 };
+// Element types in device code: Runnel's dtypes, in DType's order
+// (framework/dtype_table.h), so a DType converts by value. The 16-bit
+// floats are computed in f32 and rounded to nearest even once on output,
+// as the CPU kernels do.
+#define RUNNEL_ELEM_TYPE_ENUMERATOR(Name, ...) k##Name,
+enum class ElemType { RUNNEL_DTYPES(RUNNEL_ELEM_TYPE_ENUMERATOR) };
+#undef RUNNEL_ELEM_TYPE_ENUMERATOR
 
 // Binary ops, with the CPU kernels' semantics (kernels/cpu/cwise_*.cc):
 // integer add/sub/mul wrap; maximum/minimum propagate NaN; floordiv and mod

@@ -69,8 +69,7 @@ class BinaryKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    RN_ASSIGN_OR_RETURN(ElemType type,
-                        GpuElemType(x.dtype(), ctx->node().op()));
+    const ElemType type = GpuElemType(x.dtype());
     RN_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(x.shape(), y.shape()));
     cuda::Broadcast bc;
     const bool same = x.shape() == y.shape();
@@ -92,8 +91,7 @@ class UnaryKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(ElemType type,
-                        GpuElemType(x.dtype(), ctx->node().op()));
+    const ElemType type = GpuElemType(x.dtype());
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());

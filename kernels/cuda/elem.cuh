@@ -73,22 +73,11 @@ using Wrap = typename WrapOf<T>::type;
 // Calls fn(T{}) with T the storage type of `type`, returning its result.
 template <typename Fn>
 cudaError_t WithElemType(ElemType type, Fn&& fn) {
-  switch (type) {
-    case ElemType::kF32:
-      return fn(float{});
-    case ElemType::kF64:
-      return fn(double{});
-    case ElemType::kI32:
-      return fn(int32_t{});
-    case ElemType::kI64:
-      return fn(int64_t{});
-    case ElemType::kBool:
-      return fn(bool{});
-    case ElemType::kF16:
-      return fn(__half{});
-    case ElemType::kBF16:
-      return fn(__nv_bfloat16{});
-  }
+#define RUNNEL_ELEM_TYPE_CASE(Name, name, Host, Gpu, ...) \
+  case ElemType::k##Name:                                 \
+    return fn(Gpu{});
+  switch (type) { RUNNEL_DTYPES(RUNNEL_ELEM_TYPE_CASE) }
+#undef RUNNEL_ELEM_TYPE_CASE
   return cudaErrorNotSupported;
 }
 

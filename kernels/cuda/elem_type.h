@@ -3,37 +3,21 @@
 #ifndef RUNNEL_KERNELS_CUDA_ELEM_TYPE_H_
 #define RUNNEL_KERNELS_CUDA_ELEM_TYPE_H_
 
-#include "absl/status/statusor.h"
-#include "base/strings.h"
 #include "framework/dtype.h"
 #include "kernels/cuda/cwise.h"
 
 namespace runnel {
 
-// Unimplemented, naming `op`, for a dtype the templates do not take (a
-// kernel registered only for the dtypes they take never sees one).
-inline absl::StatusOr<cuda::ElemType> GpuElemType(DType d,
-                                                  std::string_view op) {
-  switch (d) {
-    case DType::kF32:
-      return cuda::ElemType::kF32;
-    case DType::kF64:
-      return cuda::ElemType::kF64;
-    case DType::kI32:
-      return cuda::ElemType::kI32;
-    case DType::kI64:
-      return cuda::ElemType::kI64;
-    case DType::kBool:
-      return cuda::ElemType::kBool;
-    case DType::kF16:
-      return cuda::ElemType::kF16;
-    case DType::kBF16:
-      return cuda::ElemType::kBF16;
-    default:
-      return absl::UnimplementedError(
-          StrCat(op, ": no GPU kernel for ", DTypeName(d)));
-  }
+// The device's element type of a dtype: the same enumerator, as both
+// enums are expanded from one table (framework/dtype_table.h).
+constexpr cuda::ElemType GpuElemType(DType d) {
+  return static_cast<cuda::ElemType>(d);
 }
+#define RUNNEL_SAME_ORDER(Name, ...)                                    \
+  static_assert(GpuElemType(DType::k##Name) == cuda::ElemType::k##Name, \
+                "DType and cuda::ElemType disagree on k" #Name);
+RUNNEL_DTYPES(RUNNEL_SAME_ORDER)
+#undef RUNNEL_SAME_ORDER
 
 }  // namespace runnel
 

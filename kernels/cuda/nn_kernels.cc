@@ -36,7 +36,7 @@ struct Launch {
   ElemType type;
 };
 absl::StatusOr<Launch> Prepare(OpKernelContext* ctx, const Tensor& x) {
-  RN_ASSIGN_OR_RETURN(ElemType type, GpuElemType(x.dtype(), ctx->node().op()));
+  const ElemType type = GpuElemType(x.dtype());
   GpuContext& gpu = GpuContextOf(ctx);
   RN_RETURN_IF_ERROR(gpu.Activate());
   return Launch{&gpu, type};

@@ -36,7 +36,7 @@ class GpuApplyKernel : public ApplyKernelBase {
       a.rows = rows_gpu.data<int64_t>();
       a.row = grad.num_elements() / static_cast<int64_t>(rows->size());
     }
-    RN_ASSIGN_OR_RETURN(a.type, GpuElemType(grad.dtype(), "optimizer"));
+    a.type = GpuElemType(grad.dtype());
     a.n = grad.num_elements();
     for (size_t i = 0; i < u.old.size(); ++i) {
       a.old[i] = u.old[i]->raw_data();

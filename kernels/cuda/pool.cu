@@ -184,33 +184,22 @@ __global__ void MaxPoolFloor(int64_t n, T* y) {
   }
 }
 
-// Calls f(T()) with the C++ type of `type`; false when it is not one of
-// the listed ones (kFloatsOnly: no integers).
+// Calls f(T()) with the C++ type of `type`; false when pooling does not
+// take it (the floats, and i32 and i64 unless kFloatsOnly).
 template <bool kFloatsOnly, typename F>
-bool WithType(PoolType type, const F& f) {
-  switch (type) {
-    case PoolType::kF16:
-      f(__half());
-      return true;
-    case PoolType::kBF16:
-      f(__nv_bfloat16());
-      return true;
-    case PoolType::kF32:
-      f(float());
-      return true;
-    case PoolType::kF64:
-      f(double());
-      return true;
-    case PoolType::kI32:
-      if (kFloatsOnly) return false;
-      f(int32_t());
-      return true;
-    case PoolType::kI64:
-      if (kFloatsOnly) return false;
-      f(int64_t());
-      return true;
-  }
-  return false;
+bool WithType(ElemType type, const F& f) {
+  bool taken = false;
+  WithElemType(type, [&](auto t) {
+    using T = decltype(t);
+    constexpr bool kWideInt =
+        std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+    if constexpr (!std::is_integral_v<T> || (kWideInt && !kFloatsOnly)) {
+      f(t);
+      taken = true;
+    }
+    return cudaSuccess;
+  });
+  return taken;
 }
 
 int64_t OutElements(const PoolGeometry& g) {
@@ -222,7 +211,7 @@ int64_t InElements(const PoolGeometry& g) {
 
 }  // namespace
 
-cudaError_t LaunchPool(bool max, PoolType type, const PoolGeometry& g,
+cudaError_t LaunchPool(bool max, ElemType type, const PoolGeometry& g,
                        const void* x, void* y, cudaStream_t stream) {
   const int64_t n = OutElements(g);
   if (n == 0) return cudaSuccess;
@@ -241,7 +230,7 @@ cudaError_t LaunchPool(bool max, PoolType type, const PoolGeometry& g,
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
-cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
+cudaError_t LaunchMaxPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* x, const void* dy, int64_t* argmax,
                               void* dx, cudaStream_t stream) {
   const int64_t n_out = OutElements(g), n_in = InElements(g);
@@ -258,7 +247,7 @@ cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
-cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
+cudaError_t LaunchAvgPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* dy, void* dx, cudaStream_t stream) {
   const int64_t n = InElements(g);
   if (n == 0) return cudaSuccess;
@@ -270,7 +259,7 @@ cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 
-cudaError_t LaunchMaxPoolFloor(PoolType type, int64_t n, void* y,
+cudaError_t LaunchMaxPoolFloor(ElemType type, int64_t n, void* y,
                                cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const bool ok = WithType<true>(type, [&](auto t) {

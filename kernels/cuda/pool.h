@@ -18,10 +18,9 @@
 
 #include <cstdint>
 
-namespace runnel::cuda {
+#include "kernels/cuda/cwise.h"
 
-// f16 and bf16 are stored as their 16 bits (Runnel's Half, BFloat16).
-enum class PoolType { kF16, kBF16, kF32, kF64, kI32, kI64 };
+namespace runnel::cuda {
 
 // Windows of size_h×size_w every stride_h, stride_w; window (oh, ow) starts
 // at input row oh * stride_h - pad_h (column likewise) and is clipped to
@@ -32,18 +31,18 @@ struct PoolGeometry {
   int64_t size_h, size_w, stride_h, stride_w, pad_h, pad_w;
 };
 
-// y = max_pool(x) (`max`, any type) or avg_pool(x) (floats).
-cudaError_t LaunchPool(bool max, PoolType type, const PoolGeometry& g,
+// y = max_pool(x) (`max`: floats, i32, i64) or avg_pool(x) (floats).
+cudaError_t LaunchPool(bool max, ElemType type, const PoolGeometry& g,
                        const void* x, void* y, cudaStream_t stream);
 
 // The gradient of max_pool: `argmax` (y's size, scratch) gets the input
 // element (h * in_w + w) each output's gradient goes to, then dx sums them.
-cudaError_t LaunchMaxPoolGrad(PoolType type, const PoolGeometry& g,
+cudaError_t LaunchMaxPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* x, const void* dy, int64_t* argmax,
                               void* dx, cudaStream_t stream);
 
 // The gradient of avg_pool.
-cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
+cudaError_t LaunchAvgPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* dy, void* dx, cudaStream_t stream);
 
 // y[i] = the lowest value where y[i] is NaN, -inf or lower, for the `n`
@@ -51,7 +50,7 @@ cudaError_t LaunchAvgPoolGrad(PoolType type, const PoolGeometry& g,
 // window of nothing but NaN and -inf gives what it gives on the CPU, which
 // starts each maximum at the lowest value of the type it computes in (f32
 // for f16, so -inf once rounded to f16). Floats only.
-cudaError_t LaunchMaxPoolFloor(PoolType type, int64_t n, void* y,
+cudaError_t LaunchMaxPoolFloor(ElemType type, int64_t n, void* y,
                                cudaStream_t stream);
 
 }  // namespace runnel::cuda

@@ -12,32 +12,13 @@
 #include "framework/window.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cudnn.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/pool.h"
 #include "kernels/cuda/pool_plan.h"
 
 namespace runnel {
 namespace {
-
-absl::StatusOr<cuda::PoolType> PoolTypeOf(DType d) {
-  switch (d) {
-    case DType::kF16:
-      return cuda::PoolType::kF16;
-    case DType::kBF16:
-      return cuda::PoolType::kBF16;
-    case DType::kF32:
-      return cuda::PoolType::kF32;
-    case DType::kF64:
-      return cuda::PoolType::kF64;
-    case DType::kI32:
-      return cuda::PoolType::kI32;
-    case DType::kI64:
-      return cuda::PoolType::kI64;
-    default:
-      return absl::UnimplementedError(
-          StrCat("no GPU pooling for ", DTypeName(d)));
-  }
-}
 
 // The descriptors of one cuDNN pooling call.
 struct PoolDescriptors {
@@ -159,7 +140,7 @@ class GpuPoolKernel : public GpuPoolBase {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(const cuda::PoolType type, PoolTypeOf(x.dtype()));
+    const cuda::ElemType type = GpuElemType(x.dtype());
     RN_ASSIGN_OR_RETURN(const PoolWindows w, Place(x, "pooling"));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, w.y()));
     if (y->num_elements() == 0) return absl::OkStatus();
@@ -199,7 +180,7 @@ class GpuPoolGradKernel : public GpuPoolBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
-    RN_ASSIGN_OR_RETURN(const cuda::PoolType type, PoolTypeOf(x.dtype()));
+    const cuda::ElemType type = GpuElemType(x.dtype());
     RN_ASSIGN_OR_RETURN(const PoolWindows w,
                         Place(x, StrCat(ctx->node().op(), ":")));
     RN_RETURN_IF_ERROR(

@@ -65,8 +65,7 @@ absl::Status Reduce(OpKernelContext* ctx, ReduceOp op, const Tensor& x,
   if (out->num_elements() == 0) return absl::OkStatus();
   const ReduceLayout l = PlanReduceLayout(x.shape().dims(), axes);
   RN_RETURN_IF_ERROR(CheckReduction(ctx->node(), op, x, l));
-  RN_ASSIGN_OR_RETURN(cuda::ElemType type,
-                      GpuElemType(x.dtype(), ctx->node().op()));
+  const cuda::ElemType type = GpuElemType(x.dtype());
   GpuContext& gpu = GpuContextOf(ctx);
   RN_RETURN_IF_ERROR(gpu.Activate());
   Allocator* allocator = ctx->device()->allocator();

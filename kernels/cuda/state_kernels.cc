@@ -27,7 +27,7 @@ absl::StatusOr<cuda::ElemType> GpuNumberType(DType d, const char* what) {
     return absl::UnimplementedError(
         StrCat("no GPU ", what, " kernel for ", DTypeName(d)));
   }
-  return GpuElemType(d, what);
+  return GpuElemType(d);
 }
 
 absl::StatusOr<Tensor> CopyOnGpu(GpuContext& gpu, const Tensor& t) {

@@ -101,6 +101,85 @@ TEST(CostModelTest, KernelClasses) {
   EXPECT_EQ(ClassOfOp("merge"), KernelClass::kFree);
 }
 
+// The classes the cost model kept in a table of its own before they became
+// OpDef fields: every op keeps its class, and each is a registered op.
+TEST(CostModelTest, OpDefsDeclareTheirClasses) {
+  const std::vector<std::pair<KernelClass, std::vector<std::string>>> kWas = {
+      {KernelClass::kMatmul,
+       {"matmul", "conv2d", "conv2d_backprop_filter", "conv2d_backprop_input"}},
+      {KernelClass::kTranscendental,
+       {"exp",
+        "log",
+        "log1p",
+        "tanh",
+        "sigmoid",
+        "softplus",
+        "erf",
+        "elu",
+        "sin",
+        "cos",
+        "pow",
+        "sqrt",
+        "rsqrt",
+        "softmax",
+        "log_softmax",
+        "logsumexp",
+        "softmax_cross_entropy",
+        "sparse_softmax_cross_entropy",
+        "sigmoid_cross_entropy",
+        "random_normal",
+        "random_uniform",
+        "truncated_normal"}},
+      {KernelClass::kReduction,
+       {"sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin",
+        "l2_loss", "sum_to_like"}},
+      {KernelClass::kFree,
+       {"_feed",
+        "_fetch",
+        "_send",
+        "_recv",
+        "const",
+        "placeholder",
+        "placeholder_with_default",
+        "variable",
+        "read_variable",
+        "identity",
+        "reshape",
+        "expand_dims",
+        "squeeze",
+        "stop_gradient",
+        "shape_of",
+        "rank",
+        "size",
+        "noop",
+        "control_trigger",
+        "enter",
+        "exit",
+        "merge",
+        "switch",
+        "next_iteration",
+        "loop_cond",
+        "stack_new",
+        "queue"}}};
+  int classified = 0;
+  for (const auto& [cls, ops] : kWas) {
+    for (const std::string& op : ops) {
+      SCOPED_TRACE(op);
+      ASSERT_NE(OpRegistry::Global().Find(op), nullptr);
+      EXPECT_EQ(ClassOfOp(op), cls);
+      ++classified;
+    }
+  }
+  // Every other op is element-wise, as the table's default was.
+  int elementwise = 0;
+  for (const std::string& op : OpRegistry::Global().ListOps()) {
+    if (ClassOfOp(op) == KernelClass::kElementwise) ++elementwise;
+  }
+  EXPECT_EQ(elementwise + classified,
+            static_cast<int>(OpRegistry::Global().ListOps().size()));
+  EXPECT_EQ(ClassOfOp("no_such_op"), KernelClass::kElementwise);
+}
+
 // The real calibration gives finite, positive rates for the CPU (how fast
 // is the machine's business), and refuses a type it cannot run.
 TEST(CostModelTest, CalibrationMeasuresEveryRate) {
