@@ -21,7 +21,7 @@
 #include "base/strings.h"
 #include "distributed/cluster_spec.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
@@ -251,4 +251,4 @@ int LaunchCluster(const ClusterLaunch& launch) {
   return result;
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

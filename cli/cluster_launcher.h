@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 struct ClusterLaunch {
   std::string runnel;  // this program
@@ -28,6 +28,6 @@ struct ClusterLaunch {
 // Runs the cluster to its end; returns the exit status.
 int LaunchCluster(const ClusterLaunch& launch);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_CLUSTER_LAUNCHER_H_

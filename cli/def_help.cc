@@ -5,7 +5,7 @@
 
 #include "base/strings.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 std::vector<std::string_view> Lines(std::string_view text) {
@@ -66,4 +66,4 @@ std::optional<std::string> DefHelp(std::string_view source,
   return std::nullopt;
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

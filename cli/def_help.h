@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 // The help of the top-level `def NAME(...)` in `source` (the text of
 // `file`): "def NAME(params)", where it is, then its doc comment; nullopt
@@ -16,6 +16,6 @@ std::optional<std::string> DefHelp(std::string_view source,
                                    std::string_view name,
                                    std::string_view file);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_DEF_HELP_H_

@@ -10,7 +10,7 @@
 #include "framework/device_set.h"
 #include "interpreter/diag.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 bool ParseInt(const std::string& s, long long min, long long max,
               long long* out) {
@@ -140,7 +140,7 @@ const std::vector<Flag>& Flags() {
        }},
       {"--devices", true, F::kAll,
        [](const Value& v, CommandLine& cl) -> std::string {
-         Options& o = cl.options;
+         interp::Options& o = cl.options;
          if (!v.has_value() ||
              !ParseDevices(*v, &o.cpu_devices, &o.gpu_devices)) {
            return StrCat(
@@ -277,7 +277,7 @@ std::string UnknownOption(const std::string& a, const std::string& command) {
     known.insert(known.end(), {"--all", "--depth", "--expand", "--placed"});
   }
   std::string message = StrCat("unknown option '", a, "' for '", command, "'");
-  if (std::string best = ClosestName(a, known); !best.empty()) {
+  if (std::string best = interp::ClosestName(a, known); !best.empty()) {
     message += StrCat("; did you mean '", best, "'?");
   }
   return message;
@@ -340,4 +340,4 @@ std::string ParseCommandLine(const std::vector<std::string>& args,
   return "";
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

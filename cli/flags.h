@@ -11,7 +11,7 @@
 #include "cli/graph_dot.h"
 #include "interpreter/interpreter.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 // What the command line of `run`, `check` and `graph` asks for.
 struct CommandLine {
@@ -21,7 +21,7 @@ struct CommandLine {
   double retry_unreachable = 0;
   bool verbose = false;
   GraphView view;
-  Options options;
+  interp::Options options;
 };
 
 // Reads the options and FILE of `run`, `check` and `graph` (args[0] is the
@@ -38,6 +38,6 @@ bool ParseDevices(const std::string& v, int* cpus, int* gpus);
 // "4G", "512M", "100K" or a byte count (binary units).
 bool ParseBytes(const std::string& v, size_t* out);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_FLAGS_H_

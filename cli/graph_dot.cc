@@ -12,7 +12,7 @@
 #include "base/strings.h"
 #include "common_runtime/gradients.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 // The backward pass's nodes are named "gradients/<forward node>/..."; this
@@ -483,4 +483,4 @@ absl::StatusOr<std::string> GraphToDot(const Graph& graph,
   return out;
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

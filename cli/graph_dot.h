@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "framework/graph.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 struct GraphView {
   // Scopes to open (with their enclosing scopes), e.g. "dense" or
@@ -47,6 +47,6 @@ bool TakeGraphViewOption(const std::string& flag,
 absl::StatusOr<std::string> GraphToDot(const Graph& graph,
                                        const GraphView& view = {});
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_GRAPH_DOT_H_

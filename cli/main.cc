@@ -46,7 +46,7 @@
 #include "interpreter/large_stack.h"
 #include "lang/diagnostics.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 constexpr char kUsage[] =
@@ -144,7 +144,7 @@ void PrintDevices(const DeviceSet& devices) {
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "runnel: %s\n(see 'runnel --help')\n", problem.c_str());
-  return kExitUsage;
+  return interp::kExitUsage;
 }
 
 // Runs `fn` on a thread with a large stack, so deep recursion in a script
@@ -152,16 +152,16 @@ int Usage(const std::string& problem) {
 // `runnel run`: the first Ctrl-C asks the interpreter to stop at the next
 // statement, loop step or kernel boundary (the run reports "interrupted" at
 // that place and exits 1); a second one ends the process at once.
-std::atomic<Interpreter*> g_batch_interp{nullptr};
+std::atomic<interp::Interpreter*> g_batch_interp{nullptr};
 
 extern "C" void OnBatchSigint(int) {
-  if (Interpreter* interp = g_batch_interp.load()) interp->Interrupt();
+  if (interp::Interpreter* interp = g_batch_interp.load()) interp->Interrupt();
   std::signal(SIGINT, SIG_DFL);
 }
 
 int RunWithLargeStack(const std::function<int()>& fn) {
-  int result = kExitError;
-  LargeStackThread([&] { result = fn(); }).Join();
+  int result = interp::kExitError;
+  interp::LargeStackThread([&] { result = fn(); }).Join();
   return result;
 }
 
@@ -177,9 +177,9 @@ int WriteGraph(const Graph& graph, const GraphView& view,
   }
   if (!status.ok()) {
     std::fprintf(stderr, "runnel: %s\n", std::string(status.message()).c_str());
-    return kExitError;
+    return interp::kExitError;
   }
-  return kExitOk;
+  return interp::kExitOk;
 }
 
 // `runnel plot LOG... [-o OUT]`.
@@ -209,9 +209,9 @@ int Plot(const std::vector<std::string>& args) {
         stderr, "%s%s\n",
         message.find(": error: ") == std::string::npos ? "runnel: " : "",
         message.c_str());
-    return kExitError;
+    return interp::kExitError;
   }
-  return kExitOk;
+  return interp::kExitOk;
 }
 
 // The path of this program, for the tasks `runnel cluster` starts.
@@ -287,7 +287,7 @@ int Server(const std::vector<std::string>& args) {
   }
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-    return kExitError;
+    return interp::kExitError;
   }
   std::printf("%s serving at %s\n", server->task().c_str(),
               spec.Address(job, static_cast<int>(task))->c_str());
@@ -303,7 +303,7 @@ int Server(const std::vector<std::string>& args) {
   server->Wait();
   stopper.join();
   std::fflush(nullptr);
-  std::_Exit(kExitOk);
+  std::_Exit(interp::kExitOk);
 }
 
 // `runnel cluster FILE --ps P --workers W [--restart] [run options]`.
@@ -353,7 +353,7 @@ int Cluster(const std::vector<std::string>& args, const char* argv0) {
 // when it cannot (printed), or nullopt.
 std::optional<int> JoinCluster(CommandLine& cl,
                                std::shared_ptr<GrpcCluster>* joined) {
-  Options& options = cl.options;
+  interp::Options& options = cl.options;
   if (cl.cluster_file.empty() && cl.job.empty() && cl.task_text.empty()) {
     if (!cl.token_file.empty()) {
       return Usage("--token-file is for cluster runs (--cluster)");
@@ -383,7 +383,7 @@ std::optional<int> JoinCluster(CommandLine& cl,
   }
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-    return kExitError;
+    return interp::kExitError;
   }
   options.task_job = cl.job;
   options.task_index = static_cast<int>(task);
@@ -397,33 +397,33 @@ int RunScript(const CommandLine& cl,
   const std::string& command = cl.command;
   return RunWithLargeStack([&]() -> int {
     lang::DiagnosticSink sink(stderr);
-    Interpreter interp(cl.options, &sink);
-    if (cl.verbose) PrintDevices(interp.session().devices());
+    interp::Interpreter interp(cl.options, &sink);
+    if (cl.verbose) PrintDevices(interp.host().session().devices());
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(cl.file);
     // The last checkpoint, also after an error or Ctrl-C.
-    if (absl::Status s = interp.FinishCheckpoints(); !s.ok()) {
+    if (absl::Status s = interp.host().FinishCheckpoints(); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-      status = kExitError;
+      status = interp::kExitError;
     }
-    if (status == kExitOk) {
-      if (absl::Status s = interp.FinishTrace(); !s.ok()) {
+    if (status == interp::kExitOk) {
+      if (absl::Status s = interp.host().FinishTrace(); !s.ok()) {
         std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
-        status = kExitError;
+        status = interp::kExitError;
       }
     }
     std::signal(SIGINT, SIG_DFL);
     g_batch_interp.store(nullptr);
-    if (status == kExitOk && command == "graph" && cl.view.placed) {
+    if (status == interp::kExitOk && command == "graph" && cl.view.placed) {
       // The whole graph, placed as runs would be (docs/devices.md).
       absl::Status s =
-          PlaceGraph(interp.graph(), interp.session().devices(),
+          PlaceGraph(interp.graph(), interp.host().session().devices(),
                      {.soft_placement = cl.options.soft_placement,
                       .warn = [](const Node&, const std::string&) {}});
       if (!s.ok()) status = interp.Report(s);
     }
-    const int code = status != kExitOk || command != "graph"
+    const int code = status != interp::kExitOk || command != "graph"
                          ? status
                          : WriteGraph(interp.graph(), cl.view, cl.graph_out);
     // Everything the program wrote is complete (checkpoints and .npy files
@@ -439,15 +439,15 @@ int RunScript(const CommandLine& cl,
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return RunRepl(Options{});
+  if (args.empty()) return RunRepl(interp::Options{});
   const std::string command = args[0];
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
-    return kExitOk;
+    return interp::kExitOk;
   }
   if (command == "--version") {
     std::printf("runnel %s\n", RUNNEL_VERSION);
-    return kExitOk;
+    return interp::kExitOk;
   }
   if (command == "plot") return Plot(args);
   if (command == "server") return Server(args);
@@ -457,7 +457,7 @@ int Main(int argc, char** argv) {
       return Usage("'ops' takes --json");
     }
     std::fputs(OpsJson().c_str(), stdout);
-    return kExitOk;
+    return interp::kExitOk;
   }
   if (command != "run" && command != "check" && command != "graph") {
     return Usage(StrCat("unknown command '", command, "'"));
@@ -477,13 +477,13 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 int main(int argc, char** argv) {
   // The interpreter turns every failure into a diagnostic; this is the last
   // guard, so that nothing ever reaches std::terminate.
   try {
-    return runnel::interp::Main(argc, argv);
+    return runnel::cli::Main(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "runnel: internal error: %s\n", e.what());
     return runnel::interp::kExitError;

@@ -12,7 +12,7 @@
 #include "interpreter/builtins.h"
 #include "interpreter/value.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -20,7 +20,7 @@ using Json = nlohmann::ordered_json;
 // Builtin names by the op they apply.
 std::map<std::string, std::vector<std::string>> BuiltinsByOp() {
   std::map<std::string, std::vector<std::string>> by_op;
-  for (const Builtin& b : Builtins()) {
+  for (const interp::Builtin& b : interp::Builtins()) {
     for (const std::string& op : b.ops) by_op[op].push_back(b.name);
   }
   return by_op;
@@ -81,15 +81,15 @@ Json OpJson(const OpDef& def, const std::vector<std::string>& builtins) {
   return j;
 }
 
-std::string DefaultText(const BuiltinParam& p) {
-  return FormatValue(p.default_value, /*quote_strings=*/true);
+std::string DefaultText(const interp::BuiltinParam& p) {
+  return interp::FormatValue(p.default_value, /*quote_strings=*/true);
 }
 
-Json BuiltinJson(const Builtin& b) {
+Json BuiltinJson(const interp::Builtin& b) {
   Json j;
   j["name"] = b.name;
   Json params = Json::array();
-  for (const BuiltinParam& p : b.params) {
+  for (const interp::BuiltinParam& p : b.params) {
     Json q;
     q["name"] = p.name;
     if (!p.required) q["default"] = DefaultText(p);
@@ -103,10 +103,10 @@ Json BuiltinJson(const Builtin& b) {
 }
 
 // "relu(x)", "sum(x, axis = none, keepdims = false)", "print(...)".
-std::string Signature(const Builtin& b) {
+std::string Signature(const interp::Builtin& b) {
   std::string s = b.name + "(";
   for (size_t i = 0; i < b.params.size(); ++i) {
-    const BuiltinParam& p = b.params[i];
+    const interp::BuiltinParam& p = b.params[i];
     s += StrCat(i ? ", " : "", p.name,
                 p.required ? "" : StrCat(" = ", DefaultText(p)));
   }
@@ -154,13 +154,14 @@ std::string OpsJson() {
                                                    ? std::vector<std::string>{}
                                                    : it->second));
   }
-  std::vector<const Builtin*> sorted;
-  for (const Builtin& b : Builtins()) sorted.push_back(&b);
-  std::sort(
-      sorted.begin(), sorted.end(),
-      [](const Builtin* a, const Builtin* b) { return a->name < b->name; });
+  std::vector<const interp::Builtin*> sorted;
+  for (const interp::Builtin& b : interp::Builtins()) sorted.push_back(&b);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const interp::Builtin* a, const interp::Builtin* b) {
+              return a->name < b->name;
+            });
   Json builtins = Json::array();
-  for (const Builtin* b : sorted) builtins.push_back(BuiltinJson(*b));
+  for (const interp::Builtin* b : sorted) builtins.push_back(BuiltinJson(*b));
   Json root;
   root["ops"] = std::move(ops);
   root["builtins"] = std::move(builtins);
@@ -168,7 +169,7 @@ std::string OpsJson() {
 }
 
 std::optional<std::string> HelpText(std::string_view name) {
-  for (const Builtin& b : Builtins()) {
+  for (const interp::Builtin& b : interp::Builtins()) {
     if (b.name != name) continue;
     std::string s = Signature(b) + "\n";
     for (const std::string& op : b.ops) {
@@ -180,4 +181,4 @@ std::optional<std::string> HelpText(std::string_view name) {
   return std::nullopt;
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 // Every registered op (name, inputs, variadic, outputs, attributes with
 // defaults, dtype groups, stateful, gradient, CPU kernel dtypes, doc and
@@ -24,6 +24,6 @@ std::string OpsJson();
 // it applies; nullopt when `name` is neither.
 std::optional<std::string> HelpText(std::string_view name);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_OP_CATALOG_H_

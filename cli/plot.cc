@@ -11,7 +11,7 @@
 #include "base/strings.h"
 #include "cli/render.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -469,4 +469,4 @@ absl::Status WritePlot(const std::vector<std::string>& paths,
   return RunGnuplot(*script, out);
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 struct MetricSeries {
   std::string name;
@@ -57,6 +57,6 @@ absl::StatusOr<std::string> PlotScript(const std::vector<MetricsLog>& logs,
 absl::Status WritePlot(const std::vector<std::string>& paths,
                        const std::string& out);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_PLOT_H_

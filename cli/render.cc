@@ -19,7 +19,7 @@
 
 extern char** environ;
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 std::string TempDirBase() {
@@ -201,4 +201,4 @@ absl::Status RunGnuplot(const std::string& script, const std::string& out) {
       out);
 }
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli

@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 // Whether `program` is an executable on $PATH.
 bool HasProgram(const std::string& program);
@@ -28,6 +28,6 @@ absl::Status WriteDot(const std::string& dot, const std::string& out);
 // with its output going to `out`.
 absl::Status RunGnuplot(const std::string& script, const std::string& out);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_RENDER_H_

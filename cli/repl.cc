@@ -45,7 +45,7 @@
 #include "lang/parser.h"
 #include "lang/source.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 constexpr char kHelp[] =
@@ -70,33 +70,34 @@ constexpr char kHelp[] =
     "Ctrl-C abandons the current input, or interrupts a running statement.\n";
 
 std::atomic<bool> g_sigint{false};
-std::atomic<Interpreter*> g_running{nullptr};
+std::atomic<interp::Interpreter*> g_running{nullptr};
 
 extern "C" void OnSigint(int) {
   g_sigint.store(true);
-  if (Interpreter* interp = g_running.load()) interp->Interrupt();
+  if (interp::Interpreter* interp = g_running.load()) interp->Interrupt();
 }
 
 // `:help NAME` for a function written in Runnel: `nn.dense` (a member of a
 // module, imported or not) or a function the session defined; its header
 // and doc comment, read from its file.
-std::optional<std::string> FunctionHelp(Interpreter& interp,
+std::optional<std::string> FunctionHelp(interp::Interpreter& interp,
                                         const std::string& name) {
   std::string file;
   std::string function = name;
   if (size_t dot = name.find('.'); dot != std::string::npos) {
     const std::string module = name.substr(0, dot);
     function = name.substr(dot + 1);
-    const Binding* bound = interp.globals().FindLocal(module);
-    if (bound != nullptr && bound->value.kind() == ValueKind::kModule) {
+    const interp::Binding* bound = interp.globals().FindLocal(module);
+    if (bound != nullptr && bound->value.kind() == interp::ValueKind::kModule) {
       file = bound->value.module()->path;
     } else {
       lang::ImportStmt stmt;
       stmt.module = module;
-      file = interp.ResolveImport(stmt, "");
+      file = interp.modules().ResolveImport(stmt, "");
     }
-  } else if (const Binding* bound = interp.globals().FindLocal(name);
-             bound != nullptr && bound->value.kind() == ValueKind::kFunction &&
+  } else if (const interp::Binding* bound = interp.globals().FindLocal(name);
+             bound != nullptr &&
+             bound->value.kind() == interp::ValueKind::kFunction &&
              bound->value.function()->def != nullptr) {
     file = bound->value.function()->span.file.str();
   }
@@ -110,15 +111,15 @@ std::optional<std::string> FunctionHelp(Interpreter& interp,
 
 // One interpreter with its diagnostics sink.
 struct Session {
-  explicit Session(const Options& options)
+  explicit Session(const interp::Options& options)
       : sink(stderr), interp(options, &sink) {}
   lang::DiagnosticSink sink;
-  Interpreter interp;
+  interp::Interpreter interp;
 };
 
 class Repl {
  public:
-  explicit Repl(const Options& options) : options_(options) {
+  explicit Repl(const interp::Options& options) : options_(options) {
     session_ = std::make_unique<Session>(options_);
   }
 
@@ -126,7 +127,7 @@ class Repl {
   void Eval(const std::string& text) {
     const std::string name = StrCat("<stdin:", ++inputs_, ">");
     auto src = std::make_shared<lang::SourceFile>(name, text);
-    Interpreter& interp = session_->interp;
+    interp::Interpreter& interp = session_->interp;
     interp.sink().AddSource(src);
     lang::ParseResult parsed = lang::Parse(*src);
     if (!parsed.errors.empty()) {
@@ -145,7 +146,7 @@ class Repl {
     interp.ClearInterrupt();
     g_sigint.store(false);
     g_running.store(&interp);
-    absl::StatusOr<Value> v = interp.Evaluate(program);
+    absl::StatusOr<interp::Value> v = interp.Evaluate(program);
     g_running.store(nullptr);
     const bool interrupted = g_sigint.exchange(false);
     interp.ClearInterrupt();
@@ -153,7 +154,7 @@ class Repl {
     if (!v.ok()) {
       interp.Report(v.status());
     } else if (print && !v->is_none()) {
-      std::string s = FormatValue(*v, true);
+      std::string s = interp::FormatValue(*v, true);
       std::printf("%s\n", s.c_str());
     }
     if (interrupted && v.ok()) std::fputs("interrupted\n", stderr);
@@ -171,7 +172,7 @@ class Repl {
       size_t b = line.find_last_not_of(" \t\r\n");
       if (a != std::string::npos) arg = line.substr(a, b - a + 1);
     }
-    Interpreter& interp = session_->interp;
+    interp::Interpreter& interp = session_->interp;
     if (cmd == ":quit" || cmd == ":q" || cmd == ":exit") return false;
     if ((cmd == ":help" || cmd == ":h" || cmd == ":?") && arg.empty()) {
       std::fputs(kHelp, stdout);
@@ -188,17 +189,18 @@ class Repl {
       const std::vector<std::string> names = interp.globals().Names();
       if (names.empty()) std::puts("(no names defined)");
       for (const std::string& name : names) {
-        const Binding& binding = *interp.globals().FindLocal(name);
-        std::string shown = FormatValue(binding.value, true);
+        const interp::Binding& binding = *interp.globals().FindLocal(name);
+        std::string shown = interp::FormatValue(binding.value, true);
         if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
         if (shown.find('\n') != std::string::npos) {
           shown = shown.substr(0, shown.find('\n')) + " ...";
         }
         std::printf("%s: %s = %s\n", name.c_str(),
-                    DescribeValue(binding.value).c_str(), shown.c_str());
+                    interp::DescribeValue(binding.value).c_str(),
+                    shown.c_str());
       }
     } else if (cmd == ":devices") {
-      const DeviceSet& devices = interp.session().devices();
+      const DeviceSet& devices = interp.host().session().devices();
       for (int i = 0; i < devices.size(); ++i) {
         const Device& d = *devices.device(i);
         if (!devices.is_local(i)) {
@@ -345,13 +347,13 @@ class Repl {
   // The completions of `word` (which may be `module.prefix`).
   std::vector<std::string> Complete(const std::string& word) {
     std::set<std::string> out;
-    Interpreter& interp = session_->interp;
+    interp::Interpreter& interp = session_->interp;
     size_t dot = word.rfind('.');
     if (dot != std::string::npos) {
       const std::string base = word.substr(0, dot);
       const std::string prefix = word.substr(dot + 1);
-      Binding* b = interp.globals().Find(base);
-      if (b && b->value.kind() == ValueKind::kModule) {
+      interp::Binding* b = interp.globals().Find(base);
+      if (b && b->value.kind() == interp::ValueKind::kModule) {
         const auto& m = b->value.module();
         if (m && m->env) {
           for (const std::string& name : m->env->Names()) {
@@ -362,7 +364,7 @@ class Repl {
     } else {
       std::vector<std::string> names;
       interp.globals().CollectNames(&names);
-      for (const std::string& n : Interpreter::BuiltinNames()) {
+      for (const std::string& n : interp::Interpreter::BuiltinNames()) {
         names.push_back(n);
       }
       static const char* kKeywords[] = {
@@ -378,10 +380,10 @@ class Repl {
     return {out.begin(), out.end()};
   }
 
-  const Options& options() const { return options_; }
+  const interp::Options& options() const { return options_; }
 
  private:
-  Options options_;
+  interp::Options options_;
   std::unique_ptr<Session> session_;
   int inputs_ = 0;
   std::string scratch_;  // the temporary directory for pictures
@@ -490,7 +492,7 @@ int RunTerminal(Repl& repl, const char* argv0) {
   el_set(el, EL_ADDFN, "runnel-complete", "complete a name", CompleteFn);
   el_set(el, EL_BIND, "^I", "runnel-complete", nullptr);
 
-  int status = kExitOk;
+  int status = interp::kExitOk;
   std::string pending;
   while (true) {
     g_prompt = pending.empty() ? ">>> " : "... ";
@@ -547,7 +549,7 @@ int RunPiped(Repl& repl) {
   while (std::getline(std::cin, line)) {
     if (pending.empty() && IsBlank(line)) continue;
     if (pending.empty() && Trim(line).rfind(':', 0) == 0) {
-      if (!repl.Command(Trim(line))) return kExitOk;
+      if (!repl.Command(Trim(line))) return interp::kExitOk;
       continue;
     }
     pending += line + "\n";
@@ -557,10 +559,10 @@ int RunPiped(Repl& repl) {
     repl.Eval(input);
   }
   if (!IsBlank(pending)) repl.Eval(pending);
-  return kExitOk;
+  return interp::kExitOk;
 }
 
-int RunReplHere(const Options& options) {
+int RunReplHere(const interp::Options& options) {
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = OnSigint;
@@ -588,10 +590,10 @@ int RunReplHere(const Options& options) {
 // deep recursion meets the interpreter's depth limit rather than the
 // stack's end. SIGINT is blocked on the waiting main thread so that it
 // reaches the REPL's thread (and interrupts its read).
-int RunRepl(const Options& options) {
+int RunRepl(const interp::Options& options) {
   struct Call {
-    const Options* options;
-    int status = kExitError;
+    const interp::Options* options;
+    int status = interp::kExitError;
   } call{&options};
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -615,4 +617,4 @@ int RunRepl(const Options& options) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return call.status;
 }
-}  // namespace runnel::interp
+}  // namespace runnel::cli

@@ -6,12 +6,12 @@
 
 #include "interpreter/interpreter.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 
 // Runs the REPL on the terminal until Ctrl-D or `:quit`; returns the exit
 // status for the process.
-int RunRepl(const Options& options);
+int RunRepl(const interp::Options& options);
 
-}  // namespace runnel::interp
+}  // namespace runnel::cli
 
 #endif  // RUNNEL_CLI_REPL_H_

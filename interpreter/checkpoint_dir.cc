@@ -21,7 +21,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "common_runtime/saver.h"
-#include "interpreter/interpreter.h"
+#include "interpreter/run_host.h"
 #include "io/checkpoint.h"
 
 namespace runnel::interp {
@@ -58,7 +58,7 @@ std::vector<std::pair<int64_t, std::string>> Checkpoints(
 
 }  // namespace
 
-absl::Status Interpreter::StartCheckpoints() {
+absl::Status RunHost::StartCheckpoints() {
   checkpoints_started_ = true;
   last_checkpoint_time_ = Now();
   if (!options_.task_chief) {
@@ -193,7 +193,7 @@ absl::StatusOr<TensorMap> ReadSnapshot(Session& session) {
 
 }  // namespace
 
-absl::Status Interpreter::SaveCheckpoint() {
+absl::Status RunHost::SaveCheckpoint() {
   RN_ASSIGN_OR_RETURN(TensorMap values, ReadSnapshot(session()));
   int64_t step = last_checkpoint_step_ + 1;
   if (auto it = values.find("global_step"); it != values.end()) {
@@ -216,8 +216,9 @@ absl::Status Interpreter::SaveCheckpoint() {
   return absl::OkStatus();
 }
 
-absl::Status Interpreter::MaybeCheckpoint() {
-  if (options_.checkpoint_dir.empty() || check_mode()) return absl::OkStatus();
+absl::Status RunHost::CheckpointIfDue() {
+  if (options_.checkpoint_dir.empty() || options_.check_mode)
+    return absl::OkStatus();
   if (!checkpoints_started_) return StartCheckpoints();
   if (!options_.task_chief) return absl::OkStatus();
   if (options_.checkpoint_seconds > 0) {
@@ -232,7 +233,7 @@ absl::Status Interpreter::MaybeCheckpoint() {
     return absl::OkStatus();
   }
   runs_at_last_check_ = runs_;
-  Node* step_node = graph().FindNode("global_step");
+  Node* step_node = graph_->FindNode("global_step");
   if (step_node == nullptr) return absl::OkStatus();
   RN_ASSIGN_OR_RETURN(std::vector<Tensor> step,
                       session().Run(Session::Feeds{}, {{step_node, 0}}, {}));
@@ -241,8 +242,8 @@ absl::Status Interpreter::MaybeCheckpoint() {
   return SaveCheckpoint();
 }
 
-absl::Status Interpreter::FinishCheckpoints() {
-  if (options_.checkpoint_dir.empty() || check_mode() ||
+absl::Status RunHost::FinishCheckpoints() {
+  if (options_.checkpoint_dir.empty() || options_.check_mode ||
       !checkpoints_started_ || !options_.task_chief) {
     return absl::OkStatus();
   }

@@ -93,7 +93,7 @@ absl::Status Interpreter::UnknownName(const std::string& name,
   std::string hint;
   if (name == "True" || name == "False" || name == "None") {
     hint = StrCat("did you mean '", absl::AsciiStrToLower(name), "'?");
-  } else if (IsStdlibModule(name, span)) {
+  } else if (modules_.IsStdlibModule(name, span)) {
     hint =
         StrCat("'", name, "' is a module of the standard library: add 'import ",
                name, "' before this line");
@@ -149,23 +149,10 @@ std::optional<SourceSpan> Interpreter::LaterDeclaration(
   };
   // Top-level declarations only: a later local of some function body is
   // another name.
-  for (const auto& program : kept_) {
+  for (const auto& program : modules_.kept()) {
     for (const lang::StmtPtr& s : program->stmts) visit(*s);
   }
   return found;
-}
-
-bool Interpreter::IsStdlibModule(const std::string& name,
-                                 const SourceSpan& use) {
-  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-      })) {
-    return false;
-  }
-  lang::ImportStmt s;
-  s.module = name;
-  std::error_code ec;
-  return std::filesystem::exists(ResolveImport(s, use.file.str()), ec);
 }
 
 absl::StatusOr<Value> Interpreter::Eval(const lang::Expr& e,
@@ -759,12 +746,12 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
       RN_RETURN_IF_ERROR(CheckInterrupt(e.span));
       RN_ASSIGN_OR_RETURN(std::optional<Value> item, it->Next());
       if (!item) break;
-      const int64_t runs_before = runs_;
+      const int64_t runs_before = host_->runs();
       absl::Status body = step(item);
       if (IsEndOfData(body)) break;  // a queue closed: like the data's end
       RN_RETURN_IF_ERROR(body);
       if (signal_ == Signal::kReturn) return Value();
-      if (check_mode() && runs_ != runs_before) break;
+      if (check_mode() && host_->runs() != runs_before) break;
     }
     return state;
   }
@@ -781,12 +768,12 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
     bool go = false;
     RN_RETURN_IF_ERROR(Truthy(cond, e.cond->span, "the loop condition", &go));
     if (!go) break;
-    const int64_t runs_before = runs_;
+    const int64_t runs_before = host_->runs();
     absl::Status body = step(std::nullopt);
     if (IsEndOfData(body)) break;
     RN_RETURN_IF_ERROR(body);
     if (signal_ == Signal::kReturn) return Value();
-    if (check_mode() && runs_ != runs_before) break;
+    if (check_mode() && host_->runs() != runs_before) break;
   }
   return state;
 }

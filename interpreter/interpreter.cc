@@ -33,10 +33,9 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
       sink_(sink),
       builder_(
           EagerOptions{.num_threads = options_.threads, .seed = options_.seed}),
+      modules_(options_, sink),
       reporter_(std::make_unique<Reporter>(options_.err, options_.check_mode)) {
-  if (!options_.trace_file.empty() && !options_.check_mode) {
-    tracer_ = std::make_unique<Tracer>();
-  }
+  host_ = std::make_unique<RunHost>(options_, builder_.graph_ptr());
   if (options_.cluster != nullptr) {
     for (const std::string& d : options_.cluster->remote_devices()) {
       if (d.rfind("/job:ps/task:0/", 0) == 0) {
@@ -61,7 +60,7 @@ Interpreter::Interpreter(Options options, lang::DiagnosticSink* sink)
 }
 
 Interpreter::~Interpreter() {
-  StopRunners().IgnoreError();
+  host_->StopRunners().IgnoreError();
   // Break the cycles between scopes and the functions defined in them.
   for (const std::weak_ptr<Env>& closure : closures_) {
     if (std::shared_ptr<Env> env = closure.lock()) env->Clear();
@@ -105,7 +104,7 @@ int Interpreter::Report(const absl::Status& status) {
 
 absl::StatusOr<Value> Interpreter::Evaluate(
     std::shared_ptr<const lang::Program> program, size_t first) {
-  kept_.push_back(program);
+  modules_.Keep(program);
   Restore<std::shared_ptr<Env>> env(&env_, globals_);
   signal_ = Signal::kNone;
   Value last;
@@ -262,12 +261,13 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
     RN_ASSIGN_OR_RETURN(std::optional<Value> item, it->Next());
     if (!item) break;
     builder_.NextHostIteration();
-    const int64_t runs_before = runs_;
+    const int64_t runs_before = host_->runs();
     const int nodes_before = graph().num_nodes();
     absl::Cleanup grown = [&] {
-      growing = graph().num_nodes() > nodes_before && runs_ > runs_before
-                    ? growing + 1
-                    : 0;
+      growing =
+          graph().num_nodes() > nodes_before && host_->runs() > runs_before
+              ? growing + 1
+              : 0;
       if (growing == kGrowingIterations) WarnGraphGrows(s, nodes_before);
     };
     Restore<std::shared_ptr<Env>> env(&env_,
@@ -282,7 +282,7 @@ absl::Status Interpreter::ExecFor(const lang::ForStmt& s) {
     signal_ = Signal::kNone;
     if (sig == Signal::kBreak) break;
     // Check mode runs a driver loop (one that reaches `run`) once.
-    if (check_mode() && runs_ != runs_before) break;
+    if (check_mode() && host_->runs() != runs_before) break;
   }
   return absl::OkStatus();
 }
@@ -358,7 +358,7 @@ absl::Status Interpreter::ExecAnnotate(const lang::AnnotateStmt& s) {
 // nodes where the cost model says).
 absl::Status Interpreter::CheckDevice(const DeviceSpec& spec,
                                       const SourceSpan& span) {
-  const DeviceSet& devices = session().devices();
+  const DeviceSet& devices = host_->session().devices();
   if (!devices.Matching(spec).empty()) return absl::OkStatus();
   const std::string what = StrCat("no device matches ", spec.ToString(),
                                   " (devices: ", devices.Describe(), ")");

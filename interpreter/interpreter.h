@@ -45,7 +45,10 @@
 #include "interpreter/calls.h"
 #include "interpreter/graph_builder.h"
 #include "interpreter/iteration.h"
+#include "interpreter/module_loader.h"
+#include "interpreter/options.h"
 #include "interpreter/progress.h"
+#include "interpreter/run_host.h"
 #include "interpreter/value.h"
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
@@ -53,51 +56,6 @@
 #include "lang/source.h"
 
 namespace runnel::interp {
-
-struct Options {
-  uint64_t seed = 0;
-  int threads = 0;                                        // 0 = all cores
-  std::vector<std::pair<std::string, std::string>> args;  // --arg k=v
-  std::string metrics_file;
-  // --devices cpu=N, --soft-placement, --transfer-dtype f16
-  // (docs/devices.md).
-  int cpu_devices = 1;
-  // --devices gpu=N|all (-1: every visible GPU), --gpu-memory SIZE
-  // (docs/gpu.md).
-  int gpu_devices = -1;
-  size_t gpu_memory = 0;
-  bool soft_placement = false;
-  bool f16_transfers = false;
-  // --trace FILE [--trace-runs A..B]: a trace of the runs numbered A to B
-  // (from 1) of the script.
-  std::string trace_file;
-  int64_t trace_first = 10, trace_last = 12;
-  // --checkpoint-dir DIR [--checkpoint-every 60s|500steps] [--keep 3]
-  // (docs/checkpoints.md): restore from DIR's newest checkpoint, save
-  // periodically and at the end (the chief, in a cluster).
-  std::string checkpoint_dir;
-  double checkpoint_seconds = 60;  // 0 when counting steps
-  int64_t checkpoint_steps = 0;
-  int checkpoint_keep = 3;
-  bool check_mode = false;
-  // `runnel run --cluster c.json --job J --task N` (docs/cluster.md): this
-  // process's task, which `task()` describes, and its cluster.
-  std::shared_ptr<ClusterContext> cluster;
-  std::string task_job = "localhost";
-  int task_index = 0;
-  int task_workers = 1;
-  bool task_chief = true;
-  std::FILE* out = stdout;  // print
-  std::FILE* err = stderr;  // progress bars
-  // Where `import NAME` looks: "" = $RUNNEL_STDLIB_PATH, else the build's
-  // stdlib directory.
-  std::string stdlib_dir;
-};
-
-// Exit statuses (docs/language.md §7).
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;
-inline constexpr int kExitUsage = 2;
 
 struct CallArgs;
 class Runners;
@@ -155,15 +113,11 @@ class Interpreter {
                              const SourceSpan& span,
                              const std::string& name_hint = "");
 
-  // The session `run` executes in, made on first use: it holds the
-  // variables' values (save and restore read and set them there).
-  Session& session();
-  // The runner threads of `runner(...)` (interpreter/runners.h), made on
-  // first use.
-  Runners& runners();
-  // Stops and joins every runner (the end of a script, an error, Ctrl-C);
-  // the first error a runner met, if any.
-  absl::Status StopRunners();
+  // What runs the script's `run`s (run_host.h): the session, which holds
+  // the variables' values, made on first use; the runner threads of
+  // `runner(...)`; the --trace and --checkpoint-dir schedules. It lives as
+  // long as the interpreter.
+  RunHost& host() { return *host_; }
 
   // Member `name` of stdlib module `module` (loaded on first use, not bound
   // to a name): builtins that forward to the stdlib.
@@ -176,10 +130,8 @@ class Interpreter {
   const std::string* FindArg(const std::string& name) const;
   EagerContext& eager() { return builder_.eager(); }
 
-  // The file `import s` from `file` loads (a stdlib module's: the first
-  // directory of the stdlib path that has it).
-  std::string ResolveImport(const lang::ImportStmt& s,
-                            const std::string& file) const;
+  // Imports: where they resolve, the files parsed and modules loaded.
+  ModuleLoader& modules() { return modules_; }
 
  private:
   enum class Signal { kNone, kBreak, kContinue, kReturn };
@@ -200,15 +152,6 @@ class Interpreter {
   absl::Status ExecAnnotate(const lang::AnnotateStmt& s);
   absl::Status CheckDevice(const DeviceSpec& spec, const SourceSpan& span);
 
- public:
-  // Writes the --trace file if the traced runs have not all happened (the
-  // script ended first); says so on stderr.
-  absl::Status FinishTrace();
-  // With --checkpoint-dir: writes the last checkpoint (at the end of the
-  // script, after an error or an interruption too).
-  absl::Status FinishCheckpoints();
-
- private:
   absl::Status ExecRebind(const lang::RebindStmt& s);
   absl::Status ExecImport(const lang::ImportStmt& s);
   absl::StatusOr<Value> Eval(const lang::Expr& e, const std::string& hint = "");
@@ -307,29 +250,18 @@ class Interpreter {
   };
   lang::ParseResult ParseWhileEvaluating(const lang::SourceFile& src,
                                          Streamed* streamed);
-  absl::StatusOr<std::shared_ptr<const lang::Program>> ParseFile(
-      const std::string& path, bool* parse_errors);
-  void PreloadImports(const lang::Program& program, const std::string& file,
-                      bool* parse_errors);
-  // Every `--arg NAME=...` must be read by an `arg("NAME")` of the script
-  // or a module it imports: a misspelt name would otherwise be ignored.
-  // Says which is not (with the closest name read) before anything runs;
-  // says nothing when an arg() takes its name from a value.
-  absl::Status CheckArgsRead(const lang::Program& program) const;
   // Loads (or finds) the module `s` imports; binds nothing.
   absl::StatusOr<std::shared_ptr<Module>> LoadModule(const lang::ImportStmt& s);
   // For `unknown name` errors: where `name` is declared after `use` in the
   // same file, if it is; whether `import name` would find a module.
   std::optional<SourceSpan> LaterDeclaration(const std::string& name,
                                              const SourceSpan& use) const;
-  bool IsStdlibModule(const std::string& name, const SourceSpan& use);
-  std::string StdlibDir() const;
 
   Options options_;
   lang::DiagnosticSink* sink_;
   GraphBuilder builder_;
-  std::unique_ptr<Session> session_;
-  std::unique_ptr<Runners> runners_;  // before session_ goes
+  ModuleLoader modules_;
+  std::unique_ptr<RunHost> host_;
   std::unique_ptr<Reporter> reporter_;
   std::shared_ptr<Env> builtins_;
   std::shared_ptr<Env> globals_;
@@ -342,27 +274,8 @@ class Interpreter {
   int loop_depth_ = 0;  // `for` loops of the current function
   std::set<const lang::ForStmt*> warned_growth_;  // WarnGraphGrows
   int function_depth_ = 0;  // user function bodies being evaluated
-  int64_t runs_ = 0;        // `run` expressions evaluated (check mode)
-  // --checkpoint-dir: restore once, then save when due.
-  absl::Status StartCheckpoints();
-  absl::Status MaybeCheckpoint();
-  absl::Status SaveCheckpoint();
-  bool checkpoints_started_ = false;
-  double last_checkpoint_time_ = 0;
-  int64_t last_checkpoint_step_ = 0;
-  int64_t runs_at_last_check_ = 0;
-  std::unique_ptr<Tracer> tracer_;  // with --trace, until written
-  // A written tracer, kept until the runners stop: their runs may still
-  // be adding to it.
-  std::unique_ptr<Tracer> written_tracer_;
-  absl::Status WriteTrace();
   std::atomic<bool> interrupted_{false};
 
-  // Parsed files and modules, by path.
-  std::map<std::string, std::shared_ptr<const lang::Program>> programs_;
-  std::map<std::string, std::shared_ptr<Module>> modules_;
-  std::vector<std::shared_ptr<const lang::Program>> kept_;
-  std::vector<std::shared_ptr<void>> kept_parse_trees_;
   // The scopes functions close over: a function bound in its own closure
   // keeps it alive, so ~Interpreter clears them to free both.
   void NoteClosure(const std::shared_ptr<Env>& env);

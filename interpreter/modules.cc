@@ -18,10 +18,6 @@
 #include "lang/ast_walk.h"
 #include "lang/parser.h"
 
-#ifndef RUNNEL_STDLIB_DIR
-#define RUNNEL_STDLIB_DIR "stdlib"
-#endif
-
 namespace runnel::interp {
 
 namespace fs = std::filesystem;
@@ -41,9 +37,9 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
   }
   std::shared_ptr<const lang::Program> program = std::move(parsed.program);
   bool parse_errors = false;
-  PreloadImports(*program, path, &parse_errors);
+  modules_.PreloadImports(*program, path, &parse_errors);
   if (parse_errors) return kExitUsage;
-  if (absl::Status args = CheckArgsRead(*program); !args.ok()) {
+  if (absl::Status args = modules_.CheckArgsRead(*program); !args.ok()) {
     lang::Diagnostic d;
     d.message = std::string(ToStd(args.message()));
     sink_->Report(d);
@@ -59,7 +55,7 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
     }
   }
   if (streamed.stopped) {
-    kept_.push_back(program);  // functions point into it
+    modules_.Keep(program);  // functions point into it
     return Report(streamed.status);
   }
   // Free the parser's tree and tokens on another thread while the program
@@ -73,7 +69,7 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
   if (free_parse_tree.joinable()) free_parse_tree.join();
   // The script is over (or failed): its runners stop. A runner's own error
   // is reported when nothing else was.
-  absl::Status runners = StopRunners();
+  absl::Status runners = host_->StopRunners();
   if (!v.ok()) return Report(v.status());
   return Report(runners);
 }
@@ -138,118 +134,8 @@ lang::ParseResult Interpreter::ParseWhileEvaluating(const lang::SourceFile& src,
   parser.Join();
   // Functions evaluated above point into the statements, which the tree
   // keeps when the parse failed; and freeing it would take a while.
-  kept_parse_trees_.push_back(std::move(result.parse_tree));
+  modules_.KeepParseTree(std::move(result.parse_tree));
   return result;
-}
-
-std::string Interpreter::StdlibDir() const {
-  if (!options_.stdlib_dir.empty()) return options_.stdlib_dir;
-  if (const char* env = std::getenv("RUNNEL_STDLIB_PATH")) {
-    if (*env != '\0') return env;
-  }
-  return RUNNEL_STDLIB_DIR;
-}
-
-std::string Interpreter::ResolveImport(const lang::ImportStmt& s,
-                                       const std::string& file) const {
-  if (!s.path.empty()) {
-    fs::path p(s.path);
-    if (p.is_relative()) p = fs::path(file).parent_path() / p;
-    return p.lexically_normal().string();
-  }
-  // $RUNNEL_STDLIB_PATH may list several directories, ':'-separated.
-  const std::string dirs = StdlibDir();
-  size_t start = 0;
-  std::string first;
-  while (true) {
-    size_t colon = dirs.find(':', start);
-    std::string dir = dirs.substr(
-        start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!dir.empty()) {
-      fs::path p = fs::path(dir) / (s.module + ".rnl");
-      std::string candidate = p.lexically_normal().string();
-      if (first.empty()) first = candidate;
-      std::error_code ec;
-      if (fs::exists(p, ec)) return candidate;
-    }
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  return first;
-}
-
-absl::StatusOr<std::shared_ptr<const lang::Program>> Interpreter::ParseFile(
-    const std::string& path, bool* parse_errors) {
-  auto it = programs_.find(path);
-  if (it != programs_.end()) return it->second;
-  absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
-      lang::SourceFile::Read(path);
-  if (!src.ok()) return src.status();
-  sink_->AddSource(*src);
-  lang::ParseResult parsed = lang::Parse(**src);
-  if (!parsed.errors.empty()) {
-    for (const lang::Diagnostic& d : parsed.errors) sink_->Report(d);
-    *parse_errors = true;
-    return absl::InvalidArgumentError("parse errors");
-  }
-  std::shared_ptr<const lang::Program> program = std::move(parsed.program);
-  programs_[path] = program;
-  PreloadImports(*program, path, parse_errors);
-  return program;
-}
-
-void Interpreter::PreloadImports(const lang::Program& program,
-                                 const std::string& file, bool* parse_errors) {
-  for (const lang::StmtPtr& s : program.stmts) {
-    if (s->kind != lang::StmtKind::kImport) continue;
-    const auto& imp = static_cast<const lang::ImportStmt&>(*s);
-    const std::string path = ResolveImport(imp, file);
-    if (programs_.count(path)) continue;
-    std::error_code ec;
-    if (!fs::exists(path, ec)) continue;  // reported when the import runs
-    (void)ParseFile(path, parse_errors);
-  }
-}
-
-absl::Status Interpreter::CheckArgsRead(const lang::Program& program) const {
-  if (options_.args.empty()) return absl::OkStatus();
-  std::vector<std::string> read;
-  bool dynamic = false;
-  auto collect = [&](const lang::Expr& e) {
-    if (e.kind != lang::ExprKind::kCall) return;
-    const auto& call = static_cast<const lang::CallExpr&>(e);
-    if (call.callee->kind != lang::ExprKind::kName ||
-        static_cast<const lang::NameExpr&>(*call.callee).name != "arg" ||
-        call.args.empty()) {
-      return;
-    }
-    const lang::Expr& name = *call.args[0].value;
-    if (name.kind == lang::ExprKind::kString) {
-      read.push_back(static_cast<const lang::StringExpr&>(name).value);
-    } else {
-      dynamic = true;
-    }
-  };
-  lang::WalkExprs(program, collect);
-  for (const auto& [path, module] : programs_)
-    lang::WalkExprs(*module, collect);
-  if (dynamic) return absl::OkStatus();
-  for (const auto& [name, value] : options_.args) {
-    if (std::find(read.begin(), read.end(), name) != read.end()) continue;
-    std::string message = StrCat("--arg ", name, "=", value,
-                                 ": the script reads no arg('", name, "')");
-    if (std::string best = ClosestName(name, read); !best.empty()) {
-      message += StrCat("; did you mean '", best, "'?");
-    } else if (read.empty()) {
-      message += "; it reads no --arg at all";
-    } else {
-      std::sort(read.begin(), read.end());
-      read.erase(std::unique(read.begin(), read.end()), read.end());
-      message += StrCat("; it reads ", absl::StrJoin(read, ", "));
-    }
-    return absl::InvalidArgumentError(message);
-  }
-  return absl::OkStatus();
 }
 
 absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
@@ -276,12 +162,10 @@ absl::StatusOr<Value> Interpreter::StdlibMember(const std::string& module,
 
 absl::StatusOr<std::shared_ptr<Module>> Interpreter::LoadModule(
     const lang::ImportStmt& s) {
-  const std::string path = ResolveImport(s, s.span.file);
+  const std::string path = modules_.ResolveImport(s, s.span.file);
   const std::string alias = s.alias.empty() ? s.module : s.alias;
-  auto found = modules_.find(path);
-  std::shared_ptr<Module> module;
-  if (found != modules_.end()) {
-    module = found->second;
+  std::shared_ptr<Module> module = modules_.FindModule(path);
+  if (module != nullptr) {
     if (module->loading) {
       return ErrorAt(s.span, StrCat("import cycle: '", path,
                                     "' is imported while it is being "
@@ -290,7 +174,7 @@ absl::StatusOr<std::shared_ptr<Module>> Interpreter::LoadModule(
   } else {
     bool parse_errors = false;
     absl::StatusOr<std::shared_ptr<const lang::Program>> program =
-        ParseFile(path, &parse_errors);
+        modules_.ParseFile(path, &parse_errors);
     if (parse_errors) return ExitRequest(kExitUsage);
     if (!program.ok()) {
       if (!s.module.empty()) {
@@ -300,12 +184,12 @@ absl::StatusOr<std::shared_ptr<Module>> Interpreter::LoadModule(
       return ErrorAt(s.span, StrCat("cannot import \"", s.path,
                                     "\": ", ToStd(program.status().message())));
     }
-    kept_.push_back(*program);
+    modules_.Keep(*program);
     module = std::make_shared<Module>();
     module->name = alias;
     module->path = path;
     module->env = std::make_shared<Env>(builtins_, true);
-    modules_[path] = module;
+    modules_.AddModule(path, module);
     // A module runs at the top level of its own: its own names, no
     // enclosing device or `after` block, nodes under a scope named after it.
     Value ignored;
@@ -322,7 +206,7 @@ absl::StatusOr<std::shared_ptr<Module>> Interpreter::LoadModule(
     }
     module->loading = false;
     if (!st.ok()) {
-      modules_.erase(path);
+      modules_.ForgetModule(path);
       return AddNote(st, s.span, StrCat("in the module imported here"));
     }
   }

@@ -113,28 +113,10 @@ std::optional<int64_t> FirstChangedElement(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Session& Interpreter::session() {
-  if (!session_) {
-    session_ = std::make_unique<Session>(
-        graph_ptr(),
-        SessionOptions{.num_threads = options_.threads,
-                       .seed = options_.seed,
-                       .cpu_devices = options_.cpu_devices,
-                       .gpu_devices = options_.gpu_devices,
-                       .gpu = {.memory_limit = options_.gpu_memory},
-                       .soft_placement = options_.soft_placement,
-                       .f16_transfers = options_.f16_transfers,
-                       // `device` blocks warn at their own line instead.
-                       .warn = [](const Node&, const std::string&) {},
-                       .cluster = options_.cluster});
-  }
-  return *session_;
-}
-
 absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
                                               const Value* feeds,
                                               const lang::RunExpr& e) {
-  ++runs_;
+  host_->CountRun();
   std::vector<NodeOut> outs;
   std::vector<Node*> targets;
   RN_RETURN_IF_ERROR(CollectFetches(fetches, e.fetches->span, &outs, &targets));
@@ -143,24 +125,14 @@ absl::StatusOr<Value> Interpreter::RunFetches(const Value& fetches,
     RN_ASSIGN_OR_RETURN(feed_list, ConvertFeeds(*feeds, e));
   }
   RN_RETURN_IF_ERROR(CheckEnqueuesCanFinish(outs, targets, feed_list, e));
-  if (absl::Status c = MaybeCheckpoint(); !c.ok()) {
+  if (absl::Status c = host_->CheckpointIfDue(); !c.ok()) {
     return ErrorAt(e.span, std::string(ToStd(c.message())));
   }
-  const bool traced = tracer_ != nullptr && !check_mode() &&
-                      runs_ >= options_.trace_first &&
-                      runs_ <= options_.trace_last;
-  const double start = traced ? tracer_->Now() : 0;
-  if (traced) session().set_tracer(tracer_.get());
   absl::StatusOr<std::vector<Tensor>> ran =
       check_mode() ? CheckRun(outs, targets, feed_list, e)
-                   : SessionRun(outs, targets, feed_list, e);
-  if (traced) {
-    session().set_tracer(nullptr);
-    tracer_->Add("host", StrCat("run ", runs_), e.span.ToString(), start,
-                 tracer_->Now() - start);
-    TraceMemory(session().devices(), *tracer_);
-    if (runs_ == options_.trace_last) RN_RETURN_IF_ERROR(WriteTrace());
-  }
+                   : host_->Traced(e.span.ToString(), [&] {
+                       return SessionRun(outs, targets, feed_list, e);
+                     });
   RN_ASSIGN_OR_RETURN(std::vector<Tensor> results, std::move(ran));
   size_t next = 0;
   return RebuildResults(fetches, results, &next);
@@ -306,7 +278,7 @@ absl::Status Interpreter::CheckEnqueuesCanFinish(
     const Session::Feeds& feeds, const lang::RunExpr& e) {
   // A runner, or another task of a cluster, may dequeue while this run
   // waits; otherwise only the run itself can: the script waits for it.
-  if ((runners_ != nullptr && !runners_->empty()) || options_.cluster) {
+  if (host_->runners_running() || options_.cluster) {
     return absl::OkStatus();
   }
   bool any = false;
@@ -381,33 +353,11 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::CheckRun(
   return results;
 }
 
-absl::Status Interpreter::WriteTrace() {
-  absl::Status s = tracer_->WriteFile(options_.trace_file);
-  written_tracer_ = std::move(tracer_);
-  if (!s.ok()) return absl::Status(s.code(), StrCat("--trace: ", s.message()));
-  return s;
-}
-
-absl::Status Interpreter::FinishTrace() {
-  if (tracer_ == nullptr) return absl::OkStatus();
-  const std::string covers =
-      runs_ < options_.trace_first
-          ? std::string("no run: it is empty")
-          : StrCat("runs ", options_.trace_first, " to ", runs_);
-  std::fprintf(options_.err,
-               "note: the script made %lld runs, so the trace in %s (runs "
-               "%lld to %lld asked) covers %s\n",
-               static_cast<long long>(runs_), options_.trace_file.c_str(),
-               static_cast<long long>(options_.trace_first),
-               static_cast<long long>(options_.trace_last), covers.c_str());
-  return WriteTrace();
-}
-
 absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
     const std::vector<NodeOut>& outs, const std::vector<Node*>& targets,
     const Session::Feeds& feeds, const lang::RunExpr& e) {
   absl::StatusOr<std::vector<Tensor>> r =
-      session().Run(feeds, outs, targets, {.cancelled = &interrupted_});
+      host_->session().Run(feeds, outs, targets, {.cancelled = &interrupted_});
   if (r.ok()) return r;
   // (Cancelled for another reason, such as an enqueue to a closed queue,
   // is reported as it is.)
@@ -417,10 +367,8 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
   }
   // A runner that failed closed its queue: what this run met (the end of
   // the queue) follows from that error, which is the one to report.
-  if (runners_ != nullptr) {
-    if (absl::Status runner = runners_->error(); !runner.ok()) {
-      return AddNote(runner, e.span, "which stopped this run");
-    }
+  if (absl::Status runner = host_->runners_error(); !runner.ok()) {
+    return AddNote(runner, e.span, "which stopped this run");
   }
   const std::string msg(ToStd(r.status().message()));
   std::optional<std::string> node = NodeNameOf(r.status());
@@ -438,16 +386,6 @@ absl::StatusOr<std::vector<Tensor>> Interpreter::SessionRun(
     return EndOfData(DiagStatus(std::move(d)));
   }
   return DiagStatus(std::move(d));
-}
-
-Runners& Interpreter::runners() {
-  if (runners_ == nullptr) runners_ = std::make_unique<Runners>(&session());
-  return *runners_;
-}
-
-absl::Status Interpreter::StopRunners() {
-  if (runners_ == nullptr) return absl::OkStatus();
-  return runners_->StopAll();
 }
 
 }  // namespace runnel::interp

@@ -46,7 +46,7 @@ std::string Names(const std::vector<std::string>& names) {
 absl::StatusOr<Value> SaveBuiltin(Interpreter& in, CallArgs& a) {
   RN_ASSIGN_OR_RETURN(std::string path, PathArg(a));
   if (in.check_mode()) return Value();
-  absl::Status s = SaveVariables(in.session(), path);
+  absl::Status s = SaveVariables(in.host().session(), path);
   if (s.ok()) return Value();
   // Saving runs the initializers of variables never used yet; when one of
   // them fails, point at the node too.
@@ -70,7 +70,8 @@ absl::StatusOr<Value> RestoreBuiltin(Interpreter& in, CallArgs& a) {
   if (in.check_mode()) return Value();
   std::vector<CheckpointMismatch> mismatches;
   std::vector<std::string> extra;
-  absl::Status s = RestoreVariables(in.session(), path, &mismatches, &extra);
+  absl::Status s =
+      RestoreVariables(in.host().session(), path, &mismatches, &extra);
   if (s.ok()) return Value();
   lang::Diagnostic d;
   d.message = StrCat("restore: ", ToStd(s.message()));

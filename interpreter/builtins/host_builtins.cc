@@ -426,7 +426,8 @@ Result Report(Interpreter& in, Args& a) {
   }
   if (!in.check_mode()) {
     // Each GPU's memory (common_runtime/trace.h); nothing without a GPU.
-    MemoryReport memory = ReportMemory(DeviceMemoryOf(in.session().devices()));
+    MemoryReport memory =
+        ReportMemory(DeviceMemoryOf(in.host().session().devices()));
     json.insert(json.end(), memory.json.begin(), memory.json.end());
     shown.insert(shown.end(), memory.shown.begin(), memory.shown.end());
   }

@@ -222,7 +222,7 @@ Result RunnerFn(Interpreter& in, Args& a) {
   spec.close = close.node();
   spec.cancel = cancel.node();
   if (in.check_mode()) return Value();
-  in.runners().Start(std::move(spec));
+  in.host().runners().Start(std::move(spec));
   return Value();
 }
 

@@ -16,7 +16,7 @@
 
 #include "interpreter/interpreter.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 // One DOT node: its id, label lines and the graph nodes its tooltip lists.
@@ -110,11 +110,11 @@ class GraphDotTest : public ::testing::Test {
   void SetUp() override {
     err_ = std::tmpfile();
     sink_ = std::make_unique<lang::DiagnosticSink>(err_);
-    Options options;
+    interp::Options options;
     options.threads = 2;
     options.err = err_;
     options.check_mode = true;
-    interp_ = std::make_unique<Interpreter>(options, sink_.get());
+    interp_ = std::make_unique<interp::Interpreter>(options, sink_.get());
     ASSERT_EQ(interp_->RunFile(RUNNEL_SOURCE_DIR "/bench/train_mlp.rnl"), 0);
   }
   void TearDown() override {
@@ -149,7 +149,7 @@ class GraphDotTest : public ::testing::Test {
 
   std::FILE* err_ = nullptr;
   std::unique_ptr<lang::DiagnosticSink> sink_;
-  std::unique_ptr<Interpreter> interp_;
+  std::unique_ptr<interp::Interpreter> interp_;
 };
 
 TEST_F(GraphDotTest, OneBoxPerScopeWithItsOpCount) {
@@ -321,4 +321,4 @@ TEST(GraphViewOptions, ParsesAndRefuses) {
 }
 
 }  // namespace
-}  // namespace runnel::interp
+}  // namespace runnel::cli

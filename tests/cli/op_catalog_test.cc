@@ -11,7 +11,7 @@
 #include "framework/op_registry.h"
 #include "interpreter/builtins.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 TEST(OpCatalog, EveryOpHasADoc) {
@@ -60,7 +60,7 @@ TEST(OpCatalog, StatefulOps) {
 
 TEST(OpCatalog, BuiltinsApplyRegisteredOps) {
   std::set<std::string> names;
-  for (const Builtin& b : Builtins()) {
+  for (const interp::Builtin& b : interp::Builtins()) {
     EXPECT_TRUE(names.insert(b.name).second) << b.name << " twice";
     for (const std::string& op : b.ops) {
       EXPECT_NE(OpRegistry::Global().Find(op), nullptr)
@@ -73,7 +73,7 @@ TEST(OpCatalog, BuiltinsApplyRegisteredOps) {
 TEST(OpCatalog, JsonHasEveryOpAndBuiltin) {
   const nlohmann::json j = nlohmann::json::parse(OpsJson());
   ASSERT_EQ(j["ops"].size(), OpRegistry::Global().ListOps().size());
-  ASSERT_EQ(j["builtins"].size(), Builtins().size());
+  ASSERT_EQ(j["builtins"].size(), interp::Builtins().size());
   const nlohmann::json* matmul = nullptr;
   for (const nlohmann::json& op : j["ops"]) {
     if (op["name"] == "matmul") matmul = &op;
@@ -107,4 +107,4 @@ TEST(OpCatalog, HelpText) {
 }
 
 }  // namespace
-}  // namespace runnel::interp
+}  // namespace runnel::cli

@@ -17,7 +17,7 @@
 
 #include "cli/render.h"
 
-namespace runnel::interp {
+namespace runnel::cli {
 namespace {
 
 using Points = std::vector<std::pair<double, double>>;
@@ -230,4 +230,4 @@ TEST(WritePlot, RendersAPng) {
 }
 
 }  // namespace
-}  // namespace runnel::interp
+}  // namespace runnel::cli
