@@ -1,49 +1,21 @@
-// Kernels of the shape-manipulation ops (framework/ops/array_ops.cc): views
-// (reshape, expand_dims, squeeze), transpose, joining and splitting, tile,
-// broadcast_to (and broadcast_like, its gradient-op twin of
-// framework/ops/grad_ops.cc), and shape queries. They move bytes, so one
-// kernel serves every dtype.
-#include <algorithm>
+// The array kernels of the CPU: the bodies shared with the GPU
+// (kernels/common/array_kernels.h) over the CPU's primitives (strided
+// copies and fills split over the intra-op pool, array_util.h), and the
+// shape queries (shape_of, size, rank). The ops that look at elements
+// (gather, one_hot, the sums of rows) have kernels of their own:
+// slice_kernels.cc, creation_kernels.cc, grad_kernels.cc.
+#include "kernels/common/array_kernels.h"
+
 #include <cstring>
 
-#include "base/strings.h"
 #include "framework/kernel.h"
-#include "framework/shape_fns.h"
 #include "kernels/common/array_util.h"
+#include "kernels/cpu/array_primitives.h"
 
 namespace runnel {
 namespace {
 
-int64_t ProductOf(const std::vector<int64_t>& dims, int begin, int end) {
-  int64_t n = 1;
-  for (int i = begin; i < end; ++i) n *= dims[i];
-  return n;
-}
-
-// reshape, expand_dims, squeeze: a view of the input's buffer.
-class ViewKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(Tensor view, ctx->input(0).Reshaped(std::move(shape)));
-    return ctx->set_output(0, std::move(view));
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class TransposeKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(auto src, TransposeReadStrides(ctx->node(), x.shape()));
-    if (!src.has_value()) return ctx->set_output(0, x);
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    StridedCopy(ctx->intra_op_pool(), DTypeSize(x.dtype()), shape.dims(),
-                x.raw_data(), *src, y->raw_data(), RowMajorStrides(shape));
-    return absl::OkStatus();
-  }
-};
+namespace ak = array_kernels;
 
 // Joins (concat, stack) or splits (split, unstack) along an axis. The big
 // tensor is viewed as [outer, row]; part i owns `chunk[i]` bytes of each
@@ -106,106 +78,51 @@ void CopyAlongAxis(ThreadPool* pool, const AxisLayout& l, char* big,
   }
 }
 
-// concat and stack. Their output has the layout of a split's input.
-class JoinKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
-    RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, shape.rank()));
-    if (ctx->num_inputs() == 1) {
-      // One part has the output's layout already.
-      RN_ASSIGN_OR_RETURN(Tensor view, ctx->input(0).Reshaped(shape));
-      return ctx->set_output(0, std::move(view));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    std::vector<int64_t> elements;
-    std::vector<char*> parts;
-    for (int i = 0; i < ctx->num_inputs(); ++i) {
-      elements.push_back(ctx->input(i).num_elements());
-      parts.push_back(static_cast<char*>(ctx->input(i).raw_data()));
-    }
-    AxisLayout layout(ProductOf(shape.dims(), 0, a), elements,
-                      DTypeSize(y->dtype()));
-    CopyAlongAxis(ctx->intra_op_pool(), layout,
-                  static_cast<char*>(y->raw_data()), parts, /*join=*/true);
-    return absl::OkStatus();
-  }
-};
+}  // namespace
 
-// split and unstack.
-class SplitKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(std::vector<Shape> shapes, ConcreteOutputShapes(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
-    RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, x.rank()));
-    if (ctx->num_outputs() == 1) {
-      RN_ASSIGN_OR_RETURN(Tensor view, x.Reshaped(shapes[0]));
-      return ctx->set_output(0, std::move(view));
-    }
-    std::vector<int64_t> elements;
-    std::vector<char*> parts;
-    for (int i = 0; i < ctx->num_outputs(); ++i) {
-      RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(i, shapes[i]));
-      elements.push_back(out->num_elements());
-      parts.push_back(static_cast<char*>(out->raw_data()));
-    }
-    AxisLayout layout(ProductOf(x.shape().dims(), 0, a), elements,
-                      DTypeSize(x.dtype()));
-    CopyAlongAxis(ctx->intra_op_pool(), layout,
-                  static_cast<char*>(x.raw_data()), parts, /*join=*/false);
-    return absl::OkStatus();
-  }
-};
+absl::StatusOr<std::vector<Shape>> CpuArrays::OutputShapes(OpKernelContext* ctx,
+                                                           const OpKernel&) {
+  return ConcreteOutputShapes(*ctx);
+}
 
-// tile and broadcast_to: copies where some source strides are 0.
-class TileKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    // Output axis k of size m*d splits into (repeat m, element d).
-    std::vector<int64_t> in_strides = RowMajorStrides(x.shape());
-    std::vector<int64_t> out_strides = RowMajorStrides(shape);
-    std::vector<int64_t> dims, src, dst;
-    for (int k = 0; k < x.rank(); ++k) {
-      const int64_t d = x.dim(k);
-      dims.insert(dims.end(), {d == 0 ? 0 : shape.dim(k) / d, d});
-      src.insert(src.end(), {0, in_strides[k]});
-      dst.insert(dst.end(), {d * out_strides[k], out_strides[k]});
-    }
-    StridedCopy(ctx->intra_op_pool(), DTypeSize(x.dtype()), dims, x.raw_data(),
-                src, y->raw_data(), dst);
-    return absl::OkStatus();
+absl::Status CpuArrays::Copy(OpKernelContext* ctx, size_t esz, const Dims& dims,
+                             const void* src, const Dims& src_strides,
+                             void* dst, const Dims& dst_strides) {
+  for (int64_t d : dims) {
+    if (d == 0) return absl::OkStatus();
   }
-};
+  StridedCopy(ctx->intra_op_pool(), esz, dims, src, src_strides, dst,
+              dst_strides);
+  return absl::OkStatus();
+}
 
-// broadcast_to(x, shape) and broadcast_like(g, x): input 0 broadcast to the
-// output shape, NumPy-style (a view when no element repeats).
-class BroadcastKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    if (shape.num_elements() == x.num_elements()) {
-      RN_ASSIGN_OR_RETURN(Tensor view, x.Reshaped(shape));
-      return ctx->set_output(0, std::move(view));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
-    std::vector<int64_t> in_strides = RowMajorStrides(x.shape());
-    const int offset = shape.rank() - x.rank();
-    std::vector<int64_t> src(shape.rank(), 0);
-    for (int k = 0; k < x.rank(); ++k) {
-      src[offset + k] = x.dim(k) == 1 ? 0 : in_strides[k];
-    }
-    StridedCopy(ctx->intra_op_pool(), DTypeSize(x.dtype()), shape.dims(),
-                x.raw_data(), src, y->raw_data(), RowMajorStrides(shape));
-    return absl::OkStatus();
-  }
-};
+absl::Status CpuArrays::CopyAlongAxis(OpKernelContext* ctx, size_t esz,
+                                      int64_t outer, void* big,
+                                      const std::vector<void*>& parts,
+                                      const Dims& part_elements, bool join) {
+  if (outer == 0) return absl::OkStatus();
+  AxisLayout layout(outer, part_elements, esz);
+  std::vector<char*> bytes;
+  for (void* p : parts) bytes.push_back(static_cast<char*>(p));
+  runnel::CopyAlongAxis(ctx->intra_op_pool(), layout, static_cast<char*>(big),
+                        bytes, join);
+  return absl::OkStatus();
+}
+
+absl::Status CpuArrays::Fill(OpKernelContext* ctx, void* dst, int64_t n,
+                             const void* value, size_t esz) {
+  FillElements(ctx->intra_op_pool(), dst, n, value, esz);
+  return absl::OkStatus();
+}
+
+absl::Status CpuArrays::Zero(OpKernelContext* ctx, void* dst, size_t bytes) {
+  const char zero = 0;
+  FillElements(ctx->intra_op_pool(), dst, static_cast<int64_t>(bytes), &zero,
+               1);
+  return absl::OkStatus();
+}
+
+namespace {
 
 // shape_of, size, rank: integers describing the input's shape.
 enum class ShapeQuery { kShape, kSize, kRank };
@@ -235,18 +152,36 @@ class ShapeQueryKernel : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+template <template <typename> class K>
+void Register(const std::string& op) {
+  RegisterKernelForAllTypes<K<CpuArrays>>(op);
+}
+
 RUNNEL_STATIC_INIT(ArrayKernels) {
-  RegisterKernelForAllTypes<ViewKernel>("reshape");
-  RegisterKernelForAllTypes<ViewKernel>("expand_dims");
-  RegisterKernelForAllTypes<ViewKernel>("squeeze");
-  RegisterKernelForAllTypes<TransposeKernel>("transpose");
-  RegisterKernelForAllTypes<JoinKernel>("concat");
-  RegisterKernelForAllTypes<JoinKernel>("stack");
-  RegisterKernelForAllTypes<SplitKernel>("split");
-  RegisterKernelForAllTypes<SplitKernel>("unstack");
-  RegisterKernelForAllTypes<TileKernel>("tile");
-  RegisterKernelForAllTypes<BroadcastKernel>("broadcast_to");
-  RegisterKernelForAllTypes<BroadcastKernel>("broadcast_like");
+  Register<ak::ViewKernel>("reshape");
+  Register<ak::ViewKernel>("expand_dims");
+  Register<ak::ViewKernel>("squeeze");
+  Register<ak::TransposeKernel>("transpose");
+  Register<ak::JoinKernel>("concat");
+  Register<ak::JoinKernel>("stack");
+  Register<ak::SplitKernel>("split");
+  Register<ak::SplitKernel>("unstack");
+  Register<ak::TileKernel>("tile");
+  Register<ak::BroadcastKernel>("broadcast_to");
+  Register<ak::BroadcastKernel>("broadcast_like");
+  Register<ak::SliceKernel>("slice");
+  Register<ak::SliceGradKernel>("slice_grad");
+  Register<ak::StridedSliceKernel>("strided_slice");
+  Register<ak::StridedSliceGradKernel>("strided_slice_grad");
+  Register<ak::PadKernel>("pad");
+  Register<ak::PadGradKernel>("pad_grad");
+  Register<ak::DynamicIndexKernel>("dynamic_index");
+  Register<ak::DynamicIndexGradKernel>("dynamic_index_grad");
+  Register<ak::DynamicUpdateIndexKernel>("dynamic_update_index");
+  Register<ak::DynamicUpdateIndexGradKernel>("dynamic_update_index_grad");
+  Register<ak::FillKernel>("fill");
+  RegisterKernelForAllTypes<ak::ConstantLikeKernel<CpuArrays, 0>>("zeros_like");
+  RegisterKernelForAllTypes<ak::ConstantLikeKernel<CpuArrays, 1>>("ones_like");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kShape>>("shape_of");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kSize>>("size");
   RegisterKernelForAllTypes<ShapeQueryKernel<ShapeQuery::kRank>>("rank");

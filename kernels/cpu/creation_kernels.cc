@@ -1,5 +1,6 @@
-// Kernels of the creation ops (framework/ops/array_ops.cc): fill, zeros_like,
-// ones_like, range, eye and one_hot.
+// Kernels of the creation ops (framework/ops/array_ops.cc): range, eye and
+// one_hot. fill, zeros_like and ones_like share the GPU's kernels
+// (kernels/common/array_kernels.h, registered in array_kernels.cc).
 #include <cstring>
 
 #include "base/strings.h"
@@ -17,24 +18,6 @@ absl::Status FillOutput(OpKernelContext* ctx, const Shape& shape,
                DTypeSize(y->dtype()));
   return absl::OkStatus();
 }
-
-class FillKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    return FillOutput(ctx, shape, ctx->input(1).raw_data());
-  }
-};
-
-// zeros_like (kValue 0) and ones_like (kValue 1).
-template <int kValue>
-class ConstantLikeKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor value = Tensor::ScalarOf(ctx->output_dtype(0), kValue);
-    return FillOutput(ctx, ctx->input(0).shape(), value.raw_data());
-  }
-};
 
 template <typename T>
 class RangeKernel : public OpKernel {
@@ -111,9 +94,6 @@ class OneHotKernel : public OpKernel {
 };
 
 RUNNEL_STATIC_INIT(CreationKernels) {
-  RegisterKernelForAllTypes<FillKernel>("fill");
-  RegisterKernelForAllTypes<ConstantLikeKernel<0>>("zeros_like");
-  RegisterKernelForAllTypes<ConstantLikeKernel<1>>("ones_like");
   RegisterKernelForTypes<RangeKernel, Half, BFloat16, float, double, int8_t,
                          uint8_t, int32_t, int64_t>("range");
   RegisterKernelForAllTypes<EyeKernel>("eye");

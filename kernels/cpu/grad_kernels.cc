@@ -98,13 +98,6 @@ class SumToLikeKernel : public OpKernel {
 
 // ---- scattering adjoints ---------------------------------------------------
 
-// Sets every element of `t` to zero (all-zero bytes in every dtype).
-void Zero(ThreadPool* pool, Tensor* t) {
-  const char zero[8] = {};
-  FillElements(pool, t->raw_data(), t->num_elements(), zero,
-               DTypeSize(t->dtype()));
-}
-
 // Output columns one task of gather_grad accumulates, at most.
 constexpr int64_t kScatterColumns = 1024;
 
@@ -163,94 +156,6 @@ class GatherGradKernel : public OpKernel {
   }
 };
 
-// Writes `dy` (row-major over `dims`) into zeros of `out`, element k of
-// axis i going to index begin[i] + k * step[i] of that axis (a step may be
-// negative).
-void ScatterBlock(ThreadPool* pool, const Tensor& dy,
-                  const std::vector<int64_t>& dims,
-                  const std::vector<int64_t>& begin,
-                  const std::vector<int64_t>& step, Tensor* out) {
-  Zero(pool, out);
-  const std::vector<int64_t> out_strides = RowMajorStrides(out->shape());
-  int64_t offset = 0;
-  std::vector<int64_t> strides(dims.size());
-  for (size_t k = 0; k < dims.size(); ++k) {
-    offset += begin[k] * out_strides[k];
-    strides[k] = step[k] * out_strides[k];
-  }
-  const int64_t esz = static_cast<int64_t>(DTypeSize(dy.dtype()));
-  std::vector<int64_t> src = RowMajorStrides(dims);
-  int64_t src_offset = 0;
-  // Walk reversed axes backwards so every destination stride is positive.
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (strides[i] < 0 && dims[i] > 0) {
-      offset += (dims[i] - 1) * strides[i];
-      src_offset += (dims[i] - 1) * src[i];
-      strides[i] = -strides[i];
-      src[i] = -src[i];
-    }
-  }
-  StridedCopy(pool, esz, dims,
-              static_cast<const char*>(dy.raw_data()) + src_offset * esz, src,
-              static_cast<char*>(out->raw_data()) + offset * esz, strides);
-}
-
-// slice_grad(x, begin, dy).
-class SliceGradKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& dy = ctx->input(2);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    if (shape == dy.shape()) return ctx->set_output(0, dy);
-    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    ScatterBlock(ctx->intra_op_pool(), dy, dy.shape().dims(),
-                 ctx->input(1).ToInt64s(),
-                 std::vector<int64_t>(shape.rank(), 1), out);
-    return absl::OkStatus();
-  }
-};
-
-// strided_slice_grad(x, dy).
-class StridedSliceGradKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& dy = ctx->input(1);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(StridedSlicePlan plan,
-                        PlanStridedSlice(x.shape(), ctx->node().attrs()));
-    // dy holds the taken elements in order: new axes and shrunk axes are
-    // of size 1 and move none.
-    if (plan.size == shape.dims() &&
-        plan.stride == std::vector<int64_t>(shape.rank(), 1)) {
-      RN_ASSIGN_OR_RETURN(Tensor view, dy.Reshaped(shape));
-      return ctx->set_output(0, std::move(view));
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    ScatterBlock(ctx->intra_op_pool(), dy, plan.size, plan.begin, plan.stride,
-                 out);
-    return absl::OkStatus();
-  }
-};
-
-// dynamic_index_grad(x, index, dy).
-class DynamicIndexGradKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& dy = ctx->input(2);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t i, AxisPosition(ctx->input(1), x.dim(0),
-                                                "dynamic_index_grad: "));
-    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    Zero(ctx->intra_op_pool(), out);
-    ParallelMemcpy(ctx->intra_op_pool(),
-                   static_cast<char*>(out->raw_data()) + i * dy.bytes(),
-                   dy.raw_data(), dy.bytes());
-    return absl::OkStatus();
-  }
-};
-
 // tile_grad(dy, x): dy viewed as [m0, d0, m1, d1, ...], summed over the m.
 template <typename T>
 class TileGradKernel : public OpKernel {
@@ -272,38 +177,13 @@ class TileGradKernel : public OpKernel {
   }
 };
 
-// pad_grad(dy, x, paddings): the block of dy inside the padding.
-class PadGradKernel : public OpKernel {
- public:
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& dy = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    if (shape == dy.shape()) return ctx->set_output(0, dy);
-    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
-    if (out->num_elements() == 0) return absl::OkStatus();
-    const std::vector<int64_t> pads = ctx->input(2).ToInt64s();
-    const std::vector<int64_t> strides = RowMajorStrides(dy.shape());
-    int64_t offset = 0;
-    for (int k = 0; k < shape.rank(); ++k) offset += pads[2 * k] * strides[k];
-    const int64_t esz = static_cast<int64_t>(DTypeSize(dy.dtype()));
-    StridedCopy(ctx->intra_op_pool(), esz, shape.dims(),
-                static_cast<const char*>(dy.raw_data()) + offset * esz, strides,
-                out->raw_data(), RowMajorStrides(shape));
-    return absl::OkStatus();
-  }
-};
-
 RUNNEL_STATIC_INIT(GradKernels) {
   RegisterKernelForTypeList<ReluGradKernel>("relu_grad", NumericTypes{});
   RegisterKernelForTypeList<SigmoidGradKernel>("sigmoid_grad", FloatTypes{});
   RegisterKernelForTypeList<TanhGradKernel>("tanh_grad", FloatTypes{});
   RegisterKernelForTypeList<SumToLikeKernel>("sum_to_like", NumericTypes{});
   RegisterKernelForTypeList<GatherGradKernel>("gather_grad", NumericTypes{});
-  RegisterKernelForAllTypes<SliceGradKernel>("slice_grad");
-  RegisterKernelForAllTypes<StridedSliceGradKernel>("strided_slice_grad");
-  RegisterKernelForAllTypes<DynamicIndexGradKernel>("dynamic_index_grad");
   RegisterKernelForTypeList<TileGradKernel>("tile_grad", NumericTypes{});
-  RegisterKernelForAllTypes<PadGradKernel>("pad_grad");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Devices, the placer, the partitioner, the rendezvous, and sessions over
-// several CPU devices (docs/devices.md).
+// Devices, the placer, and sessions over several CPU devices
+// (docs/devices.md). The partitioner and the rendezvous have files of their
+// own (partition_test.cc, rendezvous_test.cc).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -288,38 +289,6 @@ TEST(PlacerTest, WorkGoesToTheFasterDevice) {
   EXPECT_EQ(p->assigned_device(), kCpu1);
   ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
   EXPECT_EQ(p->assigned_device(), kCpu0);
-}
-
-// ---- partitioner
-
-TEST(PartitionTest, OnePairPerCutTensorAndDevice) {
-  Graph g;
-  Node* x = Placeholder(g, "x", Shape{2});
-  Node* a = Add(g, "a", "neg", {{x, 0}});
-  Node* b = Add(g, "b", "exp", {{a, 0}});
-  Node* c = Add(g, "c", "abs", {{a, 0}});
-  absl::StatusOr<Node*> d = g.AddNode(
-      {.name = "d", .op = "neg", .inputs = {{x, 0}}, .control_inputs = {b}});
-  ASSERT_TRUE(d.ok());
-  for (Node* n : {x, a, *d}) n->set_assigned_device(kCpu0);
-  for (Node* n : {b, c}) n->set_assigned_device(kCpu1);
-  absl::StatusOr<std::vector<GraphPartition>> parts = PartitionGraph(g);
-  ASSERT_TRUE(parts.ok()) << parts.status();
-  ASSERT_EQ(parts->size(), 2u);
-  // a -> {b, c}: one pair; the control edge b -> d: one more, back.
-  EXPECT_EQ((*parts)[0].num_sends, 1);
-  EXPECT_EQ((*parts)[1].num_recvs, 1);
-  EXPECT_EQ((*parts)[1].num_sends, 1);
-  EXPECT_EQ((*parts)[0].num_recvs, 1);
-  const Graph& p1 = *(*parts)[1].graph;
-  const Node* b1 = p1.FindNode("b");
-  const Node* c1 = p1.FindNode("c");
-  ASSERT_NE(b1, nullptr);
-  EXPECT_EQ(b1->input(0).node->op(), "_recv");
-  EXPECT_EQ(b1->input(0).node, c1->input(0).node);
-  const Node* d0 = (*parts)[0].graph->FindNode("d");
-  ASSERT_EQ(d0->control_inputs().size(), 1u);
-  EXPECT_EQ(d0->control_inputs()[0]->op(), "_recv");
 }
 
 // ---- sessions over two devices

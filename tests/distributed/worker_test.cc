@@ -1,0 +1,202 @@
+// One task's Worker (distributed/worker.h) without the transport: graphs
+// registered once per content, runs of registered partitions over a step's
+// rendezvous, steps that end, variables by name, and the freeze a
+// consistent snapshot takes.
+#include "distributed/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "framework/device_set.h"
+#include "framework/graph_def.h"
+#include "framework/resource_mgr.h"
+#include "tests/util/test_ops.h"
+
+namespace runnel {
+namespace {
+
+using ::runnel::testing::Add;
+
+constexpr char kTask[] = "/job:ps/task:0";
+constexpr char kDevice[] = "/job:ps/task:0/device:cpu:0";
+
+// A worker serving one CPU device, as TaskServer sets one up; no other
+// task to fetch from.
+class WorkerTest : public ::testing::Test {
+ protected:
+  WorkerTest()
+      : pool_(2),
+        devices_(1, 2, &resources_, &pool_, kTask),
+        worker_(kTask, [](const std::string& src, const std::string& key,
+                          int64_t, Rendezvous::Done done) {
+          done(absl::UnavailableError(
+                   StrCat("no task ", src, " to fetch ", key, " from")),
+               Tensor(), false);
+        }) {
+    worker_.ServeDevices(&devices_, &pool_);
+  }
+
+  // `variable` v (f32[2]) and `assign_add(v, delta)`, on the device.
+  proto::GraphDef AddToVariable(float delta) {
+    Graph g;
+    Node* v = Add(g, "v", "variable", {},
+                  {{"dtype", DType::kF32}, {"shape", Shape{2}}});
+    Node* d =
+        Add(g, "delta", "const", {},
+            {{"value", Tensor::FromVector(std::vector<float>{delta, delta})}});
+    Add(g, "update", "assign_add", {{v, 0}, {d, 0}});
+    for (Node* n : g.nodes()) n->set_assigned_device(kDevice);
+    return ToGraphDef(g);
+  }
+
+  ThreadPool pool_;
+  ResourceMgr resources_;
+  DeviceSet devices_;
+  Worker worker_;
+};
+
+TEST_F(WorkerTest, TheSameGraphRegisteredTwiceHasOneHandle) {
+  absl::StatusOr<std::string> a = worker_.RegisterGraph(AddToVariable(1));
+  absl::StatusOr<std::string> b = worker_.RegisterGraph(AddToVariable(1));
+  absl::StatusOr<std::string> c = worker_.RegisterGraph(AddToVariable(2));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE(*a, *c);
+  EXPECT_EQ(worker_.num_graphs(), 2);
+}
+
+TEST_F(WorkerTest, RunsUpdateTheVariablesItHoldsByName) {
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{1, 2})},
+                                /*overwrite=*/false)
+                  .ok());
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(AddToVariable(3));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int64_t step = 1; step <= 2; ++step) {
+    absl::Status s = worker_.RunGraph(*handle, step, /*global_seed=*/0);
+    ASSERT_TRUE(s.ok()) << s;
+    worker_.EndStep(step);
+  }
+  absl::StatusOr<std::vector<Tensor>> v = worker_.ReadVariables({"v"});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->at(0).ToDoubles(), (std::vector<double>{7, 8}));
+  // Set without overwrite keeps a value that is there; with, replaces it.
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{0, 0})},
+                                /*overwrite=*/false)
+                  .ok());
+  EXPECT_EQ(worker_.ReadVariables({"v"})->at(0).ToDoubles(),
+            (std::vector<double>{7, 8}));
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{0, 0})},
+                                /*overwrite=*/true)
+                  .ok());
+  EXPECT_EQ(worker_.ReadVariables({"v"})->at(0).ToDoubles(),
+            (std::vector<double>{0, 0}));
+  EXPECT_EQ(*worker_.VariablesInitialized({"v", "w"}),
+            (std::vector<bool>{true, false}));
+}
+
+TEST_F(WorkerTest, BadRequestsAreErrorsThatSayWhy) {
+  absl::Status s = worker_.RunGraph("/job:ps/task:0#9", 1, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("has no graph '/job:ps/task:0#9'"),
+            std::string::npos)
+      << s;
+  absl::StatusOr<std::vector<Tensor>> missing = worker_.ReadVariables({"nope"});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("has no variable 'nope'"),
+            std::string::npos);
+  s = worker_.SetVariables({"a", "b"}, {Tensor::Scalar<float>(1)}, false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("2 variable names but 1 values"),
+            std::string::npos);
+  // A partition with a node on another task's device is refused.
+  Graph g;
+  Node* c = Add(g, "c", "const", {}, {{"value", Tensor::Scalar<float>(1)}});
+  c->set_assigned_device("/job:worker/task:0/device:cpu:0");
+  absl::StatusOr<std::string> h = worker_.RegisterGraph(ToGraphDef(g));
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(h.status().message().find("not one device of this task"),
+            std::string::npos)
+      << h.status();
+}
+
+TEST(WorkerWithoutDevicesTest, RunsNothingAndHoldsNoState) {
+  Worker worker("/job:worker/task:3", nullptr);
+  absl::StatusOr<std::string> h = worker.RegisterGraph(proto::GraphDef());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<std::vector<Tensor>> v = worker.ReadVariables({"v"});
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(v.status().message().find("/job:worker/task:3 holds no state"),
+            std::string::npos);
+}
+
+TEST_F(WorkerTest, AnEndedStepsRendezvousIsAborted) {
+  worker_.EndStep(5);
+  std::shared_ptr<StepRendezvous> r = worker_.Step(5);
+  absl::Status aborted = r->AbortStatus();
+  EXPECT_EQ(aborted.code(), absl::StatusCode::kAborted);
+  EXPECT_NE(aborted.message().find("step 5 has ended"), std::string::npos);
+  // A step that has not ended has a live one, the same on every call.
+  EXPECT_TRUE(worker_.Step(6)->AbortStatus().ok());
+  EXPECT_EQ(worker_.Step(6), worker_.Step(6));
+}
+
+TEST_F(WorkerTest, AFreezeHoldsNewStepsUntilAdmittedOrEnded) {
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(AddToVariable(1));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{0, 0})},
+                                false)
+                  .ok());
+  // Step 1 ran and has not ended: it is open, which the freeze reports.
+  ASSERT_TRUE(worker_.RunGraph(*handle, 1, 0).ok());
+  EXPECT_EQ(worker_.Freeze(/*freeze_id=*/100, /*lease_s=*/30),
+            std::vector<int64_t>{1});
+  // Step 2 is held: a caller that leaves gets Cancelled, having run nothing.
+  absl::Status held = worker_.RunGraph(*handle, 2, 0, 0, [] { return true; });
+  EXPECT_EQ(held.code(), absl::StatusCode::kCancelled) << held;
+  EXPECT_EQ(worker_.ReadVariables({"v"})->at(0).ToDoubles(),
+            (std::vector<double>{1, 1}));
+  // The freezing chief's own step, and admitted steps, go through.
+  EXPECT_TRUE(worker_.RunGraph(*handle, 3, 0, /*freeze_id=*/100).ok());
+  ASSERT_TRUE(worker_.Admit(100, {4}, 30).ok());
+  EXPECT_TRUE(worker_.RunGraph(*handle, 4, 0).ok());
+  EXPECT_EQ(worker_.ReadVariables({"v"})->at(0).ToDoubles(),
+            (std::vector<double>{3, 3}));
+  // Drain: step 1 stays open until it ends.
+  EXPECT_FALSE(*worker_.Drain(100, {1}, /*wait_s=*/0, 30));
+  worker_.EndStep(1);
+  EXPECT_TRUE(*worker_.Drain(100, {1}, 0, 30));
+  EXPECT_TRUE(worker_.Unfreeze(100));
+  // Unfrozen: step 2 runs.
+  EXPECT_TRUE(worker_.RunGraph(*handle, 2, 0).ok());
+}
+
+TEST_F(WorkerTest, AFreezeWhoseLeaseLapsesEndsByItself) {
+  EXPECT_TRUE(worker_.Freeze(7, /*lease_s=*/0).empty());
+  absl::Status late = worker_.Admit(7, {1}, 30);
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_FALSE(worker_.Unfreeze(7));
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(AddToVariable(1));
+  ASSERT_TRUE(handle.ok());
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{0, 0})},
+                                false)
+                  .ok());
+  EXPECT_TRUE(worker_.RunGraph(*handle, 1, 0).ok());
+}
+
+}  // namespace
+}  // namespace runnel
