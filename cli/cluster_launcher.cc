@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,38 +139,33 @@ void StopAll(std::vector<Task>& tasks, int sig) {
   }
 }
 
-}  // namespace
-
-int LaunchCluster(const ClusterLaunch& launch) {
-  const int n = launch.ps + launch.workers;
-  std::vector<int> ports = FreeLoopbackPorts(n);
-  if (static_cast<int>(ports.size()) != n) {
-    Say("cannot find free loopback ports");
-    return 1;
-  }
-  const ClusterSpec spec =
-      ClusterSpec::Loopback(launch.ps, launch.workers, ports);
+// Writes `spec` as cluster.json into a new directory under /tmp;
+// the file, or nullopt (the error said).
+std::optional<std::string> WriteSpec(const ClusterSpec& spec) {
   char dir_template[] = "/tmp/runnel-cluster-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {
     Say(StrCat("cannot make a directory for the cluster spec: ",
                std::strerror(errno)));
-    return 1;
+    return std::nullopt;
   }
-  const std::string dir = dir_template;
-  const std::string spec_file = dir + "/cluster.json";
-  {
-    AtomicFile f(spec_file, "cluster spec");
-    const std::string json = spec.ToJson() + "\n";
-    absl::Status s = f.Create();
-    if (s.ok()) s = f.Write(json.data(), json.size());
-    if (s.ok()) s = f.Commit();
-    if (!s.ok()) {
-      Say(std::string(s.message()));
-      return 1;
-    }
+  const std::string spec_file = std::string(dir_template) + "/cluster.json";
+  AtomicFile f(spec_file, "cluster spec");
+  const std::string json = spec.ToJson() + "\n";
+  absl::Status s = f.Create();
+  if (s.ok()) s = f.Write(json.data(), json.size());
+  if (s.ok()) s = f.Commit();
+  if (!s.ok()) {
+    Say(std::string(s.message()));
+    ::rmdir(dir_template);
+    return std::nullopt;
   }
-  Say(StrCat("spec ", spec.ToJson()));
+  return spec_file;
+}
 
+// The command lines of the cluster's tasks: a `runnel server` per ps, a
+// `runnel run` of the file per worker.
+std::vector<Task> Tasks(const ClusterLaunch& launch,
+                        const std::string& spec_file) {
   std::vector<Task> tasks;
   for (int i = 0; i < launch.ps; ++i) {
     Task t{StrCat("ps:", i),
@@ -194,25 +191,21 @@ int LaunchCluster(const ClusterLaunch& launch) {
     }
     tasks.push_back(std::move(t));
   }
+  return tasks;
+}
 
-  std::signal(SIGINT, OnClusterSignal);
-  std::signal(SIGTERM, OnClusterSignal);
-  std::vector<std::thread> readers;
+// Waits until every worker has exited (restarting a task killed by a
+// signal, with --restart) or Ctrl-C; the exit status of the cluster: the
+// first worker's failure, 130 when interrupted, else 0.
+int Supervise(const ClusterLaunch& launch, std::vector<Task>& tasks,
+              std::vector<std::thread>* readers) {
   int result = 0;
-  bool spawned = true;
-  for (Task& t : tasks) spawned = spawned && Spawn(launch.runnel, t, &readers);
   int workers_left = launch.workers;
-  if (!spawned) {
-    Say(StrCat("cannot start a task: ", std::strerror(errno)));
-    result = 1;
-    workers_left = 0;
-  }
   while (workers_left > 0) {
     if (g_stop.load()) {
       Say("interrupted: stopping every task");
       StopAll(tasks, SIGINT);
-      result = 130;
-      break;
+      return 130;
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -229,7 +222,7 @@ int LaunchCluster(const ClusterLaunch& launch) {
     t->running = false;
     if (WIFSIGNALED(status) && launch.restart) {
       Say(StrCat(t->name, " ", Describe(status), "; restarting it"));
-      if (Spawn(launch.runnel, *t, &readers)) continue;
+      if (Spawn(launch.runnel, *t, readers)) continue;
       Say(StrCat("cannot restart ", t->name, ": ", std::strerror(errno)));
     }
     if (!t->worker) {
@@ -244,10 +237,40 @@ int LaunchCluster(const ClusterLaunch& launch) {
       if (result == 0) result = code;
     }
   }
+  return result;
+}
+
+}  // namespace
+
+int LaunchCluster(const ClusterLaunch& launch) {
+  const int n = launch.ps + launch.workers;
+  std::vector<int> ports = FreeLoopbackPorts(n);
+  if (static_cast<int>(ports.size()) != n) {
+    Say("cannot find free loopback ports");
+    return 1;
+  }
+  const ClusterSpec spec =
+      ClusterSpec::Loopback(launch.ps, launch.workers, ports);
+  const std::optional<std::string> spec_file = WriteSpec(spec);
+  if (!spec_file) return 1;
+  Say(StrCat("spec ", spec.ToJson()));
+  std::vector<Task> tasks = Tasks(launch, *spec_file);
+
+  std::signal(SIGINT, OnClusterSignal);
+  std::signal(SIGTERM, OnClusterSignal);
+  std::vector<std::thread> readers;
+  bool spawned = true;
+  for (Task& t : tasks) spawned = spawned && Spawn(launch.runnel, t, &readers);
+  int result = 1;
+  if (spawned) {
+    result = Supervise(launch, tasks, &readers);
+  } else {
+    Say(StrCat("cannot start a task: ", std::strerror(errno)));
+  }
   StopAll(tasks, SIGTERM);
   for (std::thread& r : readers) r.join();
-  std::remove(spec_file.c_str());
-  ::rmdir(dir.c_str());
+  std::remove(spec_file->c_str());
+  ::rmdir(std::filesystem::path(*spec_file).parent_path().c_str());
   return result;
 }
 

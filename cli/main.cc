@@ -69,7 +69,7 @@ constexpr char kUsage[] =
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
-    "       runnel server --cluster C.json --job J --task N\n"
+    "       runnel server --cluster C.json --job J --task N [--verbose]\n"
     "                                       serve a task of a cluster "
     "(docs/cluster.md)\n"
     "       runnel cluster FILE --ps P --workers W [--restart] [options]\n"
@@ -253,11 +253,16 @@ std::atomic<bool> g_server_stop{false};
 extern "C" void OnServerSignal(int) { g_server_stop.store(true); }
 
 // `runnel server --cluster C.json --job J --task N [--threads N]
-// [--token-file F]`: serves until SIGINT or SIGTERM.
+// [--token-file F] [--verbose]`: serves until SIGINT or SIGTERM.
 int Server(const std::vector<std::string>& args) {
   std::string cluster_file, job, task_text, threads_text, token_file;
+  bool verbose = false;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string v;
+    if (args[i] == "--verbose") {
+      verbose = true;
+      continue;
+    }
     if (TakeValue(args, &i, "--cluster", &cluster_file) ||
         TakeValue(args, &i, "--job", &job) ||
         TakeValue(args, &i, "--task", &task_text) ||
@@ -288,6 +293,13 @@ int Server(const std::vector<std::string>& args) {
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
     return interp::kExitError;
+  }
+  if (verbose) {
+    // Each partition a step runs here, as it starts and as it ends.
+    server->worker().set_log([](const std::string& line) {
+      std::fprintf(stderr, "%s\n", line.c_str());
+      std::fflush(stderr);
+    });
   }
   std::printf("%s serving at %s\n", server->task().c_str(),
               spec.Address(job, static_cast<int>(task))->c_str());

@@ -88,6 +88,8 @@ class Backprop : public GradContext {
                                 AttrMap attrs, std::vector<Node*> control,
                                 const std::string& frame, const Node* like);
   absl::StatusOr<Grads> LoopGrad(const Unit& u, const Grads& dy);
+  absl::Status OrderPushes(const Unit& u, const Level& done,
+                           const std::vector<NodeOut>& exits);
   absl::StatusOr<std::vector<LoopVar>> VarsOf(const FrameMap::Loop& loop);
   NodeMaker MakerAt(int d);
 
@@ -313,14 +315,32 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
   RN_RETURN_IF_ERROR(in.status());
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> exits, wb.Finish(next, {}));
 
-  // The forward loop's next iteration waits for this one's pushes, so the
-  // backward loop (which starts after the forward loop's exits) finds every
-  // value pushed. A pushed value on an untaken branch is dead and its push
-  // does not run; the trigger runs all the same.
   Level done = std::move(levels_.back());
   levels_.pop_back();
-  // Only the pushes of pops the backward loop uses run: a gradient function
-  // may read a forward value for an input that needs no gradient.
+  RN_RETURN_IF_ERROR(OrderPushes(u, done, exits));
+  // Gradients of the loop unit's inputs (its enters', in order).
+  Grads dx(u.inputs.size());
+  for (size_t i = 0; i < loop.enters.size(); ++i) {
+    for (size_t k = 0; k < carried.size(); ++k) {
+      if (carried[k]->enter == loop.enters[i]) dx[i] = exits[k + 1];
+    }
+    for (size_t j = 0; j < invariants.size(); ++j) {
+      if (invariants[j] == loop.enters[i])
+        dx[i] = exits[carried.size() + j + 1];
+    }
+  }
+  return dx;
+}
+
+// The forward loop's next iteration waits for this one's pushes, so the
+// backward loop (which starts after the forward loop's exits) finds every
+// value pushed. A pushed value on an untaken branch is dead and its push
+// does not run; the trigger runs all the same. Only the pushes of pops the
+// backward loop (`done`, whose exits are `exits`) uses run: a gradient
+// function may read a forward value for an input that needs no gradient.
+absl::Status Backprop::OrderPushes(const Unit& u, const Level& done,
+                                   const std::vector<NodeOut>& exits) {
+  const FrameMap::Loop& loop = *u.loop;
   absl::flat_hash_set<const Node*> used;
   {
     std::vector<const Node*> stack;
@@ -343,18 +363,7 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
                                 loop.counter_next));
     graph_->AddControlInput(loop.counter_next, trigger);
   }
-  // Gradients of the loop unit's inputs (its enters', in order).
-  Grads dx(u.inputs.size());
-  for (size_t i = 0; i < loop.enters.size(); ++i) {
-    for (size_t k = 0; k < carried.size(); ++k) {
-      if (carried[k]->enter == loop.enters[i]) dx[i] = exits[k + 1];
-    }
-    for (size_t j = 0; j < invariants.size(); ++j) {
-      if (invariants[j] == loop.enters[i])
-        dx[i] = exits[carried.size() + j + 1];
-    }
-  }
-  return dx;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(

@@ -1,5 +1,6 @@
-// Running an executor (executor.h): the state of one run, its frames and
-// iterations, and the scheduling of ready nodes. Building it is executor.cc.
+// Running an executor (executor.h): the state of one run and the
+// scheduling of ready nodes. Building it (the plan) is executor.cc; the
+// state of frames and iterations is executor_frames.h.
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -14,6 +15,7 @@
 #include "base/random.h"
 #include "base/strings.h"
 #include "common_runtime/executor.h"
+#include "common_runtime/executor_frames.h"
 #include "framework/device_set.h"
 
 namespace runnel {
@@ -41,67 +43,6 @@ class Notification {
   std::mutex mu_;
   std::condition_variable cv_;
   bool notified_ = false;
-};
-
-// A tensor slot: a value and whether it is dead (on an untaken branch).
-struct Entry {
-  Tensor tensor;
-  bool is_dead = false;
-  bool has_value = false;  // a live value arrived (merges read this)
-};
-
-// One iteration of one frame instance: pending counts and input slots of
-// the frame's nodes, and what is still running in it.
-struct IterationState {
-  explicit IterationState(const Executor::StaticFrame& f)
-      : pending(new std::atomic<int>[f.num_nodes]),
-        merge_dead(new std::atomic<int>[f.num_nodes]),
-        dead_controls(new std::atomic<bool>[f.num_nodes]),
-        inputs(f.num_inputs) {
-    for (int i = 0; i < f.num_nodes; ++i) {
-      pending[i].store(f.initial_pending[i], std::memory_order_relaxed);
-      merge_dead[i].store(0, std::memory_order_relaxed);
-      dead_controls[i].store(false, std::memory_order_relaxed);
-    }
-  }
-  std::unique_ptr<std::atomic<int>[]> pending;
-  std::unique_ptr<std::atomic<int>[]> merge_dead;
-  std::unique_ptr<std::atomic<bool>[]> dead_controls;
-  std::vector<Entry> inputs;
-  std::atomic<int> outstanding_ops{0};
-  std::atomic<int> outstanding_frames{0};
-};
-
-// One instance of a frame: the root, or a loop entered from one iteration
-// of its parent.
-struct FrameState {
-  const Executor::StaticFrame* def = nullptr;
-  int static_id = 0;
-  uint64_t id = 0;
-  FrameState* parent = nullptr;
-  int64_t parent_iter = 0;
-  IterationState* parent_state = nullptr;
-  std::mutex mu;
-  std::map<int64_t, std::unique_ptr<IterationState>> iterations;
-  int pending_enters = 0;
-  // Loop invariants (enter is_constant): delivered to every iteration.
-  struct Invariant {
-    int item;
-    std::vector<Tensor> value;  // as an output list, ready to deliver
-    bool is_dead;
-  };
-  std::vector<Invariant> invariants;
-  // next_iteration values waiting for an iteration slot: (iteration, item).
-  std::deque<std::tuple<int64_t, int, Entry>> deferred;
-  absl::flat_hash_set<int> live_exits;
-  bool done = false;
-};
-
-struct TaggedNode {
-  int item;
-  FrameState* frame;
-  int64_t iter;
-  IterationState* state;
 };
 
 // Per-Run state; deleted when the root frame's iteration is done.

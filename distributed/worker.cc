@@ -177,6 +177,11 @@ absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
   return handle;
 }
 
+void Worker::set_log(std::function<void(const std::string&)> log) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_ = std::move(log);
+}
+
 int Worker::num_graphs() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(graphs_.size());
@@ -186,6 +191,7 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
                               uint64_t global_seed, int64_t freeze_id,
                               const std::function<bool()>& cancelled) {
   std::shared_ptr<Registered> r;
+  std::function<void(const std::string&)> log;
   std::shared_ptr<StepRendezvous> rendezvous = Step(step);
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -216,7 +222,9 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
           std::min(frozen_.lease_end, now + std::chrono::milliseconds(200)));
     }
     if (!ended_.contains(step)) ++open_[step].running;
+    log = log_;
   }
+  if (log) log(StrCat("step ", step, ": ", handle, " runs"));
   CallFrame frame;
   absl::Status s = r->executor->Run({.call_frame = &frame,
                                      .global_seed = global_seed,
@@ -230,6 +238,10 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
     }
   }
   admission_cv_.notify_all();
+  if (log) {
+    log(StrCat("step ", step, ": ", handle, " ended",
+               s.ok() ? std::string() : StrCat(" (", s.ToString(), ")")));
+  }
   return s;
 }
 

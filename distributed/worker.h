@@ -77,6 +77,9 @@ class Worker {
                         uint64_t global_seed, int64_t freeze_id = 0,
                         const std::function<bool()>& cancelled = nullptr);
   int num_graphs() const;
+  // Called with a line when a partition of a step starts to run here and
+  // when it ends (`runnel server --verbose`); none by default.
+  void set_log(std::function<void(const std::string&)> log);
 
   // Variables of this task, by name.
   absl::StatusOr<std::vector<bool>> VariablesInitialized(
@@ -151,6 +154,7 @@ class Worker {
   absl::flat_hash_map<int64_t, OpenStep> open_ ABSL_GUARDED_BY(mu_);
   std::condition_variable admission_cv_;
   absl::flat_hash_map<std::string, std::string> handle_of_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&)> log_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Registered>> graphs_
       ABSL_GUARDED_BY(mu_);
 };

@@ -1,8 +1,9 @@
 // The window geometry of conv2d, max_pool, avg_pool and their gradients
 // (NHWC): how their attributes read, how many outputs a spatial dimension
 // has, and where each window falls on the input. The shape functions
-// (framework/ops/nn_ops.cc) and the kernels (kernels/cpu/conv_kernels.cc)
-// both use it, so a graph that builds runs with the same geometry.
+// (framework/ops/nn_ops.cc) and the kernels (kernels/cpu/conv_kernels.cc,
+// pool_kernels.cc) both use it, so a graph that builds runs with the same
+// geometry.
 //
 // The rules are TensorFlow's: strides, dilations and pool sizes are an int,
 // [h, w], or [1, h, w, 1] for NHWC, where the batch and channel entries must

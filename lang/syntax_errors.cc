@@ -447,10 +447,19 @@ void SyntaxErrorStrategy::Report(const Site& site) {
     d.message = StrCat("unexpected ", Found(t));
   }
 
+  if (Records(site, d.span, ended ? prev : nullptr)) {
+    errors_->push_back(std::move(d));
+  }
+}
+
+bool SyntaxErrorStrategy::Records(const Site& site, const SourceSpan& span,
+                                  Token* ended_after) {
+  Parser* parser = site.parser;
+  const Token* t = site.found;
   // One error per place: recovery can stumble over the same spot twice.
-  if (!errors_->empty() && errors_->back().span.line == d.span.line &&
-      errors_->back().span.col == d.span.col) {
-    return;
+  if (!errors_->empty() && errors_->back().span.line == span.line &&
+      errors_->back().span.col == span.col) {
+    return false;
   }
   // A later error in the same statement is most likely a consequence of the
   // first: recovery inside a bracket or an argument list resumes there and
@@ -463,7 +472,9 @@ void SyntaxErrorStrategy::Report(const Site& site) {
          statement->getRuleIndex() != P::RuleStatement) {
     statement = dynamic_cast<antlr4::ParserRuleContext*>(statement->parent);
   }
-  if (statement != nullptr && statement == last_error_statement_) return;
+  if (statement != nullptr && statement == last_error_statement_) {
+    return false;
+  }
   const bool began_after =
       statement != nullptr && statement->getStart() != nullptr &&
       last_error_token_ != INVALID_INDEX &&
@@ -480,15 +491,15 @@ void SyntaxErrorStrategy::Report(const Site& site) {
         same_statement = false;
       }
     }
-    if (same_statement) return;
+    if (same_statement) return false;
   }
   // A statement that ended too early ends before `t`, at the newline that
   // recovery may turn into a statement end.
-  last_error_token_ = ended && prev != nullptr && index != INVALID_INDEX
-                          ? prev->getTokenIndex() + 1
+  last_error_token_ = ended_after != nullptr && index != INVALID_INDEX
+                          ? ended_after->getTokenIndex() + 1
                           : index;
   last_error_statement_ = statement;
-  errors_->push_back(std::move(d));
+  return true;
 }
 
 void SyntaxErrorStrategy::reportNoViableAlternative(

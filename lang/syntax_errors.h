@@ -54,6 +54,12 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  private:
   struct Site;
   void Report(const Site& site);
+  // Whether an error at `span` (for `site`) is reported: not a second one
+  // at one place, nor a later one in the statement of the last, which is
+  // most likely its consequence; if so, notes it as the last. A statement
+  // that ended too early ends after `ended_after` (else nullptr).
+  bool Records(const Site& site, const SourceSpan& span,
+               antlr4::Token* ended_after);
   // Whether token type `t` may come next within the rule at ATN `state`:
   // the parser asks before every decision.
   bool MayComeNext(antlr4::Parser* parser, size_t state, size_t t);

@@ -4,19 +4,11 @@
 // consumers).
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 
 namespace runnel {
 namespace {
-
-// DType and CastType list the dtypes in the same order.
-cuda::CastType CastTypeOf(DType d) {
-  return static_cast<cuda::CastType>(static_cast<int>(d));
-}
-static_assert(static_cast<int>(DType::kBool) ==
-              static_cast<int>(cuda::CastType::kBool));
-static_assert(static_cast<int>(DType::kF16) ==
-              static_cast<int>(cuda::CastType::kF16));
 
 class CastKernel : public OpKernel {
  public:
@@ -30,7 +22,7 @@ class CastKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
-    RN_CUDA(cuda::LaunchCast(CastTypeOf(x.dtype()), CastTypeOf(to_),
+    RN_CUDA(cuda::LaunchCast(GpuElemType(x.dtype()), GpuElemType(to_),
                              x.raw_data(), y->raw_data(), x.num_elements(),
                              gpu.compute()));
     return absl::OkStatus();

@@ -3,7 +3,7 @@
 // log_softmax and the softmax cross-entropies through nn.cu; bias_add,
 // sigmoid_cross_entropy, relu_grad, sigmoid_grad and tanh_grad through the
 // element-wise template (cwise.h). l2_loss is a reduction
-// (reduce_kernels.cc). Shapes are checked on the host by the CPU kernels'
+// (reduction_kernels.cc). Shapes are checked on the host by the CPU kernels'
 // checks (framework/ops/kernel_checks.h).
 //
 // sparse_softmax_cross_entropy's labels live on the GPU, so their range is

@@ -1,5 +1,5 @@
 // max_pool, avg_pool and their gradients on the GPU (pool.cu), NHWC, with
-// the CPU kernels' semantics (kernels/cpu/conv_kernels.cc) exactly, where
+// the CPU kernels' semantics (kernels/cpu/pool_kernels.cc) exactly, where
 // cuDNN's pooling does not give them (pool_plan.h says where it does):
 // windows hanging over the edge with "same"
 // padding count only their elements inside the input (and the padding may

@@ -1,5 +1,5 @@
 // Which implementation pools on the GPU: cuDNN's legacy pooling where it
-// gives the CPU kernels' results (kernels/cpu/conv_kernels.cc), Runnel's
+// gives the CPU kernels' results (kernels/cpu/pool_kernels.cc), Runnel's
 // own kernels (pool.h) everywhere else. Plain C++ without CUDA
 // (header-only), so that the choice is tested on machines without a GPU
 // (tests/kernels/cuda/pool_plan_test.cc).

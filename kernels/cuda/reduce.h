@@ -1,7 +1,7 @@
 // The GPU reductions (reduce.cu): one scheme for every reduction op, over
 // an input viewed as [outer, reduced, inner] (framework/reduce_layout.h), with
 // the CPU kernels' semantics (kernels/cpu/reduction_kernels.cc). Plain C++, as
-// nvcc compiles reduce.cu; the OpKernels live in reduce_kernels.cc.
+// nvcc compiles reduce.cu; the OpKernels live in reduction_kernels.cc.
 #ifndef RUNNEL_KERNELS_CUDA_REDUCE_H_
 #define RUNNEL_KERNELS_CUDA_REDUCE_H_
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common_runtime/session.h"
+#include "tests/util/loops.h"
 #include "tests/util/test_ops.h"
 #include "tests/util/test_util.h"
 
@@ -17,6 +18,7 @@ namespace runnel {
 namespace {
 
 using ::runnel::testing::Add;
+using ::runnel::testing::BuildLoop;
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 using ::runnel::testing::g_max_in_flight;
@@ -26,48 +28,6 @@ using ::runnel::testing::ResetCounters;
 
 NodeOut Const(Graph& g, Tensor t) {
   return {*g.AddConst(std::move(t), g.UniqueName("c")), 0};
-}
-
-// Builds `loop vars = init while counter < n { body(index, vars) }` in g,
-// nodes made at top level, and returns the exits (the trip count first).
-// `in` brings an outer value into the body.
-// `outer` is the loop around this one, if any: the counter's constants
-// enter it first.
-struct Loop {
-  Graph& g;
-  std::string name;
-  WhileBuilder* outer;
-  WhileBuilder wb{&g,
-                  [this](NodeSpec spec, bool) -> absl::StatusOr<Node*> {
-                    spec.name = g.UniqueName(spec.name);
-                    return g.AddNode(std::move(spec));
-                  },
-                  [this](NodeOut v) -> absl::StatusOr<NodeOut> {
-                    if (outer == nullptr) return v;
-                    return outer->EnterInvariant(v);
-                  },
-                  name,
-                  name,
-                  SourceSpan{},
-                  32};
-};
-
-std::vector<NodeOut> BuildLoop(
-    Graph& g, const std::string& name, std::vector<NodeOut> init, NodeOut n,
-    const std::function<std::vector<NodeOut>(WhileBuilder&, NodeOut,
-                                             std::vector<NodeOut>)>& body,
-    WhileBuilder* outer = nullptr) {
-  Loop loop{g, name, outer};
-  WhileBuilder& wb = loop.wb;
-  auto top =
-      *wb.Begin(init, std::vector<std::optional<Shape>>(init.size()), {});
-  NodeOut limit = *wb.EnterInvariant(n);
-  NodeOut pred = {Add(g, g.UniqueName(name + "/less"), "less", {top[0], limit}),
-                  0};
-  auto in = *wb.Condition(pred);
-  std::vector<NodeOut> vars(in.begin() + 1, in.end());
-  auto exits = *wb.Finish(body(wb, in[0], vars), {});
-  return exits;
 }
 
 TEST(ControlFlowOpsTest, SwitchSendsToOneSideAndMergeTakesTheLiveOne) {

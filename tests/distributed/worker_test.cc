@@ -140,6 +140,27 @@ TEST(WorkerWithoutDevicesTest, RunsNothingAndHoldsNoState) {
             std::string::npos);
 }
 
+TEST_F(WorkerTest, TheLogSaysWhenAPartitionRunsAndEnds) {
+  std::vector<std::string> lines;
+  worker_.set_log([&](const std::string& line) { lines.push_back(line); });
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(AddToVariable(1));
+  ASSERT_TRUE(handle.ok());
+  // No value for v yet: the run fails, and the end says why.
+  EXPECT_FALSE(worker_.RunGraph(*handle, 3, 0).ok());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], StrCat("step 3: ", *handle, " runs"));
+  EXPECT_EQ(lines[1].rfind(StrCat("step 3: ", *handle, " ended ("), 0), 0u)
+      << lines[1];
+  ASSERT_TRUE(worker_
+                  .SetVariables({"v"},
+                                {Tensor::FromVector(std::vector<float>{0, 0})},
+                                false)
+                  .ok());
+  EXPECT_TRUE(worker_.RunGraph(*handle, 4, 0).ok());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[3], StrCat("step 4: ", *handle, " ended"));
+}
+
 TEST_F(WorkerTest, AnEndedStepsRendezvousIsAborted) {
   worker_.EndStep(5);
   std::shared_ptr<StepRendezvous> r = worker_.Step(5);

@@ -1,0 +1,233 @@
+// Kernels of max_pool and avg_pool and of their gradients
+// (framework/ops/nn_ops.cc), NHWC: direct loops over the windows
+// (framework/window.h places them), computed in f32 for the 16-bit floats.
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "base/strings.h"
+#include "framework/window.h"
+#include "kernels/cpu/eigen_support.h"
+
+namespace runnel {
+namespace {
+
+// max_pool and avg_pool. With "same" padding a window may hang over the
+// edge; only its elements inside the input count (TensorFlow's rule).
+// What max_pool, avg_pool and their gradients share: the `size`, `strides`
+// and `padding` attributes, and where the windows fall on an input.
+class PoolBase : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(node.attrs()));
+    return absl::OkStatus();
+  }
+
+ protected:
+  using Geometry = PoolWindows;
+  // `x` must be NHWC; errors begin with `who`.
+  absl::StatusOr<Geometry> Place(const Tensor& x, std::string_view who) const {
+    return PlacePoolWindows(x.dtype(), x.shape(), attrs_, who);
+  }
+  // The input rows [first, second) of output row `oh`'s window (and the
+  // same for columns), clipped to the input.
+  std::pair<int64_t, int64_t> RowRange(const Geometry& g, int64_t oh) const {
+    return Clip(oh * attrs_.strides.h - g.rows.pad_begin, attrs_.size.h,
+                g.in_h);
+  }
+  std::pair<int64_t, int64_t> ColRange(const Geometry& g, int64_t ow) const {
+    return Clip(ow * attrs_.strides.w - g.cols.pad_begin, attrs_.size.w,
+                g.in_w);
+  }
+
+  PoolAttrs attrs_;
+
+ private:
+  static std::pair<int64_t, int64_t> Clip(int64_t start, int64_t size,
+                                          int64_t in) {
+    return {std::max<int64_t>(start, 0), std::min(start + size, in)};
+  }
+};
+
+template <typename T, bool kMax>
+class PoolKernel : public PoolBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, "pooling"));
+    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
+    RN_ASSIGN_OR_RETURN(
+        Tensor * y,
+        ctx->allocate_output(0, Shape{batch, rows.out, cols.out, chans}));
+    if (y->num_elements() == 0) return absl::OkStatus();
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    EigenType<T>* out = EigenMutableData<T>(y);
+    const int64_t cost = attrs_.size.h * attrs_.size.w * chans * 2;
+    // One shard unit: a row of output pixels (n, oh).
+    ctx->intra_op_pool()->ParallelFor(
+        batch * rows.out, cost * cols.out, [&](int64_t begin, int64_t end) {
+          std::vector<A> acc(chans);
+          for (int64_t line = begin; line < end; ++line) {
+            const int64_t n = line / rows.out, oh = line % rows.out;
+            const auto [h_lo, h_hi] = RowRange(geo, oh);
+            for (int64_t ow = 0; ow < cols.out; ++ow) {
+              const auto [w_lo, w_hi] = ColRange(geo, ow);
+              std::fill(acc.begin(), acc.end(),
+                        kMax ? std::numeric_limits<A>::lowest() : A(0));
+              for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                  const EigenType<T>* px =
+                      in + ((n * in_h + ih) * in_w + iw) * chans;
+                  for (int64_t c = 0; c < chans; ++c) {
+                    const A v = static_cast<A>(px[c]);
+                    if constexpr (kMax) {
+                      acc[c] = v > acc[c] ? v : acc[c];
+                    } else {
+                      acc[c] += v;
+                    }
+                  }
+                }
+              }
+              EigenType<T>* o =
+                  out + ((n * rows.out + oh) * cols.out + ow) * chans;
+              const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
+              for (int64_t c = 0; c < chans; ++c) {
+                o[c] =
+                    static_cast<EigenType<T>>(kMax ? acc[c] : acc[c] / count);
+              }
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+// max_pool_grad (x, y, dy) and avg_pool_grad (x, dy), one image per shard
+// unit: overlapping windows of an image add up in order, in AccumType<T>.
+template <typename T, bool kMax>
+class PoolGradKernel : public PoolBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
+    RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, StrCat(ctx->node().op(), ":")));
+    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
+    RN_RETURN_IF_ERROR(
+        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), geo.y()));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    if (dx->num_elements() == 0) return absl::OkStatus();
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    const EigenType<T>* grad = EigenData<T>(dy);
+    EigenType<T>* out = EigenMutableData<T>(dx);
+    const int64_t image = in_h * in_w * chans;
+    const int64_t cost =
+        rows.out * cols.out * attrs_.size.h * attrs_.size.w * chans * 2 + image;
+    ctx->intra_op_pool()->ParallelFor(
+        batch, cost, [&](int64_t begin, int64_t end) {
+          // f32 and f64 accumulate in the output itself, the 16-bit floats
+          // in f32.
+          constexpr bool kInPlace = std::is_same_v<A, EigenType<T>>;
+          std::vector<A> scratch(kInPlace ? 0 : image);
+          std::vector<A> best(chans), done(chans);
+          for (int64_t n = begin; n < end; ++n) {
+            A* acc = scratch.data();
+            if constexpr (kInPlace) acc = out + n * image;
+            std::fill_n(acc, image, A(0));
+            for (int64_t oh = 0; oh < rows.out; ++oh) {
+              const auto [h_lo, h_hi] = RowRange(geo, oh);
+              for (int64_t ow = 0; ow < cols.out; ++ow) {
+                const auto [w_lo, w_hi] = ColRange(geo, ow);
+                if (h_lo >= h_hi || w_lo >= w_hi) continue;
+                const EigenType<T>* g =
+                    grad + ((n * rows.out + oh) * cols.out + ow) * chans;
+                if constexpr (kMax) {
+                  // The maximum as max_pool computes it, then the first
+                  // element equal to it takes dy: the first one greater
+                  // than all before it. Both loops vectorise over channels.
+                  A* __restrict b = best.data();
+                  A* __restrict d = done.data();
+                  std::fill_n(b, chans, std::numeric_limits<A>::lowest());
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      const EigenType<T>* __restrict px =
+                          in + ((n * in_h + ih) * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) {
+                        const A v = static_cast<A>(px[c]);
+                        b[c] = v > b[c] ? v : b[c];
+                      }
+                    }
+                  }
+                  std::fill_n(d, chans, A(0));
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      const EigenType<T>* __restrict px =
+                          in + ((n * in_h + ih) * in_w + iw) * chans;
+                      A* __restrict a = acc + (ih * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) {
+                        // Selects and arithmetic on 0 and 1 rather than
+                        // `&&`, so that GCC vectorises this.
+                        const A eq =
+                            static_cast<A>(px[c]) == b[c] ? A(1) : A(0);
+                        const A hit = eq * (A(1) - d[c]);
+                        a[c] += hit > A(0.5) ? static_cast<A>(g[c]) : A(0);
+                        d[c] += hit;
+                      }
+                    }
+                  }
+                  // A window of NaNs and -inf pools to the lowest value;
+                  // its gradient goes to the window's first element.
+                  A* first = acc + (h_lo * in_w + w_lo) * chans;
+                  for (int64_t c = 0; c < chans; ++c) {
+                    if (d[c] == A(0)) first[c] += static_cast<A>(g[c]);
+                  }
+                } else {
+                  const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
+                  for (int64_t c = 0; c < chans; ++c) {
+                    best[c] = static_cast<A>(g[c]) / count;
+                  }
+                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
+                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                      A* a = acc + (ih * in_w + iw) * chans;
+                      for (int64_t c = 0; c < chans; ++c) a[c] += best[c];
+                    }
+                  }
+                }
+              }
+            }
+            if constexpr (!kInPlace) {
+              EigenType<T>* o = out + n * image;
+              for (int64_t i = 0; i < image; ++i) {
+                o[i] = static_cast<EigenType<T>>(acc[i]);
+              }
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+using MaxPoolGrad = PoolGradKernel<T, true>;
+template <typename T>
+using AvgPoolGrad = PoolGradKernel<T, false>;
+
+template <typename T>
+using MaxPool = PoolKernel<T, true>;
+template <typename T>
+using AvgPool = PoolKernel<T, false>;
+
+RUNNEL_STATIC_INIT(PoolKernels) {
+  RegisterKernelForTypes<MaxPool, Half, BFloat16, float, double, int32_t,
+                         int64_t>("max_pool");
+  RegisterKernelForTypes<AvgPool, Half, BFloat16, float, double>("avg_pool");
+  RegisterKernelForTypes<MaxPoolGrad, Half, BFloat16, float, double>(
+      "max_pool_grad");
+  RegisterKernelForTypes<AvgPoolGrad, Half, BFloat16, float, double>(
+      "avg_pool_grad");
+}
+
+}  // namespace
+}  // namespace runnel
