@@ -109,6 +109,8 @@ class AstBuilder {
   antlr4::tree::TerminalNode* Tok(antlr4::ParserRuleContext* c, size_t type);
 
   StmtPtr Statement(G::StatementContext* c);
+  StmtPtr VarStatement(G::StatementContext* c, const SourceSpan& span);
+  StmtPtr DefStatement(G::DefStatementContext* s, const SourceSpan& span);
   Block BuildBlock(G::BlockContext* c);
   Pattern BuildPattern(G::PatternContext* c);
   // The pattern that the left side of `x = e` or `(a, b) = e` stands for;
@@ -162,6 +164,33 @@ class AstBuilder {
       is_a_;
   std::vector<std::pair<const std::type_info*, OperationAlt>> operation_alts_;
 };
+
+// The child lookups, here so that both files of the builder
+// (ast_builder.cc, ast_builder_statements.cc) instantiate them.
+template <typename T>
+T* AstBuilder::As(antlr4::tree::ParseTree* p) {
+  if (p == nullptr) return nullptr;
+  auto [it, added] = is_a_.try_emplace({&typeid(*p), &typeid(T)}, false);
+  if (added) it->second = dynamic_cast<T*>(p) != nullptr;
+  return it->second ? static_cast<T*>(p) : nullptr;
+}
+
+template <typename T>
+T* AstBuilder::One(antlr4::ParserRuleContext* c, size_t i) {
+  for (antlr4::tree::ParseTree* child : c->children) {
+    if (T* t = As<T>(child); t != nullptr && i-- == 0) return t;
+  }
+  return nullptr;
+}
+
+template <typename T>
+std::vector<T*> AstBuilder::All(antlr4::ParserRuleContext* c) {
+  std::vector<T*> all;
+  for (antlr4::tree::ParseTree* child : c->children) {
+    if (T* t = As<T>(child)) all.push_back(t);
+  }
+  return all;
+}
 
 }  // namespace runnel::lang
 

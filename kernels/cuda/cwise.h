@@ -1,7 +1,7 @@
 // The element-wise CUDA kernels (cwise.cu): one template over an op's
 // scalar function, launched over flat or broadcast operands. Plain C++ on
 // purpose (no Abseil, no runtime headers), as nvcc compiles cwise.cu; the
-// OpKernels that call these live in cwise_kernels.cc.
+// OpKernels that call these live in cwise_kernels.h and cwise_*_kernels.cc.
 #ifndef RUNNEL_KERNELS_CUDA_CWISE_H_
 #define RUNNEL_KERNELS_CUDA_CWISE_H_
 

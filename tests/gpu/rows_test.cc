@@ -1,5 +1,5 @@
-// The GPU's kernels behind loops over rows and sparse gradients (kernels/
-// cuda/array_kernels.cc): dynamic_update_index, dynamic_index_add and the
+// The GPU's kernels behind loops over rows and sparse gradients
+// (kernels/cuda/*_kernels.cc): dynamic_update_index, dynamic_index_add and the
 // gradients of the row ops, one_hot, unsorted_segment_sum, unique (which
 // a GPU runs in host memory) and tile_grad, against the CPU's on the same
 // inputs. ctest label `gpu`; skipped without a GPU (docs/gpu.md).

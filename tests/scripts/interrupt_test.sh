@@ -29,19 +29,26 @@ print(v[0, 0])
 RNL
 fail() { echo "FAIL: $*"; cat err.txt 2>/dev/null; exit 1; }
 
-# Runs SCRIPT until FILE exists, sends Ctrl-C half a second later, and
-# expects it to end within LIMIT tenths of a second, with status 1 and an
-# "interrupted" diagnostic in the script.
+# Runs SCRIPT until FILE exists (and, with BLOCKED, until its main thread
+# sleeps: the run it started waits), sends Ctrl-C, and expects it to end
+# within LIMIT tenths of a second, with status 1 and an "interrupted"
+# diagnostic in the script.
 interrupt() {
-  local script=$1 file=$2 limit=$3
+  local script=$1 file=$2 limit=$3 blocked=${4:-}
   "$runnel" run "$script" --threads 2 > out.txt 2> err.txt &
   local pid=$!
+  ready() {
+    [[ -s "$file" ]] || return 1
+    [[ -z "$blocked" ]] && return 0
+    # The main thread's state (/proc/PID/stat's third field): S once the
+    # script, having printed, waits in its run.
+    [[ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" == S ]]
+  }
   for _ in $(seq 600); do
-    [[ -s "$file" ]] && break
+    ready && break
     sleep 0.1
   done
-  [[ -s "$file" ]] || fail "$script: no $file after 60 s"
-  sleep 0.5
+  ready || fail "$script: not ready ($file, blocked: ${blocked:-no}) after 60 s"
   kill -INT "$pid"
   for _ in $(seq "$limit"); do
     kill -0 "$pid" 2>/dev/null || break
@@ -71,7 +78,7 @@ runner(full, enqueue(full, 1.0), threads = 2)
 print("waiting")
 let v = run dequeue(empty)
 RNL
-interrupt blocked.rnl out.txt 50
+interrupt blocked.rnl out.txt 50 blocked
 grep -q "blocked.rnl:5:9: error: interrupted" err.txt ||
   fail "blocked.rnl: 'interrupted' not at the waiting run"
 echo "a waiting dequeue and runner stopped within 5 s of Ctrl-C"
