@@ -9,7 +9,7 @@
 //   X(Name, "name", HostType, GpuType, kind, checkpoint code, NumPy descr)
 //
 // Name      the enumerator's suffix: DType::kF32, cuda::ElemType::kF32.
-// "name"    the language's spelling (LANGUAGE.md).
+// "name"    the language's spelling (docs/language.md).
 // HostType  the C++ storage type on the host (Half and BFloat16 hold the
 //           16-bit patterns; base/float16.h).
 // GpuType   the storage type in device code (cuda_fp16.h, cuda_bf16.h).
