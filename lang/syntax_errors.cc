@@ -14,7 +14,7 @@ namespace {
 using antlr4::Parser;
 using antlr4::Token;
 using L = grammar::RunnelLexer;
-using P = grammar::RunnelParser;
+using Rules = grammar::RunnelParser;
 
 // Enough errors to fix in one go; past this they are mostly consequences.
 constexpr size_t kMaxErrors = 50;
@@ -219,22 +219,27 @@ std::vector<std::string> Describe(const Parser* parser, TokenSet expected) {
 std::string Construct(antlr4::RuleContext* ctx) {
   for (auto* c = ctx; c != nullptr;
        c = dynamic_cast<antlr4::RuleContext*>(c->parent)) {
-    if (dynamic_cast<P::LetStatementContext*>(c)) return "let statement";
-    if (dynamic_cast<P::VarStatementContext*>(c)) return "var declaration";
-    if (dynamic_cast<P::StateStatementContext*>(c)) return "state declaration";
-    if (dynamic_cast<P::InputStatementContext*>(c)) return "input declaration";
-    if (dynamic_cast<P::DefStatementContext*>(c)) return "function definition";
-    if (dynamic_cast<P::ImportFileContext*>(c)) return "file import";
-    if (dynamic_cast<P::ImportModuleContext*>(c)) return "import";
-    if (dynamic_cast<P::ForStatementContext*>(c)) return "for statement";
-    if (dynamic_cast<P::LoopExpressionContext*>(c)) return "loop expression";
-    if (dynamic_cast<P::LambdaExpressionContext*>(c)) return "fn expression";
-    if (dynamic_cast<P::RecordLiteralContext*>(c)) return "record";
-    if (dynamic_cast<P::ParametersContext*>(c)) return "parameter list";
-    if (dynamic_cast<P::ArgumentsContext*>(c)) return "argument list";
-    if (dynamic_cast<P::TypeContext*>(c)) return "type";
-    if (dynamic_cast<P::IfExpressionContext*>(c)) return "if expression";
-    if (dynamic_cast<P::RunExpressionContext*>(c)) return "run expression";
+    if (dynamic_cast<Rules::LetStatementContext*>(c)) return "let statement";
+    if (dynamic_cast<Rules::VarStatementContext*>(c)) return "var declaration";
+    if (dynamic_cast<Rules::StateStatementContext*>(c))
+      return "state declaration";
+    if (dynamic_cast<Rules::InputStatementContext*>(c))
+      return "input declaration";
+    if (dynamic_cast<Rules::DefStatementContext*>(c))
+      return "function definition";
+    if (dynamic_cast<Rules::ImportFileContext*>(c)) return "file import";
+    if (dynamic_cast<Rules::ImportModuleContext*>(c)) return "import";
+    if (dynamic_cast<Rules::ForStatementContext*>(c)) return "for statement";
+    if (dynamic_cast<Rules::LoopExpressionContext*>(c))
+      return "loop expression";
+    if (dynamic_cast<Rules::LambdaExpressionContext*>(c))
+      return "fn expression";
+    if (dynamic_cast<Rules::RecordLiteralContext*>(c)) return "record";
+    if (dynamic_cast<Rules::ParametersContext*>(c)) return "parameter list";
+    if (dynamic_cast<Rules::ArgumentsContext*>(c)) return "argument list";
+    if (dynamic_cast<Rules::TypeContext*>(c)) return "type";
+    if (dynamic_cast<Rules::IfExpressionContext*>(c)) return "if expression";
+    if (dynamic_cast<Rules::RunExpressionContext*>(c)) return "run expression";
   }
   return "";
 }
@@ -469,7 +474,7 @@ bool SyntaxErrorStrategy::Records(const Site& site, const SourceSpan& span,
   // is another; else they are the same when no newline or ';' came between.
   auto* statement = dynamic_cast<antlr4::ParserRuleContext*>(site.ctx);
   while (statement != nullptr &&
-         statement->getRuleIndex() != P::RuleStatement) {
+         statement->getRuleIndex() != Rules::RuleStatement) {
     statement = dynamic_cast<antlr4::ParserRuleContext*>(statement->parent);
   }
   if (statement != nullptr && statement == last_error_statement_) {
@@ -539,7 +544,7 @@ void SyntaxErrorStrategy::reportMissingToken(Parser* parser) {
 namespace {
 bool BetweenStatements(Parser* parser) {
   const size_t rule = parser->getContext()->getRuleIndex();
-  return rule == P::RuleProgram || rule == P::RuleBlock;
+  return rule == Rules::RuleProgram || rule == Rules::RuleBlock;
 }
 }  // namespace
 

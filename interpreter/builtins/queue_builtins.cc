@@ -21,7 +21,7 @@ namespace runnel::interp {
 namespace {
 
 using Args = CallArgs;
-using P = BuiltinParam;
+using Param = BuiltinParam;
 using Result = absl::StatusOr<Value>;
 
 bool IsQueue(const Value& v) {
@@ -286,31 +286,36 @@ Result ReadIdxFn(Interpreter& in, Args& a) {
 }  // namespace
 
 void AddQueueBuiltins(std::vector<Builtin>& b) {
-  b.push_back(
-      {"queue",
-       {P("capacity"), P("dtypes"), P("shapes"),
-        P("shuffle", Value::Bool(false)), P("min_after_dequeue", Value::Int(0)),
-        P("seed", Value()), P("name", Value())},
-       QueueFn});
+  b.push_back({"queue",
+               {Param("capacity"), Param("dtypes"), Param("shapes"),
+                Param("shuffle", Value::Bool(false)),
+                Param("min_after_dequeue", Value::Int(0)),
+                Param("seed", Value()), Param("name", Value())},
+               QueueFn});
   for (const char* op : {"enqueue", "enqueue_many"}) {
-    b.push_back({op, {P("queue"), P("x")}, [op](Interpreter& in, Args& a) {
-                   return EnqueueFn(op, in, a);
-                 }});
+    b.push_back(
+        {op, {Param("queue"), Param("x")}, [op](Interpreter& in, Args& a) {
+           return EnqueueFn(op, in, a);
+         }});
   }
-  b.push_back({"dequeue", {P("queue")}, [](Interpreter& in, Args& a) {
+  b.push_back({"dequeue", {Param("queue")}, [](Interpreter& in, Args& a) {
                  return DequeueFn("dequeue", in, a);
                }});
+  b.push_back({"dequeue_many",
+               {Param("queue"), Param("n")},
+               [](Interpreter& in, Args& a) {
+                 return DequeueFn("dequeue_many", in, a);
+               }});
   b.push_back(
-      {"dequeue_many", {P("queue"), P("n")}, [](Interpreter& in, Args& a) {
-         return DequeueFn("dequeue_many", in, a);
-       }});
-  b.push_back({"close",
-               {P("queue"), P("cancel_pending_enqueues", Value::Bool(false))},
-               CloseFn});
-  b.push_back(
-      {"runner", {P("queue"), P("op"), P("threads", Value::Int(1))}, RunnerFn});
-  b.push_back(
-      {"read_idx", {P("paths"), P("batch"), P("epochs", Value())}, ReadIdxFn});
+      {"close",
+       {Param("queue"), Param("cancel_pending_enqueues", Value::Bool(false))},
+       CloseFn});
+  b.push_back({"runner",
+               {Param("queue"), Param("op"), Param("threads", Value::Int(1))},
+               RunnerFn});
+  b.push_back({"read_idx",
+               {Param("paths"), Param("batch"), Param("epochs", Value())},
+               ReadIdxFn});
   // size(q): the elements in a queue; size(x) of a tensor as before.
   for (Builtin& builtin : b) {
     if (builtin.name != "size") continue;

@@ -1,10 +1,12 @@
 // matmul kernels. f32 (and f16/bf16, converted to f32 around it) runs on
 // oneDNN's sgemm (onednn.h), which measured 1.5-2x faster here than the
 // hand-written AVX2 GEMM it replaced (bench/matmul_bench, bench/ops_bench);
-// f64 and the integer types use Eigen's tensor contraction on the intra-op
-// pool.
+// f64 uses Eigen's tensor contraction on the intra-op pool; the integer
+// types a plain loop over rows, wrapping as integer arithmetic does here
+// (Eigen's contraction compiled for them cost half this file's build time).
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/strings.h"
@@ -74,6 +76,37 @@ void MatMulEigen(OpKernelContext* ctx, const MatMulPlan& d, const T* a,
   });
 }
 
+// c = a @ b for integers, one output row per task of the intra-op pool;
+// products and sums in the unsigned twin, where overflow wraps as defined.
+template <typename T>
+void MatMulIntegers(ThreadPool* pool, const MatMulPlan& d, const T* a,
+                    const T* b, T* c, const std::vector<int64_t>& a_off,
+                    const std::vector<int64_t>& b_off) {
+  using U = std::make_unsigned_t<T>;
+  // Element (i, p) of a and (p, j) of b as stored, transposed or not.
+  const int64_t a_row = d.ta ? 1 : d.a_cols, a_col = d.ta ? d.a_cols : 1;
+  const int64_t b_row = d.tb ? 1 : d.b_cols, b_col = d.tb ? d.b_cols : 1;
+  const int64_t rows = static_cast<int64_t>(a_off.size()) * d.m;
+  pool->ParallelFor(rows, d.n * d.k, [&](int64_t begin, int64_t end) {
+    std::vector<U> acc(d.n);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t batch = r / d.m, i = r % d.m;
+      const T* ab = a + a_off[batch] + i * a_row;
+      const T* bb = b + b_off[batch];
+      std::fill(acc.begin(), acc.end(), U{0});
+      for (int64_t p = 0; p < d.k; ++p) {
+        const U x = static_cast<U>(ab[p * a_col]);
+        const T* brow = bb + p * b_row;
+        for (int64_t j = 0; j < d.n; ++j) {
+          acc[j] += x * static_cast<U>(brow[j * b_col]);
+        }
+      }
+      T* out = c + r * d.n;
+      for (int64_t j = 0; j < d.n; ++j) out[j] = static_cast<T>(acc[j]);
+    }
+  });
+}
+
 template <typename T>
 class MatMulKernel : public OpKernel {
  public:
@@ -112,6 +145,9 @@ class MatMulKernel : public OpKernel {
       RN_RETURN_IF_ERROR(MatMulF32(pool, d, af.data<float>(), bf.data<float>(),
                                    cf.data<float>(), a_off, b_off));
       FromF32<T>(device, cf, out);
+    } else if constexpr (std::is_integral_v<T>) {
+      MatMulIntegers<T>(pool, d, a.data<T>(), b.data<T>(), out->data<T>(),
+                        a_off, b_off);
     } else {
       MatMulEigen<T>(ctx, d, a.data<T>(), b.data<T>(), out->data<T>(), a_off,
                      b_off);

@@ -196,15 +196,12 @@ cudaError_t OneHot(ElemType index_type, const void* indices, void* out,
   T on, off;
   std::memcpy(&on, on_value, sizeof(T));
   std::memcpy(&off, off_value, sizeof(T));
-  return WithElemType(index_type, [&](auto index) {
+  return WithIndexType(index_type, [&](auto index) {
     using I = decltype(index);
-    if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
-      OneHotKernel<I, T><<<Blocks(total), kThreads, 0, stream>>>(
-          static_cast<const I*>(indices), static_cast<T*>(out), depth, inner,
-          total, on, off);
-      return cudaGetLastError();
-    }
-    return cudaErrorInvalidValue;
+    OneHotKernel<I, T><<<Blocks(total), kThreads, 0, stream>>>(
+        static_cast<const I*>(indices), static_cast<T*>(out), depth, inner,
+        total, on, off);
+    return cudaGetLastError();
   });
 }
 

@@ -70,15 +70,45 @@ struct WrapOf<T, true> {
 template <typename T>
 using Wrap = typename WrapOf<T>::type;
 
-// Calls fn(T{}) with T the storage type of `type`, returning its result.
+// Whether the GPU's arithmetic kernels take T: every storage type but the
+// 8-bit integers, which no GPU kernel that computes registers (they stay on
+// the CPU; only one_hot reads them, as indices: WithIndexType).
+template <typename T>
+inline constexpr bool kComputedOnGpu =
+    !(std::is_integral_v<T> && sizeof(T) == 1 && !std::is_same_v<T, bool>);
+
+// Calls fn(T{}) with T the storage type of `type`, returning its result;
+// cudaErrorNotSupported for i8 and u8, so that each template is compiled
+// for the seven types its kernels register.
 template <typename Fn>
 cudaError_t WithElemType(ElemType type, Fn&& fn) {
 #define RUNNEL_ELEM_TYPE_CASE(Name, name, Host, Gpu, ...) \
   case ElemType::k##Name:                                 \
-    return fn(Gpu{});
+    if constexpr (kComputedOnGpu<Gpu>) {                  \
+      return fn(Gpu{});                                   \
+    } else {                                              \
+      return cudaErrorNotSupported;                       \
+    }
   switch (type) { RUNNEL_DTYPES(RUNNEL_ELEM_TYPE_CASE) }
 #undef RUNNEL_ELEM_TYPE_CASE
   return cudaErrorNotSupported;
+}
+
+// Calls fn(I{}) with I the integer type of `type` (the 8-bit ones too);
+// cudaErrorInvalidValue for the others.
+template <typename Fn>
+cudaError_t WithIndexType(ElemType type, Fn&& fn) {
+#define RUNNEL_INDEX_TYPE_CASE(Name, name, Host, Gpu, ...)       \
+  case ElemType::k##Name:                                        \
+    if constexpr (std::is_integral_v<Gpu> &&                     \
+                  !std::is_same_v<Gpu, bool>) {                  \
+      return fn(Gpu{});                                          \
+    } else {                                                     \
+      return cudaErrorInvalidValue;                              \
+    }
+  switch (type) { RUNNEL_DTYPES(RUNNEL_INDEX_TYPE_CASE) }
+#undef RUNNEL_INDEX_TYPE_CASE
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace runnel::cuda

@@ -23,9 +23,7 @@ using ::runnel::testing::BuildLoop;
 using ::runnel::testing::F64;
 using ::runnel::testing::I32;
 
-NodeOut Const(Graph& g, Tensor t) {
-  return {*g.AddConst(std::move(t), g.UniqueName("c")), 0};
-}
+using ::runnel::testing::Const;
 
 NodeOut F64Input(Graph& g, const std::string& name, Shape shape) {
   absl::StatusOr<Node*> n = g.AddNode(

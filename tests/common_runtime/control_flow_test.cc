@@ -26,9 +26,7 @@ using ::runnel::testing::g_runs;
 using ::runnel::testing::I32;
 using ::runnel::testing::ResetCounters;
 
-NodeOut Const(Graph& g, Tensor t) {
-  return {*g.AddConst(std::move(t), g.UniqueName("c")), 0};
-}
+using ::runnel::testing::Const;
 
 TEST(ControlFlowOpsTest, SwitchSendsToOneSideAndMergeTakesTheLiveOne) {
   for (bool p : {false, true}) {

@@ -11,6 +11,7 @@
 
 #include "framework/graph.h"
 #include "tests/util/test_ops.h"
+#include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
@@ -18,8 +19,8 @@ namespace {
 using ::runnel::testing::Add;
 using ::runnel::testing::Placeholder;
 
-constexpr char kCpu0[] = "/job:localhost/task:0/device:cpu:0";
-constexpr char kCpu1[] = "/job:localhost/task:0/device:cpu:1";
+using ::runnel::testing::kCpu0;
+using ::runnel::testing::kCpu1;
 
 // The nodes of `g` with op `op`.
 std::vector<const Node*> NodesOf(const Graph& g, const std::string& op) {

@@ -22,8 +22,8 @@ using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 using ::runnel::testing::Placeholder;
 
-constexpr char kCpu0[] = "/job:localhost/task:0/device:cpu:0";
-constexpr char kCpu1[] = "/job:localhost/task:0/device:cpu:1";
+using ::runnel::testing::kCpu0;
+using ::runnel::testing::kCpu1;
 
 Node* Requested(Graph& g, const std::string& name, const std::string& op,
                 std::vector<NodeOut> inputs, const std::string& device,

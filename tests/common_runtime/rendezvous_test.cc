@@ -15,8 +15,8 @@ namespace {
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 
-constexpr char kCpu0[] = "/job:localhost/task:0/device:cpu:0";
-constexpr char kCpu1[] = "/job:localhost/task:0/device:cpu:1";
+using ::runnel::testing::kCpu0;
+using ::runnel::testing::kCpu1;
 
 TEST(RendezvousTest, ValueBeforeOrAfterTheReceiver) {
   Rendezvous r;

@@ -31,7 +31,7 @@ using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 using ::runnel::testing::Placeholder;
 
-std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 // ---- cluster specs
 
@@ -47,7 +47,7 @@ TEST(ClusterSpecTest, ParsesJobsAndTasks) {
                                       "/job:worker/task:1"}));
   EXPECT_EQ(*spec->AddressOf("/job:worker/task:1"), "host:7");
   EXPECT_FALSE(spec->AllLoopback());
-  EXPECT_EQ(Msg(spec->Address("worker", 2).status()),
+  EXPECT_EQ(Message(spec->Address("worker", 2).status()),
             "the cluster spec's job 'worker' has no task 2 (it has 2)");
   absl::StatusOr<ClusterSpec> again = ClusterSpec::Parse(spec->ToJson(), "x");
   ASSERT_TRUE(again.ok());
@@ -56,7 +56,7 @@ TEST(ClusterSpecTest, ParsesJobsAndTasks) {
 
 TEST(ClusterSpecTest, ErrorsNameTheFileAndTheField) {
   auto error = [](const std::string& text) {
-    return Msg(ClusterSpec::Parse(text, "c.json").status());
+    return Message(ClusterSpec::Parse(text, "c.json").status());
   };
   EXPECT_EQ(error(R"({"ps": "127.0.0.1:1"})"),
             "c.json: \"ps\": needs a list of \"host:port\" addresses");
@@ -71,7 +71,7 @@ TEST(ClusterSpecTest, ErrorsNameTheFileAndTheField) {
   EXPECT_EQ(error("{}"), "c.json: names no jobs");
   EXPECT_EQ(error("[1, 2]").rfind("c.json: not a JSON object of jobs: ", 0),
             0u);
-  EXPECT_EQ(Msg(ClusterSpec::Load("/nonexistent/c.json").status()),
+  EXPECT_EQ(Message(ClusterSpec::Load("/nonexistent/c.json").status()),
             "/nonexistent/c.json: cannot open: No such file or directory");
 }
 
@@ -205,7 +205,7 @@ TEST(ClusterTest, RequestsWithoutTheTokenAreRefused) {
   auto out = none.Run(Session::Feeds{}, {{m.y, 0}}, {});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_NE(Msg(out.status()).find("/job:ps/task:0 refused the request"),
+  EXPECT_NE(Message(out.status()).find("/job:ps/task:0 refused the request"),
             std::string::npos)
       << out.status();
 }
@@ -229,7 +229,7 @@ TEST(ClusterTest, ADeadTaskIsUnreachableNotAHang) {
   auto out = s.Run(Session::Feeds{}, {{m.y, 0}}, {});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(Msg(out.status()).rfind("/job:ps/task:0 unreachable (", 0), 0u)
+  EXPECT_EQ(Message(out.status()).rfind("/job:ps/task:0 unreachable (", 0), 0u)
       << out.status();
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 using ::runnel::testing::ExpectTensor;
 
-std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 // The messages of `t` in chunks of `chunk` bytes.
 std::vector<grpc::ByteBuffer> Messages(const Tensor& t, size_t chunk,
@@ -55,10 +55,10 @@ TEST(TensorCodingTest, MalformedAnswersAreErrorsNamingTheEdge) {
   auto error = [&](std::vector<grpc::ByteBuffer> messages) {
     TensorAssembler in("/job:ps/task:0", key);
     for (grpc::ByteBuffer& m : messages) {
-      if (absl::Status s = in.Add(&m); !s.ok()) return Msg(s);
+      if (absl::Status s = in.Add(&m); !s.ok()) return Message(s);
     }
     absl::Status s = in.Finish();
-    return s.ok() ? std::string("ok") : Msg(s);
+    return s.ok() ? std::string("ok") : Message(s);
   };
   auto raw = [](const std::string& bytes) {
     grpc::Slice slice(bytes);

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/util/test_util.h"
+
 namespace runnel {
 namespace {
 
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 TEST(AttrValueTest, TypedLookup) {
   const AttrMap attrs = {{"n", int64_t{3}},

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "framework/shape_fns.h"
+#include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
 
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 // The OpDef a builder chain describes.
 OpDef Def(OpDefBuilder& builder) { return std::move(builder).Build(); }

@@ -13,7 +13,7 @@ namespace runnel {
 namespace {
 
 // What one arrival was told: -1 nothing yet, 0 go on, 1 apply.
-struct Outcome {
+struct BarrierOutcome {
   std::atomic<int> told{-1};
   SyncBarrier::Done done() {
     return [this](bool applier) { told = applier ? 1 : 0; };
@@ -30,7 +30,8 @@ std::shared_ptr<LiveWorkers> TwoLiveWorkers() {
 // Workers 0 and 1 arrive for step 0 of 2 replicas: worker 1, completing
 // the set, applies; worker 0 waits.
 void BothArrive(SyncBarrier& b, CancellationManager& run0,
-                CancellationManager& run1, Outcome& worker0, Outcome& worker1) {
+                CancellationManager& run1, BarrierOutcome& worker0,
+                BarrierOutcome& worker1) {
   b.Arrive(0, 2, &run0, worker0.done());
   b.Arrive(0, 2, &run1, worker1.done());
   ASSERT_EQ(worker1.told, 1);
@@ -40,7 +41,7 @@ void BothArrive(SyncBarrier& b, CancellationManager& run0,
 TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
   CancellationManager run_a, run_b;
-  Outcome a, b_out;
+  BarrierOutcome a, b_out;
   b->Arrive(0, 2, &run_a, a.done());
   EXPECT_EQ(a.told, -1);  // waits for the second
   b->Arrive(0, 2, &run_b, b_out.done());
@@ -49,12 +50,12 @@ TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
   b->Advance(0);
   EXPECT_EQ(a.told, 0);
   // An arrival for the ended step goes on at once.
-  Outcome late;
+  BarrierOutcome late;
   b->Arrive(0, 2, &run_a, late.done());
   EXPECT_EQ(late.told, 0);
   // The applier's run ending after Advance changes nothing.
   run_b.StartCancel();
-  Outcome c, d;
+  BarrierOutcome c, d;
   b->Arrive(1, 2, &run_a, c.done());
   EXPECT_EQ(c.told, -1);
   b->Arrive(1, 2, &run_b, d.done());  // a cancelled run cannot apply
@@ -71,15 +72,15 @@ TEST(SyncBarrierTest, TheArrivalThatCompletesTheSetApplies) {
 TEST(SyncBarrierTest, AnArrivalForTheNextStepWaitsForTheApplier) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
   CancellationManager run0, run1, run2;
-  Outcome worker0, worker1;
+  BarrierOutcome worker0, worker1;
   BothArrive(*b, run0, run1, worker0, worker1);
-  Outcome early;
+  BarrierOutcome early;
   b->Arrive(1, 2, &run2, early.done());
   EXPECT_EQ(early.told, -1);
   b->Advance(0);  // the applier ends step 0
   EXPECT_EQ(worker0.told, 0);
   EXPECT_EQ(early.told, -1);  // now waiting for step 1's set
-  Outcome second;
+  BarrierOutcome second;
   b->Arrive(1, 2, &run0, second.done());
   EXPECT_EQ(second.told, 1);  // completes step 1's set with the early one
   EXPECT_EQ(early.told, -1);
@@ -91,7 +92,7 @@ TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
   std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
   CancellationManager run_a, run_b;
-  Outcome a, b_out;
+  BarrierOutcome a, b_out;
   BothArrive(*b, run_a, run_b, a, b_out);
   // Worker 1 dies: its run aborts before Advance. Worker 0 alone is not
   // the set of 2 while worker 1 still counts as live...
@@ -102,7 +103,7 @@ TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
   EXPECT_EQ(a.told, 1);
   b->Advance(0);
   // The next step needs the one live worker only.
-  Outcome next;
+  BarrierOutcome next;
   b->Arrive(1, 2, &run_a, next.done());
   EXPECT_EQ(next.told, 1);
 }
@@ -111,7 +112,7 @@ TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
   std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
   CancellationManager run_a, run_b;
-  Outcome a, b_out;
+  BarrierOutcome a, b_out;
   BothArrive(*b, run_a, run_b, a, b_out);
   // Worker 0 (waiting) leaves: the applier goes on alone.
   live->Beat("/job:worker/task:0", /*leaving=*/true);
@@ -124,7 +125,7 @@ TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
 TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
   CancellationManager run_a, run_b, snapshot;
-  Outcome a, b_out;
+  BarrierOutcome a, b_out;
   BothArrive(*b, run_a, run_b, a, b_out);
   // Worker 1 is applying step 0: the hold waits for the step to end.
   std::atomic<bool> held{false};
@@ -134,7 +135,7 @@ TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
   EXPECT_TRUE(held);
   EXPECT_EQ(a.told, 0);
   // While held, a complete set of arrivals gets no applier...
-  Outcome c, d;
+  BarrierOutcome c, d;
   b->Arrive(1, 2, &run_a, c.done());
   b->Arrive(1, 2, &run_b, d.done());
   EXPECT_EQ(c.told, -1);
@@ -149,7 +150,7 @@ TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
   std::atomic<bool> held2{false};
   b->Hold(&failing, [&] { held2 = true; });
   EXPECT_TRUE(held2);
-  Outcome e, f;
+  BarrierOutcome e, f;
   b->Arrive(2, 2, &run_a, e.done());
   b->Arrive(2, 2, &run_b, f.done());
   EXPECT_EQ(f.told, -1);
@@ -159,10 +160,10 @@ TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
 
 TEST(SyncBarrierTest, WithoutLiveWorkersOneArrivalApplies) {
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(nullptr);
-  Outcome a;
+  BarrierOutcome a;
   b->Arrive(0, 3, nullptr, a.done());
   EXPECT_EQ(a.told, 1);
-  Outcome stale;
+  BarrierOutcome stale;
   b->Advance(0);
   b->Arrive(0, 3, nullptr, stale.done());
   EXPECT_EQ(stale.told, 0);

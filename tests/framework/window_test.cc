@@ -16,7 +16,7 @@ namespace {
 using ::runnel::testing::F32;
 using ::runnel::testing::RunError;
 
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 TEST(WindowTest, ReadsAnIntHWOrNHWCList) {
   EXPECT_EQ(*ReadWindowAttr({{"strides", int64_t{2}}}, "strides", 1),

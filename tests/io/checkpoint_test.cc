@@ -33,9 +33,7 @@ using ::runnel::testing::F32;
 using ::runnel::testing::F64;
 using ::runnel::testing::I64;
 
-std::string Message(const absl::Status& s) {
-  return std::string(ToStd(s.message()));
-}
+using ::runnel::testing::Message;
 
 // A fresh directory under the test's temporary directory, removed after.
 class TempDir {

@@ -18,7 +18,7 @@ std::string WriteTemp(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 TEST(CsvReaderTest, ColumnsByHeader) {
   auto cols =

@@ -29,7 +29,7 @@ std::string Npy(const std::string& dict, const std::string& body) {
   return out + header + body;
 }
 
-std::string Message(const absl::Status& s) { return std::string(s.message()); }
+using ::runnel::testing::Message;
 
 TEST(NpyTest, RoundTripsEveryDType) {
   const std::string path = TempPath("npy_a.npy");

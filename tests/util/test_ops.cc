@@ -112,4 +112,8 @@ Node* Placeholder(Graph& g, const std::string& name, Shape shape,
              {{"dtype", DType::kF32}, {"shape", std::move(shape)}}, span);
 }
 
+NodeOut Const(Graph& g, Tensor t) {
+  return {*g.AddConst(std::move(t), g.UniqueName("c")), 0};
+}
+
 }  // namespace runnel::testing

@@ -39,6 +39,8 @@ void ResetCounters(int wait_for = 1);
 Node* Add(Graph& g, const std::string& name, const std::string& op,
           std::vector<NodeOut> inputs, AttrMap attrs = {},
           SourceSpan span = {});
+// A const node of `t`, uniquely named "c...".
+NodeOut Const(Graph& g, Tensor t);
 // An f32 placeholder.
 Node* Placeholder(Graph& g, const std::string& name, Shape shape,
                   SourceSpan span = {});

@@ -80,4 +80,6 @@ void ExpectTensor(const Tensor& t, DType dtype, const Shape& shape,
   }
 }
 
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
 }  // namespace runnel::testing

@@ -33,6 +33,13 @@ Tensor Bool(const std::vector<bool>& v, Shape s);
 // started at `salt * (seed + 1)`; `salt` lets a file keep its own stream.
 std::vector<float> PatternValues(int64_t n, int seed, uint32_t salt);
 
+// The message of `s`, as a std::string (for EXPECT_EQ and HasSubstr).
+std::string Message(const absl::Status& s);
+
+// The two CPUs of the local task, as the placer names them.
+inline constexpr char kCpu0[] = "/job:localhost/task:0/device:cpu:0";
+inline constexpr char kCpu1[] = "/job:localhost/task:0/device:cpu:1";
+
 // `name` in the test's temporary directory.
 std::string TempPath(const std::string& name);
 // Writes `bytes` to the file `path`, replacing it.

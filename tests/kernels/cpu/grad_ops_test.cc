@@ -17,6 +17,7 @@
 #include "common_runtime/session.h"
 #include "framework/graph.h"
 #include "framework/op_registry.h"
+#include "tests/util/conv_case.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
@@ -31,7 +32,7 @@ using testing::Run1;
 using testing::RunError;
 
 // Deterministic values in [-1, 1), this file's own stream.
-std::vector<float> Pattern(int64_t n, int seed) {
+std::vector<float> GradPattern(int64_t n, int seed) {
   return testing::PatternValues(n, seed, 3266489917u);
 }
 
@@ -165,7 +166,7 @@ TEST(GradOpsTest, SumToLikeLargeAgainstNaive) {
   for (const Case& k : cases) {
     SCOPED_TRACE(
         StrCat("[", k.a, ",", k.b, ",", k.c, "] reduce ", k.ra, k.rb, k.rc));
-    std::vector<float> x = Pattern(k.a * k.b * k.c, 1);
+    std::vector<float> x = GradPattern(k.a * k.b * k.c, 1);
     std::vector<double> want = NaiveSum3(x, k.a, k.b, k.c, k.ra, k.rb, k.rc);
     const Shape like{k.ra ? 1 : k.a, k.rb ? 1 : k.b, k.rc ? 1 : k.c};
     Tensor target(DType::kF64, like);
@@ -251,12 +252,8 @@ TEST(GradOpsTest, DebugPrintPrintsAndForwards) {
 
 // ---- conv2d and pooling gradients ------------------------------------------
 
-struct ConvCase {
-  int64_t n, h, w, c;      // input
-  int64_t kh, kw, o;       // filters
-  int64_t sh, sw, dh, dw;  // strides, dilations
-  bool same;
-};
+using ::runnel::testing::ConvAttrs;
+using ::runnel::testing::ConvCase;
 struct ConvGradCase {
   ConvCase k;
   std::vector<double> dx, df;
@@ -283,12 +280,6 @@ std::pair<int64_t, int64_t> OutAndPad(int64_t in, int64_t k, int64_t s,
 Shape ConvOut(const ConvCase& k) {
   return {k.n, OutAndPad(k.h, k.kh, k.sh, k.dh, k.same).first,
           OutAndPad(k.w, k.kw, k.sw, k.dw, k.same).first, k.o};
-}
-
-AttrMap ConvAttrs(const ConvCase& k) {
-  return {{"strides", std::vector<int64_t>{k.sh, k.sw}},
-          {"dilations", std::vector<int64_t>{k.dh, k.dw}},
-          {"padding", std::string(k.same ? "same" : "valid")}};
 }
 
 AttrMap PoolAttrs(const PoolCase& k) {
@@ -1048,9 +1039,9 @@ TEST(GradOpsTest, ConvBackpropAgainstNaive) {
     SCOPED_TRACE(Describe(k));
     const Shape xs{k.n, k.h, k.w, k.c}, fs{k.kh, k.kw, k.c, k.o};
     const Shape ys = ConvOut(k);
-    std::vector<float> x = Pattern(xs.num_elements(), 1);
-    std::vector<float> f = Pattern(fs.num_elements(), 2);
-    std::vector<float> dy = Pattern(ys.num_elements(), 3);
+    std::vector<float> x = GradPattern(xs.num_elements(), 1);
+    std::vector<float> f = GradPattern(fs.num_elements(), 2);
+    std::vector<float> dy = GradPattern(ys.num_elements(), 3);
     std::vector<double> xd(x.begin(), x.end()), fd(f.begin(), f.end()),
         dyd(dy.begin(), dy.end());
     std::vector<double> want_dx, want_df;
@@ -1075,9 +1066,9 @@ TEST(GradOpsTest, ConvResultsDoNotDependOnThreads) {
   const ConvCase k{10, 8, 8, 6, 3, 3, 7, 1, 1, 1, 1, true};
   const Shape xs{k.n, k.h, k.w, k.c}, fs{k.kh, k.kw, k.c, k.o};
   const std::vector<Tensor> in = {
-      F32(Pattern(xs.num_elements(), 1), xs),
-      F32(Pattern(fs.num_elements(), 2), fs),
-      F32(Pattern(ConvOut(k).num_elements(), 3), ConvOut(k))};
+      F32(GradPattern(xs.num_elements(), 1), xs),
+      F32(GradPattern(fs.num_elements(), 2), fs),
+      F32(GradPattern(ConvOut(k).num_elements(), 3), ConvOut(k))};
   EagerContext one({.num_threads = 1}), two({.num_threads = 2});
   for (const char* op :
        {"conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"}) {
@@ -1136,9 +1127,9 @@ TEST(GradOpsTest, ConvBackpropMatchesFiniteDifferences) {
     SCOPED_TRACE(Describe(k));
     const Shape xs{k.n, k.h, k.w, k.c}, fs{k.kh, k.kw, k.c, k.o};
     const Shape ys = ConvOut(k);
-    std::vector<float> x = Pattern(xs.num_elements(), 4);
-    std::vector<float> f = Pattern(fs.num_elements(), 5);
-    std::vector<float> dyf = Pattern(ys.num_elements(), 6);
+    std::vector<float> x = GradPattern(xs.num_elements(), 4);
+    std::vector<float> f = GradPattern(fs.num_elements(), 5);
+    std::vector<float> dyf = GradPattern(ys.num_elements(), 6);
     const std::vector<double> dy(dyf.begin(), dyf.end());
     const std::vector<Tensor> in = {
         F64(std::vector<double>(x.begin(), x.end()), xs),
@@ -1259,7 +1250,7 @@ TEST(GradOpsTest, PoolGradsMatchFiniteDifferences) {
                    OutAndPad(k.w, k.size, k.stride, 1, k.same).first, k.c};
     // Distinct values 1/50 apart, so a step of 1e-4 moves no maximum.
     const Tensor x = F64(XValues(xs.num_elements()), xs);
-    std::vector<float> dyf = Pattern(ys.num_elements(), 7);
+    std::vector<float> dyf = GradPattern(ys.num_elements(), 7);
     const std::vector<double> dy(dyf.begin(), dyf.end());
     const Tensor y = Run1("max_pool", {x}, PoolAttrs(k));
     ExpectTensor(Run1("max_pool_grad", {x, y, F64(dy, ys)}, PoolAttrs(k)),
@@ -1330,7 +1321,7 @@ TEST(GradOpsTest, GatherGradLargeAgainstNaive) {
   for (const Case& k : std::vector<Case>{{1, 50, 300, 400}, {3, 7, 3000, 20}}) {
     std::vector<int32_t> idx(k.m);
     for (int64_t j = 0; j < k.m; ++j) idx[j] = (j * 7 + j / 3) % k.n;
-    std::vector<float> dy = Pattern(k.outer * k.m * k.inner, 8);
+    std::vector<float> dy = GradPattern(k.outer * k.m * k.inner, 8);
     std::vector<double> want(k.outer * k.n * k.inner, 0.0);
     for (int64_t o = 0; o < k.outer; ++o)
       for (int64_t j = 0; j < k.m; ++j)
@@ -1454,7 +1445,7 @@ TEST(GradOpsTest, PadGrad) {
 
 TEST(GradOpsTest, DropoutScaleGivesY) {
   EagerContext ctx({.num_threads = 2, .seed = 3});
-  std::vector<float> xv = Pattern(5000, 9);
+  std::vector<float> xv = GradPattern(5000, 9);
   Tensor x = F32(xv, {50, 100});
   absl::StatusOr<std::vector<Tensor>> out = ctx.Execute(
       "dropout", {x, F32({0.3f}, {}), testing::Bool({true}, {})}, {}, "d");

@@ -22,7 +22,7 @@ using testing::Run1;
 using testing::RunError;
 
 // Deterministic values in [-1, 1) that are not all simple fractions.
-std::vector<float> Pattern(int64_t n, int seed) {
+std::vector<float> MatMulPattern(int64_t n, int seed) {
   return testing::PatternValues(n, seed, 2654435761u);
 }
 
@@ -80,8 +80,8 @@ TEST(MatMulTest, LargeAgainstNaive) {
         Case{200, 1, 17}, Case{1000, 3, 300}, Case{5, 900, 200}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
-      std::vector<float> a = Pattern(cs.m * cs.k, 1);
-      std::vector<float> b = Pattern(cs.k * cs.n, 2);
+      std::vector<float> a = MatMulPattern(cs.m * cs.k, 1);
+      std::vector<float> b = MatMulPattern(cs.k * cs.n, 2);
       Shape sa = ta ? Shape{cs.k, cs.m} : Shape{cs.m, cs.k};
       Shape sb = tb ? Shape{cs.n, cs.k} : Shape{cs.k, cs.n};
       Tensor c = Run1("matmul", {F32(a, sa), F32(b, sb)},
@@ -94,7 +94,8 @@ TEST(MatMulTest, LargeAgainstNaive) {
 }
 
 TEST(MatMulTest, SameResultOnOneThread) {
-  std::vector<float> a = Pattern(150 * 400, 3), b = Pattern(400 * 90, 4);
+  std::vector<float> a = MatMulPattern(150 * 400, 3),
+                     b = MatMulPattern(400 * 90, 4);
   Tensor ta = F32(a, {150, 400}), tb = F32(b, {400, 90});
   Tensor two = Run1("matmul", {ta, tb});
   EagerContext one_thread({.num_threads = 1});
@@ -121,8 +122,8 @@ TEST(MatMulTest, BatchedBroadcast) {
 TEST(MatMulTest, BatchedRank3WithTranspose) {
   // Many small products, each checked against the naive loop.
   const int64_t batch = 9, m = 5, k = 7, n = 4;
-  std::vector<float> a = Pattern(batch * m * k, 5);
-  std::vector<float> b = Pattern(batch * n * k, 6);
+  std::vector<float> a = MatMulPattern(batch * m * k, 5);
+  std::vector<float> b = MatMulPattern(batch * n * k, 6);
   Tensor c = Run1("matmul", {F32(a, {batch, m, k}), F32(b, {batch, n, k})},
                   {{"transpose_b", true}});
   std::vector<double> want;
@@ -154,6 +155,26 @@ TEST(MatMulTest, Integers) {
   Tensor b64 = I64({7, 8, 9, 10, -11, 12}, {3, 2});
   ExpectTensor(Run1("matmul", {a64, b64}), DType::kI64, {1, 2, 2},
                {-44, 24, 139, 10}, 0);
+}
+
+// The integers' own loop: a batch with both operands transposed as stored,
+// and products and sums that wrap (two's complement) as integer ops do.
+TEST(MatMulTest, IntegersTransposedBatchedAndWrapping) {
+  // Batch 0 is the case above stored transposed; batch 1 negates a.
+  Tensor a = I32({1, 4, -2, 5, 3, -6, -1, -4, 2, -5, -3, 6}, {2, 3, 2});
+  Tensor b = I32({7, 9, -11, 8, 10, 12, 7, 9, -11, 8, 10, 12}, {2, 2, 3});
+  ExpectTensor(
+      Run1("matmul", {a, b}, {{"transpose_a", true}, {"transpose_b", true}}),
+      DType::kI32, {2, 2, 2}, {-44, 24, 139, 10, 44, -24, -139, -10}, 0);
+  // 2^30 * 4 = 2^32 wraps to 0; (2^31 - 1) * 2 + 3 * 1 wraps to 1.
+  ExpectTensor(Run1("matmul", {I32({1 << 30}, {1, 1}), I32({4}, {1, 1})}),
+               DType::kI32, {1, 1}, {0}, 0);
+  ExpectTensor(
+      Run1("matmul", {I32({2147483647, 3}, {1, 2}), I32({2, 1}, {2, 1})}),
+      DType::kI32, {1, 1}, {1}, 0);
+  ExpectTensor(
+      Run1("matmul", {I64({int64_t{1} << 62}, {1, 1}), I64({4}, {1, 1})}),
+      DType::kI64, {1, 1}, {0}, 0);
 }
 
 TEST(MatMulTest, HalfAndBFloat16) {

@@ -9,6 +9,7 @@
 
 #include "base/float16.h"
 #include "framework/op_registry.h"
+#include "tests/util/conv_case.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
@@ -23,7 +24,7 @@ using testing::Run1;
 using testing::RunError;
 
 // Deterministic values in [-1, 1).
-std::vector<float> Pattern(int64_t n, int seed) {
+std::vector<float> NnPattern(int64_t n, int seed) {
   return testing::PatternValues(n, seed, 2246822519u);
 }
 
@@ -40,7 +41,7 @@ TEST(NnTest, SoftmaxLastAxis) {
 }
 
 TEST(NnTest, SoftmaxRowsSumToOne) {
-  std::vector<float> x = Pattern(37 * 101, 1);
+  std::vector<float> x = NnPattern(37 * 101, 1);
   for (float& v : x) v *= 50;
   Tensor y = Run1("softmax", {F32(x, {37, 101})});
   for (int r = 0; r < 37; ++r) {
@@ -228,12 +229,8 @@ TEST(NnTest, L2Loss) {
 // ---- conv2d
 // -------------------------------------------------------------------
 
-struct ConvCase {
-  int64_t n, h, w, c;      // input
-  int64_t kh, kw, o;       // filters
-  int64_t sh, sw, dh, dw;  // strides, dilations
-  bool same;
-};
+using ::runnel::testing::ConvAttrs;
+using ::runnel::testing::ConvCase;
 
 // TensorFlow's conv2d, written out: the reference for the kernels.
 std::vector<double> NaiveConv(const ConvCase& k, const std::vector<float>& x,
@@ -270,12 +267,6 @@ std::vector<double> NaiveConv(const ConvCase& k, const std::vector<float>& x,
   return y;
 }
 
-AttrMap ConvAttrs(const ConvCase& k) {
-  return {{"strides", std::vector<int64_t>{k.sh, k.sw}},
-          {"dilations", std::vector<int64_t>{k.dh, k.dw}},
-          {"padding", std::string(k.same ? "same" : "valid")}};
-}
-
 TEST(NnTest, Conv2DHandValues) {
   Tensor x = F32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
   Tensor f = F32({1, 1, 1, 1}, {2, 2, 1, 1});
@@ -303,8 +294,8 @@ TEST(NnTest, Conv2DAgainstNaive) {
       {9, 8, 7, 3, 4, 2, 5, 3, 2, 1, 1, false},     // uneven, strided
   };
   for (const ConvCase& k : cases) {
-    std::vector<float> x = Pattern(k.n * k.h * k.w * k.c, 1);
-    std::vector<float> f = Pattern(k.kh * k.kw * k.c * k.o, 2);
+    std::vector<float> x = NnPattern(k.n * k.h * k.w * k.c, 1);
+    std::vector<float> f = NnPattern(k.kh * k.kw * k.c * k.o, 2);
     int64_t oh, ow;
     std::vector<double> want = NaiveConv(k, x, f, &oh, &ow);
     SCOPED_TRACE(StrCat("x [", k.n, ",", k.h, ",", k.w, ",", k.c, "] f [", k.kh,
@@ -423,7 +414,7 @@ TEST(NnTest, AvgPoolValidChannels) {
 
 TEST(NnTest, PoolAgainstNaiveSameStride) {
   const int64_t n = 2, h = 7, w = 8, c = 3, k = 3, s = 2;
-  std::vector<float> x = Pattern(n * h * w * c, 3);
+  std::vector<float> x = NnPattern(n * h * w * c, 3);
   const int64_t oh = (h + s - 1) / s, ow = (w + s - 1) / s;
   const int64_t pt = std::max<int64_t>(0, (oh - 1) * s + k - h) / 2;
   const int64_t pl = std::max<int64_t>(0, (ow - 1) * s + k - w) / 2;

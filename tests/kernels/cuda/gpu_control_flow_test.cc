@@ -157,7 +157,7 @@ class NegF32 : public OpKernel {
   }
 };
 // cast between f32 and f16 only (an f16 transfer's).
-class Cast : public OpKernel {
+class CastF32F16 : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
@@ -217,8 +217,8 @@ RUNNEL_STATIC_INIT(InvGpuKernels) {
   RegisterKernel<LessI32>("less", kType, DType::kI32);
   RegisterKernel<NegF32>("neg", kType, DType::kF32);
   RegisterKernelForAllTypes<Forward>("identity", kType);
-  RegisterKernel<Cast>("cast", kType, DType::kF32);
-  RegisterKernel<Cast>("cast", kType, DType::kF16);
+  RegisterKernel<CastF32F16>("cast", kType, DType::kF32);
+  RegisterKernel<CastF32F16>("cast", kType, DType::kF16);
   RegisterKernelForAllTypes<Transfer>("_send", kType);
   RegisterKernelForAllTypes<Transfer>("_recv", kType);
   RegisterControlFlowKernels(kType);
