@@ -249,6 +249,21 @@ const std::vector<Flag>& Flags() {
        }},
       StringFlag("--metrics", F::kAll, &CommandLine::metrics,
                  "--metrics needs a file name"),
+      {"--logdir", true, F::kRun,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || v->empty()) return "--logdir needs a directory";
+         cl.options.logdir = *v;
+         return "";
+       }},
+      {"--histograms-every", true, F::kRun,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         long long n = 0;
+         if (!v.has_value() || !ParseInt(*v, 1, INT64_MAX, &n)) {
+           return "--histograms-every needs a number of steps (1 or more)";
+         }
+         cl.options.histograms_every = n;
+         return "";
+       }},
       StringFlag("--cluster", F::kRun, &CommandLine::cluster_file,
                  "--cluster needs a value"),
       StringFlag("--job", F::kRun, &CommandLine::job, "--job needs a value"),

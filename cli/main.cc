@@ -44,6 +44,7 @@
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/summaries.h"
 #include "lang/diagnostics.h"
 
 namespace runnel::cli {
@@ -85,6 +86,10 @@ constexpr char kUsage[] =
     "  --seed N           the global random seed (default 0)\n"
     "  --threads N        threads per pool (default: all cores)\n"
     "  --metrics FILE     append one JSON line per report(...) to FILE\n"
+    "  --logdir DIR       write TensorBoard's event file of the run in DIR:\n"
+    "                     report(...) scalars, the graph, histograms\n"
+    "  --histograms-every N  histograms of the trainable vars every N\n"
+    "                     global steps (default 100; needs --logdir)\n"
     "  --devices cpu=N    split the cores into N CPU devices; each run is\n"
     "                     placed and partitioned over them (docs/devices.md)\n"
     "  --devices gpu=N|all  the GPUs to use besides (default all visible;\n"
@@ -414,10 +419,18 @@ int RunScript(const CommandLine& cl,
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(cl.file);
-    // The last checkpoint, also after an error or Ctrl-C.
+    // The last checkpoint, also after an error or Ctrl-C; the graph's
+    // last form in the TensorBoard events.
     if (absl::Status s = interp.host().FinishCheckpoints(); !s.ok()) {
       std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
       status = interp::kExitError;
+    }
+    if (interp.summaries() != nullptr) {
+      if (absl::Status s = interp.summaries()->Finish(interp.host()); !s.ok()) {
+        std::fprintf(stderr, "error: --logdir: %s\n",
+                     std::string(s.message()).c_str());
+        status = interp::kExitError;
+      }
     }
     if (status == interp::kExitOk) {
       if (absl::Status s = interp.host().FinishTrace(); !s.ok()) {
@@ -482,6 +495,9 @@ int Main(int argc, char** argv) {
   std::shared_ptr<GrpcCluster> grpc_cluster;
   if (std::optional<int> failed = JoinCluster(cl, &grpc_cluster)) {
     return *failed;
+  }
+  if (cl.options.histograms_every > 0 && cl.options.logdir.empty()) {
+    return Usage("--histograms-every needs --logdir DIR");
   }
   cl.options.metrics_file = cl.metrics;
   cl.options.check_mode = command != "run";

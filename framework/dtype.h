@@ -33,10 +33,11 @@ struct DTypeInfo {
   DTypeKind kind;
   uint32_t checkpoint_code;  // its number in checkpoint files
   const char* numpy_descr;   // NumPy's descriptor; nullptr if none
+  int tensorflow_code;       // its number in TensorFlow's DataType enum
 };
 
-#define RUNNEL_DTYPE_INFO(Name, name, Host, Gpu, kind, code, descr) \
-  DTypeInfo{name, sizeof(Host), DTypeKind::kind, code, descr},
+#define RUNNEL_DTYPE_INFO(Name, name, Host, Gpu, kind, code, descr, tf) \
+  DTypeInfo{name, sizeof(Host), DTypeKind::kind, code, descr, tf},
 inline constexpr DTypeInfo kDTypeInfo[] = {RUNNEL_DTYPES(RUNNEL_DTYPE_INFO)};
 #undef RUNNEL_DTYPE_INFO
 

@@ -17,6 +17,7 @@
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
 #include "interpreter/runners.h"
+#include "interpreter/summaries.h"
 
 namespace runnel::interp {
 namespace {

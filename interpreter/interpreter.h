@@ -59,6 +59,7 @@ namespace runnel::interp {
 
 struct CallArgs;
 class Runners;
+class Summaries;
 
 class Interpreter {
  public:
@@ -126,6 +127,9 @@ class Interpreter {
                                      const SourceSpan& span);
 
   Reporter& reporter() { return *reporter_; }
+  // With --logdir (and not checking): the TensorBoard event file; else
+  // nullptr.
+  Summaries* summaries() { return summaries_.get(); }
   // `--arg name=value`, or nullptr.
   const std::string* FindArg(const std::string& name) const;
   EagerContext& eager() { return builder_.eager(); }
@@ -263,6 +267,7 @@ class Interpreter {
   ModuleLoader modules_;
   std::unique_ptr<RunHost> host_;
   std::unique_ptr<Reporter> reporter_;
+  std::unique_ptr<Summaries> summaries_;
   std::shared_ptr<Env> builtins_;
   std::shared_ptr<Env> globals_;
   std::shared_ptr<Env> env_;  // the current lexical scope

@@ -15,6 +15,7 @@
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/restore.h"
+#include "interpreter/summaries.h"
 #include "lang/ast_walk.h"
 #include "lang/parser.h"
 
@@ -53,6 +54,16 @@ int Interpreter::RunSource(const std::string& path, std::string text) {
       sink_->Report(d);
       return kExitUsage;
     }
+  }
+  if (!options_.logdir.empty() && !options_.check_mode) {
+    absl::StatusOr<std::unique_ptr<Summaries>> s = Summaries::Open(options_);
+    if (!s.ok()) {
+      lang::Diagnostic d;
+      d.message = std::string(ToStd(s.status().message()));
+      sink_->Report(d);
+      return kExitUsage;
+    }
+    summaries_ = *std::move(s);
   }
   if (streamed.stopped) {
     modules_.Keep(program);  // functions point into it

@@ -19,6 +19,10 @@ struct Options {
   int threads = 0;                                        // 0 = all cores
   std::vector<std::pair<std::string, std::string>> args;  // --arg k=v
   std::string metrics_file;
+  // --logdir DIR [--histograms-every N] (docs/training.md): TensorBoard's
+  // event file of the run (interpreter/summaries.h); 0 = the default, 100.
+  std::string logdir;
+  int64_t histograms_every = 0;
   // --devices cpu=N, --soft-placement, --transfer-dtype f16
   // (docs/devices.md).
   int cpu_devices = 1;

@@ -25,6 +25,7 @@
 #include "interpreter/data.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
+#include "interpreter/summaries.h"
 #include "io/csv_reader.h"
 #include "io/idx_reader.h"
 #include "io/npy.h"
@@ -432,6 +433,16 @@ Result Report(Interpreter& in, Args& a) {
     shown.insert(shown.end(), memory.shown.begin(), memory.shown.end());
   }
   RN_RETURN_IF_ERROR(in.reporter().Report(json, shown));
+  if (Summaries* summaries = in.summaries(); summaries != nullptr) {
+    std::vector<std::pair<std::string, double>> scalars;
+    for (const auto& [name, v] : a.named) {
+      if (v.is_concrete() && v.tensor().num_elements() == 1) {
+        scalars.emplace_back(name, *v.AsDouble());
+      }
+    }
+    absl::Status s = summaries->Report(in.host(), scalars);
+    if (!s.ok()) return ErrorAt(a.span, StrCat("--logdir: ", s.message()));
+  }
   return Value();
 }
 

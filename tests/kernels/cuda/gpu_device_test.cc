@@ -40,7 +40,7 @@ class HostRaw : public RawAllocator {
   void Free(void* p) override { std::free(p); }
 };
 
-std::atomic<int> g_to_device{0}, g_to_host{0};
+std::atomic<int> g_copies_to_device{0}, g_copies_to_host{0};
 
 class FakeGpu final : public Device {
  public:
@@ -49,11 +49,11 @@ class FakeGpu final : public Device {
       : Device(std::move(name), kFakeType, allocator, pool, resources),
         cache_(cache) {}
   absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
-    ++g_to_host;
+    ++g_copies_to_host;
     return t.Clone();
   }
   absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) override {
-    ++g_to_device;
+    ++g_copies_to_device;
     Tensor d(t.dtype(), t.shape(), allocator());
     std::memcpy(d.raw_data(), t.raw_data(), t.bytes());
     return d;
@@ -207,14 +207,14 @@ TEST(GpuDeviceTest, NodesRunWhereTheirKernelsAreAndValuesCross) {
                       .warn = [&](const Node& n, const std::string& m) {
                         warnings.push_back(n.name() + ": " + m);
                       }});
-  g_to_device = 0;
-  g_to_host = 0;
+  g_copies_to_device = 0;
+  g_copies_to_host = 0;
   absl::StatusOr<std::vector<Tensor>> out =
       session.Run({{"x", F32({1, -2, 3}, {3})}}, {"sum"}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DType::kF32, Shape{3}, {0, 4, 0}, 0);
-  EXPECT_EQ(g_to_device.load(), 1);  // x
-  EXPECT_EQ(g_to_host.load(), 1);    // neg, for abs and sum
+  EXPECT_EQ(g_copies_to_device.load(), 1);  // x
+  EXPECT_EQ(g_copies_to_host.load(), 1);    // neg, for abs and sum
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0],
             "abs: 'abs' (abs) has no fakegpu kernel for its dtype; placed on "
@@ -334,14 +334,14 @@ TEST(GpuDeviceTest, VariablesAndTheirUpdatesGoToTheGpu) {
         session.Run(feed, {}, {step, bump});
     ASSERT_TRUE(out.ok()) << out.status();
   }
-  g_to_host = 0;
+  g_copies_to_host = 0;
   absl::StatusOr<TensorMap> saved = ReadVariables(session);
   ASSERT_TRUE(saved.ok()) << saved.status();
   ExpectTensor(saved->at("w"), DType::kF32, Shape{3}, {-1, 0, 1}, 0);
   ExpectTensor(saved->at("u"), DType::kF32, Shape{2}, {0, 2}, 0);
   // Both come out of the GPU: a plan that only reads variables puts them
   // there too (u moves in, and back to the CPU at its next use).
-  EXPECT_EQ(g_to_host.load(), 2);
+  EXPECT_EQ(g_copies_to_host.load(), 2);
 
   ASSERT_TRUE(
       AssignVariables(session,
