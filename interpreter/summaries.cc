@@ -31,18 +31,22 @@ Summaries::Summaries(std::unique_ptr<EventWriter> writer,
 
 Summaries::~Summaries() = default;
 
-const std::string& Summaries::path() const { return writer_->path(); }
-
 absl::Status Summaries::Report(
     RunHost& host, const std::vector<std::pair<std::string, double>>& values) {
   ++reports_;
-  RN_ASSIGN_OR_RETURN(step_, Step(host));
-  RN_RETURN_IF_ERROR(WriteGraphIfGrown(host, step_));
+  // Before the first run there is no session: no step, graph or variables.
+  const bool ran = host.runs() > 0;
+  if (ran) {
+    RN_ASSIGN_OR_RETURN(step_, Step(host));
+    RN_RETURN_IF_ERROR(WriteGraphIfGrown(host, step_));
+  } else {
+    step_ = reports_;
+  }
   for (const auto& [name, value] : values) {
     RN_RETURN_IF_ERROR(writer_->AddScalar(name, step_, value));
   }
-  if (!histograms_written_ ||
-      step_ - last_histogram_step_ >= histograms_every_) {
+  if (ran && (!histograms_written_ ||
+              step_ - last_histogram_step_ >= histograms_every_)) {
     RN_RETURN_IF_ERROR(WriteHistograms(host, step_));
   }
   return absl::OkStatus();
@@ -54,7 +58,6 @@ absl::Status Summaries::Finish(RunHost& host) {
 }
 
 absl::StatusOr<int64_t> Summaries::Step(RunHost& host) {
-  if (host.runs() == 0) return reports_;
   Session& session = host.session();
   Node* step = session.graph().FindNode("global_step");
   if (step == nullptr) return reports_;
@@ -64,7 +67,6 @@ absl::StatusOr<int64_t> Summaries::Step(RunHost& host) {
 }
 
 absl::Status Summaries::WriteGraphIfGrown(RunHost& host, int64_t step) {
-  if (host.runs() == 0) return absl::OkStatus();
   const Graph& graph = host.session().graph();
   if (graph.num_nodes() == graph_nodes_written_) return absl::OkStatus();
   graph_nodes_written_ = graph.num_nodes();
@@ -72,7 +74,6 @@ absl::Status Summaries::WriteGraphIfGrown(RunHost& host, int64_t step) {
 }
 
 absl::Status Summaries::WriteHistograms(RunHost& host, int64_t step) {
-  if (host.runs() == 0) return absl::OkStatus();
   Session& session = host.session();
   std::vector<const Node*> trainable;
   for (const Node* v : VariableNodes(session)) {

@@ -40,11 +40,9 @@ class Summaries {
   // At the end of the script: the graph, when it grew since last written.
   absl::Status Finish(RunHost& host);
 
-  // The event file's path.
-  const std::string& path() const;
-
  private:
   Summaries(std::unique_ptr<EventWriter> writer, int64_t histograms_every);
+  // These three need the session, so a run before them.
   // The global step's value, or the count of reports without one.
   absl::StatusOr<int64_t> Step(RunHost& host);
   absl::Status WriteGraphIfGrown(RunHost& host, int64_t step);

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
+#include "base/read_file.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "io/little_endian.h"
 
 namespace runnel {
 namespace {
@@ -28,19 +28,6 @@ constexpr std::array<uint32_t, 256> MakeCrcTable() {
   return table;
 }
 constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
-
-void PutLittleEndian(uint64_t v, int bytes, std::string* out) {
-  for (int i = 0; i < bytes; ++i)
-    out->push_back(static_cast<char>(v >> (8 * i)));
-}
-
-uint64_t GetLittleEndian(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) {
-    v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-  }
-  return v;
-}
 
 double WallTime() {
   return std::chrono::duration<double>(
@@ -107,38 +94,36 @@ uint32_t MaskedCrc32c(std::string_view data) {
 std::string FrameRecord(std::string_view data) {
   std::string out;
   out.reserve(data.size() + 16);
-  PutLittleEndian(data.size(), 8, &out);
-  PutLittleEndian(MaskedCrc32c(out), 4, &out);
+  PutU64(&out, data.size());
+  PutU32(&out, MaskedCrc32c(out));
   out.append(data);
-  PutLittleEndian(MaskedCrc32c(data), 4, &out);
+  PutU32(&out, MaskedCrc32c(data));
   return out;
 }
 
 absl::StatusOr<std::vector<std::string>> ReadRecords(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(StrCat("cannot open the event file ", path, ": ",
-                                      std::strerror(errno)));
-  }
-  const std::string bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
+  RN_ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(path));
   std::vector<std::string> records;
-  size_t at = 0;
-  while (bytes.size() - at >= 12) {
-    const std::string_view header(bytes.data() + at, 8);
-    const uint64_t length = GetLittleEndian(header.data(), 8);
-    if (GetLittleEndian(bytes.data() + at + 8, 4) != MaskedCrc32c(header)) {
+  FieldReader r(bytes);
+  while (r.remaining() >= 12) {
+    const size_t at = r.position();
+    uint64_t length = 0;
+    uint32_t length_crc = 0, data_crc = 0;
+    r.GetU64(&length);
+    r.GetU32(&length_crc);
+    if (length_crc != MaskedCrc32c(std::string_view(bytes).substr(at, 8))) {
       return absl::DataLossError(
           StrCat(path, ": the record at byte ", at, " has a corrupt length"));
     }
-    if (bytes.size() - at - 12 < length + 4) break;  // still being written
-    const std::string_view data(bytes.data() + at + 12, length);
-    if (GetLittleEndian(data.data() + length, 4) != MaskedCrc32c(data)) {
+    std::string data;
+    if (r.remaining() < 4 || r.remaining() - 4 < length) break;  // unfinished
+    r.GetBytes(length, &data);
+    r.GetU32(&data_crc);
+    if (data_crc != MaskedCrc32c(data)) {
       return absl::DataLossError(
           StrCat(path, ": the record at byte ", at, " is corrupt"));
     }
-    records.emplace_back(data);
-    at += 12 + length + 4;
+    records.push_back(std::move(data));
   }
   return records;
 }

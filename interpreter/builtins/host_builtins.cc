@@ -392,6 +392,7 @@ Result Progress(Interpreter& in, Args& a) {
 
 Result Report(Interpreter& in, Args& a) {
   std::vector<std::pair<std::string, std::string>> json, shown;
+  std::vector<std::pair<std::string, double>> numbers;  // for --logdir
   for (size_t i = 0; i < a.named.size(); ++i) {
     const auto& [name, v] = a.named[i];
     if (v.is_symbolic()) {
@@ -401,6 +402,7 @@ Result Report(Interpreter& in, Args& a) {
     }
     if (v.is_concrete() && v.tensor().num_elements() == 1) {
       double d = *v.AsDouble();
+      numbers.emplace_back(name, d);
       if (v.tensor().dtype() == DType::kBool) {
         json.emplace_back(name, d != 0 ? "true" : "false");
         shown.emplace_back(name, d != 0 ? "true" : "false");
@@ -434,13 +436,7 @@ Result Report(Interpreter& in, Args& a) {
   }
   RN_RETURN_IF_ERROR(in.reporter().Report(json, shown));
   if (Summaries* summaries = in.summaries(); summaries != nullptr) {
-    std::vector<std::pair<std::string, double>> scalars;
-    for (const auto& [name, v] : a.named) {
-      if (v.is_concrete() && v.tensor().num_elements() == 1) {
-        scalars.emplace_back(name, *v.AsDouble());
-      }
-    }
-    absl::Status s = summaries->Report(in.host(), scalars);
+    absl::Status s = summaries->Report(in.host(), numbers);
     if (!s.ok()) return ErrorAt(a.span, StrCat("--logdir: ", s.message()));
   }
   return Value();
