@@ -7,6 +7,7 @@
 //                [--depth N] [--all]      the graph `check` builds
 //   runnel plot LOG... [-o out.svg|out.png|out.gp]  training curves
 //   runnel ops --json                      the op registry and builtins
+//   runnel lsp                             the language server (stdio)
 //   runnel server --cluster c.json --job J --task N   a task of a cluster
 //   runnel cluster FILE --ps P --workers W [--restart] a cluster on loopback
 //
@@ -32,6 +33,7 @@
 #include "cli/cluster_launcher.h"
 #include "cli/flags.h"
 #include "cli/graph_dot.h"
+#include "cli/lsp/server.h"
 #include "cli/op_catalog.h"
 #include "cli/plot.h"
 #include "cli/render.h"
@@ -70,6 +72,8 @@ constexpr char kUsage[] =
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
+    "       runnel lsp [--log-timing]       the language server, over stdio "
+    "(docs/editors.md)\n"
     "       runnel server --cluster C.json --job J --task N [--verbose]\n"
     "                                       serve a task of a cluster "
     "(docs/cluster.md)\n"
@@ -259,6 +263,24 @@ extern "C" void OnServerSignal(int) { g_server_stop.store(true); }
 
 // `runnel server --cluster C.json --job J --task N [--threads N]
 // [--token-file F] [--verbose]`: serves until SIGINT or SIGTERM.
+// `runnel lsp`: the language server on stdin and stdout, on a thread with
+// the interpreter's large stack (the checker runs there).
+int Lsp(const std::vector<std::string>& args) {
+  lsp::ServerOptions options;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--log-timing") {
+      options.log_timing = true;
+    } else if (args[i] != "--stdio") {  // what some clients add
+      return Usage(StrCat("'lsp' does not take '", args[i], "'"));
+    }
+  }
+  int status = interp::kExitError;
+  interp::LargeStackThread thread(
+      [&] { status = lsp::Serve(stdin, stdout, options); });
+  thread.Join();
+  return status;
+}
+
 int Server(const std::vector<std::string>& args) {
   std::string cluster_file, job, task_text, threads_text, token_file;
   bool verbose = false;
@@ -476,6 +498,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "plot") return Plot(args);
   if (command == "server") return Server(args);
+  if (command == "lsp") return Lsp(args);
   if (command == "cluster") return Cluster(args, argv[0]);
   if (command == "ops") {
     if (args.size() != 2 || args[1] != "--json") {

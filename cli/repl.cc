@@ -42,6 +42,7 @@
 #include "cli/plot.h"
 #include "cli/render.h"
 #include "lang/ast.h"
+#include "lang/keywords.h"
 #include "lang/parser.h"
 #include "lang/source.h"
 
@@ -367,12 +368,7 @@ class Repl {
       for (const std::string& n : interp::Interpreter::BuiltinNames()) {
         names.push_back(n);
       }
-      static const char* kKeywords[] = {
-          "let",      "var",   "state",  "input", "def",   "fn",   "return",
-          "import",   "as",    "device", "scope", "after", "if",   "else",
-          "loop",     "while", "for",    "in",    "run",   "with", "break",
-          "continue", "true",  "false",  "none",  "and",   "or",   "not"};
-      for (const char* k : kKeywords) names.push_back(k);
+      for (std::string_view k : lang::kKeywords) names.emplace_back(k);
       for (const std::string& n : names) {
         if (n.rfind(word, 0) == 0) out.insert(n);
       }

@@ -186,8 +186,9 @@ absl::StatusOr<Value> Interpreter::CallUser(const Function& f, Arguments args,
       // Defaults are evaluated at the call, and may use earlier parameters.
       RN_ASSIGN_OR_RETURN(bound->values[i], Eval(*params[i].default_value));
     }
-    env->Define(sig.names[i], Binding{std::move(bound->values[i]),
-                                      BindingKind::kParam, params[i].span});
+    Define(*env, sig.names[i],
+           Binding{std::move(bound->values[i]), BindingKind::kParam,
+                   params[i].span});
   }
   absl::StatusOr<Value> result = EvalBody(f);
   if (!result.ok() && !ExitCodeOf(result.status())) {

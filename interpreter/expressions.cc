@@ -17,6 +17,7 @@
 #include "interpreter/indexing.h"
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/observer.h"
 #include "interpreter/restore.h"
 
 namespace runnel::interp {
@@ -157,6 +158,15 @@ std::optional<SourceSpan> Interpreter::LaterDeclaration(
 
 absl::StatusOr<Value> Interpreter::Eval(const lang::Expr& e,
                                         const std::string& hint) {
+  absl::StatusOr<Value> v = EvalExpr(e, hint);
+  if (options_.observer != nullptr && v.ok()) {
+    options_.observer->Evaluated(e, *v);
+  }
+  return v;
+}
+
+absl::StatusOr<Value> Interpreter::EvalExpr(const lang::Expr& e,
+                                            const std::string& hint) {
   if (StackLow()) {
     return ErrorAt(e.span,
                    "too many nested calls or expressions: the interpreter's "

@@ -15,6 +15,7 @@
 #include "interpreter/diag.h"
 #include "interpreter/indexing.h"
 #include "interpreter/large_stack.h"
+#include "interpreter/observer.h"
 #include "interpreter/restore.h"
 #include "interpreter/runners.h"
 #include "interpreter/summaries.h"
@@ -162,8 +163,9 @@ absl::Status Interpreter::Exec(const lang::Stmt& stmt, Value* value) {
       f->closure = env_;
       NoteClosure(env_);
       f->span = s.name_span.known() ? s.name_span : s.span;
-      env_->Define(s.name, Binding{Value::OfFunction(std::move(f)),
-                                   BindingKind::kDef, s.span});
+      Define(
+          *env_, s.name,
+          Binding{Value::OfFunction(std::move(f)), BindingKind::kDef, s.span});
       return absl::OkStatus();
     }
     case StmtKind::kImport:
@@ -489,7 +491,7 @@ absl::Status Interpreter::BindPattern(const lang::Pattern& p, const Value& v,
   std::vector<Bound> bound;
   RN_RETURN_IF_ERROR(MatchPattern(p, v, &bound));
   for (Bound& b : bound) {
-    env_->Define(b.name, Binding{std::move(b.value), kind, b.span});
+    Define(*env_, b.name, Binding{std::move(b.value), kind, b.span});
   }
   return absl::OkStatus();
 }
@@ -566,8 +568,8 @@ absl::Status Interpreter::DeclareInput(const lang::InputStmt& s) {
   spec.name = builder_.NewNodeName(s.name);
   RN_ASSIGN_OR_RETURN(Node * node,
                       builder_.AddNode(std::move(spec), site, inputs));
-  env_->Define(s.name,
-               Binding{Value::Symbolic({node, 0}), BindingKind::kInput, decl});
+  Define(*env_, s.name,
+         Binding{Value::Symbolic({node, 0}), BindingKind::kInput, decl});
   return absl::OkStatus();
 }
 
@@ -612,10 +614,15 @@ absl::Status Interpreter::DeclareVar(const lang::VarStmt& s) {
   const bool trainable = !s.is_state && IsFloating(init.tensor_dtype());
   RN_ASSIGN_OR_RETURN(Value v,
                       builder_.MakeVariable(s.name, init, trainable, s.span));
-  env_->Define(
-      s.name,
+  Define(
+      *env_, s.name,
       Binding{v, s.is_state ? BindingKind::kState : BindingKind::kVar, s.span});
   return absl::OkStatus();
+}
+
+void Interpreter::Define(Env& env, const std::string& name, Binding b) {
+  if (options_.observer != nullptr) options_.observer->Bound(name, b);
+  env.Define(name, std::move(b));
 }
 
 }  // namespace runnel::interp

@@ -159,6 +159,9 @@ class Interpreter {
   absl::Status ExecRebind(const lang::RebindStmt& s);
   absl::Status ExecImport(const lang::ImportStmt& s);
   absl::StatusOr<Value> Eval(const lang::Expr& e, const std::string& hint = "");
+  absl::StatusOr<Value> EvalExpr(const lang::Expr& e, const std::string& hint);
+  // Binds `name` in `env`, telling the observer.
+  void Define(Env& env, const std::string& name, Binding b);
   absl::StatusOr<Value> EvalName(const lang::NameExpr& e);
   absl::StatusOr<Value> EvalList(const lang::SequenceExpr& e);
   absl::StatusOr<Value> EvalUnary(const lang::UnaryExpr& e,

@@ -152,8 +152,8 @@ lang::ParseResult Interpreter::ParseWhileEvaluating(const lang::SourceFile& src,
 absl::Status Interpreter::ExecImport(const lang::ImportStmt& s) {
   RN_ASSIGN_OR_RETURN(std::shared_ptr<Module> module, LoadModule(s));
   const std::string alias = s.alias.empty() ? s.module : s.alias;
-  env_->Define(alias,
-               Binding{Value::OfModule(module), BindingKind::kImport, s.span});
+  Define(*env_, alias,
+         Binding{Value::OfModule(module), BindingKind::kImport, s.span});
   return absl::OkStatus();
 }
 

@@ -14,6 +14,8 @@
 
 namespace runnel::interp {
 
+class Observer;  // interpreter/observer.h
+
 struct Options {
   uint64_t seed = 0;
   int threads = 0;                                        // 0 = all cores
@@ -56,6 +58,8 @@ struct Options {
   // Where `import NAME` looks: "" = $RUNNEL_STDLIB_PATH, else the build's
   // stdlib directory.
   std::string stdlib_dir;
+  // Told of every value and binding (the language server); not owned.
+  Observer* observer = nullptr;
 };
 
 // Exit statuses (docs/language.md §7).

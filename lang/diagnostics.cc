@@ -275,6 +275,10 @@ std::string DiagnosticSink::Render(const Diagnostic& d) const {
 
 void DiagnosticSink::Report(const Diagnostic& d) {
   if (d.severity == Severity::kError) ++errors_;
+  if (into_ != nullptr) {
+    into_->push_back(d);
+    return;
+  }
   std::string text = Render(d);
   std::fwrite(text.data(), 1, text.size(), out_);
   std::fflush(out_);

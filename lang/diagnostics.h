@@ -58,6 +58,10 @@ std::string EscapeControls(std::string_view text);
 class DiagnosticSink {
  public:
   explicit DiagnosticSink(std::FILE* out = stderr) : out_(out) {}
+  // Keeps what is reported in `*into` instead of printing it (the language
+  // server sends it to the editor).
+  explicit DiagnosticSink(std::vector<Diagnostic>* into)
+      : out_(nullptr), into_(into) {}
 
   void AddSource(std::shared_ptr<const SourceFile> file);
   const SourceFile* FindSource(const std::string& path) const;
@@ -70,6 +74,7 @@ class DiagnosticSink {
  private:
   std::string RenderOne(const Diagnostic& d) const;
   std::FILE* out_;
+  std::vector<Diagnostic>* into_ = nullptr;
   std::map<std::string, std::shared_ptr<const SourceFile>> sources_;
   int errors_ = 0;
 };

@@ -14,7 +14,7 @@ packages=(
   # data (Fashion-MNIST; the fortunes text for examples/charlm.rnl), reference
   # values in tests (python3-torch), graph and curve rendering, editor tests
   dataset-fashion-mnist fortunes python3 python3-numpy python3-torch libopenblas0-pthread
-  graphviz gnuplot-nox vim emacs-nox
+  graphviz gnuplot-nox vim emacs-nox neovim elpa-eglot
   # the grammar test drives ANTLR's Java target
   default-jdk-headless
   # Python environments from PyPI (scripts/venv.sh: editor tests, benchmark peers)

@@ -1,0 +1,127 @@
+// What the language server knows about one version of a document: the
+// parse (with recovery, so a half-typed file still has an outline), the
+// checker's diagnostics, types and shapes (the interpreter in check mode,
+// as `runnel check` runs it, watched through interp::Observer), and the
+// names: every declaration and every use resolved to it by the language's
+// scoping (docs/language.md §3).
+#ifndef RUNNEL_CLI_LSP_ANALYSIS_H_
+#define RUNNEL_CLI_LSP_ANALYSIS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/source_span.h"
+#include "lang/ast.h"
+#include "lang/diagnostics.h"
+#include "lang/parser.h"
+#include "lang/source.h"
+
+namespace runnel::lsp {
+
+enum class SymbolKind {
+  kLet,
+  kVar,
+  kState,
+  kInput,
+  kParam,
+  kDef,
+  kImport,
+  kLoop,   // a loop's state or a `for`'s variable
+  kScope,  // a `scope "name" { }` block (document symbols only)
+};
+const char* SymbolKindName(SymbolKind k);
+
+struct Symbol {
+  std::string name;
+  SymbolKind kind = SymbolKind::kLet;
+  SourceSpan name_span;  // the name where it is declared
+  SourceSpan full;       // the whole declaration
+  // Where it is visible: from its declaration to the end of its block (a
+  // whole block for a function, which later code may call).
+  SourceSpan visible;
+  int parent = -1;  // the enclosing def or scope (document symbols)
+  const lang::DefStmt* def = nullptr;  // kDef
+  std::vector<std::string> params;     // kDef, and functions bound by let
+  std::string import_path;             // kImport: the file it reads
+  std::string module;                  // kImport of a stdlib module
+  std::string type;   // from the checker, when it got there: "f32[?, 256]"
+  std::string extra;  // "trainable, /cpu:0" for a var
+};
+
+// A use of a declared name.
+struct Reference {
+  SourceSpan span;
+  int symbol = -1;
+};
+
+// A name the document does not declare: a builtin, a dtype, or a member
+// of an imported module (`nn.dense`: the span of `dense`).
+struct External {
+  SourceSpan span;
+  std::string name;    // "matmul", "nn.dense"
+  std::string module;  // the import's symbol name for a member, else ""
+  int import = -1;     // the import symbol, for a member
+};
+
+// A type the checker found for an expression.
+struct Typed {
+  SourceSpan span;
+  std::string type;
+};
+
+// A member of a module, read from the module's own file.
+struct ModuleMember {
+  std::string name;
+  SymbolKind kind = SymbolKind::kDef;
+  SourceSpan name_span;  // in the module's file
+  std::vector<std::string> params;
+};
+
+struct Analysis {
+  std::string path;
+  std::shared_ptr<const lang::SourceFile> source;
+  std::shared_ptr<lang::Program> program;  // never null
+  std::shared_ptr<void> parse_tree;
+  bool syntax_ok = true;
+  bool checked = false;  // the checker ran (only without syntax errors)
+  std::vector<lang::Diagnostic> diagnostics;
+  std::vector<Symbol> symbols;
+  std::vector<Reference> refs;
+  std::vector<External> externals;
+  std::vector<Typed> types;  // sorted by start
+  double parse_ms = 0, check_ms = 0;
+
+  // The innermost declaration or use at 1-based `line`, byte `col`.
+  int SymbolAt(int line, int col, SourceSpan* span = nullptr) const;
+  const External* ExternalAt(int line, int col) const;
+  // The smallest expression the checker typed that holds the position.
+  const Typed* TypeAt(int line, int col) const;
+  // Symbols visible at the position, innermost first, each name once.
+  std::vector<int> VisibleAt(int line, int col) const;
+};
+
+struct AnalyzeOptions {
+  std::string stdlib_dir;  // "" = the interpreter's default
+  bool check = true;       // run the checker (when the syntax is fine)
+};
+
+// Parses and checks `text` as the file `path` (imports resolve from its
+// directory and the stdlib).
+std::unique_ptr<Analysis> Analyze(const std::string& path, std::string text,
+                                  const AnalyzeOptions& options);
+
+// The public members of the module `import` (a kImport symbol) reads:
+// top-level defs, lets and vars whose names do not start with '_'.
+// Empty when the file cannot be read or parsed.
+std::vector<ModuleMember> ModuleMembers(const std::string& module_path);
+
+// The file `import NAME` or `import "file"` in `path` reads.
+std::string ResolveImport(const lang::ImportStmt& s, const std::string& path,
+                          const std::string& stdlib_dir);
+
+bool Contains(const SourceSpan& s, int line, int col);
+
+}  // namespace runnel::lsp
+
+#endif  // RUNNEL_CLI_LSP_ANALYSIS_H_
