@@ -715,7 +715,17 @@ class Server {
     const auto [line, col] = o.doc->LineCol(PositionOf(params.at("position")));
     const int s = a.SymbolAt(line, col);
     json out = json::array();
-    if (s < 0) return out;
+    if (s < 0) {
+      // A builtin or a module's member: its every use in the document.
+      if (const External* e = a.ExternalAt(line, col)) {
+        for (const External& other : a.externals) {
+          if (other.name == e->name && other.import == e->import) {
+            out.push_back(Location(o, o.path, other.span));
+          }
+        }
+      }
+      return out;
+    }
     const bool declaration =
         params.contains("context") &&
         params["context"].value("includeDeclaration", false);

@@ -94,6 +94,14 @@ def check_manifest(fail):
         return fail("package.json: no grammar source.runnel for runnel")
     if not os.path.exists(os.path.join(EXTENSION, grammar["path"])):
         fail(f"package.json: no grammar file {grammar['path']}")
+    # The language server through the Generic LSP Client extension
+    # (zsol.vscode-glspc): `runnel lsp` for the runnel language.
+    defaults = contributes.get("configurationDefaults", {})
+    if (defaults.get("glspc.server.command") != "runnel"
+            or defaults.get("glspc.server.commandArguments") != ["lsp"]
+            or "runnel" not in defaults.get("glspc.server.languageId", [])):
+        fail("package.json: the generic LSP client is not set to run "
+             "`runnel lsp` for runnel")
     config = load_json(EXTENSION, language["configuration"])
     if config["comments"]["lineComment"] != "#":
         fail("language-configuration.json: line comment is not #")

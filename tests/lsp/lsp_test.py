@@ -206,6 +206,16 @@ async def test_definition_and_references(client: LanguageClient):
         text_document=doc, position=pos(MODEL_TEXT, "input x", offset=6),
         context=types.ReferenceContext(include_declaration=False)))
     assert [r.range.start for r in refs] == [pos(MODEL_TEXT, "x, w")]
+    # A module's member and a builtin: their uses.
+    refs = await client.text_document_references_async(types.ReferenceParams(
+        text_document=doc, position=pos(MODEL_TEXT, "nn.dense(h", offset=4),
+        context=types.ReferenceContext(include_declaration=False)))
+    assert [r.range.start for r in refs] == [pos(MODEL_TEXT, "dense(features"),
+                                             pos(MODEL_TEXT, "dense(h")]
+    refs = await client.text_document_references_async(types.ReferenceParams(
+        text_document=doc, position=pos(MODEL_TEXT, "relu"),
+        context=types.ReferenceContext(include_declaration=False)))
+    assert [r.range.start for r in refs] == [pos(MODEL_TEXT, "relu")]
 
 
 # ---- completion, signature help ---------------------------------------------------
