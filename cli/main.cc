@@ -33,6 +33,7 @@
 #include "cli/cluster_launcher.h"
 #include "cli/flags.h"
 #include "cli/graph_dot.h"
+#include "cli/lsp/checker.h"
 #include "cli/lsp/server.h"
 #include "cli/op_catalog.h"
 #include "cli/plot.h"
@@ -72,7 +73,8 @@ constexpr char kUsage[] =
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
-    "       runnel lsp [--log-timing]       the language server, over stdio "
+    "       runnel lsp [--log-timing] [--check-timeout S]\n"
+    "                                       the language server, over stdio "
     "(docs/editors.md)\n"
     "       runnel server --cluster C.json --job J --task N [--verbose]\n"
     "                                       serve a task of a cluster "
@@ -267,9 +269,19 @@ extern "C" void OnServerSignal(int) { g_server_stop.store(true); }
 // the interpreter's large stack (the checker runs there).
 int Lsp(const std::vector<std::string>& args) {
   lsp::ServerOptions options;
+  // The server's own checker process (cli/lsp/checker.h).
+  if (args.size() == 3 && args[1] == "--check-file") {
+    return lsp::CheckFileMain(args[2]);
+  }
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--log-timing") {
       options.log_timing = true;
+    } else if (args[i] == "--check-timeout" && i + 1 < args.size()) {
+      char* end = nullptr;
+      options.check_timeout_s = std::strtod(args[++i].c_str(), &end);
+      if (*end != '\0' || !(options.check_timeout_s > 0)) {
+        return Usage("--check-timeout takes a number of seconds above 0");
+      }
     } else if (args[i] != "--stdio") {  // what some clients add
       return Usage(StrCat("'lsp' does not take '", args[i], "'"));
     }

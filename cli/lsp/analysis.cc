@@ -12,9 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "base/strings.h"
 #include "framework/dtype.h"
-#include "interpreter/builtins.h"
 #include "interpreter/interpreter.h"
-#include "interpreter/observer.h"
 
 namespace runnel::lsp {
 namespace {
@@ -43,151 +41,6 @@ std::vector<std::string> ParamNames(const std::vector<lang::Param>& params) {
   for (const lang::Param& p : params) names.push_back(p.name);
   return names;
 }
-
-// ---- the type of a value, as hover shows it
-// ----------------------------------
-
-std::string TypeOf(const interp::Value& v, int depth = 0) {
-  using interp::ValueKind;
-  auto items = [&](const std::vector<interp::Value>& xs) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < xs.size() && i < 8; ++i) {
-      parts.push_back(depth < 3 ? TypeOf(xs[i], depth + 1) : "…");
-    }
-    if (xs.size() > 8) parts.push_back("…");
-    return absl::StrJoin(parts, ", ");
-  };
-  switch (v.kind()) {
-    case ValueKind::kTensor:
-    case ValueKind::kSymbolic: {
-      const Shape& shape = v.tensor_shape();
-      std::string dims;
-      if (shape.unknown_rank()) {
-        dims = "[*]";
-      } else {
-        std::vector<std::string> ds;
-        for (int64_t d : shape.dims()) {
-          ds.push_back(d < 0 ? "?" : std::to_string(d));
-        }
-        dims = StrCat("[", absl::StrJoin(ds, ", "), "]");
-      }
-      std::string t = StrCat(DTypeName(v.tensor_dtype()), dims);
-      if (v.is_concrete() && shape.dims().empty() && !shape.unknown_rank()) {
-        t += StrCat(" = ", interp::FormatValue(v));
-      }
-      return t;
-    }
-    case ValueKind::kNone:
-      return "none";
-    case ValueKind::kOp:
-      return "op";
-    case ValueKind::kString:
-      return "string";
-    case ValueKind::kDType:
-      return "dtype";
-    case ValueKind::kTuple:
-      return StrCat("(", items(v.items()), ")");
-    case ValueKind::kList:
-      return StrCat("list [", items(v.items()), "]");
-    case ValueKind::kRecord: {
-      std::vector<std::string> parts;
-      for (const interp::Field& f : v.fields()) {
-        parts.push_back(StrCat(f.first, ": ",
-                               depth < 3 ? TypeOf(f.second, depth + 1) : "…"));
-      }
-      return StrCat("{", absl::StrJoin(parts, ", "), "}");
-    }
-    case ValueKind::kRange:
-      return "range";
-    case ValueKind::kFunction: {
-      const auto& f = v.function();
-      std::vector<std::string> ps;
-      if (f->builtin != nullptr) {
-        for (const auto& p : f->builtin->params) ps.push_back(p.name);
-      } else {
-        ps = ParamNames(f->params());
-      }
-      return StrCat("fn ", f->name, "(", absl::StrJoin(ps, ", "), ")");
-    }
-    case ValueKind::kModule:
-      return StrCat("module ", v.module()->name);
-    case ValueKind::kDataset:
-      return "dataset";
-    case ValueKind::kIterable:
-      return "iterable";
-  }
-  return "value";
-}
-
-// ---- what the checker tells -------------------------------------------------
-
-using SpanKey = std::tuple<int, int, int, int>;
-using DeclKey = std::tuple<int, int, std::string>;
-
-class Recorder : public interp::Observer {
- public:
-  explicit Recorder(FileName file) : file_(file) {}
-
-  void Evaluated(const lang::Expr& e, const interp::Value& v) override {
-    if (e.span.file != file_) return;
-    switch (e.kind) {
-      case lang::ExprKind::kInt:
-      case lang::ExprKind::kFloat:
-      case lang::ExprKind::kString:
-      case lang::ExprKind::kBool:
-      case lang::ExprKind::kNone:
-        return;  // a literal says what it is
-      default:
-        break;
-    }
-    const SpanKey key{e.span.line, e.span.col, e.span.end_line, e.span.end_col};
-    if (seen_.insert(key).second) types_.push_back({e.span, TypeOf(v)});
-  }
-
-  void Bound(const std::string& name, const interp::Binding& b) override {
-    if (b.span.file != file_) return;
-    const DeclKey key{b.span.line, b.span.col, name};
-    if (bound_.contains(key)) return;
-    std::string extra;
-    if (b.kind == interp::BindingKind::kVar ||
-        b.kind == interp::BindingKind::kState) {
-      std::vector<std::string> parts;
-      if (b.kind == interp::BindingKind::kVar && b.value.is_tensor() &&
-          IsFloating(b.value.tensor_dtype())) {
-        parts.push_back("trainable");
-      } else {
-        parts.push_back("not trainable");
-      }
-      const Node* node = b.value.node();
-      if (node != nullptr && !node->requested_device().empty()) {
-        parts.push_back(node->requested_device());
-      } else {
-        parts.push_back("default device");
-      }
-      extra = absl::StrJoin(parts, ", ");
-    }
-    bound_.emplace(key, std::make_pair(TypeOf(b.value), extra));
-  }
-
-  std::vector<Typed> TakeTypes() {
-    std::sort(types_.begin(), types_.end(), [](const Typed& a, const Typed& b) {
-      return std::tie(a.span.line, a.span.col) <
-             std::tie(b.span.line, b.span.col);
-    });
-    return std::move(types_);
-  }
-  const std::pair<std::string, std::string>* Find(const SourceSpan& s,
-                                                  const std::string& name) {
-    auto it = bound_.find(DeclKey{s.line, s.col, name});
-    return it == bound_.end() ? nullptr : &it->second;
-  }
-
- private:
-  FileName file_;
-  std::vector<Typed> types_;
-  absl::flat_hash_set<SpanKey> seen_;
-  absl::flat_hash_map<DeclKey, std::pair<std::string, std::string>> bound_;
-};
 
 // ---- names: declarations and uses, by the language's scopes ----------------
 
@@ -262,6 +115,7 @@ class Walker {
                            .end_line = block.end_line,
                            .end_col = block.end_col};
     s.parent = parent_;
+    s.top_level = frames_.size() == 1;
     a_->symbols.push_back(std::move(s));
     const int index = static_cast<int>(a_->symbols.size()) - 1;
     frames_.back()->names.emplace_back(name, index);
@@ -728,25 +582,29 @@ std::unique_ptr<Analysis> Analyze(const std::string& path, std::string text,
   if (!a->syntax_ok || !options.check) return a;
 
   t0 = Clock::now();
-  Recorder recorder{FileName(path)};
-  interp::Options io;
-  io.check_mode = true;
-  io.stdlib_dir = options.stdlib_dir;
-  io.observer = &recorder;
-  io.threads = 1;
-  {
-    lang::DiagnosticSink sink(&a->diagnostics);
-    interp::Interpreter interp(io, &sink);
-    interp.RunSource(path, std::move(text));
-  }
+  CheckResult checked =
+      options.checker.empty()
+          ? CheckHere(path, std::move(text), options.stdlib_dir)
+          : CheckInChild(options.checker, path, text, options.check_timeout_s);
   a->checked = true;
-  a->types = recorder.TakeTypes();
+  for (lang::Diagnostic& d : checked.diagnostics) {
+    a->diagnostics.push_back(std::move(d));
+  }
+  a->types = std::move(checked.types);
+  absl::flat_hash_map<std::tuple<int, int, std::string>, size_t> bound;
+  for (size_t i = 0; i < checked.bound.size(); ++i) {
+    const CheckResult::Bound& b = checked.bound[i];
+    bound.emplace(std::make_tuple(b.line, b.col, b.name), i);
+  }
   for (Symbol& s : a->symbols) {
-    const auto* found = recorder.Find(s.name_span, s.name);
-    if (found == nullptr) found = recorder.Find(s.full, s.name);
-    if (found != nullptr) {
-      s.type = found->first;
-      s.extra = found->second;
+    auto it =
+        bound.find(std::make_tuple(s.name_span.line, s.name_span.col, s.name));
+    if (it == bound.end()) {
+      it = bound.find(std::make_tuple(s.full.line, s.full.col, s.name));
+    }
+    if (it != bound.end()) {
+      s.type = checked.bound[it->second].type;
+      s.extra = checked.bound[it->second].extra;
     }
   }
   a->check_ms = MsSince(t0);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/source_span.h"
+#include "cli/lsp/checker.h"
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
@@ -40,7 +41,8 @@ struct Symbol {
   // Where it is visible: from its declaration to the end of its block (a
   // whole block for a function, which later code may call).
   SourceSpan visible;
-  int parent = -1;  // the enclosing def or scope (document symbols)
+  int parent = -1;         // the enclosing def or scope (document symbols)
+  bool top_level = false;  // not inside a function, loop or branch body
   const lang::DefStmt* def = nullptr;  // kDef
   std::vector<std::string> params;     // kDef, and functions bound by let
   std::string import_path;             // kImport: the file it reads
@@ -62,12 +64,6 @@ struct External {
   std::string name;    // "matmul", "nn.dense"
   std::string module;  // the import's symbol name for a member, else ""
   int import = -1;     // the import symbol, for a member
-};
-
-// A type the checker found for an expression.
-struct Typed {
-  SourceSpan span;
-  std::string type;
 };
 
 // A member of a module, read from the module's own file.
@@ -104,6 +100,10 @@ struct Analysis {
 struct AnalyzeOptions {
   std::string stdlib_dir;  // "" = the interpreter's default
   bool check = true;       // run the checker (when the syntax is fine)
+  // The runnel binary to check in a child process (checker.h), killed
+  // after check_timeout_s; "" checks in this process.
+  std::string checker;
+  double check_timeout_s = 20;
 };
 
 // Parses and checks `text` as the file `path` (imports resolve from its

@@ -1,9 +1,12 @@
 #include "cli/lsp/server.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -119,6 +122,11 @@ class Server {
  public:
   Server(std::FILE* in, std::FILE* out, const ServerOptions& options)
       : in_(in), out_(out), options_(options) {
+    // A checker process that dies while we write to it must not end us.
+    std::signal(SIGPIPE, SIG_IGN);
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) checker_.assign(exe, static_cast<size_t>(n));
     worker_ = std::make_unique<interp::LargeStackThread>([this] { Work(); });
   }
   ~Server() {
@@ -338,7 +346,10 @@ class Server {
     try {
       std::unique_ptr<Analysis> a =
           Analyze(job.path, job.doc->text(),
-                  {.stdlib_dir = options_.stdlib_dir, .check = true});
+                  {.stdlib_dir = options_.stdlib_dir,
+                   .check = true,
+                   .checker = checker_,
+                   .check_timeout_s = options_.check_timeout_s});
       if (options_.log_timing) {
         Log(StrCat("analysed ", job.path, ": parse ", a->parse_ms,
                    " ms, check ", a->check_ms, " ms"));
@@ -347,9 +358,11 @@ class Server {
     } catch (const std::exception& e) {
       // A bug here: say so, and keep what the parse alone gives.
       Log(StrCat("internal error analysing ", job.path, ": ", e.what()));
-      std::unique_ptr<Analysis> a =
-          Analyze(job.path, job.doc->text(),
-                  {.stdlib_dir = options_.stdlib_dir, .check = false});
+      std::unique_ptr<Analysis> a = Analyze(job.path, job.doc->text(),
+                                            {.stdlib_dir = options_.stdlib_dir,
+                                             .check = false,
+                                             .checker = "",
+                                             .check_timeout_s = 0});
       lang::Diagnostic d;
       d.message = StrCat("internal error in the language server: ", e.what());
       a->diagnostics.push_back(std::move(d));
@@ -1052,6 +1065,7 @@ class Server {
     for (size_t i = 0; i < a.symbols.size(); ++i) {
       const Symbol& s = a.symbols[i];
       if (s.kind == SymbolKind::kParam || s.kind == SymbolKind::kLoop) continue;
+      if (s.kind == SymbolKind::kLet && !s.top_level) continue;
       if (in_def(static_cast<int>(i))) continue;
       shown[i] = 1;
     }
@@ -1184,6 +1198,7 @@ class Server {
   bool initialized_ = false;
   bool shutdown_ = false;
   bool exit_ = false;
+  std::string checker_;  // this binary, run as the checker ("": in process)
   std::map<std::string, Open> open_;  // the reading thread's
 
   // Shared with the worker, under mu_.

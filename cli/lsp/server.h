@@ -25,6 +25,8 @@ namespace runnel::lsp {
 struct ServerOptions {
   std::string stdlib_dir;   // "" = the interpreter's default
   bool log_timing = false;  // --log-timing: each request's time on stderr
+  // A check taking longer is stopped, and a diagnostic says so.
+  double check_timeout_s = 20;
 };
 
 // Serves one client on `in` and `out` until `exit`; returns the exit status

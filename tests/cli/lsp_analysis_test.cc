@@ -74,7 +74,7 @@ TEST(LspAnalysisTest, NamesResolveAsTheLanguageScopesThem) {
       "let h2 = h\n"             // 7: h is visible after the scope
       "let h2 = h2 * 2.0\n";     // 8: shadows; its value reads line 7's
   std::unique_ptr<Analysis> a =
-      Analyze("/tmp/lsp_scopes.rnl", text, {.stdlib_dir = "", .check = true});
+      Analyze("/tmp/lsp_scopes.rnl", text, AnalyzeOptions{});
   ASSERT_TRUE(a->syntax_ok);
   ASSERT_TRUE(a->checked);
   EXPECT_TRUE(a->diagnostics.empty()) << a->diagnostics[0].message;
@@ -102,7 +102,7 @@ TEST(LspAnalysisTest, ASyntaxErrorKeepsTheOutlineAndNames) {
       "let y = x +\n"
       "let z = x\n";
   std::unique_ptr<Analysis> a =
-      Analyze("/tmp/lsp_broken.rnl", text, {.stdlib_dir = "", .check = true});
+      Analyze("/tmp/lsp_broken.rnl", text, AnalyzeOptions{});
   EXPECT_FALSE(a->syntax_ok);
   EXPECT_FALSE(a->checked);
   ASSERT_FALSE(a->diagnostics.empty());

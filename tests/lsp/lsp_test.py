@@ -419,3 +419,42 @@ def test_exit_without_shutdown_is_status_1():
     p = subprocess.run([RUNNEL, "lsp"], input=frame({"jsonrpc": "2.0", "method": "exit"}),
                        capture_output=True, timeout=60)
     assert p.returncode == 1
+
+
+def test_a_check_that_does_not_end_is_stopped_and_the_server_lives(tmp_path):
+    # The checker runs in a child process, stopped after --check-timeout.
+    text = ("input x: f32[3]\n"
+            "for i in 0..1000000000 {\n"
+            "    let a = i\n"
+            "}\n"
+            "let y = x * 2.0\n")
+    uri = (tmp_path / "forever.rnl").as_uri()
+    msgs = [
+        frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"capabilities": {}}}),
+        frame({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+               "params": {"textDocument": {"uri": uri, "languageId": "runnel",
+                                           "version": 1, "text": text}}}),
+        # Waits for the check (document symbols need the current text's).
+        frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/documentSymbol",
+               "params": {"textDocument": {"uri": uri}}}),
+        frame({"jsonrpc": "2.0", "id": 3, "method": "textDocument/hover",
+               "params": {"textDocument": {"uri": uri},
+                          "position": {"line": 4, "character": 8}}}),
+        frame({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
+        frame({"jsonrpc": "2.0", "method": "exit"}),
+    ]
+    p = subprocess.run([RUNNEL, "lsp", "--check-timeout", "1"],
+                       input=b"".join(msgs), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    messages = read_messages(p.stdout)
+    replies = {m["id"]: m for m in messages if "method" not in m}
+    published = [m["params"] for m in messages
+                 if m.get("method") == "textDocument/publishDiagnostics"]
+    assert len(published) == 1
+    (d,) = published[0]["diagnostics"]
+    assert d["message"].startswith("checking stopped after 1 s")
+    assert d["range"]["start"] == {"line": 0, "character": 0}
+    assert {s["name"] for s in replies[2]["result"]} == {"x", "y"}
+    # Names still resolve; the type needs a check that finished.
+    assert "input x" in replies[3]["result"]["contents"]["value"]
