@@ -1,5 +1,7 @@
 #include "cli/flags.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include "base/strings.h"
 #include "framework/device_set.h"
 #include "interpreter/diag.h"
+#include "lang/keywords.h"
 
 namespace runnel::cli {
 
@@ -103,6 +106,19 @@ Flag StringFlag(const char* name, Flag::For commands,
             cl.*into = *v;
             return std::string();
           }};
+}
+
+// A name a script can bind: a letter or '_', then letters, digits and
+// '_', not a keyword.
+bool IsName(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return std::find(lang::kKeywords.begin(), lang::kKeywords.end(), s) ==
+         lang::kKeywords.end();
 }
 
 // The options, in the order `did you mean` considers them.
@@ -264,6 +280,35 @@ const std::vector<Flag>& Flags() {
          cl.options.histograms_every = n;
          return "";
        }},
+      {"--feed", true, F::kRun,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         const size_t eq = v.has_value() ? v->find('=') : std::string::npos;
+         if (eq == std::string::npos || eq + 1 == v->size()) {
+           return "--feed needs NAME=FILE.npy";
+         }
+         const std::string name = v->substr(0, eq);
+         if (!IsName(name)) {
+           return StrCat(
+               "--feed needs the name of an input of the script, "
+               "got '",
+               name, "'");
+         }
+         cl.feeds.emplace_back(name, v->substr(eq + 1));
+         return "";
+       }},
+      {"--fetch", true, F::kRun,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         if (!v.has_value() || !IsName(*v)) {
+           return StrCat(
+               "--fetch needs the name of a value the script "
+               "binds at its top level, got '",
+               v.value_or(""), "'");
+         }
+         cl.fetches.push_back(*v);
+         return "";
+       }},
+      StringFlag("--out", F::kRun, &CommandLine::out_dir,
+                 "--out needs a directory"),
       StringFlag("--cluster", F::kRun, &CommandLine::cluster_file,
                  "--cluster needs a value"),
       StringFlag("--job", F::kRun, &CommandLine::job, "--job needs a value"),

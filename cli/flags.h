@@ -22,6 +22,10 @@ struct CommandLine {
   bool verbose = false;
   GraphView view;
   interp::Options options;
+  // run: --feed NAME=FILE.npy ... --fetch NAME ... --out DIR
+  std::vector<std::pair<std::string, std::string>> feeds;
+  std::vector<std::string> fetches;
+  std::string out_dir;
 };
 
 // Reads the options and FILE of `run`, `check` and `graph` (args[0] is the

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "base/strings.h"
 #include "cli/cluster_launcher.h"
 #include "cli/flags.h"
@@ -49,6 +51,7 @@
 #include "interpreter/large_stack.h"
 #include "interpreter/summaries.h"
 #include "lang/diagnostics.h"
+#include "lang/parser.h"
 
 namespace runnel::cli {
 namespace {
@@ -96,6 +99,9 @@ constexpr char kUsage[] =
     "                     report(...) scalars, the graph, histograms\n"
     "  --histograms-every N  histograms of the trainable vars every N\n"
     "                     global steps (default 100; needs --logdir)\n"
+    "  --fetch NAME --out DIR [--feed INPUT=FILE.npy]...  after the script,\n"
+    "                     run the top-level value NAME (repeatable) with\n"
+    "                     the inputs fed from .npy files; write DIR/NAME.npy\n"
     "  --devices cpu=N    split the cores into N CPU devices; each run is\n"
     "                     placed and partitioned over them (docs/devices.md)\n"
     "  --devices gpu=N|all  the GPUs to use besides (default all visible;\n"
@@ -442,6 +448,62 @@ std::optional<int> JoinCluster(CommandLine& cl,
   return std::nullopt;
 }
 
+// A Runnel string literal of `s`.
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// `--feed NAME=FILE.npy ... --fetch NAME ... --out DIR`: after the script,
+// one run of the named values with the named inputs fed from .npy files,
+// each value written to DIR/NAME.npy (save_npy: complete or not at all).
+// It is evaluated as the Runnel code it means, in the script's global
+// scope, as the source "<command line>", so that its errors are the
+// language's own: an unknown name (with the closest one), a feed that is
+// not an input or has the wrong dtype or shape, a missing feed.
+int FetchToFiles(interp::Interpreter& interp, const CommandLine& cl) {
+  std::error_code ec;
+  std::filesystem::create_directories(cl.out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "error: --out %s: %s\n", cl.out_dir.c_str(),
+                 ec.message().c_str());
+    return interp::kExitError;
+  }
+  std::vector<std::string> feeds;
+  for (const auto& [name, file] : cl.feeds) {
+    feeds.push_back(StrCat(name, ": load_npy(", Quoted(file), ")"));
+  }
+  std::string code =
+      StrCat("let __fetched = run (", absl::StrJoin(cl.fetches, ", "),
+             cl.fetches.size() == 1 ? ",)" : ")");
+  if (!feeds.empty())
+    code += StrCat(" with {", absl::StrJoin(feeds, ", "), "}");
+  code += "\n";
+  for (size_t i = 0; i < cl.fetches.size(); ++i) {
+    const std::string path =
+        (std::filesystem::path(cl.out_dir) / (cl.fetches[i] + ".npy")).string();
+    code += StrCat("save_npy(", Quoted(path), ", __fetched[", i, "])\n");
+  }
+  auto source = std::make_shared<lang::SourceFile>("<command line>", code);
+  interp.sink().AddSource(source);
+  lang::ParseResult parsed = lang::Parse(*source);
+  for (const lang::Diagnostic& d : parsed.errors) interp.sink().Report(d);
+  if (!parsed.ok()) return interp::kExitUsage;
+  absl::StatusOr<interp::Value> done = interp.Evaluate(
+      std::shared_ptr<const lang::Program>(std::move(parsed.program)));
+  return done.ok() ? interp::kExitOk : interp.Report(done.status());
+}
+
 // Runs, checks or draws the script; never returns (std::_Exit).
 int RunScript(const CommandLine& cl,
               const std::shared_ptr<GrpcCluster>& grpc_cluster) {
@@ -453,6 +515,9 @@ int RunScript(const CommandLine& cl,
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(cl.file);
+    if (status == interp::kExitOk && !cl.fetches.empty()) {
+      status = FetchToFiles(interp, cl);
+    }
     // The last checkpoint, also after an error or Ctrl-C; the graph's
     // last form in the TensorBoard events.
     if (absl::Status s = interp.host().FinishCheckpoints(); !s.ok()) {
@@ -533,6 +598,16 @@ int Main(int argc, char** argv) {
   }
   if (cl.options.histograms_every > 0 && cl.options.logdir.empty()) {
     return Usage("--histograms-every needs --logdir DIR");
+  }
+  if (!cl.fetches.empty() && cl.out_dir.empty()) {
+    return Usage("--fetch needs --out DIR, where NAME.npy is written");
+  }
+  if (cl.fetches.empty() && (!cl.feeds.empty() || !cl.out_dir.empty())) {
+    return Usage(StrCat(cl.feeds.empty() ? "--out" : "--feed",
+                        " needs --fetch NAME, the value to run"));
+  }
+  if (!cl.fetches.empty() && !cl.cluster_file.empty()) {
+    return Usage("--fetch runs in one process; it does not take --cluster");
   }
   cl.options.metrics_file = cl.metrics;
   cl.options.check_mode = command != "run";

@@ -40,6 +40,13 @@
       (accept-process-output nil 0.05))
     value))
 
+;; The example is edited in its buffer, never saved: no lock file
+;; (`.#fashion_mlp.rnl', which other tests would find in examples/), no
+;; auto-save or backup beside it.
+(setq create-lockfiles nil
+      auto-save-default nil
+      make-backup-files nil)
+
 (load (expand-file-name "editors/emacs/runnel-mode.el" runnel-lsp-root) nil t)
 (setq eglot-server-programs
       `((runnel-mode . (,(or (getenv "RUNNEL") "runnel") "lsp"))))
@@ -69,6 +76,10 @@
 (let ((before (length runnel-lsp-published))
       (line (progn (goto-char (point-max)) (line-number-at-pos))))
   (insert "let bad = h1 + x\n")
+  (runnel-lsp-check
+   (not (file-symlink-p (expand-file-name "examples/.#fashion_mlp.rnl"
+                                          runnel-lsp-root)))
+   "no lock file beside the example")
   (eglot--signal-textDocument/didChange)
   (runnel-lsp-check
    (runnel-lsp-wait (lambda () (and (> (length runnel-lsp-published) before)

@@ -1,5 +1,5 @@
 -- Neovim's built-in LSP client against `runnel lsp`, headless:
---   RUNNEL=build/runnel nvim --headless -u NONE -i NONE \
+--   RUNNEL=build/runnel nvim --headless -u NONE -i NONE -n \
 --     -c "luafile tests/lsp/nvim_test.lua" examples/fashion_mlp.rnl
 -- Opens the example, waits for its diagnostics (none), hovers the tensor
 -- `h1` and prints the hover text, types a shape error and waits for its
