@@ -75,6 +75,39 @@ RUNNEL_REGISTER_GRADIENT("erf", Chain([](GradBuilder& g) {
                                         g.Op("exp", {g.Neg(g.Mul(x, x))}));
                          }));
 
+// The inverse trigonometric and hyperbolic functions: d/dx asin = 1 /
+// sqrt(1 - x^2), acos its negative, atan 1 / (1 + x^2), asinh 1 /
+// sqrt(x^2 + 1), acosh 1 / sqrt(x^2 - 1), atanh 1 / (1 - x^2).
+NodeOut OneMinusSquare(GradBuilder& g, NodeOut x) {
+  return g.Sub(g.ScalarLike(1, x), g.Mul(x, x));
+}
+NodeOut SquarePlus(GradBuilder& g, NodeOut x, double c) {
+  return g.Add(g.Mul(x, x), g.ScalarLike(c, x));
+}
+RUNNEL_REGISTER_GRADIENT("asin", Chain([](GradBuilder& g) {
+                           return g.Op("rsqrt", {OneMinusSquare(g, g.x())});
+                         }));
+RUNNEL_REGISTER_GRADIENT("acos", Chain([](GradBuilder& g) {
+                           return g.Neg(
+                               g.Op("rsqrt", {OneMinusSquare(g, g.x())}));
+                         }));
+RUNNEL_REGISTER_GRADIENT("atan", Chain([](GradBuilder& g) {
+                           NodeOut x = g.x();
+                           return g.Div(g.ScalarLike(1, x),
+                                        SquarePlus(g, x, 1));
+                         }));
+RUNNEL_REGISTER_GRADIENT("asinh", Chain([](GradBuilder& g) {
+                           return g.Op("rsqrt", {SquarePlus(g, g.x(), 1)});
+                         }));
+RUNNEL_REGISTER_GRADIENT("acosh", Chain([](GradBuilder& g) {
+                           return g.Op("rsqrt", {SquarePlus(g, g.x(), -1)});
+                         }));
+RUNNEL_REGISTER_GRADIENT("atanh", Chain([](GradBuilder& g) {
+                           NodeOut x = g.x();
+                           return g.Div(g.ScalarLike(1, x),
+                                        OneMinusSquare(g, x));
+                         }));
+
 // Piecewise constant: the gradient is zero almost everywhere.
 RUNNEL_NO_GRADIENT("sign");
 RUNNEL_NO_GRADIENT("floor");

@@ -269,6 +269,30 @@ RUNNEL_REGISTER_OP(Unary("erf", FloatUnchangedShape)
                        .Doc("The error function: 2 / sqrt(pi) times the "
                             "integral of exp(-t^2) from 0 to x."));
 
+// The inverse trigonometric and hyperbolic functions (ONNX Asin ... Atanh).
+RUNNEL_REGISTER_OP(
+    Unary("asin", FloatUnchangedShape)
+        .Cost(KernelClass::kTranscendental)
+        .Doc("The inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1]."));
+RUNNEL_REGISTER_OP(
+    Unary("acos", FloatUnchangedShape)
+        .Cost(KernelClass::kTranscendental)
+        .Doc("The inverse cosine, in [0, pi]; NaN outside [-1, 1]."));
+RUNNEL_REGISTER_OP(Unary("atan", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The inverse tangent, in (-pi/2, pi/2)."));
+RUNNEL_REGISTER_OP(Unary("asinh", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The inverse hyperbolic sine."));
+RUNNEL_REGISTER_OP(
+    Unary("acosh", FloatUnchangedShape)
+        .Cost(KernelClass::kTranscendental)
+        .Doc("The inverse hyperbolic cosine, for x >= 1; NaN below 1."));
+RUNNEL_REGISTER_OP(Unary("atanh", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("The inverse hyperbolic tangent, for |x| < 1: "
+                            "+-inf at +-1, NaN beyond."));
+
 RUNNEL_REGISTER_OP(
     Unary("logical_not", BoolUnaryShape).Doc("`not x` for bool x."));
 

@@ -350,10 +350,10 @@ void AddCreation(std::vector<Builtin>& b) {
 // Element-wise.
 void AddElementWise(std::vector<Builtin>& b) {
   for (const char* op :
-       {"abs",     "neg",   "sign",  "sqrt",     "rsqrt", "square",
-        "exp",     "log",   "log1p", "sin",      "cos",   "tanh",
-        "sigmoid", "relu",  "elu",   "softplus", "erf",   "floor",
-        "ceil",    "round", "isnan", "isfinite"}) {
+       {"abs",      "neg",      "sign", "sqrt",  "rsqrt", "square",  "exp",
+        "log",      "log1p",    "sin",  "cos",   "tanh",  "sigmoid", "relu",
+        "elu",      "softplus", "erf",  "floor", "ceil",  "round",   "isnan",
+        "isfinite", "asin",     "acos", "atan",  "asinh", "acosh",   "atanh"}) {
     b.push_back(FromOp(op));
   }
   for (const char* op : {"pow", "maximum", "minimum", "clip", "where"}) {

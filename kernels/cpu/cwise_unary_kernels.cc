@@ -210,6 +210,18 @@ struct Erf {
     return x.erf();
   }
 };
+// A function of the C library, element by element: the inverse
+// trigonometric and hyperbolic functions (Eigen vectorizes only some of
+// them, and not for every dtype).
+template <auto kFn>
+struct ByElement {
+  static constexpr int kCost = 30;
+  template <class X>
+  static auto Eval(const X& x) {
+    using S = typename X::Scalar;
+    return x.unaryExpr([](S v) -> S { return kFn(v); });
+  }
+};
 struct LogicalNot {
   static constexpr int kCost = 1;
   template <class X>
@@ -295,6 +307,18 @@ RUNNEL_STATIC_INIT(CwiseUnaryKernels) {
   RegisterUnary<Elu, void>("elu", FloatTypes{});
   RegisterUnary<Softplus, void>("softplus", FloatTypes{});
   RegisterUnary<Erf, void>("erf", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::asin(v); }>, void>(
+      "asin", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::acos(v); }>, void>(
+      "acos", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::atan(v); }>, void>(
+      "atan", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::asinh(v); }>, void>(
+      "asinh", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::acosh(v); }>, void>(
+      "acosh", FloatTypes{});
+  RegisterUnary<ByElement<[](auto v) { return std::atanh(v); }>, void>(
+      "atanh", FloatTypes{});
 
   RegisterUnary<LogicalNot, void>("logical_not", TypeList<bool>{});
 }

@@ -32,6 +32,12 @@ RN_MATH1(Sin, sin)
 RN_MATH1(Cos, cos)
 RN_MATH1(Tanh, tanh)
 RN_MATH1(Erf, erf)
+RN_MATH1(Asin, asin)
+RN_MATH1(Acos, acos)
+RN_MATH1(Atan, atan)
+RN_MATH1(Asinh, asinh)
+RN_MATH1(Acosh, acosh)
+RN_MATH1(Atanh, atanh)
 #undef RN_MATH1
 __device__ __forceinline__ float Fmod(float x, float y) { return fmodf(x, y); }
 __device__ __forceinline__ double Fmod(double x, double y) {
@@ -237,6 +243,18 @@ __device__ __forceinline__ auto Apply(T x) {
     return MaxNaN(x, T(0)) + Log1p(Exp(-Fabs(x)));
   } else if constexpr (kOp == UnaryOp::kErf) {
     return Erf(x);
+  } else if constexpr (kOp == UnaryOp::kAsin) {
+    return Asin(x);
+  } else if constexpr (kOp == UnaryOp::kAcos) {
+    return Acos(x);
+  } else if constexpr (kOp == UnaryOp::kAtan) {
+    return Atan(x);
+  } else if constexpr (kOp == UnaryOp::kAsinh) {
+    return Asinh(x);
+  } else if constexpr (kOp == UnaryOp::kAcosh) {
+    return Acosh(x);
+  } else if constexpr (kOp == UnaryOp::kAtanh) {
+    return Atanh(x);
   } else {
     static_assert(kOp == UnaryOp::kLogicalNot);
     return !x;
@@ -385,6 +403,12 @@ cudaError_t LaunchUnary(UnaryOp op, ElemType type, const void* x, void* out,
     RN_CASE(kElu)
     RN_CASE(kSoftplus)
     RN_CASE(kErf)
+    RN_CASE(kAsin)
+    RN_CASE(kAcos)
+    RN_CASE(kAtan)
+    RN_CASE(kAsinh)
+    RN_CASE(kAcosh)
+    RN_CASE(kAtanh)
     RN_CASE(kLogicalNot)
   }
 #undef RN_CASE

@@ -77,6 +77,12 @@ enum class UnaryOp {
   kElu,
   kSoftplus,
   kErf,
+  kAsin,
+  kAcos,
+  kAtan,
+  kAsinh,
+  kAcosh,
+  kAtanh,
   kLogicalNot,
 };
 

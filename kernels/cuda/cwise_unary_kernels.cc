@@ -31,6 +31,12 @@ RUNNEL_STATIC_INIT(GpuCwiseUnaryKernels) {
   Unary<UnaryOp::kElu>("elu", kFloats);
   Unary<UnaryOp::kSoftplus>("softplus", kFloats);
   Unary<UnaryOp::kErf>("erf", kFloats);
+  Unary<UnaryOp::kAsin>("asin", kFloats);
+  Unary<UnaryOp::kAcos>("acos", kFloats);
+  Unary<UnaryOp::kAtan>("atan", kFloats);
+  Unary<UnaryOp::kAsinh>("asinh", kFloats);
+  Unary<UnaryOp::kAcosh>("acosh", kFloats);
+  Unary<UnaryOp::kAtanh>("atanh", kFloats);
   Unary<UnaryOp::kLogicalNot>("logical_not", kBools);
 }
 

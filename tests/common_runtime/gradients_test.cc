@@ -41,6 +41,19 @@ TEST(GradientCheck, Unary) {
   }
 }
 
+// Inside each function's domain, away from where the derivative blows up.
+TEST(GradientCheck, InverseTrigonometric) {
+  for (const char* op : {"asin", "acos", "atanh"}) {
+    SCOPED_TRACE(op);
+    CheckGradient(op, {Diff({2, 3}, -0.8, 0.8)});
+  }
+  for (const char* op : {"atan", "asinh"}) {
+    SCOPED_TRACE(op);
+    CheckGradient(op, {Diff({2, 3}, -3, 3)});
+  }
+  CheckGradient("acosh", {Diff({5}, 1.2, 3)});
+}
+
 TEST(GradientCheck, BinarySameShape) {
   for (const char* op : {"add", "sub", "mul"}) {
     SCOPED_TRACE(op);

@@ -541,9 +541,40 @@ TEST(CwiseTest, IncompatibleBroadcast) {
           {Bool({true, false}, {2}), F32({1, 2, 3}, {3}), F32({1}, {})});
 }
 
+// Python's math module's values (the C library's); outside the domain NaN,
+// and atanh(+-1) is +-inf, as NumPy and ONNX give.
+TEST(CwiseTest, InverseTrigonometric) {
+  ExpectTensor(
+      Run1("asin", {F64({0, 0.5, -1, 0.99}, {4})}), DType::kF64, {4},
+      {0.0, 0.5235987755982989, -1.5707963267948966, 1.4292568534704693},
+      1e-15);
+  ExpectTensor(Run1("acos", {F64({0, 0.5, -1, 1}, {4})}), DType::kF64, {4},
+               {1.5707963267948966, 1.0471975511965979, 3.141592653589793, 0},
+               1e-15);
+  ExpectTensor(
+      Run1("atan", {F32({0, 2, -1e3, 0.1}, {4})}), DType::kF32, {4},
+      {0, 1.1071487177940904, -1.5697963271282298, 0.09966865249116204});
+  ExpectTensor(
+      Run1("asinh", {F32({0, 1, -10, 1e-3}, {4})}), DType::kF32, {4},
+      {0, 0.881373587019543, -2.99822295029797, 0.0009999998333334083});
+  ExpectTensor(Run1("acosh", {F64({1, 2, 10, 1.5}, {4})}), DType::kF64, {4},
+               {0, 1.3169578969248166, 2.993222846126381, 0.9624236501192069},
+               1e-15);
+  ExpectTensor(
+      Run1("atanh", {F32({0, 0.5, -0.9, 0.99}, {4})}), DType::kF32, {4},
+      {0, 0.5493061443340548, -1.4722194895832204, 2.6466524123622457});
+  Tensor edges = Run1("asin", {F32({2, -1.5, kNaNf}, {3})});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(edges.at<float>(i)));
+  EXPECT_TRUE(std::isnan(Run1("acosh", {F32({0.5}, {1})}).at<float>(0)));
+  Tensor inf = Run1("atanh", {F32({1, -1}, {2})});
+  EXPECT_EQ(inf.at<float>(0), kInff);
+  EXPECT_EQ(inf.at<float>(1), -kInff);
+}
+
 TEST(CwiseTest, FloatOpsRejectIntegers) {
   for (const char* op : {"sqrt", "rsqrt", "exp", "log", "log1p", "sin", "cos",
-                         "tanh", "sigmoid", "elu", "softplus", "erf"}) {
+                         "tanh", "sigmoid", "elu", "softplus", "erf", "asin",
+                         "acos", "atan", "asinh", "acosh", "atanh"}) {
     std::string msg = ErrorOf(op, {I32({1, 2}, {2})});
     EXPECT_NE(msg.find(op), std::string::npos) << msg;
     EXPECT_NE(msg.find("floating-point"), std::string::npos) << msg;
