@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <tuple>
 #include <utility>
 
@@ -261,6 +262,12 @@ CheckResult FromJson(const std::string& text, const std::string& path) {
   return r;
 }
 
+// The checker process running now (0: none), and whether checks are
+// cancelled (CancelChecks).
+std::mutex g_child_mu;
+pid_t g_child = 0;
+bool g_cancelled = false;
+
 // The result of a check that did not finish: its reason, at line 1.
 CheckResult Failed(const std::string& message) {
   CheckResult r;
@@ -311,8 +318,15 @@ CheckResult CheckInChild(const std::string& runnel_exe, const std::string& path,
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, runnel_exe.c_str(), &actions, nullptr,
-                                  argv.data(), environ);
+  int spawned = ECANCELED;
+  {
+    std::lock_guard<std::mutex> lock(g_child_mu);
+    if (!g_cancelled) {
+      spawned = posix_spawn(&pid, runnel_exe.c_str(), &actions, nullptr,
+                            argv.data(), environ);
+      if (spawned == 0) g_child = pid;
+    }
+  }
   posix_spawn_file_actions_destroy(&actions);
   close(to_child[0]);
   close(from_child[1]);
@@ -354,7 +368,12 @@ CheckResult CheckInChild(const std::string& runnel_exe, const std::string& path,
   close(from_child[0]);
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    // Reaped under the lock, so CancelChecks never signals a reused pid.
+    std::lock_guard<std::mutex> lock(g_child_mu);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    g_child = 0;
   }
   if (timed_out) {
     return Failed(StrCat(
@@ -374,6 +393,12 @@ CheckResult CheckInChild(const std::string& runnel_exe, const std::string& path,
                          WIFEXITED(status) ? WEXITSTATUS(status) : -1,
                          "): ", e.what()));
   }
+}
+
+void CancelChecks() {
+  std::lock_guard<std::mutex> lock(g_child_mu);
+  g_cancelled = true;
+  if (g_child != 0) kill(g_child, SIGKILL);
 }
 
 int CheckFileMain(const std::string& path) {

@@ -47,6 +47,11 @@ CheckResult CheckHere(const std::string& path, std::string text,
 CheckResult CheckInChild(const std::string& runnel_exe, const std::string& path,
                          const std::string& text, double timeout_s);
 
+// Stops the check running in a child process, if any, and refuses every
+// later one (the server is exiting): they end at once with an error
+// diagnostic.
+void CancelChecks();
+
 // `runnel lsp --check-file PATH`: checks the text on stdin as PATH and
 // writes the result as JSON on stdout. Returns the exit status.
 int CheckFileMain(const std::string& path);

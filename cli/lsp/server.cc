@@ -135,6 +135,7 @@ class Server {
       stop_ = true;
     }
     cv_.notify_all();
+    CancelChecks();   // a check under way ends now
     worker_.reset();  // joins
   }
 

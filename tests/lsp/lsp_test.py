@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import subprocess
+import time
 
 import pytest
 import pytest_lsp
@@ -347,6 +348,17 @@ def frame(obj):
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
+def initialize_and_open(uri, text):
+    """The frames of `initialize` (id 1) and of opening `text` as `uri`."""
+    return [
+        frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"capabilities": {}}}),
+        frame({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+               "params": {"textDocument": {"uri": uri, "languageId": "runnel",
+                                           "version": 1, "text": text}}}),
+    ]
+
+
 def read_messages(data):
     out = []
     while data:
@@ -415,6 +427,22 @@ def test_malformed_requests_get_errors_and_the_server_lives():
     assert b"Content-Length is not a number" in p.stderr
 
 
+def test_exit_does_not_wait_for_a_check_under_way(tmp_path):
+    text = "for i in 0..1000000000 {\n    let a = i\n}\n"
+    uri = (tmp_path / "forever.rnl").as_uri()
+    msgs = [
+        *initialize_and_open(uri, text),
+        frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}),
+        frame({"jsonrpc": "2.0", "method": "exit"}),
+    ]
+    start = time.monotonic()
+    p = subprocess.run([RUNNEL, "lsp"], input=b"".join(msgs), capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    # The check would take 20 s to time out; exit kills it.
+    assert time.monotonic() - start < 10
+
+
 def test_exit_without_shutdown_is_status_1():
     p = subprocess.run([RUNNEL, "lsp"], input=frame({"jsonrpc": "2.0", "method": "exit"}),
                        capture_output=True, timeout=60)
@@ -430,11 +458,7 @@ def test_a_check_that_does_not_end_is_stopped_and_the_server_lives(tmp_path):
             "let y = x * 2.0\n")
     uri = (tmp_path / "forever.rnl").as_uri()
     msgs = [
-        frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"capabilities": {}}}),
-        frame({"jsonrpc": "2.0", "method": "textDocument/didOpen",
-               "params": {"textDocument": {"uri": uri, "languageId": "runnel",
-                                           "version": 1, "text": text}}}),
+        *initialize_and_open(uri, text),
         # Waits for the check (document symbols need the current text's).
         frame({"jsonrpc": "2.0", "id": 2, "method": "textDocument/documentSymbol",
                "params": {"textDocument": {"uri": uri}}}),
