@@ -108,6 +108,17 @@ RUNNEL_REGISTER_GRADIENT("atanh", Chain([](GradBuilder& g) {
                                         OneMinusSquare(g, x));
                          }));
 
+// Each x[j] adds to the sums at and after it (before it, reversed): dx is
+// the running sum of dy the other way, with the same `exclusive`.
+RUNNEL_REGISTER_GRADIENT("cumsum",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           AttrMap attrs = g.node().attrs();
+                           const bool reverse =
+                               GetAttr<bool>(attrs, "reverse").value_or(false);
+                           attrs["reverse"] = !reverse;
+                           return {g.Op("cumsum", {dy[0]}, std::move(attrs))};
+                         });
+
 // Piecewise constant: the gradient is zero almost everywhere.
 RUNNEL_NO_GRADIENT("sign");
 RUNNEL_NO_GRADIENT("floor");

@@ -44,6 +44,16 @@ Specs NumericUnaryShape(const ShapeContext& c) {
   return UnchangedShape(c);
 }
 
+// cumsum: numeric, of any rank with `axis` inside it (a scalar has none).
+Specs CumsumShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireNumeric(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, c.attr<int64_t>("axis"));
+  if (!c.shape(0).unknown_rank()) {
+    RN_RETURN_IF_ERROR(NormalizeAxis(axis, c.shape(0).rank()).status());
+  }
+  return UnchangedShape(c);
+}
+
 // isnan, isfinite: numeric in, bool out.
 Specs NumericPredicateShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(RequireNumeric(c, 0));
@@ -402,6 +412,19 @@ RUNNEL_REGISTER_OP(Reduction("any", BoolReduction)
 RUNNEL_REGISTER_OP(Reduction("logsumexp", FloatReduction)
                        .Cost(KernelClass::kTranscendental)
                        .Doc("log(sum(exp(x))), computed stably."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("cumsum")
+        .Inputs({"x"})
+        .Outputs({"y"})
+        .Attr("axis", int64_t{0})
+        .Attr("exclusive", false)
+        .Attr("reverse", false)
+        .Shape(CumsumShape)
+        .Cost(KernelClass::kReduction)
+        .Doc("Running sums along `axis` (numpy.cumsum, ONNX CumSum): "
+             "element i is x[0] + ... + x[i]; with `exclusive`, x[0] + ... "
+             "+ x[i - 1] (0 first); with `reverse`, the sums run from the "
+             "end."));
 RUNNEL_REGISTER_OP(Reduction("argmax", ArgReductionShape)
                        .Cost(KernelClass::kReduction)
                        .Doc("i32 index of the first maximum along one axis, "

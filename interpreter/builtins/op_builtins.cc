@@ -368,8 +368,8 @@ void AddElementWise(std::vector<Builtin>& b) {
 
 // Reductions.
 void AddReductions(std::vector<Builtin>& b) {
-  for (const char* op :
-       {"sum", "mean", "max", "min", "prod", "all", "any", "logsumexp"}) {
+  for (const char* op : {"sum", "mean", "max", "min", "prod", "all", "any",
+                         "logsumexp", "cumsum"}) {
     b.push_back(FromOp(op));
   }
   b.push_back(ArgReduction("argmax"));

@@ -449,4 +449,12 @@ absl::Status CheckGatherIndices(const std::vector<int64_t>& indices, int64_t n,
   return absl::OkStatus();
 }
 
+absl::StatusOr<CumsumAttrs> CumsumAttrs::Of(const Node& node) {
+  CumsumAttrs a;
+  RN_ASSIGN_OR_RETURN(a.axis, node.attr<int64_t>("axis"));
+  RN_ASSIGN_OR_RETURN(a.exclusive, node.attr<bool>("exclusive"));
+  RN_ASSIGN_OR_RETURN(a.reverse, node.attr<bool>("reverse"));
+  return a;
+}
+
 }  // namespace runnel

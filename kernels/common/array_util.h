@@ -35,6 +35,30 @@ absl::StatusOr<std::vector<Shape>> ConcreteOutputShapes(
 absl::StatusOr<Shape> ConcreteOutputShape(const OpKernelContext& ctx,
                                           const OpKernel& kernel);
 
+// The lines along one axis of a row-major tensor (softmax, cumsum):
+// outer * inner lines of `len` elements.
+struct AxisLines {
+  AxisLines(const Shape& shape, int axis) {
+    for (int i = 0; i < axis; ++i) outer *= shape.dim(i);
+    len = shape.dim(axis);
+    for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape.dim(i);
+  }
+  int64_t count() const { return outer * inner; }
+  // Offset of the first element of line l; its elements are `inner` apart.
+  int64_t start(int64_t l) const {
+    return (l / inner) * len * inner + l % inner;
+  }
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+// cumsum's attributes (framework/ops/math_ops.cc), as both devices read
+// them.
+struct CumsumAttrs {
+  int64_t axis = 0;
+  bool exclusive = false, reverse = false;
+  static absl::StatusOr<CumsumAttrs> Of(const Node& node);
+};
+
 // Row-major strides, in elements, of a tensor of `shape`.
 std::vector<int64_t> RowMajorStrides(const Shape& shape);
 std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims);

@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cpu/eigen_support.h"
 
 namespace runnel {
@@ -30,21 +31,6 @@ template <typename T>
 auto LoadRun(const EigenType<T>* p, int64_t n) {
   return Eigen::Map<const Array1<EigenType<T>>>(p, n).template cast<Acc<T>>();
 }
-
-// lines = outer * inner lines of `len` elements along one axis of `shape`.
-struct AxisLines {
-  AxisLines(const Shape& shape, int axis) {
-    for (int i = 0; i < axis; ++i) outer *= shape.dim(i);
-    len = shape.dim(axis);
-    for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape.dim(i);
-  }
-  int64_t count() const { return outer * inner; }
-  // Offset of the first element of line l; its elements are `inner` apart.
-  int64_t start(int64_t l) const {
-    return (l / inner) * len * inner + l % inner;
-  }
-  int64_t outer = 1, len = 1, inner = 1;
-};
 
 // Cycles per element of an exp-heavy line, for ParallelFor.
 constexpr int64_t kExpCost = 30;

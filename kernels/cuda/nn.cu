@@ -149,6 +149,26 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Running sums of `lines` lines of `len` elements `inner` apart.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    CumsumLines(const T* x, T* y, int64_t lines, int64_t len, int64_t inner,
+                bool exclusive, bool reverse) {
+  using C = Wrap<Wide<T>>;
+  for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l < lines;
+       l += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t start = (l / inner) * len * inner + l % inner;
+    C sum = C(0);
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t at = start + (reverse ? len - 1 - k : k) * inner;
+      const C v = static_cast<C>(Widen(x[at]));
+      if (!exclusive) sum += v;
+      y[at] = Narrow<T>(static_cast<Wide<T>>(sum));
+      if (exclusive) sum += v;
+    }
+  }
+}
+
 // For a float `type` T, calls launch(T{}, kBlock, blocks) to launch a
 // kernel with a block per line (kBlock true: long contiguous lines) or a
 // thread per line (false).
@@ -194,6 +214,24 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                             keep_lines);
                   }
                 });
+}
+
+cudaError_t LaunchCumsum(ElemType type, const void* x, void* y, int64_t outer,
+                         int64_t len, int64_t inner, bool exclusive,
+                         bool reverse, cudaStream_t stream) {
+  const int64_t lines = outer * inner;
+  if (lines * len == 0) return cudaSuccess;
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    if constexpr (!kNumber<T>) {
+      return cudaErrorNotSupported;
+    } else {
+      CumsumLines<T><<<Blocks(lines), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(y), lines, len, inner,
+          exclusive, reverse);
+      return cudaGetLastError();
+    }
+  });
 }
 
 cudaError_t LaunchSoftmaxCrossEntropy(ElemType type, const void* logits,

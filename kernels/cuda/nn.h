@@ -25,6 +25,12 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           cudaStream_t stream, const bool* keep = nullptr,
                           int64_t keep_lines = 1);
 
+// cumsum along the middle of [outer, len, inner] (kernels/cpu/scan_kernels.cc):
+// a thread per line, summing in the computing type (integers wrap).
+cudaError_t LaunchCumsum(ElemType type, const void* x, void* y, int64_t outer,
+                         int64_t len, int64_t inner, bool exclusive,
+                         bool reverse, cudaStream_t stream);
+
 // loss[r] = sum_k probs[r, k] * (lse(logits[r]) - logits[r, k]) for rows of
 // `classes` elements; 0 for rows of none.
 cudaError_t LaunchSoftmaxCrossEntropy(ElemType type, const void* logits,

@@ -18,6 +18,7 @@
 #include "base/strings.h"
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
@@ -55,17 +56,40 @@ class SoftmaxKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.rank()));
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < axis; ++i) outer *= x.dim(i);
-    for (int i = axis + 1; i < x.rank(); ++i) inner *= x.dim(i);
+    const AxisLines lines(x.shape(), axis);
     RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
     RN_CUDA(cuda::LaunchSoftmax(l.type, kLog, x.raw_data(), y->raw_data(),
-                                outer, x.dim(axis), inner, l.gpu->compute()));
+                                lines.outer, lines.len, lines.inner,
+                                l.gpu->compute()));
     return absl::OkStatus();
   }
 
  private:
   int64_t axis_ = -1;
+};
+
+// cumsum along attribute `axis` (kernels/cpu/scan_kernels.cc).
+class CumsumKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, CumsumAttrs::Of(node));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(attrs_.axis, x.rank()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    const AxisLines lines(x.shape(), axis);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    RN_CUDA(cuda::LaunchCumsum(l.type, x.raw_data(), y->raw_data(), lines.outer,
+                               lines.len, lines.inner, attrs_.exclusive,
+                               attrs_.reverse, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  CumsumAttrs attrs_;
 };
 
 // masked_softmax over the last axis (kernels/cpu/nn_kernels.cc).
@@ -205,6 +229,7 @@ void Register(const std::string& op, const std::vector<DType>& dtypes) {
 RUNNEL_STATIC_INIT(GpuNnKernels) {
   Register<SoftmaxKernel<false>>("softmax", kFloats);
   Register<MaskedSoftmaxKernel>("masked_softmax", kFloats);
+  Register<CumsumKernel>("cumsum", kNumbers);
   Register<SoftmaxKernel<true>>("log_softmax", kFloats);
   Register<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", kFloats);
   Register<SparseSoftmaxCrossEntropyKernel>("sparse_softmax_cross_entropy",

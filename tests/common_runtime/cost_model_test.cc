@@ -138,7 +138,7 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "truncated_normal"}},
       {KernelClass::kReduction,
        {"sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin",
-        "l2_loss", "sum_to_like"}},
+        "l2_loss", "sum_to_like", "cumsum"}},
       {KernelClass::kFree,
        {"_feed",
         "_fetch",

@@ -54,6 +54,19 @@ TEST(GradientCheck, InverseTrigonometric) {
   CheckGradient("acosh", {Diff({5}, 1.2, 3)});
 }
 
+TEST(GradientCheck, Cumsum) {
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      for (int64_t axis : {0, 1, -1}) {
+        SCOPED_TRACE(::testing::Message() << axis << exclusive << reverse);
+        CheckGradient(
+            "cumsum", {Diff({3, 4})},
+            {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
+      }
+    }
+  }
+}
+
 TEST(GradientCheck, BinarySameShape) {
   for (const char* op : {"add", "sub", "mul"}) {
     SCOPED_TRACE(op);

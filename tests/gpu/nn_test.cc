@@ -202,6 +202,29 @@ TEST(GpuNnTest, LogSumExp) {
 // NaN wins max, min, argmax and argmin (the first NaN for the args); the
 // infinities follow IEEE in sums, and logsumexp gives its max where that is
 // not finite.
+// cumsum in every dtype it registers, along each axis, every way; with
+// its gradient for the floats.
+TEST(GpuNnTest, Cumsum) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    const bool floats = d != DType::kI32 && d != DType::kI64;
+    for (const Shape& s : {Shape{7, 13}, Shape{3, 1000, 5}, Shape{0, 4}}) {
+      for (int64_t axis : {0, 1, -1}) {
+        for (bool exclusive : {false, true}) {
+          for (bool reverse : {false, true}) {
+            Compare("cumsum", {Random(d, s, 61)},
+                    {{"axis", axis},
+                     {"exclusive", exclusive},
+                     {"reverse", reverse}},
+                    floats && s.num_elements() < 1000);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuNnTest, NanAndInfinities) {
   SKIP_WITHOUT_GPU();
   const float inf = INFINITY, nan = NAN;
@@ -216,6 +239,14 @@ TEST(GpuNnTest, NanAndInfinities) {
     Compare(op, {rows}, Axis({0}));
   }
   for (const char* op : {"softmax", "log_softmax"}) Compare(op, {rows});
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      Compare("cumsum", {rows},
+              {{"axis", int64_t{1}},
+               {"exclusive", exclusive},
+               {"reverse", reverse}});
+    }
+  }
   Compare("softmax_cross_entropy",
           {rows, Random(DType::kF32, Shape{4, 4}, 30, 0, 1)});
   // A NaN far into a long reduction, past the first chunk.

@@ -36,7 +36,7 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|allclose\|any\|apply_adam\|apply_momentum\|apply_sgd\|arange\|arg
       \\|argmax\|argmin\|asin\|asinh\|assert\|assign\|assign_add\|assign_sub
       \\|atan\|atanh\|avg_pool\|batches\|bias_add\|broadcast_to\|cast\|ceil
-      \\|check_numerics\|clip\|close\|concat\|conv2d\|cos\|dataset
+      \\|check_numerics\|clip\|close\|concat\|conv2d\|cos\|cumsum\|dataset
       \\|debug_print\|dequeue\|dequeue_many\|dropout\|dynamic_partition
       \\|dynamic_stitch\|elu\|embedding_lookup\|encode\|enqueue\|enqueue_many
       \\|erf\|exit\|exp\|expand_dims\|eye\|fill\|float\|floor\|fmt\|gather

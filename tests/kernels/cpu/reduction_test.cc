@@ -184,6 +184,42 @@ TEST(ReductionTest, ArgMaxArgMin) {
             std::string::npos);
 }
 
+// cumsum against numpy.cumsum (and ONNX CumSum's exclusive and reverse).
+TEST(ReductionTest, Cumsum) {
+  auto attrs = [](int64_t axis, bool exclusive, bool reverse) {
+    return AttrMap{
+        {"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}};
+  };
+  const Tensor x = F32({1, 2, 3, 4, 5, 6}, {2, 3});
+  ExpectTensor(Run1("cumsum", {x}, attrs(1, false, false)), DType::kF32, {2, 3},
+               {1, 3, 6, 4, 9, 15});
+  ExpectTensor(Run1("cumsum", {x}, attrs(0, false, false)), DType::kF32, {2, 3},
+               {1, 2, 3, 5, 7, 9});
+  ExpectTensor(Run1("cumsum", {x}, attrs(-1, true, false)), DType::kF32, {2, 3},
+               {0, 1, 3, 0, 4, 9});
+  ExpectTensor(Run1("cumsum", {x}, attrs(1, false, true)), DType::kF32, {2, 3},
+               {6, 5, 3, 15, 11, 6});
+  ExpectTensor(Run1("cumsum", {x}, attrs(1, true, true)), DType::kF32, {2, 3},
+               {5, 3, 0, 11, 6, 0});
+  // Integers wrap as their addition does; f64 keeps its precision.
+  ExpectTensor(
+      Run1("cumsum", {I32({2147483647, 1, 1}, {3})}, attrs(0, false, false)),
+      DType::kI32, {3}, {2147483647, -2147483648.0, -2147483647}, 0);
+  ExpectTensor(Run1("cumsum", {F64({1e8, 1, 1}, {3})}, attrs(0, false, false)),
+               DType::kF64, {3}, {1e8, 1e8 + 1, 1e8 + 2}, 0);
+  // An empty axis, and a NaN that spreads forward only.
+  ExpectTensor(Run1("cumsum", {F32({}, {2, 0})}, attrs(1, false, false)),
+               DType::kF32, {2, 0}, {});
+  Tensor n = Run1("cumsum", {F32({1, kNaNf, 2}, {3})}, attrs(0, false, false));
+  EXPECT_EQ(n.at<float>(0), 1);
+  EXPECT_TRUE(std::isnan(n.at<float>(1)) && std::isnan(n.at<float>(2)));
+  EXPECT_NE(ErrorOf("cumsum", {x}, attrs(2, false, false)).find("axis"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("cumsum", {Bool({true}, {1})}, attrs(0, false, false))
+                .find("cumsum"),
+            std::string::npos);
+}
+
 TEST(ReductionTest, LogSumExp) {
   ExpectTensor(Run1("logsumexp", {F32({0, 0}, {2})}), DType::kF32, {},
                {0.69314718});
