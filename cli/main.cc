@@ -269,8 +269,6 @@ absl::Status LoadCluster(const std::string& cluster_file,
 std::atomic<bool> g_server_stop{false};
 extern "C" void OnServerSignal(int) { g_server_stop.store(true); }
 
-// `runnel server --cluster C.json --job J --task N [--threads N]
-// [--token-file F] [--verbose]`: serves until SIGINT or SIGTERM.
 // `runnel lsp`: the language server on stdin and stdout, on a thread with
 // the interpreter's large stack (the checker runs there).
 int Lsp(const std::vector<std::string>& args) {
@@ -299,6 +297,8 @@ int Lsp(const std::vector<std::string>& args) {
   return status;
 }
 
+// `runnel server --cluster C.json --job J --task N [--threads N]
+// [--token-file F] [--verbose]`: serves until SIGINT or SIGTERM.
 int Server(const std::vector<std::string>& args) {
   std::string cluster_file, job, task_text, threads_text, token_file;
   bool verbose = false;
@@ -448,20 +448,9 @@ std::optional<int> JoinCluster(CommandLine& cl,
   return std::nullopt;
 }
 
-// A Runnel string literal of `s`.
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+// A Runnel string literal of `s`, as `print` quotes strings in a tuple.
+std::string StringLiteral(const std::string& s) {
+  return interp::FormatValue(interp::Value::String(s), /*quote_strings=*/true);
 }
 
 // `--feed NAME=FILE.npy ... --fetch NAME ... --out DIR`: after the script,
@@ -481,7 +470,7 @@ int FetchToFiles(interp::Interpreter& interp, const CommandLine& cl) {
   }
   std::vector<std::string> feeds;
   for (const auto& [name, file] : cl.feeds) {
-    feeds.push_back(StrCat(name, ": load_npy(", Quoted(file), ")"));
+    feeds.push_back(StrCat(name, ": load_npy(", StringLiteral(file), ")"));
   }
   std::string code =
       StrCat("let __fetched = run (", absl::StrJoin(cl.fetches, ", "),
@@ -492,7 +481,7 @@ int FetchToFiles(interp::Interpreter& interp, const CommandLine& cl) {
   for (size_t i = 0; i < cl.fetches.size(); ++i) {
     const std::string path =
         (std::filesystem::path(cl.out_dir) / (cl.fetches[i] + ".npy")).string();
-    code += StrCat("save_npy(", Quoted(path), ", __fetched[", i, "])\n");
+    code += StrCat("save_npy(", StringLiteral(path), ", __fetched[", i, "])\n");
   }
   auto source = std::make_shared<lang::SourceFile>("<command line>", code);
   interp.sink().AddSource(source);

@@ -239,13 +239,9 @@ class Walker {
       case StmtKind::kImport: {
         const auto& s = static_cast<const lang::ImportStmt&>(stmt);
         const std::string alias = s.alias.empty() ? s.module : s.alias;
-        // `import nn`: the name is the module's; `import "f" as x`: the
-        // alias, at the end of the statement.
+        // `import nn` and `import "f" as x` end with the name they bind.
         SourceSpan at = s.span;
-        if (!s.alias.empty() && s.span.line == s.span.end_line) {
-          at.col = std::max(
-              s.span.col, s.span.end_col - static_cast<int>(alias.size()) + 1);
-        } else if (s.span.line == s.span.end_line) {
+        if (s.span.line == s.span.end_line) {
           at.col = std::max(
               s.span.col, s.span.end_col - static_cast<int>(alias.size()) + 1);
         }
@@ -524,13 +520,11 @@ std::string ResolveImport(const lang::ImportStmt& s, const std::string& path,
   return loader.ResolveImport(s, path);
 }
 
-std::vector<ModuleMember> ModuleMembers(const std::string& module_path) {
+namespace {
+
+std::vector<ModuleMember> PublicMembers(const lang::Program& program) {
   std::vector<ModuleMember> out;
-  absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
-      lang::SourceFile::Read(module_path);
-  if (!src.ok()) return out;
-  lang::ParseResult parsed = lang::Parse(**src);
-  for (const lang::StmtPtr& stmt : parsed.program->stmts) {
+  for (const lang::StmtPtr& stmt : program.stmts) {
     ModuleMember m;
     switch (stmt->kind) {
       case lang::StmtKind::kDef: {
@@ -563,6 +557,29 @@ std::vector<ModuleMember> ModuleMembers(const std::string& module_path) {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+}  // namespace
+
+const ModuleFile* ModuleCache::Get(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_time_type mtime =
+      std::filesystem::last_write_time(path, ec);
+  if (ec) return nullptr;
+  Entry& e = files_[path];
+  if (e.file != nullptr && e.mtime == mtime) return e.file.get();
+  absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
+      lang::SourceFile::Read(path);
+  if (!src.ok()) {
+    files_.erase(path);
+    return nullptr;
+  }
+  auto file = std::make_unique<ModuleFile>();
+  file->source = *src;
+  file->parsed = lang::Parse(**src);
+  file->members = PublicMembers(*file->parsed.program);
+  e = Entry{.mtime = mtime, .file = std::move(file)};
+  return e.file.get();
 }
 
 std::unique_ptr<Analysis> Analyze(const std::string& path, std::string text,

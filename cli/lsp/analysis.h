@@ -7,6 +7,8 @@
 #ifndef RUNNEL_CLI_LSP_ANALYSIS_H_
 #define RUNNEL_CLI_LSP_ANALYSIS_H_
 
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,10 +113,29 @@ struct AnalyzeOptions {
 std::unique_ptr<Analysis> Analyze(const std::string& path, std::string text,
                                   const AnalyzeOptions& options);
 
-// The public members of the module `import` (a kImport symbol) reads:
+// An imported module's file, read and parsed, and its public members:
 // top-level defs, lets and vars whose names do not start with '_'.
-// Empty when the file cannot be read or parsed.
-std::vector<ModuleMember> ModuleMembers(const std::string& module_path);
+struct ModuleFile {
+  std::shared_ptr<const lang::SourceFile> source;
+  lang::ParseResult parsed;  // its program is never null
+  std::vector<ModuleMember> members;
+};
+
+// The module files that hover, definition, completion and signature help
+// read: each read and parsed once, and again only when its modification
+// time changes. Not thread-safe (the server's reading thread owns it).
+class ModuleCache {
+ public:
+  // nullptr when the file cannot be read.
+  const ModuleFile* Get(const std::string& path);
+
+ private:
+  struct Entry {
+    std::filesystem::file_time_type mtime;
+    std::unique_ptr<ModuleFile> file;
+  };
+  std::map<std::string, Entry> files_;
+};
 
 // The file `import NAME` or `import "file"` in `path` reads.
 std::string ResolveImport(const lang::ImportStmt& s, const std::string& path,

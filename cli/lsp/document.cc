@@ -63,9 +63,7 @@ Position Document::At(int line, int col) const {
 }
 
 std::pair<int, int> Document::LineCol(Position p) const {
-  const size_t offset = Offset(p);
-  const int line = std::clamp(p.line, 0, num_lines() - 1);
-  return {line + 1, static_cast<int>(offset - starts_[line]) + 1};
+  return LineColAt(Offset(p));
 }
 
 Edit Document::Replace(Position start, Position end, std::string_view text) {

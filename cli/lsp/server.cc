@@ -638,13 +638,11 @@ class Server {
     if (e.import >= 0) {
       const Symbol& m = a.symbols[e.import];
       const std::string member = e.name.substr(e.name.find('.') + 1);
-      absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
-          lang::SourceFile::Read(m.import_path);
-      if (src.ok()) {
-        std::string doc = DefDoc((*src)->text(), member, m.import_path);
-        if (!doc.empty()) return doc;
-      }
-      for (const ModuleMember& mm : ModuleMembers(m.import_path)) {
+      const ModuleFile* file = modules_.Get(m.import_path);
+      if (file == nullptr) return Code(e.name);
+      std::string doc = DefDoc(file->source->text(), member, m.import_path);
+      if (!doc.empty()) return doc;
+      for (const ModuleMember& mm : file->members) {
         if (mm.name == member) {
           return Code(StrCat(SymbolKindName(mm.kind), " ", e.name));
         }
@@ -716,8 +714,13 @@ class Server {
         e != nullptr && e->import >= 0) {
       const Symbol& m = a.symbols[e->import];
       const std::string member = e->name.substr(e->name.find('.') + 1);
-      for (const ModuleMember& mm : ModuleMembers(m.import_path)) {
-        if (mm.name == member) return Location(o, m.import_path, mm.name_span);
+      if (const ModuleFile* file = modules_.Get(m.import_path)) {
+        for (const ModuleMember& mm : file->members) {
+          if (mm.name != member) continue;
+          const Document text(file->source->text(), utf8_);
+          return {{"uri", PathToUri(m.import_path)},
+                  {"range", Range(text, mm.name_span)}};
+        }
       }
     }
     return nullptr;
@@ -839,16 +842,14 @@ class Server {
       for (int s : a.VisibleAt(line, col)) {
         const Symbol& m = a.symbols[s];
         if (m.name != module || m.kind != SymbolKind::kImport) continue;
-        absl::StatusOr<std::shared_ptr<lang::SourceFile>> src =
-            lang::SourceFile::Read(m.import_path);
-        if (!src.ok()) return std::nullopt;
-        lang::ParseResult parsed = lang::Parse(**src);
-        for (const lang::StmtPtr& st : parsed.program->stmts) {
+        const ModuleFile* file = modules_.Get(m.import_path);
+        if (file == nullptr) return std::nullopt;
+        for (const lang::StmtPtr& st : file->parsed.program->stmts) {
           if (st->kind != lang::StmtKind::kDef) continue;
           const auto& d = static_cast<const lang::DefStmt&>(*st);
           if (d.name != member) continue;
-          FillParams(d.params, (*src)->text(), &sig);
-          sig.doc = DefDoc((*src)->text(), member, m.import_path);
+          FillParams(d.params, file->source->text(), &sig);
+          sig.doc = DefDoc(file->source->text(), member, m.import_path);
           return sig;
         }
         return std::nullopt;
@@ -978,7 +979,9 @@ class Server {
       for (int s : a.VisibleAt(line, col)) {
         const Symbol& sym = a.symbols[s];
         if (sym.name != module || sym.kind != SymbolKind::kImport) continue;
-        for (const ModuleMember& mm : ModuleMembers(sym.import_path)) {
+        const ModuleFile* file = modules_.Get(sym.import_path);
+        if (file == nullptr) break;
+        for (const ModuleMember& mm : file->members) {
           const bool fn = mm.kind == SymbolKind::kDef || !mm.params.empty();
           add(mm.name, fn ? 3 : 6,
               fn ? StrCat(mm.name, "(", absl::StrJoin(mm.params, ", "), ")")
@@ -1199,6 +1202,7 @@ class Server {
   bool initialized_ = false;
   bool shutdown_ = false;
   bool exit_ = false;
+  ModuleCache modules_;  // the reading thread's
   std::string checker_;  // this binary, run as the checker ("": in process)
   std::map<std::string, Open> open_;  // the reading thread's
 
