@@ -183,6 +183,16 @@ const std::vector<Flag>& Flags() {
          }
          return "";
        }},
+      {"--memory-budget", true, F::kAll,
+       [](const Value& v, CommandLine& cl) -> std::string {
+         size_t bytes = 0;
+         if (!v.has_value() || !ParseBytes(*v, &bytes) || bytes == 0) {
+           return "--memory-budget needs a size: bytes, or with K, M, G or T "
+                  "(e.g. 512M)";
+         }
+         cl.options.memory_budget = static_cast<int64_t>(bytes);
+         return "";
+       }},
       {"--verbose", false, F::kAll,
        [](const Value&, CommandLine& cl) -> std::string {
          cl.verbose = true;

@@ -107,6 +107,8 @@ constexpr char kUsage[] =
     "  --devices gpu=N|all  the GPUs to use besides (default all visible;\n"
     "                     gpu=0 for none; docs/gpu.md), e.g. cpu=2,gpu=1\n"
     "  --gpu-memory SIZE  the most memory each GPU's allocator holds (8G)\n"
+    "  --memory-budget SIZE  the most the stacks of each loop's gradient\n"
+    "                     hold; gradients through loops recompute to fit\n"
     "  --soft-placement   a device block no device matches warns, not fails\n"
     "  --trace FILE       write a Chrome/Perfetto trace of runs 10 to 12\n"
     "  --trace-runs A..B  the runs to trace instead\n"

@@ -31,6 +31,34 @@ bool IsInvariant(const Node* enter) {
   return c.ok() && *c;
 }
 
+// The `checkpoint = k` a script gave a loop (on its counter's enter); 0.
+int64_t CheckpointOf(const Node& counter_enter) {
+  absl::StatusOr<int64_t> k =
+      GetAttrOr<int64_t>(counter_enter.attrs(), "_checkpoint", 0);
+  return k.ok() ? *k : 0;
+}
+
+int64_t StaticBytes(const TensorSpec& spec) {
+  if (!spec.shape.IsFullyDefined()) return -1;
+  return spec.shape.num_elements() *
+         static_cast<int64_t>(DTypeSize(spec.dtype));
+}
+
+// The nodes that `outputs` depend on, through data and control edges.
+absl::flat_hash_set<const Node*> Upstream(const std::vector<NodeOut>& outputs) {
+  absl::flat_hash_set<const Node*> seen;
+  std::vector<const Node*> stack;
+  for (const NodeOut& o : outputs) stack.push_back(o.node);
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
+    for (const Node* c : n->control_inputs()) stack.push_back(c);
+  }
+  return seen;
+}
+
 // One step of the walk: a node, or a whole loop nested in the frame.
 struct Unit {
   Node* key = nullptr;  // the node, or the loop's first exit
@@ -50,18 +78,111 @@ struct LoopVar {
   Node* exit = nullptr;
 };
 
+// A forward value of a loop body that the backward loop pops. Where it is
+// pushed is decided once the backward body is built (Backprop::Save): by
+// the forward loop, or by a recomputation in the backward loop.
+struct Popped {
+  NodeOut v;
+  Node* stack = nullptr;  // its stack_new, in the frame around the loop
+  Node* pop = nullptr;
+  std::vector<Node*> reads;  // recomputations' reads that keep it
+};
+
 struct Level {
   std::string frame;  // the forward loop's frame ("" at level 0)
   WhileBuilder* loop = nullptr;
   NodeOut index;  // the forward iteration this backward iteration undoes
-  std::vector<std::pair<Node*, Node*>> pushes;  // (pop, its push)
+  std::vector<std::pair<Node*, Node*>> pushes;  // (pop or read, its push)
   absl::flat_hash_map<NodeOut, NodeOut> pops;
+  std::vector<Popped> popped;
+  absl::flat_hash_map<NodeOut, size_t> popped_at;  // index into popped
+};
+
+// The values of a loop body that its backward loop can compute again from
+// the loop's state instead of popping them (Backprop::Recompute): all but
+// the stored ones, which are pushed at each iteration as without
+// recomputation. Stored are a stateful op's values (a random draw, a
+// variable's read, a queue's element: computing them again would not give
+// the same value) and a nested loop's results.
+class RecomputeCone {
+ public:
+  enum class Kind { kCounter, kVar, kInvariant, kStored, kRecomputed };
+
+  RecomputeCone(const FrameMap& frames, const FrameMap::Loop& loop,
+                std::string frame, const std::vector<LoopVar>& vars)
+      : frames_(frames),
+        loop_(loop),
+        frame_(std::move(frame)),
+        vars_(vars),
+        needed_(vars.size(), false) {
+    for (size_t i = 0; i < vars.size(); ++i) var_of_[vars[i].body_in] = i;
+  }
+
+  Kind KindOf(const Node* n) const {
+    if (n == loop_.counter_body) return Kind::kCounter;
+    if (var_of_.contains(n)) return Kind::kVar;
+    if (frames_.frame_of(n) != frame_) return Kind::kStored;
+    if (IsEnter(n)) return IsInvariant(n) ? Kind::kInvariant : Kind::kStored;
+    const bool loop_node =
+        IsExit(n) || IsNextIteration(n) || n->op() == "loop_cond" ||
+        (IsMerge(n) && IsBackEdge(n, 1)) ||
+        (IsSwitch(n) && n->input(1).node->op() == "loop_cond");
+    if (n->stateful() || loop_node) return Kind::kStored;
+    return Kind::kRecomputed;
+  }
+  size_t var_of(const Node* n) const { return var_of_.at(n); }
+  const LoopVar& var(size_t i) const { return vars_[i]; }
+
+  // Adds what computing v again needs: the state variables it reads and
+  // the stored values, and what computing those variables' next values
+  // needs in turn (the recomputation carries them from iteration to
+  // iteration).
+  void Add(NodeOut v) {
+    std::vector<NodeOut> stack = {v};
+    while (!stack.empty()) {
+      const NodeOut o = stack.back();
+      stack.pop_back();
+      const Kind kind = KindOf(o.node);
+      if (kind == Kind::kStored) {
+        if (stored_seen_.insert(o).second) stored_.push_back(o);
+        continue;
+      }
+      if (!seen_.insert(o.node).second) continue;
+      if (kind == Kind::kVar) {
+        const size_t i = var_of(o.node);
+        needed_[i] = true;
+        stack.push_back(vars_[i].body_out);
+      } else if (kind == Kind::kRecomputed) {
+        for (const NodeOut& in : o.node->inputs()) stack.push_back(in);
+        for (Node* c : o.node->control_inputs()) {
+          if (KindOf(c) == Kind::kRecomputed) stack.push_back({c, 0});
+        }
+      }
+    }
+  }
+  const std::vector<bool>& needed() const { return needed_; }
+  // The stored values that computing again reads.
+  const std::vector<NodeOut>& stored() const { return stored_; }
+
+ private:
+  const FrameMap& frames_;
+  const FrameMap::Loop& loop_;
+  std::string frame_;
+  const std::vector<LoopVar>& vars_;
+  absl::flat_hash_map<const Node*, size_t> var_of_;
+  std::vector<bool> needed_;
+  absl::flat_hash_set<const Node*> seen_;
+  absl::flat_hash_set<NodeOut> stored_seen_;
+  std::vector<NodeOut> stored_;
 };
 
 class Backprop : public GradContext {
  public:
-  Backprop(Graph* graph, FrameMap frames, std::string scope)
-      : graph_(graph), frames_(std::move(frames)), scope_(std::move(scope)) {
+  Backprop(Graph* graph, FrameMap frames, const GradientOptions& options)
+      : graph_(graph),
+        frames_(std::move(frames)),
+        scope_(options.scope),
+        memory_budget_(options.memory_budget) {
     levels_.push_back(Level{});
   }
 
@@ -84,6 +205,26 @@ class Backprop : public GradContext {
   int depth() const { return static_cast<int>(levels_.size()) - 1; }
   absl::StatusOr<NodeOut> ResolveTo(NodeOut v, int d);
   absl::StatusOr<NodeOut> PopAt(NodeOut v, int e);
+  absl::StatusOr<Node*> NewStack(const Node* like, DType dtype, int e);
+  absl::StatusOr<Node*> PushEach(NodeOut v, Node* stack, int e);
+  absl::StatusOr<Node*> MakePop(NodeOut handle, NodeOut index,
+                                const TensorSpec& spec, const Node* like,
+                                bool keep, int depth);
+  absl::StatusOr<NodeOut> Save(const Unit& u, const std::vector<LoopVar>& vars,
+                               const std::vector<NodeOut>& next, NodeOut trips,
+                               NodeOut token, GradBuilder& in);
+  absl::StatusOr<int64_t> Plan(const Unit& u, const RecomputeCone& cone,
+                               const std::vector<bool>& used);
+  absl::StatusOr<NodeOut> Recompute(const Unit& u,
+                                    const std::vector<LoopVar>& vars,
+                                    const RecomputeCone& cone,
+                                    const std::vector<bool>& used, int64_t k,
+                                    NodeOut trips, NodeOut token,
+                                    GradBuilder& in);
+  // A node named `name` (made unique) on `like`'s device and span.
+  absl::StatusOr<Node*> Like(const Node* like, std::string name, std::string op,
+                             std::vector<NodeOut> inputs, AttrMap attrs,
+                             std::vector<Node*> control);
   absl::StatusOr<Node*> Forward(std::string op, std::vector<NodeOut> inputs,
                                 AttrMap attrs, std::vector<Node*> control,
                                 const std::string& frame, const Node* like);
@@ -96,6 +237,7 @@ class Backprop : public GradContext {
   Graph* graph_;
   FrameMap frames_;
   std::string scope_;
+  int64_t memory_budget_;
   std::vector<Level> levels_;
   absl::flat_hash_map<const Node*, int> depth_;  // backward nodes
 };
@@ -144,59 +286,82 @@ absl::StatusOr<NodeOut> Backprop::ResolveTo(NodeOut v, int d) {
   return base;
 }
 
-absl::StatusOr<Node*> Backprop::Forward(
-    std::string op, std::vector<NodeOut> inputs, AttrMap attrs,
-    std::vector<Node*> control, const std::string& frame, const Node* like) {
+absl::StatusOr<Node*> Backprop::Like(const Node* like, std::string name,
+                                     std::string op,
+                                     std::vector<NodeOut> inputs, AttrMap attrs,
+                                     std::vector<Node*> control) {
   NodeSpec spec;
-  spec.name = graph_->UniqueName(StrCat(like->name(), "/", op));
+  spec.name = graph_->UniqueName(name);
   spec.op = std::move(op);
   spec.inputs = std::move(inputs);
   spec.attrs = std::move(attrs);
   spec.control_inputs = std::move(control);
   spec.device = like->requested_device();
   spec.span = like->span();
-  RN_ASSIGN_OR_RETURN(Node * n, graph_->AddNode(std::move(spec)));
+  return graph_->AddNode(std::move(spec));
+}
+
+absl::StatusOr<Node*> Backprop::Forward(
+    std::string op, std::vector<NodeOut> inputs, AttrMap attrs,
+    std::vector<Node*> control, const std::string& frame, const Node* like) {
+  RN_ASSIGN_OR_RETURN(
+      Node * n, Like(like, StrCat(like->name(), "/", op), op, std::move(inputs),
+                     std::move(attrs), std::move(control)));
   frames_.set(n, frame);
   return n;
 }
 
-// The forward value v of the body of level e's loop, read in level e's
-// backward loop: the forward loop pushes it, the backward loop pops it.
-absl::StatusOr<NodeOut> Backprop::PopAt(NodeOut v, int e) {
-  Level& level = levels_[e];
-  auto it = level.pops.find(v);
-  if (it != level.pops.end()) return it->second;
-  const FrameMap::Loop* loop = frames_.loop(level.frame);
-  const std::string& outer = frames_.parent_of(level.frame);
-  const TensorSpec& spec = v.node->output(v.index);
-  // A stack per iteration of the enclosing loop: made where that loop's
-  // iteration runs.
+// A new stack for values of level e's loop body, made where an iteration of
+// the enclosing loop runs (a stack per iteration of that loop).
+absl::StatusOr<Node*> Backprop::NewStack(const Node* like, DType dtype, int e) {
+  const std::string& outer = frames_.parent_of(levels_[e].frame);
   std::vector<Node*> once;
   if (e > 1) once.push_back(frames_.loop(outer)->counter_body);
+  return Forward("stack_new", {}, {{"elem_dtype", dtype}}, once, outer, like);
+}
+
+// Level e's forward loop pushes v, of its body, onto `stack` at each
+// iteration's index.
+absl::StatusOr<Node*> Backprop::PushEach(NodeOut v, Node* stack, int e) {
+  const std::string& frame = levels_[e].frame;
   RN_ASSIGN_OR_RETURN(
-      Node * stack, Forward("stack_new", {}, {{"elem_dtype", spec.dtype}}, once,
-                            outer, v.node));
-  RN_ASSIGN_OR_RETURN(Node * handle, Forward("enter", {{stack, 0}},
-                                             {{"frame_name", level.frame},
-                                              {"is_constant", true}},
-                                             {}, level.frame, v.node));
+      Node * handle, Forward("enter", {{stack, 0}},
+                             {{"frame_name", frame}, {"is_constant", true}}, {},
+                             frame, v.node));
+  return Forward("stack_push",
+                 {{handle, 0}, {frames_.loop(frame)->counter_body, 0}, v}, {},
+                 {}, frame, v.node);
+}
+
+absl::StatusOr<Node*> Backprop::MakePop(NodeOut handle, NodeOut index,
+                                        const TensorSpec& spec,
+                                        const Node* like, bool keep,
+                                        int depth) {
+  AttrMap attrs = {{"elem_dtype", spec.dtype}, {"shape", spec.shape}};
+  if (keep) attrs["keep"] = true;
   RN_ASSIGN_OR_RETURN(
-      Node * push,
-      Forward("stack_push", {{handle, 0}, {loop->counter_body, 0}, v}, {}, {},
-              level.frame, v.node));
-  level.pushes.push_back({nullptr, push});
+      Node * p,
+      Like(like, StrCat(scope_, "/", like->name(), keep ? "/read" : "/pop"),
+           "stack_pop", {handle, index}, std::move(attrs), {}));
+  depth_[p] = depth;
+  return p;
+}
+
+// The forward value v of the body of level e's loop, read in level e's
+// backward loop: pushed at its iteration index (by the forward loop, or by
+// a recomputation: Save), popped by the backward loop at the same index.
+absl::StatusOr<NodeOut> Backprop::PopAt(NodeOut v, int e) {
+  auto it = levels_[e].pops.find(v);
+  if (it != levels_[e].pops.end()) return it->second;
+  const TensorSpec& spec = v.node->output(v.index);
+  RN_ASSIGN_OR_RETURN(Node * stack, NewStack(v.node, spec.dtype, e));
   RN_ASSIGN_OR_RETURN(NodeOut h, ResolveTo({stack, 0}, e));
-  NodeSpec pop;
-  pop.name = graph_->UniqueName(StrCat(scope_, "/", v.node->name(), "/pop"));
-  pop.op = "stack_pop";
-  pop.inputs = {h, levels_[e].index};
-  pop.attrs = {{"elem_dtype", spec.dtype}, {"shape", spec.shape}};
-  pop.device = v.node->requested_device();
-  pop.span = v.node->span();
-  RN_ASSIGN_OR_RETURN(Node * p, graph_->AddNode(std::move(pop)));
-  depth_[p] = e;
-  levels_[e].pushes.back().first = p;
-  levels_[e].pops[v] = {p, 0};
+  RN_ASSIGN_OR_RETURN(Node * p, MakePop(h, levels_[e].index, spec, v.node,
+                                        /*keep=*/false, e));
+  Level& level = levels_[e];
+  level.popped_at[v] = level.popped.size();
+  level.popped.push_back({v, stack, p, {}});
+  level.pops[v] = {p, 0};
   return NodeOut{p, 0};
 }
 
@@ -265,6 +430,14 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
     invariants.push_back(enter);
   }
   RN_RETURN_IF_ERROR(at.status());
+  // A loop that may recompute carries a token from each backward
+  // iteration's recomputation to the next one's (Recompute).
+  const bool may_recompute =
+      memory_budget_ > 0 || CheckpointOf(*loop.counter_enter) > 0;
+  if (may_recompute) {
+    init.push_back(trips);
+    shapes.push_back(std::nullopt);
+  }
 
   const std::string frame =
       graph_->UniqueName(StrCat(scope_, "/", u.loop_frame, "/grad"));
@@ -272,7 +445,10 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
       graph_, MakerAt(d + 1), [&](NodeOut v) { return ResolveTo(v, d); }, frame,
       frame, loop.counter_exit->span());
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top, wb.Begin(init, shapes, {}));
-  levels_.push_back(Level{u.loop_frame, &wb, {}, {}, {}});
+  Level level;
+  level.frame = u.loop_frame;
+  level.loop = &wb;
+  levels_.push_back(std::move(level));
   GradBuilder in(graph_, loop.counter_exit, frame, this);
   NodeOut pred = in.Op("less", {top[0], trips});
   RN_RETURN_IF_ERROR(in.status());
@@ -313,6 +489,10 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
     }
   }
   RN_RETURN_IF_ERROR(in.status());
+  RN_ASSIGN_OR_RETURN(
+      NodeOut token,
+      Save(u, vars, next, trips, may_recompute ? body.back() : NodeOut{}, in));
+  if (may_recompute) next.push_back(token);
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> exits, wb.Finish(next, {}));
 
   Level done = std::move(levels_.back());
@@ -341,21 +521,11 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
 absl::Status Backprop::OrderPushes(const Unit& u, const Level& done,
                                    const std::vector<NodeOut>& exits) {
   const FrameMap::Loop& loop = *u.loop;
-  absl::flat_hash_set<const Node*> used;
-  {
-    std::vector<const Node*> stack;
-    for (const NodeOut& e : exits) stack.push_back(e.node);
-    while (!stack.empty()) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      if (!used.insert(n).second) continue;
-      for (const NodeOut& in : n->inputs()) stack.push_back(in.node);
-      for (const Node* c : n->control_inputs()) stack.push_back(c);
-    }
-  }
+  const absl::flat_hash_set<const Node*> used = Upstream(exits);
   std::vector<Node*> pushes;
+  absl::flat_hash_set<Node*> taken;
   for (auto [pop, push] : done.pushes) {
-    if (used.contains(pop)) pushes.push_back(push);
+    if (used.contains(pop) && taken.insert(push).second) pushes.push_back(push);
   }
   if (!pushes.empty()) {
     RN_ASSIGN_OR_RETURN(Node * trigger,
@@ -364,6 +534,316 @@ absl::Status Backprop::OrderPushes(const Unit& u, const Level& done,
     graph_->AddControlInput(loop.counter_next, trigger);
   }
   return absl::OkStatus();
+}
+
+// Once the backward body of the loop at the deepest level is built: how the
+// values it pops reach their stacks. Without recomputation the forward loop
+// pushes each at every iteration. With it (the loop's `checkpoint = k`, or
+// the plan for the memory budget) the forward loop pushes only the state
+// every k iterations and the stored values, and each backward iteration
+// first computes again the values it pops (Recompute). Returns the token's
+// next value (`token` when there is no token or nothing recomputes).
+absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
+                                       const std::vector<LoopVar>& vars,
+                                       const std::vector<NodeOut>& next,
+                                       NodeOut trips, NodeOut token,
+                                       GradBuilder& in) {
+  const int e = depth();
+  RecomputeCone cone(frames_, *u.loop, levels_[e].frame, vars);
+  // A gradient function may pop a value it then does not use (for an
+  // input that needs no gradient): only the pops the backward body's
+  // results need are pushed.
+  const absl::flat_hash_set<const Node*> needed = Upstream(next);
+  std::vector<bool> used;
+  bool any = false;
+  for (const Popped& p : levels_[e].popped) {
+    used.push_back(needed.contains(p.pop));
+    if (!used.back() || cone.KindOf(p.v.node) == RecomputeCone::Kind::kStored)
+      continue;
+    cone.Add(p.v);
+    any = true;
+  }
+  int64_t k = 0;
+  if (token.node != nullptr && any) {
+    k = CheckpointOf(*u.loop->counter_enter);
+    if (k == 0) {
+      RN_ASSIGN_OR_RETURN(k, Plan(u, cone, used));
+    }
+  }
+  NodeOut token_next = token;
+  if (k > 0) {
+    RN_ASSIGN_OR_RETURN(token_next,
+                        Recompute(u, vars, cone, used, k, trips, token, in));
+  }
+  // What is not computed again, the forward loop pushes.
+  Level& level = levels_[e];
+  for (size_t i = 0; i < level.popped.size(); ++i) {
+    const Popped& p = level.popped[i];
+    if (k > 0 && cone.KindOf(p.v.node) != RecomputeCone::Kind::kStored)
+      continue;
+    RN_ASSIGN_OR_RETURN(Node * push, PushEach(p.v, p.stack, e));
+    level.pushes.push_back({p.pop, push});
+    for (Node* r : p.reads) level.pushes.push_back({r, push});
+  }
+  return token_next;
+}
+
+// The checkpoint interval k for the memory budget: 0 (store everything)
+// when the stacks fit, else the k whose stacks hold least; an error naming
+// the loop when even that does not fit, or when their size is known only
+// at run time.
+absl::StatusOr<int64_t> Backprop::Plan(const Unit& u, const RecomputeCone& cone,
+                                       const std::vector<bool>& used) {
+  const FrameMap::Loop& loop = *u.loop;
+  const Node* site = loop.counter_exit;
+  auto refuse = [&](std::string why) {
+    return AttachNode(absl::ResourceExhaustedError(
+                          StrCat("grad: --memory-budget ", memory_budget_,
+                                 ": the gradient of this loop ", why)),
+                      site->name(), site->span());
+  };
+  const int64_t trips =
+      GetAttrOr<int64_t>(loop.counter_enter->attrs(), "_trips", -1)
+          .value_or(-1);
+  if (trips < 0) {
+    return refuse(
+        "runs a number of iterations known only at run time, so its stacks "
+        "cannot be sized when the graph is built; give the loop "
+        "`checkpoint = k` (k near the square root of the iterations)");
+  }
+  int64_t recomputed = 0, stored = 0, state = 0;
+  std::string unknown;
+  auto add = [&](const TensorSpec& spec, const Node* n, int64_t* sum) {
+    const int64_t b = StaticBytes(spec);
+    if (b < 0 && unknown.empty())
+      unknown = StrCat("'", n->name(), "' (", spec.ToString(), ")");
+    *sum += std::max<int64_t>(b, 0);
+  };
+  absl::flat_hash_set<NodeOut> counted;
+  const std::vector<Popped>& popped = levels_[depth()].popped;
+  for (size_t i = 0; i < popped.size(); ++i) {
+    const Popped& p = popped[i];
+    if (!used[i]) continue;
+    const RecomputeCone::Kind kind = cone.KindOf(p.v.node);
+    counted.insert(p.v);
+    // An invariant is the same tensor at every index: it costs nothing.
+    if (kind == RecomputeCone::Kind::kInvariant) continue;
+    add(p.v.node->output(p.v.index), p.v.node,
+        kind == RecomputeCone::Kind::kStored ? &stored : &recomputed);
+  }
+  for (const NodeOut& v : cone.stored()) {
+    if (counted.insert(v).second) add(v.node->output(v.index), v.node, &stored);
+  }
+  for (size_t i = 0; i < cone.needed().size(); ++i) {
+    if (cone.needed()[i])
+      add(cone.var(i).merge->output(0), cone.var(i).merge, &state);
+  }
+  if (!unknown.empty()) {
+    return refuse(StrCat("saves ", unknown,
+                         ", whose size is known only at run time; give the "
+                         "loop `checkpoint = k`"));
+  }
+  if (trips * (recomputed + stored) <= memory_budget_) return 0;
+  // Held at most: the state every k iterations, k iterations' values
+  // computed again, and the stored values of every iteration.
+  int64_t best_k = 1, best = -1;
+  for (int64_t k = 1; k <= std::max<int64_t>(trips, 1); ++k) {
+    const int64_t held = (trips + k - 1) / k * state +
+                         std::min(k, trips) * recomputed + trips * stored;
+    if (best < 0 || held < best) {
+      best = held;
+      best_k = k;
+    }
+  }
+  if (best > memory_budget_) {
+    return refuse(StrCat(
+        "needs stacks of ", best, " bytes even computing its values again (",
+        trips, " iterations; the state, ", state, " bytes, saved every ",
+        best_k, "; ", recomputed, " bytes computed again per iteration",
+        stored > 0 ? StrCat("; ", stored,
+                            " bytes stored per iteration: random draws, "
+                            "variable reads, nested loops' results")
+                   : "",
+        ")"));
+  }
+  return best_k;
+}
+
+// Recomputation with interval k. The forward loop saves the state that the
+// values popped need (the cone's variables) at iterations 0, k, 2k, ...
+// The backward iteration that undoes the last iteration j of a segment
+// [s, j] (j = s + k - 1, or the loop's last) runs a loop of j - s + 1
+// iterations from the state saved at s: a copy of the forward body that
+// pushes the popped values at their indices; the other backward iterations
+// run it for no iteration. Their pops wait for it, and each iteration's
+// copy waits for the last one's (the token), so a segment's pushes are
+// done before its pops, which free them: the stacks hold one segment.
+// The copy computes the same values from the same inputs with the same
+// kernels, so the gradient is the same, bit for bit.
+absl::StatusOr<NodeOut> Backprop::Recompute(const Unit& u,
+                                            const std::vector<LoopVar>& vars,
+                                            const RecomputeCone& cone,
+                                            const std::vector<bool>& used,
+                                            int64_t k, NodeOut trips,
+                                            NodeOut token, GradBuilder& in) {
+  using Kind = RecomputeCone::Kind;
+  const int e = depth();
+  const FrameMap::Loop& loop = *u.loop;
+  const std::string& frame = levels_[e].frame;
+  const SourceSpan span = loop.counter_exit->span();
+  // The segment of this backward iteration's index j: its start s, and the
+  // iterations to compute again (0 unless j ends it).
+  const NodeOut j = levels_[e].index;
+  const NodeOut kk = in.Scalar(static_cast<double>(k), DType::kI32);
+  const NodeOut r = in.Op("mod", {j, kk});
+  const NodeOut seg = in.Sub(j, r);
+  const NodeOut one = in.Scalar(1, DType::kI32);
+  const NodeOut ends = in.Op(
+      "logical_or",
+      {in.Op("equal", {r, in.Scalar(static_cast<double>(k - 1), DType::kI32)}),
+       in.Op("equal", {j, in.Sub(trips, one)})});
+  const NodeOut n = in.Mul(in.Add(r, one), in.Cast(ends, DType::kI32));
+  RN_RETURN_IF_ERROR(in.status());
+
+  // The forward loop saves the state at every k-th iteration; the backward
+  // iteration reads (keeps) the one at s.
+  RN_ASSIGN_OR_RETURN(
+      Node * every,
+      Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, k)}},
+              {loop.counter_body}, frame, loop.counter_body));
+  RN_ASSIGN_OR_RETURN(
+      Node * zero,
+      Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, 0)}},
+              {loop.counter_body}, frame, loop.counter_body));
+  RN_ASSIGN_OR_RETURN(
+      Node * phase, Forward("mod", {{loop.counter_body, 0}, {every, 0}}, {}, {},
+                            frame, loop.counter_body));
+  RN_ASSIGN_OR_RETURN(Node * saves, Forward("equal", {{phase, 0}, {zero, 0}},
+                                            {}, {}, frame, loop.counter_body));
+  std::vector<size_t> state;  // indices into vars
+  std::vector<NodeOut> reads;
+  std::vector<std::optional<Shape>> shapes;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!cone.needed()[i]) continue;
+    const LoopVar& var = vars[i];
+    const TensorSpec& spec = var.merge->output(0);
+    RN_ASSIGN_OR_RETURN(Node * stack, NewStack(var.body_in, spec.dtype, e));
+    RN_ASSIGN_OR_RETURN(
+        Node * sw, Forward("switch", {{var.body_in, 0}, {saves, 0}}, {}, {},
+                           frame, var.body_in));
+    RN_ASSIGN_OR_RETURN(Node * push, PushEach({sw, 1}, stack, e));
+    RN_ASSIGN_OR_RETURN(NodeOut h, ResolveTo({stack, 0}, e));
+    RN_ASSIGN_OR_RETURN(Node * read,
+                        MakePop(h, seg, spec, var.body_in, /*keep=*/true, e));
+    levels_[e].pushes.push_back({read, push});
+    state.push_back(i);
+    reads.push_back({read, 0});
+    shapes.push_back(spec.shape);
+  }
+
+  const std::string rframe =
+      graph_->UniqueName(StrCat(scope_, "/", u.loop_frame, "/recompute"));
+  WhileBuilder wr(
+      graph_, MakerAt(e + 1), [&](NodeOut v) { return ResolveTo(v, e); },
+      rframe, rframe, span);
+  RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top,
+                      wr.Begin(reads, shapes, {token.node}));
+  auto make = [&](std::string op, std::vector<NodeOut> inputs, AttrMap attrs,
+                  std::vector<Node*> control,
+                  const Node* like) -> absl::StatusOr<Node*> {
+    RN_ASSIGN_OR_RETURN(
+        Node * made,
+        Like(like, StrCat(rframe, "/", like->name()), std::move(op),
+             std::move(inputs), std::move(attrs), std::move(control)));
+    depth_[made] = e + 1;
+    return made;
+  };
+  RN_ASSIGN_OR_RETURN(NodeOut n_in, wr.EnterInvariant(n));
+  RN_ASSIGN_OR_RETURN(Node * more,
+                      make("less", {top[0], n_in}, {}, {}, loop.counter_exit));
+  RN_ASSIGN_OR_RETURN(std::vector<NodeOut> body, wr.Condition({more, 0}));
+  RN_ASSIGN_OR_RETURN(NodeOut seg_in, wr.EnterInvariant(seg));
+  RN_ASSIGN_OR_RETURN(
+      Node * idx, make("add", {body[0], seg_in}, {}, {}, loop.counter_body));
+
+  // The copy of the body, value by value.
+  absl::flat_hash_map<size_t, NodeOut> state_in;  // var -> value in the copy
+  for (size_t p = 0; p < state.size(); ++p) state_in[state[p]] = body[p + 1];
+  absl::flat_hash_map<const Node*, Node*> copies;
+  std::function<absl::StatusOr<NodeOut>(NodeOut)> again =
+      [&](NodeOut v) -> absl::StatusOr<NodeOut> {
+    switch (cone.KindOf(v.node)) {
+      case Kind::kCounter:
+        return NodeOut{idx, 0};
+      case Kind::kVar:
+        return state_in.at(cone.var_of(v.node));
+      case Kind::kInvariant: {
+        RN_ASSIGN_OR_RETURN(NodeOut outer, ResolveTo(v.node->input(0), e));
+        return wr.EnterInvariant(outer);
+      }
+      case Kind::kStored: {
+        RN_RETURN_IF_ERROR(PopAt(v, e).status());
+        Popped& p = levels_[e].popped[levels_[e].popped_at.at(v)];
+        RN_ASSIGN_OR_RETURN(NodeOut h, ResolveTo({p.stack, 0}, e));
+        RN_ASSIGN_OR_RETURN(NodeOut h_in, wr.EnterInvariant(h));
+        RN_ASSIGN_OR_RETURN(Node * read,
+                            MakePop(h_in, {idx, 0}, v.node->output(v.index),
+                                    v.node, /*keep=*/true, e + 1));
+        p.reads.push_back(read);
+        return NodeOut{read, 0};
+      }
+      case Kind::kRecomputed:
+        break;
+    }
+    auto it = copies.find(v.node);
+    if (it != copies.end()) return NodeOut{it->second, v.index};
+    std::vector<NodeOut> inputs;
+    for (const NodeOut& x : v.node->inputs()) {
+      RN_ASSIGN_OR_RETURN(NodeOut c, again(x));
+      inputs.push_back(c);
+    }
+    std::vector<Node*> control;
+    for (Node* c : v.node->control_inputs()) {
+      const Kind kind = cone.KindOf(c);
+      if (kind == Kind::kCounter) control.push_back(wr.pivot());
+      if (kind == Kind::kRecomputed) {
+        RN_ASSIGN_OR_RETURN(NodeOut cc, again({c, 0}));
+        control.push_back(cc.node);
+      }
+    }
+    if (inputs.empty() && control.empty()) control.push_back(wr.pivot());
+    RN_ASSIGN_OR_RETURN(Node * copy,
+                        make(v.node->op(), std::move(inputs), v.node->attrs(),
+                             std::move(control), v.node));
+    copies[v.node] = copy;
+    return NodeOut{copy, v.index};
+  };
+
+  std::vector<Node*> pushes;
+  for (size_t i = 0; i < used.size(); ++i) {
+    const NodeOut v = levels_[e].popped[i].v;
+    if (!used[i] || cone.KindOf(v.node) == Kind::kStored) continue;
+    RN_ASSIGN_OR_RETURN(NodeOut value, again(v));
+    RN_ASSIGN_OR_RETURN(NodeOut h,
+                        ResolveTo({levels_[e].popped[i].stack, 0}, e));
+    RN_ASSIGN_OR_RETURN(NodeOut h_in, wr.EnterInvariant(h));
+    RN_ASSIGN_OR_RETURN(Node * push, make("stack_push", {h_in, {idx, 0}, value},
+                                          {}, {}, v.node));
+    pushes.push_back(push);
+  }
+  std::vector<NodeOut> next;
+  for (size_t i : state) {
+    RN_ASSIGN_OR_RETURN(NodeOut value, again(vars[i].body_out));
+    next.push_back(value);
+  }
+  // A push of a value on an untaken branch does not run; the trigger does.
+  RN_ASSIGN_OR_RETURN(Node * pushed, make("control_trigger", {}, {}, pushes,
+                                          loop.counter_next));
+  RN_ASSIGN_OR_RETURN(std::vector<NodeOut> exits, wr.Finish(next, {pushed}));
+  for (const auto& [v, pop] : levels_[e].pops) {
+    graph_->AddControlInput(pop.node, exits[0].node);
+  }
+  return exits[0];
 }
 
 absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
@@ -621,7 +1101,7 @@ absl::StatusOr<std::vector<NodeOut>> AddGradients(
         StrCat("grad: y ('", y.node->name(), "') is inside a loop"));
   }
   RN_RETURN_IF_ERROR(RefuseSecondOrderThroughLoops(*graph, y, xs));
-  Backprop backprop(graph, std::move(frames), options.scope);
+  Backprop backprop(graph, std::move(frames), options);
   GradBuilder seed(graph, y.node, options.scope, &backprop);
   NodeOut ones = seed.Op("ones_like", {y});
   RN_RETURN_IF_ERROR(seed.status());

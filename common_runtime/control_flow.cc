@@ -63,7 +63,10 @@ absl::StatusOr<std::vector<NodeOut>> WhileBuilder::Begin(
   for (size_t k = 0; k < vars.size(); ++k) {
     AttrMap attrs{{"frame_name", frame_},
                   {"parallel_iterations", int64_t{parallel_iterations_}}};
-    if (k == 0) attrs["_loop_counter"] = true;
+    if (k == 0) {
+      attrs["_loop_counter"] = true;
+      for (const auto& [name, value] : counter_attrs_) attrs[name] = value;
+    }
     RN_ASSIGN_OR_RETURN(Node * enter,
                         Make("enter", "enter", {vars[k]}, attrs, control));
     AttrMap merge_attrs;

@@ -66,6 +66,11 @@ class WhileBuilder {
   // An outer value made visible in every iteration.
   absl::StatusOr<NodeOut> EnterInvariant(NodeOut v);
 
+  // Attributes for the counter's enter, before Begin: what autodiff reads
+  // about the loop (`_checkpoint`: recompute with that interval;
+  // `_trips`: the trip count when it is known statically).
+  void set_counter_attrs(AttrMap attrs) { counter_attrs_ = std::move(attrs); }
+
   const std::string& frame_name() const { return frame_; }
   // A node inside the body that runs once per iteration: nodes with no
   // inputs made in the body take it as a control input.
@@ -94,6 +99,7 @@ class WhileBuilder {
   Node* pivot_ = nullptr;
   Node* counter_next_ = nullptr;
   absl::flat_hash_map<NodeOut, NodeOut> invariants_;
+  AttrMap counter_attrs_;
 };
 
 // The static frame of every node: "" for the root, else the `frame_name` of

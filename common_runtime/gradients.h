@@ -163,6 +163,11 @@ std::optional<std::vector<int64_t>> SparseRowsShape(const Shape& params);
 struct GradientOptions {
   // Prefix of the backward nodes' names.
   std::string scope = "gradients";
+  // Bytes that the stacks of each loop's gradient may hold; 0: no bound.
+  // A loop whose stacks would hold more recomputes its body's values in
+  // the backward loop from its state saved every k iterations, with the k
+  // that holds least (a loop's `checkpoint = k` chooses k itself).
+  int64_t memory_budget = 0;
 };
 
 // Adds d(y)/d(x) for each x to `graph`. `y` must be floating point; a

@@ -74,7 +74,8 @@ absl::Status StepContainer::Push(int64_t stack, int64_t index, Tensor value) {
 }
 
 absl::StatusOr<std::optional<Tensor>> StepContainer::Pop(int64_t stack,
-                                                         int64_t index) {
+                                                         int64_t index,
+                                                         bool keep) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stack < 0 || stack >= static_cast<int64_t>(stacks_.size())) {
     return absl::InvalidArgumentError(
@@ -82,6 +83,7 @@ absl::StatusOr<std::optional<Tensor>> StepContainer::Pop(int64_t stack,
   }
   auto it = stacks_[stack].find(index);
   if (it == stacks_[stack].end()) return std::optional<Tensor>();
+  if (keep) return std::optional<Tensor>(it->second);
   Tensor t = std::move(it->second);
   stacks_[stack].erase(it);
   return std::optional<Tensor>(std::move(t));

@@ -56,8 +56,10 @@ class StepContainer {
  public:
   int64_t NewStack();
   absl::Status Push(int64_t stack, int64_t index, Tensor value);
-  // The value at `index`, removed; nullopt when nothing was pushed there.
-  absl::StatusOr<std::optional<Tensor>> Pop(int64_t stack, int64_t index);
+  // The value at `index`, removed unless `keep`; nullopt when nothing was
+  // pushed there.
+  absl::StatusOr<std::optional<Tensor>> Pop(int64_t stack, int64_t index,
+                                            bool keep = false);
 
  private:
   std::mutex mu_;

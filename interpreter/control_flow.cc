@@ -313,6 +313,10 @@ absl::StatusOr<Attempt> TryLoop(GraphBuilder& b, const Value& init,
       [&](NodeOut v) { return b.Import(v, outer, site.span); }, name, name,
       site.span);
   cf->loop = &wb;
+  AttrMap counter;
+  if (fns.checkpoint > 0) counter["_checkpoint"] = fns.checkpoint;
+  if (fns.trips >= 0) counter["_trips"] = fns.trips;
+  wb.set_counter_attrs(std::move(counter));
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top,
                       wb.Begin(start, shapes, b.context().control));
   cf->pivot = top[0].node;
@@ -417,7 +421,7 @@ absl::StatusOr<Value> AddRow(GraphBuilder& b, const Value& acc,
 
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
-                                const OpSite& site) {
+                                const OpSite& site, int64_t checkpoint) {
   RN_ASSIGN_OR_RETURN(Value shape, b.ApplyOp("shape_of", {xs}, {}, site));
   RN_ASSIGN_OR_RETURN(
       Value n, b.ApplyOp("dynamic_index", {shape, Value::Int(0)}, {}, site));
@@ -439,6 +443,8 @@ absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
       FlattenTensors(like, site.span, "the results of f", &leaves));
   std::vector<Value> accs;
   LoopFns fns;
+  fns.checkpoint = checkpoint;
+  fns.trips = static_n;
   if (init != nullptr) fns.shapes.resize(leaves.size());
   for (const Value& leaf : leaves) {
     RN_ASSIGN_OR_RETURN(auto acc, Accumulator(b, n, static_n, leaf, site));

@@ -40,6 +40,11 @@ struct LoopFns {
   // Static shapes of the state's tensors where the initial values know
   // less (scan's accumulators); empty: the initial values' shapes.
   std::vector<std::optional<Shape>> shapes;
+  // A gradient through the loop recomputes its values from the state saved
+  // every `checkpoint` iterations (0: as the memory budget decides).
+  int64_t checkpoint = 0;
+  // The number of iterations when known statically, else -1.
+  int64_t trips = -1;
 };
 
 absl::StatusOr<Value> GraphCond(GraphBuilder& b, const Value& pred,
@@ -53,9 +58,10 @@ absl::StatusOr<Value> GraphLoop(GraphBuilder& b, const Value& init,
 // graph: a loop over axis 0 of symbolic xs whose per-step results are
 // accumulated into [n, ...] tensors. `call` applies f.
 using StepFn = std::function<absl::StatusOr<Value>(std::vector<Value> args)>;
+// `checkpoint` as LoopFns's.
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
-                                const OpSite& site);
+                                const OpSite& site, int64_t checkpoint = 0);
 
 // The tensors of a structure, depth first; an error naming `what` at
 // `span` for a leaf that is not a tensor.

@@ -229,6 +229,13 @@ absl::StatusOr<Value> Interpreter::EvalGraphLoop(
     return BindPattern(e.var, item, BindingKind::kLet);
   };
   LoopFns fns;
+  if (count.is_tensor() && !count.is_symbolic()) {
+    if (std::optional<int64_t> n = count.AsInt())
+      fns.trips = std::max<int64_t>(*n, 0);
+  } else if (over != nullptr && !over->tensor_shape().unknown_rank() &&
+             over->tensor_shape().rank() > 0) {
+    fns.trips = over->tensor_shape().dim(0);
+  }
   fns.body_span =
       e.body.stmts.empty() ? e.body.span : e.body.stmts.back()->span;
   fns.cond = [&](const Value& state,

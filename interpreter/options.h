@@ -32,6 +32,9 @@ struct Options {
   // (docs/gpu.md).
   int gpu_devices = -1;
   size_t gpu_memory = 0;
+  // --memory-budget BYTES (docs/training.md): the most the stacks of each
+  // loop's gradient may hold; gradients through loops recompute to fit.
+  int64_t memory_budget = 0;
   bool soft_placement = false;
   bool f16_transfers = false;
   // --trace FILE [--trace-runs A..B]: a trace of the runs numbered A to B

@@ -194,12 +194,16 @@ RUNNEL_REGISTER_OP(OpDefBuilder("stack_pop")
                        .Outputs({"value"})
                        .OptionalAttr("elem_dtype")
                        .OptionalAttr("shape")
+                       .Attr("keep", false)
                        .Stateful()
                        .KernelDTypeFromAttr("elem_dtype")
                        .Shape(StackPopShape)
                        .Doc("Removes and gives the value at `index` of the "
-                            "stack; dead when nothing was pushed there (the "
-                            "push was on an untaken branch)."));
+                            "stack (gives it and leaves it there with `keep`: "
+                            "a loop's saved state, read again each time a "
+                            "gradient recomputes from it); dead when nothing "
+                            "was pushed there (the push was on an untaken "
+                            "branch)."));
 
 }  // namespace
 }  // namespace runnel

@@ -188,8 +188,10 @@ Result Grad(Interpreter& in, Args& a) {
     }
     outs.push_back(x.out());
   }
+  GradientOptions options;
+  options.memory_budget = in.options().memory_budget;
   absl::StatusOr<std::vector<NodeOut>> grads =
-      AddGradients(&in.graph(), y.out(), outs);
+      AddGradients(&in.graph(), y.out(), outs, options);
   if (!grads.ok()) {
     lang::Diagnostic d = ToDiagnostic(grads.status(), a.span);
     if (d.span.line != a.span.line || d.span.file != a.span.file ||
@@ -224,8 +226,17 @@ Result ScanFn(Interpreter& in, Args& a) {
     return in.Call(f, std::move(args), std::move(spans), {}, {}, a.span);
   };
   const Value* init = is_scan ? &a[2] : nullptr;
+  const int at = is_scan ? 3 : 2;
+  RN_ASSIGN_OR_RETURN(int64_t checkpoint, IntArg(a, at));
+  if (checkpoint < 0) {
+    return ErrorAt(a.span_of(at),
+                   StrCat(ParamName(a, at),
+                          " must be 0 (as --memory-budget decides) or a "
+                          "number of iterations, got ",
+                          checkpoint));
+  }
   if (xs.is_symbolic() || (init != nullptr && init->contains_symbolic())) {
-    return GraphScan(in.builder(), call, xs, init, Site(a));
+    return GraphScan(in.builder(), call, xs, init, Site(a), checkpoint);
   }
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(xs, a.span_of(1)));
   Value state = init != nullptr ? *init : Value();
@@ -298,8 +309,11 @@ void AddGraphControl(std::vector<Builtin>& b) {
 
 // Loops over the first axis.
 void AddLoops(std::vector<Builtin>& b) {
-  b.push_back({"scan", {P("f"), P("xs"), P("init")}, ScanFn});
-  b.push_back({"map", {P("f"), P("xs")}, ScanFn});
+  b.push_back({"scan",
+               {P("f"), P("xs"), P("init"), P("checkpoint", Value::Int(0))},
+               ScanFn});
+  b.push_back(
+      {"map", {P("f"), P("xs"), P("checkpoint", Value::Int(0))}, ScanFn});
 }
 
 // Checkpoints (checkpoint_builtins.cc).

@@ -70,11 +70,15 @@ class StackPushKernel : public OpKernel {
 
 class StackPopKernel : public OpKernel {
  public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(keep_, node.attr<bool>("keep"));
+    return absl::OkStatus();
+  }
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
     RN_ASSIGN_OR_RETURN(std::optional<Tensor> t,
                         step->Pop(ctx->input(0).data<int64_t>()[0],
-                                  ctx->input(1).data<int32_t>()[0]));
+                                  ctx->input(1).data<int32_t>()[0], keep_));
     // Nothing pushed: the push was on a branch the forward pass did not
     // take, and so is everything that reads this value.
     if (!t) {
@@ -84,6 +88,9 @@ class StackPopKernel : public OpKernel {
     return ctx->set_output(0, std::move(*t));
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  bool keep_ = false;
 };
 
 RUNNEL_STATIC_INIT(ControlFlowKernels) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "framework/allocator.h"
@@ -14,11 +15,12 @@ namespace {
 
 class ControlFlowTest : public ::testing::Test {
  protected:
-  int Run(const std::string& source) {
+  int Run(const std::string& source, int64_t memory_budget = 0) {
     err_ = std::tmpfile();
     sink_ = std::make_unique<lang::DiagnosticSink>(err_);
     Options options;
     options.threads = 2;
+    options.memory_budget = memory_budget;
     options.err = err_;
     options.out = err_;
     interp_ = std::make_unique<Interpreter>(options, sink_.get());
@@ -37,6 +39,27 @@ class ControlFlowTest : public ::testing::Test {
     int n = 0;
     for (const Node* node : interp_->graph().nodes()) n += node->op() == op;
     return n;
+  }
+  // The stack_pops that keep what they read: recomputation's.
+  int KeepingReads() {
+    int n = 0;
+    for (const Node* node : interp_->graph().nodes()) {
+      n +=
+          node->op() == "stack_pop" && node->attr<bool>("keep").value_or(false);
+    }
+    return n;
+  }
+  // The divisors of the `mod`s in the graph: recomputation's interval.
+  std::vector<int> Intervals() {
+    std::vector<int> k;
+    for (const Node* node : interp_->graph().nodes()) {
+      if (node->op() != "mod") continue;
+      const Node* c = node->input(1).node;
+      while (c->op() == "enter") c = c->input(0).node;
+      if (c->op() != "const") continue;
+      k.push_back(c->attr<Tensor>("value")->data<int32_t>()[0]);
+    }
+    return k;
   }
   void TearDown() override {
     interp_.reset();
@@ -94,6 +117,70 @@ assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
   EXPECT_LE(peak, stacks * 3) << "about the stacks' size, not more";
   const size_t after = cpu->bytes_in_use();
   EXPECT_LE(after, before + stacks / 20) << "the stacks were freed";
+}
+
+constexpr const char* kLongLoop = R"RNL(
+input u: f32[1000]
+let y = loop x = u for i in 0..10000 { x * 0.999 + sin(x) * 0.001 }
+let g = grad(sum(y), u)
+let v = run g with {u: ones([1000])}
+assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
+)RNL";
+
+// Under a budget of a tenth of those stacks, the gradient recomputes: the
+// forward loop saves its state every k iterations, k near the square root
+// of 10,000, and the stacks hold about 2 * 100 states.
+TEST_F(ControlFlowTest, RecomputingLoopGradientFitsTheBudget) {
+  CpuAllocator* cpu = CpuAllocator::Get();
+  const size_t before = cpu->bytes_in_use();
+  cpu->ResetPeak();
+  const size_t stacks = size_t{10000} * 1000 * sizeof(float);
+  ASSERT_EQ(Run(kLongLoop, stacks / 10), 0) << err();
+  const size_t peak = cpu->peak_bytes_in_use() - before;
+  EXPECT_LE(peak, stacks / 10) << "within the budget";
+  EXPECT_GT(KeepingReads(), 0) << "the saved state is read back";
+  const std::vector<int> k = Intervals();
+  ASSERT_FALSE(k.empty());
+  for (int each : k) {
+    EXPECT_EQ(each, k[0]) << "one interval for the loop";
+  }
+  EXPECT_GE(k[0], 30);
+  EXPECT_LE(k[0], 300);
+}
+
+// A budget the stacks fit: nothing is recomputed.
+TEST_F(ControlFlowTest, BudgetTheStacksFitChangesNothing) {
+  ASSERT_EQ(Run(kLongLoop, int64_t{1} << 30), 0) << err();
+  EXPECT_EQ(KeepingReads(), 0);
+  EXPECT_TRUE(Intervals().empty());
+}
+
+// A budget that even recomputation cannot meet is an error at the loop.
+TEST_F(ControlFlowTest, BudgetTooSmallIsAnErrorAtTheLoop) {
+  EXPECT_EQ(Run(kLongLoop, 1000), 1);
+  EXPECT_NE(err().find("test.rnl:3:9: error: grad: --memory-budget 1000: the "
+                       "gradient of this loop needs stacks of"),
+            std::string::npos)
+      << err();
+}
+
+// nn.lstm and nn.gru hand `checkpoint` to their time loop.
+TEST_F(ControlFlowTest, RecurrentLayersTakeACheckpointInterval) {
+  ASSERT_EQ(Run(R"RNL(
+import nn
+input seq: f32[2, ?, 3]
+let (o, s) = nn.lstm(seq, 5, seed = 4, checkpoint = 3)
+let (r, t) = nn.gru(seq, 5, seed = 6, checkpoint = 4)
+let g = grad(sum(o) + sum(r), seq)
+let v = run g with {seq: ones([2, 9, 3])}
+)RNL"),
+            0)
+      << err();
+  EXPECT_GT(KeepingReads(), 0);
+  std::vector<int> k = Intervals();
+  std::sort(k.begin(), k.end());
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  EXPECT_EQ(k, (std::vector<int>{3, 4}));
 }
 
 }  // namespace
