@@ -1,60 +1,166 @@
 #!/usr/bin/env python3
-"""Issue 37: peak memory and step time of examples/charlm.rnl (an LSTM
-trained with truncated back-propagation through `bptt` characters) with
-and without recomputation through its time loop (`checkpoint = k`,
-docs/training.md, Long sequences).
+"""Issue 37: peak memory and step time of examples/charlm.rnl, an LSTM
+language model trained with truncated back-propagation through `bptt`
+characters, with and without recomputation through its time loop
+(`checkpoint = k`, docs/training.md, Long sequences), and of PyTorch 2.15's
+equivalent in the same invocation: nn.LSTM over the same window (batch 32,
+256 units, one-hot over 256 bytes, a dense layer, cross-entropy, Adam),
+whole, or in segments of k steps each under torch.utils.checkpoint.
 
-    python3 bench/loop_memory.py build/runnel [--bptt 64,512,4096] [--steps 2]
+    /usr/bin/python3 bench/loop_memory.py BUILD_DIR [--bptt 64,512,4096]
+        [--steps 3] [--threads 2] [--store-up-to 4096] [--budget 1G]
+        [--rows none,k,budget]
 
-Each configuration runs twice, with 1 and with 1 + steps training steps
-(one validation window each): the step time is the difference over
-`steps`, so start-up and data loading drop out. Peak memory is the
-process's maximum resident set (wait4's rusage), of the longer run.
+A row per window size and way: `none` (every step's values kept), `k`
+(checkpoint = the integer nearest sqrt(bptt), and PyTorch's
+torch.utils.checkpoint over segments of as many steps) and `budget`
+(Runnel with --memory-budget, the interval its planner picks; PyTorch has
+no such option, so its columns are empty).
+
+Runnel without recomputation is not run above --store-up-to characters
+(its stacks alone would take about 0.9 MB per character of the window).
+
+Every configuration runs in a process of its own: its peak memory is that
+process's maximum resident set (wait4's rusage); its step time the mean
+over the steps after the first (Runnel's from its --metrics lines, so
+start-up, data loading and validation do not count). k is the integer
+nearest sqrt(bptt). PyTorch gets the faster of OpenMP's passive and active
+wait policies, chosen on the first window size and printed.
 """
-import argparse
+import json
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(os.path.dirname(HERE), "examples", "charlm.rnl")
+BATCH, UNITS, VOCAB = 32, 256, 256
 
 
-def run(runnel, bptt, k, steps, units):
-    cmd = [runnel, "run", os.path.join(ROOT, "examples", "charlm.rnl"),
-           "--arg", f"bptt={bptt}", "--arg", f"steps={steps}",
-           "--arg", "valid_windows=1", "--arg", f"checkpoint={k}",
-           "--arg", f"units={units}"]
-    start = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+def arg(argv, name, fallback, kind=int):
+    return kind(argv[argv.index(name) + 1]) if name in argv else fallback
+
+
+def measured(cmd, env=None):
+    """Runs cmd; returns (stdout, peak resident bytes)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env, text=True)
+    out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)
-    seconds = time.monotonic() - start
-    err = p.stderr.read()
     if status != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
-    return seconds, usage.ru_maxrss * 1024
+        sys.exit(f"failed ({status}): {' '.join(cmd)}")
+    return out, usage.ru_maxrss * 1024
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("runnel")
-    ap.add_argument("--bptt", default="64,512,4096")
-    ap.add_argument("--steps", type=int, default=2)
-    ap.add_argument("--units", type=int, default=256)
-    a = ap.parse_args()
-    print(f"| bptt | checkpoint | peak RSS (MB) | s / step | us / char |")
-    print(f"|---:|---:|---:|---:|---:|")
-    for bptt in [int(b) for b in a.bptt.split(",")]:
-        for k in (0, max(1, round(math.sqrt(bptt)))):
-            t1, _ = run(a.runnel, bptt, k, 1, a.units)
-            t2, peak = run(a.runnel, bptt, k, 1 + a.steps, a.units)
-            step = (t2 - t1) / a.steps
-            chars = 32 * bptt
-            print(f"| {bptt} | {k or 'none'} | {peak / 2**20:.0f} | "
-                  f"{step:.3f} | {step / chars * 1e6:.2f} |", flush=True)
+def runnel(build, bptt, k, steps, threads, budget=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        _, peak = measured(
+            [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
+             str(threads), "--arg", f"bptt={bptt}", "--arg",
+             f"steps={steps}", "--arg", "valid_windows=1", "--arg",
+             f"checkpoint={k}", "--metrics", metrics] +
+            (["--memory-budget", budget] if budget else []))
+        with open(metrics, encoding="utf-8") as fh:
+            t = [json.loads(line)["time"] for line in fh]
+    return (t[-1] - t[0]) / (len(t) - 1), peak
+
+
+def torch_side(argv):
+    """In the benchmark environment: train for --steps steps; print the
+    mean seconds per step after the first."""
+    import torch  # pylint: disable=import-outside-toplevel
+    from torch.utils.checkpoint import checkpoint  # pylint: disable=import-outside-toplevel
+    torch.set_num_threads(arg(argv, "--threads", 2))
+    bptt, k, steps = arg(argv, "--bptt", 64), arg(argv, "--k", 0), arg(
+        argv, "--steps", 3)
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(VOCAB, UNITS, batch_first=True)
+    dense = torch.nn.Linear(UNITS, VOCAB)
+    opt = torch.optim.Adam(list(lstm.parameters()) + list(dense.parameters()),
+                           lr=0.002)
+    h = torch.zeros(1, BATCH, UNITS)
+    c = torch.zeros(1, BATCH, UNITS)
+    stamps = []
+    for _ in range(steps):
+        x = torch.randint(0, VOCAB, (BATCH, bptt))
+        y = torch.randint(0, VOCAB, (BATCH, bptt))
+        onehot = torch.nn.functional.one_hot(x, VOCAB).float()
+        state = (h, c)
+        if k > 0:
+            outs = []
+            for s in range(0, bptt, k):
+                out, state = checkpoint(lstm, onehot[:, s:s + k], state,
+                                        use_reentrant=False)
+                outs.append(out)
+            out = torch.cat(outs, 1)
+        else:
+            out, state = lstm(onehot, state)
+        logits = dense(out.reshape(-1, UNITS))
+        loss = torch.nn.functional.cross_entropy(logits, y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        h, c = state[0].detach(), state[1].detach()
+        stamps.append(time.perf_counter())
+    print(f"STEP {(stamps[-1] - stamps[0]) / (len(stamps) - 1)}")
+
+
+def torch_run(peer, env, bptt, k, steps, threads):
+    out, peak = measured(
+        [peer.PYTHON, __file__, "--peer", "--bptt", str(bptt), "--k", str(k),
+         "--steps", str(steps), "--threads", str(threads)], env=env)
+    step = float(next(line.split()[1] for line in out.splitlines()
+                      if line.startswith("STEP ")))
+    return step, peak
+
+
+def main(argv):
+    import peer  # pylint: disable=import-outside-toplevel
+    build = argv[1]
+    windows = [int(b) for b in arg(argv, "--bptt", "64,512,4096", str).split(",")]
+    steps, threads = arg(argv, "--steps", 3), arg(argv, "--threads", 2)
+    configs = peer.torch_configs(threads)
+    best, best_step = None, None
+    for config in configs:
+        step, _ = torch_run(peer, config.environ(), windows[0], 0, steps,
+                            threads)
+        if best_step is None or step < best_step:
+            best, best_step = config, step
+    print(f"PyTorch: {best.describe(threads)} (the fastest of "
+          f"{len(configs)} configurations at bptt {windows[0]}); batch "
+          f"{BATCH}, {UNITS} units; {steps} steps, the first not timed")
+    print("| bptt | recomputation | Runnel peak (MB) | Runnel s/step | Runnel us/char "
+          "| PyTorch peak (MB) | PyTorch s/step | PyTorch us/char |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    store_up_to = arg(argv, "--store-up-to", 4096)
+    budget = arg(argv, "--budget", "1G", str)
+    rows = arg(argv, "--rows", "none,k,budget", str).split(",")
+    for bptt in windows:
+        for row in rows:
+            k = max(1, round(math.sqrt(bptt))) if row == "k" else 0
+            chars = BATCH * bptt
+            ours = "| not run | | "
+            if row != "none" or bptt <= store_up_to:
+                rs, rp = runnel(build, bptt, k, steps, threads,
+                                budget if row == "budget" else None)
+                ours = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
+            theirs = "| | | |"
+            if row != "budget":
+                ts, tp = torch_run(peer, best.environ(), bptt, k, steps,
+                                   threads)
+                theirs = f"| {tp / 2**20:.0f} | {ts:.3f} | {ts / chars * 1e6:.2f} |"
+            label = {"none": "none", "k": str(k), "budget": f"--memory-budget {budget}"}[row]
+            print(f"| {bptt} | {label} {ours}{theirs}", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    if "--peer" in sys.argv:
+        torch_side(sys.argv)
+    else:
+        main(sys.argv)

@@ -19,6 +19,7 @@
 #include "base/strings.h"
 #include "common_runtime/control_flow.h"
 #include "common_runtime/gradients.h"
+#include "framework/recompute_plan.h"
 
 namespace runnel {
 namespace {
@@ -213,12 +214,19 @@ class Backprop : public GradContext {
   absl::StatusOr<NodeOut> Save(const Unit& u, const std::vector<LoopVar>& vars,
                                const std::vector<NodeOut>& next, NodeOut trips,
                                NodeOut token, GradBuilder& in);
-  absl::StatusOr<int64_t> Plan(const Unit& u, const RecomputeCone& cone,
-                               const std::vector<bool>& used);
+  // A loop's checkpoint interval: k > 0, or (for a trip count known only
+  // at run time) the recompute_plan node that gives it; neither: store.
+  struct Schedule {
+    int64_t k = 0;
+    Node* runtime = nullptr;
+  };
+  absl::StatusOr<Schedule> Plan(const Unit& u, const RecomputeCone& cone,
+                                const std::vector<bool>& used);
   absl::StatusOr<NodeOut> Recompute(const Unit& u,
                                     const std::vector<LoopVar>& vars,
                                     const RecomputeCone& cone,
-                                    const std::vector<bool>& used, int64_t k,
+                                    const std::vector<bool>& used,
+                                    NodeOut k_forward, NodeOut k_backward,
                                     NodeOut trips, NodeOut token,
                                     GradBuilder& in);
   // A node named `name` (made unique) on `like`'s device and span.
@@ -548,8 +556,11 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
                                        const std::vector<NodeOut>& next,
                                        NodeOut trips, NodeOut token,
                                        GradBuilder& in) {
+  using Kind = RecomputeCone::Kind;
   const int e = depth();
-  RecomputeCone cone(frames_, *u.loop, levels_[e].frame, vars);
+  const FrameMap::Loop& loop = *u.loop;
+  const std::string& frame = levels_[e].frame;
+  RecomputeCone cone(frames_, loop, frame, vars);
   // A gradient function may pop a value it then does not use (for an
   // input that needs no gradient): only the pops the backward body's
   // results need are pushed.
@@ -558,60 +569,88 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
   bool any = false;
   for (const Popped& p : levels_[e].popped) {
     used.push_back(needed.contains(p.pop));
-    if (!used.back() || cone.KindOf(p.v.node) == RecomputeCone::Kind::kStored)
-      continue;
+    if (!used.back() || cone.KindOf(p.v.node) == Kind::kStored) continue;
     cone.Add(p.v);
     any = true;
   }
-  int64_t k = 0;
+  Schedule plan;
   if (token.node != nullptr && any) {
-    k = CheckpointOf(*u.loop->counter_enter);
-    if (k == 0) {
-      RN_ASSIGN_OR_RETURN(k, Plan(u, cone, used));
+    plan.k = CheckpointOf(*loop.counter_enter);
+    if (plan.k == 0) {
+      RN_ASSIGN_OR_RETURN(plan, Plan(u, cone, used));
     }
   }
   NodeOut token_next = token;
-  if (k > 0) {
-    RN_ASSIGN_OR_RETURN(token_next,
-                        Recompute(u, vars, cone, used, k, trips, token, in));
+  // The interval in the forward body, and 0 there when a plan made at run
+  // time keeps everything.
+  auto forward_const = [&](int64_t v) {
+    return Forward(
+        "const", {},
+        {{"value", Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(v))}},
+        {loop.counter_body}, frame, loop.counter_body);
+  };
+  Node* keeps_all = nullptr;
+  if (plan.k > 0 || plan.runtime != nullptr) {
+    NodeOut k_forward, k_backward;
+    if (plan.runtime != nullptr) {
+      RN_ASSIGN_OR_RETURN(
+          Node * k_in, Forward("enter", {{plan.runtime, 0}},
+                               {{"frame_name", frame}, {"is_constant", true}},
+                               {}, frame, loop.counter_body));
+      RN_ASSIGN_OR_RETURN(Node * zero, forward_const(0));
+      RN_ASSIGN_OR_RETURN(keeps_all, Forward("equal", {{k_in, 0}, {zero, 0}},
+                                             {}, {}, frame, loop.counter_body));
+      k_forward = {k_in, 0};
+      k_backward = {plan.runtime, 0};
+    } else {
+      RN_ASSIGN_OR_RETURN(Node * k, forward_const(plan.k));
+      k_forward = {k, 0};
+      k_backward = in.Scalar(static_cast<double>(plan.k), DType::kI32);
+    }
+    RN_ASSIGN_OR_RETURN(token_next, Recompute(u, vars, cone, used, k_forward,
+                                              k_backward, trips, token, in));
   }
-  // What is not computed again, the forward loop pushes.
+  // What is not computed again, the forward loop pushes; with a plan made
+  // at run time, what could be is pushed when the plan keeps everything.
   Level& level = levels_[e];
   for (size_t i = 0; i < level.popped.size(); ++i) {
     const Popped& p = level.popped[i];
-    if (k > 0 && cone.KindOf(p.v.node) != RecomputeCone::Kind::kStored)
-      continue;
-    RN_ASSIGN_OR_RETURN(Node * push, PushEach(p.v, p.stack, e));
+    NodeOut v = p.v;
+    if ((plan.k > 0 || plan.runtime != nullptr) &&
+        cone.KindOf(v.node) != Kind::kStored) {
+      if (keeps_all == nullptr || !used[i]) continue;
+      RN_ASSIGN_OR_RETURN(Node * sw, Forward("switch", {v, {keeps_all, 0}}, {},
+                                             {}, frame, v.node));
+      v = {sw, 1};
+    }
+    RN_ASSIGN_OR_RETURN(Node * push, PushEach(v, p.stack, e));
     level.pushes.push_back({p.pop, push});
     for (Node* r : p.reads) level.pushes.push_back({r, push});
   }
   return token_next;
 }
 
-// The checkpoint interval k for the memory budget: 0 (store everything)
-// when the stacks fit, else the k whose stacks hold least; an error naming
-// the loop when even that does not fit, or when their size is known only
-// at run time.
-absl::StatusOr<int64_t> Backprop::Plan(const Unit& u, const RecomputeCone& cone,
-                                       const std::vector<bool>& used) {
+// The checkpoint interval for the memory budget: 0 (store everything) when
+// the stacks fit, else the k whose stacks hold least; an error naming the
+// loop when even that does not fit, or when the saved values' sizes or
+// (for a loop without a trip count, a `while`) the number of iterations
+// are known only at run time. When the trip count is a tensor (a `for`
+// over a range or a tensor, a scan), a recompute_plan node makes the same
+// choice at run time.
+absl::StatusOr<Backprop::Schedule> Backprop::Plan(
+    const Unit& u, const RecomputeCone& cone, const std::vector<bool>& used) {
   const FrameMap::Loop& loop = *u.loop;
   const Node* site = loop.counter_exit;
-  auto refuse = [&](std::string why) {
-    return AttachNode(absl::ResourceExhaustedError(
-                          StrCat("grad: --memory-budget ", memory_budget_,
-                                 ": the gradient of this loop ", why)),
+  auto refuse = [&](std::string message) {
+    return AttachNode(absl::ResourceExhaustedError(std::move(message)),
                       site->name(), site->span());
   };
-  const int64_t trips =
-      GetAttrOr<int64_t>(loop.counter_enter->attrs(), "_trips", -1)
-          .value_or(-1);
-  if (trips < 0) {
-    return refuse(
-        "runs a number of iterations known only at run time, so its stacks "
-        "cannot be sized when the graph is built; give the loop "
-        "`checkpoint = k` (k near the square root of the iterations)");
-  }
-  int64_t recomputed = 0, stored = 0, state = 0;
+  const std::string how =
+      "choose its interval (k near the square root of the iterations) with "
+      "`scan(..., checkpoint = k)` or `loop ... with checkpoint = k { }`";
+  LoopStackSizes sizes;
+  sizes.trips = GetAttrOr<int64_t>(loop.counter_enter->attrs(), "_trips", -1)
+                    .value_or(-1);
   std::string unknown;
   auto add = [&](const TensorSpec& spec, const Node* n, int64_t* sum) {
     const int64_t b = StaticBytes(spec);
@@ -629,44 +668,47 @@ absl::StatusOr<int64_t> Backprop::Plan(const Unit& u, const RecomputeCone& cone,
     // An invariant is the same tensor at every index: it costs nothing.
     if (kind == RecomputeCone::Kind::kInvariant) continue;
     add(p.v.node->output(p.v.index), p.v.node,
-        kind == RecomputeCone::Kind::kStored ? &stored : &recomputed);
+        kind == RecomputeCone::Kind::kStored ? &sizes.stored
+                                             : &sizes.recomputed);
   }
   for (const NodeOut& v : cone.stored()) {
-    if (counted.insert(v).second) add(v.node->output(v.index), v.node, &stored);
+    if (counted.insert(v).second)
+      add(v.node->output(v.index), v.node, &sizes.stored);
   }
   for (size_t i = 0; i < cone.needed().size(); ++i) {
     if (cone.needed()[i])
-      add(cone.var(i).merge->output(0), cone.var(i).merge, &state);
+      add(cone.var(i).merge->output(0), cone.var(i).merge, &sizes.state);
   }
+  const std::string budget = StrCat("grad: --memory-budget ", memory_budget_,
+                                    ": the gradient of this loop ");
   if (!unknown.empty()) {
-    return refuse(StrCat("saves ", unknown,
-                         ", whose size is known only at run time; give the "
-                         "loop `checkpoint = k`"));
+    return refuse(StrCat(budget, "saves ", unknown,
+                         ", whose size is known only at run time; ", how));
   }
-  if (trips * (recomputed + stored) <= memory_budget_) return 0;
-  // Held at most: the state every k iterations, k iterations' values
-  // computed again, and the stored values of every iteration.
-  int64_t best_k = 1, best = -1;
-  for (int64_t k = 1; k <= std::max<int64_t>(trips, 1); ++k) {
-    const int64_t held = (trips + k - 1) / k * state +
-                         std::min(k, trips) * recomputed + trips * stored;
-    if (best < 0 || held < best) {
-      best = held;
-      best_k = k;
+  if (sizes.trips >= 0) {
+    const CheckpointPlan plan = PlanCheckpoints(sizes, memory_budget_);
+    if (plan.held > memory_budget_) {
+      return refuse(PlanDoesNotFit(sizes, plan, memory_budget_));
     }
+    return Schedule{plan.k, nullptr};
   }
-  if (best > memory_budget_) {
-    return refuse(StrCat(
-        "needs stacks of ", best, " bytes even computing its values again (",
-        trips, " iterations; the state, ", state, " bytes, saved every ",
-        best_k, "; ", recomputed, " bytes computed again per iteration",
-        stored > 0 ? StrCat("; ", stored,
-                            " bytes stored per iteration: random draws, "
-                            "variable reads, nested loops' results")
-                   : "",
-        ")"));
+  for (Node* enter : loop.enters) {
+    if (!enter->attrs().contains("_trip_count")) continue;
+    RN_ASSIGN_OR_RETURN(
+        Node * runtime,
+        Forward("recompute_plan", {enter->input(0)},
+                {{"budget", memory_budget_},
+                 {"recomputed", sizes.recomputed},
+                 {"stored", sizes.stored},
+                 {"state", sizes.state}},
+                {}, frames_.parent_of(levels_[depth()].frame), site));
+    return Schedule{0, runtime};
   }
-  return best_k;
+  return refuse(StrCat(budget,
+                       "runs a number of iterations known only when it "
+                       "ends (a while loop), so its stacks cannot be "
+                       "planned; ",
+                       how));
 }
 
 // Recomputation with interval k. The forward loop saves the state that the
@@ -680,46 +722,55 @@ absl::StatusOr<int64_t> Backprop::Plan(const Unit& u, const RecomputeCone& cone,
 // done before its pops, which free them: the stacks hold one segment.
 // The copy computes the same values from the same inputs with the same
 // kernels, so the gradient is the same, bit for bit.
-absl::StatusOr<NodeOut> Backprop::Recompute(const Unit& u,
-                                            const std::vector<LoopVar>& vars,
-                                            const RecomputeCone& cone,
-                                            const std::vector<bool>& used,
-                                            int64_t k, NodeOut trips,
-                                            NodeOut token, GradBuilder& in) {
+absl::StatusOr<NodeOut> Backprop::Recompute(
+    const Unit& u, const std::vector<LoopVar>& vars, const RecomputeCone& cone,
+    const std::vector<bool>& used, NodeOut k_forward, NodeOut k_backward,
+    NodeOut trips, NodeOut token, GradBuilder& in) {
   using Kind = RecomputeCone::Kind;
   const int e = depth();
   const FrameMap::Loop& loop = *u.loop;
   const std::string& frame = levels_[e].frame;
   const SourceSpan span = loop.counter_exit->span();
   // The segment of this backward iteration's index j: its start s, and the
-  // iterations to compute again (0 unless j ends it).
+  // iterations to compute again (0 unless j ends it, or when k is 0: a plan
+  // made at run time that keeps everything).
   const NodeOut j = levels_[e].index;
-  const NodeOut kk = in.Scalar(static_cast<double>(k), DType::kI32);
-  const NodeOut r = in.Op("mod", {j, kk});
-  const NodeOut seg = in.Sub(j, r);
   const NodeOut one = in.Scalar(1, DType::kI32);
-  const NodeOut ends = in.Op(
-      "logical_or",
-      {in.Op("equal", {r, in.Scalar(static_cast<double>(k - 1), DType::kI32)}),
-       in.Op("equal", {j, in.Sub(trips, one)})});
-  const NodeOut n = in.Mul(in.Add(r, one), in.Cast(ends, DType::kI32));
+  const NodeOut zero = in.Scalar(0, DType::kI32);
+  const NodeOut every = in.Op("maximum", {k_backward, one});
+  const NodeOut r = in.Op("mod", {j, every});
+  const NodeOut seg = in.Sub(j, r);
+  const NodeOut ends =
+      in.Op("logical_or", {in.Op("equal", {r, in.Sub(every, one)}),
+                           in.Op("equal", {j, in.Sub(trips, one)})});
+  const NodeOut n =
+      in.Mul(in.Mul(in.Add(r, one), in.Cast(ends, DType::kI32)),
+             in.Cast(in.Op("not_equal", {k_backward, zero}), DType::kI32));
   RN_RETURN_IF_ERROR(in.status());
 
   // The forward loop saves the state at every k-th iteration; the backward
   // iteration reads (keeps) the one at s.
+  auto forward_const = [&](int32_t v) {
+    return Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, v)}},
+                   {loop.counter_body}, frame, loop.counter_body);
+  };
+  RN_ASSIGN_OR_RETURN(Node * zero_f, forward_const(0));
+  RN_ASSIGN_OR_RETURN(Node * one_f, forward_const(1));
+  RN_ASSIGN_OR_RETURN(Node * every_f,
+                      Forward("maximum", {k_forward, {one_f, 0}}, {}, {}, frame,
+                              loop.counter_body));
+  RN_ASSIGN_OR_RETURN(Node * phase,
+                      Forward("mod", {{loop.counter_body, 0}, {every_f, 0}}, {},
+                              {}, frame, loop.counter_body));
+  RN_ASSIGN_OR_RETURN(Node * at_start,
+                      Forward("equal", {{phase, 0}, {zero_f, 0}}, {}, {}, frame,
+                              loop.counter_body));
+  RN_ASSIGN_OR_RETURN(Node * recomputes,
+                      Forward("not_equal", {k_forward, {zero_f, 0}}, {}, {},
+                              frame, loop.counter_body));
   RN_ASSIGN_OR_RETURN(
-      Node * every,
-      Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, k)}},
-              {loop.counter_body}, frame, loop.counter_body));
-  RN_ASSIGN_OR_RETURN(
-      Node * zero,
-      Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, 0)}},
-              {loop.counter_body}, frame, loop.counter_body));
-  RN_ASSIGN_OR_RETURN(
-      Node * phase, Forward("mod", {{loop.counter_body, 0}, {every, 0}}, {}, {},
-                            frame, loop.counter_body));
-  RN_ASSIGN_OR_RETURN(Node * saves, Forward("equal", {{phase, 0}, {zero, 0}},
-                                            {}, {}, frame, loop.counter_body));
+      Node * saves, Forward("logical_and", {{at_start, 0}, {recomputes, 0}}, {},
+                            {}, frame, loop.counter_body));
   std::vector<size_t> state;  // indices into vars
   std::vector<NodeOut> reads;
   std::vector<std::optional<Shape>> shapes;

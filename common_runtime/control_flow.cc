@@ -115,6 +115,15 @@ absl::StatusOr<std::vector<NodeOut>> WhileBuilder::Finish(
   return exits;
 }
 
+absl::Status WhileBuilder::EnterTripCount(NodeOut n) {
+  return Make("enter", "trip_count", {n},
+              {{"frame_name", frame_},
+               {"is_constant", true},
+               {"_trip_count", true},
+               {"parallel_iterations", int64_t{parallel_iterations_}}})
+      .status();
+}
+
 absl::StatusOr<NodeOut> WhileBuilder::EnterInvariant(NodeOut v) {
   auto it = invariants_.find(v);
   if (it != invariants_.end()) return it->second;

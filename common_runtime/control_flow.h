@@ -65,6 +65,9 @@ class WhileBuilder {
 
   // An outer value made visible in every iteration.
   absl::StatusOr<NodeOut> EnterInvariant(NodeOut v);
+  // The loop's trip count (an outer i32 scalar) when known before it runs,
+  // entered for autodiff (`_trip_count`): a memory budget's plan reads it.
+  absl::Status EnterTripCount(NodeOut n);
 
   // Attributes for the counter's enter, before Begin: what autodiff reads
   // about the loop (`_checkpoint`: recompute with that interval;

@@ -143,7 +143,7 @@ parameter
 expression
     : FN LPAREN parameters? RPAREN (ARROW expression | block)           # lambdaExpression
     | ifExpression                                                      # conditionalExpression
-    | LOOP pattern ASSIGN expression loopHead block                     # loopExpression
+    | LOOP pattern ASSIGN expression loopHead loopOption? block         # loopExpression
     | RUN expression (WITH expression)?                                 # runExpression
     | logical (op=(COLON_ASSIGN | PLUS_ASSIGN | MINUS_ASSIGN
                    | STAR_ASSIGN | SLASH_ASSIGN) expression)?           # operatorExpression
@@ -156,6 +156,12 @@ ifExpression
 loopHead
     : FOR pattern IN expression                                         # forLoopHead
     | WHILE expression                                                  # whileLoopHead
+    ;
+
+// `loop h = h0 for t in 0..n with checkpoint = 16 { ... }`: how a gradient
+// through the loop keeps its values (docs/training.md, Long sequences).
+loopOption
+    : WITH ID ASSIGN expression
     ;
 
 // The other operators. Each precedence level is an alternative of a

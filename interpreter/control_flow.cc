@@ -319,6 +319,11 @@ absl::StatusOr<Attempt> TryLoop(GraphBuilder& b, const Value& init,
   wb.set_counter_attrs(std::move(counter));
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top,
                       wb.Begin(start, shapes, b.context().control));
+  if (fns.trip_count) {
+    RN_ASSIGN_OR_RETURN(std::vector<NodeOut> n,
+                        EdgesIn(b, {*fns.trip_count}, outer, site.span));
+    RN_RETURN_IF_ERROR(wb.EnterTripCount(n[0]));
+  }
   cf->pivot = top[0].node;
   Value pred;
   {
@@ -421,7 +426,8 @@ absl::StatusOr<Value> AddRow(GraphBuilder& b, const Value& acc,
 
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
-                                const OpSite& site, int64_t checkpoint) {
+                                const OpSite& site, int64_t checkpoint,
+                                bool trip_count) {
   RN_ASSIGN_OR_RETURN(Value shape, b.ApplyOp("shape_of", {xs}, {}, site));
   RN_ASSIGN_OR_RETURN(
       Value n, b.ApplyOp("dynamic_index", {shape, Value::Int(0)}, {}, site));
@@ -445,6 +451,7 @@ absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
   LoopFns fns;
   fns.checkpoint = checkpoint;
   fns.trips = static_n;
+  if (trip_count) fns.trip_count = n;
   if (init != nullptr) fns.shapes.resize(leaves.size());
   for (const Value& leaf : leaves) {
     RN_ASSIGN_OR_RETURN(auto acc, Accumulator(b, n, static_n, leaf, site));

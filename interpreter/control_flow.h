@@ -16,6 +16,7 @@
 #define RUNNEL_INTERPRETER_CONTROL_FLOW_H_
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,6 +46,9 @@ struct LoopFns {
   int64_t checkpoint = 0;
   // The number of iterations when known statically, else -1.
   int64_t trips = -1;
+  // The number of iterations as a value before the loop (an i32 scalar),
+  // for a memory budget's plan at run time; none for a while loop.
+  std::optional<Value> trip_count;
 };
 
 absl::StatusOr<Value> GraphCond(GraphBuilder& b, const Value& pred,
@@ -58,10 +62,12 @@ absl::StatusOr<Value> GraphLoop(GraphBuilder& b, const Value& init,
 // graph: a loop over axis 0 of symbolic xs whose per-step results are
 // accumulated into [n, ...] tensors. `call` applies f.
 using StepFn = std::function<absl::StatusOr<Value>(std::vector<Value> args)>;
-// `checkpoint` as LoopFns's.
+// `checkpoint` as LoopFns's; `trip_count`: enter the trip count for a
+// memory budget's plan.
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
-                                const OpSite& site, int64_t checkpoint = 0);
+                                const OpSite& site, int64_t checkpoint = 0,
+                                bool trip_count = false);
 
 // The tensors of a structure, depth first; an error naming `what` at
 // `span` for a leaf that is not a tensor.

@@ -149,11 +149,24 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
     state = std::move(v);
     return absl::OkStatus();
   };
+  // `with checkpoint = k` is about the stacks of an in-graph loop's
+  // gradient; a host loop has none.
+  auto host_only = [&]() -> absl::Status {
+    if (e.option.empty()) return absl::OkStatus();
+    return ErrorAt(e.option_span,
+                   StrCat("'with ", e.option,
+                          "' applies to a loop in the graph, and this one "
+                          "runs on the host (its state, bounds and "
+                          "condition are concrete, or it runs over a "
+                          "concrete list): its gradient, if any, is through "
+                          "the unrolled steps"));
+  };
   if (e.is_for) {
     RN_ASSIGN_OR_RETURN(Value iterable, Eval(*e.iterable));
     if (iterable.is_symbolic()) {
       return EvalGraphLoop(e, state, nullptr, &iterable);
     }
+    RN_RETURN_IF_ERROR(host_only());
     RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it,
                         Iterate(iterable, e.iterable->span));
     while (true) {
@@ -179,6 +192,7 @@ absl::StatusOr<Value> Interpreter::EvalLoop(const lang::LoopExpr& e) {
       RN_ASSIGN_OR_RETURN(cond, Eval(*e.cond));
     }
     if (cond.is_symbolic()) return EvalGraphLoop(e, state, nullptr, nullptr);
+    RN_RETURN_IF_ERROR(host_only());
     bool go = false;
     RN_RETURN_IF_ERROR(Truthy(cond, e.cond->span, "the loop condition", &go));
     if (!go) break;
@@ -229,6 +243,33 @@ absl::StatusOr<Value> Interpreter::EvalGraphLoop(
     return BindPattern(e.var, item, BindingKind::kLet);
   };
   LoopFns fns;
+  if (!e.option.empty()) {
+    if (e.option != "checkpoint") {
+      return ErrorAt(e.option_span,
+                     StrCat("a loop takes 'with checkpoint = k' (docs/"
+                            "training.md), not '",
+                            e.option, "'"));
+    }
+    RN_ASSIGN_OR_RETURN(Value k, Eval(*e.option_value));
+    std::optional<int64_t> n = k.is_tensor() && !k.is_symbolic() &&
+                                       IsInteger(k.tensor_dtype()) &&
+                                       k.tensor_shape().rank() == 0
+                                   ? k.AsInt()
+                                   : std::nullopt;
+    if (!n || *n < 0) {
+      return ErrorAt(e.option_value->span,
+                     StrCat("checkpoint must be a concrete integer: 0 (as "
+                            "--memory-budget decides) or a number of "
+                            "iterations, got ",
+                            n ? std::to_string(*n) : DescribeValue(k)));
+    }
+    fns.checkpoint = *n;
+  }
+  if ((bounds != nullptr || over != nullptr) && options_.memory_budget > 0) {
+    RN_ASSIGN_OR_RETURN(
+        fns.trip_count,
+        builder_.ApplyOp("cast", {count}, {{"dtype", DType::kI32}}, site));
+  }
   if (count.is_tensor() && !count.is_symbolic()) {
     if (std::optional<int64_t> n = count.AsInt())
       fns.trips = std::max<int64_t>(*n, 0);

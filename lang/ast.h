@@ -207,6 +207,10 @@ struct LoopExpr : Expr {
   Pattern var;       // is_for
   ExprPtr iterable;  // is_for
   ExprPtr cond;      // !is_for
+  // `with NAME = VALUE` before the body (`checkpoint`), or none.
+  std::string option;
+  SourceSpan option_span;
+  ExprPtr option_value;
   Block body;
 };
 

@@ -324,6 +324,11 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
       loop->is_for = false;
       loop->cond = Expression(head->expression());
     }
+    if (G::LoopOptionContext* o = e->loopOption()) {
+      loop->option = o->ID()->getText();
+      loop->option_span = Span(o);
+      loop->option_value = Expression(o->expression());
+    }
     loop->body = BuildBlock(e->block());
     return loop;
   }

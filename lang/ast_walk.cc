@@ -141,6 +141,7 @@ class Walker {
         Walk(l.init);
         Walk(l.iterable);
         Walk(l.cond);
+        Walk(l.option_value);
         Body(l.body);
         return;
       }

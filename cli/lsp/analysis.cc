@@ -390,6 +390,7 @@ class Walker {
         const auto& l = static_cast<const lang::LoopExpr&>(*e);
         Expr(l.init.get());
         if (l.is_for) Expr(l.iterable.get());
+        Expr(l.option_value.get());
         Push(l.span);
         Pattern(l.state, SymbolKind::kLoop, l.span);
         if (l.is_for) Pattern(l.var, SymbolKind::kLoop, l.span);

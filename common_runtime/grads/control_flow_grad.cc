@@ -47,6 +47,7 @@ RUNNEL_NO_GRADIENT("control_trigger");
 RUNNEL_NO_GRADIENT("stack_new");
 RUNNEL_NO_GRADIENT("stack_push");
 RUNNEL_NO_GRADIENT("stack_pop");
+RUNNEL_NO_GRADIENT("recompute_plan");
 
 }  // namespace
 }  // namespace runnel

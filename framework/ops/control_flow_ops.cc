@@ -79,6 +79,14 @@ Specs LoopCondShape(const ShapeContext& c) {
 
 Specs NoOutputs(const ShapeContext&) { return std::vector<TensorSpec>{}; }
 
+Specs RecomputePlanShape(const ShapeContext& c) {
+  if (c.dtype(0) != DType::kI32) {
+    return absl::InvalidArgumentError(
+        StrCat("needs an i32 trip count, got ", DTypeName(c.dtype(0))));
+  }
+  return One(DType::kI32, Shape{});
+}
+
 Specs StackNewShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(c.attr<DType>("elem_dtype").status());
   return One(DType::kI64, Shape{});
@@ -168,6 +176,22 @@ RUNNEL_REGISTER_OP(OpDefBuilder("control_trigger")
                        .Shape(NoOutputs)
                        .Doc("Runs when its control inputs are done, dead or "
                             "not, and is never dead itself."));
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("recompute_plan")
+        .Cost(KernelClass::kFree)
+        .Inputs({"trips"})
+        .Outputs({"k"})
+        .Attr("budget", int64_t{0})
+        .Attr("recomputed", int64_t{0})
+        .Attr("stored", int64_t{0})
+        .Attr("state", int64_t{0})
+        .Shape(RecomputePlanShape)
+        .Doc("The checkpoint interval of a loop's gradient under a memory "
+             "budget, for a trip count known at run time "
+             "(framework/recompute_plan.h): 0 to keep every iteration's "
+             "values; an error (at the loop's line) when even recomputing "
+             "does not fit."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("stack_new")
                        .Cost(KernelClass::kFree)

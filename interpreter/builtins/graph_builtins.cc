@@ -236,7 +236,8 @@ Result ScanFn(Interpreter& in, Args& a) {
                           checkpoint));
   }
   if (xs.is_symbolic() || (init != nullptr && init->contains_symbolic())) {
-    return GraphScan(in.builder(), call, xs, init, Site(a), checkpoint);
+    return GraphScan(in.builder(), call, xs, init, Site(a), checkpoint,
+                     in.options().memory_budget > 0);
   }
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(xs, a.span_of(1)));
   Value state = init != nullptr ? *init : Value();

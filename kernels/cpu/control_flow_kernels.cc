@@ -7,8 +7,11 @@
 // inputs in host memory (RegisterControlFlowKernels).
 #include "kernels/common/control_flow_kernels.h"
 
+#include <algorithm>
+
 #include "base/strings.h"
 #include "framework/kernel.h"
+#include "framework/recompute_plan.h"
 
 namespace runnel {
 namespace {
@@ -93,6 +96,32 @@ class StackPopKernel : public OpKernel {
   bool keep_ = false;
 };
 
+class RecomputePlanKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(budget_, node.attr<int64_t>("budget"));
+    RN_ASSIGN_OR_RETURN(sizes_.recomputed, node.attr<int64_t>("recomputed"));
+    RN_ASSIGN_OR_RETURN(sizes_.stored, node.attr<int64_t>("stored"));
+    RN_ASSIGN_OR_RETURN(sizes_.state, node.attr<int64_t>("state"));
+    return absl::OkStatus();
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    LoopStackSizes sizes = sizes_;
+    sizes.trips = std::max<int64_t>(ctx->input(0).data<int32_t>()[0], 0);
+    const CheckpointPlan plan = PlanCheckpoints(sizes, budget_);
+    if (plan.held > budget_) {
+      return absl::ResourceExhaustedError(PlanDoesNotFit(sizes, plan, budget_));
+    }
+    return ctx->set_output(
+        0, Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(plan.k)));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int64_t budget_ = 0;
+  LoopStackSizes sizes_;
+};
+
 RUNNEL_STATIC_INIT(ControlFlowKernels) {
   RegisterControlFlowKernels(kDeviceCpu);
 }
@@ -120,5 +149,8 @@ void RegisterControlFlowKernels(const std::string& device) {
                                              {.inputs = {0, 1}});
   RegisterKernelForAllTypes<StackPopKernel>("stack_pop", device,
                                             {.inputs = {0, 1}});
+  // A loop's checkpoint interval, from its trip count, on the host.
+  RegisterKernel<RecomputePlanKernel>("recompute_plan", device, DType::kI32,
+                                      {.inputs = {0}, .outputs = {0}});
 }
 }  // namespace runnel

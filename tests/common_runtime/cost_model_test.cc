@@ -166,6 +166,7 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "next_iteration",
         "loop_cond",
         "stack_new",
+        "recompute_plan",
         "queue"}}};
   int classified = 0;
   for (const auto& [cls, ops] : kWas) {

@@ -55,7 +55,7 @@ class ControlFlowTest : public ::testing::Test {
     for (const Node* node : interp_->graph().nodes()) {
       if (node->op() != "mod") continue;
       const Node* c = node->input(1).node;
-      while (c->op() == "enter") c = c->input(0).node;
+      while (c->op() == "enter" || c->op() == "maximum") c = c->input(0).node;
       if (c->op() != "const") continue;
       k.push_back(c->attr<Tensor>("value")->data<int32_t>()[0]);
     }

@@ -1,0 +1,39 @@
+// The checkpoint interval of a loop's gradient under a memory budget
+// (--memory-budget, docs/training.md, Long sequences). Autodiff plans with
+// it when the sizes are static (common_runtime/backprop.cc), the
+// recompute_plan op when the trip count is known only at run time.
+#ifndef RUNNEL_FRAMEWORK_RECOMPUTE_PLAN_H_
+#define RUNNEL_FRAMEWORK_RECOMPUTE_PLAN_H_
+
+#include <cstdint>
+#include <string>
+
+namespace runnel {
+
+// Bytes a loop's gradient keeps per iteration: `recomputed` can be computed
+// again from the state (`state` bytes, saved every k iterations), `stored`
+// cannot (random draws, variable reads, nested loops' results).
+struct LoopStackSizes {
+  int64_t trips = 0;
+  int64_t recomputed = 0;
+  int64_t stored = 0;
+  int64_t state = 0;
+};
+
+struct CheckpointPlan {
+  int64_t k = 0;     // 0: keep every iteration's values, no recomputation
+  int64_t held = 0;  // the most the stacks hold, in bytes
+};
+
+// Keeps everything when that fits in `budget`; else the interval whose
+// stacks hold least (the state every k iterations, k iterations' values
+// computed again, and what is stored at every iteration).
+CheckpointPlan PlanCheckpoints(const LoopStackSizes& sizes, int64_t budget);
+
+// Why `plan` (held > budget) does not fit, for an error at the loop.
+std::string PlanDoesNotFit(const LoopStackSizes& sizes,
+                           const CheckpointPlan& plan, int64_t budget);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_FRAMEWORK_RECOMPUTE_PLAN_H_
