@@ -721,7 +721,10 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
 // copy waits for the last one's (the token), so a segment's pushes are
 // done before its pops, which free them: the stacks hold one segment.
 // The copy computes the same values from the same inputs with the same
-// kernels, so the gradient is the same, bit for bit.
+// kernels, so the gradient is the same, bit for bit. k is a tensor:
+// `k_forward` in the forward body, `k_backward` in the backward one; a
+// constant, or a plan made at run time, whose 0 means that the forward
+// loop keeps everything and nothing is computed again.
 absl::StatusOr<NodeOut> Backprop::Recompute(
     const Unit& u, const std::vector<LoopVar>& vars, const RecomputeCone& cone,
     const std::vector<bool>& used, NodeOut k_forward, NodeOut k_backward,
