@@ -9,7 +9,11 @@ whole, or in segments of k steps each under torch.utils.checkpoint.
 
     /usr/bin/python3 bench/loop_memory.py BUILD_DIR [--bptt 64,512,4096]
         [--steps 3] [--threads 2] [--store-up-to 4096] [--budget 1G]
-        [--rows none,k,budget]
+        [--rows none,k,budget] [--example charlm]
+
+--example charlm_long measures examples/charlm_long.rnl instead, the same
+model with its whole step (input weights, cell, output layer, loss) in
+one loop, so that nothing but the characters grows with the window.
 
 A row per window size and way: `none` (every step's values kept), `k`
 (checkpoint = the integer nearest sqrt(bptt), and PyTorch's
@@ -57,11 +61,11 @@ def measured(cmd, env=None):
     return out, usage.ru_maxrss * 1024
 
 
-def runnel(build, bptt, k, steps, threads, budget=None):
+def runnel(build, bptt, k, steps, threads, budget=None, example=EXAMPLE):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         _, peak = measured(
-            [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
+            [os.path.join(build, "runnel"), "run", example, "--threads",
              str(threads), "--arg", f"bptt={bptt}", "--arg",
              f"steps={steps}", "--arg", "valid_windows=1", "--arg",
              f"checkpoint={k}", "--metrics", metrics] +
@@ -139,6 +143,8 @@ def main(argv):
           "| PyTorch peak (MB) | PyTorch s/step | PyTorch us/char |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     store_up_to = arg(argv, "--store-up-to", 4096)
+    example = os.path.join(os.path.dirname(HERE), "examples",
+                           arg(argv, "--example", "charlm", str) + ".rnl")
     budget = arg(argv, "--budget", "1G", str)
     rows = arg(argv, "--rows", "none,k,budget", str).split(",")
     for bptt in windows:
@@ -148,7 +154,7 @@ def main(argv):
             ours = "| not run | | "
             if row != "none" or bptt <= store_up_to:
                 rs, rp = runnel(build, bptt, k, steps, threads,
-                                budget if row == "budget" else None)
+                                budget if row == "budget" else None, example)
                 ours = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
             theirs = "| | | |"
             if row != "budget":

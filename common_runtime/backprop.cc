@@ -128,7 +128,11 @@ class RecomputeCone {
         IsExit(n) || IsNextIteration(n) || n->op() == "loop_cond" ||
         (IsMerge(n) && IsBackEdge(n, 1)) ||
         (IsSwitch(n) && n->input(1).node->op() == "loop_cond");
-    if (n->stateful() || loop_node) return Kind::kStored;
+    // A read sees its variable as it is when it runs: later, in the
+    // backward loop, the loop's own assignments (or others) may have
+    // changed it.
+    if (n->stateful() || loop_node || n->op() == "read_variable")
+      return Kind::kStored;
     return Kind::kRecomputed;
   }
   size_t var_of(const Node* n) const { return var_of_.at(n); }
@@ -658,6 +662,17 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
       unknown = StrCat("'", n->name(), "' (", spec.ToString(), ")");
     *sum += std::max<int64_t>(b, 0);
   };
+  // A variable's read is the variable's own buffer at every iteration,
+  // unless the loop assigns to variables.
+  bool assigns = false;
+  for (const Node* n : graph_->nodes()) {
+    if (n->stateful() && frames_.frame_of(n) == levels_[depth()].frame &&
+        (n->op().rfind("assign", 0) == 0 || n->op().rfind("scatter_", 0) == 0))
+      assigns = true;
+  }
+  auto costs = [&](NodeOut v) {
+    return assigns || v.node->op() != "read_variable";
+  };
   absl::flat_hash_set<NodeOut> counted;
   const std::vector<Popped>& popped = levels_[depth()].popped;
   for (size_t i = 0; i < popped.size(); ++i) {
@@ -666,13 +681,13 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
     const RecomputeCone::Kind kind = cone.KindOf(p.v.node);
     counted.insert(p.v);
     // An invariant is the same tensor at every index: it costs nothing.
-    if (kind == RecomputeCone::Kind::kInvariant) continue;
+    if (kind == RecomputeCone::Kind::kInvariant || !costs(p.v)) continue;
     add(p.v.node->output(p.v.index), p.v.node,
         kind == RecomputeCone::Kind::kStored ? &sizes.stored
                                              : &sizes.recomputed);
   }
   for (const NodeOut& v : cone.stored()) {
-    if (counted.insert(v).second)
+    if (counted.insert(v).second && costs(v))
       add(v.node->output(v.index), v.node, &sizes.stored);
   }
   for (size_t i = 0; i < cone.needed().size(); ++i) {
