@@ -39,12 +39,6 @@ int64_t CheckpointOf(const Node& counter_enter) {
   return k.ok() ? *k : 0;
 }
 
-int64_t StaticBytes(const TensorSpec& spec) {
-  if (!spec.shape.IsFullyDefined()) return -1;
-  return spec.shape.num_elements() *
-         static_cast<int64_t>(DTypeSize(spec.dtype));
-}
-
 // The nodes that `outputs` depend on, through data and control edges.
 absl::flat_hash_set<const Node*> Upstream(const std::vector<NodeOut>& outputs) {
   absl::flat_hash_set<const Node*> seen;
@@ -231,8 +225,11 @@ class Backprop : public GradContext {
                                     const RecomputeCone& cone,
                                     const std::vector<bool>& used,
                                     NodeOut k_forward, NodeOut k_backward,
-                                    NodeOut trips, NodeOut token,
-                                    GradBuilder& in);
+                                    Node* recomputes, NodeOut trips,
+                                    NodeOut token, GradBuilder& in);
+  // An i32 constant in the body of `loop` (frame `frame`).
+  absl::StatusOr<Node*> LoopConst(const FrameMap::Loop& loop,
+                                  const std::string& frame, int64_t v);
   // A node named `name` (made unique) on `like`'s device and span.
   absl::StatusOr<Node*> Like(const Node* like, std::string name, std::string op,
                              std::vector<NodeOut> inputs, AttrMap attrs,
@@ -311,6 +308,14 @@ absl::StatusOr<Node*> Backprop::Like(const Node* like, std::string name,
   spec.device = like->requested_device();
   spec.span = like->span();
   return graph_->AddNode(std::move(spec));
+}
+
+absl::StatusOr<Node*> Backprop::LoopConst(const FrameMap::Loop& loop,
+                                          const std::string& frame, int64_t v) {
+  return Forward(
+      "const", {},
+      {{"value", Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(v))}},
+      {loop.counter_body}, frame, loop.counter_body);
 }
 
 absl::StatusOr<Node*> Backprop::Forward(
@@ -567,65 +572,65 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
   RecomputeCone cone(frames_, loop, frame, vars);
   // A gradient function may pop a value it then does not use (for an
   // input that needs no gradient): only the pops the backward body's
-  // results need are pushed.
-  const absl::flat_hash_set<const Node*> needed = Upstream(next);
-  std::vector<bool> used;
+  // results need are computed again. (Without recomputation, OrderPushes
+  // leaves the other pushes out.)
+  std::vector<bool> used(levels_[e].popped.size(), true);
   bool any = false;
-  for (const Popped& p : levels_[e].popped) {
-    used.push_back(needed.contains(p.pop));
-    if (!used.back() || cone.KindOf(p.v.node) == Kind::kStored) continue;
-    cone.Add(p.v);
-    any = true;
+  if (token.node != nullptr) {
+    const absl::flat_hash_set<const Node*> needed = Upstream(next);
+    for (size_t i = 0; i < used.size(); ++i) {
+      const Popped& p = levels_[e].popped[i];
+      used[i] = needed.contains(p.pop);
+      if (!used[i] || cone.KindOf(p.v.node) == Kind::kStored) continue;
+      cone.Add(p.v);
+      any = true;
+    }
   }
   Schedule plan;
-  if (token.node != nullptr && any) {
+  if (any) {
     plan.k = CheckpointOf(*loop.counter_enter);
     if (plan.k == 0) {
       RN_ASSIGN_OR_RETURN(plan, Plan(u, cone, used));
     }
   }
   NodeOut token_next = token;
-  // The interval in the forward body, and 0 there when a plan made at run
-  // time keeps everything.
-  auto forward_const = [&](int64_t v) {
-    return Forward(
-        "const", {},
-        {{"value", Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(v))}},
-        {loop.counter_body}, frame, loop.counter_body);
-  };
-  Node* keeps_all = nullptr;
-  if (plan.k > 0 || plan.runtime != nullptr) {
+  const bool recomputing = plan.k > 0 || plan.runtime != nullptr;
+  // In the forward body: whether the loop recomputes (k != 0; false when
+  // a plan made at run time keeps everything).
+  Node* recomputes = nullptr;
+  if (recomputing) {
     NodeOut k_forward, k_backward;
     if (plan.runtime != nullptr) {
       RN_ASSIGN_OR_RETURN(
           Node * k_in, Forward("enter", {{plan.runtime, 0}},
                                {{"frame_name", frame}, {"is_constant", true}},
                                {}, frame, loop.counter_body));
-      RN_ASSIGN_OR_RETURN(Node * zero, forward_const(0));
-      RN_ASSIGN_OR_RETURN(keeps_all, Forward("equal", {{k_in, 0}, {zero, 0}},
-                                             {}, {}, frame, loop.counter_body));
       k_forward = {k_in, 0};
       k_backward = {plan.runtime, 0};
     } else {
-      RN_ASSIGN_OR_RETURN(Node * k, forward_const(plan.k));
+      RN_ASSIGN_OR_RETURN(Node * k, LoopConst(loop, frame, plan.k));
       k_forward = {k, 0};
       k_backward = in.Scalar(static_cast<double>(plan.k), DType::kI32);
     }
-    RN_ASSIGN_OR_RETURN(token_next, Recompute(u, vars, cone, used, k_forward,
-                                              k_backward, trips, token, in));
+    RN_ASSIGN_OR_RETURN(Node * zero, LoopConst(loop, frame, 0));
+    RN_ASSIGN_OR_RETURN(recomputes, Forward("not_equal", {k_forward, {zero, 0}},
+                                            {}, {}, frame, loop.counter_body));
+    RN_ASSIGN_OR_RETURN(token_next,
+                        Recompute(u, vars, cone, used, k_forward, k_backward,
+                                  recomputes, trips, token, in));
   }
   // What is not computed again, the forward loop pushes; with a plan made
-  // at run time, what could be is pushed when the plan keeps everything.
+  // at run time, what could be is pushed when the plan keeps everything
+  // (the false branch of `recomputes`).
   Level& level = levels_[e];
   for (size_t i = 0; i < level.popped.size(); ++i) {
     const Popped& p = level.popped[i];
     NodeOut v = p.v;
-    if ((plan.k > 0 || plan.runtime != nullptr) &&
-        cone.KindOf(v.node) != Kind::kStored) {
-      if (keeps_all == nullptr || !used[i]) continue;
-      RN_ASSIGN_OR_RETURN(Node * sw, Forward("switch", {v, {keeps_all, 0}}, {},
+    if (recomputing && cone.KindOf(v.node) != Kind::kStored) {
+      if (plan.runtime == nullptr || !used[i]) continue;
+      RN_ASSIGN_OR_RETURN(Node * sw, Forward("switch", {v, {recomputes, 0}}, {},
                                              {}, frame, v.node));
-      v = {sw, 1};
+      v = {sw, 0};
     }
     RN_ASSIGN_OR_RETURN(Node * push, PushEach(v, p.stack, e));
     level.pushes.push_back({p.pop, push});
@@ -657,7 +662,7 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
                     .value_or(-1);
   std::string unknown;
   auto add = [&](const TensorSpec& spec, const Node* n, int64_t* sum) {
-    const int64_t b = StaticBytes(spec);
+    const int64_t b = spec.StaticBytes();
     if (b < 0 && unknown.empty())
       unknown = StrCat("'", n->name(), "' (", spec.ToString(), ")");
     *sum += std::max<int64_t>(b, 0);
@@ -739,11 +744,12 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
 // kernels, so the gradient is the same, bit for bit. k is a tensor:
 // `k_forward` in the forward body, `k_backward` in the backward one; a
 // constant, or a plan made at run time, whose 0 means that the forward
-// loop keeps everything and nothing is computed again.
+// loop keeps everything and nothing is computed again (`recomputes`, in
+// the forward body, is k != 0).
 absl::StatusOr<NodeOut> Backprop::Recompute(
     const Unit& u, const std::vector<LoopVar>& vars, const RecomputeCone& cone,
     const std::vector<bool>& used, NodeOut k_forward, NodeOut k_backward,
-    NodeOut trips, NodeOut token, GradBuilder& in) {
+    Node* recomputes, NodeOut trips, NodeOut token, GradBuilder& in) {
   using Kind = RecomputeCone::Kind;
   const int e = depth();
   const FrameMap::Loop& loop = *u.loop;
@@ -768,12 +774,8 @@ absl::StatusOr<NodeOut> Backprop::Recompute(
 
   // The forward loop saves the state at every k-th iteration; the backward
   // iteration reads (keeps) the one at s.
-  auto forward_const = [&](int32_t v) {
-    return Forward("const", {}, {{"value", Tensor::ScalarOf(DType::kI32, v)}},
-                   {loop.counter_body}, frame, loop.counter_body);
-  };
-  RN_ASSIGN_OR_RETURN(Node * zero_f, forward_const(0));
-  RN_ASSIGN_OR_RETURN(Node * one_f, forward_const(1));
+  RN_ASSIGN_OR_RETURN(Node * zero_f, LoopConst(loop, frame, 0));
+  RN_ASSIGN_OR_RETURN(Node * one_f, LoopConst(loop, frame, 1));
   RN_ASSIGN_OR_RETURN(Node * every_f,
                       Forward("maximum", {k_forward, {one_f, 0}}, {}, {}, frame,
                               loop.counter_body));
@@ -783,9 +785,6 @@ absl::StatusOr<NodeOut> Backprop::Recompute(
   RN_ASSIGN_OR_RETURN(Node * at_start,
                       Forward("equal", {{phase, 0}, {zero_f, 0}}, {}, {}, frame,
                               loop.counter_body));
-  RN_ASSIGN_OR_RETURN(Node * recomputes,
-                      Forward("not_equal", {k_forward, {zero_f, 0}}, {}, {},
-                              frame, loop.counter_body));
   RN_ASSIGN_OR_RETURN(
       Node * saves, Forward("logical_and", {{at_start, 0}, {recomputes, 0}}, {},
                             {}, frame, loop.counter_body));

@@ -12,6 +12,11 @@ std::string TensorSpec::ToString() const {
   return StrCat(DTypeName(dtype), shape.ToString());
 }
 
+int64_t TensorSpec::StaticBytes() const {
+  if (!shape.IsFullyDefined()) return -1;
+  return shape.num_elements() * static_cast<int64_t>(DTypeSize(dtype));
+}
+
 std::vector<std::vector<int>> OpDef::DTypeGroupsFor(int num_inputs) const {
   std::vector<std::vector<int>> groups;
   for (const DTypeGroup& g : dtype_groups) {

@@ -47,6 +47,9 @@ struct TensorSpec {
   }
   // "f32[?,784]"
   std::string ToString() const;
+  // The bytes of a tensor of this spec; -1 when the shape is not fully
+  // known.
+  int64_t StaticBytes() const;
 };
 
 // What a shape function sees: input specs, values of inputs known before

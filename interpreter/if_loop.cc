@@ -265,10 +265,13 @@ absl::StatusOr<Value> Interpreter::EvalGraphLoop(
     }
     fns.checkpoint = *n;
   }
-  if ((bounds != nullptr || over != nullptr) && options_.memory_budget > 0) {
+  // A `for`'s trip count, for its condition and a memory budget's plan.
+  Value trips;
+  if (e.is_for) {
     RN_ASSIGN_OR_RETURN(
-        fns.trip_count,
+        trips,
         builder_.ApplyOp("cast", {count}, {{"dtype", DType::kI32}}, site));
+    if (options_.memory_budget > 0) fns.trip_count = trips;
   }
   if (count.is_tensor() && !count.is_symbolic()) {
     if (std::optional<int64_t> n = count.AsInt())
@@ -284,12 +287,7 @@ absl::StatusOr<Value> Interpreter::EvalGraphLoop(
     Restore<std::shared_ptr<Env>> env(&env_,
                                       std::make_shared<Env>(env_, false));
     RN_RETURN_IF_ERROR(BindPattern(e.state, state, BindingKind::kLet));
-    if (e.is_for) {
-      RN_ASSIGN_OR_RETURN(
-          Value c,
-          builder_.ApplyOp("cast", {count}, {{"dtype", DType::kI32}}, site));
-      return builder_.ApplyOp("less", {index, c}, {}, site);
-    }
+    if (e.is_for) return builder_.ApplyOp("less", {index, trips}, {}, site);
     return Eval(*e.cond);
   };
   fns.body = [&](const Value& state,

@@ -75,7 +75,8 @@ Result Summary(Interpreter& in, Args& a) {
     // A shape known only at run time counts nothing and says so.
     const int64_t n =
         spec.shape.IsFullyDefined() ? spec.shape.num_elements() : -1;
-    const size_t b = n < 0 ? 0 : static_cast<size_t>(n) * DTypeSize(spec.dtype);
+    const size_t b =
+        static_cast<size_t>(std::max<int64_t>(spec.StaticBytes(), 0));
     params += std::max<int64_t>(n, 0);
     bytes += b;
     rows.push_back({v.out().node->name(), spec.shape.ToString(),
