@@ -14,7 +14,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET  ?= both
 
-.PHONY: setup configure build run test format check-format bench fuzz tsan asan clean
+.PHONY: setup configure build run test format check-format bench conformance fuzz tsan asan clean
 
 setup:
 	@bash scripts/setup.sh
@@ -46,6 +46,14 @@ bench:
 	  TARGETS="runnel $(BENCH_BINS)"
 	@bash scripts/venv.sh bench >/dev/null
 	@bash bench/run_all.sh build-release $(BENCH_ARGS)
+
+# `runnel import` against every node test of ONNX 1.23 (the environment
+# build/venv/onnx, made once from requirements/onnx.txt), then docs/onnx.md
+# from the results (scripts/onnx_conformance.py).
+conformance:
+	@$(MAKE) --no-print-directory build TARGETS=runnel
+	@"$$(bash scripts/venv.sh onnx)" scripts/onnx_conformance.py \
+	  --runnel $(BUILD)/runnel --jobs $(JOBS) --markdown docs/onnx.md
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
 # growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to

@@ -50,6 +50,8 @@
 #include "interpreter/interpreter.h"
 #include "interpreter/large_stack.h"
 #include "interpreter/summaries.h"
+#include "io/npy.h"
+#include "io/onnx_import.h"
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
 
@@ -73,6 +75,11 @@ constexpr char kUsage[] =
     "                                       gnuplot (OUT.svg, OUT.png; the "
     "script to\n"
     "                                       stdout without -o, or OUT.gp)\n"
+    "       runnel import MODEL.onnx -o OUT.rnl [--const NAME=FILE.npy]...\n"
+    "                                       an ONNX model as a Runnel script "
+    "(its\n"
+    "                                       initializers in OUT.ckpt; "
+    "docs/onnx.md)\n"
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
@@ -266,6 +273,42 @@ absl::Status LoadCluster(const std::string& cluster_file,
   if (!token.ok()) return token.status();
   grpc->token = *token;
   return absl::OkStatus();
+}
+
+// `runnel import MODEL.onnx -o OUT.rnl [--const NAME=FILE.npy]...`.
+int Import(const std::vector<std::string>& args) {
+  OnnxImportOptions options;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string value;
+    if (TakeValue(args, &i, "-o", &value)) {
+      options.script_path = value;
+    } else if (TakeValue(args, &i, "--const", &value)) {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+        return Usage("--const takes NAME=FILE.npy");
+      }
+      absl::StatusOr<Tensor> t = ReadNpy(value.substr(eq + 1));
+      if (!t.ok()) {
+        std::fprintf(stderr, "error: --const: %s\n",
+                     std::string(t.status().message()).c_str());
+        return interp::kExitError;
+      }
+      options.constants[value.substr(0, eq)] = std::move(*t);
+    } else if (args[i].size() > 1 && args[i][0] == '-') {
+      return Usage(StrCat("unknown option '", args[i], "' for 'import'"));
+    } else if (options.model_path.empty()) {
+      options.model_path = args[i];
+    } else {
+      return Usage("'import' takes one MODEL.onnx");
+    }
+  }
+  if (options.model_path.empty()) return Usage("'import' needs a MODEL.onnx");
+  if (options.script_path.empty()) return Usage("'import' needs -o OUT.rnl");
+  if (absl::Status s = ImportOnnx(options); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return interp::kExitError;
+  }
+  return interp::kExitOk;
 }
 
 std::atomic<bool> g_server_stop{false};
@@ -567,6 +610,7 @@ int Main(int argc, char** argv) {
   if (command == "plot") return Plot(args);
   if (command == "server") return Server(args);
   if (command == "lsp") return Lsp(args);
+  if (command == "import") return Import(args);
   if (command == "cluster") return Cluster(args, argv[0]);
   if (command == "ops") {
     if (args.size() != 2 || args[1] != "--json") {

@@ -1,0 +1,1771 @@
+// The translators of `runnel import`: one function per ONNX operator (or
+// per family), each writing the Runnel expression that computes the
+// operator's outputs exactly as the ONNX specification defines them, or
+// refusing what has no exact translation yet.
+//
+// Layouts: ONNX images are NCHW with OIHW filters; Runnel's conv2d and
+// pools are NHWC with HWIO filters, so those translations transpose in and
+// out.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "io/onnx_translate.h"
+
+namespace runnel::onnx_import {
+namespace {
+
+// A float attribute as a bare literal (which takes the other operand's
+// dtype); negative ones in parentheses.
+std::string F(float f) {
+  std::string s = fmt::format("{}", f);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
+  return f < 0 ? StrCat("(", s, ")") : s;
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::StatusOr<int> RankOf(NodeContext& c, int i) {
+  const Value& v = c.in(i);
+  if (!v.rank_known) {
+    return c.Unsupported(StrCat("an input of unknown rank ('", i, "')"));
+  }
+  return static_cast<int>(v.dims.size());
+}
+
+absl::StatusOr<int64_t> NormAxis(NodeContext& c, int64_t axis, int rank) {
+  if (axis < -rank || axis >= std::max(rank, 1)) {
+    return c.Invalid(StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool AllKnown(const std::vector<int64_t>& dims) {
+  return std::all_of(dims.begin(), dims.end(),
+                     [](int64_t d) { return d >= 0; });
+}
+
+int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= dims[i];
+  return p;
+}
+
+absl::Status NeedFloat(NodeContext& c, int i) {
+  if (IsFloating(c.in(i).dtype)) return absl::OkStatus();
+  return c.Unsupported(StrCat("dtype ", DTypeCode(c.in(i).dtype)));
+}
+
+// ---------------------------------------------------------------- element-wise
+
+// `{x}` stands for the input.
+const std::map<std::string, std::pair<std::string, bool>>& UnaryTable() {
+  // op -> (template, float only)
+  static const auto* table =
+      new std::map<std::string, std::pair<std::string, bool>>{
+          {"Abs", {"abs({x})", false}},
+          {"Neg", {"neg({x})", false}},
+          {"Sign", {"sign({x})", false}},
+          {"Sqrt", {"sqrt({x})", true}},
+          {"Exp", {"exp({x})", true}},
+          {"Log", {"log({x})", true}},
+          {"Sin", {"sin({x})", true}},
+          {"Cos", {"cos({x})", true}},
+          {"Tan", {"sin({x}) / cos({x})", true}},
+          {"Tanh", {"tanh({x})", true}},
+          {"Sinh", {"(exp({x}) - exp(neg({x}))) / 2.0", true}},
+          {"Cosh", {"(exp({x}) + exp(neg({x}))) / 2.0", true}},
+          {"Sigmoid", {"sigmoid({x})", true}},
+          {"Relu", {"relu({x})", false}},
+          {"Softplus", {"softplus({x})", true}},
+          {"Softsign", {"{x} / (1.0 + abs({x}))", true}},
+          {"Mish", {"{x} * tanh(softplus({x}))", true}},
+          {"Erf", {"erf({x})", true}},
+          {"Asin", {"asin({x})", true}},
+          {"Acos", {"acos({x})", true}},
+          {"Atan", {"atan({x})", true}},
+          {"Asinh", {"asinh({x})", true}},
+          {"Acosh", {"acosh({x})", true}},
+          {"Atanh", {"atanh({x})", true}},
+          {"Floor", {"floor({x})", true}},
+          {"Ceil", {"ceil({x})", true}},
+          {"Round", {"round({x})", true}},
+          {"Reciprocal", {"1.0 / {x}", true}},
+          {"Identity", {"{x}", false}},
+          {"Not", {"not {x}", false}},
+          {"IsNaN", {"isnan({x})", true}},
+          {"HardSwish", {"{x} * clip({x} / 6.0 + 0.5, 0.0, 1.0)", true}},
+      };
+  return *table;
+}
+
+std::string Fill(std::string t, const std::string& x) {
+  for (size_t at; (at = t.find("{x}")) != std::string::npos;)
+    t.replace(at, 3, x);
+  return t;
+}
+
+absl::Status Unary(NodeContext& c) {
+  const auto& [tmpl, float_only] = UnaryTable().at(c.op());
+  if (float_only) RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const Value& x = c.in(0);
+  const DType out = c.op() == "IsNaN" ? DType::kBool : x.dtype;
+  return c.Out(0, Fill(tmpl, c.ref(0)), out, x.dims, x.rank_known);
+}
+
+// Activations with attributes.
+absl::Status Activation(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const std::string x = c.ref(0);
+  const std::string& op = c.op();
+  std::string e;
+  if (op == "Elu") {
+    e = Fill(StrCat("where({x} > 0.0, {x}, ", F(c.Float("alpha", 1.0f)),
+                    " * (exp({x}) - 1.0))"),
+             x);
+  } else if (op == "LeakyRelu") {
+    e = Fill(StrCat("where({x} >= 0.0, {x}, {x} * ", F(c.Float("alpha", 0.01f)),
+                    ")"),
+             x);
+  } else if (op == "Selu") {
+    e = Fill(StrCat(F(c.Float("gamma", 1.05070102214813232421875f)),
+                    " * where({x} > 0.0, {x}, ",
+                    F(c.Float("alpha", 1.67326319217681884765625f)),
+                    " * (exp({x}) - 1.0))"),
+             x);
+  } else if (op == "HardSigmoid") {
+    e = Fill(StrCat("clip({x} * ", F(c.Float("alpha", 0.2f)), " + ",
+                    F(c.Float("beta", 0.5f)), ", 0.0, 1.0)"),
+             x);
+  } else if (op == "ThresholdedRelu") {
+    e = Fill(StrCat("where({x} > ", F(c.Float("alpha", 1.0f)), ", {x}, 0.0)"),
+             x);
+  } else if (op == "Celu") {
+    const std::string a = F(c.Float("alpha", 1.0f));
+    e = Fill(StrCat("maximum({x}, 0.0) + minimum(", a, " * (exp({x} / ", a,
+                    ") - 1.0), 0.0)"),
+             x);
+  } else if (op == "Gelu") {
+    const std::string approx = c.Str("approximate", "none");
+    if (approx == "none") {
+      e = Fill("0.5 * {x} * (1.0 + erf({x} * 0.7071067811865476))", x);
+    } else if (approx == "tanh") {
+      e = Fill(
+          "0.5 * {x} * (1.0 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} "
+          "* {x} * {x})))",
+          x);
+    } else {
+      return c.Unsupported(StrCat("approximate = \"", approx, "\""));
+    }
+  } else if (op == "Shrink") {
+    const std::string l = F(c.Float("lambd", 0.5f));
+    const std::string b = F(c.Float("bias", 0.0f));
+    e = Fill(StrCat("where({x} < neg(", l, "), {x} + ", b, ", where({x} > ", l,
+                    ", {x} - ", b, ", 0.0))"),
+             x);
+  } else if (op == "IsInf") {
+    const bool pos = c.Int("detect_positive", 1) != 0;
+    const bool neg = c.Int("detect_negative", 1) != 0;
+    std::string inf = Fill("(not isfinite({x}) and not isnan({x}))", x);
+    e = pos && neg ? inf
+        : pos      ? Fill(StrCat(inf, " and {x} > 0.0"), x)
+        : neg      ? Fill(StrCat(inf, " and {x} < 0.0"), x)
+                   : Fill("zeros_like({x}) > 0.0", x);
+    return c.Out(0, e, DType::kBool, c.in(0).dims, c.in(0).rank_known);
+  }
+  return c.Out(0, e, c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
+}
+
+absl::Status PRelu(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const std::string x = c.ref(0);
+  return c.Out(
+      0, StrCat("where(", x, " < 0.0, ", x, " * ", c.ref(1), ", ", x, ")"),
+      c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
+}
+
+absl::Status SameDTypes(NodeContext& c) {
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    if (c.has_input(i) && c.in(i).dtype != c.in(0).dtype) {
+      return c.Invalid(StrCat("inputs of different dtypes (",
+                              DTypeCode(c.in(0).dtype), " and ",
+                              DTypeCode(c.in(i).dtype), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> Broadcast(NodeContext& c) {
+  std::vector<int64_t> dims = c.in(0).dims;
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    if (c.has_input(i)) dims = BroadcastDims(dims, c.in(i).dims);
+  }
+  return dims;
+}
+
+bool RanksKnown(NodeContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (c.has_input(i) && !c.in(i).rank_known) return false;
+  }
+  return true;
+}
+
+absl::Status Binary(NodeContext& c) {
+  const std::string& op = c.op();
+  const Value& a = c.in(0);
+  if (op == "Pow") {
+    // The exponent may have another dtype; it is cast to the base's.
+    std::string b = c.ref(1);
+    if (c.in(1).dtype != a.dtype)
+      b = StrCat("cast(", b, ", ", DTypeCode(a.dtype), ")");
+    return c.Out(0, StrCat(c.ref(0), " ** ", b), a.dtype, Broadcast(c),
+                 RanksKnown(c));
+  }
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  const std::string x = c.ref(0), y = c.ref(1);
+  static const std::map<std::string, std::string> kInfix = {
+      {"Add", "+"},          {"Sub", "-"},
+      {"Mul", "*"},          {"Equal", "=="},
+      {"Less", "<"},         {"Greater", ">"},
+      {"LessOrEqual", "<="}, {"GreaterOrEqual", ">="},
+      {"And", "and"},        {"Or", "or"},
+      {"Xor", "!="}};
+  DType out = a.dtype;
+  std::string e;
+  if (auto it = kInfix.find(op); it != kInfix.end()) {
+    e = StrCat(x, " ", it->second, " ", y);
+    if (op != "Add" && op != "Sub" && op != "Mul") out = DType::kBool;
+  } else if (op == "Div") {
+    // Integer division truncates toward zero; Runnel's // floors.
+    e = IsFloating(a.dtype)
+            ? StrCat(x, " / ", y)
+            : StrCat("where((", x, " % ", y, " != 0) and ((", x, " < 0) != (",
+                     y, " < 0)), ", x, " // ", y, " + 1, ", x, " // ", y, ")");
+  } else if (op == "Mod") {
+    const bool fmod = c.Int("fmod", 0) != 0;
+    if (IsFloating(a.dtype)) {
+      if (fmod) {
+        // C's fmod: the sign of the dividend.
+        const std::string q = StrCat("(", x, " / ", y, ")");
+        e = StrCat(x, " - ", y, " * where(", q, " < 0.0, ceil(", q, "), floor(",
+                   q, "))");
+      } else {
+        e = StrCat(x, " % ", y);  // the sign of the divisor
+      }
+    } else if (fmod) {
+      e = StrCat("where((", x, " % ", y, " != 0) and ((", x, " < 0) != (", y,
+                 " < 0)), ", x, " % ", y, " - ", y, ", ", x, " % ", y, ")");
+    } else {
+      e = StrCat(x, " % ", y);  // the sign of the divisor, as Python's
+    }
+  }
+  return c.Out(0, e, out, Broadcast(c), RanksKnown(c));
+}
+
+// Max, Min, Sum, Mean: any number of inputs.
+absl::Status Variadic(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  const std::string& op = c.op();
+  std::string e = c.ref(0);
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    if (op == "Max") e = StrCat("maximum(", e, ", ", c.ref(i), ")");
+    if (op == "Min") e = StrCat("minimum(", e, ", ", c.ref(i), ")");
+    if (op == "Sum" || op == "Mean") e = StrCat(e, " + ", c.ref(i));
+  }
+  if (op == "Mean") {
+    RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+    e = StrCat("(", e, ") / ", c.num_inputs(), ".0");
+  }
+  return c.Out(0, e, c.in(0).dtype, Broadcast(c), RanksKnown(c));
+}
+
+absl::Status Where(NodeContext& c) {
+  return c.Out(0,
+               StrCat("where(", c.ref(0), ", ", c.ref(1), ", ", c.ref(2), ")"),
+               c.in(1).dtype, Broadcast(c), RanksKnown(c));
+}
+
+absl::Status Clip(NodeContext& c) {
+  std::string e = c.ref(0);
+  const Value& x = c.in(0);
+  if (c.opset() < 11) {
+    if (c.has("min"))
+      e = StrCat("maximum(", e, ", ", F(c.Float("min", 0)), ")");
+    if (c.has("max"))
+      e = StrCat("minimum(", e, ", ", F(c.Float("max", 0)), ")");
+  } else {
+    // min(max(x, lo), hi), as NumPy's clip: hi wins where lo > hi.
+    if (c.has_input(1)) e = StrCat("maximum(", e, ", ", c.ref(1), ")");
+    if (c.has_input(2)) e = StrCat("minimum(", e, ", ", c.ref(2), ")");
+  }
+  return c.Out(0, e, x.dtype, x.dims, x.rank_known);
+}
+
+absl::Status Cast(NodeContext& c) {
+  DType to;
+  if (c.op() == "CastLike") {
+    to = c.in(1).dtype;
+  } else {
+    const int64_t code = c.Int("to", 0);
+    std::optional<DType> type = FromOnnx(static_cast<int32_t>(code));
+    if (!type) return c.Unsupported(StrCat("a cast to ONNX type ", code));
+    to = *type;
+  }
+  c.Int("saturate", 1);  // only for the float8 types, which are refused
+  const Value& x = c.in(0);
+  return c.Out(0, StrCat("cast(", c.ref(0), ", ", DTypeCode(to), ")"), to,
+               x.dims, x.rank_known);
+}
+
+// ---------------------------------------------------------------- linear
+// algebra
+
+absl::Status MatMul(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  RN_ASSIGN_OR_RETURN(int ra, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int rb, RankOf(c, 1));
+  std::string a = c.ref(0), b = c.ref(1);
+  std::vector<int64_t> da = c.in(0).dims, db = c.in(1).dims;
+  // NumPy's rules for vectors: a gets a leading 1, b a trailing 1, each
+  // removed from the result.
+  if (ra == 1) {
+    a = StrCat("expand_dims(", a, ", 0)");
+    da.insert(da.begin(), 1);
+  }
+  if (rb == 1) {
+    b = StrCat("expand_dims(", b, ", -1)");
+    db.push_back(1);
+  }
+  std::vector<int64_t> batch =
+      BroadcastDims(std::vector<int64_t>(da.begin(), da.end() - 2),
+                    std::vector<int64_t>(db.begin(), db.end() - 2));
+  std::vector<int64_t> out = batch;
+  if (ra != 1) out.push_back(da[da.size() - 2]);
+  if (rb != 1) out.push_back(db.back());
+  std::string e = StrCat(a, " @ ", b);
+  if (ra == 1 && rb == 1) {
+    e = StrCat("reshape(", e, ", [])");
+  } else if (ra == 1) {
+    e = StrCat("squeeze(", e, ", -2)");
+  } else if (rb == 1) {
+    e = StrCat("squeeze(", e, ", -1)");
+  }
+  return c.Out(0, e, c.in(0).dtype, out);
+}
+
+absl::Status Gemm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  const bool ta = c.Int("transA", 0) != 0, tb = c.Int("transB", 0) != 0;
+  const float alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
+  std::string e = StrCat("matmul(", c.ref(0), ", ", c.ref(1),
+                         ta ? ", transpose_a = true" : "",
+                         tb ? ", transpose_b = true" : "", ")");
+  if (alpha != 1.0f) e = StrCat(F(alpha), " * ", e);
+  const std::vector<int64_t>& da = c.in(0).dims;
+  const std::vector<int64_t>& db = c.in(1).dims;
+  if (da.size() != 2 || db.size() != 2) return c.Invalid("Gemm takes matrices");
+  std::vector<int64_t> out = {ta ? da[1] : da[0], tb ? db[0] : db[1]};
+  if (c.has_input(2) && beta != 0.0f) {
+    e = StrCat(e, " + ", beta != 1.0f ? StrCat(F(beta), " * ") : "", c.ref(2));
+    out = BroadcastDims(out, c.in(2).dims);
+  }
+  return c.Out(0, e, c.in(0).dtype, out);
+}
+
+// Softmax, LogSoftmax, Hardmax. Before opset 13 they work on the input
+// flattened to 2-D at `axis` (default 1); from 13 along one axis (-1).
+absl::Status Softmax(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const bool old = c.opset() < 13;
+  RN_ASSIGN_OR_RETURN(int64_t axis,
+                      NormAxis(c, c.Int("axis", old ? 1 : -1), r));
+  const Value& x = c.in(0);
+  std::string in = c.ref(0);
+  int64_t along = axis;
+  const bool flatten = old && axis != r - 1;
+  if (flatten) {
+    if (!AllKnown(std::vector<int64_t>(x.dims.begin() + axis, x.dims.end()))) {
+      return c.Unsupported("the pre-13 form over several axes of unknown size");
+    }
+    in = StrCat("reshape(", in, ", [-1, ", Product(x.dims, axis, x.dims.size()),
+                "])");
+    along = 1;
+  }
+  std::string e;
+  if (c.op() == "Softmax") e = StrCat("softmax(", in, ", axis = ", along, ")");
+  if (c.op() == "LogSoftmax")
+    e = StrCat("log_softmax(", in, ", axis = ", along, ")");
+  if (c.op() == "Hardmax") {
+    const int64_t depth =
+        flatten ? Product(x.dims, axis, x.dims.size()) : x.dims[axis];
+    if (depth < 0)
+      return c.Unsupported("Hardmax along an axis of unknown size");
+    e = StrCat("one_hot(argmax(", in, ", axis = ", along, "), ", depth,
+               ", axis = ", along, ", dtype = ", DTypeCode(x.dtype), ")");
+  }
+  if (flatten) e = StrCat("reshape(", e, ", shape_of(", c.ref(0), "))");
+  return c.Out(0, e, x.dtype, x.dims);
+}
+
+// ---------------------------------------------------------------- reductions
+
+absl::Status Reduce(NodeContext& c) {
+  const std::string& op = c.op();
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  // The axes were an attribute until ReduceSum's opset 13 and the others'
+  // 18, an input since.
+  const int64_t input_from = op == "ReduceSum" ? 13 : 18;
+  std::vector<int64_t> axes;
+  bool noop = false;
+  if (c.opset() < input_from) {
+    axes = c.Ints("axes");
+  } else {
+    noop = c.Int("noop_with_empty_axes", 0) != 0;
+    if (c.has_input(1)) {
+      RN_ASSIGN_OR_RETURN(axes, c.ConstInts(1, "axes"));
+    }
+  }
+  const bool keep = c.Int("keepdims", 1) != 0;
+  const Value& x = c.in(0);
+  static const std::map<std::string, std::pair<std::string, std::string>>
+      kForms = {// op -> (reduction, element-wise part)
+                {"ReduceSum", {"sum", "{x}"}},
+                {"ReduceMean", {"mean", "{x}"}},
+                {"ReduceMax", {"max", "{x}"}},
+                {"ReduceMin", {"min", "{x}"}},
+                {"ReduceProd", {"prod", "{x}"}},
+                {"ReduceLogSumExp", {"logsumexp", "{x}"}},
+                {"ReduceL1", {"sum", "abs({x})"}},
+                {"ReduceL2", {"sum", "square({x})"}},
+                {"ReduceSumSquare", {"sum", "square({x})"}},
+                {"ReduceLogSum", {"sum", "{x}"}}};
+  auto [reduction, elementwise] = kForms.at(op);
+  if (x.dtype == DType::kBool) {
+    // On booleans the maximum is any and the minimum all.
+    if (op == "ReduceMax")
+      reduction = "any";
+    else if (op == "ReduceMin")
+      reduction = "all";
+    else
+      return c.Unsupported("dtype bool");
+  }
+  const std::string in = Fill(elementwise, c.ref(0));
+  if (axes.empty() && noop) {
+    // No axes and noop_with_empty_axes: the element-wise part only.
+    return c.Out(0, in, x.dtype, x.dims);
+  }
+  std::vector<bool> reduced(r, axes.empty());
+  for (int64_t a : axes) {
+    RN_ASSIGN_OR_RETURN(int64_t n, NormAxis(c, a, r));
+    reduced[n] = true;
+  }
+  std::vector<int64_t> norm, dims;
+  for (int i = 0; i < r; ++i) {
+    if (reduced[i] && x.dims[i] == 0 &&
+        (reduction == "max" || reduction == "min" ||
+         reduction == "logsumexp")) {
+      return c.Unsupported(
+          "a maximum or minimum over an empty axis (ONNX gives -inf or +inf)");
+    }
+    if (reduced[i]) norm.push_back(i);
+    if (!reduced[i]) dims.push_back(x.dims[i]);
+    if (reduced[i] && keep) dims.push_back(1);
+  }
+  std::string e = StrCat(reduction, "(", in, ", axis = ", IntList(norm),
+                         keep ? ", keepdims = true" : "", ")");
+  if (op == "ReduceL2") e = StrCat("sqrt(", e, ")");
+  if (op == "ReduceLogSum") e = StrCat("log(", e, ")");
+  return c.Out(0, e, x.dtype, dims);
+}
+
+absl::Status ArgReduce(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  const bool keep = c.Int("keepdims", 1) != 0;
+  const bool last = c.Int("select_last_index", 0) != 0;
+  const std::string fn = c.op() == "ArgMax" ? "argmax" : "argmin";
+  const Value& x = c.in(0);
+  std::string e;
+  if (!last) {
+    e = StrCat(fn, "(", c.ref(0), ", axis = ", axis, ")");
+  } else {
+    // The last of equal extremes is the first one of the reversed axis.
+    std::vector<std::string> idx(r, ":");
+    idx[axis] = "::-1";
+    e = StrCat("shape_of(", c.ref(0), ")[", axis, "] - 1 - ", fn, "(", c.ref(0),
+               "[", Join(idx), "], axis = ", axis, ")");
+  }
+  std::vector<int64_t> dims = x.dims;
+  if (keep) {
+    e = StrCat("expand_dims(", e, ", ", axis, ")");
+    dims[axis] = 1;
+  } else {
+    dims.erase(dims.begin() + axis);
+  }
+  return c.Out(0, StrCat("cast(", e, ", i64)"), DType::kI64, dims);
+}
+
+absl::Status CumSum(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> axis, c.ConstInts(1, "axis"));
+  if (axis.size() != 1) return c.Invalid("axis must be a scalar");
+  const Value& x = c.in(0);
+  return c.Out(0,
+               StrCat("cumsum(", c.ref(0), ", axis = ", axis[0],
+                      c.Int("exclusive", 0) != 0 ? ", exclusive = true" : "",
+                      c.Int("reverse", 0) != 0 ? ", reverse = true" : "", ")"),
+               x.dtype, x.dims, x.rank_known);
+}
+
+// ---------------------------------------------------------------- shapes
+
+absl::Status Reshape(NodeContext& c) {
+  const Value& x = c.in(0);
+  const bool allow_zero = c.Int("allowzero", 0) != 0;
+  if (c.constant(1)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, c.ConstInts(1, "shape"));
+    bool symbolic = false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 0 && !allow_zero) {
+        // 0 copies the input's dimension.
+        if (!x.rank_known || i >= x.dims.size()) {
+          return c.Invalid("a 0 in the shape beyond the input's rank");
+        }
+        shape[i] = x.dims[i];
+        if (shape[i] < 0) symbolic = true;
+      }
+    }
+    std::vector<int64_t> dims = shape;
+    int64_t known = 1;
+    int minus = -1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0)
+        minus = static_cast<int>(i);
+      else
+        known *= dims[i];
+    }
+    if (minus >= 0 && !symbolic && x.rank_known && AllKnown(x.dims) &&
+        known > 0) {
+      dims[minus] = Product(x.dims, 0, x.dims.size()) / known;
+    }
+    if (!symbolic) {
+      return c.Out(0, StrCat("reshape(", c.ref(0), ", ", IntList(shape), ")"),
+                   x.dtype, dims);
+    }
+  }
+  const Value& s = c.in(1);
+  if (s.dims.size() != 1 || s.dims[0] < 0) {
+    return c.Unsupported("a computed shape of unknown length");
+  }
+  std::string shape = c.ref(1);
+  if (s.dtype != DType::kI64) shape = StrCat("cast(", shape, ", i64)");
+  if (!allow_zero) {
+    // A 0 copies the input's dimension: the input's shape, cut or padded
+    // to the new rank.
+    RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+    std::string dims = StrCat("cast(shape_of(", c.ref(0), "), i64)");
+    if (s.dims[0] < r) dims = StrCat(dims, "[:", s.dims[0], "]");
+    if (s.dims[0] > r) {
+      dims = StrCat("concat([", dims, ", zeros([", s.dims[0] - r,
+                    "], dtype = i64)], axis = 0)");
+    }
+    shape = StrCat("where(", shape, " == 0, ", dims, ", ", shape, ")");
+  }
+  return c.Out(0, StrCat("reshape(", c.ref(0), ", ", shape, ")"), x.dtype,
+               std::vector<int64_t>(s.dims[0], -1));
+}
+
+absl::Status Transpose(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  std::vector<int64_t> perm = c.Ints("perm");
+  if (perm.empty()) {
+    for (int i = r - 1; i >= 0; --i) perm.push_back(i);
+  }
+  const Value& x = c.in(0);
+  std::vector<int64_t> dims;
+  for (int64_t p : perm) {
+    RN_ASSIGN_OR_RETURN(int64_t a, NormAxis(c, p, r));
+    dims.push_back(x.dims[a]);
+  }
+  return c.Out(0, StrCat("transpose(", c.ref(0), ", ", IntList(perm), ")"),
+               x.dtype, dims);
+}
+
+absl::Status Concat(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  std::vector<std::string> parts;
+  std::vector<int64_t> dims = c.in(0).dims;
+  int64_t total = 0;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    parts.push_back(c.ref(i));
+    const int64_t d = c.in(i).rank_known ? c.in(i).dims[axis] : -1;
+    total = total < 0 || d < 0 ? -1 : total + d;
+  }
+  dims[axis] = total;
+  return c.Out(0, StrCat("concat([", Join(parts), "], axis = ", axis, ")"),
+               c.in(0).dtype, dims);
+}
+
+absl::Status Split(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  const Value& x = c.in(0);
+  std::vector<int64_t> sizes;
+  if (c.opset() < 13) {
+    sizes = c.Ints("split");
+  } else if (c.has_input(1)) {
+    RN_ASSIGN_OR_RETURN(sizes, c.ConstInts(1, "split"));
+  }
+  const int n = c.num_outputs();
+  const int64_t d = x.dims[axis];
+  const int64_t parts = c.Int("num_outputs", n);
+  if (sizes.empty()) {
+    if (d >= 0 && d % parts != 0) {
+      // The last part is smaller (opset 18's num_outputs).
+      const int64_t each = (d + parts - 1) / parts;
+      for (int64_t at = 0; at < d; at += each)
+        sizes.push_back(std::min(each, d - at));
+    } else {
+      std::vector<std::vector<int64_t>> dims(n, x.dims);
+      for (auto& dd : dims) dd[axis] = d < 0 ? -1 : d / parts;
+      return c.OutTuple(
+          StrCat("split(", c.ref(0), ", ", parts, ", axis = ", axis, ")"),
+          x.dtype, dims);
+    }
+  }
+  if (static_cast<int>(sizes.size()) != n) {
+    return c.Invalid(StrCat(sizes.size(), " split sizes for ", n, " outputs"));
+  }
+  int64_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> idx(r, ":");
+    idx[axis] = StrCat(at, ":", at + sizes[i]);
+    std::vector<int64_t> dims = x.dims;
+    dims[axis] = sizes[i];
+    RN_RETURN_IF_ERROR(
+        c.Out(i, StrCat(c.ref(0), "[", Join(idx), "]"), x.dtype, dims));
+    at += sizes[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> AxesOf(NodeContext& c,
+                                            int64_t input_from) {
+  if (c.opset() < input_from) return c.Ints("axes");
+  if (!c.has_input(1)) return std::vector<int64_t>{};
+  return c.ConstInts(1, "axes");
+}
+
+absl::Status Squeeze(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(c, 13));
+  const Value& x = c.in(0);
+  std::vector<bool> drop(r, false);
+  if (axes.empty()) {
+    for (int i = 0; i < r; ++i) {
+      if (x.dims[i] < 0)
+        return c.Unsupported(
+            "Squeeze without axes of a dimension of unknown size");
+      drop[i] = x.dims[i] == 1;
+    }
+  }
+  for (int64_t a : axes) {
+    RN_ASSIGN_OR_RETURN(int64_t n, NormAxis(c, a, r));
+    drop[n] = true;
+  }
+  std::vector<int64_t> norm, dims;
+  for (int i = 0; i < r; ++i)
+    (drop[i] ? norm : dims).push_back(drop[i] ? i : x.dims[i]);
+  std::string e = c.ref(0);
+  // From the last axis, so that the others keep their numbers.
+  for (auto it = norm.rbegin(); it != norm.rend(); ++it) {
+    e = StrCat("squeeze(", e, ", ", *it, ")");
+  }
+  return c.Out(0, e, x.dtype, dims);
+}
+
+absl::Status Unsqueeze(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, AxesOf(c, 13));
+  const int out_rank = r + static_cast<int>(axes.size());
+  std::vector<int64_t> norm;
+  for (int64_t a : axes) {
+    RN_ASSIGN_OR_RETURN(int64_t n, NormAxis(c, a, out_rank));
+    norm.push_back(n);
+  }
+  std::sort(norm.begin(), norm.end());
+  const Value& x = c.in(0);
+  std::string e = c.ref(0);
+  std::vector<int64_t> dims = x.dims;
+  for (int64_t a : norm) {
+    e = StrCat("expand_dims(", e, ", ", a, ")");
+    dims.insert(dims.begin() + a, 1);
+  }
+  return c.Out(0, e, x.dtype, dims);
+}
+
+absl::Status Flatten(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  int64_t axis = c.Int("axis", 1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis > r)
+    return c.Invalid(StrCat("axis ", axis, " is out of range"));
+  const Value& x = c.in(0);
+  std::vector<int64_t> lead(x.dims.begin(), x.dims.begin() + axis);
+  std::vector<int64_t> rest(x.dims.begin() + axis, x.dims.end());
+  std::vector<int64_t> dims = {
+      AllKnown(lead) ? Product(lead, 0, lead.size()) : -1,
+      AllKnown(rest) ? Product(rest, 0, rest.size()) : -1};
+  std::string shape;
+  if (dims[0] >= 0)
+    shape = IntList({dims[0], -1});
+  else if (dims[1] >= 0)
+    shape = IntList({-1, dims[1]});
+  else
+    return c.Unsupported("Flatten of dimensions of unknown size on both sides");
+  return c.Out(0, StrCat("reshape(", c.ref(0), ", ", shape, ")"), x.dtype,
+               dims);
+}
+
+absl::Status Expand(NodeContext& c) {
+  // Both ways, as NumPy broadcasts x against ones(shape).
+  const Value& x = c.in(0);
+  std::vector<int64_t> dims;
+  if (c.constant(1)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, c.ConstInts(1, "shape"));
+    dims = BroadcastDims(x.dims, shape);
+  } else {
+    const Value& s = c.in(1);
+    if (s.dims.size() != 1 || s.dims[0] < 0) {
+      return c.Unsupported("a computed shape of unknown length");
+    }
+    dims.assign(std::max<int64_t>(s.dims[0], x.dims.size()), -1);
+  }
+  return c.Out(0,
+               StrCat("where(ones(", c.ref(1), ", dtype = bool), ", c.ref(0),
+                      ", ", c.ref(0), ")"),
+               x.dtype, dims);
+}
+
+absl::Status Tile(NodeContext& c) {
+  const Value& x = c.in(0);
+  std::vector<int64_t> dims(x.dims.size(), -1);
+  std::string reps = c.ref(1);
+  if (c.constant(1)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> r, c.ConstInts(1, "repeats"));
+    reps = IntList(r);
+    for (size_t i = 0; i < dims.size() && i < r.size(); ++i) {
+      dims[i] = x.dims[i] < 0 ? -1 : x.dims[i] * r[i];
+    }
+  }
+  return c.Out(0, StrCat("tile(", c.ref(0), ", ", reps, ")"), x.dtype, dims);
+}
+
+absl::Status Gather(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  const Value& x = c.in(0);
+  const Value& i = c.in(1);
+  std::string idx = c.ref(1);
+  bool maybe_negative = true;
+  if (i.constant) {
+    std::vector<int64_t> v = i.constant->ToInt64s();
+    maybe_negative =
+        std::any_of(v.begin(), v.end(), [](int64_t k) { return k < 0; });
+  }
+  if (maybe_negative) {
+    // Negative indices count from the end.
+    idx = StrCat("where(", idx, " < 0, ", idx, " + cast(shape_of(", c.ref(0),
+                 ")[", axis, "], ", DTypeCode(i.dtype), "), ", idx, ")");
+  }
+  std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
+  dims.insert(dims.end(), i.dims.begin(), i.dims.end());
+  dims.insert(dims.end(), x.dims.begin() + axis + 1, x.dims.end());
+  return c.Out(0,
+               StrCat("gather(", c.ref(0), ", ", idx, ", axis = ", axis, ")"),
+               x.dtype, dims);
+}
+
+absl::Status ShapeOp(NodeContext& c) {
+  const Value& x = c.in(0);
+  if (x.rank_known && AllKnown(x.dims)) {
+    // Known while importing: a constant, so that the shape arithmetic
+    // after it folds too.
+    const int64_t n = static_cast<int64_t>(x.dims.size());
+    auto clampi = [n](int64_t v) {
+      return std::clamp(v < 0 ? v + n : v, int64_t{0}, n);
+    };
+    const int64_t from = clampi(c.Int("start", 0));
+    const int64_t to = c.has("end") ? clampi(c.Int("end", 0)) : n;
+    std::vector<int64_t> dims(x.dims.begin() + from,
+                              x.dims.begin() + std::max(from, to));
+    return c.OutConstant(0, Tensor::FromVector(dims));
+  }
+  std::string e = StrCat("cast(shape_of(", c.ref(0), "), i64)");
+  const int64_t start = c.Int("start", 0);
+  const bool has_end = c.has("end");
+  const int64_t end = c.Int("end", 0);
+  int64_t n = x.rank_known ? static_cast<int64_t>(x.dims.size()) : -1;
+  if (start != 0 || has_end) {
+    e = StrCat(e, "[", start, ":", has_end ? StrCat(end) : "", "]");
+    if (n >= 0) {
+      auto clampi = [n](int64_t v) {
+        return std::clamp(v < 0 ? v + n : v, int64_t{0}, n);
+      };
+      n = std::max<int64_t>(0, (has_end ? clampi(end) : n) - clampi(start));
+    }
+  }
+  return c.Out(0, e, DType::kI64, {n});
+}
+
+absl::Status Size(NodeContext& c) {
+  return c.Out(0, StrCat("cast(size(", c.ref(0), "), i64)"), DType::kI64, {});
+}
+
+absl::Status Constant(NodeContext& c) {
+  if (const onnx::TensorProto* t = c.TensorAttr("value")) {
+    RN_ASSIGN_OR_RETURN(Tensor v,
+                        ToTensor(*t, StrCat("Constant '", c.op(), "'")));
+    return c.OutConstant(0, std::move(v));
+  }
+  if (c.has("value_float"))
+    return c.OutConstant(0, Tensor::Scalar(c.Float("value_float", 0)));
+  if (c.has("value_int"))
+    return c.OutConstant(0, Tensor::Scalar(c.Int("value_int", 0)));
+  if (c.has("value_floats")) {
+    return c.Unsupported("value_floats");
+  }
+  if (c.has("value_ints"))
+    return c.OutConstant(0, Tensor::FromVector(c.Ints("value_ints")));
+  return c.Unsupported("this form of Constant");
+}
+
+absl::Status ConstantOfShape(NodeContext& c) {
+  DType dtype = DType::kF32;
+  std::string value = "0.0";
+  if (const onnx::TensorProto* t = c.TensorAttr("value")) {
+    RN_ASSIGN_OR_RETURN(Tensor v, ToTensor(*t, "ConstantOfShape's value"));
+    if (v.num_elements() != 1) return c.Invalid("value must hold one element");
+    dtype = v.dtype();
+    std::optional<std::string> lit = Literal(*v.Reshaped(Shape{}));
+    if (!lit)
+      return c.Unsupported(StrCat("a value of dtype ", DTypeCode(dtype)));
+    value = *lit;
+  }
+  std::vector<int64_t> dims;
+  if (c.constant(0)) {
+    RN_ASSIGN_OR_RETURN(dims, c.ConstInts(0, "shape"));
+  } else {
+    dims.assign(
+        std::max<int64_t>(c.in(0).dims.empty() ? 0 : c.in(0).dims[0], 0), -1);
+  }
+  return c.Out(0,
+               StrCat("fill(", c.ref(0), ", ", value,
+                      ", dtype = ", DTypeCode(dtype), ")"),
+               dtype, dims);
+}
+
+absl::Status Range(NodeContext& c) {
+  for (int i = 0; i < 3; ++i) {
+    if (!c.constant(i)) return c.NeedConstant(i, "bound of a Range");
+  }
+  const DType dtype = c.in(0).dtype;
+  std::vector<double> s = c.constant(0)->ToDoubles(),
+                      l = c.constant(1)->ToDoubles(),
+                      d = c.constant(2)->ToDoubles();
+  const int64_t n = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((l.at(0) - s.at(0)) / d.at(0))));
+  return c.Out(0,
+               StrCat("arange(", c.ref(0), ", ", c.ref(1), ", ", c.ref(2),
+                      ", dtype = ", DTypeCode(dtype), ")"),
+               dtype, {n});
+}
+
+// Slice: starts, ends, axes and steps as inputs (attributes before opset
+// 10); Runnel's subscripts clamp bounds as ONNX does.
+absl::Status Slice(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  std::vector<std::string> starts, ends;
+  // The bounds' values where they are known, for the output's dimensions.
+  std::vector<std::optional<int64_t>> start_v, end_v;
+  std::vector<int64_t> axes, steps;
+  const int64_t kClamp = int64_t{1} << 40;
+  auto add = [&](std::vector<std::string>& code,
+                 std::vector<std::optional<int64_t>>& known, int64_t v) {
+    v = std::clamp(v, -kClamp, kClamp);
+    code.push_back(StrCat(v));
+    known.push_back(v);
+  };
+  int64_t n = 0;
+  if (c.opset() < 10) {
+    for (int64_t v : c.Ints("starts")) add(starts, start_v, v);
+    for (int64_t v : c.Ints("ends")) add(ends, end_v, v);
+    axes = c.Ints("axes");
+    n = static_cast<int64_t>(starts.size());
+  } else {
+    for (int k = 1; k <= 2; ++k) {
+      std::vector<std::string>& code = k == 1 ? starts : ends;
+      std::vector<std::optional<int64_t>>& known = k == 1 ? start_v : end_v;
+      const Value& v = c.in(k);
+      if (v.dims.size() != 1 || v.dims[0] < 0) {
+        return c.Unsupported("starts or ends of unknown length");
+      }
+      n = v.dims[0];
+      if (v.constant) {
+        for (int64_t b : v.constant->ToInt64s()) add(code, known, b);
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          code.push_back(StrCat(c.ref(k), "[", j, "]"));
+          known.push_back(std::nullopt);
+        }
+      }
+    }
+    if (c.has_input(3)) {
+      RN_ASSIGN_OR_RETURN(axes, c.ConstInts(3, "axes"));
+    }
+    if (c.has_input(4)) {
+      RN_ASSIGN_OR_RETURN(steps, c.ConstInts(4, "steps"));
+    }
+  }
+  if (axes.empty()) {
+    for (int64_t i = 0; i < n; ++i) axes.push_back(i);
+  }
+  if (steps.empty()) steps.assign(n, 1);
+  if (static_cast<int64_t>(ends.size()) != n ||
+      static_cast<int64_t>(axes.size()) != n ||
+      static_cast<int64_t>(steps.size()) != n) {
+    return c.Invalid("starts, ends, axes and steps differ in length");
+  }
+  std::vector<std::string> idx(r, ":");
+  std::vector<int64_t> dims = x.dims;
+  for (int64_t k = 0; k < n; ++k) {
+    RN_ASSIGN_OR_RETURN(int64_t a, NormAxis(c, axes[k], r));
+    const int64_t st = steps[k];
+    if (st == 0) return c.Invalid("a step of 0");
+    idx[a] = StrCat(starts[k], ":", ends[k], st != 1 ? StrCat(":", st) : "");
+    const int64_t d = x.dims[a];
+    dims[a] = -1;
+    if (d < 0 || !start_v[k] || !end_v[k]) continue;
+    // Python's slice arithmetic (slice.indices) on a known dimension.
+    auto bound = [&](int64_t v) {
+      if (v < 0) v += d;
+      return st > 0 ? std::clamp<int64_t>(v, 0, d)
+                    : std::clamp<int64_t>(v, -1, d - 1);
+    };
+    const int64_t s = bound(*start_v[k]), e = bound(*end_v[k]);
+    dims[a] = st > 0 ? std::max<int64_t>(0, (e - s + st - 1) / st)
+                     : std::max<int64_t>(0, (s - e - st - 1) / -st);
+  }
+  return c.Out(0, StrCat(c.ref(0), "[", Join(idx), "]"), x.dtype, dims);
+}
+
+absl::Status Pad(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const std::string mode = c.Str("mode", "constant");
+  if (mode != "constant") return c.Unsupported(StrCat("mode \"", mode, "\""));
+  std::vector<int64_t> pads;
+  std::string value = "0";
+  const Value& x = c.in(0);
+  std::vector<int64_t> axes;
+  if (c.opset() < 11) {
+    pads = c.Ints("pads");
+    value = F(c.Float("value", 0.0f));
+  } else {
+    RN_ASSIGN_OR_RETURN(pads, c.ConstInts(1, "pads"));
+    if (c.has_input(2)) {
+      if (!c.constant(2)) return c.NeedConstant(2, "constant_value");
+      value = c.ref(2);
+    }
+    if (c.has_input(3)) {
+      RN_ASSIGN_OR_RETURN(axes, c.ConstInts(3, "axes"));
+    }
+  }
+  if (axes.empty()) {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (pads.size() != 2 * axes.size())
+    return c.Invalid("pads has the wrong length");
+  std::vector<std::vector<int64_t>> both(r, {0, 0});
+  const size_t n = axes.size();
+  for (size_t k = 0; k < n; ++k) {
+    RN_ASSIGN_OR_RETURN(int64_t a, NormAxis(c, axes[k], r));
+    if (pads[k] < 0 || pads[k + n] < 0)
+      return c.Unsupported("negative pads (cropping)");
+    both[a] = {pads[k], pads[k + n]};
+  }
+  std::vector<std::string> rows;
+  std::vector<int64_t> dims = x.dims;
+  for (int i = 0; i < r; ++i) {
+    rows.push_back(IntList(both[i]));
+    if (dims[i] >= 0) dims[i] += both[i][0] + both[i][1];
+  }
+  return c.Out(
+      0, StrCat("pad(", c.ref(0), ", [", Join(rows), "], value = ", value, ")"),
+      x.dtype, dims);
+}
+
+// ---------------------------------------------------------------- images
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations,
+      pads;                         // pads: begin.., end..
+  bool same_upper_unknown = false;  // "same" of unknown sizes: TF's padding
+  bool lifted = false;              // a 1-D window as a 2-D one of height 1
+};
+
+// The input (or filter) of a lifted window with its height of 1, and a
+// result without it.
+std::string Lift(const Window& w, const std::string& x) {
+  return w.lifted ? StrCat("expand_dims(", x, ", 2)") : x;
+}
+std::string Lower(const Window& w, const std::string& x) {
+  return w.lifted ? StrCat("squeeze(", x, ", 2)") : x;
+}
+std::vector<int64_t> Lower(const Window& w, std::vector<int64_t> dims) {
+  if (w.lifted) dims.erase(dims.begin() + 2);
+  return dims;
+}
+// The input's facts as the 2-D window sees them.
+Value Lifted(const Window& w, Value x) {
+  if (w.lifted) x.dims.insert(x.dims.begin() + 2, 1);
+  return x;
+}
+
+// The window attributes of a 2-D Conv or pool, with auto_pad resolved into
+// explicit pads where the input's size is known.
+// A 1-D window (an (N, C, W) input) is lifted to 2-D with a height of 1.
+absl::StatusOr<Window> WindowOf(NodeContext& c, std::vector<int64_t> kernel) {
+  Value x = c.in(0);
+  if (!x.rank_known || (x.dims.size() != 4 && x.dims.size() != 3)) {
+    return c.Unsupported(
+        "an input other than 3-D (N, C, W) or 4-D (N, C, H, W)");
+  }
+  Window w;
+  w.lifted = x.dims.size() == 3;
+  if (c.has("kernel_shape")) kernel = c.Ints("kernel_shape");
+  if (kernel.size() != x.dims.size() - 2)
+    return c.Unsupported("a window other than 1-D or 2-D");
+  w.kernel = kernel;
+  w.strides = c.Ints("strides");
+  w.dilations = c.Ints("dilations");
+  w.pads = c.Ints("pads");
+  if (w.lifted) {
+    x.dims.insert(x.dims.begin() + 2, 1);
+    w.kernel.insert(w.kernel.begin(), 1);
+    if (!w.strides.empty()) w.strides.insert(w.strides.begin(), 1);
+    if (!w.dilations.empty()) w.dilations.insert(w.dilations.begin(), 1);
+    if (w.pads.size() == 2) w.pads = {0, w.pads[0], 0, w.pads[1]};
+  }
+  if (w.strides.empty()) w.strides = {1, 1};
+  if (w.dilations.empty()) w.dilations = {1, 1};
+  if (w.pads.empty()) w.pads = {0, 0, 0, 0};
+  if (w.strides.size() != 2 || w.dilations.size() != 2 || w.pads.size() != 4) {
+    return c.Invalid("strides, dilations or pads of the wrong length");
+  }
+  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t in = x.dims[2 + i];
+      if (in < 0) {
+        if (auto_pad == "SAME_LOWER")
+          return c.Unsupported("SAME_LOWER on a size not known");
+        w.same_upper_unknown = true;
+        continue;
+      }
+      const int64_t s = w.strides[i];
+      const int64_t out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(
+          0, (out - 1) * s + (w.kernel[i] - 1) * w.dilations[i] + 1 - in);
+      const int64_t small = total / 2, big = total - small;
+      w.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+      w.pads[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    w.pads = {0, 0, 0, 0};
+  } else if (auto_pad != "NOTSET") {
+    return c.Invalid(StrCat("auto_pad \"", auto_pad, "\""));
+  }
+  return w;
+}
+
+std::string ToNHWC(const std::string& x) {
+  return StrCat("transpose(", x, ", [0, 2, 3, 1])");
+}
+std::string ToNCHW(const std::string& x) {
+  return StrCat("transpose(", x, ", [0, 3, 1, 2])");
+}
+
+std::string PadHW(const std::string& x, const Window& w,
+                  const std::string& value) {
+  if (std::all_of(w.pads.begin(), w.pads.end(),
+                  [](int64_t p) { return p == 0; }))
+    return x;
+  return StrCat("pad(", x, ", [[0, 0], [0, 0], [", w.pads[0], ", ", w.pads[2],
+                "], [", w.pads[1], ", ", w.pads[3], "]]",
+                value.empty() ? "" : ", value = " + value, ")");
+}
+
+std::vector<int64_t> OutDims(const Value& x, const Window& w, int64_t channels,
+                             bool ceil_mode) {
+  std::vector<int64_t> dims = {x.dims[0], channels, -1, -1};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x.dims[2 + i];
+    if (in < 0) continue;
+    const int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    const int64_t room = in + w.pads[i] + w.pads[i + 2] - span;
+    dims[2 + i] = (ceil_mode ? (room + w.strides[i] - 1) / w.strides[i]
+                             : room / w.strides[i]) +
+                  1;
+    // With ceil_mode, a last window that would start in the end padding
+    // is left out.
+    if (ceil_mode && (dims[2 + i] - 1) * w.strides[i] >= in + w.pads[i])
+      --dims[2 + i];
+  }
+  return dims;
+}
+
+absl::Status Conv(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const Value& f = c.in(1);
+  if (f.dims.size() != 4 && f.dims.size() != 3)
+    return c.Unsupported("a filter other than 3-D or 4-D");
+  if (c.Int("group", 1) != 1) return c.Unsupported("group other than 1");
+  RN_ASSIGN_OR_RETURN(
+      Window w,
+      WindowOf(c, std::vector<int64_t>(f.dims.begin() + 2, f.dims.end())));
+  const Value x = Lifted(w, c.in(0));
+  const std::string padding = w.same_upper_unknown ? "same" : "valid";
+  std::string e = StrCat(
+      "conv2d(", ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")), ", transpose(",
+      Lift(w, c.ref(1)), ", [2, 3, 1, 0]), strides = ", IntList(w.strides),
+      ", padding = \"", padding, "\", dilations = ", IntList(w.dilations), ")");
+  e = Lower(w, ToNCHW(e));
+  if (c.has_input(2))
+    e = StrCat(e, " + reshape(", c.ref(2),
+               w.lifted ? ", [-1, 1])" : ", [-1, 1, 1])");
+  return c.Out(0, e, x.dtype, Lower(w, OutDims(x, w, f.dims[0], false)));
+}
+
+absl::Status Pool(NodeContext& c) {
+  const bool max = c.op() == "MaxPool";
+  if (max) RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(Window w, WindowOf(c, {}));
+  const Value x = Lifted(w, c.in(0));
+  if (w.dilations != std::vector<int64_t>{1, 1})
+    return c.Unsupported("dilated pooling");
+  if (c.Int("storage_order", 0) != 0) return c.Unsupported("storage_order = 1");
+  if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
+  const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
+  const bool count_pad = c.Int("count_include_pad", 0) != 0;
+  std::vector<int64_t> dims = OutDims(x, w, x.dims[1], ceil_mode);
+  if (ceil_mode) {
+    // The windows that start inside but end past the input: more padding
+    // at the end, which the pooling leaves out.
+    for (int i = 0; i < 2; ++i) {
+      if (x.dims[2 + i] < 0)
+        return c.Unsupported("ceil_mode on a size not known");
+      const int64_t need = (dims[2 + i] - 1) * w.strides[i] + w.kernel[i] -
+                           (x.dims[2 + i] + w.pads[i] + w.pads[i + 2]);
+      if (need > 0) {
+        if (!max && count_pad)
+          return c.Unsupported("ceil_mode with count_include_pad");
+        w.pads[i + 2] += need;
+      }
+    }
+  }
+  const std::string size = IntList(w.kernel), strides = IntList(w.strides);
+  const bool padded = std::any_of(w.pads.begin(), w.pads.end(),
+                                  [](int64_t p) { return p != 0; });
+  const std::string padding = w.same_upper_unknown ? "same" : "valid";
+  auto pool = [&](const std::string& fn, const std::string& in) {
+    return ToNCHW(StrCat(fn, "(", ToNHWC(in), ", ", size, ", strides = ",
+                         strides, ", padding = \"", padding, "\")"));
+  };
+  std::string e;
+  if (max) {
+    e = pool("max_pool", PadHW(Lift(w, c.ref(0)), w, "-1.0 / 0.0"));
+  } else if (!padded || count_pad) {
+    e = pool("avg_pool", PadHW(Lift(w, c.ref(0)), w, ""));
+    if (w.same_upper_unknown && count_pad)
+      return c.Unsupported("SAME with count_include_pad");
+  } else {
+    // The mean of the elements inside: the padded mean divided by the
+    // share of the window that is inside.
+    const std::string inside = c.Temp(
+        "inside",
+        pool("avg_pool",
+             PadHW(Lift(w, StrCat("ones_like(", c.ref(0), ")")), w, "")));
+    e = StrCat(pool("avg_pool", PadHW(Lift(w, c.ref(0)), w, "")), " / ",
+               inside);
+  }
+  return c.Out(0, Lower(w, e), x.dtype, Lower(w, dims));
+}
+
+absl::Status GlobalPool(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  std::vector<int64_t> axes, dims = c.in(0).dims;
+  for (int i = 2; i < r; ++i) {
+    axes.push_back(i);
+    dims[i] = 1;
+  }
+  const std::string fn = c.op() == "GlobalMaxPool" ? "max" : "mean";
+  return c.Out(0,
+               StrCat(fn, "(", c.ref(0), ", axis = ", IntList(axes),
+                      ", keepdims = true)"),
+               c.in(0).dtype, dims);
+}
+
+// ----------------------------------------------------------------
+// normalisation
+
+// Per-channel parameters of an (N, C, ...) input: [C] reshaped to broadcast.
+std::string PerChannel(const std::string& p, int rank) {
+  if (rank <= 2) return p;
+  std::vector<int64_t> shape = {-1};
+  for (int i = 2; i < rank; ++i) shape.push_back(1);
+  return StrCat("reshape(", p, ", ", IntList(shape), ")");
+}
+
+absl::Status BatchNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  if (c.Int("training_mode", 0) != 0 || c.has_output(1)) {
+    return c.Unsupported("training mode (the batch's statistics)");
+  }
+  if (c.opset() < 9 && c.Int("spatial", 1) != 1)
+    return c.Unsupported("spatial = 0");
+  c.Float("momentum", 0.9f);  // used by training mode only
+  const std::string eps = F(c.Float("epsilon", 1e-5f));
+  const std::string scale =
+      c.Temp("scale", StrCat(c.ref(1), " * rsqrt(", c.ref(4), " + ", eps, ")"));
+  std::string e = StrCat("(", c.ref(0), " - ", PerChannel(c.ref(3), r), ") * ",
+                         PerChannel(scale, r), " + ", PerChannel(c.ref(2), r));
+  return c.Out(0, e, c.in(0).dtype, c.in(0).dims);
+}
+
+absl::Status InstanceNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < r; ++i) axes.push_back(i);
+  const std::string eps = F(c.Float("epsilon", 1e-5f));
+  const std::string ax =
+      StrCat(", axis = ", IntList(axes), ", keepdims = true)");
+  const std::string d =
+      c.Temp("centred", StrCat(c.ref(0), " - mean(", c.ref(0), ax));
+  std::string e =
+      StrCat(d, " * rsqrt(mean(square(", d, ")", ax, " + ", eps, ") * ",
+             PerChannel(c.ref(1), r), " + ", PerChannel(c.ref(2), r));
+  return c.Out(0, e, c.in(0).dtype, c.in(0).dims);
+}
+
+absl::Status LayerNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r));
+  const DType dtype = c.in(0).dtype;
+  if (c.Int("stash_type", 1) != 1 ||
+      (dtype != DType::kF32 && dtype != DType::kF64)) {
+    if (dtype != DType::kF32)
+      return c.Unsupported(StrCat("dtype ", DTypeCode(dtype)));
+  }
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  const std::string eps = F(c.Float("epsilon", 1e-5f));
+  const std::string ax =
+      StrCat(", axis = ", IntList(axes), ", keepdims = true)");
+  const std::string m = c.Temp("mean", StrCat("mean(", c.ref(0), ax));
+  const std::string d = c.Temp("centred", StrCat(c.ref(0), " - ", m));
+  const std::string inv = c.Temp(
+      "inv_std", StrCat("rsqrt(mean(square(", d, ")", ax, " + ", eps, ")"));
+  std::string e = StrCat(d, " * ", inv, " * ", c.ref(1));
+  if (c.has_input(2)) e = StrCat(e, " + ", c.ref(2));
+  std::vector<int64_t> stat = c.in(0).dims;
+  for (int64_t a : axes) stat[a] = 1;
+  RN_RETURN_IF_ERROR(c.Out(0, e, dtype, c.in(0).dims));
+  RN_RETURN_IF_ERROR(c.Out(1, m, dtype, stat));
+  return c.Out(2, inv, dtype, stat);
+}
+
+absl::Status Dropout(NodeContext& c) {
+  // Inference: the identity (training_mode absent or false).
+  c.Int("seed", 0);
+  if (c.opset() < 12) c.Float("ratio", 0.5f);
+  if (c.has_input(2)) {
+    if (!c.constant(2)) return c.NeedConstant(2, "training_mode");
+    if (c.constant(2)->ToInt64s().at(0) != 0)
+      return c.Unsupported("training_mode = true");
+  }
+  const Value& x = c.in(0);
+  RN_RETURN_IF_ERROR(c.Out(0, c.ref(0), x.dtype, x.dims, x.rank_known));
+  return c.Out(1, StrCat("ones(shape_of(", c.ref(0), "), dtype = bool)"),
+               DType::kBool, x.dims, x.rank_known);
+}
+
+absl::Status OneHot(NodeContext& c) {
+  // depth may be of any numeric dtype.
+  if (!c.constant(1)) return c.NeedConstant(1, "depth");
+  const std::vector<double> depth_v = c.constant(1)->ToDoubles();
+  if (depth_v.size() != 1 || depth_v[0] < 1)
+    return c.Invalid("depth must be one positive number");
+  const std::optional<Tensor>& values = c.constant(2);
+  if (!values) return c.NeedConstant(2, "values");
+  if (values->num_elements() != 2)
+    return c.Invalid("values must hold 2 elements");
+  const int64_t depth = static_cast<int64_t>(depth_v[0]);
+  const Value& i = c.in(0);
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r + 1));
+  std::string idx = StrCat("cast(", c.ref(0), ", i64)");
+  idx = StrCat("where(", idx, " < 0, ", idx, " + ", depth, ", ", idx, ")");
+  const DType dtype = values->dtype();
+  std::vector<double> v = values->ToDoubles();
+  auto num = [&](double d) {
+    return IsFloating(dtype) ? F(static_cast<float>(d))
+                             : StrCat(static_cast<int64_t>(d));
+  };
+  std::vector<int64_t> dims = i.dims;
+  dims.insert(dims.begin() + axis, depth);
+  return c.Out(0,
+               StrCat("one_hot(", idx, ", ", depth, ", on_value = ", num(v[1]),
+                      ", off_value = ", num(v[0]),
+                      ", dtype = ", DTypeCode(dtype), ", axis = ", axis, ")"),
+               dtype, dims);
+}
+
+absl::Status RmsNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r));
+  const DType dtype = c.in(0).dtype;
+  if (c.Int("stash_type", 1) != 1 && dtype != DType::kF32) {
+    return c.Unsupported("stash_type other than f32");
+  }
+  if (dtype != DType::kF32 && dtype != DType::kF64) {
+    return c.Unsupported(StrCat("dtype ", DTypeCode(dtype)));
+  }
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  const std::string eps = F(c.Float("epsilon", 1e-5f));
+  return c.Out(0,
+               StrCat(c.ref(0), " * rsqrt(mean(square(", c.ref(0),
+                      "), axis = ", IntList(axes), ", keepdims = true) + ", eps,
+                      ") * ", c.ref(1)),
+               dtype, c.in(0).dims);
+}
+
+absl::Status Swish(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const std::string x = c.ref(0);
+  const float alpha = c.Float("alpha", 1.0f);
+  return c.Out(0,
+               StrCat(x, " * sigmoid(",
+                      alpha != 1.0f ? StrCat(F(alpha), " * ") : "", x, ")"),
+               c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
+}
+
+// LpNormalization: x divided by its L1 or L2 norm along one axis.
+absl::Status LpNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r));
+  const int64_t p = c.Int("p", 2);
+  const std::string x = c.ref(0);
+  std::string norm;
+  if (p == 1)
+    norm = StrCat("sum(abs(", x, "), axis = ", axis, ", keepdims = true)");
+  else if (p == 2)
+    norm = StrCat("sqrt(sum(square(", x, "), axis = ", axis,
+                  ", keepdims = true))");
+  else
+    return c.Invalid(StrCat("p = ", p, " (1 or 2)"));
+  // A zero vector stays zero (not 0 / 0).
+  const std::string n = c.Temp("norm", norm);
+  return c.Out(
+      0, StrCat(x, " / where(", n, " == 0.0, ones_like(", n, "), ", n, ")"),
+      c.in(0).dtype, c.in(0).dims);
+}
+
+absl::Status MeanVarianceNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  std::vector<int64_t> axes =
+      c.has("axes") ? c.Ints("axes") : std::vector<int64_t>{0, 2, 3};
+  for (int64_t& a : axes) {
+    RN_ASSIGN_OR_RETURN(a, NormAxis(c, a, r));
+  }
+  const std::string ax =
+      StrCat(", axis = ", IntList(axes), ", keepdims = true)");
+  const std::string d =
+      c.Temp("centred", StrCat(c.ref(0), " - mean(", c.ref(0), ax));
+  // The specification's function: (x - E[x]) / (sqrt(E[(x - E[x])^2]) + 1e-9).
+  return c.Out(0, StrCat(d, " / (sqrt(mean(square(", d, ")", ax, ") + 1e-9)"),
+               c.in(0).dtype, c.in(0).dims);
+}
+
+absl::Status GroupNorm(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  const int64_t groups = c.Int("num_groups", 0);
+  if (c.Int("stash_type", 1) != 1 && x.dtype != DType::kF32) {
+    return c.Unsupported("stash_type other than f32");
+  }
+  if (r < 3 || x.dims[1] < 0 || groups <= 0 || x.dims[1] % groups != 0) {
+    return c.Unsupported(
+        "GroupNormalization of unknown channels, or channels not divisible by "
+        "the groups");
+  }
+  const std::string eps = F(c.Float("epsilon", 1e-5f));
+  // (N, G, C/G * rest): normalised per (N, G).
+  const std::vector<int64_t> rest(x.dims.begin() + 2, x.dims.end());
+  if (!AllKnown(rest))
+    return c.Unsupported("GroupNormalization of spatial sizes not known");
+  const std::string g =
+      c.Temp("grouped", StrCat("reshape(", c.ref(0), ", [-1, ", groups, ", ",
+                               x.dims[1] / groups, ", ",
+                               Product(rest, 0, rest.size()), "])"));
+  const std::string ax = ", axis = [2, 3], keepdims = true)";
+  const std::string d = c.Temp("centred", StrCat(g, " - mean(", g, ax));
+  const std::string n = c.Temp(
+      "normalised", StrCat("reshape(", d, " * rsqrt(mean(square(", d, ")", ax,
+                           " + ", eps, "), shape_of(", c.ref(0), "))"));
+  return c.Out(
+      0,
+      StrCat(n, " * ", PerChannel(c.ref(1), r), " + ", PerChannel(c.ref(2), r)),
+      x.dtype, x.dims);
+}
+
+// DepthToSpace and SpaceToDepth: a reshape, a transpose and a reshape.
+absl::Status DepthSpace(NodeContext& c) {
+  const Value& x = c.in(0);
+  if (!x.rank_known || x.dims.size() != 4 ||
+      !AllKnown(std::vector<int64_t>(x.dims.begin() + 1, x.dims.end()))) {
+    return c.Unsupported("an input other than 4-D with known C, H and W");
+  }
+  const int64_t b = c.Int("blocksize", 0);
+  if (b <= 0) return c.Invalid("blocksize must be positive");
+  const int64_t C = x.dims[1], H = x.dims[2], W = x.dims[3];
+  std::string e;
+  std::vector<int64_t> dims;
+  if (c.op() == "DepthToSpace") {
+    const std::string mode = c.Str("mode", "DCR");
+    if (C % (b * b) != 0) return c.Invalid("C is not divisible by blocksize²");
+    const int64_t co = C / (b * b);
+    if (mode == "DCR") {
+      e = StrCat("reshape(transpose(reshape(", c.ref(0), ", [-1, ", b, ", ", b,
+                 ", ", co, ", ", H, ", ", W, "]), [0, 3, 4, 1, 5, 2]), [-1, ",
+                 co, ", ", H * b, ", ", W * b, "])");
+    } else if (mode == "CRD") {
+      e = StrCat("reshape(transpose(reshape(", c.ref(0), ", [-1, ", co, ", ", b,
+                 ", ", b, ", ", H, ", ", W, "]), [0, 1, 4, 2, 5, 3]), [-1, ",
+                 co, ", ", H * b, ", ", W * b, "])");
+    } else {
+      return c.Invalid(StrCat("mode \"", mode, "\""));
+    }
+    dims = {x.dims[0], co, H * b, W * b};
+  } else {
+    if (H % b != 0 || W % b != 0)
+      return c.Invalid("H or W is not divisible by blocksize");
+    e = StrCat("reshape(transpose(reshape(", c.ref(0), ", [-1, ", C, ", ",
+               H / b, ", ", b, ", ", W / b, ", ", b,
+               "]), [0, 3, 5, 1, 2, 4]), [-1, ", C * b * b, ", ", H / b, ", ",
+               W / b, "])");
+    dims = {x.dims[0], C * b * b, H / b, W / b};
+  }
+  return c.Out(0, e, x.dtype, dims);
+}
+
+absl::Status EyeLike(NodeContext& c) {
+  const Value& x = c.in(0);
+  if (x.dims.size() != 2 || !AllKnown(x.dims))
+    return c.Unsupported("an input of unknown size");
+  DType dtype = x.dtype;
+  if (c.has("dtype")) {
+    const int64_t code = c.Int("dtype", 1);
+    std::optional<DType> type = FromOnnx(static_cast<int32_t>(code));
+    if (!type) return c.Unsupported(StrCat("ONNX type ", code));
+    dtype = *type;
+  }
+  const int64_t k = c.Int("k", 0);
+  // Ones where column - row == k.
+  const std::string e = StrCat("cast(expand_dims(arange(", x.dims[1],
+                               "), 0) - expand_dims(arange(", x.dims[0],
+                               "), 1) == ", k, ", ", DTypeCode(dtype), ")");
+  return c.Out(0, e, dtype, x.dims);
+}
+
+// Trilu: keeps the elements on and below (upper = 0) or on and above the
+// k-th diagonal of the last two axes.
+absl::Status Trilu(NodeContext& c) {
+  const Value& x = c.in(0);
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  if (r < 2 || x.dims[r - 1] < 0 || x.dims[r - 2] < 0)
+    return c.Unsupported("a matrix of unknown size");
+  std::string k = "0";
+  if (c.has_input(1)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> kv, c.ConstInts(1, "k"));
+    k = StrCat(kv.at(0));
+  }
+  const bool upper = c.Int("upper", 1) != 0;
+  const std::string diff =
+      StrCat("expand_dims(arange(", x.dims[r - 1],
+             "), 0) - expand_dims(arange(", x.dims[r - 2], "), 1)");
+  const std::string keep = StrCat(diff, upper ? " >= " : " <= ", k);
+  return c.Out(
+      0,
+      StrCat("where(", keep, ", ", c.ref(0), ", zeros_like(", c.ref(0), "))"),
+      x.dtype, x.dims);
+}
+
+// ---------------------------------------------------------------- folding
+
+// Integer arithmetic on small constants (the shape arithmetic exporters
+// write: Shape, Gather, Concat, Unsqueeze, Mul ...) is done while
+// importing, so that a Reshape or Slice after it sees constants.
+bool SmallInts(const std::optional<Tensor>& t) {
+  return t && (IsInteger(t->dtype()) || t->dtype() == DType::kBool) &&
+         t->rank() <= 1 && t->num_elements() <= 64;
+}
+
+Tensor OfDType(const std::vector<int64_t>& v, std::vector<int64_t> shape,
+               DType dtype) {
+  Tensor t(dtype, Shape(std::move(shape)));
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (dtype) {
+      case DType::kI64:
+        t.data<int64_t>()[i] = v[i];
+        break;
+      case DType::kI32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(v[i]);
+        break;
+      case DType::kI8:
+        t.data<int8_t>()[i] = static_cast<int8_t>(v[i]);
+        break;
+      case DType::kU8:
+        t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]);
+        break;
+      case DType::kBool:
+        t.data<bool>()[i] = v[i] != 0;
+        break;
+      default:
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Fold(NodeContext& c) {
+  static const std::set<std::string> kFoldable = {
+      "Identity", "Cast", "Unsqueeze", "Squeeze", "Concat", "Gather",
+      "Slice",    "Add",  "Sub",       "Mul",     "Div",    "Equal",
+      "Max",      "Min",  "Neg",       "Abs"};
+  if (kFoldable.count(c.op()) == 0 || c.num_outputs() != 1) return false;
+  std::vector<std::vector<int64_t>> in;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) {
+      in.emplace_back();
+      continue;
+    }
+    if (!SmallInts(c.constant(i))) return false;
+    in.push_back(c.constant(i)->ToInt64s());
+  }
+  if (in.empty()) return false;
+  const Tensor& x = *c.constant(0);
+  const std::string& op = c.op();
+  DType dtype = x.dtype();
+  std::vector<int64_t> out;
+  std::vector<int64_t> shape = x.shape().dims();
+  auto both = [&](const std::function<int64_t(int64_t, int64_t)>& f) -> bool {
+    const std::vector<int64_t>& a = in[0];
+    const std::vector<int64_t>& b = in[1];
+    if (c.constant(1)->dtype() != dtype) return false;
+    if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
+    const size_t n = std::max(a.size(), b.size());
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(f(a[a.size() == 1 ? 0 : i], b[b.size() == 1 ? 0 : i]));
+    }
+    shape = x.rank() >= c.constant(1)->rank() ? x.shape().dims()
+                                              : c.constant(1)->shape().dims();
+    if (x.rank() == c.constant(1)->rank() && a.size() == 1)
+      shape = c.constant(1)->shape().dims();
+    return true;
+  };
+  if (op == "Identity") {
+    out = in[0];
+  } else if (op == "Cast") {
+    const int64_t to = c.Int("to", 0);
+    c.Int("saturate", 1);
+    if (to == 7)
+      dtype = DType::kI64;
+    else if (to == 6)
+      dtype = DType::kI32;
+    else
+      return false;
+    out = in[0];
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    if (c.opset() < 13 || !c.has_input(1) || in[1].size() != 1) return false;
+    if (op == "Unsqueeze" && x.rank() == 0 &&
+        (in[1][0] == 0 || in[1][0] == -1)) {
+      shape = {1};
+    } else if (op == "Squeeze" && x.rank() == 1 && x.num_elements() == 1 &&
+               (in[1][0] == 0 || in[1][0] == -1)) {
+      shape = {};
+    } else {
+      return false;
+    }
+    out = in[0];
+  } else if (op == "Concat") {
+    if (c.Int("axis", 0) != 0 && c.Int("axis", 0) != -1) return false;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      if (c.constant(i)->rank() != 1 || c.constant(i)->dtype() != dtype)
+        return false;
+      out.insert(out.end(), in[i].begin(), in[i].end());
+    }
+    shape = {static_cast<int64_t>(out.size())};
+  } else if (op == "Gather") {
+    if (x.rank() != 1 || c.Int("axis", 0) != 0) return false;
+    const int64_t n = static_cast<int64_t>(in[0].size());
+    for (int64_t k : in[1]) {
+      if (k < -n || k >= n) return false;
+      out.push_back(in[0][k < 0 ? k + n : k]);
+    }
+    shape = c.constant(1)->shape().dims();
+  } else if (op == "Slice") {
+    if (c.opset() < 10 || x.rank() != 1) return false;
+    const int64_t n = static_cast<int64_t>(in[0].size());
+    if (in[1].size() != 1 || in[2].size() != 1) return false;
+    if (c.has_input(3) &&
+        (in[3].size() != 1 || (in[3][0] != 0 && in[3][0] != -1)))
+      return false;
+    const int64_t step = c.has_input(4) ? in[4].at(0) : 1;
+    if (step == 0) return false;
+    auto bound = [&](int64_t v) {
+      if (v < 0) v += n;
+      return step > 0 ? std::clamp<int64_t>(v, 0, n)
+                      : std::clamp<int64_t>(v, -1, n - 1);
+    };
+    for (int64_t i = bound(in[1][0]), e = bound(in[2][0]);
+         step > 0 ? i < e : i > e; i += step) {
+      out.push_back(in[0][i]);
+    }
+    shape = {static_cast<int64_t>(out.size())};
+  } else if (op == "Neg" || op == "Abs") {
+    for (int64_t v : in[0]) out.push_back(op == "Neg" ? -v : std::abs(v));
+  } else if (op == "Equal") {
+    if (!both([](int64_t a, int64_t b) -> int64_t { return a == b; }))
+      return false;
+    dtype = DType::kBool;
+  } else if (op == "Div") {
+    if (std::find(in[1].begin(), in[1].end(), 0) != in[1].end()) return false;
+    if (!both([](int64_t a, int64_t b) { return a / b; }))
+      return false;  // truncates, as ONNX
+  } else if (c.num_inputs() == 2) {
+    static const std::map<std::string, std::function<int64_t(int64_t, int64_t)>>
+        kOps = {{"Add", [](int64_t a, int64_t b) { return a + b; }},
+                {"Sub", [](int64_t a, int64_t b) { return a - b; }},
+                {"Mul", [](int64_t a, int64_t b) { return a * b; }},
+                {"Max", [](int64_t a, int64_t b) { return std::max(a, b); }},
+                {"Min", [](int64_t a, int64_t b) { return std::min(a, b); }}};
+    if (!both(kOps.at(op))) return false;
+  } else {
+    return false;
+  }
+  RN_RETURN_IF_ERROR(c.OutConstant(0, OfDType(out, shape, dtype)));
+  return true;
+}
+
+namespace {}  // namespace
+
+Translator FindTranslator(std::string_view op_type) {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, Translator, std::less<>>;
+    for (const auto& [op, form] : UnaryTable()) (*t)[op] = Unary;
+    for (const char* op :
+         {"Elu", "LeakyRelu", "Selu", "HardSigmoid", "ThresholdedRelu", "Celu",
+          "Gelu", "Shrink", "IsInf"}) {
+      (*t)[op] = Activation;
+    }
+    for (const char* op :
+         {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Equal", "Less", "Greater",
+          "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}) {
+      (*t)[op] = Binary;
+    }
+    for (const char* op : {"Max", "Min", "Sum", "Mean"}) (*t)[op] = Variadic;
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                           "ReduceProd", "ReduceLogSumExp", "ReduceL1",
+                           "ReduceL2", "ReduceSumSquare", "ReduceLogSum"}) {
+      (*t)[op] = Reduce;
+    }
+    for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
+      (*t)[op] = Softmax;
+    (*t)["ArgMax"] = ArgReduce;
+    (*t)["ArgMin"] = ArgReduce;
+    (*t)["PRelu"] = PRelu;
+    (*t)["Where"] = Where;
+    (*t)["Clip"] = Clip;
+    (*t)["Cast"] = Cast;
+    (*t)["CastLike"] = Cast;
+    (*t)["MatMul"] = MatMul;
+    (*t)["Gemm"] = Gemm;
+    (*t)["CumSum"] = CumSum;
+    (*t)["Reshape"] = Reshape;
+    (*t)["Transpose"] = Transpose;
+    (*t)["Concat"] = Concat;
+    (*t)["Split"] = Split;
+    (*t)["Squeeze"] = Squeeze;
+    (*t)["Unsqueeze"] = Unsqueeze;
+    (*t)["Flatten"] = Flatten;
+    (*t)["Expand"] = Expand;
+    (*t)["Tile"] = Tile;
+    (*t)["Gather"] = Gather;
+    (*t)["Shape"] = ShapeOp;
+    (*t)["Size"] = Size;
+    (*t)["Constant"] = Constant;
+    (*t)["ConstantOfShape"] = ConstantOfShape;
+    (*t)["Range"] = Range;
+    (*t)["Slice"] = Slice;
+    (*t)["Pad"] = Pad;
+    (*t)["Conv"] = Conv;
+    (*t)["MaxPool"] = Pool;
+    (*t)["AveragePool"] = Pool;
+    (*t)["GlobalAveragePool"] = GlobalPool;
+    (*t)["GlobalMaxPool"] = GlobalPool;
+    (*t)["BatchNormalization"] = BatchNorm;
+    (*t)["InstanceNormalization"] = InstanceNorm;
+    (*t)["LayerNormalization"] = LayerNorm;
+    (*t)["Dropout"] = Dropout;
+    (*t)["OneHot"] = OneHot;
+    (*t)["RMSNormalization"] = RmsNorm;
+    (*t)["Swish"] = Swish;
+    (*t)["LpNormalization"] = LpNorm;
+    (*t)["MeanVarianceNormalization"] = MeanVarianceNorm;
+    (*t)["GroupNormalization"] = GroupNorm;
+    (*t)["DepthToSpace"] = DepthSpace;
+    (*t)["SpaceToDepth"] = DepthSpace;
+    (*t)["EyeLike"] = EyeLike;
+    (*t)["Trilu"] = Trilu;
+    return t;
+  }();
+  auto it = table->find(op_type);
+  return it == table->end() ? nullptr : it->second;
+}
+
+}  // namespace runnel::onnx_import

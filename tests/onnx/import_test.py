@@ -1,0 +1,183 @@
+"""`runnel import`: the script it writes, that script's values and training,
+and its errors, each checked against a golden file.
+
+Builds small ONNX models with onnx.helper (in build/venv/onnx,
+requirements/onnx.txt), imports them in a temporary folder (so that the
+paths in the messages are the same on every machine) and checks:
+- a two-layer model with initializers and scoped node names: the script
+  against tests/onnx/golden/mlp.rnl.expected, its outputs against NumPy, and
+  that the script, edited as a user would, trains (`grad` works on it);
+- each refusal's message and exit status against golden/NAME.expected: an
+  unsupported operator, an attribute the importer does not know, an input
+  that must be a constant, a file that is not a model, a missing file.
+
+    import_test.py RUNNEL REPO
+
+RUNNEL_UPDATE_GOLDENS=1 writes the golden files instead of comparing.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RUNNEL, REPO = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+GOLDEN = os.path.join(REPO, "tests", "onnx", "golden")
+UPDATE = os.environ.get("RUNNEL_UPDATE_GOLDENS") == "1"
+failures = []
+
+
+def check_golden(name, actual):
+    path = os.path.join(GOLDEN, name)
+    if UPDATE:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(actual)
+        return
+    with open(path, encoding="utf-8") as f:
+        expected = f.read()
+    if actual != expected:
+        failures.append(f"{name}: differs from the golden file\n"
+                        f"--- expected\n{expected}--- actual\n{actual}")
+
+
+def save(model, path):
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def runnel(*args, cwd):
+    return subprocess.run([RUNNEL, *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def mlp_model(w1, b1, w2):
+    """x[?, 4] -> Gemm -> Relu -> MatMul: logits[?, 2], the nodes named as
+    PyTorch's exporter names them."""
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["/fc1/Gemm_output_0"],
+                         name="/fc1/Gemm", transB=1),
+        helper.make_node("Relu", ["/fc1/Gemm_output_0"], ["/act/Relu_output_0"],
+                         name="/act/Relu"),
+        helper.make_node("MatMul", ["/act/Relu_output_0", "head.weight"], ["logits"],
+                         name="/head/MatMul"),
+    ]
+    graph = helper.make_graph(
+        nodes, "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 2])],
+        initializer=[numpy_helper.from_array(w1, "fc1.weight"),
+                     numpy_helper.from_array(b1, "fc1.bias"),
+                     numpy_helper.from_array(w2, "head.weight")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                             producer_name="import_test")
+
+
+def test_mlp(work):
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((3, 4)).astype(np.float32)  # [out, in]: transB
+    b1 = rng.standard_normal(3).astype(np.float32)
+    w2 = rng.standard_normal((3, 2)).astype(np.float32)
+    save(mlp_model(w1, b1, w2), os.path.join(work, "mlp.onnx"))
+    p = runnel("import", "mlp.onnx", "-o", "mlp.rnl", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"import mlp: exit {p.returncode}: {p.stderr}")
+        return
+    with open(os.path.join(work, "mlp.rnl"), encoding="utf-8") as f:
+        script = f.read()
+    check_golden("mlp.rnl.expected", script)
+
+    # Its values, against NumPy.
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    np.save(os.path.join(work, "x.npy"), x)
+    p = runnel("run", "mlp.rnl", "--feed", "x=x.npy", "--fetch", "logits",
+               "--out", "out", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"run mlp: exit {p.returncode}: {p.stderr}")
+        return
+    got = np.load(os.path.join(work, "out", "logits.npy"))
+    want = np.maximum(x @ w1.T + b1, 0) @ w2
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+        failures.append(f"mlp values: {got} != {want}")
+
+    # Edited as a user would: a loss and an optimizer step after it; the
+    # imported variables train.
+    train = script + f"""
+import optim
+let xs = {np.array2string(x, separator=', ', floatmode='unique')}
+let loss = mean(square(logits - 1.0))
+let step = optim.sgd(loss, lr = 0.05)
+let before = run loss with {{x: xs}}
+for i in 0..30 {{
+    run step with {{x: xs}}
+}}
+let final = run loss with {{x: xs}}
+assert(final < before * 0.8, "the imported model trains")
+"""
+    with open(os.path.join(work, "train.rnl"), "w", encoding="utf-8") as f:
+        f.write(train)
+    p = runnel("run", "train.rnl", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"training the imported mlp: exit {p.returncode}: "
+                        f"{p.stdout}{p.stderr}")
+
+
+def one_node(op, inputs, outputs, attrs=None, opset=17, extra_inputs=()):
+    """A model of one node over float inputs of shape [2, 3]."""
+    node = helper.make_node(op, [n for n, _ in inputs], outputs, name="n0",
+                            **(attrs or {}))
+    graph = helper.make_graph(
+        [node], op,
+        [helper.make_tensor_value_info(n, t, [2, 3]) for n, t in inputs]
+        + list(extra_inputs),
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_errors(work):
+    f = TensorProto.FLOAT
+    cases = {
+        # An operator without a translation.
+        "unsupported_operator": one_node("TopK", [("x", f), ("k", TensorProto.INT64)],
+                                         ["values", "indices"]),
+        # An attribute the translator does not read.
+        "unknown_attribute": one_node("Relu", [("x", f)], ["y"], {"slope": 0.5}),
+        # An attribute value without an exact translation.
+        "unsupported_attribute_value": one_node(
+            "Pad", [("x", f), ("pads", TensorProto.INT64)], ["y"], {"mode": "wrap"},
+            opset=19),
+        # An input Runnel needs while building the graph.
+        "computed_axes": one_node("ReduceSum", [("x", f), ("axes", TensorProto.INT64)],
+                                  ["y"], opset=13),
+    }
+    for name, model in cases.items():
+        onnx.save(model, os.path.join(work, "model.onnx"))
+        p = runnel("import", "model.onnx", "-o", "out.rnl", cwd=work)
+        check_golden(f"{name}.expected", f"exit {p.returncode}\n{p.stderr}")
+        if os.path.exists(os.path.join(work, "out.rnl")):
+            failures.append(f"{name}: a refused import wrote out.rnl")
+    # A file that is not a model, and no file.
+    with open(os.path.join(work, "model.onnx"), "wb") as out:
+        out.write(b"\x0a\xff\xff\xff\xff\xff not a model")
+    p = runnel("import", "model.onnx", "-o", "out.rnl", cwd=work)
+    check_golden("not_a_model.expected", f"exit {p.returncode}\n{p.stderr}")
+    p = runnel("import", "missing.onnx", "-o", "out.rnl", cwd=work)
+    check_golden("missing_file.expected", f"exit {p.returncode}\n{p.stderr}")
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
+        test_mlp(work)
+    with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
+        test_errors(work)
+    for f in failures:
+        print(f"FAIL: {f}", file=sys.stderr)
+    if not failures:
+        print("import_test: all passed" + (" (goldens written)" if UPDATE else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
