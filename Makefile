@@ -53,7 +53,7 @@ bench:
 conformance:
 	@$(MAKE) --no-print-directory build TARGETS=runnel
 	@"$$(bash scripts/venv.sh onnx)" scripts/onnx_conformance.py \
-	  --runnel $(BUILD)/runnel --jobs $(JOBS) --markdown docs/onnx.md
+	  --runnel $(BUILD)/runnel --jobs $(JOBS) --suite all --markdown docs/onnx.md
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
 # growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to

@@ -186,12 +186,27 @@ absl::Status Activation(NodeContext& c) {
   return c.Out(0, e, c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
 }
 
+// Per-channel parameters of an (N, C, ...) input: [C] reshaped to broadcast.
+std::string PerChannel(const std::string& p, int rank) {
+  if (rank <= 2) return p;
+  std::vector<int64_t> shape = {-1};
+  for (int i = 2; i < rank; ++i) shape.push_back(1);
+  return StrCat("reshape(", p, ", ", IntList(shape), ")");
+}
+
 absl::Status PRelu(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   const std::string x = c.ref(0);
-  return c.Out(
-      0, StrCat("where(", x, " < 0.0, ", x, " * ", c.ref(1), ", ", x, ")"),
-      c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
+  std::string slope = c.ref(1);
+  const Value& s = c.in(1);
+  if (c.opset() < 7 && s.dims.size() == 1 && s.dims[0] != 1 &&
+      c.in(0).dims.size() > 2) {
+    // Before opset 7 a slope of C values is per channel (axis 1).
+    slope = PerChannel(slope, static_cast<int>(c.in(0).dims.size()));
+  }
+  return c.Out(0,
+               StrCat("where(", x, " < 0.0, ", x, " * ", slope, ", ", x, ")"),
+               c.in(0).dtype, c.in(0).dims, c.in(0).rank_known);
 }
 
 absl::Status SameDTypes(NodeContext& c) {
@@ -232,7 +247,28 @@ absl::Status Binary(NodeContext& c) {
                  RanksKnown(c));
   }
   RN_RETURN_IF_ERROR(SameDTypes(c));
-  const std::string x = c.ref(0), y = c.ref(1);
+  const std::string x = c.ref(0);
+  std::string y = c.ref(1);
+  std::vector<int64_t> out_dims = Broadcast(c);
+  if (c.opset() < 7 && c.Int("broadcast", 0) != 0 && c.has("axis")) {
+    // Before opset 7, B's dimensions were matched to A's from `axis`:
+    // B gets ones after its own.
+    const Value& b = c.in(1);
+    RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+    RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+    const int64_t ones = r - axis - static_cast<int64_t>(b.dims.size());
+    if (ones < 0) return c.Invalid("B does not fit A from axis");
+    if (ones > 0) {
+      std::vector<int64_t> shape = b.dims;
+      for (int64_t& d : shape) d = d < 0 ? -1 : d;
+      shape.insert(shape.end(), ones, 1);
+      if (std::count(shape.begin(), shape.end(), -1) > 1) {
+        return c.Unsupported("legacy broadcasting of a B of unknown size");
+      }
+      y = StrCat("reshape(", y, ", ", IntList(shape), ")");
+    }
+    out_dims = a.dims;
+  }
   static const std::map<std::string, std::string> kInfix = {
       {"Add", "+"},          {"Sub", "-"},
       {"Mul", "*"},          {"Equal", "=="},
@@ -269,7 +305,7 @@ absl::Status Binary(NodeContext& c) {
       e = StrCat(x, " % ", y);  // the sign of the divisor, as Python's
     }
   }
-  return c.Out(0, e, out, Broadcast(c), RanksKnown(c));
+  return c.Out(0, e, out, out_dims, RanksKnown(c));
 }
 
 // Max, Min, Sum, Mean: any number of inputs.
@@ -367,6 +403,7 @@ absl::Status Gemm(NodeContext& c) {
   RN_RETURN_IF_ERROR(SameDTypes(c));
   const bool ta = c.Int("transA", 0) != 0, tb = c.Int("transB", 0) != 0;
   const float alpha = c.Float("alpha", 1.0f), beta = c.Float("beta", 1.0f);
+  c.Int("broadcast", 1);  // before opset 7; C broadcasts as NumPy's either way
   std::string e = StrCat("matmul(", c.ref(0), ", ", c.ref(1),
                          ta ? ", transpose_a = true" : "",
                          tb ? ", transpose_b = true" : "", ")");
@@ -976,7 +1013,10 @@ absl::Status Slice(NodeContext& c) {
 absl::Status Pad(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   const std::string mode = c.Str("mode", "constant");
-  if (mode != "constant") return c.Unsupported(StrCat("mode \"", mode, "\""));
+  if (mode != "constant" && mode != "edge" && mode != "reflect" &&
+      mode != "wrap") {
+    return c.Unsupported(StrCat("mode \"", mode, "\""));
+  }
   std::vector<int64_t> pads;
   std::string value = "0";
   const Value& x = c.in(0);
@@ -1013,9 +1053,56 @@ absl::Status Pad(NodeContext& c) {
     rows.push_back(IntList(both[i]));
     if (dims[i] >= 0) dims[i] += both[i][0] + both[i][1];
   }
-  return c.Out(
-      0, StrCat("pad(", c.ref(0), ", [", Join(rows), "], value = ", value, ")"),
-      x.dtype, dims);
+  if (mode == "constant") {
+    return c.Out(
+        0,
+        StrCat("pad(", c.ref(0), ", [", Join(rows), "], value = ", value, ")"),
+        x.dtype, dims);
+  }
+  // edge, reflect, wrap: slices of the input joined to it, one axis at a
+  // time.
+  std::string e = c.ref(0);
+  for (int a = 0; a < r; ++a) {
+    const int64_t b = both[a][0], en = both[a][1];
+    if (b == 0 && en == 0) continue;
+    const int64_t d = x.dims[a];
+    if (d < 0)
+      return c.Unsupported(
+          StrCat("mode \"", mode, "\" along an axis of unknown size"));
+    if ((mode == "reflect" && (b >= d || en >= d)) ||
+        (mode == "wrap" && (b > d || en > d))) {
+      return c.Unsupported(
+          StrCat("mode \"", mode, "\" with pads beyond the axis"));
+    }
+    auto sub = [&](const std::string& range) {
+      std::vector<std::string> idx(r, ":");
+      idx[a] = range;
+      return StrCat(e, "[", Join(idx), "]");
+    };
+    auto edge = [&](const std::string& range, int64_t times) {
+      std::vector<int64_t> reps(r, 1);
+      reps[a] = times;
+      return StrCat("tile(", sub(range), ", ", IntList(reps), ")");
+    };
+    std::vector<std::string> parts;
+    if (b > 0) {
+      parts.push_back(mode == "edge"      ? edge("0:1", b)
+                      : mode == "reflect" ? sub(StrCat(b, ":0:-1"))
+                                          : sub(StrCat(d - b, ":")));
+    }
+    parts.push_back(e);
+    if (en > 0) {
+      parts.push_back(
+          mode == "edge" ? edge(StrCat(d - 1, ":"), en)
+          : mode == "reflect"
+              ? sub(StrCat(d - 2, ":", d - 2 - en < 0 ? "" : StrCat(d - 2 - en),
+                           ":-1"))
+              : sub(StrCat(":", en)));
+    }
+    e = StrCat("concat([", Join(parts), "], axis = ", a, ")");
+    if (a + 1 < r) e = c.Temp(StrCat("pad", a), e);
+  }
+  return c.Out(0, e, x.dtype, dims);
 }
 
 // ---------------------------------------------------------------- images
@@ -1144,16 +1231,37 @@ absl::Status Conv(NodeContext& c) {
   const Value& f = c.in(1);
   if (f.dims.size() != 4 && f.dims.size() != 3)
     return c.Unsupported("a filter other than 3-D or 4-D");
-  if (c.Int("group", 1) != 1) return c.Unsupported("group other than 1");
+  const int64_t groups = c.Int("group", 1);
+  if (groups < 1) return c.Invalid("group must be positive");
   RN_ASSIGN_OR_RETURN(
       Window w,
       WindowOf(c, std::vector<int64_t>(f.dims.begin() + 2, f.dims.end())));
   const Value x = Lifted(w, c.in(0));
   const std::string padding = w.same_upper_unknown ? "same" : "valid";
-  std::string e = StrCat(
-      "conv2d(", ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")), ", transpose(",
-      Lift(w, c.ref(1)), ", [2, 3, 1, 0]), strides = ", IntList(w.strides),
-      ", padding = \"", padding, "\", dilations = ", IntList(w.dilations), ")");
+  auto conv = [&](const std::string& in, const std::string& filter) {
+    return StrCat("conv2d(", in, ", transpose(", filter,
+                  ", [2, 3, 1, 0]), strides = ", IntList(w.strides),
+                  ", padding = \"", padding,
+                  "\", dilations = ", IntList(w.dilations), ")");
+  };
+  std::string e;
+  if (groups == 1) {
+    e = conv(ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")), Lift(w, c.ref(1)));
+  } else {
+    // Each group of input channels with its filters, the results
+    // concatenated along the channels.
+    const std::string xs = c.Temp(
+        "groups", StrCat("split(", ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")),
+                         ", ", groups, ", axis = 3)"));
+    const std::string fs = c.Temp(
+        "filters",
+        StrCat("split(", Lift(w, c.ref(1)), ", ", groups, ", axis = 0)"));
+    std::vector<std::string> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+      parts.push_back(conv(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
+    }
+    e = StrCat("concat([", Join(parts), "], axis = 3)");
+  }
   e = Lower(w, ToNCHW(e));
   if (c.has_input(2))
     e = StrCat(e, " + reshape(", c.ref(2),
@@ -1233,20 +1341,14 @@ absl::Status GlobalPool(NodeContext& c) {
 // ----------------------------------------------------------------
 // normalisation
 
-// Per-channel parameters of an (N, C, ...) input: [C] reshaped to broadcast.
-std::string PerChannel(const std::string& p, int rank) {
-  if (rank <= 2) return p;
-  std::vector<int64_t> shape = {-1};
-  for (int i = 2; i < rank; ++i) shape.push_back(1);
-  return StrCat("reshape(", p, ", ", IntList(shape), ")");
-}
-
 absl::Status BatchNorm(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
-  if (c.Int("training_mode", 0) != 0 || c.has_output(1)) {
+  if (c.Int("training_mode", 0) != 0 || c.has_output(1) ||
+      (c.opset() < 7 && c.Int("is_test", 0) == 0)) {
     return c.Unsupported("training mode (the batch's statistics)");
   }
+  c.Ints("consumed_inputs");  // before opset 6: no meaning for inference
   if (c.opset() < 9 && c.Int("spatial", 1) != 1)
     return c.Unsupported("spatial = 0");
   c.Float("momentum", 0.9f);  // used by training mode only

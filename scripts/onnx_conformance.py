@@ -198,8 +198,12 @@ def load_generated_cases():
     return sorted(cases, key=lambda c: c.name)
 
 
-def load_cases():
-    """Every node test of the installed onnx, and where they came from."""
+def load_cases(suite="node"):
+    """Every test of the suite of the installed onnx (node, or the models
+    of pytorch-converted or pytorch-operator), and where they came from."""
+    if suite != "node":
+        root = os.path.join(os.path.dirname(node_data_dir()), suite)
+        return load_cases_from_disk(root), f"read from onnx/backend/test/data/{suite}"
     root = node_data_dir()
     if os.path.isdir(root):
         return load_cases_from_disk(root), "read from onnx/backend/test/data/node"
@@ -652,33 +656,17 @@ def read_list(path):
     return names
 
 
-def main():
-    parser = argparse.ArgumentParser(
-        description="runnel import against ONNX's node tests")
-    parser.add_argument("--runnel", required=True, help="the runnel binary")
-    parser.add_argument("--filter", help="only tests whose name matches REGEX")
-    parser.add_argument("--list", help="only the tests named in FILE")
-    parser.add_argument("--markdown", help="write the report to OUT.md too")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--keep", help="keep each test's files in DIR/TEST")
-    parser.add_argument("--expect-pass", action="store_true",
-                        help="exit 1 unless every selected test passes")
-    parser.add_argument("--passing",
-                        help="write the names of the passing tests to FILE, "
-                             "a line each, with their operator")
-    args = parser.parse_args()
-    runnel = os.path.abspath(args.runnel)
-    if not os.access(runnel, os.X_OK):
-        parser.error(f"{args.runnel} is not an executable")
-
-    cases, source = load_cases()
+def run_suite(suite, args, parser, runnel):
+    """The results of one suite's selected tests, sorted by name, and where
+    its tests came from."""
+    cases, source = load_cases(suite)
     names = {c.name for c in cases}
     ops = attribute_operators(cases)  # from every test, for the expanded ones
     if args.list:
         wanted = read_list(args.list)
         unknown = [n for n in wanted if n not in names]
         if unknown:
-            parser.error(f"{args.list}: no node test named {', '.join(unknown)} "
+            parser.error(f"{args.list}: no {suite} test named {', '.join(unknown)} "
                          f"in onnx {onnx.__version__}")
         wanted = set(wanted)
         cases = [c for c in cases if c.name in wanted]
@@ -686,12 +674,9 @@ def main():
         pattern = re.compile(args.filter)
         cases = [c for c in cases if pattern.search(c.name)]
     if not cases:
-        parser.error("no test selected")
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-    print(f"onnx {onnx.__version__}: {len(cases)} node tests ({source}), "
+        return [], source
+    print(f"onnx {onnx.__version__}: {len(cases)} {suite} tests ({source}), "
           f"{args.jobs} at once", file=sys.stderr)
-
     results = []
     progress = sys.stderr.isatty()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -705,15 +690,71 @@ def main():
     if progress:
         print(file=sys.stderr)
     results.sort(key=lambda r: r.name)
+    return results, source
+
+
+def append_models_markdown(path, suite, results, source):
+    """A section for a suite of whole models: its totals, and each test
+    that does not pass with its reason."""
+    _, total = tally(results)
+    md = ["", f"### The models of {suite}", "",
+          f"The {len(results)} models under `onnx/backend/test/data/{suite}` "
+          f"({source}), each run and compared as the node tests are: "
+          f"{totals_line(total)}.", ""]
+    for r in results:
+        if r.outcome != "pass":
+            md.append(f"- `{r.name}`, {r.outcome}: {escape(r.reason)}")
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join(md) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="runnel import against ONNX's node tests")
+    parser.add_argument("--runnel", required=True, help="the runnel binary")
+    parser.add_argument("--filter", help="only tests whose name matches REGEX")
+    parser.add_argument("--list", help="only the tests named in FILE")
+    parser.add_argument("--markdown", help="write the report to OUT.md too")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--keep", help="keep each test's files in DIR/TEST")
+    parser.add_argument("--expect-pass", action="store_true",
+                        help="exit 1 unless every selected test passes")
+    parser.add_argument("--suite", default="node",
+                        choices=["node", "pytorch-converted", "pytorch-operator", "all"],
+                        help="which of ONNX's backend test suites (all: the "
+                             "node tests, then the two suites of models)")
+    parser.add_argument("--passing",
+                        help="write the names of the passing tests to FILE, "
+                             "a line each, with their operator")
+    args = parser.parse_args()
+    runnel = os.path.abspath(args.runnel)
+    if not os.access(runnel, os.X_OK):
+        parser.error(f"{args.runnel} is not an executable")
+
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    suites = (["node", "pytorch-converted", "pytorch-operator"]
+              if args.suite == "all" else [args.suite])
+    runs = {suite: run_suite(suite, args, parser, runnel) for suite in suites}
+    if not any(results for results, _ in runs.values()):
+        parser.error("no test selected")
+    results, source = runs[suites[0]]
 
     print_report(results)
+    for suite in suites[1:]:
+        print(f"\n{suite}:")
+        print_report(runs[suite][0])
     if args.markdown:
         selection = "".join(
             f" --{flag} {value}" for flag, value in
-            (("list", args.list and os.path.relpath(args.list)),
+            (("suite", args.suite != "node" and args.suite),
+             ("list", args.list and os.path.relpath(args.list)),
              ("filter", args.filter and f"'{args.filter}'")) if value)
         write_markdown(args.markdown, results, source, selection)
+        for suite in suites[1:]:
+            append_models_markdown(args.markdown, suite, *runs[suite])
         print(f"wrote {args.markdown}", file=sys.stderr)
+    results = [r for rs, _ in runs.values() for r in rs]
     if args.passing:
         with open(args.passing, "w", encoding="utf-8") as f:
             for r in results:

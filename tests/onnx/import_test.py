@@ -146,8 +146,7 @@ def test_errors(work):
         "unknown_attribute": one_node("Relu", [("x", f)], ["y"], {"slope": 0.5}),
         # An attribute value without an exact translation.
         "unsupported_attribute_value": one_node(
-            "Pad", [("x", f), ("pads", TensorProto.INT64)], ["y"], {"mode": "wrap"},
-            opset=19),
+            "Gelu", [("x", f)], ["y"], {"approximate": "erf"}, opset=20),
         # An input Runnel needs while building the graph.
         "computed_axes": one_node("ReduceSum", [("x", f), ("axes", TensorProto.INT64)],
                                   ["y"], opset=13),
