@@ -338,8 +338,10 @@ std::string UnknownOption(const std::string& a, const std::string& command) {
   std::vector<std::string> known;
   for (const Flag& f : Flags()) {
     if (f.commands == Flag::For::kAll ||
-        (f.commands == Flag::For::kRun && command == "run") ||
-        (f.commands == Flag::For::kGraph && command == "graph")) {
+        (f.commands == Flag::For::kRun &&
+         (command == "run" || command == "export")) ||
+        (f.commands == Flag::For::kGraph &&
+         (command == "graph" || command == "export"))) {
       known.push_back(f.name);
     }
   }
@@ -383,12 +385,14 @@ std::string ParseCommandLine(const std::vector<std::string>& args,
     for (const Flag& f : Flags()) {
       if (a == f.name) flag = &f;
     }
-    if (flag != nullptr && flag->commands == Flag::For::kRun &&
-        cl->command != "run") {
+    // `export` runs the script, so it takes `run`'s options, and -o.
+    const bool runs = cl->command == "run" || cl->command == "export";
+    if (flag != nullptr && flag->commands == Flag::For::kRun && !runs) {
       return StrCat(a, " is an option of 'run'");
     }
     if (flag != nullptr &&
-        (flag->commands != Flag::For::kGraph || cl->command == "graph")) {
+        (flag->commands != Flag::For::kGraph || cl->command == "graph" ||
+         cl->command == "export")) {
       std::optional<std::string> value;
       if (std::string v; flag->takes_value && take(&v)) value = v;
       if (std::string error = flag->apply(value, *cl); !error.empty()) {

@@ -43,6 +43,7 @@
 #include "cli/repl.h"
 #include "common_runtime/cost_model.h"
 #include "common_runtime/placer.h"
+#include "common_runtime/saver.h"
 #include "distributed/grpc_cluster.h"
 #include "distributed/grpc_server.h"
 #include "framework/device_set.h"
@@ -51,6 +52,7 @@
 #include "interpreter/large_stack.h"
 #include "interpreter/summaries.h"
 #include "io/npy.h"
+#include "io/onnx_export.h"
 #include "io/onnx_import.h"
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
@@ -80,6 +82,12 @@ constexpr char kUsage[] =
     "(its\n"
     "                                       initializers in OUT.ckpt; "
     "docs/onnx.md)\n"
+    "       runnel export FILE --fetch NAME... -o OUT.onnx [run's options]\n"
+    "                                       run FILE, then write the graph "
+    "that "
+    "computes\n"
+    "                                       the fetches as an ONNX model "
+    "(docs/onnx.md)\n"
     "       runnel ops --json               every op and builtin as JSON "
     "(docs/ops.md\n"
     "                                       is made from it)\n"
@@ -538,6 +546,32 @@ int FetchToFiles(interp::Interpreter& interp, const CommandLine& cl) {
   return done.ok() ? interp::kExitOk : interp.Report(done.status());
 }
 
+// `runnel export`: after the script, the graph that computes the fetches,
+// with the variables' values at that moment, as an ONNX model.
+int ExportToOnnx(interp::Interpreter& interp, const CommandLine& cl) {
+  std::vector<OnnxExportFetch> fetches;
+  for (const std::string& name : cl.fetches) {
+    interp::Binding* b = interp.globals().Find(name);
+    if (b == nullptr || !b->value.is_symbolic()) {
+      std::fprintf(stderr,
+                   "error: --fetch %s: the script binds no graph value of that "
+                   "name at its top level\n",
+                   name.c_str());
+      return interp::kExitError;
+    }
+    fetches.push_back({name, b->value.out()});
+  }
+  absl::StatusOr<TensorMap> variables = ReadVariables(interp.host().session());
+  absl::Status s = variables.ok() ? ExportOnnx(interp.graph(), fetches,
+                                               *variables, cl.graph_out)
+                                  : variables.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+    return interp::kExitError;
+  }
+  return interp::kExitOk;
+}
+
 // Runs, checks or draws the script; never returns (std::_Exit).
 int RunScript(const CommandLine& cl,
               const std::shared_ptr<GrpcCluster>& grpc_cluster) {
@@ -549,8 +583,12 @@ int RunScript(const CommandLine& cl,
     g_batch_interp.store(&interp);
     if (command == "run") std::signal(SIGINT, OnBatchSigint);
     int status = interp.RunFile(cl.file);
-    if (status == interp::kExitOk && !cl.fetches.empty()) {
+    if (status == interp::kExitOk && !cl.fetches.empty() &&
+        !cl.out_dir.empty()) {
       status = FetchToFiles(interp, cl);
+    }
+    if (status == interp::kExitOk && command == "export") {
+      status = ExportToOnnx(interp, cl);
     }
     // The last checkpoint, also after an error or Ctrl-C; the graph's
     // last form in the TensorBoard events.
@@ -619,7 +657,8 @@ int Main(int argc, char** argv) {
     std::fputs(OpsJson().c_str(), stdout);
     return interp::kExitOk;
   }
-  if (command != "run" && command != "check" && command != "graph") {
+  if (command != "run" && command != "check" && command != "graph" &&
+      command != "export") {
     return Usage(StrCat("unknown command '", command, "'"));
   }
   CommandLine cl;
@@ -634,7 +673,11 @@ int Main(int argc, char** argv) {
   if (cl.options.histograms_every > 0 && cl.options.logdir.empty()) {
     return Usage("--histograms-every needs --logdir DIR");
   }
-  if (!cl.fetches.empty() && cl.out_dir.empty()) {
+  if (command == "export" && (cl.fetches.empty() || cl.graph_out.empty())) {
+    return Usage(
+        "'export' needs --fetch NAME (the values to compute) and -o OUT.onnx");
+  }
+  if (!cl.fetches.empty() && cl.out_dir.empty() && command != "export") {
     return Usage("--fetch needs --out DIR, where NAME.npy is written");
   }
   if (cl.fetches.empty() && (!cl.feeds.empty() || !cl.out_dir.empty())) {
@@ -645,7 +688,7 @@ int Main(int argc, char** argv) {
     return Usage("--fetch runs in one process; it does not take --cluster");
   }
   cl.options.metrics_file = cl.metrics;
-  cl.options.check_mode = command != "run";
+  cl.options.check_mode = command != "run" && command != "export";
   return RunScript(cl, grpc_cluster);
 }
 

@@ -45,32 +45,6 @@ const std::set<std::string>& Reserved() {
   return *names;
 }
 
-// The DType of an ONNX element type, or nullopt when Runnel has none.
-std::optional<DType> FromOnnx(int32_t elem_type) {
-  switch (elem_type) {
-    case onnx::FLOAT:
-      return DType::kF32;
-    case onnx::DOUBLE:
-      return DType::kF64;
-    case onnx::FLOAT16:
-      return DType::kF16;
-    case onnx::BFLOAT16:
-      return DType::kBF16;
-    case onnx::INT8:
-      return DType::kI8;
-    case onnx::UINT8:
-      return DType::kU8;
-    case onnx::INT32:
-      return DType::kI32;
-    case onnx::INT64:
-      return DType::kI64;
-    case onnx::BOOL:
-      return DType::kBool;
-    default:
-      return std::nullopt;
-  }
-}
-
 std::string OnnxTypeName(int32_t elem_type) {
   if (onnx::DataType_IsValid(elem_type)) {
     return onnx::DataType_Name(static_cast<onnx::DataType>(elem_type));

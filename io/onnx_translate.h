@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "framework/tensor.h"
 #include "io/onnx.pb.h"
+#include "io/onnx_types.h"
 
 namespace runnel::onnx_import {
 
@@ -107,9 +108,6 @@ absl::StatusOr<bool> Fold(NodeContext& c);
 
 // The translator of an ai.onnx operator; nullptr when there is none.
 Translator FindTranslator(std::string_view op_type);
-
-// The DType of an ONNX element type, or nullopt when Runnel has none.
-std::optional<DType> FromOnnx(int32_t elem_type);
 
 // A TensorProto's value; errors begin with `what`.
 absl::StatusOr<Tensor> ToTensor(const onnx::TensorProto& p,

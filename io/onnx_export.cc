@@ -1,0 +1,639 @@
+#include "io/onnx_export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "base/atomic_file.h"
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "io/onnx.pb.h"
+#include "io/onnx_types.h"
+
+namespace runnel {
+namespace {
+
+constexpr int64_t kOpset = 17;
+constexpr int64_t kIrVersion = 8;  // the IR of opset 17
+
+void SetTensor(const Tensor& t, const std::string& name, onnx::TensorProto* p) {
+  p->set_name(name);
+  p->set_data_type(OnnxType(t.dtype()));
+  for (int64_t d : t.shape().dims()) p->add_dims(d);
+  // Little-endian bytes in the element type's size, as raw_data holds them
+  // (bool: one byte each).
+  p->set_raw_data(
+      std::string(static_cast<const char*>(t.raw_data()), t.bytes()));
+}
+
+// A Runnel window size or stride attribute (an int, [h, w] or TensorFlow's
+// [1, h, w, 1]) as [h, w].
+std::optional<std::vector<int64_t>> HW(const Node& n, const std::string& name,
+                                       std::vector<int64_t> fallback) {
+  auto it = n.attrs().find(name);
+  if (it == n.attrs().end()) return fallback;
+  absl::StatusOr<std::vector<int64_t>> v = n.attr<std::vector<int64_t>>(name);
+  if (!v.ok()) return std::nullopt;
+  if (v->size() == 1) return std::vector<int64_t>{(*v)[0], (*v)[0]};
+  if (v->size() == 2) return *v;
+  if (v->size() == 4) return std::vector<int64_t>{(*v)[1], (*v)[2]};
+  return std::nullopt;
+}
+
+class Exporter {
+ public:
+  explicit Exporter(const TensorMap& variables) : variables_(variables) {
+    g_ = model_.mutable_graph();
+  }
+
+  absl::Status Run(const std::vector<OnnxExportFetch>& fetches,
+                   const std::string& path);
+
+  // The ONNX name of a Runnel value.
+  std::string Name(NodeOut v) const {
+    auto it = alias_.find(v);
+    if (it != alias_.end()) return it->second;
+    return v.index == 0 ? v.node->name() : StrCat(v.node->name(), ":", v.index);
+  }
+  std::string In(const Node& n, int i) const { return Name(n.input(i)); }
+  std::string Out(const Node& n, int i = 0) const { return Name(Of(n, i)); }
+  void Alias(const Node& n, int i, std::string name) {
+    alias_[Of(n, i)] = std::move(name);
+  }
+  // NodeOut holds a mutable Node*; the exporter only reads through it.
+  static NodeOut Of(const Node& n, int i) {
+    return NodeOut{const_cast<Node*>(&n), i};
+  }
+
+  // Adds a node; `suffix` distinguishes the helper nodes of one Runnel node.
+  onnx::NodeProto* Add(const Node& n, const std::string& op,
+                       const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs,
+                       const std::string& suffix = "") {
+    onnx::NodeProto* p = g_->add_node();
+    p->set_op_type(op);
+    p->set_name(suffix.empty() ? n.name() : StrCat(n.name(), "/", suffix));
+    for (const std::string& i : inputs) p->add_input(i);
+    for (const std::string& o : outputs) p->add_output(o);
+    return p;
+  }
+  // A helper value's name.
+  std::string Temp(const Node& n, const std::string& what) {
+    return StrCat(n.name(), "/", what);
+  }
+  std::string Initializer(const Tensor& t, const std::string& name) {
+    if (initialized_.insert(name).second)
+      SetTensor(t, name, g_->add_initializer());
+    return name;
+  }
+  std::string Ints(const Node& n, const std::string& what,
+                   const std::vector<int64_t>& v) {
+    return Initializer(Tensor::FromVector(v), Temp(n, what));
+  }
+  absl::Status Refuse(const Node& n, const std::string& what) const {
+    std::string where = n.span().ToString();
+    return absl::UnimplementedError(StrCat(where.empty() ? "" : where + ": ",
+                                           "cannot export '", n.name(), "' (",
+                                           n.op(), "): ", what));
+  }
+  void Input(const Node& n, const std::string& name) {
+    onnx::ValueInfoProto* in = g_->add_input();
+    Describe(n.output(0), name, in);
+  }
+  static void Describe(const TensorSpec& spec, const std::string& name,
+                       onnx::ValueInfoProto* info) {
+    info->set_name(name);
+    onnx::TypeProto::Tensor* t = info->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(OnnxType(spec.dtype));
+    if (spec.shape.unknown_rank()) return;
+    onnx::TensorShapeProto* shape = t->mutable_shape();
+    for (int64_t d : spec.shape.dims()) {
+      auto* dim = shape->add_dim();
+      if (d >= 0) dim->set_dim_value(d);
+    }
+  }
+  const TensorMap& variables() const { return variables_; }
+
+ private:
+  absl::Status Node_(const Node& n);
+  void PruneInitializers();
+
+  const TensorMap& variables_;
+  onnx::ModelProto model_;
+  onnx::GraphProto* g_;
+  absl::flat_hash_map<NodeOut, std::string> alias_;
+  std::set<std::string> initialized_;
+  std::set<std::string> seen_names_;  // the values' names
+};
+
+void SetInt(onnx::NodeProto* p, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void SetInts(onnx::NodeProto* p, const std::string& name,
+             const std::vector<int64_t>& v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void SetString(onnx::NodeProto* p, const std::string& name,
+               const std::string& v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+using Emit = std::function<absl::Status(Exporter&, const Node&)>;
+
+// An op's `axis` attribute as a list; empty (every axis) when absent.
+absl::StatusOr<std::vector<int64_t>> Axes(const Node& n) {
+  if (n.attrs().find("axis") == n.attrs().end()) return std::vector<int64_t>{};
+  return n.attr<std::vector<int64_t>>("axis");
+}
+
+// An NHWC image op as ONNX's NCHW one: transposes in and out.
+absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
+                      const std::string& filters) {
+  const std::string x = e.Temp(n, "nchw");
+  SetInts(e.Add(n, "Transpose", {e.In(n, 0)}, {x}, "to_nchw"), "perm",
+          {0, 3, 1, 2});
+  std::vector<std::string> inputs = {x};
+  if (!filters.empty()) inputs.push_back(filters);
+  const std::string y = e.Temp(n, "y_nchw");
+  onnx::NodeProto* p = e.Add(n, op, inputs, {y}, StrCat(op));
+  const std::string padding = n.attr<std::string>("padding").value_or("valid");
+  SetString(p, "auto_pad", padding == "same" ? "SAME_UPPER" : "VALID");
+  std::optional<std::vector<int64_t>> strides =
+      HW(n, "strides",
+         op == "Conv" ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{});
+  if (op != "Conv") {
+    std::optional<std::vector<int64_t>> size = HW(n, "size", {});
+    if (!size || size->empty())
+      return e.Refuse(n, "a window size that is not 2-D");
+    if (!strides || strides->empty()) strides = size;
+    SetInts(p, "kernel_shape", *size);
+    if (op == "AveragePool") SetInt(p, "count_include_pad", 0);
+  } else {
+    std::optional<std::vector<int64_t>> dil = HW(n, "dilations", {1, 1});
+    if (!dil) return e.Refuse(n, "dilations that are not 2-D");
+    SetInts(p, "dilations", *dil);
+  }
+  if (!strides) return e.Refuse(n, "strides that are not 2-D");
+  SetInts(p, "strides", *strides);
+  SetInts(e.Add(n, "Transpose", {y}, {e.Out(n)}, "to_nhwc"), "perm",
+          {0, 2, 3, 1});
+  return absl::OkStatus();
+}
+
+const std::map<std::string, Emit>& Table() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, Emit>;
+    auto simple = [t](const std::string& op, const std::string& onnx_op) {
+      (*t)[op] = [onnx_op](Exporter& e, const Node& n) {
+        std::vector<std::string> ins;
+        for (int i = 0; i < n.num_inputs(); ++i) ins.push_back(e.In(n, i));
+        e.Add(n, onnx_op, ins, {e.Out(n)});
+        return absl::OkStatus();
+      };
+    };
+    for (const auto& [op, onnx_op] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"relu", "Relu"},
+             {"sigmoid", "Sigmoid"},
+             {"tanh", "Tanh"},
+             {"exp", "Exp"},
+             {"log", "Log"},
+             {"sqrt", "Sqrt"},
+             {"abs", "Abs"},
+             {"neg", "Neg"},
+             {"floor", "Floor"},
+             {"ceil", "Ceil"},
+             {"erf", "Erf"},
+             {"sin", "Sin"},
+             {"cos", "Cos"},
+             {"sign", "Sign"},
+             {"add", "Add"},
+             {"sub", "Sub"},
+             {"mul", "Mul"},
+             {"maximum", "Max"},
+             {"minimum", "Min"},
+             {"pow", "Pow"},
+             {"equal", "Equal"},
+             {"less", "Less"},
+             {"greater", "Greater"},
+             {"less_equal", "LessOrEqual"},
+             {"greater_equal", "GreaterOrEqual"},
+             {"logical_and", "And"},
+             {"logical_or", "Or"},
+             {"logical_not", "Not"},
+             {"bias_add", "Add"},
+             {"where", "Where"},
+             {"softplus", "Softplus"}}) {
+      simple(op, onnx_op);
+    }
+    (*t)["div"] = [](Exporter& e, const Node& n) {
+      if (!IsFloating(n.input_dtype(0))) return e.Refuse(n, "integer division");
+      e.Add(n, "Div", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    (*t)["square"] = [](Exporter& e, const Node& n) {
+      e.Add(n, "Mul", {e.In(n, 0), e.In(n, 0)}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    (*t)["rsqrt"] = [](Exporter& e, const Node& n) {
+      const std::string s = e.Temp(n, "sqrt");
+      e.Add(n, "Sqrt", {e.In(n, 0)}, {s}, "sqrt");
+      e.Add(n, "Reciprocal", {s}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    (*t)["identity"] = [](Exporter& e, const Node& n) {
+      e.Alias(n, 0, e.In(n, 0));
+      return absl::OkStatus();
+    };
+    (*t)["dynamic_index"] = [](Exporter& e, const Node& n) {
+      // x[i] for a scalar i; ONNX's Gather counts negative indices from the
+      // end too.
+      SetInt(e.Add(n, "Gather", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)}), "axis",
+             0);
+      return absl::OkStatus();
+    };
+    (*t)["strided_slice"] = [](Exporter& e, const Node& n) {
+      RN_ASSIGN_OR_RETURN(std::vector<int64_t> begin,
+                          n.attr<std::vector<int64_t>>("begin"));
+      RN_ASSIGN_OR_RETURN(std::vector<int64_t> end,
+                          n.attr<std::vector<int64_t>>("end"));
+      std::vector<int64_t> strides =
+          n.attr<std::vector<int64_t>>("strides").value_or(
+              std::vector<int64_t>(begin.size(), 1));
+      const int64_t begin_mask = n.attr<int64_t>("begin_mask").value_or(0);
+      const int64_t end_mask = n.attr<int64_t>("end_mask").value_or(0);
+      const int64_t shrink = n.attr<int64_t>("shrink_axis_mask").value_or(0);
+      if (n.attr<int64_t>("new_axis_mask").value_or(0) != 0) {
+        return e.Refuse(n, "a subscript that adds an axis");
+      }
+      if (end.size() != begin.size() || strides.size() != begin.size()) {
+        return e.Refuse(n, "begin, end and strides of different lengths");
+      }
+      constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+      constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+      std::vector<int64_t> starts, ends, axes, steps, squeeze;
+      for (size_t i = 0; i < begin.size(); ++i) {
+        const int64_t st = strides[i];
+        int64_t b = begin[i], en = end[i];
+        if (shrink & (int64_t{1} << i)) {
+          // One index: [b, b + 1), then the axis goes.
+          en = b == -1 ? kMax : b + 1;
+          squeeze.push_back(static_cast<int64_t>(i));
+        } else {
+          if (begin_mask & (int64_t{1} << i)) b = st > 0 ? 0 : kMax;
+          if (end_mask & (int64_t{1} << i)) en = st > 0 ? kMax : kMin;
+        }
+        starts.push_back(b);
+        ends.push_back(en);
+        axes.push_back(static_cast<int64_t>(i));
+        steps.push_back(st);
+      }
+      const std::string sliced =
+          squeeze.empty() ? e.Out(n) : e.Temp(n, "sliced");
+      e.Add(n, "Slice",
+            {e.In(n, 0), e.Ints(n, "starts", starts), e.Ints(n, "ends", ends),
+             e.Ints(n, "axes", axes), e.Ints(n, "steps", steps)},
+            {sliced}, squeeze.empty() ? "" : "slice");
+      if (!squeeze.empty()) {
+        e.Add(n, "Squeeze", {sliced, e.Ints(n, "squeeze_axes", squeeze)},
+              {e.Out(n)});
+      }
+      return absl::OkStatus();
+    };
+    (*t)["one_hot"] = [](Exporter& e, const Node& n) {
+      RN_ASSIGN_OR_RETURN(int64_t depth, n.attr<int64_t>("depth"));
+      const DType dtype = n.output_dtype(0);
+      Tensor values(dtype, Shape{2});
+      const double off = n.attr<double>("off_value").value_or(0.0);
+      const double on = n.attr<double>("on_value").value_or(1.0);
+      switch (dtype) {
+        case DType::kF32:
+          values.data<float>()[0] = off, values.data<float>()[1] = on;
+          break;
+        case DType::kF64:
+          values.data<double>()[0] = off, values.data<double>()[1] = on;
+          break;
+        case DType::kI32:
+          values.data<int32_t>()[0] = static_cast<int32_t>(off);
+          values.data<int32_t>()[1] = static_cast<int32_t>(on);
+          break;
+        case DType::kI64:
+          values.data<int64_t>()[0] = static_cast<int64_t>(off);
+          values.data<int64_t>()[1] = static_cast<int64_t>(on);
+          break;
+        default:
+          return e.Refuse(n, "a one_hot of that dtype");
+      }
+      // Runnel gives a row of off_value for a negative index; ONNX would
+      // count it from the end, so it is made out of range first.
+      const std::string depth_v =
+          e.Initializer(Tensor::Scalar(depth), e.Temp(n, "depth"));
+      const std::string zero = e.Initializer(
+          Tensor::ScalarOf(n.input_dtype(0), 0), e.Temp(n, "zero"));
+      const std::string out_of_range = e.Initializer(
+          Tensor::ScalarOf(n.input_dtype(0), static_cast<double>(depth)),
+          e.Temp(n, "past"));
+      const std::string negative = e.Temp(n, "negative");
+      e.Add(n, "Less", {e.In(n, 0), zero}, {negative}, "negative");
+      const std::string indices = e.Temp(n, "indices");
+      e.Add(n, "Where", {negative, out_of_range, e.In(n, 0)}, {indices},
+            "indices");
+      SetInt(
+          e.Add(n, "OneHot",
+                {indices, depth_v, e.Initializer(values, e.Temp(n, "values"))},
+                {e.Out(n)}),
+          "axis", n.attr<int64_t>("axis").value_or(-1));
+      return absl::OkStatus();
+    };
+    (*t)["shape_of"] = [](Exporter& e, const Node& n) {
+      const std::string s = e.Temp(n, "i64");
+      e.Add(n, "Shape", {e.In(n, 0)}, {s}, "shape");
+      SetInt(e.Add(n, "Cast", {s}, {e.Out(n)}), "to",
+             OnnxType(n.output_dtype(0)));
+      return absl::OkStatus();
+    };
+    (*t)["cast"] = [](Exporter& e, const Node& n) {
+      SetInt(e.Add(n, "Cast", {e.In(n, 0)}, {e.Out(n)}), "to",
+             OnnxType(n.output_dtype(0)));
+      return absl::OkStatus();
+    };
+    (*t)["matmul"] = [](Exporter& e, const Node& n) {
+      const bool ta = n.attr<bool>("transpose_a").value_or(false);
+      const bool tb = n.attr<bool>("transpose_b").value_or(false);
+      std::string a = e.In(n, 0), b = e.In(n, 1);
+      for (int i = 0; i < 2; ++i) {
+        if (!(i == 0 ? ta : tb)) continue;
+        const Shape& s = n.input(i).node->output_shape(n.input(i).index);
+        if (s.unknown_rank())
+          return e.Refuse(n, "a transposed operand of unknown rank");
+        std::vector<int64_t> perm;
+        for (int k = 0; k < s.rank(); ++k) perm.push_back(k);
+        std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+        std::string& v = i == 0 ? a : b;
+        const std::string tv = e.Temp(n, i == 0 ? "a_t" : "b_t");
+        SetInts(e.Add(n, "Transpose", {v}, {tv},
+                      i == 0 ? "transpose_a" : "transpose_b"),
+                "perm", perm);
+        v = tv;
+      }
+      e.Add(n, "MatMul", {a, b}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    for (const char* op : {"softmax", "log_softmax"}) {
+      (*t)[op] = [op](Exporter& e, const Node& n) {
+        SetInt(e.Add(n, std::string(op) == "softmax" ? "Softmax" : "LogSoftmax",
+                     {e.In(n, 0)}, {e.Out(n)}),
+               "axis", n.attr<int64_t>("axis").value_or(-1));
+        return absl::OkStatus();
+      };
+    }
+    (*t)["reshape"] = [](Exporter& e, const Node& n) {
+      const Node* s = n.input(1).node;
+      std::string shape;
+      bool zero = false;
+      if (const Tensor* c = s->constant_value()) {
+        std::vector<int64_t> v = c->ToInt64s();
+        zero = std::find(v.begin(), v.end(), 0) != v.end();
+        shape = e.Ints(n, "shape", v);
+      } else {
+        shape = e.Temp(n, "shape");
+        SetInt(e.Add(n, "Cast", {e.In(n, 1)}, {shape}, "shape"), "to",
+               onnx::INT64);
+        zero = true;  // a computed 0 is a dimension of 0, as in Runnel
+      }
+      onnx::NodeProto* p = e.Add(n, "Reshape", {e.In(n, 0), shape}, {e.Out(n)});
+      if (zero) SetInt(p, "allowzero", 1);
+      return absl::OkStatus();
+    };
+    (*t)["transpose"] = [](Exporter& e, const Node& n) {
+      onnx::NodeProto* p = e.Add(n, "Transpose", {e.In(n, 0)}, {e.Out(n)});
+      if (n.attrs().count("perm")) {
+        RN_ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                            n.attr<std::vector<int64_t>>("perm"));
+        SetInts(p, "perm", perm);
+      }
+      return absl::OkStatus();
+    };
+    (*t)["concat"] = [](Exporter& e, const Node& n) {
+      std::vector<std::string> ins;
+      for (int i = 0; i < n.num_inputs(); ++i) ins.push_back(e.In(n, i));
+      SetInt(e.Add(n, "Concat", ins, {e.Out(n)}), "axis",
+             n.attr<int64_t>("axis").value_or(0));
+      return absl::OkStatus();
+    };
+    (*t)["gather"] = [](Exporter& e, const Node& n) {
+      SetInt(e.Add(n, "Gather", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)}), "axis",
+             n.attr<int64_t>("axis").value_or(0));
+      return absl::OkStatus();
+    };
+    for (const char* op : {"expand_dims", "squeeze"}) {
+      (*t)[op] = [op](Exporter& e, const Node& n) {
+        RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(n));
+        std::vector<std::string> ins = {e.In(n, 0)};
+        if (!axes.empty()) ins.push_back(e.Ints(n, "axes", axes));
+        e.Add(n, std::string(op) == "expand_dims" ? "Unsqueeze" : "Squeeze",
+              ins, {e.Out(n)});
+        return absl::OkStatus();
+      };
+    }
+    for (const auto& [op, onnx_op] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"sum", "ReduceSum"},
+             {"mean", "ReduceMean"},
+             {"max", "ReduceMax"},
+             {"min", "ReduceMin"},
+             {"prod", "ReduceProd"}}) {
+      (*t)[op] = [onnx_op = onnx_op](Exporter& e, const Node& n) {
+        if (n.input_dtype(0) == DType::kBool)
+          return e.Refuse(n, "a reduction of bools");
+        RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(n));
+        const bool keep = n.attr<bool>("keepdims").value_or(false);
+        std::vector<std::string> ins = {e.In(n, 0)};
+        onnx::NodeProto* p;
+        if (onnx_op == "ReduceSum") {
+          // Opset 13 on: the axes are an input.
+          if (!axes.empty()) ins.push_back(e.Ints(n, "axes", axes));
+          p = e.Add(n, onnx_op, ins, {e.Out(n)});
+        } else {
+          p = e.Add(n, onnx_op, ins, {e.Out(n)});
+          if (!axes.empty()) SetInts(p, "axes", axes);
+        }
+        SetInt(p, "keepdims", keep ? 1 : 0);
+        return absl::OkStatus();
+      };
+    }
+    for (const char* op : {"argmax", "argmin"}) {
+      (*t)[op] = [op](Exporter& e, const Node& n) {
+        RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, Axes(n));
+        if (axes.size() != 1)
+          return e.Refuse(n, "an argmax over other than one axis");
+        const std::string i64 = e.Temp(n, "i64");
+        onnx::NodeProto* p =
+            e.Add(n, std::string(op) == "argmax" ? "ArgMax" : "ArgMin",
+                  {e.In(n, 0)}, {i64}, op);
+        SetInt(p, "axis", axes[0]);
+        SetInt(p, "keepdims", n.attr<bool>("keepdims").value_or(false) ? 1 : 0);
+        SetInt(e.Add(n, "Cast", {i64}, {e.Out(n)}), "to",
+               onnx::INT32);  // Runnel's is i32
+        return absl::OkStatus();
+      };
+    }
+    (*t)["conv2d"] = [](Exporter& e, const Node& n) {
+      const std::string w = e.Temp(n, "oihw");
+      SetInts(e.Add(n, "Transpose", {e.In(n, 1)}, {w}, "filters_to_oihw"),
+              "perm", {3, 2, 0, 1});
+      return Windowed(e, n, "Conv", w);
+    };
+    (*t)["max_pool"] = [](Exporter& e, const Node& n) {
+      return Windowed(e, n, "MaxPool", "");
+    };
+    (*t)["avg_pool"] = [](Exporter& e, const Node& n) {
+      return Windowed(e, n, "AveragePool", "");
+    };
+    (*t)["dropout"] = [](Exporter& e, const Node& n) {
+      // Runnel's and ONNX's dropout both scale what they keep by
+      // 1 / (1 - rate); the mask output is not the scale output.
+      e.Add(n, "Dropout", {e.In(n, 0), e.In(n, 1), e.In(n, 2)}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    return t;
+  }();
+  return *table;
+}
+
+absl::Status Exporter::Node_(const Node& n) {
+  const std::string& op = n.op();
+  if (op == "placeholder") {
+    Input(n, Out(n));
+    return absl::OkStatus();
+  }
+  if (op == "placeholder_with_default") {
+    const Tensor* d = n.input(0).node->constant_value();
+    if (d == nullptr) return Refuse(n, "an input whose default is computed");
+    // ONNX's default: an initializer of the input's name.
+    Input(n, Out(n));
+    Initializer(*d, Out(n));
+    return absl::OkStatus();
+  }
+  if (op == "const") {
+    Initializer(*n.constant_value(), Out(n));
+    return absl::OkStatus();
+  }
+  if (op == "variable") return absl::OkStatus();
+  if (op == "read_variable") {
+    const Node& var = *n.input(0).node;
+    auto it = variables_.find(var.name());
+    if (it == variables_.end()) return Refuse(n, "a variable without a value");
+    Initializer(it->second, var.name());
+    Alias(n, 0, var.name());
+    return absl::OkStatus();
+  }
+  auto it = Table().find(op);
+  if (it == Table().end())
+    return Refuse(n, "the op has no ONNX translation yet");
+  return it->second(*this, n);
+}
+
+// Drops the initializers no node reads (a constant a translation replaced
+// by one of its own, such as a reshape's shape in i64), keeping the
+// inputs' defaults.
+void Exporter::PruneInitializers() {
+  std::set<std::string> used;
+  for (const onnx::NodeProto& n : g_->node())
+    used.insert(n.input().begin(), n.input().end());
+  for (const onnx::ValueInfoProto& v : g_->input()) used.insert(v.name());
+  for (const onnx::ValueInfoProto& v : g_->output()) used.insert(v.name());
+  auto* inits = g_->mutable_initializer();
+  inits->erase(std::remove_if(inits->begin(), inits->end(),
+                              [&](const onnx::TensorProto& t) {
+                                return used.count(t.name()) == 0;
+                              }),
+               inits->end());
+}
+
+absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
+                           const std::string& path) {
+  // The nodes the fetches need, in an order where inputs come first.
+  std::vector<const Node*> order;
+  std::set<const Node*> seen;
+  std::function<absl::Status(const Node*)> visit =
+      [&](const Node* n) -> absl::Status {
+    if (!seen.insert(n).second) return absl::OkStatus();
+    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(visit(in.node));
+    order.push_back(n);
+    return absl::OkStatus();
+  };
+  for (const OnnxExportFetch& f : fetches)
+    RN_RETURN_IF_ERROR(visit(f.value.node));
+  // An in-graph loop or conditional is refused at its own line, before
+  // any op inside it.
+  static const std::set<std::string> kControl = {
+      "enter", "exit", "merge", "switch", "next_iteration", "loop_cond"};
+  for (const Node* n : order) {
+    if (kControl.count(n->op()) > 0) {
+      return Refuse(*n, "in-graph loops and conditionals are not exported yet");
+    }
+  }
+  model_.set_ir_version(kIrVersion);
+  model_.set_producer_name("runnel");
+
+  onnx::OperatorSetIdProto* opset = model_.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  g_->set_name("runnel");
+  for (const Node* n : order) {
+    RN_RETURN_IF_ERROR(Node_(*n));
+    for (int i = 0; i < n->num_outputs(); ++i)
+      seen_names_.insert(Name(Of(*n, i)));
+  }
+  for (const OnnxExportFetch& f : fetches) {
+    // Each output has the fetch's name: the value's own, or an Identity.
+    if (Name(f.value) != f.name) {
+      if (seen_names_.count(f.name) > 0) {
+        return absl::InvalidArgumentError(StrCat(
+            "--fetch ", f.name, ": another value of the graph has that name"));
+      }
+      onnx::NodeProto* p = g_->add_node();
+      p->set_op_type("Identity");
+      p->set_name(StrCat("output/", f.name));
+      p->add_input(Name(f.value));
+      p->add_output(f.name);
+    }
+    Describe(f.value.node->output(f.value.index), f.name, g_->add_output());
+  }
+  PruneInitializers();
+  std::string bytes;
+  if (!model_.SerializeToString(&bytes)) {
+    return absl::InternalError("the ONNX model does not serialize");
+  }
+  AtomicFile file(path, "ONNX model");
+  RN_RETURN_IF_ERROR(file.Create());
+  RN_RETURN_IF_ERROR(file.Write(bytes.data(), bytes.size()));
+  return file.Commit();
+}
+
+}  // namespace
+
+absl::Status ExportOnnx(const Graph& graph,
+                        const std::vector<OnnxExportFetch>& fetches,
+                        const TensorMap& variables, const std::string& path) {
+  (void)graph;  // the fetches' nodes are the graph's
+  Exporter e(variables);
+  return e.Run(fetches, path);
+}
+
+}  // namespace runnel
