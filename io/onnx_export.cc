@@ -48,7 +48,7 @@ std::optional<std::vector<int64_t>> HW(const Node& n, const std::string& name,
 class Exporter {
  public:
   explicit Exporter(const TensorMap& variables) : variables_(variables) {
-    g_ = model_.mutable_graph();
+    main_ = g_ = model_.mutable_graph();
   }
 
   absl::Status Run(const std::vector<OnnxExportFetch>& fetches,
@@ -58,7 +58,12 @@ class Exporter {
   std::string Name(NodeOut v) const {
     auto it = alias_.find(v);
     if (it != alias_.end()) return it->second;
-    return v.index == 0 ? v.node->name() : StrCat(v.node->name(), ":", v.index);
+    std::string name =
+        v.index == 0 ? v.node->name() : StrCat(v.node->name(), ":", v.index);
+    // A fetch's name is its output's: another value of that name moves.
+    auto f = fetch_names_.find(name);
+    if (f != fetch_names_.end() && !(f->second == v)) name += "/value";
+    return name;
   }
   std::string In(const Node& n, int i) const { return Name(n.input(i)); }
   std::string Out(const Node& n, int i = 0) const { return Name(Of(n, i)); }
@@ -88,7 +93,7 @@ class Exporter {
   }
   std::string Initializer(const Tensor& t, const std::string& name) {
     if (initialized_.insert(name).second)
-      SetTensor(t, name, g_->add_initializer());
+      SetTensor(t, name, main_->add_initializer());
     return name;
   }
   std::string Ints(const Node& n, const std::string& what,
@@ -121,14 +126,21 @@ class Exporter {
 
  private:
   absl::Status Node_(const Node& n);
+  absl::Status FindFrames(const std::vector<const Node*>& order);
+  absl::Status Loop(const std::string& frame,
+                    const std::vector<const Node*>& order);
   void PruneInitializers();
 
   const TensorMap& variables_;
   onnx::ModelProto model_;
-  onnx::GraphProto* g_;
+  onnx::GraphProto* main_;  // the model's graph
+  onnx::GraphProto* g_;     // where nodes go: the main graph or a body
+  // Each node inside an in-graph loop, with the loop's frame name.
+  std::map<const Node*, std::string> frame_of_;
   absl::flat_hash_map<NodeOut, std::string> alias_;
   std::set<std::string> initialized_;
   std::set<std::string> seen_names_;  // the values' names
+  std::map<std::string, NodeOut> fetch_names_;
 };
 
 void SetInt(onnx::NodeProto* p, const std::string& name, int64_t v) {
@@ -237,7 +249,8 @@ const std::map<std::string, Emit>& Table() {
              {"logical_not", "Not"},
              {"bias_add", "Add"},
              {"where", "Where"},
-             {"softplus", "Softplus"}}) {
+             {"softplus", "Softplus"},
+             {"range", "Range"}}) {
       simple(op, onnx_op);
     }
     (*t)["div"] = [](Exporter& e, const Node& n) {
@@ -257,6 +270,26 @@ const std::map<std::string, Emit>& Table() {
     };
     (*t)["identity"] = [](Exporter& e, const Node& n) {
       e.Alias(n, 0, e.In(n, 0));
+      return absl::OkStatus();
+    };
+    (*t)["fill"] = [](Exporter& e, const Node& n) {
+      // The value broadcast to the shape.
+      const std::string shape = e.Temp(n, "shape");
+      SetInt(e.Add(n, "Cast", {e.In(n, 0)}, {shape}, "shape"), "to",
+             onnx::INT64);
+      e.Add(n, "Expand", {e.In(n, 1), shape}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    (*t)["dynamic_update_index"] = [](Exporter& e, const Node& n) {
+      // x with x[i] = value: a ScatterND of one row.
+      const std::string i = e.Temp(n, "i64");
+      SetInt(e.Add(n, "Cast", {e.In(n, 1)}, {i}, "i64"), "to", onnx::INT64);
+      const std::string at = e.Temp(n, "at");
+      e.Add(n, "Reshape", {i, e.Ints(n, "one_by_one", {1, 1})}, {at}, "at");
+      const std::string row = e.Temp(n, "row");
+      e.Add(n, "Unsqueeze", {e.In(n, 2), e.Ints(n, "axis0", {0})}, {row},
+            "row");
+      e.Add(n, "ScatterND", {e.In(n, 0), at, row}, {e.Out(n)});
       return absl::OkStatus();
     };
     (*t)["dynamic_index"] = [](Exporter& e, const Node& n) {
@@ -339,19 +372,18 @@ const std::map<std::string, Emit>& Table() {
           return e.Refuse(n, "a one_hot of that dtype");
       }
       // Runnel gives a row of off_value for a negative index; ONNX would
-      // count it from the end, so it is made out of range first.
+      // count it from the end, so it is made out of range first. (In i64,
+      // the index type every runtime's OneHot takes.)
       const std::string depth_v =
           e.Initializer(Tensor::Scalar(depth), e.Temp(n, "depth"));
-      const std::string zero = e.Initializer(
-          Tensor::ScalarOf(n.input_dtype(0), 0), e.Temp(n, "zero"));
-      const std::string out_of_range = e.Initializer(
-          Tensor::ScalarOf(n.input_dtype(0), static_cast<double>(depth)),
-          e.Temp(n, "past"));
+      const std::string zero =
+          e.Initializer(Tensor::Scalar(int64_t{0}), e.Temp(n, "zero"));
+      const std::string i64 = e.Temp(n, "i64");
+      SetInt(e.Add(n, "Cast", {e.In(n, 0)}, {i64}, "i64"), "to", onnx::INT64);
       const std::string negative = e.Temp(n, "negative");
-      e.Add(n, "Less", {e.In(n, 0), zero}, {negative}, "negative");
+      e.Add(n, "Less", {i64, zero}, {negative}, "negative");
       const std::string indices = e.Temp(n, "indices");
-      e.Add(n, "Where", {negative, out_of_range, e.In(n, 0)}, {indices},
-            "indices");
+      e.Add(n, "Where", {negative, depth_v, i64}, {indices}, "indices");
       SetInt(
           e.Add(n, "OneHot",
                 {indices, depth_v, e.Initializer(values, e.Temp(n, "values"))},
@@ -535,7 +567,11 @@ absl::Status Exporter::Node_(const Node& n) {
   }
   if (op == "variable") return absl::OkStatus();
   if (op == "read_variable") {
-    const Node& var = *n.input(0).node;
+    // The variable, also through the enters of the loops it is read in.
+    const Node* handle = n.input(0).node;
+    while (handle->op() == "enter" && handle->num_inputs() == 1)
+      handle = handle->input(0).node;
+    const Node& var = *handle;
     auto it = variables_.find(var.name());
     if (it == variables_.end()) return Refuse(n, "a variable without a value");
     Initializer(it->second, var.name());
@@ -548,16 +584,242 @@ absl::Status Exporter::Node_(const Node& n) {
   return it->second(*this, n);
 }
 
+// Which loop each node is in: a loop's enters, and every node that reads a
+// node of the loop other than its exits (control inputs included, which
+// place constants in a loop). Conditionals (a switch or merge in no loop)
+// and loops inside loops are refused.
+absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Node* n : order) {
+      if (frame_of_.count(n) > 0) continue;
+      std::string frame;
+      if (n->op() == "enter") {
+        frame = n->attr<std::string>("frame_name").value_or("");
+      }
+      auto from = [&](const Node* m) {
+        auto it = frame_of_.find(m);
+        if (it != frame_of_.end() && m->op() != "exit") frame = it->second;
+      };
+      for (const NodeOut& in : n->inputs()) from(in.node);
+      for (const Node* c : n->control_inputs()) from(c);
+      if (!frame.empty()) {
+        frame_of_[n] = frame;
+        changed = true;
+      }
+    }
+  }
+  for (const Node* n : order) {
+    const std::string& op = n->op();
+    auto it = frame_of_.find(n);
+    if ((op == "switch" || op == "merge") && it == frame_of_.end()) {
+      return Refuse(*n, "in-graph conditionals (if) are not exported yet");
+    }
+    if (op == "enter" && it != frame_of_.end() &&
+        it->second != n->attr<std::string>("frame_name").value_or("")) {
+      return Refuse(*n, "a loop inside a loop is not exported yet");
+    }
+    if (it != frame_of_.end()) {
+      for (const NodeOut& in : n->inputs()) {
+        auto m = frame_of_.find(in.node);
+        if (m != frame_of_.end() && m->second != it->second) {
+          return Refuse(*n, "a loop inside a loop is not exported yet");
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One in-graph loop as an ONNX Loop. Runnel's loop (TensorFlow's form:
+// enter, merge, switch, exit, next_iteration) tests its condition before
+// each iteration; ONNX's Loop tests it after. So the Loop's body first
+// computes the condition on its state, then, in an If, either the next
+// state (the condition held) or the same state (it did not, and the Loop
+// stops): the Loop runs one more time than Runnel's loop, changing
+// nothing in that last pass.
+absl::Status Exporter::Loop(const std::string& frame,
+                            const std::vector<const Node*>& order) {
+  std::vector<const Node*> members, merges;
+  const Node* cond = nullptr;
+  for (const Node* n : order) {
+    auto it = frame_of_.find(n);
+    if (it == frame_of_.end() || it->second != frame) continue;
+    members.push_back(n);
+    if (n->op() == "merge") merges.push_back(n);
+    if (n->op() == "loop_cond") cond = n;
+  }
+  if (cond == nullptr || merges.empty())
+    return Refuse(*members.front(), "a loop without a condition");
+  // Each loop variable: its merge, its initial value's enter and its next
+  // value's next_iteration.
+  struct Var {
+    const Node* merge;
+    const Node* enter = nullptr;
+    const Node* next = nullptr;
+  };
+  std::vector<Var> vars;
+  std::map<const Node*, int> var_of;  // merge -> var
+  for (const Node* m : merges) {
+    Var v{m};
+    for (const NodeOut& in : m->inputs()) {
+      if (in.node->op() == "enter") v.enter = in.node;
+      if (in.node->op() == "next_iteration") v.next = in.node;
+    }
+    if (v.enter == nullptr || v.next == nullptr)
+      return Refuse(*m, "a merge that is not a loop variable's");
+    var_of[m] = static_cast<int>(vars.size());
+    vars.push_back(v);
+  }
+  onnx::GraphProto* outer = g_;
+  const std::string base = cond->name();  // unique, in the loop's scope
+  // The body's inputs: the iteration number, the condition, the state.
+  onnx::GraphProto body;
+  body.set_name(StrCat(base, "/body"));
+  auto scalar_input = [](onnx::GraphProto* g, const std::string& name,
+                         int32_t type) {
+    onnx::ValueInfoProto* in = g->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    in->mutable_type()->mutable_tensor_type()->mutable_shape();
+  };
+  scalar_input(&body, StrCat(base, "/iteration"), onnx::INT64);
+  scalar_input(&body, StrCat(base, "/cond_in"), onnx::BOOL);
+  for (const Var& v : vars)
+    Describe(v.merge->output(0), Out(*v.merge), body.add_input());
+  // What reads the state reads the body's inputs; what reads an invariant
+  // reads the outer value.
+  std::set<const Node*> done;
+  for (const Node* n : members) {
+    const std::string& op = n->op();
+    if (op == "enter") {
+      if (n->attr<bool>("is_constant").value_or(false)) Alias(*n, 0, In(*n, 0));
+      done.insert(n);
+    } else if (op == "merge") {
+      done.insert(n);
+    } else if (op == "switch") {
+      auto v = var_of.find(n->input(0).node);
+      if (v == var_of.end())
+        return Refuse(*n, "a switch that is not a loop variable's");
+      Alias(*n, 1, Out(*vars[v->second].merge));
+      done.insert(n);
+    }
+  }
+  // Emits, into the current graph, the members `roots` need that are not
+  // done yet, inputs first.
+  std::function<absl::Status(const Node*)> emit =
+      [&](const Node* n) -> absl::Status {
+    auto it = frame_of_.find(n);
+    if (it == frame_of_.end() || it->second != frame || done.count(n) > 0) {
+      return absl::OkStatus();
+    }
+    done.insert(n);
+    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(emit(in.node));
+    if (n->op() == "exit" || n->op() == "next_iteration" ||
+        n->op() == "loop_cond") {
+      return absl::OkStatus();
+    }
+    return Node_(*n);
+  };
+  g_ = &body;
+  RN_RETURN_IF_ERROR(emit(cond));
+  const std::string c = In(*cond, 0);
+  // The If: the next state, or the same one.
+  onnx::GraphProto then_branch, else_branch;
+  then_branch.set_name(StrCat(base, "/then"));
+  else_branch.set_name(StrCat(base, "/else"));
+  g_ = &then_branch;
+  for (const Var& v : vars) RN_RETURN_IF_ERROR(emit(v.next->input(0).node));
+  for (size_t k = 0; k < vars.size(); ++k) {
+    const TensorSpec& spec = vars[k].merge->output(0);
+    const std::string next = StrCat(base, "/next_", k),
+                      same = StrCat(base, "/same_", k);
+    onnx::NodeProto* p = then_branch.add_node();
+    p->set_op_type("Identity");
+    p->set_name(next);
+    p->add_input(In(*vars[k].next, 0));
+    p->add_output(next);
+    Describe(spec, next, then_branch.add_output());
+    p = else_branch.add_node();
+    p->set_op_type("Identity");
+    p->set_name(same);
+    p->add_input(Out(*vars[k].merge));
+    p->add_output(same);
+    Describe(spec, same, else_branch.add_output());
+  }
+  g_ = &body;
+  onnx::NodeProto* branch = body.add_node();
+  branch->set_op_type("If");
+  branch->set_name(StrCat(base, "/step"));
+  branch->add_input(c);
+  for (size_t k = 0; k < vars.size(); ++k)
+    branch->add_output(StrCat(base, "/state_", k));
+  for (auto [name, graph] : {std::pair{"then_branch", &then_branch},
+                             {"else_branch", &else_branch}}) {
+    onnx::AttributeProto* a = branch->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = std::move(*graph);
+  }
+  onnx::NodeProto* keep = body.add_node();
+  keep->set_op_type("Identity");
+  keep->set_name(StrCat(base, "/cond_out"));
+  keep->add_input(c);
+  keep->add_output(StrCat(base, "/cond_out"));
+  onnx::ValueInfoProto* cond_out = body.add_output();
+  cond_out->set_name(StrCat(base, "/cond_out"));
+  cond_out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::BOOL);
+  for (size_t k = 0; k < vars.size(); ++k) {
+    Describe(vars[k].merge->output(0), StrCat(base, "/state_", k),
+             body.add_output());
+  }
+  // The Loop, in the graph around it: no trip count, the condition true at
+  // first, the initial state; its outputs are the exits.
+  g_ = outer;
+  const std::string start =
+      Initializer(Tensor::Scalar(true), StrCat(base, "/start"));
+  onnx::NodeProto* loop = g_->add_node();
+  loop->set_op_type("Loop");
+  loop->set_name(StrCat(base, "/loop"));
+  loop->add_input("");
+  loop->add_input(start);
+  for (const Var& v : vars) loop->add_input(In(*v.enter, 0));
+  for (size_t k = 0; k < vars.size(); ++k)
+    loop->add_output(StrCat(base, "/final_", k));
+  onnx::AttributeProto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = std::move(body);
+  for (const Node* n : members) {
+    if (n->op() != "exit") continue;
+    const Node* sw = n->input(0).node;
+    auto v =
+        sw->op() == "switch" ? var_of.find(sw->input(0).node) : var_of.end();
+    if (v == var_of.end())
+      return Refuse(*n, "an exit that is not a loop variable's");
+    Alias(*n, 0, StrCat(base, "/final_", v->second));
+  }
+  return absl::OkStatus();
+}
+
 // Drops the initializers no node reads (a constant a translation replaced
 // by one of its own, such as a reshape's shape in i64), keeping the
 // inputs' defaults.
 void Exporter::PruneInitializers() {
   std::set<std::string> used;
-  for (const onnx::NodeProto& n : g_->node())
-    used.insert(n.input().begin(), n.input().end());
-  for (const onnx::ValueInfoProto& v : g_->input()) used.insert(v.name());
-  for (const onnx::ValueInfoProto& v : g_->output()) used.insert(v.name());
-  auto* inits = g_->mutable_initializer();
+  std::function<void(const onnx::GraphProto&)> uses =
+      [&](const onnx::GraphProto& g) {
+        for (const onnx::NodeProto& n : g.node()) {
+          used.insert(n.input().begin(), n.input().end());
+          for (const onnx::AttributeProto& a : n.attribute()) {
+            if (a.has_g()) uses(a.g());  // a loop's body, an if's branches
+          }
+        }
+        for (const onnx::ValueInfoProto& v : g.output()) used.insert(v.name());
+      };
+  uses(*main_);
+  for (const onnx::ValueInfoProto& v : main_->input()) used.insert(v.name());
+  auto* inits = main_->mutable_initializer();
   inits->erase(std::remove_if(inits->begin(), inits->end(),
                               [&](const onnx::TensorProto& t) {
                                 return used.count(t.name()) == 0;
@@ -579,15 +841,8 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   };
   for (const OnnxExportFetch& f : fetches)
     RN_RETURN_IF_ERROR(visit(f.value.node));
-  // An in-graph loop or conditional is refused at its own line, before
-  // any op inside it.
-  static const std::set<std::string> kControl = {
-      "enter", "exit", "merge", "switch", "next_iteration", "loop_cond"};
-  for (const Node* n : order) {
-    if (kControl.count(n->op()) > 0) {
-      return Refuse(*n, "in-graph loops and conditionals are not exported yet");
-    }
-  }
+  for (const OnnxExportFetch& f : fetches) fetch_names_[f.name] = f.value;
+  RN_RETURN_IF_ERROR(FindFrames(order));
   model_.set_ir_version(kIrVersion);
   model_.set_producer_name("runnel");
 
@@ -595,7 +850,17 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   opset->set_domain("");
   opset->set_version(kOpset);
   g_->set_name("runnel");
+  std::set<std::string> looped;
   for (const Node* n : order) {
+    auto in_frame = frame_of_.find(n);
+    if (in_frame != frame_of_.end()) {
+      // A loop is one Loop node, made where its first exit is needed: by
+      // then every value it reads from outside is made.
+      if (n->op() == "exit" && looped.insert(in_frame->second).second) {
+        RN_RETURN_IF_ERROR(Loop(in_frame->second, order));
+      }
+      continue;
+    }
     RN_RETURN_IF_ERROR(Node_(*n));
     for (int i = 0; i < n->num_outputs(); ++i)
       seen_names_.insert(Name(Of(*n, i)));

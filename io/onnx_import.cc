@@ -198,7 +198,17 @@ class Importer {
  private:
   absl::Status Inputs();
   absl::Status Initializers();
-  absl::Status Nodes();
+  absl::Status Nodes(const onnx::GraphProto& graph);
+  // In-graph control flow: a Loop as a Runnel `loop`, an If as an `if`,
+  // their graphs as the blocks' lines.
+  absl::Status LoopNode(const onnx::NodeProto& node);
+  absl::Status IfNode(const onnx::NodeProto& node);
+  absl::Status Block(const onnx::NodeProto& node, const onnx::GraphProto& g,
+                     std::vector<std::string>* lines,
+                     std::vector<std::string>* results,
+                     std::vector<Value>* values);
+  const onnx::GraphProto* GraphAttr(const onnx::NodeProto& node,
+                                    const std::string& name) const;
   absl::Status Outputs();
   absl::Status Write();
   std::string NewName(const std::string& onnx_name);
@@ -213,7 +223,8 @@ class Importer {
   std::vector<std::string> decls_;   // var and state declarations
   // The nodes' lines, each with its scope ("" for none).
   std::vector<std::pair<std::string, std::string>> body_;
-  std::string scope_;  // the node being translated's
+  std::string scope_;    // the node being translated's
+  bool nested_ = false;  // translating a Loop's or If's graph
   TensorMap checkpoint_;
 };
 
@@ -395,8 +406,8 @@ std::string ScopeOf(const std::string& node_name) {
   return clean;
 }
 
-absl::Status Importer::Nodes() {
-  for (const onnx::NodeProto& node : model_.graph().node()) {
+absl::Status Importer::Nodes(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
       return absl::UnimplementedError(
           StrCat(Where(node), ": operator ", node.domain(), ".", node.op_type(),
@@ -414,7 +425,12 @@ absl::Status Importer::Nodes() {
                    "topological order, or the name is wrong)"));
       }
     }
-    scope_ = ScopeOf(node.name());
+    scope_ = nested_ ? "" : ScopeOf(node.name());
+    if (node.op_type() == "Loop" || node.op_type() == "If") {
+      RN_RETURN_IF_ERROR(node.op_type() == "Loop" ? LoopNode(node)
+                                                  : IfNode(node));
+      continue;
+    }
     {
       NodeContext ctx(this, node, opset_);
       RN_ASSIGN_OR_RETURN(bool folded, Fold(ctx));
@@ -432,6 +448,199 @@ absl::Status Importer::Nodes() {
     RN_RETURN_IF_ERROR(translate(ctx));
     RN_RETURN_IF_ERROR(ctx.Finish());
   }
+  return absl::OkStatus();
+}
+
+const onnx::GraphProto* Importer::GraphAttr(const onnx::NodeProto& node,
+                                            const std::string& name) const {
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == name && a.has_g()) return &a.g();
+  }
+  return nullptr;
+}
+
+// The nodes of a Loop's body or an If's branch, translated into lines of
+// their own, and the Runnel code of the graph's outputs.
+absl::Status Importer::Block(const onnx::NodeProto& node,
+                             const onnx::GraphProto& g,
+                             std::vector<std::string>* lines,
+                             std::vector<std::string>* results,
+                             std::vector<Value>* values) {
+  if (g.initializer_size() > 0 || g.sparse_initializer_size() > 0) {
+    return absl::UnimplementedError(StrCat(
+        Where(node), ": an initializer inside a subgraph is not supported"));
+  }
+  std::vector<std::pair<std::string, std::string>> outer = std::move(body_);
+  body_.clear();
+  const bool was_nested = nested_;
+  nested_ = true;
+  absl::Status s = Nodes(g);
+  nested_ = was_nested;
+  if (s.ok()) {
+    for (const onnx::ValueInfoProto& out : g.output()) {
+      if (values_.count(out.name()) == 0) {
+        s = absl::InvalidArgumentError(StrCat(
+            Where(node), ": no node of its graph computes '", out.name(), "'"));
+        break;
+      }
+      results->push_back(Ref(out.name()));
+      values->push_back(values_.at(out.name()));
+    }
+    for (auto& [scope, line] : body_) lines->push_back(std::move(line));
+  }
+  body_ = std::move(outer);
+  return s;
+}
+
+std::string Indented(const std::vector<std::string>& lines,
+                     const std::string& last) {
+  std::string s;
+  for (const std::string& line : lines) {
+    std::string text = line;
+    for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos;
+         at += 5) {
+      text.insert(at + 1, "    ");
+    }
+    s += StrCat("    ", text, "\n");
+  }
+  return StrCat(s, "    ", last, "\n");
+}
+
+std::string TupleOf(const std::vector<std::string>& items) {
+  if (items.size() == 1) return items[0];
+  return StrCat("(", absl::StrJoin(items, ", "), ")");
+}
+
+// Loop(M, cond, v...) with body(iteration, cond, v...) -> (cond, v...):
+//   let (_, _, v...) = loop (i, c, v...) = (0, cond, v0...) while c [and i < M]
+//   {
+//       body
+//       (i + 1, cond_out, v_out...)
+//   }
+// ONNX tests the condition after each pass (its input is the first
+// test), Runnel's loop before each: carrying it in the state makes them
+// the same.
+absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
+  const onnx::GraphProto* body = GraphAttr(node, "body");
+  if (body == nullptr)
+    return absl::InvalidArgumentError(StrCat(Where(node), ": no body"));
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() != "body") {
+      return absl::UnimplementedError(StrCat(Where(node), ": attribute '",
+                                             a.name(),
+                                             "' of Loop is not supported"));
+    }
+  }
+  const int n = node.input_size() - 2;
+  if (n < 0 || body->input_size() != n + 2 || body->output_size() < n + 1) {
+    return absl::InvalidArgumentError(
+        StrCat(Where(node),
+               ": the body's inputs and outputs do not match the Loop's"));
+  }
+  if (body->output_size() > n + 1) {
+    return absl::UnimplementedError(
+        StrCat(Where(node), ": a Loop with scan outputs is not supported"));
+  }
+  const std::string& trips = node.input(0);
+  const std::string& cond = node.input(1);
+  if (trips.empty() && cond.empty()) {
+    return absl::UnimplementedError(
+        StrCat(Where(node),
+               ": a Loop without a trip count or condition (endless) is not "
+               "supported"));
+  }
+  // The state's names, bound inside the body.
+  std::vector<std::string> state, init;
+  auto bind = [&](const onnx::ValueInfoProto& in, DType dtype,
+                  std::vector<int64_t> dims) {
+    Value v;
+    v.ref = NewName(in.name());
+    v.dtype = dtype;
+    v.dims = std::move(dims);
+    state.push_back(v.ref);
+    values_[in.name()] = std::move(v);
+  };
+  bind(body->input(0), DType::kI64, {});
+  bind(body->input(1), DType::kBool, {});
+  init.push_back("cast(0, i64)");
+  init.push_back(cond.empty() ? "true" : Ref(cond));
+  for (int k = 0; k < n; ++k) {
+    const Value& v0 = values_.at(node.input(2 + k));
+    bind(body->input(2 + k), v0.dtype, v0.dims);
+    init.push_back(Ref(node.input(2 + k)));
+  }
+  std::vector<std::string> lines, results;
+  std::vector<Value> outs;
+  RN_RETURN_IF_ERROR(Block(node, *body, &lines, &results, &outs));
+  std::string test = state[1];
+  if (!trips.empty()) test = StrCat(test, " and ", state[0], " < ", Ref(trips));
+  std::vector<std::string> next = {StrCat(state[0], " + 1")};
+  next.insert(next.end(), results.begin(), results.end());
+  std::vector<std::string> finals = {"_", "_"};
+  for (int k = 0; k < n; ++k) {
+    if (k >= node.output_size() || node.output(k).empty()) {
+      finals.push_back("_");
+      continue;
+    }
+    Value v = outs[1 + k];
+    v.constant.reset();
+    v.ref = NewName(node.output(k));
+    finals.push_back(v.ref);
+    values_[node.output(k)] = std::move(v);
+  }
+  body_.emplace_back(
+      scope_, StrCat("let ", TupleOf(finals), " = loop ", TupleOf(state), " = ",
+                     TupleOf(init), " while ", test, " {\n",
+                     Indented(lines, TupleOf(next)), "}"));
+  return absl::OkStatus();
+}
+
+// If(cond) with then_branch and else_branch: a Runnel `if` on the graph.
+absl::Status Importer::IfNode(const onnx::NodeProto& node) {
+  const onnx::GraphProto* then_g = GraphAttr(node, "then_branch");
+  const onnx::GraphProto* else_g = GraphAttr(node, "else_branch");
+  if (then_g == nullptr || else_g == nullptr) {
+    return absl::InvalidArgumentError(
+        StrCat(Where(node), ": a branch is missing"));
+  }
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() != "then_branch" && a.name() != "else_branch") {
+      return absl::UnimplementedError(StrCat(
+          Where(node), ": attribute '", a.name(), "' of If is not supported"));
+    }
+  }
+  std::vector<std::string> then_lines, then_results, else_lines, else_results;
+  std::vector<Value> then_values, else_values;
+  RN_RETURN_IF_ERROR(
+      Block(node, *then_g, &then_lines, &then_results, &then_values));
+  RN_RETURN_IF_ERROR(
+      Block(node, *else_g, &else_lines, &else_results, &else_values));
+  if (then_results.size() != else_results.size() ||
+      static_cast<int>(then_results.size()) != node.output_size()) {
+    return absl::InvalidArgumentError(
+        StrCat(Where(node), ": the branches' outputs do not match"));
+  }
+  std::string test = Ref(node.input(0));
+  if (values_.at(node.input(0)).dims.size() == 1)
+    test = StrCat("reshape(", test, ", [])");
+  std::vector<std::string> names;
+  for (int k = 0; k < node.output_size(); ++k) {
+    if (then_values[k].dtype != else_values[k].dtype) {
+      return absl::UnimplementedError(
+          StrCat(Where(node),
+                 ": an If whose branches differ in dtype is not supported"));
+    }
+    Value v = then_values[k];
+    v.constant.reset();
+    if (v.dims != else_values[k].dims) v.dims.assign(v.dims.size(), -1);
+    v.ref = NewName(node.output(k));
+    names.push_back(v.ref);
+    values_[node.output(k)] = std::move(v);
+  }
+  body_.emplace_back(
+      scope_, StrCat("let ", TupleOf(names), " = if ", test, " {\n",
+                     Indented(then_lines, TupleOf(then_results)), "} else {\n",
+                     Indented(else_lines, TupleOf(else_results)), "}"));
   return absl::OkStatus();
 }
 
@@ -498,7 +707,13 @@ absl::Status Importer::Write() {
       if (!scope.empty()) s += StrCat("scope \"", scope, "\" {\n");
       open = scope;
     }
-    s += StrCat(open.empty() ? "" : "    ", line, "\n");
+    const std::string indent = open.empty() ? "" : "    ";
+    std::string text = line;
+    for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos;
+         at += 1 + indent.size()) {
+      text.insert(at + 1, indent);
+    }
+    s += StrCat(indent, text, "\n");
   }
   if (!open.empty()) s += "}\n";
   if (!checkpoint_.empty())
@@ -514,7 +729,7 @@ absl::Status Importer::Run() {
   opset_ = Opset();
   RN_RETURN_IF_ERROR(Initializers());
   RN_RETURN_IF_ERROR(Inputs());
-  RN_RETURN_IF_ERROR(Nodes());
+  RN_RETURN_IF_ERROR(Nodes(model_.graph()));
   RN_RETURN_IF_ERROR(Outputs());
   return Write();
 }

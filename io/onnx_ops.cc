@@ -684,7 +684,11 @@ absl::Status Split(NodeContext& c) {
     }
   }
   if (static_cast<int>(sizes.size()) != n) {
-    return c.Invalid(StrCat(sizes.size(), " split sizes for ", n, " outputs"));
+    // Also a Split into more parts than the axis has (in an If's branch
+    // that is never taken, ONNX builds it all the same; Runnel builds
+    // both branches).
+    return c.Unsupported(
+        StrCat("a Split of ", sizes.size(), " sizes into ", n, " outputs"));
   }
   int64_t at = 0;
   for (int i = 0; i < n; ++i) {
@@ -916,15 +920,15 @@ absl::Status ConstantOfShape(NodeContext& c) {
 }
 
 absl::Status Range(NodeContext& c) {
-  for (int i = 0; i < 3; ++i) {
-    if (!c.constant(i)) return c.NeedConstant(i, "bound of a Range");
-  }
   const DType dtype = c.in(0).dtype;
-  std::vector<double> s = c.constant(0)->ToDoubles(),
-                      l = c.constant(1)->ToDoubles(),
-                      d = c.constant(2)->ToDoubles();
-  const int64_t n = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((l.at(0) - s.at(0)) / d.at(0))));
+  int64_t n = -1;  // the length, when the bounds are known
+  if (c.constant(0) && c.constant(1) && c.constant(2)) {
+    std::vector<double> s = c.constant(0)->ToDoubles(),
+                        l = c.constant(1)->ToDoubles(),
+                        d = c.constant(2)->ToDoubles();
+    n = std::max<int64_t>(
+        0, static_cast<int64_t>(std::ceil((l.at(0) - s.at(0)) / d.at(0))));
+  }
   return c.Out(0,
                StrCat("arange(", c.ref(0), ", ", c.ref(1), ", ", c.ref(2),
                       ", dtype = ", DTypeCode(dtype), ")"),
@@ -1794,7 +1798,32 @@ absl::StatusOr<bool> Fold(NodeContext& c) {
   return true;
 }
 
-namespace {}  // namespace
+namespace {
+// ScatterND of one row: indices of shape [1, 1] replace data[i] (the form
+// `runnel export` writes for a loop's stacked outputs). Other forms are
+// refused.
+absl::Status ScatterND(NodeContext& c) {
+  if (c.Str("reduction", "none") != "none") return c.Unsupported("a reduction");
+  const Value& data = c.in(0);
+  const Value& idx = c.in(1);
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  if (idx.dims != std::vector<int64_t>{1, 1}) {
+    return c.Unsupported("indices other than one row ([1, 1])");
+  }
+  std::vector<int64_t> shape(r, 1);
+  shape[0] = -1;
+  const std::string i =
+      c.Temp("row", StrCat("cast(reshape(", c.ref(1), ", []), i64)"));
+  const std::string n = StrCat("cast(shape_of(", c.ref(0), ")[0], i64)");
+  const std::string at =
+      c.Temp("at", StrCat("where(", i, " < 0, ", i, " + ", n, ", ", i, ")"));
+  const std::string mask =
+      StrCat("reshape(cast(arange(0, shape_of(", c.ref(0),
+             ")[0]), i64) == ", at, ", ", IntList(shape), ")");
+  return c.Out(0, StrCat("where(", mask, ", ", c.ref(2), ", ", c.ref(0), ")"),
+               data.dtype, data.dims);
+}
+}  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
   static const auto* table = [] {
@@ -1864,6 +1893,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["SpaceToDepth"] = DepthSpace;
     (*t)["EyeLike"] = EyeLike;
     (*t)["Trilu"] = Trilu;
+    (*t)["ScatterND"] = ScatterND;
     return t;
   }();
   auto it = table->find(op_type);

@@ -1,15 +1,16 @@
 """`runnel export`, checked by ONNX's checker and by ONNX Runtime, and the
 round trip through `runnel import`.
 
-For tests/onnx/export_ops.rnl (a value per translated op) and the examples
-fashion_mlp and fashion_cnn (trained for a few steps on Debian's
-Fashion-MNIST): `runnel export FILE --fetch ... -o model.onnx --feed ...
+For tests/onnx/export_ops.rnl (a value per translated op, in-graph loops
+too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
+a few steps on Debian's Fashion-MNIST) and charlm's forward (an LSTM over a
+window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --feed ...
 --out DIR` writes the model and Runnel's own values of the fetches in one
 run (the same variables); the model must pass `onnx.checker` (full check),
 ONNX Runtime's outputs must match Runnel's to 1e-5, and the model imported
 back (`runnel import`) and run must match them too. Also: a refused export
-(an in-graph loop) names the script line, against
-tests/onnx/golden/export_loop.expected.
+(an in-graph conditional) names the script line, against
+tests/onnx/golden/export_refused.expected.
 
     export_test.py RUNNEL REPO
 
@@ -28,6 +29,7 @@ RUNNEL, REPO = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 GOLDEN = os.path.join(REPO, "tests", "onnx", "golden")
 UPDATE = os.environ.get("RUNNEL_UPDATE_GOLDENS") == "1"
 FASHION = "/usr/share/datasets/fashion-mnist/"
+FORTUNES = "/usr/share/games/fortunes/"
 TOLERANCE = dict(rtol=1e-5, atol=1e-5)
 failures = []
 
@@ -90,7 +92,7 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "ex",
-               "cv", "cvv", "mp", "ap", "ws", "gs"]
+               "cv", "cvv", "mp", "ap", "ws", "gs", "sums", "total"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
                "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32)}, work)
@@ -101,14 +103,30 @@ def main():
             check("fashion_cnn", os.path.join(REPO, "examples", "fashion_cnn.rnl"),
                   ["logits"], {"x": rng.random((8, 28, 28, 1), dtype=np.float32)}, work,
                   short)
+            check("fashion_rows", os.path.join(REPO, "examples", "fashion_rows.rnl"),
+                  ["logits"], {"x": rng.random((8, 28, 28), dtype=np.float32)}, work,
+                  short)
         else:
-            print(f"export_test: {FASHION} missing; the examples were not exported")
+            print(f"export_test: {FASHION} missing; the Fashion-MNIST examples were "
+                  f"not exported")
+        if os.path.isdir(FORTUNES):
+            # The char-LM's forward: an LSTM (an in-graph loop) over a
+            # window, with lengths and a carried state.
+            batch, units = 32, 256
+            check("charlm", os.path.join(REPO, "examples", "charlm.rnl"), ["logits"],
+                  {"x": rng.integers(0, 256, (batch, 12)).astype(np.int32),
+                   "n": rng.integers(1, 13, batch).astype(np.int32),
+                   "h0": (rng.random((batch, units), dtype=np.float32) - 0.5) * 0.2,
+                   "c0": (rng.random((batch, units), dtype=np.float32) - 0.5) * 0.2},
+                  work, ("--arg", "steps=2", "--arg", "valid_windows=1"))
+        else:
+            print(f"export_test: {FORTUNES} missing; charlm was not exported")
         # A refusal names the line.
-        script = os.path.join(REPO, "tests", "onnx", "export_loop.rnl")
-        p = runnel("export", os.path.relpath(script, REPO), "--fetch", "sums", "-o",
-                   os.path.join(work, "loop.onnx"), cwd=REPO)
+        script = os.path.join(REPO, "tests", "onnx", "export_refused.rnl")
+        p = runnel("export", os.path.relpath(script, REPO), "--fetch", "y", "-o",
+                   os.path.join(work, "refused.onnx"), cwd=REPO)
         actual = f"exit {p.returncode}\n{p.stderr}"
-        path = os.path.join(GOLDEN, "export_loop.expected")
+        path = os.path.join(GOLDEN, "export_refused.expected")
         if UPDATE:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(actual)
@@ -116,10 +134,10 @@ def main():
             with open(path, encoding="utf-8") as f:
                 expected = f.read()
             if actual != expected:
-                failures.append(f"export_loop: differs from the golden file\n"
+                failures.append(f"export_refused: differs from the golden file\n"
                                 f"--- expected\n{expected}--- actual\n{actual}")
-        if os.path.exists(os.path.join(work, "loop.onnx")):
-            failures.append("export_loop: a refused export wrote its file")
+        if os.path.exists(os.path.join(work, "refused.onnx")):
+            failures.append("export_refused: a refused export wrote its file")
     for f in failures:
         print(f"FAIL: {f}", file=sys.stderr)
     if not failures:
