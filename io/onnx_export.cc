@@ -127,6 +127,10 @@ class Exporter {
  private:
   absl::Status Node_(const Node& n);
   absl::Status FindFrames(const std::vector<const Node*>& order);
+  absl::Status FindConds(const std::vector<const Node*>& order);
+  absl::Status Ensure(const Node* n);
+  absl::Status If(const std::string& pred,
+                  const std::vector<const Node*>& order);
   absl::Status Loop(const std::string& frame,
                     const std::vector<const Node*>& order);
   void PruneInitializers();
@@ -137,6 +141,13 @@ class Exporter {
   onnx::GraphProto* g_;     // where nodes go: the main graph or a body
   // Each node inside an in-graph loop, with the loop's frame name.
   std::map<const Node*, std::string> frame_of_;
+  // Each node inside a branch of an in-graph conditional: the name of its
+  // predicate's value, and the branch (1 then, 0 else). A conditional's
+  // switches and merges are its by the predicate too.
+  std::map<const Node*, std::pair<std::string, int>> branch_of_;
+  std::map<const Node*, std::string> cond_of_;
+  std::set<const Node*> emitted_;
+  const std::vector<const Node*>* order_ = nullptr;  // the fetches' nodes
   absl::flat_hash_map<NodeOut, std::string> alias_;
   std::set<std::string> initialized_;
   std::set<std::string> seen_names_;  // the values' names
@@ -612,9 +623,6 @@ absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
   for (const Node* n : order) {
     const std::string& op = n->op();
     auto it = frame_of_.find(n);
-    if ((op == "switch" || op == "merge") && it == frame_of_.end()) {
-      return Refuse(*n, "in-graph conditionals (if) are not exported yet");
-    }
     if (op == "enter" && it != frame_of_.end() &&
         it->second != n->attr<std::string>("frame_name").value_or("")) {
       return Refuse(*n, "a loop inside a loop is not exported yet");
@@ -627,6 +635,182 @@ absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
         }
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+// Emits `n` after everything it reads. A node of a loop or conditional
+// emits the whole Loop or If, after every value from outside that any of
+// its nodes reads (an initial value may be read by one loop variable only,
+// which the first exit does not need).
+absl::Status Exporter::Ensure(const Node* n) {
+  if (emitted_.count(n) > 0) return absl::OkStatus();
+  std::string group;  // the loop's frame or the conditional's predicate
+  bool loop = false;
+  if (auto f = frame_of_.find(n); f != frame_of_.end()) {
+    group = f->second;
+    loop = true;
+  } else if (auto c = cond_of_.find(n); c != cond_of_.end()) {
+    group = c->second;
+  } else if (auto b = branch_of_.find(n); b != branch_of_.end()) {
+    group = b->second.first;
+  }
+  if (group.empty()) {
+    emitted_.insert(n);
+    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(Ensure(in.node));
+    RN_RETURN_IF_ERROR(Node_(*n));
+    for (int i = 0; i < n->num_outputs(); ++i)
+      seen_names_.insert(Name(Of(*n, i)));
+    return absl::OkStatus();
+  }
+  auto in_group = [&](const Node* m) {
+    if (loop) {
+      auto f = frame_of_.find(m);
+      return f != frame_of_.end() && f->second == group;
+    }
+    auto c = cond_of_.find(m);
+    if (c != cond_of_.end()) return c->second == group;
+    auto b = branch_of_.find(m);
+    return b != branch_of_.end() && b->second.first == group;
+  };
+  std::vector<const Node*> members;
+  for (const Node* m : *order_) {
+    if (in_group(m)) members.push_back(m);
+  }
+  for (const Node* m : members) emitted_.insert(m);
+  for (const Node* m : members) {
+    for (const NodeOut& in : m->inputs()) {
+      if (!in_group(in.node)) RN_RETURN_IF_ERROR(Ensure(in.node));
+    }
+  }
+  return loop ? Loop(group, *order_) : If(group, *order_);
+}
+
+// The in-graph conditionals outside loops: each switch's predicate names
+// its conditional; a node reading a switch's output k, or a node of branch
+// k, is in branch k; a merge reading the branches is the conditional's
+// output. A node in both branches, or in two conditionals (one inside
+// another), is refused.
+absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
+  for (const Node* n : order) {
+    if (n->op() == "switch" && frame_of_.count(n) == 0)
+      cond_of_[n] = Name(n->input(1));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Node* n : order) {
+      if (frame_of_.count(n) > 0 || cond_of_.count(n) > 0 ||
+          branch_of_.count(n) > 0)
+        continue;
+      std::set<std::pair<std::string, int>> sides;
+      auto from = [&](const Node* m, int index) {
+        auto sw = cond_of_.find(m);
+        if (sw != cond_of_.end() && m->op() == "switch")
+          sides.insert({sw->second, index});
+        auto b = branch_of_.find(m);
+        if (b != branch_of_.end()) sides.insert(b->second);
+      };
+      for (const NodeOut& in : n->inputs()) from(in.node, in.index);
+      for (const Node* c : n->control_inputs()) from(c, -1);
+      if (sides.empty()) continue;
+      if (n->op() == "merge") {
+        std::set<std::string> preds;
+        for (const auto& [pred, side] : sides) preds.insert(pred);
+        if (preds.size() != 1)
+          return Refuse(
+              *n, "a conditional inside a conditional is not exported yet");
+        cond_of_[n] = *preds.begin();
+      } else {
+        if (sides.size() != 1 || sides.begin()->second < 0) {
+          return Refuse(
+              *n, "a conditional inside a conditional is not exported yet");
+        }
+        branch_of_[n] = *sides.begin();
+      }
+      changed = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One in-graph conditional as an ONNX If: each branch computes the inputs
+// of the conditional's merges on its side; the merges are its outputs.
+// What a branch reads through a switch it reads from outside directly.
+absl::Status Exporter::If(const std::string& pred,
+                          const std::vector<const Node*>& order) {
+  std::vector<const Node*> merges;
+  for (const Node* n : order) {
+    auto it = cond_of_.find(n);
+    if (it == cond_of_.end() || it->second != pred) continue;
+    if (n->op() == "switch") {
+      Alias(*n, 0, In(*n, 0));
+      Alias(*n, 1, In(*n, 0));
+    } else {
+      merges.push_back(n);
+    }
+  }
+  onnx::GraphProto* outer = g_;
+  const std::string base = StrCat(merges.front()->name(), "/if");
+  onnx::GraphProto branches[2];
+  std::set<const Node*> done;
+  std::function<absl::Status(const Node*, int)> emit =
+      [&](const Node* n, int side) -> absl::Status {
+    auto it = branch_of_.find(n);
+    if (it == branch_of_.end() || it->second.first != pred ||
+        done.count(n) > 0) {
+      return absl::OkStatus();
+    }
+    if (it->second.second != side)
+      return Refuse(*n, "a value of the other branch");
+    done.insert(n);
+    for (const NodeOut& in : n->inputs())
+      RN_RETURN_IF_ERROR(emit(in.node, side));
+    for (const Node* c : n->control_inputs()) RN_RETURN_IF_ERROR(emit(c, side));
+    return Node_(*n);
+  };
+  for (int side = 0; side < 2; ++side) {
+    onnx::GraphProto& g = branches[side];
+    g.set_name(StrCat(base, side == 1 ? "/then" : "/else"));
+    g_ = &g;
+    for (size_t k = 0; k < merges.size(); ++k) {
+      // The merge's input on this side.
+      const Node* m = merges[k];
+      std::optional<NodeOut> value;
+      for (const NodeOut& in : m->inputs()) {
+        auto sw = cond_of_.find(in.node);
+        const int in_side =
+            sw != cond_of_.end() && in.node->op() == "switch"
+                ? in.index
+                : (branch_of_.count(in.node) ? branch_of_.at(in.node).second
+                                             : -1);
+        if (in_side == side) value = in;
+      }
+      if (!value) return Refuse(*m, "a merge without a value from each branch");
+      RN_RETURN_IF_ERROR(emit(value->node, side));
+      const std::string out = StrCat(base, side == 1 ? "/then_" : "/else_", k);
+      onnx::NodeProto* p = g.add_node();
+      p->set_op_type("Identity");
+      p->set_name(out);
+      p->add_input(Name(*value));
+      p->add_output(out);
+      Describe(m->output(0), out, g.add_output());
+    }
+  }
+  g_ = outer;
+  onnx::NodeProto* node = g_->add_node();
+  node->set_op_type("If");
+  node->set_name(base);
+  node->add_input(pred);
+  for (size_t k = 0; k < merges.size(); ++k) {
+    const std::string out = StrCat(base, "/out_", k);
+    node->add_output(out);
+    Alias(*merges[k], 0, out);
+  }
+  for (int side = 1; side >= 0; --side) {
+    onnx::AttributeProto* a = node->add_attribute();
+    a->set_name(side == 1 ? "then_branch" : "else_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = std::move(branches[side]);
   }
   return absl::OkStatus();
 }
@@ -843,6 +1027,7 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
     RN_RETURN_IF_ERROR(visit(f.value.node));
   for (const OnnxExportFetch& f : fetches) fetch_names_[f.name] = f.value;
   RN_RETURN_IF_ERROR(FindFrames(order));
+  RN_RETURN_IF_ERROR(FindConds(order));
   model_.set_ir_version(kIrVersion);
   model_.set_producer_name("runnel");
 
@@ -850,21 +1035,9 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   opset->set_domain("");
   opset->set_version(kOpset);
   g_->set_name("runnel");
-  std::set<std::string> looped;
-  for (const Node* n : order) {
-    auto in_frame = frame_of_.find(n);
-    if (in_frame != frame_of_.end()) {
-      // A loop is one Loop node, made where its first exit is needed: by
-      // then every value it reads from outside is made.
-      if (n->op() == "exit" && looped.insert(in_frame->second).second) {
-        RN_RETURN_IF_ERROR(Loop(in_frame->second, order));
-      }
-      continue;
-    }
-    RN_RETURN_IF_ERROR(Node_(*n));
-    for (int i = 0; i < n->num_outputs(); ++i)
-      seen_names_.insert(Name(Of(*n, i)));
-  }
+  order_ = &order;
+  for (const OnnxExportFetch& f : fetches)
+    RN_RETURN_IF_ERROR(Ensure(f.value.node));
   for (const OnnxExportFetch& f : fetches) {
     // Each output has the fetch's name: the value's own, or an Identity.
     if (Name(f.value) != f.name) {

@@ -183,10 +183,22 @@ class Importer {
                               Tensor t);
   std::string Temp(const onnx::NodeProto& node, const std::string& what,
                    const std::string& expr) {
-    std::string name = NewName(StrCat(node.output(0), "_", what));
+    std::string name = Fresh(node, what);
     body_.emplace_back(scope_, StrCat("let ", name, " = ", expr));
     return name;
   }
+  std::string Fresh(const onnx::NodeProto& node, const std::string& what) {
+    // After the first output the node has (an optional one may be "").
+    std::string base = node.name();
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) {
+        base = out;
+        break;
+      }
+    }
+    return NewName(StrCat(base, "_", what));
+  }
+  void Line(std::string text) { body_.emplace_back(scope_, std::move(text)); }
   absl::Status DefineTuple(const onnx::NodeProto& node, const std::string& expr,
                            std::vector<Value> values);
   std::string Where(const onnx::NodeProto& node) const {
@@ -800,6 +812,12 @@ std::vector<int64_t> NodeContext::Ints(const std::string& name) {
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+std::vector<std::string> NodeContext::Strs(const std::string& name) {
+  const onnx::AttributeProto* a = Find(name);
+  if (a == nullptr) return {};
+  return std::vector<std::string>(a->strings().begin(), a->strings().end());
+}
+
 const onnx::TensorProto* NodeContext::TensorAttr(const std::string& name) {
   const onnx::AttributeProto* a = Find(name);
   return a != nullptr && a->has_t() ? &a->t() : nullptr;
@@ -819,6 +837,12 @@ absl::Status NodeContext::OutConstant(int i, Tensor value) {
   if (!has_output(i)) return absl::OkStatus();
   return importer_->DefineConstant(node_, i, std::move(value));
 }
+
+std::string NodeContext::Fresh(const std::string& what) {
+  return importer_->Fresh(node_, what);
+}
+
+void NodeContext::Line(std::string text) { importer_->Line(std::move(text)); }
 
 std::string NodeContext::Temp(const std::string& what,
                               const std::string& expr) {

@@ -1823,6 +1823,204 @@ absl::Status ScatterND(NodeContext& c) {
   return c.Out(0, StrCat("where(", mask, ", ", c.ref(2), ", ", c.ref(0), ")"),
                data.dtype, data.dims);
 }
+
+// ---------------------------------------------------------------- recurrent
+
+// LSTM, GRU and RNN: per direction, a `def` of one step and a `scan` of
+// it over time, the inputs of all steps projected by one matmul before it
+// (as nn.lstm does). The default activations only; sequence_lens freezes
+// a sequence's state past its length and zeroes its outputs there.
+absl::Status Recurrent(NodeContext& c) {
+  const std::string& op = c.op();
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const int gates = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  const Value& X = c.in(0);
+  const Value& W = c.in(1);
+  const Value& R = c.in(2);
+  if (X.dims.size() != 3 || W.dims.size() != 3 || R.dims.size() != 3 ||
+      W.dims[2] < 0 || R.dims[2] < 0) {
+    return c.Unsupported("inputs of unknown rank or size");
+  }
+  const int64_t H = c.Int("hidden_size", R.dims[2]);
+  const int64_t I = W.dims[2];
+  const std::string direction = c.Str("direction", "forward");
+  const int64_t layout = c.Int("layout", 0);
+  if (c.has("clip"))
+    return c.Unsupported(StrCat("clip = ", c.Float("clip", 0)));
+  if (c.has("activation_alpha") || c.has("activation_beta")) {
+    return c.Unsupported("activation_alpha and activation_beta");
+  }
+  const std::vector<std::string> defaults =
+      op == "LSTM"  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+      : op == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                    : std::vector<std::string>{"Tanh"};
+  const int dirs = direction == "bidirectional" ? 2 : 1;
+  if (c.has("activations")) {
+    std::vector<std::string> acts = c.Strs("activations");
+    for (size_t k = 0; k < acts.size(); ++k) {
+      if (acts[k] != defaults[k % defaults.size()]) {
+        return c.Unsupported(StrCat("activation ", acts[k]));
+      }
+    }
+  }
+  if (op == "LSTM" && c.Int("input_forget", 0) != 0)
+    return c.Unsupported("input_forget = 1");
+  const bool lbr = op == "GRU" && c.Int("linear_before_reset", 0) != 0;
+  if (direction != "forward" && direction != "reverse" &&
+      direction != "bidirectional") {
+    return c.Invalid(StrCat("direction \"", direction, "\""));
+  }
+  const bool masked = c.has_input(4);
+  const std::string xin =
+      layout == 0 ? c.ref(0) : StrCat("transpose(", c.ref(0), ", [1, 0, 2])");
+  const int64_t T = X.dims[layout == 0 ? 0 : 1],
+                B = X.dims[layout == 0 ? 1 : 0];
+  const int64_t GH = gates * H;
+  std::string mask;
+  if (masked) {
+    mask = c.Temp("mask", StrCat("cast(expand_dims(arange(0, shape_of(", xin,
+                                 ")[0]), 1) < expand_dims(cast(", c.ref(4),
+                                 ", i32), 0), ", DTypeCode(X.dtype), ")"));
+  }
+  std::vector<std::string> ys, hs_last, cs_last;
+  for (int d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    if (reverse && masked)
+      return c.Unsupported("the reverse direction with sequence_lens");
+    const std::string w =
+        c.Temp(StrCat("w", d), StrCat("transpose(", c.ref(1), "[", d, "])"));
+    const std::string r =
+        c.Temp(StrCat("r", d), StrCat("transpose(", c.ref(2), "[", d, "])"));
+    std::string bias, rbh;
+    if (c.has_input(3)) {
+      const std::string bw = StrCat(c.ref(3), "[", d, ", 0:", GH, "]");
+      const std::string br =
+          StrCat(c.ref(3), "[", d, ", ", GH, ":", 2 * GH, "]");
+      if (lbr) {
+        // The hidden gate's recurrent bias stays inside r * (...).
+        bias =
+            c.Temp(StrCat("b", d),
+                   StrCat(bw, " + concat([", c.ref(3), "[", d, ", ", GH, ":",
+                          GH + 2 * H, "], zeros([", H,
+                          "], dtype = ", DTypeCode(X.dtype), ")], axis = 0)"));
+        rbh = StrCat(c.ref(3), "[", d, ", ", GH + 2 * H, ":", 2 * GH, "]");
+      } else {
+        bias = c.Temp(StrCat("b", d), StrCat(bw, " + ", br));
+      }
+    }
+    std::string xs = StrCat("reshape(", xin, ", [-1, ", I, "]) @ ", w);
+    if (!bias.empty()) xs = StrCat(xs, " + ", bias);
+    xs = StrCat("reshape(", xs, ", concat([shape_of(", xin, ")[0:2], [", GH,
+                "]], axis = 0))");
+    if (reverse) xs = StrCat("(", xs, ")[::-1]");
+    if (masked)
+      xs = StrCat("concat([", xs, ", expand_dims(", mask, ", 2)], axis = 2)");
+    xs = c.Temp(StrCat("steps", d), xs);
+    auto init = [&](int input) {
+      if (c.has_input(input)) return StrCat(c.ref(input), "[", d, "]");
+      return StrCat("zeros_like(", xs, "[0, :, 0:", H, "])");
+    };
+    // The step's names are the script's own, so that none hides another.
+    const std::string step = c.Fresh(StrCat("step", d)), s = c.Fresh("state"),
+                      z = c.Fresh("z"), h = c.Fresh("h"),
+                      h2 = c.Fresh("h_next");
+    std::vector<std::string> body;
+    std::string result;
+    auto slice = [&](const std::string& v, int64_t from, int64_t to) {
+      return StrCat(v, "[:, ", from, ":", to, "]");
+    };
+    const std::string m = c.Fresh("m");
+    if (masked) body.push_back(StrCat("let ", m, " = ", slice(z, GH, GH + 1)));
+    auto keep = [&](const std::string& next, const std::string& old) {
+      return masked ? StrCat(m, " * ", next, " + (1.0 - ", m, ") * ", old)
+                    : next;
+    };
+    if (op == "LSTM") {
+      const std::string cc = c.Fresh("c"), g = c.Fresh("g"), i = c.Fresh("i"),
+                        f = c.Fresh("f"), o = c.Fresh("o"),
+                        c2 = c.Fresh("c_next");
+      std::string pi, po, pf;
+      if (c.has_input(7)) {
+        const std::string p = c.ref(7);
+        pi = StrCat(" + ", p, "[", d, ", 0:", H, "] * ", cc);
+        po = StrCat(" + ", p, "[", d, ", ", H, ":", 2 * H, "] * ", c2);
+        pf = StrCat(" + ", p, "[", d, ", ", 2 * H, ":", 3 * H, "] * ", cc);
+      }
+      body.push_back(StrCat("let (", h, ", ", cc, ") = ", s));
+      body.push_back(StrCat("let ", g, " = ", slice(z, 0, GH), " + ", h, " @ ",
+                            r, "  # gates i, o, f, c"));
+      body.push_back(StrCat("let ", i, " = sigmoid(", slice(g, 0, H), pi, ")"));
+      body.push_back(
+          StrCat("let ", f, " = sigmoid(", slice(g, 2 * H, 3 * H), pf, ")"));
+      body.push_back(StrCat("let ", c2, " = ", f, " * ", cc, " + ", i,
+                            " * tanh(", slice(g, 3 * H, 4 * H), ")"));
+      body.push_back(
+          StrCat("let ", o, " = sigmoid(", slice(g, H, 2 * H), po, ")"));
+      body.push_back(StrCat("let ", h2, " = ", o, " * tanh(", c2, ")"));
+      result = StrCat("(", keep(h2, h), ", ", keep(c2, cc), ")");
+    } else if (op == "GRU") {
+      const std::string hr = c.Fresh("hr"), zt = c.Fresh("update"),
+                        rt = c.Fresh("reset"), ht = c.Fresh("candidate");
+      body.push_back(
+          StrCat("let ", hr, " = ", s, " @ ", r, "  # gates z, r, h"));
+      body.push_back(StrCat("let ", zt, " = sigmoid(", slice(z, 0, H), " + ",
+                            slice(hr, 0, H), ")"));
+      body.push_back(StrCat("let ", rt, " = sigmoid(", slice(z, H, 2 * H),
+                            " + ", slice(hr, H, 2 * H), ")"));
+      if (lbr) {
+        body.push_back(StrCat("let ", ht, " = tanh(", slice(z, 2 * H, 3 * H),
+                              " + ", rt, " * (", slice(hr, 2 * H, 3 * H),
+                              rbh.empty() ? "" : " + " + rbh, "))"));
+      } else {
+        body.push_back(StrCat("let ", ht, " = tanh(", slice(z, 2 * H, 3 * H),
+                              " + (", rt, " * ", s, ") @ ",
+                              slice(r, 2 * H, 3 * H), ")"));
+      }
+      body.push_back(StrCat("let ", h2, " = (1.0 - ", zt, ") * ", ht, " + ", zt,
+                            " * ", s));
+      result = keep(h2, s);
+    } else {
+      body.push_back(StrCat("let ", h2, " = tanh(", slice(z, 0, H), " + ", s,
+                            " @ ", r, ")"));
+      result = keep(h2, s);
+    }
+    std::string def = StrCat("def ", step, "(", s, ", ", z, ") {\n");
+    for (const std::string& line : body) def += StrCat("    ", line, "\n");
+    def += StrCat("    ", result, "\n}");
+    c.Line(def);
+    const std::string hs = c.Fresh(StrCat("hs", d));
+    if (op == "LSTM") {
+      const std::string cs = c.Fresh(StrCat("cs", d));
+      c.Line(StrCat("let (", hs, ", ", cs, ") = scan(", step, ", ", xs, ", (",
+                    init(5), ", ", init(6), "))"));
+      cs_last.push_back(StrCat(cs, "[-1]"));
+    } else {
+      c.Line(
+          StrCat("let ", hs, " = scan(", step, ", ", xs, ", ", init(5), ")"));
+    }
+    hs_last.push_back(StrCat(hs, "[-1]"));
+    std::string y = reverse ? StrCat(hs, "[::-1]") : hs;
+    if (masked) y = StrCat(y, " * expand_dims(", mask, ", 2)");
+    ys.push_back(y);
+  }
+  auto stack_all = [](const std::vector<std::string>& v, int axis) {
+    return StrCat("stack([", Join(v), "], axis = ", axis, ")");
+  };
+  std::string y = stack_all(ys, 1), yh = stack_all(hs_last, 0),
+              yc = stack_all(cs_last, 0);
+  std::vector<int64_t> ydims = {T, dirs, B, H}, sdims = {dirs, B, H};
+  if (layout == 1) {
+    y = StrCat("transpose(", y, ", [2, 0, 1, 3])");
+    yh = StrCat("transpose(", yh, ", [1, 0, 2])");
+    yc = StrCat("transpose(", yc, ", [1, 0, 2])");
+    ydims = {B, T, dirs, H};
+    sdims = {B, dirs, H};
+  }
+  RN_RETURN_IF_ERROR(c.Out(0, y, X.dtype, ydims));
+  RN_RETURN_IF_ERROR(c.Out(1, yh, X.dtype, sdims));
+  if (op == "LSTM") return c.Out(2, yc, X.dtype, sdims);
+  return absl::OkStatus();
+}
 }  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
@@ -1894,6 +2092,9 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["EyeLike"] = EyeLike;
     (*t)["Trilu"] = Trilu;
     (*t)["ScatterND"] = ScatterND;
+    (*t)["LSTM"] = Recurrent;
+    (*t)["GRU"] = Recurrent;
+    (*t)["RNN"] = Recurrent;
     return t;
   }();
   auto it = table->find(op_type);

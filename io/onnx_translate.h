@@ -70,6 +70,7 @@ class NodeContext {
   float Float(const std::string& name, float fallback);
   std::string Str(const std::string& name, const std::string& fallback);
   std::vector<int64_t> Ints(const std::string& name);
+  std::vector<std::string> Strs(const std::string& name);
   const onnx::TensorProto* TensorAttr(const std::string& name);
 
   // Defines output `i` as `expr` (a `let`), with its dtype and dims.
@@ -80,6 +81,10 @@ class NodeContext {
   // A `let` of an intermediate value, named after the node's first output
   // and `what`; gives its name.
   std::string Temp(const std::string& what, const std::string& expr);
+  // A name no other value has, after the node's first output and `what`.
+  std::string Fresh(const std::string& what);
+  // A statement of its own (several lines: a `def`).
+  void Line(std::string text);
   // Defines several outputs with one destructuring `let (a, b) = expr`.
   absl::Status OutTuple(const std::string& expr, DType dtype,
                         const std::vector<std::vector<int64_t>>& dims);

@@ -2,14 +2,14 @@
 round trip through `runnel import`.
 
 For tests/onnx/export_ops.rnl (a value per translated op, in-graph loops
-too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
+and conditionals too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
 a few steps on Debian's Fashion-MNIST) and charlm's forward (an LSTM over a
 window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --feed ...
 --out DIR` writes the model and Runnel's own values of the fetches in one
 run (the same variables); the model must pass `onnx.checker` (full check),
 ONNX Runtime's outputs must match Runnel's to 1e-5, and the model imported
 back (`runnel import`) and run must match them too. Also: a refused export
-(an in-graph conditional) names the script line, against
+(a loop inside a loop) names the script line, against
 tests/onnx/golden/export_refused.expected.
 
     export_test.py RUNNEL REPO
@@ -92,7 +92,7 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "ex",
-               "cv", "cvv", "mp", "ap", "ws", "gs", "sums", "total"]
+               "cv", "cvv", "mp", "ap", "ws", "gs", "sums", "total", "pick"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
                "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32)}, work)
@@ -111,9 +111,12 @@ def main():
                   f"not exported")
         if os.path.isdir(FORTUNES):
             # The char-LM's forward: an LSTM (an in-graph loop) over a
-            # window, with lengths and a carried state.
+            # window, with lengths and a carried state; its final state
+            # comes out of an in-graph conditional (an empty window keeps
+            # the initial state).
             batch, units = 32, 256
-            check("charlm", os.path.join(REPO, "examples", "charlm.rnl"), ["logits"],
+            check("charlm", os.path.join(REPO, "examples", "charlm.rnl"),
+                  ["logits", "h", "c"],
                   {"x": rng.integers(0, 256, (batch, 12)).astype(np.int32),
                    "n": rng.integers(1, 13, batch).astype(np.int32),
                    "h0": (rng.random((batch, units), dtype=np.float32) - 0.5) * 0.2,
@@ -123,7 +126,7 @@ def main():
             print(f"export_test: {FORTUNES} missing; charlm was not exported")
         # A refusal names the line.
         script = os.path.join(REPO, "tests", "onnx", "export_refused.rnl")
-        p = runnel("export", os.path.relpath(script, REPO), "--fetch", "y", "-o",
+        p = runnel("export", os.path.relpath(script, REPO), "--fetch", "total", "-o",
                    os.path.join(work, "refused.onnx"), cwd=REPO)
         actual = f"exit {p.returncode}\n{p.stderr}"
         path = os.path.join(GOLDEN, "export_refused.expected")
