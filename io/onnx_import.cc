@@ -39,9 +39,9 @@ const std::set<std::string>& Reserved() {
       "argmin", "cumsum", "reshape", "transpose", "expand_dims", "squeeze",
       "broadcast_to", "concat", "stack", "unstack", "split", "slice", "gather",
       "tile", "pad", "shape_of", "size", "rank", "matmul", "softmax",
-      "log_softmax", "conv2d", "max_pool", "avg_pool", "one_hot", "zeros",
-      "ones", "fill", "zeros_like", "ones_like", "arange", "restore", "print",
-      "assert", "len"};
+      "log_softmax", "conv2d", "conv2d_transpose", "max_pool", "avg_pool",
+      "one_hot", "zeros", "ones", "fill", "zeros_like", "ones_like", "arange",
+      "restore", "print", "assert", "len"};
   return *names;
 }
 

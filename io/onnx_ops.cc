@@ -2021,6 +2021,129 @@ absl::Status Recurrent(NodeContext& c) {
   if (op == "LSTM") return c.Out(2, yc, X.dtype, sdims);
   return absl::OkStatus();
 }
+
+// ConvTranspose: conv2d_transpose's full ("valid") result, then the
+// output padding added at the end and the pads cropped, as ONNX computes
+// the output's size: stride * (in - 1) + output_padding + span - pads.
+absl::Status ConvTranspose(NodeContext& c) {
+  RN_RETURN_IF_ERROR(SameDTypes(c));
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const Value& f = c.in(1);
+  if (f.dims.size() != 4 && f.dims.size() != 3) {
+    return c.Unsupported("a filter other than 3-D or 4-D");
+  }
+  const int64_t groups = c.Int("group", 1);
+  if (groups < 1) return c.Invalid("group must be positive");
+  const std::vector<int64_t> output_padding = c.Ints("output_padding");
+  const std::vector<int64_t> output_shape = c.Ints("output_shape");
+  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
+  Value x = c.in(0);
+  if (!x.rank_known || (x.dims.size() != 4 && x.dims.size() != 3)) {
+    return c.Unsupported("an input other than 3-D or 4-D");
+  }
+  const bool lifted = x.dims.size() == 3;
+  std::vector<int64_t> kernel(f.dims.begin() + 2, f.dims.end());
+  if (c.has("kernel_shape")) kernel = c.Ints("kernel_shape");
+  std::vector<int64_t> strides = c.Ints("strides"), dil = c.Ints("dilations"),
+                       pads = c.Ints("pads"), opad = output_padding,
+                       oshape = output_shape;
+  const size_t n = kernel.size();
+  if (strides.empty()) strides.assign(n, 1);
+  if (dil.empty()) dil.assign(n, 1);
+  if (pads.empty()) pads.assign(2 * n, 0);
+  if (opad.empty()) opad.assign(n, 0);
+  if (oshape.size() > n)
+    oshape.erase(oshape.begin(), oshape.end() - n);  // [N, C, ...]
+  if (strides.size() != n || dil.size() != n || pads.size() != 2 * n ||
+      opad.size() != n) {
+    return c.Invalid(
+        "strides, dilations, pads or output_padding of the wrong length");
+  }
+  if (f.dims[1] < 0)
+    return c.Unsupported("a filter of unknown output channels");
+  std::vector<int64_t> begin(n), size(n), full(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = x.dims[2 + i];
+    if (in < 0)
+      return c.Unsupported("ConvTranspose of a size not known while importing");
+    const int64_t span = (kernel[i] - 1) * dil[i] + 1;
+    full[i] = strides[i] * (in - 1) + span;
+    const int64_t whole = full[i] + opad[i];
+    int64_t out;
+    if (!oshape.empty()) {
+      out = oshape[i];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out = in * strides[i];
+    } else {
+      out = whole - pads[i] - pads[i + n];
+    }
+    const int64_t total = whole - out;
+    if (total < 0)
+      return c.Unsupported(
+          "an output larger than the full transposed convolution");
+    if (!oshape.empty() || auto_pad == "SAME_UPPER" ||
+        auto_pad == "SAME_LOWER") {
+      // The specification's split of the total padding.
+      begin[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
+    } else {
+      begin[i] = pads[i];
+    }
+    size[i] = out;
+  }
+  std::string in =
+      ToNHWC(lifted ? StrCat("expand_dims(", c.ref(0), ", 2)") : c.ref(0));
+  std::string filters =
+      lifted ? StrCat("expand_dims(", c.ref(1), ", 2)") : c.ref(1);
+  auto two = [&](const std::vector<int64_t>& v, int64_t one) {
+    return lifted ? IntList({one, v[0]}) : IntList(v);
+  };
+  auto transposed = [&](const std::string& xs, const std::string& fs) {
+    return StrCat("conv2d_transpose(", xs, ", transpose(", fs,
+                  ", [2, 3, 1, 0]), strides = ", two(strides, 1),
+                  ", padding = \"valid\", dilations = ", two(dil, 1), ")");
+  };
+  std::string e;
+  if (groups == 1) {
+    e = transposed(in, filters);
+  } else {
+    // Each group of input channels with its filters, the results
+    // concatenated along the channels.
+    const std::string xs =
+        c.Temp("groups", StrCat("split(", in, ", ", groups, ", axis = 3)"));
+    const std::string fs = c.Temp(
+        "filters", StrCat("split(", filters, ", ", groups, ", axis = 0)"));
+    std::vector<std::string> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+      parts.push_back(
+          transposed(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
+    }
+    e = StrCat("concat([", Join(parts), "], axis = 3)");
+  }
+  std::vector<std::string> pad_rows = {"[0, 0]"}, idx = {":"};
+  if (lifted) {
+    pad_rows.push_back("[0, 0]");
+    idx.push_back(":");
+  }
+  bool padded = false;
+  for (size_t i = 0; i < n; ++i) {
+    pad_rows.push_back(IntList({0, opad[i]}));
+    padded = padded || opad[i] > 0;
+    idx.push_back(StrCat(begin[i], ":", begin[i] + size[i]));
+  }
+  pad_rows.push_back("[0, 0]");
+  idx.push_back(":");
+  if (padded) e = StrCat("pad(", e, ", [", Join(pad_rows), "])");
+  e = c.Temp("full", e);
+  e = ToNCHW(StrCat(e, "[", Join(idx), "]"));
+  if (lifted) e = StrCat("squeeze(", e, ", 2)");
+  if (c.has_input(2)) {
+    e = StrCat(e, " + reshape(", c.ref(2),
+               lifted ? ", [-1, 1])" : ", [-1, 1, 1])");
+  }
+  std::vector<int64_t> dims = {x.dims[0], f.dims[1] * groups};
+  dims.insert(dims.end(), size.begin(), size.end());
+  return c.Out(0, e, x.dtype, dims);
+}
 }  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
@@ -2092,6 +2215,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["EyeLike"] = EyeLike;
     (*t)["Trilu"] = Trilu;
     (*t)["ScatterND"] = ScatterND;
+    (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["LSTM"] = Recurrent;
     (*t)["GRU"] = Recurrent;
     (*t)["RNN"] = Recurrent;

@@ -28,6 +28,7 @@ std::vector<Builtin> MakeBuiltins() {
   // The ops each builtin applies: the op of its name, else these.
   const std::map<std::string, std::vector<std::string>> applies = {
       {"zeros", {"fill"}},
+      {"conv2d_transpose", {"conv2d_backprop_input", "fill"}},
       {"ones", {"fill"}},
       {"arange", {"range"}},
       {"glorot_uniform", {"random_uniform"}},

@@ -535,6 +535,92 @@ void AddNN(std::vector<Builtin>& b) {
          return in.builder().ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs),
                                      Site(a));
        }});
+  // conv2d_transpose: the gradient of a conv2d with respect to its input,
+  // applied to x (TensorFlow's tf.nn.conv2d_transpose, PyTorch's
+  // ConvTranspose2d): filters are [h, w, out_channels, in_channels], the
+  // filters of the conv2d it reverses. output_shape is that conv2d's input
+  // shape; without it, the one a conv2d with these strides maps to x's
+  // size (x's height and width times the strides for "same").
+  b.push_back(
+      {"conv2d_transpose",
+       {P("x"), P("filters"), P("output_shape", None()),
+        P("strides", Value::Int(1)), P("padding", Value::String("same")),
+        P("dilations", Value::Int(1))},
+       [](Interpreter& in, Args& a) -> Result {
+         AttrMap attrs;
+         RN_RETURN_IF_ERROR(AxisAttr(in, a, 3, &attrs, "strides"));
+         RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 4));
+         attrs["padding"] = padding;
+         RN_RETURN_IF_ERROR(AxisAttr(in, a, 5, &attrs, "dilations"));
+         auto spec = [](const Value& v) -> std::optional<TensorSpec> {
+           if (v.is_concrete())
+             return TensorSpec{v.tensor().dtype(), v.tensor().shape()};
+           if (v.is_symbolic()) return v.out().node->output(v.out().index);
+           return std::nullopt;
+         };
+         std::optional<TensorSpec> xs = spec(a[0]), fs = spec(a[1]);
+         if (!xs || !fs) {
+           return absl::InvalidArgumentError(
+               "conv2d_transpose: x and filters must be tensors");
+         }
+         Value shape;
+         if (!a[2].is_none()) {
+           RN_ASSIGN_OR_RETURN(shape, SizesArg(in, a, 2));
+         } else {
+           const Shape& x = xs->shape;
+           const Shape& f = fs->shape;
+           if (x.unknown_rank() || x.rank() != 4 || f.unknown_rank() ||
+               f.rank() != 4 || x.dim(1) < 0 || x.dim(2) < 0 || f.dim(0) < 0 ||
+               f.dim(1) < 0 || f.dim(2) < 0) {
+             return absl::InvalidArgumentError(StrCat(
+                 "conv2d_transpose: the output's size is not known from x ",
+                 x.ToString(), " and filters ", f.ToString(),
+                 "; give output_shape"));
+           }
+           auto pair = [&](const char* name) -> std::vector<int64_t> {
+             std::vector<int64_t> v = GetAttr<std::vector<int64_t>>(attrs, name)
+                                          .value_or(std::vector<int64_t>{1});
+             if (v.size() == 1) return {v[0], v[0]};
+             if (v.size() == 4) return {v[1], v[2]};
+             return v;
+           };
+           const std::vector<int64_t> st = pair("strides"),
+                                      dil = pair("dilations");
+           std::vector<int32_t> rest;
+           for (int i = 0; i < 2; ++i) {
+             const int64_t span = (f.dim(i) - 1) * dil[i] + 1;
+             rest.push_back(static_cast<int32_t>(
+                 padding == "same" ? x.dim(1 + i) * st[i]
+                                   : (x.dim(1 + i) - 1) * st[i] + span));
+           }
+           rest.push_back(static_cast<int32_t>(f.dim(2)));
+           // The batch from x, when the graph runs.
+           RN_ASSIGN_OR_RETURN(
+               Value sx, in.builder().ApplyOp("shape_of", {a[0]}, {}, Site(a)));
+           RN_ASSIGN_OR_RETURN(
+               Value n,
+               in.builder().ApplyOp("strided_slice", {sx},
+                                    {{"begin", std::vector<int64_t>{0}},
+                                     {"end", std::vector<int64_t>{1}},
+                                     {"strides", std::vector<int64_t>{1}}},
+                                    Site(a)));
+           RN_ASSIGN_OR_RETURN(
+               shape,
+               in.builder().ApplyOp(
+                   "concat", {n, Value::Concrete(Tensor::FromVector(rest))},
+                   {{"axis", int64_t{0}}}, Site(a)));
+         }
+         // conv2d_backprop_input reads only its first input's shape.
+         RN_ASSIGN_OR_RETURN(
+             Value like,
+             in.builder().ApplyOp(
+                 "fill",
+                 {shape, Value::Concrete(Tensor::ScalarOf(xs->dtype, 0))}, {},
+                 Site(a)));
+         return in.builder().ApplyOp("conv2d_backprop_input",
+                                     {like, a[1], a[0]}, std::move(attrs),
+                                     Site(a));
+       }});
   for (const char* op : {"max_pool", "avg_pool"}) {
     b.push_back({op,
                  {P("x"), P("size"), P("strides", None()),
