@@ -504,6 +504,20 @@ void AddSparse(std::vector<Builtin>& b);
 
 }  // namespace
 
+namespace {
+
+// A convolution's strides, padding and dilations, the arguments from
+// a[first] on.
+absl::Status ConvAttrs(Interpreter& in, const Args& a, int first,
+                       AttrMap* attrs) {
+  RN_RETURN_IF_ERROR(AxisAttr(in, a, first, attrs, "strides"));
+  RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, first + 1));
+  (*attrs)["padding"] = padding;
+  return AxisAttr(in, a, first + 2, attrs, "dilations");
+}
+
+}  // namespace
+
 void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
@@ -528,10 +542,7 @@ void AddNN(std::vector<Builtin>& b) {
         P("padding", Value::String("same")), P("dilations", Value::Int(1))},
        [](Interpreter& in, Args& a) -> Result {
          AttrMap attrs;
-         RN_RETURN_IF_ERROR(AxisAttr(in, a, 2, &attrs, "strides"));
-         RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
-         attrs["padding"] = padding;
-         RN_RETURN_IF_ERROR(AxisAttr(in, a, 4, &attrs, "dilations"));
+         RN_RETURN_IF_ERROR(ConvAttrs(in, a, 2, &attrs));
          return in.builder().ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs),
                                      Site(a));
        }});
@@ -548,10 +559,8 @@ void AddNN(std::vector<Builtin>& b) {
         P("dilations", Value::Int(1))},
        [](Interpreter& in, Args& a) -> Result {
          AttrMap attrs;
-         RN_RETURN_IF_ERROR(AxisAttr(in, a, 3, &attrs, "strides"));
-         RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 4));
-         attrs["padding"] = padding;
-         RN_RETURN_IF_ERROR(AxisAttr(in, a, 5, &attrs, "dilations"));
+         RN_RETURN_IF_ERROR(ConvAttrs(in, a, 3, &attrs));
+         const std::string padding = std::get<std::string>(attrs["padding"]);
          auto spec = [](const Value& v) -> std::optional<TensorSpec> {
            if (v.is_concrete())
              return TensorSpec{v.tensor().dtype(), v.tensor().shape()};
