@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -2144,6 +2145,186 @@ absl::Status ConvTranspose(NodeContext& c) {
   dims.insert(dims.end(), size.begin(), size.end());
   return c.Out(0, e, x.dtype, dims);
 }
+
+// GatherElements and GatherND as one gather from the data flattened: each
+// output element's linear index into it (no arithmetic on the values, so
+// exact). The data's dimensions must be known while importing.
+absl::Status GatherElements(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  const Value& x = c.in(0);
+  const Value& i = c.in(1);
+  if (!AllKnown(x.dims) || i.dims.size() != x.dims.size() ||
+      !AllKnown(i.dims)) {
+    return c.Unsupported("GatherElements of sizes not known while importing");
+  }
+  const std::string idx = c.Temp("index", StrCat("cast(", c.ref(1), ", i64)"));
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (int d = r - 1; d >= 0; --d) {
+    std::string coord;
+    if (d == axis) {
+      coord = StrCat("where(", idx, " < 0, ", idx, " + ", x.dims[d], ", ", idx,
+                     ")");
+    } else {
+      std::vector<int64_t> shape(r, 1);
+      shape[d] = i.dims[d];
+      coord = StrCat("reshape(arange(0, ", i.dims[d], ", dtype = i64), ",
+                     IntList(shape), ")");
+    }
+    terms.push_back(stride == 1 ? coord : StrCat(coord, " * ", stride));
+    stride *= x.dims[d];
+  }
+  std::string linear = terms[0];
+  for (size_t k = 1; k < terms.size(); ++k)
+    linear = StrCat(terms[k], " + ", linear);
+  return c.Out(0, StrCat("gather(reshape(", c.ref(0), ", [-1]), ", linear, ")"),
+               x.dtype, i.dims);
+}
+
+absl::Status GatherND(NodeContext& c) {
+  if (c.Int("batch_dims", 0) != 0)
+    return c.Unsupported("batch_dims other than 0");
+  const Value& x = c.in(0);
+  const Value& i = c.in(1);
+  if (!x.rank_known || !i.rank_known || i.dims.empty() || i.dims.back() < 0) {
+    return c.Unsupported(
+        "GatherND of ranks or an index length not known while importing");
+  }
+  const int64_t k = i.dims.back();
+  if (k > static_cast<int64_t>(x.dims.size()))
+    return c.Invalid("indices longer than the data's rank");
+  const std::vector<int64_t> lead(x.dims.begin(), x.dims.begin() + k);
+  if (!AllKnown(lead))
+    return c.Unsupported("GatherND over dimensions not known while importing");
+  const std::string idx = c.Temp("index", StrCat("cast(", c.ref(1), ", i64)"));
+  std::string linear;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    std::vector<std::string> at(i.dims.size() - 1, ":");
+    at.push_back(StrCat(j));
+    const std::string part = StrCat(idx, "[", Join(at), "]");
+    const std::string coord =
+        StrCat("where(", part, " < 0, ", part, " + ", lead[j], ", ", part, ")");
+    const std::string term = stride == 1 ? coord : StrCat(coord, " * ", stride);
+    linear = linear.empty() ? term : StrCat(term, " + ", linear);
+    stride *= lead[j];
+  }
+  std::vector<int64_t> rows = {stride};
+  rows.insert(rows.end(), x.dims.begin() + k, x.dims.end());
+  for (int64_t& d : rows) d = d < 0 ? -1 : d;
+  if (std::count(rows.begin() + 1, rows.end(), -1) > 0) {
+    return c.Unsupported("GatherND of slices of unknown size");
+  }
+  std::vector<int64_t> dims(i.dims.begin(), i.dims.end() - 1);
+  dims.insert(dims.end(), x.dims.begin() + k, x.dims.end());
+  return c.Out(
+      0,
+      StrCat("gather(reshape(", c.ref(0), ", ", IntList(rows), "), ",
+             linear.empty() ? "zeros(shape_of(" + idx + ")[:-1], dtype = i64)"
+                            : linear,
+             ", axis = 0)"),
+      x.dtype, dims);
+}
+
+// Einsum: each operand's axes put in one order of all the equation's
+// letters (a transpose, and a 1 for each letter it lacks), the operands
+// multiplied, the letters not in the output summed away, and the output's
+// order made. Ellipses and a letter twice in one operand are refused.
+absl::Status Einsum(NodeContext& c) {
+  std::string eq;
+  for (char ch : c.Str("equation", "")) {
+    if (ch != ' ') eq += ch;
+  }
+  if (eq.find("...") != std::string::npos)
+    return c.Unsupported("an ellipsis in the equation");
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> operands;
+  for (size_t at = 0;;) {
+    const size_t comma = lhs.find(',', at);
+    operands.push_back(lhs.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (static_cast<int>(operands.size()) != c.num_inputs()) {
+    return c.Invalid(StrCat("the equation has ", operands.size(),
+                            " operands, the node ", c.num_inputs(), " inputs"));
+  }
+  std::string letters;  // every letter, in order of appearance
+  std::map<char, int> count;
+  std::map<char, int64_t> size;
+  for (int k = 0; k < c.num_inputs(); ++k) {
+    const std::string& sub = operands[k];
+    const Value& v = c.in(k);
+    if (!v.rank_known || v.dims.size() != sub.size()) {
+      return c.Invalid(StrCat("operand ", k, " has rank ", v.dims.size(),
+                              ", its subscripts '", sub, "' say ", sub.size()));
+    }
+    std::set<char> seen;
+    for (size_t i = 0; i < sub.size(); ++i) {
+      const char ch = sub[i];
+      if (!std::isalpha(static_cast<unsigned char>(ch))) {
+        return c.Invalid(StrCat("'", std::string(1, ch), "' in the equation"));
+      }
+      if (!seen.insert(ch).second)
+        return c.Unsupported("a letter twice in one operand");
+      if (letters.find(ch) == std::string::npos) letters += ch;
+      ++count[ch];
+      if (v.dims[i] > 1 || size.count(ch) == 0) size[ch] = v.dims[i];
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    // Implicit: the letters that appear once, in alphabetical order.
+    for (char ch : letters) {
+      if (count[ch] == 1) out += ch;
+    }
+    std::sort(out.begin(), out.end());
+  }
+  for (char ch : out) {
+    if (letters.find(ch) == std::string::npos)
+      return c.Invalid("an output letter no operand has");
+  }
+  // The order: the output's letters first, then the summed ones.
+  std::string order = out;
+  for (char ch : letters) {
+    if (out.find(ch) == std::string::npos) order += ch;
+  }
+  std::vector<std::string> factors;
+  for (int k = 0; k < c.num_inputs(); ++k) {
+    const std::string& sub = operands[k];
+    std::vector<int64_t> perm;
+    for (char ch : order) {
+      const size_t at = sub.find(ch);
+      if (at != std::string::npos) perm.push_back(static_cast<int64_t>(at));
+    }
+    std::string e = c.ref(k);
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity) e = StrCat("transpose(", e, ", ", IntList(perm), ")");
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (sub.find(order[i]) == std::string::npos)
+        e = StrCat("expand_dims(", e, ", ", i, ")");
+    }
+    factors.push_back(e);
+  }
+  std::string e = factors[0];
+  for (size_t k = 1; k < factors.size(); ++k) e = StrCat(e, " * ", factors[k]);
+  if (order.size() > out.size()) {
+    std::vector<int64_t> summed;
+    for (size_t i = out.size(); i < order.size(); ++i)
+      summed.push_back(static_cast<int64_t>(i));
+    e = StrCat("sum(", e, ", axis = ", IntList(summed), ")");
+  }
+  std::vector<int64_t> dims;
+  for (char ch : out) dims.push_back(size[ch]);
+  return c.Out(0, e, c.in(0).dtype, dims);
+}
 }  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
@@ -2216,6 +2397,9 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Trilu"] = Trilu;
     (*t)["ScatterND"] = ScatterND;
     (*t)["ConvTranspose"] = ConvTranspose;
+    (*t)["GatherElements"] = GatherElements;
+    (*t)["GatherND"] = GatherND;
+    (*t)["Einsum"] = Einsum;
     (*t)["LSTM"] = Recurrent;
     (*t)["GRU"] = Recurrent;
     (*t)["RNN"] = Recurrent;
