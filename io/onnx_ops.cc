@@ -2325,6 +2325,123 @@ absl::Status Einsum(NodeContext& c) {
   for (char ch : out) dims.push_back(size[ch]);
   return c.Out(0, e, c.in(0).dtype, dims);
 }
+
+// Resize (and Upsample) with nearest or linear interpolation, on sizes
+// known while importing: per resized axis, the source indices (and for
+// linear, the two neighbours' weights) computed here by the
+// specification's coordinate transformation, then gathers along the axis.
+absl::Status Resize(NodeContext& c) {
+  const Value& x = c.in(0);
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  if (!AllKnown(x.dims))
+    return c.Unsupported("Resize of sizes not known while importing");
+  const std::string mode = c.Str("mode", "nearest");
+  if (mode != "nearest" && mode != "linear")
+    return c.Unsupported(StrCat("mode \"", mode, "\""));
+  const std::string ctm =
+      c.op() == "Upsample" || c.opset() < 11
+          ? "asymmetric"
+          : c.Str("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest =
+      c.Str("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor");
+  if (c.Int("antialias", 0) != 0) return c.Unsupported("antialias");
+  if (c.has("axes") || c.has("keep_aspect_ratio_policy")) {
+    return c.Unsupported("axes and keep_aspect_ratio_policy");
+  }
+  c.Float("cubic_coeff_a", -0.75f);
+  c.Int("exclude_outside", 0);
+  c.Float("extrapolation_value", 0.0f);
+  // The scales, or the sizes.
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  const int scales_at = c.op() == "Upsample" || c.opset() < 11 ? 1 : 2;
+  if (c.op() == "Upsample" && c.opset() < 9) {
+    return c.Unsupported("Upsample before opset 9");
+  }
+  if (c.has_input(scales_at) && c.constant(scales_at) &&
+      c.constant(scales_at)->num_elements() > 0) {
+    scales = c.constant(scales_at)->ToDoubles();
+  } else if (c.has_input(scales_at + 1)) {
+    RN_ASSIGN_OR_RETURN(sizes, c.ConstInts(scales_at + 1, "sizes"));
+  } else if (c.has_input(scales_at)) {
+    return c.NeedConstant(scales_at, "scales");
+  } else {
+    return c.Invalid("neither scales nor sizes");
+  }
+  if ((!scales.empty() && static_cast<int>(scales.size()) != r) ||
+      (!sizes.empty() && static_cast<int>(sizes.size()) != r)) {
+    return c.Invalid("scales or sizes of the wrong length");
+  }
+  std::string e = c.ref(0);
+  std::vector<int64_t> dims = x.dims;
+  for (int d = 0; d < r; ++d) {
+    const int64_t n = x.dims[d];
+    const int64_t m = sizes.empty()
+                          ? static_cast<int64_t>(std::floor(n * scales[d]))
+                          : sizes[d];
+    const double scale = sizes.empty() ? scales[d] : static_cast<double>(m) / n;
+    if (m == n && scale == 1.0) continue;
+    if (m <= 0 || n <= 0) return c.Unsupported("an empty resize");
+    auto source = [&](int64_t i) -> double {
+      if (ctm == "half_pixel") return (i + 0.5) / scale - 0.5;
+      if (ctm == "pytorch_half_pixel")
+        return m > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
+      if (ctm == "align_corners") {
+        // The output's length before rounding, as the reference has it.
+        const double len = sizes.empty() ? n * scale : static_cast<double>(m);
+        return len > 1 ? i * static_cast<double>(n - 1) / (len - 1) : 0.0;
+      }
+      return i / scale;  // asymmetric
+    };
+    if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" &&
+        ctm != "align_corners" && ctm != "asymmetric") {
+      return c.Unsupported(
+          StrCat("coordinate_transformation_mode \"", ctm, "\""));
+    }
+    std::vector<int64_t> lo, hi;
+    std::vector<std::string> weights;
+    for (int64_t i = 0; i < m; ++i) {
+      const double s = source(i);
+      if (mode == "nearest") {
+        double k;
+        if (nearest == "round_prefer_floor")
+          k = std::ceil(s - 0.5);
+        else if (nearest == "round_prefer_ceil")
+          k = std::floor(s + 0.5);
+        else if (nearest == "floor")
+          k = std::floor(s);
+        else if (nearest == "ceil")
+          k = std::ceil(s);
+        else
+          return c.Unsupported(StrCat("nearest_mode \"", nearest, "\""));
+        lo.push_back(std::clamp<int64_t>(static_cast<int64_t>(k), 0, n - 1));
+      } else {
+        const double cl = std::clamp(s, 0.0, static_cast<double>(n - 1));
+        const int64_t i0 = static_cast<int64_t>(std::floor(cl));
+        lo.push_back(i0);
+        hi.push_back(std::min(i0 + 1, n - 1));
+        weights.push_back(F(static_cast<float>(cl - i0)));
+      }
+    }
+    if (mode == "nearest") {
+      e = StrCat("gather(", e, ", ", IntList(lo), ", axis = ", d, ")");
+    } else {
+      std::vector<int64_t> shape(r, 1);
+      shape[d] = m;
+      const std::string w =
+          c.Temp(StrCat("w", d),
+                 StrCat("reshape(cast([", Join(weights), "], ",
+                        DTypeCode(x.dtype), "), ", IntList(shape), ")"));
+      const std::string in = c.Temp(StrCat("in", d), e);
+      e = StrCat("gather(", in, ", ", IntList(lo), ", axis = ", d,
+                 ") * (1.0 - ", w, ") + gather(", in, ", ", IntList(hi),
+                 ", axis = ", d, ") * ", w);
+    }
+    dims[d] = m;
+  }
+  if (mode == "linear") RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  return c.Out(0, e, x.dtype, dims);
+}
 }  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
@@ -2400,6 +2517,8 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["GatherElements"] = GatherElements;
     (*t)["GatherND"] = GatherND;
     (*t)["Einsum"] = Einsum;
+    (*t)["Resize"] = Resize;
+    (*t)["Upsample"] = Resize;
     (*t)["LSTM"] = Recurrent;
     (*t)["GRU"] = Recurrent;
     (*t)["RNN"] = Recurrent;
