@@ -1274,8 +1274,144 @@ absl::Status Conv(NodeContext& c) {
   return c.Out(0, e, x.dtype, Lower(w, OutDims(x, w, f.dims[0], false)));
 }
 
+// A pool of any number of spatial axes and any dilation, on sizes known
+// while importing: the maximum (or the mean) of one strided slice per
+// offset in the window. The mean divides by the count of the elements each
+// window holds that count (count_include_pad: the pads too; never the
+// extra end of ceil_mode), computed the same way on ones.
+absl::Status SlicePool(NodeContext& c) {
+  const bool max = c.op() == "MaxPool";
+  const Value& x = c.in(0);
+  if (!x.rank_known || x.dims.size() < 3 ||
+      !AllKnown(std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()))) {
+    return c.Unsupported(
+        "a dilated or 3-D pool of sizes not known while importing");
+  }
+  const size_t n = x.dims.size() - 2;
+  std::vector<int64_t> kernel = c.Ints("kernel_shape"),
+                       strides = c.Ints("strides"), dil = c.Ints("dilations"),
+                       pads = c.Ints("pads");
+  if (kernel.size() != n) return c.Invalid("kernel_shape of the wrong length");
+  if (strides.empty()) strides.assign(n, 1);
+  if (dil.empty()) dil.assign(n, 1);
+  if (pads.empty()) pads.assign(2 * n, 0);
+  if (strides.size() != n || dil.size() != n || pads.size() != 2 * n) {
+    return c.Invalid("strides, dilations or pads of the wrong length");
+  }
+  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
+  const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
+  const bool count_pad = c.Int("count_include_pad", 0) != 0;
+  if (c.Int("storage_order", 0) != 0) return c.Unsupported("storage_order = 1");
+  if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
+  std::vector<int64_t> out(n), extra(n, 0), span(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in = x.dims[2 + i];
+    span[i] = (kernel[i] - 1) * dil[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t o = (in + strides[i] - 1) / strides[i];
+      const int64_t total =
+          std::max<int64_t>(0, (o - 1) * strides[i] + span[i] - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + n] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[i + n] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return c.Invalid(StrCat("auto_pad \"", auto_pad, "\""));
+    }
+    const int64_t room = in + pads[i] + pads[i + n] - span[i];
+    if (room < 0) return c.Invalid("a window larger than the padded input");
+    out[i] =
+        (ceil_mode ? (room + strides[i] - 1) / strides[i] : room / strides[i]) +
+        1;
+    if (ceil_mode && (out[i] - 1) * strides[i] >= in + pads[i]) --out[i];
+    extra[i] = std::max<int64_t>(
+        0, (out[i] - 1) * strides[i] + span[i] - (in + pads[i] + pads[i + n]));
+  }
+  auto padded = [&](const std::string& v, const std::string& value,
+                    bool with_pads) {
+    std::vector<std::string> rows = {"[0, 0]", "[0, 0]"};
+    bool any = false;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t b = with_pads ? pads[i] : 0,
+                    e = (with_pads ? pads[i + n] : 0) + extra[i];
+      rows.push_back(IntList({b, e}));
+      any = any || b > 0 || e > 0;
+    }
+    if (!any) return v;
+    return StrCat("pad(", v, ", [", Join(rows), "]",
+                  value.empty() ? "" : ", value = " + value, ")");
+  };
+  // Every offset of the window, as the strided slice it reads.
+  auto slices = [&](const std::string& v) {
+    std::vector<std::string> terms;
+    std::vector<int64_t> at(n, 0);
+    for (bool more = true; more;) {
+      std::vector<std::string> idx = {":", ":"};
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t start = at[i] * dil[i];
+        idx.push_back(StrCat(start, ":", start + (out[i] - 1) * strides[i] + 1,
+                             strides[i] != 1 ? StrCat(":", strides[i]) : ""));
+      }
+      terms.push_back(StrCat(v, "[", Join(idx), "]"));
+      more = false;
+      for (size_t i = n; i-- > 0;) {
+        if (++at[i] < kernel[i]) {
+          more = true;
+          break;
+        }
+        at[i] = 0;
+      }
+    }
+    return terms;
+  };
+  std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
+  dims.insert(dims.end(), out.begin(), out.end());
+  if (max) {
+    RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+    const std::string xp =
+        c.Temp("padded", padded(c.ref(0), "-1.0 / 0.0", true));
+    // A balanced tree of maximums: a window of 27 nests 5 deep, not 26.
+    std::vector<std::string> level = slices(xp);
+    while (level.size() > 1) {
+      std::vector<std::string> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        next.push_back(StrCat("maximum(", level[i], ", ", level[i + 1], ")"));
+      }
+      if (level.size() % 2 == 1) next.push_back(level.back());
+      level = std::move(next);
+    }
+    return c.Out(0, level[0], x.dtype, dims);
+  }
+  if (count_pad && std::any_of(extra.begin(), extra.end(),
+                               [](int64_t e) { return e > 0; })) {
+    // Which elements of the windows ceil_mode adds ONNX counts then is
+    // not what this computes (its reference differs): refused.
+    return c.Unsupported("count_include_pad with windows that ceil_mode adds");
+  }
+  const std::string xp = c.Temp("padded", padded(c.ref(0), "", true));
+  std::vector<std::string> sum_terms = slices(xp);
+  // The counts: ones over what counts, padded with zeros for the rest.
+  std::string ones = StrCat("ones_like(", c.ref(0), ")");
+  if (count_pad) ones = padded(ones, "1.0", true);
+  const std::string mask = c.Temp(
+      "counted", count_pad ? padded(ones, "", false) : padded(ones, "", true));
+  auto joined = [](const std::vector<std::string>& terms) {
+    std::string e;
+    for (const std::string& t : terms) e = e.empty() ? t : StrCat(e, " + ", t);
+    return e;
+  };
+  const std::string total = c.Temp("count", joined(slices(mask)));
+  return c.Out(0, StrCat("(", joined(sum_terms), ") / ", total), x.dtype, dims);
+}
+
 absl::Status Pool(NodeContext& c) {
   const bool max = c.op() == "MaxPool";
+  const std::vector<int64_t> dilations = c.Ints("dilations");
+  if ((c.in(0).rank_known && c.in(0).dims.size() > 4) ||
+      std::any_of(dilations.begin(), dilations.end(),
+                  [](int64_t d) { return d != 1; })) {
+    return SlicePool(c);
+  }
   if (max) RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(Window w, WindowOf(c, {}));
   const Value x = Lifted(w, c.in(0));
