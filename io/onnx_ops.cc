@@ -2578,6 +2578,71 @@ absl::Status Resize(NodeContext& c) {
   if (mode == "linear") RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   return c.Out(0, e, x.dtype, dims);
 }
+
+// TopK of a constant k (up to 64) along an axis of known size: k rounds
+// of "the extreme of what is not taken yet, at its first position not
+// taken" (ties go to the lower index, as ONNX's; infinities and integers
+// too).
+// The values come out sorted, which sorted = 0 allows.
+absl::Status TopK(NodeContext& c) {
+  if (c.in(0).dtype == DType::kBool) return c.Unsupported("dtype bool");
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r));
+  int64_t k;
+  if (c.opset() < 10) {
+    k = c.Int("k", 0);
+  } else {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> kv, c.ConstInts(1, "k"));
+    if (kv.size() != 1) return c.Invalid("k must hold one value");
+    k = kv[0];
+  }
+  const bool largest = c.Int("largest", 1) != 0;
+  c.Int("sorted", 1);
+  const Value& x = c.in(0);
+  const int64_t n = x.dims[axis];
+  if (n < 0) return c.Unsupported("TopK along an axis of unknown size");
+  if (k < 0 || k > n)
+    return c.Invalid(StrCat("k = ", k, " for an axis of ", n));
+  if (k > 64) return c.Unsupported(StrCat("k = ", k, " (above 64)"));
+  const std::string extreme = largest ? "max" : "min";
+  // What taken elements become: the row's opposite extreme, which no
+  // element left is beyond (of any dtype, infinities too).
+  const std::string beyond =
+      c.Temp("floor", StrCat(largest ? "min" : "max", "(", c.ref(0),
+                             ", axis = ", axis, ", keepdims = true)"));
+  std::string taken = c.Temp(
+      "taken0",
+      StrCat("zeros_like(", c.ref(0), ") != zeros_like(", c.ref(0), ")"));
+  std::vector<std::string> values, indices;
+  for (int64_t j = 0; j < k; ++j) {
+    const std::string left =
+        c.Temp(StrCat("left", j),
+               StrCat("where(", taken, ", ", beyond, ", ", c.ref(0), ")"));
+    const std::string m = c.Temp(
+        StrCat("value", j),
+        StrCat(extreme, "(", left, ", axis = ", axis, ", keepdims = true)"));
+    const std::string i =
+        c.Temp(StrCat("index", j),
+               StrCat("argmax(cast((", left, " == ", m, ") and not ", taken,
+                      ", f32), axis = ", axis, ")"));
+    values.push_back(m);
+    indices.push_back(StrCat("expand_dims(", i, ", ", axis, ")"));
+    if (j + 1 < k) {
+      taken = c.Temp(StrCat("taken", j + 1),
+                     StrCat(taken, " or one_hot(", i, ", ", n,
+                            ", axis = ", axis, ") > 0.5"));
+    }
+  }
+  std::vector<int64_t> dims = x.dims;
+  dims[axis] = k;
+  if (k == 0) return c.Unsupported("k = 0");
+  RN_RETURN_IF_ERROR(
+      c.Out(0, StrCat("concat([", Join(values), "], axis = ", axis, ")"),
+            x.dtype, dims));
+  return c.Out(
+      1, StrCat("cast(concat([", Join(indices), "], axis = ", axis, "), i64)"),
+      DType::kI64, dims);
+}
 }  // namespace
 
 Translator FindTranslator(std::string_view op_type) {
@@ -2653,6 +2718,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["GatherElements"] = GatherElements;
     (*t)["GatherND"] = GatherND;
     (*t)["Einsum"] = Einsum;
+    (*t)["TopK"] = TopK;
     (*t)["Resize"] = Resize;
     (*t)["Upsample"] = Resize;
     (*t)["LSTM"] = Recurrent;

@@ -140,8 +140,7 @@ def test_errors(work):
     f = TensorProto.FLOAT
     cases = {
         # An operator without a translation.
-        "unsupported_operator": one_node("TopK", [("x", f), ("k", TensorProto.INT64)],
-                                         ["values", "indices"]),
+        "unsupported_operator": one_node("NonZero", [("x", f)], ["y"]),
         # An attribute the translator does not read.
         "unknown_attribute": one_node("Relu", [("x", f)], ["y"], {"slope": 0.5}),
         # An attribute value without an exact translation.
