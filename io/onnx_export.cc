@@ -12,6 +12,7 @@
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "framework/window.h"
 #include "io/onnx.pb.h"
 #include "io/onnx_types.h"
 
@@ -29,20 +30,6 @@ void SetTensor(const Tensor& t, const std::string& name, onnx::TensorProto* p) {
   // (bool: one byte each).
   p->set_raw_data(
       std::string(static_cast<const char*>(t.raw_data()), t.bytes()));
-}
-
-// A Runnel window size or stride attribute (an int, [h, w] or TensorFlow's
-// [1, h, w, 1]) as [h, w].
-std::optional<std::vector<int64_t>> HW(const Node& n, const std::string& name,
-                                       std::vector<int64_t> fallback) {
-  auto it = n.attrs().find(name);
-  if (it == n.attrs().end()) return fallback;
-  absl::StatusOr<std::vector<int64_t>> v = n.attr<std::vector<int64_t>>(name);
-  if (!v.ok()) return std::nullopt;
-  if (v->size() == 1) return std::vector<int64_t>{(*v)[0], (*v)[0]};
-  if (v->size() == 2) return *v;
-  if (v->size() == 4) return std::vector<int64_t>{(*v)[1], (*v)[2]};
-  return std::nullopt;
 }
 
 class Exporter {
@@ -186,6 +173,22 @@ absl::StatusOr<std::vector<int64_t>> Axes(const Node& n) {
 // An NHWC image op as ONNX's NCHW one: transposes in and out.
 absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
                       const std::string& filters) {
+  // The attributes as the op's own shape function and kernels read them.
+  HW size, strides, dilations;
+  bool same = false;
+  if (op == "Conv") {
+    absl::StatusOr<ConvAttrs> conv = ReadConvAttrs(n.attrs());
+    if (!conv.ok()) return e.Refuse(n, std::string(conv.status().message()));
+    strides = conv->strides;
+    dilations = conv->dilations;
+    same = conv->same;
+  } else {
+    absl::StatusOr<PoolAttrs> pool = ReadPoolAttrs(n.attrs());
+    if (!pool.ok()) return e.Refuse(n, std::string(pool.status().message()));
+    size = pool->size;
+    strides = pool->strides;
+    same = pool->same;
+  }
   const std::string x = e.Temp(n, "nchw");
   SetInts(e.Add(n, "Transpose", {e.In(n, 0)}, {x}, "to_nchw"), "perm",
           {0, 3, 1, 2});
@@ -193,25 +196,14 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
   if (!filters.empty()) inputs.push_back(filters);
   const std::string y = e.Temp(n, "y_nchw");
   onnx::NodeProto* p = e.Add(n, op, inputs, {y}, StrCat(op));
-  const std::string padding = n.attr<std::string>("padding").value_or("valid");
-  SetString(p, "auto_pad", padding == "same" ? "SAME_UPPER" : "VALID");
-  std::optional<std::vector<int64_t>> strides =
-      HW(n, "strides",
-         op == "Conv" ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{});
-  if (op != "Conv") {
-    std::optional<std::vector<int64_t>> size = HW(n, "size", {});
-    if (!size || size->empty())
-      return e.Refuse(n, "a window size that is not 2-D");
-    if (!strides || strides->empty()) strides = size;
-    SetInts(p, "kernel_shape", *size);
-    if (op == "AveragePool") SetInt(p, "count_include_pad", 0);
+  SetString(p, "auto_pad", same ? "SAME_UPPER" : "VALID");
+  if (op == "Conv") {
+    SetInts(p, "dilations", {dilations.h, dilations.w});
   } else {
-    std::optional<std::vector<int64_t>> dil = HW(n, "dilations", {1, 1});
-    if (!dil) return e.Refuse(n, "dilations that are not 2-D");
-    SetInts(p, "dilations", *dil);
+    SetInts(p, "kernel_shape", {size.h, size.w});
+    if (op == "AveragePool") SetInt(p, "count_include_pad", 0);
   }
-  if (!strides) return e.Refuse(n, "strides that are not 2-D");
-  SetInts(p, "strides", *strides);
+  SetInts(p, "strides", {strides.h, strides.w});
   SetInts(e.Add(n, "Transpose", {y}, {e.Out(n)}, "to_nhwc"), "perm",
           {0, 2, 3, 1});
   return absl::OkStatus();

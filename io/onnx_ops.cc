@@ -62,6 +62,12 @@ int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
   return p;
 }
 
+// An index that may count from the end (-n .. n-1, as ONNX's) as one
+// counting from the start, for an axis of n elements (Runnel code).
+std::string FromEnd(const std::string& i, const std::string& n) {
+  return StrCat("where(", i, " < 0, ", i, " + ", n, ", ", i, ")");
+}
+
 absl::Status NeedFloat(NodeContext& c, int i) {
   if (IsFloating(c.in(i).dtype)) return absl::OkStatus();
   return c.Unsupported(StrCat("dtype ", DTypeCode(c.in(i).dtype)));
@@ -830,8 +836,8 @@ absl::Status Gather(NodeContext& c) {
   }
   if (maybe_negative) {
     // Negative indices count from the end.
-    idx = StrCat("where(", idx, " < 0, ", idx, " + cast(shape_of(", c.ref(0),
-                 ")[", axis, "], ", DTypeCode(i.dtype), "), ", idx, ")");
+    idx = FromEnd(idx, StrCat("cast(shape_of(", c.ref(0), ")[", axis, "], ",
+                              DTypeCode(i.dtype), ")"));
   }
   std::vector<int64_t> dims(x.dims.begin(), x.dims.begin() + axis);
   dims.insert(dims.end(), i.dims.begin(), i.dims.end());
@@ -1139,6 +1145,27 @@ Value Lifted(const Window& w, Value x) {
 
 // The window attributes of a 2-D Conv or pool, with auto_pad resolved into
 // explicit pads where the input's size is known.
+// A convolution of NHWC `in` with `filters` (their axis 0 holds the
+// groups' filters one after another): `conv(in, filters)` itself for one
+// group, else that of each group of input channels with its filters, the
+// results concatenated along the channels.
+std::string Grouped(
+    NodeContext& c, const std::string& in, const std::string& filters,
+    int64_t groups,
+    const std::function<std::string(const std::string&, const std::string&)>&
+        conv) {
+  if (groups == 1) return conv(in, filters);
+  const std::string xs =
+      c.Temp("groups", StrCat("split(", in, ", ", groups, ", axis = 3)"));
+  const std::string fs =
+      c.Temp("filters", StrCat("split(", filters, ", ", groups, ", axis = 0)"));
+  std::vector<std::string> parts;
+  for (int64_t g = 0; g < groups; ++g) {
+    parts.push_back(conv(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
+  }
+  return StrCat("concat([", Join(parts), "], axis = 3)");
+}
+
 // A 1-D window (an (N, C, W) input) is lifted to 2-D with a height of 1.
 absl::StatusOr<Window> WindowOf(NodeContext& c, std::vector<int64_t> kernel) {
   Value x = c.in(0);
@@ -1249,24 +1276,8 @@ absl::Status Conv(NodeContext& c) {
                   ", padding = \"", padding,
                   "\", dilations = ", IntList(w.dilations), ")");
   };
-  std::string e;
-  if (groups == 1) {
-    e = conv(ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")), Lift(w, c.ref(1)));
-  } else {
-    // Each group of input channels with its filters, the results
-    // concatenated along the channels.
-    const std::string xs = c.Temp(
-        "groups", StrCat("split(", ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")),
-                         ", ", groups, ", axis = 3)"));
-    const std::string fs = c.Temp(
-        "filters",
-        StrCat("split(", Lift(w, c.ref(1)), ", ", groups, ", axis = 0)"));
-    std::vector<std::string> parts;
-    for (int64_t g = 0; g < groups; ++g) {
-      parts.push_back(conv(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
-    }
-    e = StrCat("concat([", Join(parts), "], axis = 3)");
-  }
+  std::string e = Grouped(c, ToNHWC(PadHW(Lift(w, c.ref(0)), w, "")),
+                          Lift(w, c.ref(1)), groups, conv);
   e = Lower(w, ToNCHW(e));
   if (c.has_input(2))
     e = StrCat(e, " + reshape(", c.ref(2),
@@ -1575,7 +1586,7 @@ absl::Status OneHot(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r + 1));
   std::string idx = StrCat("cast(", c.ref(0), ", i64)");
-  idx = StrCat("where(", idx, " < 0, ", idx, " + ", depth, ", ", idx, ")");
+  idx = FromEnd(idx, StrCat(depth));
   const DType dtype = values->dtype();
   std::vector<double> v = values->ToDoubles();
   auto num = [&](double d) {
@@ -1952,8 +1963,7 @@ absl::Status ScatterND(NodeContext& c) {
   const std::string i =
       c.Temp("row", StrCat("cast(reshape(", c.ref(1), ", []), i64)"));
   const std::string n = StrCat("cast(shape_of(", c.ref(0), ")[0], i64)");
-  const std::string at =
-      c.Temp("at", StrCat("where(", i, " < 0, ", i, " + ", n, ", ", i, ")"));
+  const std::string at = c.Temp("at", FromEnd(i, n));
   const std::string mask =
       StrCat("reshape(cast(arange(0, shape_of(", c.ref(0),
              ")[0]), i64) == ", at, ", ", IntList(shape), ")");
@@ -2239,23 +2249,7 @@ absl::Status ConvTranspose(NodeContext& c) {
                   ", [2, 3, 1, 0]), strides = ", two(strides, 1),
                   ", padding = \"valid\", dilations = ", two(dil, 1), ")");
   };
-  std::string e;
-  if (groups == 1) {
-    e = transposed(in, filters);
-  } else {
-    // Each group of input channels with its filters, the results
-    // concatenated along the channels.
-    const std::string xs =
-        c.Temp("groups", StrCat("split(", in, ", ", groups, ", axis = 3)"));
-    const std::string fs = c.Temp(
-        "filters", StrCat("split(", filters, ", ", groups, ", axis = 0)"));
-    std::vector<std::string> parts;
-    for (int64_t g = 0; g < groups; ++g) {
-      parts.push_back(
-          transposed(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
-    }
-    e = StrCat("concat([", Join(parts), "], axis = 3)");
-  }
+  std::string e = Grouped(c, in, filters, groups, transposed);
   std::vector<std::string> pad_rows = {"[0, 0]"}, idx = {":"};
   if (lifted) {
     pad_rows.push_back("[0, 0]");
@@ -2300,8 +2294,7 @@ absl::Status GatherElements(NodeContext& c) {
   for (int d = r - 1; d >= 0; --d) {
     std::string coord;
     if (d == axis) {
-      coord = StrCat("where(", idx, " < 0, ", idx, " + ", x.dims[d], ", ", idx,
-                     ")");
+      coord = FromEnd(idx, StrCat(x.dims[d]));
     } else {
       std::vector<int64_t> shape(r, 1);
       shape[d] = i.dims[d];
@@ -2340,8 +2333,7 @@ absl::Status GatherND(NodeContext& c) {
     std::vector<std::string> at(i.dims.size() - 1, ":");
     at.push_back(StrCat(j));
     const std::string part = StrCat(idx, "[", Join(at), "]");
-    const std::string coord =
-        StrCat("where(", part, " < 0, ", part, " + ", lead[j], ", ", part, ")");
+    const std::string coord = FromEnd(part, StrCat(lead[j]));
     const std::string term = stride == 1 ? coord : StrCat(coord, " * ", stride);
     linear = linear.empty() ? term : StrCat(term, " + ", linear);
     stride *= lead[j];

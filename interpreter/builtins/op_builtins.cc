@@ -20,6 +20,7 @@
 #include "common_runtime/gradients.h"
 #include "common_runtime/trace.h"
 #include "framework/op_registry.h"
+#include "framework/window.h"
 #include "interpreter/builtins/internal.h"
 #include "interpreter/control_flow.h"
 #include "interpreter/data.h"
@@ -508,8 +509,8 @@ namespace {
 
 // A convolution's strides, padding and dilations, the arguments from
 // a[first] on.
-absl::Status ConvAttrs(Interpreter& in, const Args& a, int first,
-                       AttrMap* attrs) {
+absl::Status ConvArgs(Interpreter& in, const Args& a, int first,
+                      AttrMap* attrs) {
   RN_RETURN_IF_ERROR(AxisAttr(in, a, first, attrs, "strides"));
   RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, first + 1));
   (*attrs)["padding"] = padding;
@@ -542,7 +543,7 @@ void AddNN(std::vector<Builtin>& b) {
         P("padding", Value::String("same")), P("dilations", Value::Int(1))},
        [](Interpreter& in, Args& a) -> Result {
          AttrMap attrs;
-         RN_RETURN_IF_ERROR(ConvAttrs(in, a, 2, &attrs));
+         RN_RETURN_IF_ERROR(ConvArgs(in, a, 2, &attrs));
          return in.builder().ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs),
                                      Site(a));
        }});
@@ -559,8 +560,7 @@ void AddNN(std::vector<Builtin>& b) {
         P("dilations", Value::Int(1))},
        [](Interpreter& in, Args& a) -> Result {
          AttrMap attrs;
-         RN_RETURN_IF_ERROR(ConvAttrs(in, a, 3, &attrs));
-         const std::string padding = std::get<std::string>(attrs["padding"]);
+         RN_RETURN_IF_ERROR(ConvArgs(in, a, 3, &attrs));
          auto spec = [](const Value& v) -> std::optional<TensorSpec> {
            if (v.is_concrete())
              return TensorSpec{v.tensor().dtype(), v.tensor().shape()};
@@ -586,21 +586,16 @@ void AddNN(std::vector<Builtin>& b) {
                  x.ToString(), " and filters ", f.ToString(),
                  "; give output_shape"));
            }
-           auto pair = [&](const char* name) -> std::vector<int64_t> {
-             std::vector<int64_t> v = GetAttr<std::vector<int64_t>>(attrs, name)
-                                          .value_or(std::vector<int64_t>{1});
-             if (v.size() == 1) return {v[0], v[0]};
-             if (v.size() == 4) return {v[1], v[2]};
-             return v;
-           };
-           const std::vector<int64_t> st = pair("strides"),
-                                      dil = pair("dilations");
+           // The attributes as conv2d's shape function reads them.
+           RN_ASSIGN_OR_RETURN(ConvAttrs conv, ReadConvAttrs(attrs));
+           const int64_t st[2] = {conv.strides.h, conv.strides.w};
+           const int64_t dil[2] = {conv.dilations.h, conv.dilations.w};
            std::vector<int32_t> rest;
            for (int i = 0; i < 2; ++i) {
              const int64_t span = (f.dim(i) - 1) * dil[i] + 1;
              rest.push_back(static_cast<int32_t>(
-                 padding == "same" ? x.dim(1 + i) * st[i]
-                                   : (x.dim(1 + i) - 1) * st[i] + span));
+                 conv.same ? x.dim(1 + i) * st[i]
+                           : (x.dim(1 + i) - 1) * st[i] + span));
            }
            rest.push_back(static_cast<int32_t>(f.dim(2)));
            // The batch from x, when the graph runs.
