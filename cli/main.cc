@@ -562,9 +562,9 @@ int ExportToOnnx(interp::Interpreter& interp, const CommandLine& cl) {
     fetches.push_back({name, b->value.out()});
   }
   absl::StatusOr<TensorMap> variables = ReadVariables(interp.host().session());
-  absl::Status s = variables.ok() ? ExportOnnx(interp.graph(), fetches,
-                                               *variables, cl.graph_out)
-                                  : variables.status();
+  absl::Status s = variables.ok()
+                       ? ExportOnnx(fetches, *variables, cl.graph_out)
+                       : variables.status();
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
     return interp::kExitError;

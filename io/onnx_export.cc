@@ -1058,10 +1058,8 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
 
 }  // namespace
 
-absl::Status ExportOnnx(const Graph& graph,
-                        const std::vector<OnnxExportFetch>& fetches,
+absl::Status ExportOnnx(const std::vector<OnnxExportFetch>& fetches,
                         const TensorMap& variables, const std::string& path) {
-  (void)graph;  // the fetches' nodes are the graph's
   Exporter e(variables);
   return e.Run(fetches, path);
 }

@@ -29,10 +29,10 @@ struct OnnxExportFetch {
   NodeOut value;
 };
 
-// Writes the model to `path` atomically. `variables` holds the value of
-// every variable the fetches read, by the variable node's name.
-absl::Status ExportOnnx(const Graph& graph,
-                        const std::vector<OnnxExportFetch>& fetches,
+// Writes the model of the graph the fetches' nodes are in to `path`
+// atomically. `variables` holds the value of every variable the fetches
+// read, by the variable node's name.
+absl::Status ExportOnnx(const std::vector<OnnxExportFetch>& fetches,
                         const TensorMap& variables, const std::string& path);
 
 }  // namespace runnel
