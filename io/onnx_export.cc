@@ -154,6 +154,12 @@ void SetInts(onnx::NodeProto* p, const std::string& name,
   a->set_type(onnx::AttributeProto::INTS);
   for (int64_t x : v) a->add_ints(x);
 }
+void SetFloat(onnx::NodeProto* p, const std::string& name, double v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
 void SetString(onnx::NodeProto* p, const std::string& name,
                const std::string& v) {
   onnx::AttributeProto* a = p->add_attribute();
@@ -538,6 +544,36 @@ const std::map<std::string, Emit>& Table() {
     };
     (*t)["avg_pool"] = [](Exporter& e, const Node& n) {
       return Windowed(e, n, "AveragePool", "");
+    };
+    // gelu: 0.5 * x * (1 + erf(x / sqrt(2))) (ONNX's Gelu is opset 20).
+    (*t)["gelu"] = [](Exporter& e, const Node& n) {
+      const DType d = n.input_dtype(0);
+      auto c = [&](double v, const char* what) {
+        return e.Initializer(Tensor::ScalarOf(d, v), e.Temp(n, what));
+      };
+      const std::string x = e.In(n, 0), s = e.Temp(n, "scaled"),
+                        f = e.Temp(n, "erf"), p = e.Temp(n, "plus_one"),
+                        m = e.Temp(n, "times_x");
+      e.Add(n, "Mul", {x, c(0.7071067811865476, "rsqrt2")}, {s}, "scaled");
+      e.Add(n, "Erf", {s}, {f}, "erf");
+      e.Add(n, "Add", {f, c(1, "one")}, {p}, "plus_one");
+      e.Add(n, "Mul", {x, p}, {m}, "times_x");
+      e.Add(n, "Mul", {m, c(0.5, "half")}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    // layer_norm: LayerNormalization over the last axis. Its Mean and
+    // InvStdDev are f32 (or bf16) in ONNX, so an f64 one gives Y alone.
+    (*t)["layer_norm"] = [](Exporter& e, const Node& n) {
+      std::vector<std::string> outs = {e.Out(n, 0)};
+      if (n.input_dtype(0) != DType::kF64) {
+        outs.push_back(e.Out(n, 1));
+        outs.push_back(e.Out(n, 2));
+      }
+      onnx::NodeProto* p = e.Add(n, "LayerNormalization",
+                                 {e.In(n, 0), e.In(n, 1), e.In(n, 2)}, outs);
+      SetInt(p, "axis", -1);
+      SetFloat(p, "epsilon", n.attr<double>("eps").value_or(1e-5));
+      return absl::OkStatus();
     };
     (*t)["dropout"] = [](Exporter& e, const Node& n) {
       // Runnel's and ONNX's dropout both scale what they keep by

@@ -52,6 +52,21 @@ RUNNEL_REGISTER_GRADIENT("sin", Chain([](GradBuilder& g) {
 RUNNEL_REGISTER_GRADIENT("cos", Chain([](GradBuilder& g) {
                            return g.Neg(g.Op("sin", {g.x()}));
                          }));
+RUNNEL_REGISTER_GRADIENT("gelu", [](GradBuilder& g, const Grads& dy) -> Grads {
+  return {g.Op("gelu_grad", {dy[0], g.x()})};
+});
+// gelu_grad(dy, x) = dy * gelu'(x): d/d(dy) = gelu_grad(d, x), and d/dx =
+// d * dy * gelu''(x), gelu''(x) = phi(x) * (2 - x^2) with phi the standard
+// normal density exp(-x^2 / 2) / sqrt(2 pi).
+RUNNEL_REGISTER_GRADIENT(
+    "gelu_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      NodeOut dy = g.x(0), x = g.x(1);
+      NodeOut x2 = g.Mul(x, x);
+      NodeOut phi = g.Mul(g.ScalarLike(0.3989422804014327, x),
+                          g.Op("exp", {g.Mul(g.ScalarLike(-0.5, x), x2)}));
+      NodeOut second = g.Mul(phi, g.Sub(g.ScalarLike(2, x), x2));
+      return {g.Op("gelu_grad", {d[0], x}), g.Mul(g.Mul(d[0], dy), second)};
+    });
 RUNNEL_REGISTER_GRADIENT("tanh", [](GradBuilder& g, const Grads& dy) -> Grads {
   return {g.Op("tanh_grad", {g.y(), dy[0]})};
 });

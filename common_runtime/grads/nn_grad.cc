@@ -36,13 +36,56 @@ RUNNEL_REGISTER_GRADIENT(
 
 AttrMap AxisKeep(int64_t axis) { return {{"axis", axis}, {"keepdims", true}}; }
 
-// softmax: dx = (dy - sum(dy * y)) * y along the axis.
-// softmax along `axis`: dx = (dy - sum(dy * y)) * y, with y the op's output.
+// softmax along `axis`: dx = (dy - sum(dy * y)) * y, with y the op's
+// output; along the last axis the fused softmax_grad.
 NodeOut SoftmaxGrad(GradBuilder& g, NodeOut dy, int64_t axis) {
   NodeOut y = g.y();
+  const Shape& shape = g.shape(y);
+  if (axis == -1 || (!shape.unknown_rank() && axis == shape.rank() - 1)) {
+    return g.Op("softmax_grad", {dy, y});
+  }
   NodeOut s = g.Op("sum", {g.Mul(dy, y)}, AxisKeep(axis));
   return g.Mul(g.Sub(dy, s), y);
 }
+
+// softmax_grad(dy, y) = (dy - s) * y with s = sum(dy * y) along the last
+// axis. For an incoming d: d/d(dy) = softmax_grad(d, y), and d/dy = d *
+// (dy - s) - dy * sum(d * y).
+RUNNEL_REGISTER_GRADIENT(
+    "softmax_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      NodeOut dy = g.x(0), y = g.x(1);
+      NodeOut s = g.Op("sum", {g.Mul(dy, y)}, AxisKeep(-1));
+      NodeOut t = g.Op("sum", {g.Mul(d[0], y)}, AxisKeep(-1));
+      return {g.Op("softmax_grad", {d[0], y}),
+              g.Sub(g.Mul(d[0], g.Sub(dy, s)), g.Mul(dy, t))};
+    });
+
+// layer_norm: its three gradients in one layer_norm_grad from the forward
+// statistics. The statistics are outputs for the gradient only: a graph
+// that differentiates them is refused rather than given a wrong gradient.
+RUNNEL_REGISTER_GRADIENT(
+    "layer_norm", [](GradBuilder& g, const Grads& dy) -> Grads {
+      if (dy[1].node != nullptr || dy[2].node != nullptr) {
+        g.Fail(absl::UnimplementedError(
+            "grad: the gradient of layer_norm's mean and rstd outputs is "
+            "not supported (only its output y has one)"));
+        return {};
+      }
+      std::vector<NodeOut> d =
+          g.OpN("layer_norm_grad", {dy[0], g.x(0), g.x(1), g.y(1), g.y(2)});
+      if (d.size() != 3) return {};
+      return {d[0], d[1], d[2]};
+    });
+
+// The second derivative of layer_norm: refused with an error at the node
+// (not a silent zero), as would be the statistics' gradients it needs.
+RUNNEL_REGISTER_GRADIENT(
+    "layer_norm_grad", [](GradBuilder& g, const Grads&) -> Grads {
+      g.Fail(absl::UnimplementedError(
+          "grad: the second derivative of layer_norm (a gradient of "
+          "layer_norm_grad) is not supported"));
+      return {};
+    });
 
 RUNNEL_REGISTER_GRADIENT("softmax", [](GradBuilder& g, const Grads& dy) {
   return Grads{SoftmaxGrad(g, dy[0], g.attr_or<int64_t>("axis", -1))};

@@ -85,6 +85,23 @@ RUNNEL_REGISTER_OP(OpDefBuilder("tanh_grad")
                        .Doc("dy * (1 - y * y) for y = tanh(x): the gradient "
                             "of tanh from its output."));
 
+RUNNEL_REGISTER_OP(OpDefBuilder("gelu_grad")
+                       .Cost(KernelClass::kTranscendental)
+                       .Inputs({"dy", "x"})
+                       .Outputs({"dx"})
+                       .Shape(ActivationGradShape)
+                       .Doc("dy * (Phi(x) + x * phi(x)), Phi and phi the "
+                            "standard normal CDF and density: the gradient "
+                            "of gelu."));
+
+RUNNEL_REGISTER_OP(OpDefBuilder("softmax_grad")
+                       .Inputs({"dy", "y"})
+                       .Outputs({"dx"})
+                       .Shape(ActivationGradShape)
+                       .Doc("(dy - sum(dy * y)) * y along the last axis, "
+                            "for y = softmax(x) (or masked_softmax): "
+                            "softmax's gradient in one pass."));
+
 // ---- reversing broadcasting ------------------------------------------------
 
 // Whether `small` broadcasts to `big` by NumPy's rules (unknown dimensions

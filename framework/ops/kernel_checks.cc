@@ -1,5 +1,9 @@
 #include "framework/ops/kernel_checks.h"
 
+#include <utility>
+#include <vector>
+
+#include "base/status_macros.h"
 #include "base/strings.h"
 
 namespace runnel {
@@ -46,6 +50,79 @@ absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep) {
         " must have the last dimensions of the logits ", logits.ToString()));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Whether `a` and `b` may be one shape (unknown dims and ranks may).
+bool MayEqual(const Shape& a, const Shape& b) {
+  if (a.unknown_rank() || b.unknown_rank()) return true;
+  if (a.rank() != b.rank()) return false;
+  for (int i = 0; i < a.rank(); ++i) {
+    if (a.dim(i) >= 0 && b.dim(i) >= 0 && a.dim(i) != b.dim(i)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status CheckLayerNorm(const Shape& x, const Shape& scale,
+                            const Shape& offset) {
+  if (x.unknown_rank()) return absl::OkStatus();
+  if (x.rank() < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("needs x of rank 1 or more, got ", x.ToString()));
+  }
+  const Shape last({x.dim(x.rank() - 1)});
+  const std::pair<const char*, const Shape*> params[] = {{"scale", &scale},
+                                                         {"offset", &offset}};
+  for (const auto& [name, s] : params) {
+    if (!MayEqual(*s, last)) {
+      return absl::InvalidArgumentError(
+          StrCat("the ", name, " ", s->ToString(),
+                 " must be 1-D and as long as x's last dimension (x is ",
+                 x.ToString(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,
+                                const Shape& scale, const Shape& mean,
+                                const Shape& rstd) {
+  RN_RETURN_IF_ERROR(CheckLayerNorm(x, scale, scale));
+  if (!MayEqual(dy, x)) {
+    return absl::InvalidArgumentError(StrCat("dy ", dy.ToString(), " and x ",
+                                             x.ToString(), " differ in shape"));
+  }
+  if (x.unknown_rank()) return absl::OkStatus();
+  const Shape stats = LayerNormStatsShape(x);
+  const std::pair<const char*, const Shape*> stats_in[] = {{"mean", &mean},
+                                                           {"rstd", &rstd}};
+  for (const auto& [name, s] : stats_in) {
+    if (!MayEqual(*s, stats)) {
+      return absl::InvalidArgumentError(
+          StrCat("the ", name, " ", s->ToString(), " must be x's shape ",
+                 x.ToString(), " without its last dimension"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+DType LayerNormStatsDType(DType x) {
+  return x == DType::kF16 || x == DType::kBF16 ? DType::kF32 : x;
+}
+
+Shape LayerNormStatsShape(const Shape& x) {
+  if (x.unknown_rank() || x.rank() == 0) return x;
+  return Shape(std::vector<int64_t>(x.dims().begin(), x.dims().end() - 1));
+}
+
+absl::Status CheckSoftmaxGrad(const Tensor& dy, const Tensor& y) {
+  RN_RETURN_IF_ERROR(CheckSameShapes("softmax_grad", dy, y));
+  if (y.rank() >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("softmax_grad: needs rank 1 or more, got ", y.shape().ToString()));
 }
 
 absl::StatusOr<Shape> SoftmaxCrossEntropyLossShape(const Tensor& logits,

@@ -34,6 +34,25 @@ absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias);
 // before a run.
 absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep);
 
+// layer_norm(x, scale, offset): x of rank 1 or more, scale and offset 1-D
+// and as long as x's last dimension. layer_norm_grad(dy, x, scale, mean,
+// rstd) also: dy of x's shape, mean and rstd of x's shape without its last
+// dimension. Unknown dims (-1) and ranks pass, as in CheckMaskedSoftmax.
+absl::Status CheckLayerNorm(const Shape& x, const Shape& scale,
+                            const Shape& offset);
+absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,
+                                const Shape& scale, const Shape& mean,
+                                const Shape& rstd);
+
+// The dtype of layer_norm's mean and reciprocal standard deviation: f32
+// for the 16-bit floats (the kernels compute in f32), else x's; their
+// shape: x's without its last dimension (unknown rank stays unknown).
+DType LayerNormStatsDType(DType x);
+Shape LayerNormStatsShape(const Shape& x);
+
+// softmax_grad(dy, y): one shape, of rank 1 or more.
+absl::Status CheckSoftmaxGrad(const Tensor& dy, const Tensor& y);
+
 // The loss's shape (the logits' without their last dimension) of
 // softmax_cross_entropy(logits, probs) and sigmoid_cross_entropy's check
 // (logits and labels of one shape, the loss theirs).

@@ -278,6 +278,11 @@ RUNNEL_REGISTER_OP(Unary("erf", FloatUnchangedShape)
                        .Cost(KernelClass::kTranscendental)
                        .Doc("The error function: 2 / sqrt(pi) times the "
                             "integral of exp(-t^2) from 0 to x."));
+RUNNEL_REGISTER_OP(Unary("gelu", FloatUnchangedShape)
+                       .Cost(KernelClass::kTranscendental)
+                       .Doc("x * Phi(x), Phi the standard normal CDF: 0.5 * x "
+                            "* (1 + erf(x / sqrt(2))), in one pass (the "
+                            "exact GELU of Hendrycks and Gimpel, 2016)."));
 
 // The inverse trigonometric and hyperbolic functions (ONNX Asin ... Atanh).
 RUNNEL_REGISTER_OP(

@@ -312,6 +312,61 @@ RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
                        .Doc("x + bias, the 1-D bias added along the last "
                             "dimension."));
 
+// ---- layer normalisation ----------------------------------------------------
+
+Specs LayerNormShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
+  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(0), c.shape(1), c.shape(2)));
+  const DType stats = LayerNormStatsDType(c.dtype(0));
+  return std::vector<TensorSpec>{{c.dtype(0), c.shape(0)},
+                                 {stats, LayerNormStatsShape(c.shape(0))},
+                                 {stats, LayerNormStatsShape(c.shape(0))}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("layer_norm")
+        .Cost(KernelClass::kReduction)
+        .Inputs({"x", "scale", "offset"})
+        .Outputs({"y", "mean", "rstd"})
+        .Attr("eps", 1e-5)
+        .Shape(LayerNormShape)
+        .Doc("(x - mean) * rstd * scale + offset over x's last axis, rstd = "
+             "1 / sqrt(variance + eps) with the biased variance (as "
+             "torch.nn.LayerNorm): one pass per row. Outputs `mean` and "
+             "`rstd` (f32 for 16-bit x) are each row's, for the gradient."));
+
+Specs LayerNormGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
+  const DType stats = LayerNormStatsDType(c.dtype(0));
+  for (int i : {3, 4}) {
+    if (c.dtype(i) != stats) {
+      return absl::InvalidArgumentError(StrCat("the statistics must be ",
+                                               DTypeName(stats), ", got ",
+                                               c.input(i).ToString()));
+    }
+  }
+  RN_RETURN_IF_ERROR(CheckLayerNormGrad(c.shape(0), c.shape(1), c.shape(2),
+                                        c.shape(3), c.shape(4)));
+  return std::vector<TensorSpec>{{c.dtype(0), c.shape(1)},
+                                 {c.dtype(0), c.shape(2)},
+                                 {c.dtype(0), c.shape(2)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("layer_norm_grad")
+        .Cost(KernelClass::kReduction)
+        .Inputs({"dy", "x", "scale", "mean", "rstd"})
+        .Outputs({"dx", "dscale", "doffset"})
+        .Shape(LayerNormGradShape)
+        .Doc("layer_norm's gradients from its output's, in one pass over "
+             "the rows: with xhat = (x - mean) * rstd and g = dy * scale, "
+             "dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dscale = "
+             "the sum of dy * xhat and doffset that of dy over the rows."));
+
 // ---- conv2d and pooling ----------------------------------------------------
 
 Specs Conv2DShape(const ShapeContext& c) {

@@ -34,6 +34,8 @@ std::vector<Builtin> MakeBuiltins() {
       {"glorot_uniform", {"random_uniform"}},
       {"he_normal", {"random_normal"}},
       {"embedding_lookup", {"gather"}},
+      {"gelu_exact", {"gelu"}},
+      {"layer_normalize", {"layer_norm"}},
       {"group", {"noop"}},
       {"size", {"size", "queue_size"}},
       {"close", {"queue_close"}},

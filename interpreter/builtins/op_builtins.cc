@@ -656,6 +656,24 @@ void AddNN(std::vector<Builtin>& b) {
                                    std::move(attrs), Site(a)));
          return out[0];
        }});
+  // The fused ops under nn.gelu and nn.layer_norm, under names of their
+  // own: the standard library's functions of the ops' names would hide
+  // builtins called the same inside nn.rnl.
+  Builtin gelu = FromOp("gelu");
+  gelu.name = "gelu_exact";
+  b.push_back(std::move(gelu));
+  b.push_back({"layer_normalize",
+               {P("x"), P("scale"), P("offset"), P("eps", Value::Float(1e-5))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(double eps, NumberArg(a, 3));
+                 // Outputs 1 and 2, each row's mean and rstd, are for the
+                 // gradient; the language's layer_normalize is y alone.
+                 RN_ASSIGN_OR_RETURN(
+                     std::vector<Value> out,
+                     in.builder().ApplyOpN("layer_norm", {a[0], a[1], a[2]},
+                                           {{"eps", eps}}, Site(a)));
+                 return out[0];
+               }});
   b.push_back({"embedding_lookup",
                {P("params"), P("ids")},
                [](Interpreter& in, Args& a) -> Result {

@@ -210,6 +210,15 @@ struct Erf {
     return x.erf();
   }
 };
+// x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))), with Eigen's erf.
+struct Gelu {
+  static constexpr int kCost = 24;
+  template <class X>
+  static auto Eval(const X& x) {
+    using S = typename X::Scalar;
+    return S(0.5) * x * (S(1) + (x * S(0.7071067811865476)).erf());
+  }
+};
 // A function of the C library, element by element: the inverse
 // trigonometric and hyperbolic functions (Eigen vectorizes only some of
 // them, and not for every dtype).
@@ -307,6 +316,7 @@ RUNNEL_STATIC_INIT(CwiseUnaryKernels) {
   RegisterUnary<Elu, void>("elu", FloatTypes{});
   RegisterUnary<Softplus, void>("softplus", FloatTypes{});
   RegisterUnary<Erf, void>("erf", FloatTypes{});
+  RegisterUnary<Gelu, void>("gelu", FloatTypes{});
   RegisterUnary<ByElement<[](auto v) { return std::asin(v); }>, void>(
       "asin", FloatTypes{});
   RegisterUnary<ByElement<[](auto v) { return std::acos(v); }>, void>(

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <unsupported/Eigen/SpecialFunctions>
 #include <vector>
 
 #include "base/strings.h"
@@ -50,6 +51,17 @@ struct TanhGrad {
   }
 };
 
+// gelu_grad(dy, x) = dy * (Phi(x) + x * phi(x)).
+struct GeluGrad {
+  static constexpr int kCost = 30;
+  template <class Dy, class X>
+  static auto Eval(const Dy& dy, const X& x) {
+    using S = typename Dy::Scalar;
+    return dy * (S(0.5) * (S(1) + (x * S(0.7071067811865476)).erf()) +
+                 x * (x * x * S(-0.5)).exp() * S(0.3989422804014327));
+  }
+};
+
 // out = F(input 0, input 1), both of one shape.
 template <typename T, typename F>
 class BinaryGradKernel : public OpKernel {
@@ -78,6 +90,8 @@ template <typename T>
 using SigmoidGradKernel = BinaryGradKernel<T, SigmoidGrad>;
 template <typename T>
 using TanhGradKernel = BinaryGradKernel<T, TanhGrad>;
+template <typename T>
+using GeluGradKernel = BinaryGradKernel<T, GeluGrad>;
 
 // sum_to_like(dy, x): dy summed to x's shape.
 template <typename T>
@@ -181,6 +195,7 @@ RUNNEL_STATIC_INIT(GradKernels) {
   RegisterKernelForTypeList<ReluGradKernel>("relu_grad", NumericTypes{});
   RegisterKernelForTypeList<SigmoidGradKernel>("sigmoid_grad", FloatTypes{});
   RegisterKernelForTypeList<TanhGradKernel>("tanh_grad", FloatTypes{});
+  RegisterKernelForTypeList<GeluGradKernel>("gelu_grad", FloatTypes{});
   RegisterKernelForTypeList<SumToLikeKernel>("sum_to_like", NumericTypes{});
   RegisterKernelForTypeList<GatherGradKernel>("gather_grad", NumericTypes{});
   RegisterKernelForTypeList<TileGradKernel>("tile_grad", NumericTypes{});

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "base/strings.h"
@@ -32,6 +33,17 @@ auto LoadRun(const EigenType<T>* p, int64_t n) {
   return Eigen::Map<const Array1<EigenType<T>>>(p, n).template cast<Acc<T>>();
 }
 
+// Writes an expression of Acc<T> to a contiguous run of T, rounding once.
+template <typename T, class Expr>
+void StoreRun(const Expr& e, EigenType<T>* p) {
+  Eigen::Map<Array1<EigenType<T>>> out(p, e.size());
+  if constexpr (std::is_same_v<EigenType<T>, Acc<T>>) {
+    out = e;
+  } else {
+    out = e.template cast<EigenType<T>>();
+  }
+}
+
 // Cycles per element of an exp-heavy line, for ParallelFor.
 constexpr int64_t kExpCost = 30;
 
@@ -57,8 +69,12 @@ class SoftmaxKernel : public OpKernel {
           Array1<Acc<T>> v(lines.len);
           for (int64_t l = begin; l < end; ++l) {
             const int64_t s = lines.start(l);
-            for (int64_t j = 0; j < lines.len; ++j) {
-              v[j] = Get<T>(in, s + j * lines.inner);
+            if (lines.inner == 1) {
+              v = LoadRun<T>(in + s, lines.len);
+            } else {
+              for (int64_t j = 0; j < lines.len; ++j) {
+                v[j] = Get<T>(in, s + j * lines.inner);
+              }
             }
             const Acc<T> max = v.maxCoeff();
             v -= max;
@@ -67,6 +83,10 @@ class SoftmaxKernel : public OpKernel {
             } else {
               v = v.exp();
               v /= v.sum();
+            }
+            if (lines.inner == 1) {
+              StoreRun<T>(v, out + s);
+              continue;
             }
             for (int64_t j = 0; j < lines.len; ++j) {
               out[s + j * lines.inner] = static_cast<EigenType<T>>(v[j]);
@@ -102,31 +122,195 @@ class MaskedSoftmax : public OpKernel {
         lines, len * kExpCost, [&](int64_t begin, int64_t end) {
           Array1<A> v(len);
           for (int64_t l = begin; l < end; ++l) {
-            const bool* k = kept + (l % keep_lines) * len;
+            const Eigen::Map<const Array1<bool>> k(
+                kept + (l % keep_lines) * len, len);
             const int64_t s = l * len;
-            A max = -std::numeric_limits<A>::infinity();
-            bool any = false;
-            for (int64_t j = 0; j < len; ++j) {
-              v[j] = Get<T>(in, s + j);
-              if (k[j] && (!any || v[j] > max)) max = v[j];
-              any = any || k[j];
-            }
-            if (!any) {
+            if (!k.any()) {
               std::fill(out + s, out + s + len, EigenType<T>(0));
               continue;
             }
-            v = (v - max).exp();
-            // Dropped elements are 0, not exp of whatever they held.
-            A total = 0;
-            for (int64_t j = 0; j < len; ++j) {
-              if (!k[j]) v[j] = 0;
-              total += v[j];
+            v = LoadRun<T>(in + s, len);
+            // Dropped elements take no part, whatever they hold (NaN and
+            // infinities too), and are 0. The maximum and the sum run in
+            // kLanes interleaved partials, which the compiler vectorises
+            // (a single running maximum or sum it may not reorder).
+            constexpr int64_t kLanes = 8;
+            constexpr A kLow = -std::numeric_limits<A>::infinity();
+            A part[kLanes];
+            std::fill_n(part, kLanes, kLow);
+            int64_t j = 0;
+            for (; j + kLanes <= len; j += kLanes) {
+              for (int64_t i = 0; i < kLanes; ++i) {
+                const A t = k[j + i] ? v[j + i] : kLow;
+                part[i] = t > part[i] ? t : part[i];
+              }
             }
-            for (int64_t j = 0; j < len; ++j) {
-              out[s + j] = static_cast<EigenType<T>>(v[j] / total);
+            for (; j < len; ++j) {
+              const A t = k[j] ? v[j] : kLow;
+              part[0] = t > part[0] ? t : part[0];
+            }
+            const A max = *std::max_element(part, part + kLanes);
+            v = (v - max).exp();
+            std::fill_n(part, kLanes, A(0));
+            for (j = 0; j + kLanes <= len; j += kLanes) {
+              for (int64_t i = 0; i < kLanes; ++i) {
+                v[j + i] = k[j + i] ? v[j + i] : A(0);
+                part[i] += v[j + i];
+              }
+            }
+            for (; j < len; ++j) {
+              v[j] = k[j] ? v[j] : A(0);
+              part[0] += v[j];
+            }
+            A total = 0;
+            for (int64_t i = 0; i < kLanes; ++i) total += part[i];
+            StoreRun<T>(v / total, out + s);
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+// softmax_grad(dy, y) along the last axis: (dy - sum(dy * y)) * y.
+template <typename T>
+class SoftmaxGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    RN_RETURN_IF_ERROR(CheckSoftmaxGrad(dy, y));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, y.shape()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    const int64_t len = y.dim(y.rank() - 1);
+    const EigenType<T>* pd = EigenData<T>(dy);
+    const EigenType<T>* py = EigenData<T>(y);
+    EigenType<T>* out = EigenMutableData<T>(dx);
+    using A = Acc<T>;
+    ctx->intra_op_pool()->ParallelFor(y.num_elements() / len, len * 4,
+                                      [&](int64_t begin, int64_t end) {
+                                        Array1<A> d(len), v(len);
+                                        for (int64_t l = begin; l < end; ++l) {
+                                          const int64_t s = l * len;
+                                          d = LoadRun<T>(pd + s, len);
+                                          v = LoadRun<T>(py + s, len);
+                                          const A dot = (d * v).sum();
+                                          StoreRun<T>((d - dot) * v, out + s);
+                                        }
+                                      });
+    return absl::OkStatus();
+  }
+};
+
+// Rows of layer_norm_grad's parameter gradients one task sums, in order:
+// the blocks depend on the shape alone, so the sums do not depend on the
+// number of threads.
+constexpr int64_t kLayerNormBlockRows = 64;
+
+// layer_norm(x, scale, offset) over x's last axis; outputs y and each
+// row's mean and 1 / sqrt(variance + eps), in Acc<T>.
+template <typename T>
+class LayerNormKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_RETURN_IF_ERROR(CheckLayerNorm(x.shape(), ctx->input(1).shape(),
+                                      ctx->input(2).shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    const Shape rows_shape = LayerNormStatsShape(x.shape());
+    RN_ASSIGN_OR_RETURN(Tensor * mean, ctx->allocate_output(1, rows_shape));
+    RN_ASSIGN_OR_RETURN(Tensor * rstd, ctx->allocate_output(2, rows_shape));
+    const int64_t n = x.dim(x.rank() - 1);
+    if (x.num_elements() == 0) return absl::OkStatus();
+    using A = Acc<T>;
+    const Array1<A> scale = LoadRun<T>(EigenData<T>(ctx->input(1)), n);
+    const Array1<A> offset = LoadRun<T>(EigenData<T>(ctx->input(2)), n);
+    const EigenType<T>* in = EigenData<T>(x);
+    EigenType<T>* out = EigenMutableData<T>(y);
+    A* pm = mean->data<A>();
+    A* pr = rstd->data<A>();
+    const A eps = static_cast<A>(eps_);
+    ctx->intra_op_pool()->ParallelFor(
+        x.num_elements() / n, n * 6, [&](int64_t begin, int64_t end) {
+          Array1<A> v(n);
+          for (int64_t r = begin; r < end; ++r) {
+            v = LoadRun<T>(in + r * n, n);
+            const A m = v.sum() / static_cast<A>(n);
+            v -= m;
+            const A rs =
+                A(1) / std::sqrt(v.square().sum() / static_cast<A>(n) + eps);
+            pm[r] = m;
+            pr[r] = rs;
+            StoreRun<T>(v * rs * scale + offset, out + r * n);
+          }
+        });
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
+};
+
+// layer_norm_grad(dy, x, scale, mean, rstd) -> dx, dscale, doffset.
+template <typename T>
+class LayerNormGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    const Tensor& scale_t = ctx->input(2);
+    RN_RETURN_IF_ERROR(
+        CheckLayerNormGrad(dy.shape(), x.shape(), scale_t.shape(),
+                           ctx->input(3).shape(), ctx->input(4).shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dscale,
+                        ctx->allocate_output(1, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * doffset,
+                        ctx->allocate_output(2, scale_t.shape()));
+    using A = Acc<T>;
+    const int64_t n = x.dim(x.rank() - 1);
+    const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
+    const int64_t blocks =
+        (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
+    // Each block's sums of dy * xhat and of dy, side by side.
+    std::vector<A> partial(static_cast<size_t>(blocks * 2 * n), A(0));
+    const Array1<A> scale = LoadRun<T>(EigenData<T>(scale_t), n);
+    const EigenType<T>* pdy = EigenData<T>(dy);
+    const EigenType<T>* px = EigenData<T>(x);
+    const A* pm = ctx->input(3).data<A>();
+    const A* pr = ctx->input(4).data<A>();
+    EigenType<T>* pdx = EigenMutableData<T>(dx);
+    const A inv_n = n == 0 ? A(0) : A(1) / static_cast<A>(n);
+    ctx->intra_op_pool()->ParallelFor(
+        blocks, kLayerNormBlockRows * n * 12, [&](int64_t begin, int64_t end) {
+          Array1<A> d(n), xh(n), g(n);
+          for (int64_t b = begin; b < end; ++b) {
+            Eigen::Map<Array1<A>> ds(partial.data() + b * 2 * n, n);
+            Eigen::Map<Array1<A>> doff(partial.data() + b * 2 * n + n, n);
+            const int64_t last = std::min(rows, (b + 1) * kLayerNormBlockRows);
+            for (int64_t r = b * kLayerNormBlockRows; r < last; ++r) {
+              d = LoadRun<T>(pdy + r * n, n);
+              xh = (LoadRun<T>(px + r * n, n) - pm[r]) * pr[r];
+              g = d * scale;
+              const A mg = g.sum() * inv_n;
+              const A mgx = (g * xh).sum() * inv_n;
+              StoreRun<T>(pr[r] * (g - mg - xh * mgx), pdx + r * n);
+              ds += d * xh;
+              doff += d;
             }
           }
         });
+    Array1<A> ds = Array1<A>::Zero(n), doff = Array1<A>::Zero(n);
+    for (int64_t b = 0; b < blocks; ++b) {
+      ds += Eigen::Map<const Array1<A>>(partial.data() + b * 2 * n, n);
+      doff += Eigen::Map<const Array1<A>>(partial.data() + b * 2 * n + n, n);
+    }
+    StoreRun<T>(ds, EigenMutableData<T>(dscale));
+    StoreRun<T>(doff, EigenMutableData<T>(doffset));
     return absl::OkStatus();
   }
 };
@@ -303,6 +487,12 @@ RUNNEL_STATIC_INIT(NnKernels) {
       "masked_softmax");
   RegisterKernelForTypes<LogSoftmax, Half, BFloat16, float, double>(
       "log_softmax");
+  RegisterKernelForTypes<SoftmaxGradKernel, Half, BFloat16, float, double>(
+      "softmax_grad");
+  RegisterKernelForTypes<LayerNormKernel, Half, BFloat16, float, double>(
+      "layer_norm");
+  RegisterKernelForTypes<LayerNormGradKernel, Half, BFloat16, float, double>(
+      "layer_norm_grad");
   RegisterKernelForTypes<SoftmaxCrossEntropyKernel, Half, BFloat16, float,
                          double>("softmax_cross_entropy");
   RegisterKernelForTypes<SparseSoftmaxCrossEntropyKernel, Half, BFloat16, float,

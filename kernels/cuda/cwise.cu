@@ -95,6 +95,7 @@ constexpr bool Takes() {
     case BinaryOp::kPow:
     case BinaryOp::kSigmoidGrad:
     case BinaryOp::kTanhGrad:
+    case BinaryOp::kGeluGrad:
     case BinaryOp::kSigmoidCrossEntropy:
       return kFloat<T>;
     case BinaryOp::kEqual:
@@ -137,6 +138,10 @@ __device__ __forceinline__ auto Apply(T a, T b) {
     return b * a * (T(1) - a);  // (y, dy)
   } else if constexpr (kOp == BinaryOp::kTanhGrad) {
     return b * (T(1) - a * a);  // (y, dy)
+  } else if constexpr (kOp == BinaryOp::kGeluGrad) {
+    // (dy, x): dy * (Phi(x) + x * phi(x)).
+    return a * (T(0.5) * (T(1) + Erf(b * T(0.7071067811865476))) +
+                b * Exp(T(-0.5) * b * b) * T(0.3989422804014327));
   } else if constexpr (kOp == BinaryOp::kSigmoidCrossEntropy) {
     // max(x, 0) - x z + log(1 + exp(-|x|)): exp never overflows.
     return (a > T(0) ? a : T(0)) - a * b + Log1p(Exp(-Fabs(a)));
@@ -243,6 +248,8 @@ __device__ __forceinline__ auto Apply(T x) {
     return MaxNaN(x, T(0)) + Log1p(Exp(-Fabs(x)));
   } else if constexpr (kOp == UnaryOp::kErf) {
     return Erf(x);
+  } else if constexpr (kOp == UnaryOp::kGelu) {
+    return T(0.5) * x * (T(1) + Erf(x * T(0.7071067811865476)));
   } else if constexpr (kOp == UnaryOp::kAsin) {
     return Asin(x);
   } else if constexpr (kOp == UnaryOp::kAcos) {
@@ -361,6 +368,7 @@ cudaError_t LaunchBinary(BinaryOp op, ElemType type, const void* a,
     RN_CASE(kReluGrad)
     RN_CASE(kSigmoidGrad)
     RN_CASE(kTanhGrad)
+    RN_CASE(kGeluGrad)
     RN_CASE(kSigmoidCrossEntropy)
     RN_CASE(kEqual)
     RN_CASE(kNotEqual)
@@ -403,6 +411,7 @@ cudaError_t LaunchUnary(UnaryOp op, ElemType type, const void* x, void* out,
     RN_CASE(kElu)
     RN_CASE(kSoftplus)
     RN_CASE(kErf)
+    RN_CASE(kGelu)
     RN_CASE(kAsin)
     RN_CASE(kAcos)
     RN_CASE(kAtan)

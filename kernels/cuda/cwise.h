@@ -28,7 +28,7 @@ enum class ElemType { RUNNEL_DTYPES(RUNNEL_ELEM_TYPE_ENUMERATOR) };
 // operands need checks on the host). The gradient ops and
 // sigmoid_cross_entropy are element-wise too (kernels/cpu/grad_kernels.cc,
 // nn_kernels.cc): relu_grad(dy, x), sigmoid_grad(y, dy), tanh_grad(y, dy),
-// sigmoid_cross_entropy(logits, labels).
+// gelu_grad(dy, x), sigmoid_cross_entropy(logits, labels).
 enum class BinaryOp {
   kAdd,
   kSub,
@@ -42,6 +42,7 @@ enum class BinaryOp {
   kReluGrad,
   kSigmoidGrad,
   kTanhGrad,
+  kGeluGrad,
   kSigmoidCrossEntropy,
   // From here on the ops give bool (cwise.cu relies on this order).
   kEqual,
@@ -77,6 +78,7 @@ enum class UnaryOp {
   kElu,
   kSoftplus,
   kErf,
+  kGelu,
   kAsin,
   kAcos,
   kAtan,

@@ -31,6 +31,7 @@ RUNNEL_STATIC_INIT(GpuCwiseUnaryKernels) {
   Unary<UnaryOp::kElu>("elu", kFloats);
   Unary<UnaryOp::kSoftplus>("softplus", kFloats);
   Unary<UnaryOp::kErf>("erf", kFloats);
+  Unary<UnaryOp::kGelu>("gelu", kFloats);
   Unary<UnaryOp::kAsin>("asin", kFloats);
   Unary<UnaryOp::kAcos>("acos", kFloats);
   Unary<UnaryOp::kAtan>("atan", kFloats);

@@ -95,6 +95,109 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <bool kBlock, typename T>
+__global__ void __launch_bounds__(kThreads)
+    SoftmaxGradLines(const T* dy, const T* y, T* dx, int64_t lines,
+                     int64_t len) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t l = Walk<kBlock>::FirstLine(); l < lines;
+       l += Walk<kBlock>::LineStride()) {
+    const int64_t base = l * len;
+    const C dot = LineReduce<kBlock, SumR<C>>(
+        len, [&](int64_t k) { return Widen(dy[base + k]) * Widen(y[base + k]); },
+        temp, shared);
+    for (int64_t k = Walk<kBlock>::First(); k < len;
+         k += Walk<kBlock>::Step()) {
+      dx[base + k] =
+          Narrow<T>((Widen(dy[base + k]) - dot) * Widen(y[base + k]));
+    }
+  }
+}
+
+inline __device__ float Rsqrt(float v) { return 1.0f / sqrtf(v); }
+inline __device__ double Rsqrt(double v) { return 1.0 / sqrt(v); }
+
+template <bool kBlock, typename T>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormRows(const T* x, const T* scale, const T* offset, T* y,
+                  Wide<T>* mean, Wide<T>* rstd, int64_t rows, int64_t n,
+                  double eps) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t r = Walk<kBlock>::FirstLine(); r < rows;
+       r += Walk<kBlock>::LineStride()) {
+    const T* row = x + r * n;
+    auto at = [&](int64_t k) { return Widen(row[k]); };
+    const C m = LineReduce<kBlock, SumR<C>>(n, at, temp, shared) / C(n);
+    const C var = LineReduce<kBlock, SumR<C>>(
+                      n,
+                      [&](int64_t k) {
+                        const C d = at(k) - m;
+                        return d * d;
+                      },
+                      temp, shared) /
+                  C(n);
+    const C rs = Rsqrt(var + C(eps));
+    if (Walk<kBlock>::First() == 0) {
+      mean[r] = m;
+      rstd[r] = rs;
+    }
+    for (int64_t k = Walk<kBlock>::First(); k < n; k += Walk<kBlock>::Step()) {
+      y[r * n + k] =
+          Narrow<T>((at(k) - m) * rs * Widen(scale[k]) + Widen(offset[k]));
+    }
+  }
+}
+
+template <bool kBlock, typename T>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormGradRows(const T* dy, const T* x, const T* scale,
+                      const Wide<T>* mean, const Wide<T>* rstd, T* dx,
+                      int64_t rows, int64_t n) {
+  using C = Wide<T>;
+  __shared__ typename BlockReduce<C>::TempStorage temp;
+  __shared__ C shared;
+  for (int64_t r = Walk<kBlock>::FirstLine(); r < rows;
+       r += Walk<kBlock>::LineStride()) {
+    const int64_t base = r * n;
+    const C m = mean[r], rs = rstd[r];
+    auto xh = [&](int64_t k) { return (Widen(x[base + k]) - m) * rs; };
+    auto g = [&](int64_t k) { return Widen(dy[base + k]) * Widen(scale[k]); };
+    const C mg = LineReduce<kBlock, SumR<C>>(n, g, temp, shared) / C(n);
+    const C mgx = LineReduce<kBlock, SumR<C>>(
+                      n, [&](int64_t k) { return g(k) * xh(k); }, temp,
+                      shared) /
+                  C(n);
+    for (int64_t k = Walk<kBlock>::First(); k < n; k += Walk<kBlock>::Step()) {
+      dx[base + k] = Narrow<T>(rs * (g(k) - mg - xh(k) * mgx));
+    }
+  }
+}
+
+// dscale[j] = sum_r dy[r, j] * xhat[r, j] and doffset[j] = sum_r dy[r, j],
+// a thread per column j (neighbouring threads read neighbouring columns).
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    LayerNormParamGrads(const T* dy, const T* x, const Wide<T>* mean,
+                        const Wide<T>* rstd, T* dscale, T* doffset,
+                        int64_t rows, int64_t n) {
+  using C = Wide<T>;
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{gridDim.x} * blockDim.x) {
+    C ds = C(0), doff = C(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const C d = Widen(dy[r * n + j]);
+      ds += d * (Widen(x[r * n + j]) - mean[r]) * rstd[r];
+      doff += d;
+    }
+    dscale[j] = Narrow<T>(ds);
+    doffset[j] = Narrow<T>(doff);
+  }
+}
+
 // log(sum(exp(row))) as the CPU computes it: max + log(sum(exp(row - max))).
 template <bool kBlock, typename T, typename C = Wide<T>>
 __device__ C RowLogSumExp(const T* row, int64_t classes,
@@ -272,6 +375,54 @@ cudaError_t LaunchSparseSoftmaxCrossEntropy(ElemType type, bool labels_i64,
                             classes, first_bad);
                   }
                 });
+}
+
+cudaError_t LaunchSoftmaxGrad(ElemType type, const void* dy, const void* y,
+                              void* dx, int64_t lines, int64_t len,
+                              cudaStream_t stream) {
+  if (lines * len == 0) return cudaSuccess;
+  return ByLine(type, lines, len, 1,
+                [&](auto tag, auto block, unsigned blocks) {
+                  using T = decltype(tag);
+                  SoftmaxGradLines<decltype(block)::value>
+                      <<<blocks, kThreads, 0, stream>>>(
+                          static_cast<const T*>(dy), static_cast<const T*>(y),
+                          static_cast<T*>(dx), lines, len);
+                });
+}
+
+cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale,
+                            const void* offset, void* y, void* mean,
+                            void* rstd, int64_t rows, int64_t n, double eps,
+                            cudaStream_t stream) {
+  if (rows * n == 0) return cudaSuccess;
+  return ByLine(type, rows, n, 1, [&](auto tag, auto block, unsigned blocks) {
+    using T = decltype(tag);
+    LayerNormRows<decltype(block)::value><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(scale),
+        static_cast<const T*>(offset), static_cast<T*>(y),
+        static_cast<Wide<T>*>(mean), static_cast<Wide<T>*>(rstd), rows, n,
+        eps);
+  });
+}
+
+cudaError_t LaunchLayerNormGrad(ElemType type, const void* dy, const void* x,
+                                const void* scale, const void* mean,
+                                const void* rstd, void* dx, void* dscale,
+                                void* doffset, int64_t rows, int64_t n,
+                                cudaStream_t stream) {
+  if (rows * n == 0) return cudaSuccess;  // the caller zeroes dscale, doffset
+  return ByLine(type, rows, n, 1, [&](auto tag, auto block, unsigned blocks) {
+    using T = decltype(tag);
+    const auto* m = static_cast<const Wide<T>*>(mean);
+    const auto* rs = static_cast<const Wide<T>*>(rstd);
+    LayerNormGradRows<decltype(block)::value><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x),
+        static_cast<const T*>(scale), m, rs, static_cast<T*>(dx), rows, n);
+    LayerNormParamGrads<<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x), m, rs,
+        static_cast<T*>(dscale), static_cast<T*>(doffset), rows, n);
+  });
 }
 
 }  // namespace runnel::cuda

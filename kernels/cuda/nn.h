@@ -25,6 +25,31 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           cudaStream_t stream, const bool* keep = nullptr,
                           int64_t keep_lines = 1);
 
+// softmax_grad over `lines` contiguous lines of `len`: dx = (dy - sum(dy *
+// y)) * y.
+cudaError_t LaunchSoftmaxGrad(ElemType type, const void* dy, const void* y,
+                              void* dx, int64_t lines, int64_t len,
+                              cudaStream_t stream);
+
+// layer_norm over `rows` contiguous rows of `n` (kernels/cpu/nn_kernels.cc):
+// y = (x - mean) * rstd * scale + offset, and each row's mean and rstd =
+// 1 / sqrt(biased variance + eps), stored in the computing type (f32 for
+// f16 and bf16).
+cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale,
+                            const void* offset, void* y, void* mean, void* rstd,
+                            int64_t rows, int64_t n, double eps,
+                            cudaStream_t stream);
+
+// layer_norm_grad: dx row by row; dscale (the sum of dy * xhat) and
+// doffset (of dy) over the rows, a thread per column summing the rows in
+// order. Launches nothing when rows * n is 0 (the caller zeroes dscale
+// and doffset for rows == 0).
+cudaError_t LaunchLayerNormGrad(ElemType type, const void* dy, const void* x,
+                                const void* scale, const void* mean,
+                                const void* rstd, void* dx, void* dscale,
+                                void* doffset, int64_t rows, int64_t n,
+                                cudaStream_t stream);
+
 // cumsum along the middle of [outer, len, inner] (kernels/cpu/scan_kernels.cc):
 // a thread per line, summing in the computing type (integers wrap).
 cudaError_t LaunchCumsum(ElemType type, const void* x, void* y, int64_t outer,

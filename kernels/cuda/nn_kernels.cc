@@ -111,6 +111,89 @@ class MaskedSoftmaxKernel : public OpKernel {
   }
 };
 
+// softmax_grad(dy, y) along the last axis.
+class SoftmaxGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    RN_RETURN_IF_ERROR(CheckSoftmaxGrad(dy, y));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, y.shape()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    const int64_t len = y.dim(y.rank() - 1);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, y));
+    RN_CUDA(cuda::LaunchSoftmaxGrad(l.type, dy.raw_data(), y.raw_data(),
+                                    dx->raw_data(), y.num_elements() / len, len,
+                                    l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+// layer_norm(x, scale, offset) over the last axis (kernels/cpu/nn_kernels.cc).
+class LayerNormKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_RETURN_IF_ERROR(CheckLayerNorm(x.shape(), ctx->input(1).shape(),
+                                      ctx->input(2).shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(
+        Tensor * mean, ctx->allocate_output(1, LayerNormStatsShape(x.shape())));
+    RN_ASSIGN_OR_RETURN(
+        Tensor * rstd, ctx->allocate_output(2, LayerNormStatsShape(x.shape())));
+    if (x.num_elements() == 0) return absl::OkStatus();
+    const int64_t n = x.dim(x.rank() - 1);
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    RN_CUDA(cuda::LaunchLayerNorm(
+        l.type, x.raw_data(), ctx->input(1).raw_data(),
+        ctx->input(2).raw_data(), y->raw_data(), mean->raw_data(),
+        rstd->raw_data(), x.num_elements() / n, n, eps_, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
+};
+
+// layer_norm_grad(dy, x, scale, mean, rstd) -> dx, dscale, doffset.
+class LayerNormGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    const Tensor& scale = ctx->input(2);
+    RN_RETURN_IF_ERROR(CheckLayerNormGrad(dy.shape(), x.shape(), scale.shape(),
+                                          ctx->input(3).shape(),
+                                          ctx->input(4).shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dscale,
+                        ctx->allocate_output(1, scale.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * doffset,
+                        ctx->allocate_output(2, scale.shape()));
+    const int64_t n = x.dim(x.rank() - 1);
+    if (n == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / n;
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    cudaStream_t stream = l.gpu->compute();
+    if (rows == 0) {
+      RN_CUDA(cudaMemsetAsync(dscale->raw_data(), 0, dscale->bytes(), stream));
+      RN_CUDA(
+          cudaMemsetAsync(doffset->raw_data(), 0, doffset->bytes(), stream));
+      return absl::OkStatus();
+    }
+    RN_CUDA(cuda::LaunchLayerNormGrad(
+        l.type, dy.raw_data(), x.raw_data(), scale.raw_data(),
+        ctx->input(3).raw_data(), ctx->input(4).raw_data(), dx->raw_data(),
+        dscale->raw_data(), doffset->raw_data(), rows, n, stream));
+    return absl::OkStatus();
+  }
+};
+
 class SoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -229,6 +312,9 @@ void Register(const std::string& op, const std::vector<DType>& dtypes) {
 RUNNEL_STATIC_INIT(GpuNnKernels) {
   Register<SoftmaxKernel<false>>("softmax", kFloats);
   Register<MaskedSoftmaxKernel>("masked_softmax", kFloats);
+  Register<SoftmaxGradKernel>("softmax_grad", kFloats);
+  Register<LayerNormKernel>("layer_norm", kFloats);
+  Register<LayerNormGradKernel>("layer_norm_grad", kFloats);
   Register<CumsumKernel>("cumsum", kNumbers);
   Register<SoftmaxKernel<true>>("log_softmax", kFloats);
   Register<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", kFloats);
@@ -238,6 +324,7 @@ RUNNEL_STATIC_INIT(GpuNnKernels) {
       "sigmoid_cross_entropy", kFloats);
   Register<BiasAddKernel>("bias_add", kNumbers);
   Register<SameShapeKernel<BinaryOp::kReluGrad>>("relu_grad", kNumbers);
+  Register<SameShapeKernel<BinaryOp::kGeluGrad>>("gelu_grad", kFloats);
   Register<SameShapeKernel<BinaryOp::kSigmoidGrad>>("sigmoid_grad", kFloats);
   Register<SameShapeKernel<BinaryOp::kTanhGrad>>("tanh_grad", kFloats);
 }

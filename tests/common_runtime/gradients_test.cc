@@ -3,6 +3,7 @@
 // unconnected inputs, integer edges, gradients of gradients, errors.
 #include "common_runtime/gradients.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "base/errors.h"
@@ -27,7 +28,7 @@ using testing::Positive;
 
 TEST(GradientCheck, Unary) {
   for (const char* op : {"neg", "square", "exp", "sin", "cos", "tanh",
-                         "sigmoid", "elu", "softplus", "erf"}) {
+                         "sigmoid", "elu", "softplus", "erf", "gelu"}) {
     SCOPED_TRACE(op);
     CheckGradient(op, {Diff({2, 3})});
   }
@@ -166,12 +167,34 @@ TEST(GradientCheck, SoftmaxAndLosses) {
       "masked_softmax",
       {Diff({2, 2, 3}),
        Fixed(testing::Bool({true, false, true, false, false, false}, {2, 3}))});
+  // The fused gradients, as functions of their own inputs (their
+  // gradients are the second derivatives of softmax and gelu).
+  CheckGradient("softmax_grad", {Diff({2, 5}), Diff({2, 5}, 0, 1)});
+  CheckGradient("gelu_grad", {Diff({2, 3}), Diff({2, 3}, -3, 3)});
   CheckGradient("softmax_cross_entropy", {Diff({3, 4}), Diff({3, 4}, 0, 1)});
   CheckGradient("sparse_softmax_cross_entropy",
                 {Diff({3, 4}), Fixed(testing::I32({0, 3, 1}, {3}))});
   CheckGradient("sigmoid_cross_entropy", {Diff({2, 3}), Diff({2, 3}, 0, 1)});
   CheckGradient("l2_loss", {Diff({2, 3})});
   CheckGradient("bias_add", {Diff({2, 3, 4}), Diff({4})});
+}
+
+// layer_norm's y (its statistics are for the gradient only), over the last
+// axis, with x, scale and offset all differentiated.
+TEST(GradientCheck, LayerNorm) {
+  for (const Shape& x : {Shape{3, 5}, Shape{2, 2, 4}}) {
+    SCOPED_TRACE(x.ToString());
+    const int64_t n = x.dim(x.rank() - 1);
+    CheckGradientOf(
+        [](Graph& g, const std::vector<NodeOut>& in) -> std::vector<NodeOut> {
+          Node* ln = *g.AddNode({.name = "ln",
+                                 .op = "layer_norm",
+                                 .inputs = {in[0], in[1], in[2]},
+                                 .attrs = {{"eps", 1e-3}}});
+          return {{ln, 0}};
+        },
+        {Diff(x, -2, 2), Diff({n}, 0.5, 1.5), Diff({n})});
+  }
 }
 
 TEST(GradientCheck, Conv2D) {
@@ -520,6 +543,30 @@ TEST(Gradients, IntegerEdgesCarryNothing) {
   auto out = s.Run({{{x, 0}, testing::F32({1, 5, 2}, {3})}}, {(*dx)[0]}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   testing::ExpectTensor((*out)[0], DType::kF32, Shape{3}, {1, 1, 1});
+}
+
+// layer_norm's statistics have no gradient, nor has its gradient op: each
+// is an error that says so, never a silent zero.
+TEST(Gradients, LayerNormRefusesWhatItCannotDifferentiate) {
+  auto g = NewGraph();
+  Node* x = Placeholder(*g, "x", DType::kF32, {2, 3});
+  Node* s = Placeholder(*g, "s", DType::kF32, {3});
+  Node* ln = *g->AddNode(
+      {.name = "ln", .op = "layer_norm", .inputs = {{x, 0}, {s, 0}, {s, 0}}});
+  Node* m = *g->AddNode({.name = "m", .op = "sum", .inputs = {{ln, 1}}});
+  auto dm = AddGradients(g.get(), {m, 0}, {{x, 0}});
+  ASSERT_FALSE(dm.ok());
+  EXPECT_THAT(std::string(dm.status().message()),
+              ::testing::HasSubstr("the gradient of layer_norm's mean and "
+                                   "rstd outputs is not supported"));
+  Node* y = *g->AddNode({.name = "y", .op = "sum", .inputs = {{ln, 0}}});
+  auto dx = AddGradients(g.get(), {y, 0}, {{x, 0}});
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  Node* d = *g->AddNode({.name = "d", .op = "sum", .inputs = {(*dx)[0]}});
+  auto ddx = AddGradients(g.get(), {d, 0}, {{x, 0}});
+  ASSERT_FALSE(ddx.ok());
+  EXPECT_THAT(std::string(ddx.status().message()),
+              ::testing::HasSubstr("the second derivative of layer_norm"));
 }
 
 TEST(Gradients, DropoutUsesItsMask) {

@@ -90,9 +90,10 @@ TEST(GpuKernelsTest, Unary) {
       {"cos", -4, 4, false, true},        {"tanh", -4, 4, false, true},
       {"sigmoid", -8, 8, false, true},    {"elu", -3, 3, false, true},
       {"softplus", -30, 30, false, true}, {"erf", -4, 4, false, true},
-      {"asin", -0.9, 0.9, false, true},   {"acos", -0.9, 0.9, false, true},
-      {"atan", -4, 4, false, true},       {"asinh", -4, 4, false, true},
-      {"acosh", 1.1, 4, false, true},     {"atanh", -0.9, 0.9, false, true},
+      {"gelu", -5, 5, false, true},       {"asin", -0.9, 0.9, false, true},
+      {"acos", -0.9, 0.9, false, true},   {"atan", -4, 4, false, true},
+      {"asinh", -4, 4, false, true},      {"acosh", 1.1, 4, false, true},
+      {"atanh", -0.9, 0.9, false, true},
   };
   for (const U& u : ops) {
     for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64}) {
@@ -111,7 +112,7 @@ TEST(GpuKernelsTest, Unary) {
   for (const char* op :
        {"abs",      "neg",  "sign", "relu",    "round",    "floor", "isnan",
         "isfinite", "exp",  "tanh", "sigmoid", "softplus", "elu",   "erf",
-        "asin",     "acos", "atan", "asinh",   "acosh",    "atanh"}) {
+        "gelu",     "asin", "acos", "atan",    "asinh",    "acosh", "atanh"}) {
     Compare(op, {special});
   }
   Compare("maximum", {special, testing::F32({1}, Shape{1})});

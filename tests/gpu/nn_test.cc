@@ -327,6 +327,33 @@ TEST(GpuNnTest, MaskedSoftmax) {
   }
 }
 
+// softmax_grad over short lines (a thread each) and long ones (a block).
+TEST(GpuNnTest, SoftmaxGrad) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s : {Shape{3, 7}, Shape{4, 130}, Shape{2, 3, 300}}) {
+      Compare("softmax_grad", {Random(d, s, 56), Random(d, s, 57, 0, 1)}, {},
+              Differentiable(d) && s.num_elements() < 1000, true);
+    }
+  }
+}
+
+// layer_norm and its gradient (layer_norm_grad, which must run on the GPU
+// too): rows short and long, one row, and many rows for the parameter sums.
+TEST(GpuNnTest, LayerNorm) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s :
+         {Shape{3, 7}, Shape{2, 4, 130}, Shape{1, 500}, Shape{700, 9}}) {
+      const Shape c{s.dim(s.rank() - 1)};
+      Compare("layer_norm",
+              {Random(d, s, 58, -3, 3), Random(d, c, 59, 0.5, 1.5),
+               Random(d, c, 60)},
+              {{"eps", 1e-3}}, Differentiable(d), true, {"layer_norm_grad"});
+    }
+  }
+}
+
 TEST(GpuNnTest, SoftmaxCrossEntropy) {
   SKIP_WITHOUT_GPU();
   for (DType d : kFloats) {
@@ -467,6 +494,8 @@ TEST(GpuNnTest, ActivationGradients) {
               grad);
       Compare("tanh_grad", {Random(d, s, 49, -1, 1), Random(d, s, 50)}, {},
               grad);
+      Compare("gelu_grad", {Random(d, s, 54), Random(d, s, 55, -4, 4)}, {},
+              grad);
     }
   }
   // relu_grad passes nothing where x is NaN (x > 0 is false).
@@ -483,7 +512,7 @@ TEST(GpuNnTest, HalfElementWise) {
            {"abs",     "neg",   "sign",     "square",   "relu", "floor",
             "ceil",    "round", "isnan",    "isfinite", "sqrt", "rsqrt",
             "exp",     "log",   "log1p",    "sin",      "cos",  "tanh",
-            "sigmoid", "elu",   "softplus", "erf"}) {
+            "sigmoid", "elu",   "softplus", "erf",      "gelu"}) {
         Compare(op, {Random(d, s, 51)});
       }
     }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,158 @@ TEST(NnTest, MaskedSoftmaxErrors) {
   EXPECT_EQ(RunError("masked_softmax", {F32({1, 2}, {2}), F32({1, 1}, {2})})
                 .message(),
             "masked_softmax: the mask must be bool, got f32[2]");
+}
+
+// softmax_grad(dy, y) = (dy - sum(dy * y)) * y along the last axis: y =
+// [0.2, 0.3, 0.5] and dy = [1, 2, 4] give sum 2.8 and [-0.36, -0.24, 0.6].
+TEST(NnTest, SoftmaxGrad) {
+  ExpectTensor(
+      Run1("softmax_grad", {F32({1, 2, 4, 1, 1, 1}, {2, 3}),
+                            F32({0.2f, 0.3f, 0.5f, 0.2f, 0.3f, 0.5f}, {2, 3})}),
+      DType::kF32, {2, 3}, {-0.36, -0.24, 0.6, 0, 0, 0}, 1e-6);
+  EXPECT_EQ(RunError("softmax_grad", {F32({1, 2}, {2}), F32({1, 2, 3}, {3})})
+                .message(),
+            "softmax_grad: shapes differ: f32[2] and f32[3]");
+}
+
+// Eager's outputs of a multi-output op.
+std::vector<Tensor> RunAll(const std::string& op, std::vector<Tensor> inputs,
+                           AttrMap attrs = {}) {
+  absl::StatusOr<std::vector<Tensor>> out =
+      testing::Eager().Execute(op, std::move(inputs), std::move(attrs));
+  EXPECT_TRUE(out.ok()) << op << ": " << out.status();
+  return out.ok() ? *out : std::vector<Tensor>();
+}
+
+// layer_norm by hand: row [1, 2, 3, 4] has mean 2.5 and biased variance
+// 1.25, so rstd = 1 / sqrt(1.25) (eps 0) and y = (x - 2.5) * rstd * scale
+// + offset. A constant row is its offset, with rstd = 1 / sqrt(eps).
+TEST(NnTest, LayerNorm) {
+  const double r = 1 / std::sqrt(1.25);
+  std::vector<Tensor> out =
+      RunAll("layer_norm",
+             {F64({1, 2, 3, 4, 7, 9, 11, 13}, {2, 4}), F64({1, 2, 0.5, 1}, {4}),
+              F64({0, 1, 0, -1}, {4})},
+             {{"eps", 0.0}});
+  ASSERT_EQ(out.size(), 3u);
+  // Row 2 is row 1 times 2 plus 5: the same normalised values.
+  ExpectTensor(out[0], DType::kF64, {2, 4},
+               {-1.5 * r, -0.5 * r * 2 + 1, 0.5 * r * 0.5, 1.5 * r - 1,
+                -1.5 * r, -0.5 * r * 2 + 1, 0.5 * r * 0.5, 1.5 * r - 1},
+               1e-12);
+  ExpectTensor(out[1], DType::kF64, {2}, {2.5, 10}, 1e-12);
+  ExpectTensor(out[2], DType::kF64, {2}, {r, r / 2}, 1e-12);
+
+  out = RunAll("layer_norm", {F32({3, 3, 3}, {1, 3}), F32({1, 1, 1}, {3}),
+                              F32({0.5f, -1, 2}, {3})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF32, {1, 3}, {0.5, -1, 2}, 1e-7);
+  ExpectTensor(out[2], DType::kF32, {1}, {1 / std::sqrt(1e-5)}, 1e-6);
+}
+
+// f16 normalises in f32: its statistics are f32, its output rounded once.
+TEST(NnTest, LayerNormHalf) {
+  std::vector<Tensor> out =
+      RunAll("layer_norm",
+             {Run1("cast", {F32({1, 2, 3, 4}, {4})}, {{"dtype", DType::kF16}}),
+              Run1("cast", {F32({1, 1, 1, 1}, {4})}, {{"dtype", DType::kF16}}),
+              Run1("cast", {F32({0, 0, 0, 0}, {4})}, {{"dtype", DType::kF16}})},
+             {{"eps", 0.0}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].dtype(), DType::kF16);
+  EXPECT_EQ(out[1].dtype(), DType::kF32);
+  const double r = 1 / std::sqrt(1.25);
+  ExpectTensor(Run1("cast", {out[0]}, {{"dtype", DType::kF64}}), DType::kF64,
+               {4}, {-1.5 * r, -0.5 * r, 0.5 * r, 1.5 * r}, 1e-3);
+}
+
+// layer_norm_grad against the formulas on one row of 3 (x = [0, 1, 5],
+// eps 0): mean 2, rstd 1 / sqrt(14 / 3), xhat = (x - 2) * rstd; g = dy *
+// scale; dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dscale and
+// doffset sum dy * xhat and dy over the two (equal) rows.
+TEST(NnTest, LayerNormGrad) {
+  const double rs = 1 / std::sqrt(14.0 / 3);
+  const double xh[3] = {-2 * rs, -1 * rs, 3 * rs};
+  const double dy[3] = {1, -2, 0.5}, scale[3] = {2, 1, -1};
+  double g[3], mg = 0, mgx = 0;
+  for (int k = 0; k < 3; ++k) {
+    g[k] = dy[k] * scale[k];
+    mg += g[k] / 3;
+  }
+  for (int k = 0; k < 3; ++k) mgx += g[k] * xh[k] / 3;
+  std::vector<double> dx, ds, doff;
+  for (int row = 0; row < 2; ++row) {
+    for (int k = 0; k < 3; ++k) dx.push_back(rs * (g[k] - mg - xh[k] * mgx));
+  }
+  for (int k = 0; k < 3; ++k) {
+    ds.push_back(2 * dy[k] * xh[k]);
+    doff.push_back(2 * dy[k]);
+  }
+  std::vector<Tensor> out = RunAll(
+      "layer_norm_grad",
+      {F64({1, -2, 0.5, 1, -2, 0.5}, {2, 3}), F64({0, 1, 5, 0, 1, 5}, {2, 3}),
+       F64({2, 1, -1}, {3}), F64({2, 2}, {2}), F64({rs, rs}, {2})});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[0], DType::kF64, {2, 3}, dx, 1e-12);
+  ExpectTensor(out[1], DType::kF64, {3}, ds, 1e-12);
+  ExpectTensor(out[2], DType::kF64, {3}, doff, 1e-12);
+}
+
+// Over more rows than one block of the parameter sums, the sums do not
+// depend on the thread count: the same bits with 1 thread and with 2.
+TEST(NnTest, LayerNormGradManyRows) {
+  const int64_t rows = 300, n = 7;
+  Tensor x = F32(NnPattern(rows * n, 3), {rows, n});
+  Tensor dy = F32(NnPattern(rows * n, 4), {rows, n});
+  Tensor scale = F32(NnPattern(n, 5), {n});
+  std::vector<Tensor> fwd = RunAll("layer_norm", {x, scale, scale});
+  ASSERT_EQ(fwd.size(), 3u);
+  std::vector<Tensor> out =
+      RunAll("layer_norm_grad", {dy, x, scale, fwd[1], fwd[2]});
+  ASSERT_EQ(out.size(), 3u);
+  std::vector<double> doff(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < n; ++k) doff[k] += dy.at<float>(r * n + k);
+  }
+  ExpectTensor(out[2], DType::kF32, {n}, doff, 1e-5);
+  EagerContext one(EagerOptions{.num_threads = 1});
+  absl::StatusOr<std::vector<Tensor>> single =
+      one.Execute("layer_norm_grad", {dy, x, scale, fwd[1], fwd[2]});
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(out[i].bytes(), (*single)[i].bytes());
+    EXPECT_EQ(
+        std::memcmp(out[i].raw_data(), (*single)[i].raw_data(), out[i].bytes()),
+        0)
+        << "output " << i;
+  }
+}
+
+TEST(NnTest, LayerNormErrors) {
+  EXPECT_EQ(RunError("layer_norm", {F32({1, 2, 3, 4}, {2, 2}),
+                                    F32({1, 1, 1}, {3}), F32({0, 0}, {2})})
+                .message(),
+            "layer_norm: the scale [3] must be 1-D and as long as x's last "
+            "dimension (x is [2,2])");
+  EXPECT_EQ(RunError("layer_norm_grad",
+                     {F32({1, 2}, {1, 2}), F32({1, 2}, {1, 2}),
+                      F32({1, 1}, {2}), F32({0, 0}, {2}), F32({1}, {1})})
+                .message(),
+            "layer_norm_grad: the mean [2] must be x's shape [1,2] without "
+            "its last dimension");
+}
+
+// gelu(x) = x * Phi(x): Phi(1) = 0.8413447460685429, Phi(-2) =
+// 0.0227501319481792; gelu_grad(dy, x) = dy * (Phi(x) + x * phi(x)), phi(1)
+// = 0.24197072451914337.
+TEST(NnTest, Gelu) {
+  ExpectTensor(Run1("gelu", {F64({0, 1, -2}, {3})}), DType::kF64, {3},
+               {0, 0.8413447460685429, -2 * 0.0227501319481792}, 1e-12);
+  ExpectTensor(Run1("gelu", {F32({0, 1, -2}, {3})}), DType::kF32, {3},
+               {0, 0.8413447460685429, -2 * 0.0227501319481792}, 1e-6);
+  ExpectTensor(
+      Run1("gelu_grad", {F64({2, 3}, {2}), F64({0, 1}, {2})}), DType::kF64, {2},
+      {2 * 0.5, 3 * (0.8413447460685429 + 0.24197072451914337)}, 1e-12);
 }
 
 // ---- cross entropies --------------------------------------------------------
