@@ -77,6 +77,31 @@ RUNNEL_REGISTER_GRADIENT(
       return {d[0], d[1], d[2]};
     });
 
+// batch_norm (training): its three gradients in one batch_norm_grad from
+// the batch's statistics, which feed the moving statistics only.
+RUNNEL_REGISTER_GRADIENT(
+    "batch_norm", [](GradBuilder& g, const Grads& dy) -> Grads {
+      if (dy[1].node != nullptr || dy[2].node != nullptr) {
+        g.Fail(absl::UnimplementedError(
+            "grad: the gradient of batch_norm's mean and variance outputs "
+            "is not supported (only its output y has one)"));
+        return {};
+      }
+      std::vector<NodeOut> d =
+          g.OpN("batch_norm_grad", {dy[0], g.x(0), g.x(1), g.y(1), g.y(2)},
+                {{"eps", g.attr_or<double>("eps", 1e-5)}});
+      if (d.size() != 3) return {};
+      return {d[0], d[1], d[2]};
+    });
+
+RUNNEL_REGISTER_GRADIENT(
+    "batch_norm_grad", [](GradBuilder& g, const Grads&) -> Grads {
+      g.Fail(absl::UnimplementedError(
+          "grad: the second derivative of batch_norm (a gradient of "
+          "batch_norm_grad) is not supported"));
+      return {};
+    });
+
 // The second derivative of layer_norm: refused with an error at the node
 // (not a silent zero), as would be the statistics' gradients it needs.
 RUNNEL_REGISTER_GRADIENT(

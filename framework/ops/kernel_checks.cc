@@ -118,6 +118,27 @@ Shape LayerNormStatsShape(const Shape& x) {
   return Shape(std::vector<int64_t>(x.dims().begin(), x.dims().end() - 1));
 }
 
+absl::Status CheckBatchRows(std::string_view op, const Tensor& x) {
+  if (x.rank() >= 1 && x.dim(x.rank() - 1) > 0 &&
+      x.num_elements() / x.dim(x.rank() - 1) == 0) {
+    return absl::InvalidArgumentError(
+        StrCat(op, ": needs at least one row per channel, got x ",
+               x.shape().ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBatchNormGrad(std::string_view op, const Tensor& dy,
+                                const Tensor& x, const Tensor& scale,
+                                const Tensor& mean, const Tensor& variance) {
+  RN_RETURN_IF_ERROR(CheckSameShapes(op, dy, x));
+  for (const Tensor* stats : {&mean, &variance}) {
+    RN_RETURN_IF_ERROR(
+        CheckLayerNorm(x.shape(), scale.shape(), stats->shape()));
+  }
+  return CheckBatchRows(op, x);
+}
+
 absl::Status CheckSoftmaxGrad(const Tensor& dy, const Tensor& y) {
   RN_RETURN_IF_ERROR(CheckSameShapes("softmax_grad", dy, y));
   if (y.rank() >= 1) return absl::OkStatus();

@@ -50,6 +50,15 @@ absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,
 DType LayerNormStatsDType(DType x);
 Shape LayerNormStatsShape(const Shape& x);
 
+// batch_norm's x: at least one row (element per channel) when it has
+// channels.
+absl::Status CheckBatchRows(std::string_view op, const Tensor& x);
+// batch_norm_grad(dy, x, scale, mean, variance): dy of x's shape, the rest
+// as long as x's channels, and rows in x.
+absl::Status CheckBatchNormGrad(std::string_view op, const Tensor& dy,
+                                const Tensor& x, const Tensor& scale,
+                                const Tensor& mean, const Tensor& variance);
+
 // softmax_grad(dy, y): one shape, of rank 1 or more.
 absl::Status CheckSoftmaxGrad(const Tensor& dy, const Tensor& y);
 

@@ -367,6 +367,64 @@ RUNNEL_REGISTER_OP(
              "dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dscale = "
              "the sum of dy * xhat and doffset that of dy over the rows."));
 
+// ---- batch normalisation (training) -----------------------------------------
+
+Specs BatchNormShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
+  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(0), c.shape(1), c.shape(2)));
+  const DType stats = LayerNormStatsDType(c.dtype(0));
+  const Shape channels = c.shape(0).unknown_rank()
+                             ? Shape::UnknownRank()
+                             : Shape({c.shape(0).dim(c.shape(0).rank() - 1)});
+  return std::vector<TensorSpec>{
+      {c.dtype(0), c.shape(0)}, {stats, channels}, {stats, channels}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("batch_norm")
+        .Cost(KernelClass::kReduction)
+        .Inputs({"x", "scale", "offset"})
+        .Outputs({"y", "mean", "variance"})
+        .Attr("eps", 1e-5)
+        .Shape(BatchNormShape)
+        .Doc("Batch normalisation with the batch's statistics: (x - mean) / "
+             "sqrt(variance + eps) * scale + offset, mean and the biased "
+             "variance of each channel (x's last axis) over all the other "
+             "axes. Outputs `mean` and `variance` (f32 for 16-bit x) are the "
+             "channels', for the moving statistics and the gradient."));
+
+Specs BatchNormGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 3, 4));
+  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(1), c.shape(2), c.shape(3)));
+  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(1), c.shape(2), c.shape(4)));
+  if (c.dtype(3) != LayerNormStatsDType(c.dtype(0))) {
+    return absl::InvalidArgumentError(StrCat(
+        "the statistics must be ", DTypeName(LayerNormStatsDType(c.dtype(0))),
+        ", got ", c.input(3).ToString()));
+  }
+  return std::vector<TensorSpec>{{c.dtype(0), c.shape(1)},
+                                 {c.dtype(0), c.shape(2)},
+                                 {c.dtype(0), c.shape(2)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("batch_norm_grad")
+        .Cost(KernelClass::kReduction)
+        .Inputs({"dy", "x", "scale", "mean", "variance"})
+        .Outputs({"dx", "dscale", "doffset"})
+        .Attr("eps", 1e-5)
+        .Shape(BatchNormGradShape)
+        .Doc("batch_norm's gradients from its output's: with n the rows "
+             "per channel, xhat = (x - mean) * rstd and rstd = 1 / "
+             "sqrt(variance + eps), dscale = the sum of dy * xhat, doffset "
+             "that of dy, and dx = scale * rstd * (dy - doffset / n - xhat * "
+             "dscale / n)."));
+
 // ---- conv2d and pooling ----------------------------------------------------
 
 Specs Conv2DShape(const ShapeContext& c) {

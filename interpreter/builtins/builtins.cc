@@ -36,6 +36,7 @@ std::vector<Builtin> MakeBuiltins() {
       {"embedding_lookup", {"gather"}},
       {"gelu_exact", {"gelu"}},
       {"layer_normalize", {"layer_norm"}},
+      {"batch_normalize", {"batch_norm"}},
       {"group", {"noop"}},
       {"size", {"size", "queue_size"}},
       {"close", {"queue_close"}},

@@ -656,12 +656,18 @@ void AddNN(std::vector<Builtin>& b) {
                                    std::move(attrs), Site(a)));
          return out[0];
        }});
-  // The fused ops under nn.gelu and nn.layer_norm, under names of their
+  // The fused ops under nn.gelu, nn.layer_norm and nn.batch_norm, under
+  // names of their
   // own: the standard library's functions of the ops' names would hide
   // builtins called the same inside nn.rnl.
   Builtin gelu = FromOp("gelu");
   gelu.name = "gelu_exact";
   b.push_back(std::move(gelu));
+  // (y, mean, variance): the batch's statistics feed nn.batch_norm's moving
+  // ones.
+  Builtin batch_norm = FromOp("batch_norm");
+  batch_norm.name = "batch_normalize";
+  b.push_back(std::move(batch_norm));
   b.push_back({"layer_normalize",
                {P("x"), P("scale"), P("offset"), P("eps", Value::Float(1e-5))},
                [](Interpreter& in, Args& a) -> Result {

@@ -118,52 +118,48 @@ class MaskedSoftmax : public OpKernel {
     const bool* kept = keep.data<bool>();
     EigenType<T>* out = EigenMutableData<T>(y);
     using A = Acc<T>;
+    // Each mask line's kept prefix: k when it keeps exactly its first k
+    // elements (a causal or a padding mask), else -1. Such lines are plain
+    // softmaxes of their first k elements, vectorised; others go element
+    // by element.
+    std::vector<int64_t> prefix(keep_lines);
+    for (int64_t m = 0; m < keep_lines; ++m) {
+      const bool* k = kept + m * len;
+      const int64_t p = std::find(k, k + len, false) - k;
+      prefix[m] = std::find(k + p, k + len, true) == k + len ? p : -1;
+    }
     ctx->intra_op_pool()->ParallelFor(
         lines, len * kExpCost, [&](int64_t begin, int64_t end) {
           Array1<A> v(len);
           for (int64_t l = begin; l < end; ++l) {
-            const Eigen::Map<const Array1<bool>> k(
-                kept + (l % keep_lines) * len, len);
+            const bool* k = kept + (l % keep_lines) * len;
+            const int64_t p = prefix[l % keep_lines];
             const int64_t s = l * len;
-            if (!k.any()) {
+            if (p == 0 || (p < 0 && std::find(k, k + len, true) == k + len)) {
               std::fill(out + s, out + s + len, EigenType<T>(0));
               continue;
             }
+            if (p > 0) {
+              // Dropped elements take no part, whatever they hold (NaN and
+              // infinities too), and are 0.
+              auto head = v.head(p);
+              head = LoadRun<T>(in + s, p);
+              head = (head - head.maxCoeff()).exp();
+              StoreRun<T>(head / head.sum(), out + s);
+              std::fill(out + s + p, out + s + len, EigenType<T>(0));
+              continue;
+            }
             v = LoadRun<T>(in + s, len);
-            // Dropped elements take no part, whatever they hold (NaN and
-            // infinities too), and are 0. The maximum and the sum run in
-            // kLanes interleaved partials, which the compiler vectorises
-            // (a single running maximum or sum it may not reorder).
-            constexpr int64_t kLanes = 8;
-            constexpr A kLow = -std::numeric_limits<A>::infinity();
-            A part[kLanes];
-            std::fill_n(part, kLanes, kLow);
-            int64_t j = 0;
-            for (; j + kLanes <= len; j += kLanes) {
-              for (int64_t i = 0; i < kLanes; ++i) {
-                const A t = k[j + i] ? v[j + i] : kLow;
-                part[i] = t > part[i] ? t : part[i];
-              }
+            A max = -std::numeric_limits<A>::infinity();
+            for (int64_t j = 0; j < len; ++j) {
+              if (k[j] && v[j] > max) max = v[j];
             }
-            for (; j < len; ++j) {
-              const A t = k[j] ? v[j] : kLow;
-              part[0] = t > part[0] ? t : part[0];
-            }
-            const A max = *std::max_element(part, part + kLanes);
             v = (v - max).exp();
-            std::fill_n(part, kLanes, A(0));
-            for (j = 0; j + kLanes <= len; j += kLanes) {
-              for (int64_t i = 0; i < kLanes; ++i) {
-                v[j + i] = k[j + i] ? v[j + i] : A(0);
-                part[i] += v[j + i];
-              }
-            }
-            for (; j < len; ++j) {
-              v[j] = k[j] ? v[j] : A(0);
-              part[0] += v[j];
-            }
             A total = 0;
-            for (int64_t i = 0; i < kLanes; ++i) total += part[i];
+            for (int64_t j = 0; j < len; ++j) {
+              v[j] = k[j] ? v[j] : A(0);
+              total += v[j];
+            }
             StoreRun<T>(v / total, out + s);
           }
         });
@@ -313,6 +309,184 @@ class LayerNormGradKernel : public OpKernel {
     StoreRun<T>(doff, EigenMutableData<T>(doffset));
     return absl::OkStatus();
   }
+};
+
+// ---- batch normalisation ----------------------------------------------------
+//
+// x is [rows, channels] (its last axis the channels). The per-channel sums
+// run over blocks of kLayerNormBlockRows rows, each block's into a partial
+// of its own, and the partials add up in block order: the cut depends on
+// the shape alone, so the sums do not depend on the number of threads.
+
+template <typename A>
+using Array2 = Eigen::Array<A, Eigen::Dynamic, Eigen::Dynamic>;
+
+// Rows [r0, r1) of a [rows, c] tensor as a c x (r1 - r0) array of A (a
+// column per row).
+template <typename T>
+auto Rows2(const EigenType<T>* p, int64_t c, int64_t r0, int64_t r1) {
+  return Eigen::Map<const Array2<EigenType<T>>>(p + r0 * c, c, r1 - r0)
+      .template cast<Acc<T>>();
+}
+template <typename T, class Expr>
+void StoreRows2(const Expr& e, EigenType<T>* p, int64_t c, int64_t r0) {
+  Eigen::Map<Array2<EigenType<T>>>(p + r0 * c, c, e.cols()) =
+      e.template cast<EigenType<T>>();
+}
+
+// The sum over the blocks of add(r0, r1, partial), each adding its rows'
+// per-channel values into `partial` (c zeros at first).
+template <typename A, class Add>
+Array1<A> ChannelSums(ThreadPool* pool, int64_t rows, int64_t c, Add add) {
+  const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
+  Array2<A> partial = Array2<A>::Zero(c, blocks);
+  pool->ParallelFor(blocks, kLayerNormBlockRows * c * 4,
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t b = begin; b < end; ++b) {
+                        auto col = partial.col(b);
+                        add(b * kLayerNormBlockRows,
+                            std::min(rows, (b + 1) * kLayerNormBlockRows), col);
+                      }
+                    });
+  Array1<A> total = Array1<A>::Zero(c);
+  for (int64_t b = 0; b < blocks; ++b) total += partial.col(b);
+  return total;
+}
+
+// fn(r0, r1) over the row blocks, in parallel.
+template <class Fn>
+void ForRowBlocks(ThreadPool* pool, int64_t rows, int64_t c, Fn fn) {
+  const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
+  pool->ParallelFor(blocks, kLayerNormBlockRows * c * 4,
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t b = begin; b < end; ++b) {
+                        fn(b * kLayerNormBlockRows,
+                           std::min(rows, (b + 1) * kLayerNormBlockRows));
+                      }
+                    });
+}
+
+// batch_norm(x, scale, offset): y, and each channel's mean and biased
+// variance over the rows (two passes, for an exact variance).
+template <typename T>
+class BatchNormKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& scale_t = ctx->input(1);
+    RN_RETURN_IF_ERROR(
+        CheckLayerNorm(x.shape(), scale_t.shape(), ctx->input(2).shape()));
+    RN_RETURN_IF_ERROR(CheckBatchRows(ctx->node().op(), x));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * mean_t,
+                        ctx->allocate_output(1, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * var_t,
+                        ctx->allocate_output(2, scale_t.shape()));
+    using A = Acc<T>;
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / c;
+    ThreadPool* pool = ctx->intra_op_pool();
+    const EigenType<T>* px = EigenData<T>(x);
+    const Array1<A> mean =
+        ChannelSums<A>(pool, rows, c,
+                       [&](int64_t r0, int64_t r1, auto& acc) {
+                         acc += Rows2<T>(px, c, r0, r1).rowwise().sum();
+                       }) /
+        static_cast<A>(rows);
+    const Array1<A> var =
+        ChannelSums<A>(pool, rows, c,
+                       [&](int64_t r0, int64_t r1, auto& acc) {
+                         acc += (Rows2<T>(px, c, r0, r1).colwise() - mean)
+                                    .square()
+                                    .rowwise()
+                                    .sum();
+                       }) /
+        static_cast<A>(rows);
+    Eigen::Map<Array1<A>>(mean_t->data<A>(), c) = mean;
+    Eigen::Map<Array1<A>>(var_t->data<A>(), c) = var;
+    // y = x * a + b per channel.
+    const Array1<A> a = (var + static_cast<A>(eps_)).rsqrt() *
+                        LoadRun<T>(EigenData<T>(scale_t), c);
+    const Array1<A> b = LoadRun<T>(EigenData<T>(ctx->input(2)), c) - mean * a;
+    EigenType<T>* py = EigenMutableData<T>(y);
+    ForRowBlocks(pool, rows, c, [&](int64_t r0, int64_t r1) {
+      StoreRows2<T>((Rows2<T>(px, c, r0, r1).colwise() * a).colwise() + b, py,
+                    c, r0);
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
+};
+
+// batch_norm_grad(dy, x, scale, mean, variance) -> dx, dscale, doffset.
+template <typename T>
+class BatchNormGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    const Tensor& scale_t = ctx->input(2);
+    RN_RETURN_IF_ERROR(CheckBatchNormGrad(ctx->node().op(), dy, x, scale_t,
+                                          ctx->input(3), ctx->input(4)));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dscale,
+                        ctx->allocate_output(1, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * doffset,
+                        ctx->allocate_output(2, scale_t.shape()));
+    using A = Acc<T>;
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / c;
+    ThreadPool* pool = ctx->intra_op_pool();
+    const EigenType<T>* px = EigenData<T>(x);
+    const EigenType<T>* pdy = EigenData<T>(dy);
+    const Eigen::Map<const Array1<A>> mean(ctx->input(3).data<A>(), c);
+    const Array1<A> rstd =
+        (Eigen::Map<const Array1<A>>(ctx->input(4).data<A>(), c) +
+         static_cast<A>(eps_))
+            .rsqrt();
+    auto xhat = [&](int64_t r0, int64_t r1) {
+      return (Rows2<T>(px, c, r0, r1).colwise() - mean).colwise() * rstd;
+    };
+    const Array1<A> doff =
+        ChannelSums<A>(pool, rows, c, [&](int64_t r0, int64_t r1, auto& acc) {
+          acc += Rows2<T>(pdy, c, r0, r1).rowwise().sum();
+        });
+    const Array1<A> ds =
+        ChannelSums<A>(pool, rows, c, [&](int64_t r0, int64_t r1, auto& acc) {
+          acc += (Rows2<T>(pdy, c, r0, r1) * xhat(r0, r1)).rowwise().sum();
+        });
+    StoreRun<T>(ds, EigenMutableData<T>(dscale));
+    StoreRun<T>(doff, EigenMutableData<T>(doffset));
+    const A n = static_cast<A>(rows);
+    const Array1<A> k = LoadRun<T>(EigenData<T>(scale_t), c) * rstd;
+    const Array1<A> mean_doff = doff / n, mean_ds = ds / n;
+    EigenType<T>* pdx = EigenMutableData<T>(dx);
+    ForRowBlocks(pool, rows, c, [&](int64_t r0, int64_t r1) {
+      StoreRows2<T>(((Rows2<T>(pdy, c, r0, r1).colwise() - mean_doff) -
+                     xhat(r0, r1).colwise() * mean_ds)
+                            .colwise() *
+                        k,
+                    pdx, c, r0);
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
 };
 
 template <typename T>
@@ -493,6 +667,10 @@ RUNNEL_STATIC_INIT(NnKernels) {
       "layer_norm");
   RegisterKernelForTypes<LayerNormGradKernel, Half, BFloat16, float, double>(
       "layer_norm_grad");
+  RegisterKernelForTypes<BatchNormKernel, Half, BFloat16, float, double>(
+      "batch_norm");
+  RegisterKernelForTypes<BatchNormGradKernel, Half, BFloat16, float, double>(
+      "batch_norm_grad");
   RegisterKernelForTypes<SoftmaxCrossEntropyKernel, Half, BFloat16, float,
                          double>("softmax_cross_entropy");
   RegisterKernelForTypes<SparseSoftmaxCrossEntropyKernel, Half, BFloat16, float,

@@ -67,7 +67,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t l = Walk<kBlock>::FirstLine(); l < lines;
        l += Walk<kBlock>::LineStride()) {
     const int64_t base = (l / inner) * len * inner + l % inner;
-    const bool* kept = keep == nullptr ? nullptr : keep + (l % keep_lines) * len;
+    const bool* kept =
+        keep == nullptr ? nullptr : keep + (l % keep_lines) * len;
     auto in = [&](int64_t k) { return kept == nullptr || kept[k]; };
     auto at = [&](int64_t k) { return Widen(x[base + k * inner]); };
     if (kept != nullptr &&
@@ -89,8 +90,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t k = Walk<kBlock>::First(); k < len;
          k += Walk<kBlock>::Step()) {
       const C v = at(k) - m;
-      y[base + k * inner] =
-          Narrow<T>(!in(k) ? C(0) : kLog ? v - Log(s) : Exp(v) / s);
+      y[base + k * inner] = Narrow<T>(!in(k) ? C(0)
+                                      : kLog ? v - Log(s)
+                                             : Exp(v) / s);
     }
   }
 }
@@ -106,7 +108,8 @@ __global__ void __launch_bounds__(kThreads)
        l += Walk<kBlock>::LineStride()) {
     const int64_t base = l * len;
     const C dot = LineReduce<kBlock, SumR<C>>(
-        len, [&](int64_t k) { return Widen(dy[base + k]) * Widen(y[base + k]); },
+        len,
+        [&](int64_t k) { return Widen(dy[base + k]) * Widen(y[base + k]); },
         temp, shared);
     for (int64_t k = Walk<kBlock>::First(); k < len;
          k += Walk<kBlock>::Step()) {
@@ -167,10 +170,10 @@ __global__ void __launch_bounds__(kThreads)
     auto xh = [&](int64_t k) { return (Widen(x[base + k]) - m) * rs; };
     auto g = [&](int64_t k) { return Widen(dy[base + k]) * Widen(scale[k]); };
     const C mg = LineReduce<kBlock, SumR<C>>(n, g, temp, shared) / C(n);
-    const C mgx = LineReduce<kBlock, SumR<C>>(
-                      n, [&](int64_t k) { return g(k) * xh(k); }, temp,
-                      shared) /
-                  C(n);
+    const C mgx =
+        LineReduce<kBlock, SumR<C>>(
+            n, [&](int64_t k) { return g(k) * xh(k); }, temp, shared) /
+        C(n);
     for (int64_t k = Walk<kBlock>::First(); k < n; k += Walk<kBlock>::Step()) {
       dx[base + k] = Narrow<T>(rs * (g(k) - mg - xh(k) * mgx));
     }
@@ -196,6 +199,108 @@ __global__ void __launch_bounds__(kThreads)
     dscale[j] = Narrow<T>(ds);
     doffset[j] = Narrow<T>(doff);
   }
+}
+
+// ---- batch normalisation: sums per channel over chunks of rows --------------
+
+constexpr int64_t kChunkRows = 256;
+
+// What the per-channel sums add up, element i (channel ch) of x [rows, c].
+template <typename T>
+struct SumOf {  // x
+  const T* x;
+  __device__ Wide<T> operator()(int64_t i, int64_t) const {
+    return Widen(x[i]);
+  }
+};
+template <typename T>
+struct SquaredDeviation {  // (x - mean)^2
+  const T* x;
+  const Wide<T>* mean;
+  __device__ Wide<T> operator()(int64_t i, int64_t ch) const {
+    const Wide<T> d = Widen(x[i]) - mean[ch];
+    return d * d;
+  }
+};
+template <typename T>
+struct DyTimesXhat {  // dy * (x - mean) * rstd
+  const T* dy;
+  const T* x;
+  const Wide<T>* mean;
+  const Wide<T>* variance;
+  Wide<T> eps;
+  __device__ Wide<T> operator()(int64_t i, int64_t ch) const {
+    return Widen(dy[i]) * (Widen(x[i]) - mean[ch]) * Rsqrt(variance[ch] + eps);
+  }
+};
+
+// partial[k * c + ch] = sum of f over chunk k's rows of channel ch: a
+// thread per (chunk, channel).
+template <typename T, class F>
+__global__ void __launch_bounds__(kThreads)
+    ChannelPartials(F f, Wide<T>* partial, int64_t rows, int64_t c) {
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+       t < chunks * c; t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = t / c, ch = t % c;
+    const int64_t last = min(rows, (k + 1) * kChunkRows);
+    Wide<T> acc = Wide<T>(0);
+    for (int64_t r = k * kChunkRows; r < last; ++r) acc += f(r * c + ch, ch);
+    partial[t] = acc;
+  }
+}
+
+// out[ch] = the partials of channel ch, in chunk order, times `factor`.
+template <typename T, typename Out>
+__global__ void __launch_bounds__(kThreads)
+    ChannelTotals(const Wide<T>* partial, Out* out, int64_t chunks, int64_t c,
+                  Wide<T> factor) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < c;
+       ch += int64_t{gridDim.x} * blockDim.x) {
+    Wide<T> acc = Wide<T>(0);
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[k * c + ch];
+    out[ch] = Narrow<Out>(acc * factor);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    BatchNormApply(const T* x, const T* scale, const T* offset,
+                   const Wide<T>* mean, const Wide<T>* variance, T* y,
+                   int64_t n, int64_t c, Wide<T> eps) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const int64_t ch = i % c;
+    y[i] = Narrow<T>((Widen(x[i]) - mean[ch]) * Rsqrt(variance[ch] + eps) *
+                         Widen(scale[ch]) +
+                     Widen(offset[ch]));
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    BatchNormGradApply(const T* dy, const T* x, const T* scale,
+                       const Wide<T>* mean, const Wide<T>* variance,
+                       const T* dscale, const T* doffset, T* dx, int64_t n,
+                       int64_t c, Wide<T> rows, Wide<T> eps) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const int64_t ch = i % c;
+    const Wide<T> rs = Rsqrt(variance[ch] + eps);
+    const Wide<T> xh = (Widen(x[i]) - mean[ch]) * rs;
+    dx[i] = Narrow<T>(Widen(scale[ch]) * rs *
+                      (Widen(dy[i]) - Widen(doffset[ch]) / rows -
+                       xh * Widen(dscale[ch]) / rows));
+  }
+}
+
+// The sum of f per channel into out (times factor), through the partials.
+template <typename T, class F, typename Out>
+void ChannelSum(F f, Out* out, Wide<T>* scratch, int64_t rows, int64_t c,
+                Wide<T> factor, cudaStream_t stream) {
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  ChannelPartials<T>
+      <<<Blocks(chunks * c), kThreads, 0, stream>>>(f, scratch, rows, c);
+  ChannelTotals<T>
+      <<<Blocks(c), kThreads, 0, stream>>>(scratch, out, chunks, c, factor);
 }
 
 // log(sum(exp(row))) as the CPU computes it: max + log(sum(exp(row - max))).
@@ -301,22 +406,21 @@ cudaError_t LaunchSoftmax(ElemType type, bool log, const void* x, void* y,
                           cudaStream_t stream, const bool* keep,
                           int64_t keep_lines) {
   if (outer * len * inner == 0) return cudaSuccess;
-  return ByLine(type, outer * inner, len, inner,
-                [&](auto tag, auto block, unsigned blocks) {
-                  using T = decltype(tag);
-                  constexpr bool kBlock = decltype(block)::value;
-                  const T* in = static_cast<const T*>(x);
-                  T* out = static_cast<T*>(y);
-                  if (log) {
-                    SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
-                        in, out, outer * inner, len, inner, keep, keep_lines);
-                  } else {
-                    SoftmaxLines<kBlock, false>
-                        <<<blocks, kThreads, 0, stream>>>(
-                            in, out, outer * inner, len, inner, keep,
-                            keep_lines);
-                  }
-                });
+  return ByLine(
+      type, outer * inner, len, inner,
+      [&](auto tag, auto block, unsigned blocks) {
+        using T = decltype(tag);
+        constexpr bool kBlock = decltype(block)::value;
+        const T* in = static_cast<const T*>(x);
+        T* out = static_cast<T*>(y);
+        if (log) {
+          SoftmaxLines<kBlock, true><<<blocks, kThreads, 0, stream>>>(
+              in, out, outer * inner, len, inner, keep, keep_lines);
+        } else {
+          SoftmaxLines<kBlock, false><<<blocks, kThreads, 0, stream>>>(
+              in, out, outer * inner, len, inner, keep, keep_lines);
+        }
+      });
 }
 
 cudaError_t LaunchCumsum(ElemType type, const void* x, void* y, int64_t outer,
@@ -381,19 +485,19 @@ cudaError_t LaunchSoftmaxGrad(ElemType type, const void* dy, const void* y,
                               void* dx, int64_t lines, int64_t len,
                               cudaStream_t stream) {
   if (lines * len == 0) return cudaSuccess;
-  return ByLine(type, lines, len, 1,
-                [&](auto tag, auto block, unsigned blocks) {
-                  using T = decltype(tag);
-                  SoftmaxGradLines<decltype(block)::value>
-                      <<<blocks, kThreads, 0, stream>>>(
-                          static_cast<const T*>(dy), static_cast<const T*>(y),
-                          static_cast<T*>(dx), lines, len);
-                });
+  return ByLine(
+      type, lines, len, 1, [&](auto tag, auto block, unsigned blocks) {
+        using T = decltype(tag);
+        SoftmaxGradLines<decltype(block)::value>
+            <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(dy),
+                                              static_cast<const T*>(y),
+                                              static_cast<T*>(dx), lines, len);
+      });
 }
 
 cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale,
-                            const void* offset, void* y, void* mean,
-                            void* rstd, int64_t rows, int64_t n, double eps,
+                            const void* offset, void* y, void* mean, void* rstd,
+                            int64_t rows, int64_t n, double eps,
                             cudaStream_t stream) {
   if (rows * n == 0) return cudaSuccess;
   return ByLine(type, rows, n, 1, [&](auto tag, auto block, unsigned blocks) {
@@ -401,8 +505,7 @@ cudaError_t LaunchLayerNorm(ElemType type, const void* x, const void* scale,
     LayerNormRows<decltype(block)::value><<<blocks, kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(scale),
         static_cast<const T*>(offset), static_cast<T*>(y),
-        static_cast<Wide<T>*>(mean), static_cast<Wide<T>*>(rstd), rows, n,
-        eps);
+        static_cast<Wide<T>*>(mean), static_cast<Wide<T>*>(rstd), rows, n, eps);
   });
 }
 
@@ -422,6 +525,66 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* dy, const void* x,
     LayerNormParamGrads<<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), m, rs,
         static_cast<T*>(dscale), static_cast<T*>(doffset), rows, n);
+  });
+}
+
+int64_t BatchNormScratch(int64_t rows, int64_t c) {
+  return (rows + kChunkRows - 1) / kChunkRows * c;
+}
+
+cudaError_t LaunchBatchNorm(ElemType type, const void* x, const void* scale,
+                            const void* offset, void* y, void* mean,
+                            void* variance, void* scratch, int64_t rows,
+                            int64_t c, double eps, cudaStream_t stream) {
+  if (rows * c == 0) return cudaSuccess;
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    if constexpr (!kFloat<T>) {
+      return cudaErrorNotSupported;
+    } else {
+      using C = Wide<T>;
+      const T* px = static_cast<const T*>(x);
+      auto* m = static_cast<C*>(mean);
+      auto* v = static_cast<C*>(variance);
+      auto* part = static_cast<C*>(scratch);
+      const C inv = C(1) / C(rows);
+      ChannelSum<T>(SumOf<T>{px}, m, part, rows, c, inv, stream);
+      ChannelSum<T>(SquaredDeviation<T>{px, m}, v, part, rows, c, inv, stream);
+      BatchNormApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
+          px, static_cast<const T*>(scale), static_cast<const T*>(offset), m, v,
+          static_cast<T*>(y), rows * c, c, C(eps));
+      return cudaGetLastError();
+    }
+  });
+}
+
+cudaError_t LaunchBatchNormGrad(ElemType type, const void* dy, const void* x,
+                                const void* scale, const void* mean,
+                                const void* variance, void* dx, void* dscale,
+                                void* doffset, void* scratch, int64_t rows,
+                                int64_t c, double eps, cudaStream_t stream) {
+  if (rows * c == 0) return cudaSuccess;
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    if constexpr (!kFloat<T>) {
+      return cudaErrorNotSupported;
+    } else {
+      using C = Wide<T>;
+      const T* pdy = static_cast<const T*>(dy);
+      const T* px = static_cast<const T*>(x);
+      const auto* m = static_cast<const C*>(mean);
+      const auto* v = static_cast<const C*>(variance);
+      auto* part = static_cast<C*>(scratch);
+      auto* ds = static_cast<T*>(dscale);
+      auto* doff = static_cast<T*>(doffset);
+      ChannelSum<T>(SumOf<T>{pdy}, doff, part, rows, c, C(1), stream);
+      ChannelSum<T>(DyTimesXhat<T>{pdy, px, m, v, C(eps)}, ds, part, rows, c,
+                    C(1), stream);
+      BatchNormGradApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
+          pdy, px, static_cast<const T*>(scale), m, v, ds, doff,
+          static_cast<T*>(dx), rows * c, c, C(rows), C(eps));
+      return cudaGetLastError();
+    }
   });
 }
 

@@ -50,6 +50,27 @@ cudaError_t LaunchLayerNormGrad(ElemType type, const void* dy, const void* x,
                                 void* doffset, int64_t rows, int64_t n,
                                 cudaStream_t stream);
 
+// batch_norm over x [rows, c] (its last axis the channels; rows >= 1):
+// each channel's mean and biased variance over the rows (stored in the
+// computing type, f32 for f16 and bf16), and y = (x - mean) / sqrt(variance
+// + eps) * scale + offset. The sums run over chunks of rows, each chunk's
+// partial into `scratch` (BatchNormScratch(rows, c) elements of the
+// computing type), then per channel in chunk order.
+int64_t BatchNormScratch(int64_t rows, int64_t c);
+cudaError_t LaunchBatchNorm(ElemType type, const void* x, const void* scale,
+                            const void* offset, void* y, void* mean,
+                            void* variance, void* scratch, int64_t rows,
+                            int64_t c, double eps, cudaStream_t stream);
+
+// batch_norm_grad: doffset = the sum of dy over the rows, dscale that of dy
+// * xhat (xhat = (x - mean) * rstd, rstd = 1 / sqrt(variance + eps)), and
+// dx = scale * rstd * (dy - doffset / rows - xhat * dscale / rows).
+cudaError_t LaunchBatchNormGrad(ElemType type, const void* dy, const void* x,
+                                const void* scale, const void* mean,
+                                const void* variance, void* dx, void* dscale,
+                                void* doffset, void* scratch, int64_t rows,
+                                int64_t c, double eps, cudaStream_t stream);
+
 // cumsum along the middle of [outer, len, inner] (kernels/cpu/scan_kernels.cc):
 // a thread per line, summing in the computing type (integers wrap).
 cudaError_t LaunchCumsum(ElemType type, const void* x, void* y, int64_t outer,

@@ -194,6 +194,82 @@ class LayerNormGradKernel : public OpKernel {
   }
 };
 
+// A scratch buffer of `n` elements of the statistics' dtype for x's.
+Tensor StatsScratch(OpKernelContext* ctx, DType x, int64_t n) {
+  return Tensor(LayerNormStatsDType(x), Shape{n}, ctx->device()->allocator());
+}
+
+// batch_norm(x, scale, offset) (kernels/cpu/nn_kernels.cc).
+class BatchNormKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& scale = ctx->input(1);
+    RN_RETURN_IF_ERROR(
+        CheckLayerNorm(x.shape(), scale.shape(), ctx->input(2).shape()));
+    RN_RETURN_IF_ERROR(CheckBatchRows(ctx->node().op(), x));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * mean, ctx->allocate_output(1, scale.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * var, ctx->allocate_output(2, scale.shape()));
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / c;
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    Tensor scratch =
+        StatsScratch(ctx, x.dtype(), cuda::BatchNormScratch(rows, c));
+    RN_CUDA(cuda::LaunchBatchNorm(
+        l.type, x.raw_data(), scale.raw_data(), ctx->input(2).raw_data(),
+        y->raw_data(), mean->raw_data(), var->raw_data(), scratch.raw_data(),
+        rows, c, eps_, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
+};
+
+// batch_norm_grad(dy, x, scale, mean, variance) -> dx, dscale, doffset.
+class BatchNormGradKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    const Tensor& scale = ctx->input(2);
+    RN_RETURN_IF_ERROR(CheckBatchNormGrad(ctx->node().op(), dy, x, scale,
+                                          ctx->input(3), ctx->input(4)));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dscale,
+                        ctx->allocate_output(1, scale.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * doffset,
+                        ctx->allocate_output(2, scale.shape()));
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return absl::OkStatus();
+    const int64_t rows = x.num_elements() / c;
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
+    Tensor scratch =
+        StatsScratch(ctx, x.dtype(), cuda::BatchNormScratch(rows, c));
+    RN_CUDA(cuda::LaunchBatchNormGrad(
+        l.type, dy.raw_data(), x.raw_data(), scale.raw_data(),
+        ctx->input(3).raw_data(), ctx->input(4).raw_data(), dx->raw_data(),
+        dscale->raw_data(), doffset->raw_data(), scratch.raw_data(), rows, c,
+        eps_, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  double eps_ = 1e-5;
+};
+
 class SoftmaxCrossEntropyKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -315,6 +391,8 @@ RUNNEL_STATIC_INIT(GpuNnKernels) {
   Register<SoftmaxGradKernel>("softmax_grad", kFloats);
   Register<LayerNormKernel>("layer_norm", kFloats);
   Register<LayerNormGradKernel>("layer_norm_grad", kFloats);
+  Register<BatchNormKernel>("batch_norm", kFloats);
+  Register<BatchNormGradKernel>("batch_norm_grad", kFloats);
   Register<CumsumKernel>("cumsum", kNumbers);
   Register<SoftmaxKernel<true>>("log_softmax", kFloats);
   Register<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", kFloats);

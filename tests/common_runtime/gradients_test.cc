@@ -197,6 +197,24 @@ TEST(GradientCheck, LayerNorm) {
   }
 }
 
+// batch_norm's y, over every axis but the last, x, scale and offset all
+// differentiated.
+TEST(GradientCheck, BatchNorm) {
+  for (const Shape& x : {Shape{5, 3}, Shape{2, 3, 2}}) {
+    SCOPED_TRACE(x.ToString());
+    const int64_t n = x.dim(x.rank() - 1);
+    CheckGradientOf(
+        [](Graph& g, const std::vector<NodeOut>& in) -> std::vector<NodeOut> {
+          Node* bn = *g.AddNode({.name = "bn",
+                                 .op = "batch_norm",
+                                 .inputs = {in[0], in[1], in[2]},
+                                 .attrs = {{"eps", 1e-3}}});
+          return {{bn, 0}};
+        },
+        {Diff(x, -2, 2), Diff({n}, 0.5, 1.5), Diff({n})});
+  }
+}
+
 TEST(GradientCheck, Conv2D) {
   for (const char* padding : {"same", "valid"}) {
     for (int64_t stride : {1, 2}) {

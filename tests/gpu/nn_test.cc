@@ -354,6 +354,22 @@ TEST(GpuNnTest, LayerNorm) {
   }
 }
 
+// batch_norm and its gradient (batch_norm_grad on the GPU too): few rows
+// and many (several chunks of the per-channel sums), one channel and many.
+TEST(GpuNnTest, BatchNorm) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s :
+         {Shape{5, 3}, Shape{4, 6, 6, 16}, Shape{700, 1}, Shape{2, 300}}) {
+      const Shape c{s.dim(s.rank() - 1)};
+      Compare("batch_norm",
+              {Random(d, s, 61, -3, 3), Random(d, c, 62, 0.5, 1.5),
+               Random(d, c, 63)},
+              {{"eps", 1e-3}}, Differentiable(d), true, {"batch_norm_grad"});
+    }
+  }
+}
+
 TEST(GpuNnTest, SoftmaxCrossEntropy) {
   SKIP_WITHOUT_GPU();
   for (DType d : kFloats) {

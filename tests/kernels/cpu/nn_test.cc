@@ -112,6 +112,21 @@ TEST(NnTest, MaskedSoftmax) {
       Run1("masked_softmax", {F32({nan, 2, inf, 2}, {4}),
                               testing::Bool({false, true, false, true}, {4})}),
       DType::kF32, {4}, {0, 0.5, 0, 0.5}, 1e-7);
+  // The same for a mask that keeps a prefix (causal, padding), which runs
+  // apart; rows over it: a prefix of 2, of 0, and of all 3.
+  ExpectTensor(
+      Run1("masked_softmax", {F32({1, 2, nan, inf}, {4}),
+                              testing::Bool({true, true, false, false}, {4})}),
+      DType::kF32, {4}, {0.2689414214, 0.7310585786, 0, 0}, 1e-7);
+  ExpectTensor(
+      Run1("masked_softmax", {F32({0, 1, 2, 0, 1, 2, 0, 1, 2}, {3, 3}),
+                              testing::Bool({true, true, false, false, false,
+                                             false, true, true, true},
+                                            {3, 3})}),
+      DType::kF32, {3, 3},
+      {0.2689414214, 0.7310585786, 0, 0, 0, 0, 0.0900305732, 0.2447284711,
+       0.6652409558},
+      1e-7);
   // A mask of the whole shape; f64.
   ExpectTensor(Run1("masked_softmax",
                     {F64({0, 1, 2, 3}, {2, 2}),
@@ -268,6 +283,82 @@ TEST(NnTest, LayerNormErrors) {
                 .message(),
             "layer_norm_grad: the mean [2] must be x's shape [1,2] without "
             "its last dimension");
+}
+
+// batch_norm over the rows of x (the channels last): channel 0 holds 1, 2,
+// 3, 4 (mean 2.5, biased variance 1.25), channel 1 10, 12, 10, 12 (mean
+// 11, variance 1); eps 0.
+TEST(NnTest, BatchNorm) {
+  std::vector<Tensor> out =
+      RunAll("batch_norm",
+             {F64({1, 10, 2, 12, 3, 10, 4, 12}, {2, 2, 2}), F64({2, 1}, {2}),
+              F64({0.5, -1}, {2})},
+             {{"eps", 0.0}});
+  ASSERT_EQ(out.size(), 3u);
+  ExpectTensor(out[1], DType::kF64, {2}, {2.5, 11}, 1e-12);
+  ExpectTensor(out[2], DType::kF64, {2}, {1.25, 1}, 1e-12);
+  const double r = 1 / std::sqrt(1.25);
+  ExpectTensor(out[0], DType::kF64, {2, 2, 2},
+               {-1.5 * r * 2 + 0.5, -2, -0.5 * r * 2 + 0.5, 0,
+                0.5 * r * 2 + 0.5, -2, 1.5 * r * 2 + 0.5, 0},
+               1e-12);
+  // A constant channel (variance 0) is its offset with eps 1e-5.
+  out = RunAll("batch_norm", {F32({1, 10, 2, 10, 3, 10, 4, 10}, {4, 2}),
+                              F32({2, 1}, {2}), F32({0.5, -1}, {2})});
+  ASSERT_EQ(out.size(), 3u);
+  const double r5 = 1 / std::sqrt(1.25 + 1e-5);
+  ExpectTensor(out[0], DType::kF32, {4, 2},
+               {-1.5 * r5 * 2 + 0.5, -1, -0.5 * r5 * 2 + 0.5, -1,
+                0.5 * r5 * 2 + 0.5, -1, 1.5 * r5 * 2 + 0.5, -1},
+               1e-6);
+  EXPECT_EQ(RunError("batch_norm",
+                     {F32({}, {0, 2}), F32({1, 1}, {2}), F32({0, 0}, {2})})
+                .message(),
+            "batch_norm: needs at least one row per channel, got x [0,2]");
+}
+
+// batch_norm_grad against the formulas, and its parameter sums over more
+// rows than one block: the same bits with 1 thread and with 2.
+TEST(NnTest, BatchNormGrad) {
+  const int64_t rows = 300, c = 3;
+  std::vector<float> xs = NnPattern(rows * c, 6), dys = NnPattern(rows * c, 7);
+  Tensor x = F32(xs, {rows, c}), dy = F32(dys, {rows, c});
+  Tensor scale = F32({0.5, 1, 2}, {3});
+  std::vector<Tensor> fwd = RunAll("batch_norm", {x, scale, scale});
+  ASSERT_EQ(fwd.size(), 3u);
+  std::vector<Tensor> out =
+      RunAll("batch_norm_grad", {dy, x, scale, fwd[1], fwd[2]});
+  ASSERT_EQ(out.size(), 3u);
+  std::vector<double> ds(c, 0), doff(c, 0), dx(rows * c);
+  std::vector<double> rstd(c);
+  for (int64_t k = 0; k < c; ++k) {
+    rstd[k] = 1 / std::sqrt(double{fwd[2].at<float>(k)} + 1e-5);
+  }
+  auto xhat = [&](int64_t i) {
+    return (xs[i] - double{fwd[1].at<float>(i % c)}) * rstd[i % c];
+  };
+  for (int64_t i = 0; i < rows * c; ++i) {
+    ds[i % c] += dys[i] * xhat(i);
+    doff[i % c] += dys[i];
+  }
+  for (int64_t i = 0; i < rows * c; ++i) {
+    const int64_t k = i % c;
+    dx[i] = scale.at<float>(k) * rstd[k] *
+            (dys[i] - doff[k] / rows - xhat(i) * ds[k] / rows);
+  }
+  ExpectTensor(out[0], DType::kF32, {rows, c}, dx, 1e-4);
+  ExpectTensor(out[1], DType::kF32, {c}, ds, 1e-4);
+  ExpectTensor(out[2], DType::kF32, {c}, doff, 1e-4);
+  EagerContext one(EagerOptions{.num_threads = 1});
+  absl::StatusOr<std::vector<Tensor>> single =
+      one.Execute("batch_norm_grad", {dy, x, scale, fwd[1], fwd[2]});
+  ASSERT_TRUE(single.ok()) << single.status();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(
+        std::memcmp(out[i].raw_data(), (*single)[i].raw_data(), out[i].bytes()),
+        0)
+        << "output " << i;
+  }
 }
 
 // gelu(x) = x * Phi(x): Phi(1) = 0.8413447460685429, Phi(-2) =
