@@ -10,7 +10,8 @@ bias, He-normal weights; global average pooling and a dense layer to the
 10 classes. Batch norm in training mode (the batch's statistics, the moving
 ones updated with Keras' momentum 0.9, PyTorch's 0.1), eps 1e-5. AdamW
 (weight decay 0.05) with a linear warm-up over the first twentieth of the
-steps and a cosine decay, batch 128, shuffled batches.
+steps and a cosine decay, batch 128, shuffled batches, each image flipped
+left to right with probability 1/2 in the step.
 
     bench/resnet_twin.py BUILD_DIR [--threads 2] [--rounds 3]
 
@@ -134,7 +135,8 @@ def torch_main(argv):
         for g in opt.param_groups:
             g["lr"] = learning_rate(i, steps)
         opt.zero_grad()
-        loss_fn(forward(x), y).backward()
+        flip = torch.rand(x.shape[0], 1, 1, 1) < 0.5
+        loss_fn(forward(torch.where(flip, x.flip(3), x)), y).backward()
         opt.step()
         stamps.append(time.perf_counter())
     print(f"RESULT resnet {peer.step_time(stamps, TIMED_FROM):.9f}")
@@ -164,7 +166,15 @@ def tf_main(argv):
     model = tf.keras.Model(inputs, logits)
     opt = tf.keras.optimizers.AdamW(learning_rate=PEAK, weight_decay=DECAY)
     loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    step = peer.tf_train_step(tf, model, opt, loss, xla="--xla" in argv)
+    train = peer.tf_train_step(tf, model, opt, loss, xla="--xla" in argv)
+
+    @tf.function(jit_compile="--xla" in argv)
+    def flipped(x):
+        flip = tf.random.uniform([tf.shape(x)[0], 1, 1, 1]) < 0.5
+        return tf.where(flip, x[:, :, ::-1, :], x)
+
+    def step(x, y):
+        return train(flipped(x), y)
     stamps = []
     for i, (x, y) in enumerate(batches(steps)):
         opt.learning_rate.assign(learning_rate(i, steps))
