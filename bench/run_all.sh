@@ -61,7 +61,7 @@ for bench in "$script_dir"/*_bench.sh "$script_dir"/*_bench.py; do
 done
 # The twins and the transfer benchmark, for their step times only.
 for extra in "charlm_twin.py --no-train" "fortune_twin.py --no-train" \
-    "transformer_twin.py --no-train" \
+    "transformer_twin.py --no-train" "resnet_twin.py" \
     "cluster_transfer.py"; do
   read -r script flags <<<"$extra"
   echo "== $script"
