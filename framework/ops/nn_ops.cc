@@ -314,15 +314,49 @@ RUNNEL_REGISTER_OP(OpDefBuilder("bias_add")
 
 // ---- layer normalisation ----------------------------------------------------
 
-Specs LayerNormShape(const ShapeContext& c) {
+// What layer_norm and batch_norm check of their inputs: x floating, scale
+// and offset of its dtype and as long as its last dimension.
+absl::Status CheckNormInputs(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(RequireFloating(c, 0));
   RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
   RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
-  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(0), c.shape(1), c.shape(2)));
+  return CheckLayerNorm(c.shape(0), c.shape(1), c.shape(2));
+}
+
+// y of x's shape, and two statistics of `stats` shape.
+Specs NormOutputs(const ShapeContext& c, const Shape& stats) {
+  const DType d = LayerNormStatsDType(c.dtype(0));
+  return std::vector<TensorSpec>{
+      {c.dtype(0), c.shape(0)}, {d, stats}, {d, stats}};
+}
+
+// What their gradients check of the dtypes: dy, x and scale of one floating
+// dtype, the statistics (inputs 3 and 4) of the forward op's.
+absl::Status CheckNormGradDTypes(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
   const DType stats = LayerNormStatsDType(c.dtype(0));
-  return std::vector<TensorSpec>{{c.dtype(0), c.shape(0)},
-                                 {stats, LayerNormStatsShape(c.shape(0))},
-                                 {stats, LayerNormStatsShape(c.shape(0))}};
+  for (int i : {3, 4}) {
+    if (c.dtype(i) != stats) {
+      return absl::InvalidArgumentError(StrCat("the statistics must be ",
+                                               DTypeName(stats), ", got ",
+                                               c.input(i).ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// dx of x's shape, dscale and doffset of scale's.
+Specs NormGradOutputs(const ShapeContext& c) {
+  return std::vector<TensorSpec>{{c.dtype(0), c.shape(1)},
+                                 {c.dtype(0), c.shape(2)},
+                                 {c.dtype(0), c.shape(2)}};
+}
+
+Specs LayerNormShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckNormInputs(c));
+  return NormOutputs(c, LayerNormStatsShape(c.shape(0)));
 }
 
 RUNNEL_REGISTER_OP(
@@ -338,22 +372,10 @@ RUNNEL_REGISTER_OP(
              "`rstd` (f32 for 16-bit x) are each row's, for the gradient."));
 
 Specs LayerNormGradShape(const ShapeContext& c) {
-  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
-  const DType stats = LayerNormStatsDType(c.dtype(0));
-  for (int i : {3, 4}) {
-    if (c.dtype(i) != stats) {
-      return absl::InvalidArgumentError(StrCat("the statistics must be ",
-                                               DTypeName(stats), ", got ",
-                                               c.input(i).ToString()));
-    }
-  }
+  RN_RETURN_IF_ERROR(CheckNormGradDTypes(c));
   RN_RETURN_IF_ERROR(CheckLayerNormGrad(c.shape(0), c.shape(1), c.shape(2),
                                         c.shape(3), c.shape(4)));
-  return std::vector<TensorSpec>{{c.dtype(0), c.shape(1)},
-                                 {c.dtype(0), c.shape(2)},
-                                 {c.dtype(0), c.shape(2)}};
+  return NormGradOutputs(c);
 }
 
 RUNNEL_REGISTER_OP(
@@ -370,16 +392,10 @@ RUNNEL_REGISTER_OP(
 // ---- batch normalisation (training) -----------------------------------------
 
 Specs BatchNormShape(const ShapeContext& c) {
-  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
-  RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(0), c.shape(1), c.shape(2)));
-  const DType stats = LayerNormStatsDType(c.dtype(0));
-  const Shape channels = c.shape(0).unknown_rank()
-                             ? Shape::UnknownRank()
-                             : Shape({c.shape(0).dim(c.shape(0).rank() - 1)});
-  return std::vector<TensorSpec>{
-      {c.dtype(0), c.shape(0)}, {stats, channels}, {stats, channels}};
+  RN_RETURN_IF_ERROR(CheckNormInputs(c));
+  const Shape& x = c.shape(0);
+  return NormOutputs(c, x.unknown_rank() ? Shape::UnknownRank()
+                                         : Shape({x.dim(x.rank() - 1)}));
 }
 
 RUNNEL_REGISTER_OP(
@@ -396,20 +412,10 @@ RUNNEL_REGISTER_OP(
              "channels', for the moving statistics and the gradient."));
 
 Specs BatchNormGradShape(const ShapeContext& c) {
-  RN_RETURN_IF_ERROR(RequireFloating(c, 0));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
-  RN_RETURN_IF_ERROR(SameDTypes(c, 3, 4));
+  RN_RETURN_IF_ERROR(CheckNormGradDTypes(c));
   RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(1), c.shape(2), c.shape(3)));
   RN_RETURN_IF_ERROR(CheckLayerNorm(c.shape(1), c.shape(2), c.shape(4)));
-  if (c.dtype(3) != LayerNormStatsDType(c.dtype(0))) {
-    return absl::InvalidArgumentError(StrCat(
-        "the statistics must be ", DTypeName(LayerNormStatsDType(c.dtype(0))),
-        ", got ", c.input(3).ToString()));
-  }
-  return std::vector<TensorSpec>{{c.dtype(0), c.shape(1)},
-                                 {c.dtype(0), c.shape(2)},
-                                 {c.dtype(0), c.shape(2)}};
+  return NormGradOutputs(c);
 }
 
 RUNNEL_REGISTER_OP(
