@@ -13,8 +13,9 @@ BENCH_BINS := $(basename $(notdir $(wildcard bench/*_bench.cc)))
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 600
 FUZZ_TARGET  ?= both
+CHAOS_ROUNDS ?= 5
 
-.PHONY: setup configure build run test format check-format bench conformance fuzz tsan asan clean
+.PHONY: setup configure build run test format check-format bench conformance chaos fuzz tsan asan clean
 
 setup:
 	@bash scripts/setup.sh
@@ -54,6 +55,15 @@ conformance:
 	@$(MAKE) --no-print-directory build TARGETS=runnel
 	@"$$(bash scripts/venv.sh onnx)" scripts/onnx_conformance.py \
 	  --runnel $(BUILD)/runnel --jobs $(JOBS) --suite all --markdown docs/onnx.md
+
+# Replicated parameter servers under faults (tests/cluster/replica_test.py):
+# CHAOS_ROUNDS rounds of kill -9 and SIGSTOP of primaries and backups during
+# training, then the table: fault, times injected, runs finished, steps
+# lost, worst recovery. (`make test` runs one round.)
+chaos:
+	@$(MAKE) --no-print-directory build TARGETS=runnel
+	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel \
+	  --rounds $(CHAOS_ROUNDS)
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
 # growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to

@@ -168,13 +168,19 @@ std::vector<Task> Tasks(const ClusterLaunch& launch,
                         const std::string& spec_file) {
   std::vector<Task> tasks;
   for (int i = 0; i < launch.ps; ++i) {
-    Task t{StrCat("ps:", i),
-           false,
-           {launch.runnel, "server", "--cluster", spec_file, "--job", "ps",
-            "--task", std::to_string(i)}};
-    t.argv.insert(t.argv.end(), launch.task_args.begin(),
-                  launch.task_args.end());
-    tasks.push_back(std::move(t));
+    for (int r = 0; r < launch.ps_replicas; ++r) {
+      Task t{
+          launch.ps_replicas > 1 ? StrCat("ps:", i, ".", r) : StrCat("ps:", i),
+          false,
+          {launch.runnel, "server", "--cluster", spec_file, "--job", "ps",
+           "--task", std::to_string(i)}};
+      if (launch.ps_replicas > 1) {
+        t.argv.insert(t.argv.end(), {"--replica", std::to_string(r)});
+      }
+      t.argv.insert(t.argv.end(), launch.task_args.begin(),
+                    launch.task_args.end());
+      tasks.push_back(std::move(t));
+    }
   }
   for (int i = 0; i < launch.workers; ++i) {
     Task t{StrCat("worker:", i),
@@ -220,7 +226,9 @@ int Supervise(const ClusterLaunch& launch, std::vector<Task>& tasks,
     }
     if (t == nullptr) continue;
     t->running = false;
-    if (WIFSIGNALED(status) && launch.restart) {
+    // A replica rejoins its task as a backup.
+    const bool replica = !t->worker && launch.ps_replicas > 1;
+    if (WIFSIGNALED(status) && !g_stop.load() && (launch.restart || replica)) {
       Say(StrCat(t->name, " ", Describe(status), "; restarting it"));
       if (Spawn(launch.runnel, *t, readers)) continue;
       Say(StrCat("cannot restart ", t->name, ": ", std::strerror(errno)));
@@ -243,14 +251,14 @@ int Supervise(const ClusterLaunch& launch, std::vector<Task>& tasks,
 }  // namespace
 
 int LaunchCluster(const ClusterLaunch& launch) {
-  const int n = launch.ps + launch.workers;
+  const int n = launch.ps * launch.ps_replicas + launch.workers;
   std::vector<int> ports = FreeLoopbackPorts(n);
   if (static_cast<int>(ports.size()) != n) {
     Say("cannot find free loopback ports");
     return 1;
   }
-  const ClusterSpec spec =
-      ClusterSpec::Loopback(launch.ps, launch.workers, ports);
+  const ClusterSpec spec = ClusterSpec::Loopback(launch.ps, launch.workers,
+                                                 ports, launch.ps_replicas);
   const std::optional<std::string> spec_file = WriteSpec(spec);
   if (!spec_file) return 1;
   Say(StrCat("spec ", spec.ToJson()));

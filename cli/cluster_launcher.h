@@ -1,9 +1,11 @@
-// `runnel cluster FILE --ps P --workers W [--restart] [run options]`
-// (docs/cluster.md): the whole cluster on this machine. It writes a spec of
-// loopback ports, starts P `runnel server` tasks and W `runnel run FILE`
+// `runnel cluster FILE --ps P --workers W [--ps-replicas R] [--restart]
+// [run options]` (docs/cluster.md): the whole cluster on this machine. It
+// writes a spec of loopback ports, starts P `runnel server` tasks (R
+// replicas of each: "ps:0.1" is task 0's second) and W `runnel run FILE`
 // workers, prefixes each task's output lines ("[worker:1] "), restarts a
-// task that a signal killed when `--restart` is given, stops everything on
-// Ctrl-C, and exits with the first failing worker's status (0 when every
+// task that a signal killed when `--restart` is given (a replica of a
+// replicated ps always, so that it rejoins as a backup), stops everything
+// on Ctrl-C, and exits with the first failing worker's status (0 when every
 // worker succeeded).
 #ifndef RUNNEL_CLI_CLUSTER_LAUNCHER_H_
 #define RUNNEL_CLI_CLUSTER_LAUNCHER_H_
@@ -18,6 +20,7 @@ struct ClusterLaunch {
   std::string file;
   int ps = 1;
   int workers = 1;
+  int ps_replicas = 1;
   bool restart = false;
   // Options every worker gets (--arg, --seed, --checkpoint-dir, ...).
   std::vector<std::string> worker_args;

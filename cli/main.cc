@@ -94,14 +94,17 @@ constexpr char kUsage[] =
     "       runnel lsp [--log-timing] [--check-timeout S]\n"
     "                                       the language server, over stdio "
     "(docs/editors.md)\n"
-    "       runnel server --cluster C.json --job J --task N [--verbose]\n"
-    "                                       serve a task of a cluster "
-    "(docs/cluster.md)\n"
-    "       runnel cluster FILE --ps P --workers W [--restart] [options]\n"
+    "       runnel server --cluster C.json --job J --task N [--replica R]\n"
+    "                     [--verbose]       serve a task (or one replica of "
+    "it)\n"
+    "                                       of a cluster (docs/cluster.md)\n"
+    "       runnel cluster FILE --ps P --workers W [--ps-replicas R]\n"
+    "                     [--restart] [options]\n"
     "                                       run FILE on a cluster of P "
     "parameter\n"
-    "                                       servers and W workers on this "
-    "machine\n"
+    "                                       servers (R replicas each) and W "
+    "workers\n"
+    "                                       on this machine\n"
     "       runnel --help | --version\n"
     "\n"
     "options:\n"
@@ -350,10 +353,12 @@ int Lsp(const std::vector<std::string>& args) {
   return status;
 }
 
-// `runnel server --cluster C.json --job J --task N [--threads N]
-// [--token-file F] [--verbose]`: serves until SIGINT or SIGTERM.
+// `runnel server --cluster C.json --job J --task N [--replica R]
+// [--threads N] [--token-file F] [--verbose]`: serves until SIGINT or
+// SIGTERM.
 int Server(const std::vector<std::string>& args) {
-  std::string cluster_file, job, task_text, threads_text, token_file;
+  std::string cluster_file, job, task_text, threads_text, token_file,
+      replica_text = "0";
   bool verbose = false;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string v;
@@ -364,13 +369,17 @@ int Server(const std::vector<std::string>& args) {
     if (TakeValue(args, &i, "--cluster", &cluster_file) ||
         TakeValue(args, &i, "--job", &job) ||
         TakeValue(args, &i, "--task", &task_text) ||
+        TakeValue(args, &i, "--replica", &replica_text) ||
         TakeValue(args, &i, "--threads", &threads_text) ||
         TakeValue(args, &i, "--token-file", &token_file)) {
       continue;
     }
     return Usage(StrCat("unknown option '", args[i], "' for 'server'"));
   }
-  long long task = 0, threads = 0;
+  long long task = 0, threads = 0, replica = 0;
+  if (!ParseInt(replica_text, 0, 64, &replica)) {
+    return Usage("--replica needs a replica index (0 to 64)");
+  }
   if (cluster_file.empty() || job.empty() ||
       !ParseInt(task_text, 0, 1 << 20, &task)) {
     return Usage("'server' needs --cluster FILE --job NAME --task N");
@@ -384,7 +393,8 @@ int Server(const std::vector<std::string>& args) {
   std::unique_ptr<TaskServer> server;
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<TaskServer>> started = TaskServer::Start(
-        spec, job, static_cast<int>(task), static_cast<int>(threads), grpc);
+        spec, job, static_cast<int>(task), static_cast<int>(threads), grpc,
+        static_cast<int>(replica));
     status = started.status();
     if (started.ok()) server = std::move(*started);
   }
@@ -399,8 +409,14 @@ int Server(const std::vector<std::string>& args) {
       std::fflush(stderr);
     });
   }
-  std::printf("%s serving at %s\n", server->task().c_str(),
-              spec.Address(job, static_cast<int>(task))->c_str());
+  const std::string address =
+      (*spec.Replicas(server->task()))[static_cast<size_t>(replica)];
+  if (spec.is_replicated(server->task())) {
+    std::printf("%s (replica %lld) serving at %s\n", server->task().c_str(),
+                replica, address.c_str());
+  } else {
+    std::printf("%s serving at %s\n", server->task().c_str(), address.c_str());
+  }
   std::fflush(stdout);
   std::signal(SIGINT, OnServerSignal);
   std::signal(SIGTERM, OnServerSignal);
@@ -416,14 +432,16 @@ int Server(const std::vector<std::string>& args) {
   std::_Exit(interp::kExitOk);
 }
 
-// `runnel cluster FILE --ps P --workers W [--restart] [run options]`.
+// `runnel cluster FILE --ps P --workers W [--ps-replicas R] [--restart]
+// [run options]`.
 int Cluster(const std::vector<std::string>& args, const char* argv0) {
   ClusterLaunch launch;
   launch.runnel = SelfPath(argv0);
-  std::string ps_text = "1", workers_text, threads;
+  std::string ps_text = "1", workers_text, threads, replicas_text = "1";
   for (size_t i = 1; i < args.size(); ++i) {
     if (TakeValue(args, &i, "--ps", &ps_text) ||
-        TakeValue(args, &i, "--workers", &workers_text)) {
+        TakeValue(args, &i, "--workers", &workers_text) ||
+        TakeValue(args, &i, "--ps-replicas", &replicas_text)) {
       continue;
     }
     if (TakeValue(args, &i, "--threads", &threads)) {
@@ -454,8 +472,16 @@ int Cluster(const std::vector<std::string>& args, const char* argv0) {
       !ParseInt(workers_text, 1, 64, &workers)) {
     return Usage("'cluster' needs --workers W (1 to 64) and --ps P (0 to 64)");
   }
+  long long replicas = 1;
+  if (!ParseInt(replicas_text, 1, 8, &replicas)) {
+    return Usage("--ps-replicas needs a number of replicas (1 to 8)");
+  }
+  if (replicas > 1 && ps == 0) {
+    return Usage("--ps-replicas replicates the ps tasks, and there are none");
+  }
   launch.ps = static_cast<int>(ps);
   launch.workers = static_cast<int>(workers);
+  launch.ps_replicas = static_cast<int>(replicas);
   return LaunchCluster(launch);
 }
 

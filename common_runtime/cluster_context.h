@@ -41,6 +41,10 @@ class ClusterContext {
 
   // A step id no other master uses.
   virtual int64_t NewStepId() = 0;
+  // A new update: the number that tags the writes of one run, kept when
+  // the run is retried, so that a replicated task writes each once
+  // (framework/variable.h: WriteKey).
+  virtual int64_t NewUpdate() { return 0; }
   // This task's rendezvous for `step`: receives from other tasks fetch
   // their tensors there.
   virtual std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) = 0;
@@ -48,10 +52,11 @@ class ClusterContext {
   virtual absl::StatusOr<std::string> RegisterPartition(const std::string& task,
                                                         const Graph& graph) = 0;
   // Runs a registered partition as part of `step`, of a run that reads for
-  // `snapshot` (ReadConsistently's id; 0: none); `done` hears how it ended
-  // (an unreachable task is Unavailable, naming it).
+  // `snapshot` (ReadConsistently's id; 0: none) and writes as `update`
+  // (NewUpdate); `done` hears how it ended (an unreachable task is
+  // Unavailable, naming it).
   virtual void RunPartition(const std::string& task, const std::string& handle,
-                            int64_t step, int64_t snapshot,
+                            int64_t step, int64_t snapshot, int64_t update,
                             std::function<void(absl::Status)> done) = 0;
   // Aborts the step on `tasks` (and here) with `status`.
   virtual void AbortStep(int64_t step, const std::vector<std::string>& tasks,
@@ -72,9 +77,12 @@ class ClusterContext {
   virtual void Inform(const std::string& message) = 0;
 
   // How long a run that failed because a task was unreachable is retried
-  // (`runnel cluster --restart`: the task comes back); 0: not retried.
+  // (`runnel cluster --restart`: the task comes back; a replicated task's
+  // backup takes over); 0: not retried.
   virtual double retry_seconds() const { return 0; }
-  // Waits until every other task answers, for at most `seconds`.
+  // Waits until every other task this process ran partitions on answers
+  // (a replicated task: its primary, promoting a backup where the primary
+  // is gone), for at most `seconds`.
   virtual absl::Status WaitForTasks(double seconds) = 0;
 
   // Runs `read` (the chief's read of every variable, for a checkpoint) as

@@ -65,6 +65,9 @@ class Executor {
     // partition waiting on a remote receive would otherwise wait for a
     // task that waits for it (a worker's Ctrl-C during a dequeue on a ps).
     std::function<void(const absl::Status&)> on_abort = {};
+    // The update this run's variable writes belong to, on a replicated
+    // parameter server (OpKernelContext::write_key); none elsewhere.
+    const UpdateTag* update = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(

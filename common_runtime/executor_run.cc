@@ -280,6 +280,7 @@ class ExecutorState {
         *item.node, ex_.device_, std::move(inputs), args_.global_seed,
         args_.call_frame, &step_);
     call->ctx->set_frame_iter(tn.frame->id, tn.iter);
+    call->ctx->set_update(args_.update);
     call->ctx->set_cancellation(&cancellation_);
     const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
     static_cast<AsyncOpKernel*>(item.kernel.get())
@@ -365,6 +366,7 @@ class ExecutorState {
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
                         args_.global_seed, args_.call_frame, &step_);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
+    ctx.set_update(args_.update);
     ctx.set_cancellation(&cancellation_);
     ctx.set_output_in_host(&item.output_in_host);
     ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs

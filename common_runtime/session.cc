@@ -6,8 +6,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "base/errors.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
@@ -375,11 +377,25 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
   }
   // Under `runnel cluster --restart` a task that died comes back: wait for
   // it, plan again (it lost its graphs, and perhaps its state, which the
-  // chief restores from the newest checkpoint) and run the step again.
+  // chief restores from the newest checkpoint) and run the step again. A
+  // replicated task's backup takes over instead; the run's writes that its
+  // first attempt made there are not made again (RunOptions::update).
   const auto start = std::chrono::steady_clock::now();
-  for (;;) {
+  RunOptions attempt = run;
+  attempt.update = cluster->NewUpdate();
+  std::optional<std::chrono::steady_clock::time_point> failed;
+  for (int retries = 0;; ++retries) {
     absl::StatusOr<std::vector<Tensor>> r =
-        RunOnce(feeds, fetches, targets, run);
+        RunOnce(feeds, fetches, targets, attempt);
+    if (r.ok() && failed.has_value()) {
+      cluster->Inform(
+          StrCat("the run went through ",
+                 absl::StrFormat("%.2f",
+                                 std::chrono::duration<double>(
+                                     std::chrono::steady_clock::now() - *failed)
+                                     .count()),
+                 " s after it first failed (", retries + 1, " attempts)"));
+    }
     if (r.ok() || r.status().code() != absl::StatusCode::kUnavailable ||
         (run.cancelled != nullptr && run.cancelled->load())) {
       return r;
@@ -389,8 +405,16 @@ absl::StatusOr<std::vector<Tensor>> Session::Run(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (left <= 0) return r;
-    cluster->Inform(
-        StrCat(r.status().message(), "; retrying the run once it is back"));
+    if (!failed.has_value()) {
+      failed = std::chrono::steady_clock::now();
+      cluster->Inform(
+          StrCat(r.status().message(), "; retrying the run once it is back"));
+    } else {
+      // A task that answers but cannot serve yet (a primary waiting for
+      // its backup's restart): not in a tight loop.
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::min(50 * retries, 500)));
+    }
     // (Failing until the time is up; the next attempt says how.)
     cluster->WaitForTasks(left).IgnoreError();
     std::lock_guard<std::mutex> lock(mu_);

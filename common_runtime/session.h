@@ -78,6 +78,10 @@ struct RunOptions {
   // In a cluster: the consistent snapshot this run reads for
   // (ClusterContext::ReadConsistently gives its id); 0: none.
   int64_t snapshot = 0;
+  // In a cluster: the update the run's writes belong to
+  // (ClusterContext::NewUpdate). Session::Run sets it, once for the run
+  // and its retries.
+  int64_t update = 0;
 };
 
 class Session {

@@ -137,7 +137,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     if (!remote.aborted.exchange(true)) cluster.AbortStep(step, tasks, s);
   };
   for (const Plan::RemotePart& r : plan.remote) {
-    cluster.RunPartition(r.task, r.handle, step, run.snapshot,
+    cluster.RunPartition(r.task, r.handle, step, run.snapshot, run.update,
                          [&](absl::Status s) {
                            if (!s.ok()) abort(s);
                            std::lock_guard<std::mutex> lock(remote.mu);

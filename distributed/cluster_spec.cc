@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "base/read_file.h"
+#include "base/status_macros.h"
 #include "base/strings.h"
 
 namespace runnel {
@@ -66,16 +67,34 @@ absl::StatusOr<ClusterSpec> ClusterSpec::Parse(std::string_view text,
       return absl::InvalidArgumentError(StrCat(where, ": has no tasks"));
     }
     for (int i = 0; i < list.size(); ++i) {
-      if (list[i].kind_case() != pb::Value::kStringValue) {
-        return absl::InvalidArgumentError(
-            StrCat(where, "[", i, "]: needs a \"host:port\" string"));
+      // A task: "host:port", or a list of them (its replicas).
+      std::vector<std::pair<std::string, const pb::Value*>> replicas;
+      if (list[i].kind_case() == pb::Value::kListValue &&
+          list[i].list_value().values_size() > 0) {
+        const auto& r = list[i].list_value().values();
+        for (int k = 0; k < r.size(); ++k) {
+          replicas.emplace_back(StrCat(where, "[", i, "][", k, "]"), &r[k]);
+        }
+      } else {
+        replicas.emplace_back(StrCat(where, "[", i, "]"), &list[i]);
       }
-      const std::string& a = list[i].string_value();
-      if (std::string problem = CheckAddress(a); !problem.empty()) {
-        return absl::InvalidArgumentError(
-            StrCat(where, "[", i, "]: '", a, "' ", problem));
+      std::vector<std::string> addresses;
+      for (const auto& [at, v] : replicas) {
+        if (v->kind_case() != pb::Value::kStringValue) {
+          return absl::InvalidArgumentError(
+              StrCat(at, ": needs a \"host:port\" string"));
+        }
+        const std::string& a = v->string_value();
+        if (std::string problem = CheckAddress(a); !problem.empty()) {
+          return absl::InvalidArgumentError(
+              StrCat(at, ": '", a, "' ", problem));
+        }
+        addresses.push_back(a);
       }
-      tasks.push_back(a);
+      tasks.push_back(addresses.front());
+      if (addresses.size() > 1) {
+        spec.replicas_[TaskName(job, i)] = std::move(addresses);
+      }
     }
   }
   if (spec.jobs_.empty()) {
@@ -91,7 +110,8 @@ absl::StatusOr<ClusterSpec> ClusterSpec::Load(const std::string& path) {
 }
 
 ClusterSpec ClusterSpec::Loopback(int ps, int workers,
-                                  const std::vector<int>& ports) {
+                                  const std::vector<int>& ports,
+                                  int ps_replicas) {
   ClusterSpec spec;
   size_t next = 0;
   auto add = [&](const std::string& job, int n) {
@@ -100,8 +120,24 @@ ClusterSpec ClusterSpec::Loopback(int ps, int workers,
     }
   };
   add("ps", ps);
+  for (int r = 1; r < ps_replicas; ++r) {
+    for (int i = 0; i < ps; ++i) {
+      std::vector<std::string>& replicas = spec.replicas_[TaskName("ps", i)];
+      if (replicas.empty()) replicas.push_back(spec.jobs_["ps"][i]);
+      replicas.push_back(StrCat("127.0.0.1:", ports.at(next++)));
+    }
+  }
   add("worker", workers);
   return spec;
+}
+
+absl::StatusOr<std::vector<std::string>> ClusterSpec::Replicas(
+    const std::string& task_name) const {
+  if (auto it = replicas_.find(task_name); it != replicas_.end()) {
+    return it->second;
+  }
+  RN_ASSIGN_OR_RETURN(std::string address, AddressOf(task_name));
+  return std::vector<std::string>{address};
 }
 
 int ClusterSpec::num_tasks(const std::string& job) const {
@@ -153,12 +189,19 @@ absl::StatusOr<std::string> ClusterSpec::AddressOf(
 }
 
 bool ClusterSpec::AllLoopback() const {
-  for (const auto& [job, tasks] : jobs_) {
-    for (const std::string& a : tasks) {
+  auto loopback = [](const std::vector<std::string>& addresses) {
+    for (const std::string& a : addresses) {
       if (!IsLoopbackHost(std::string_view(a).substr(0, a.rfind(':')))) {
         return false;
       }
     }
+    return true;
+  };
+  for (const auto& [job, tasks] : jobs_) {
+    if (!loopback(tasks)) return false;
+  }
+  for (const auto& [task, addresses] : replicas_) {
+    if (!loopback(addresses)) return false;
   }
   return true;
 }
@@ -169,7 +212,17 @@ std::string ClusterSpec::ToJson() const {
     if (out.size() > 1) out += ", ";
     out += JsonString(job) + ": [";
     for (size_t i = 0; i < tasks.size(); ++i) {
-      out += (i > 0 ? ", " : "") + JsonString(tasks[i]);
+      out += i > 0 ? ", " : "";
+      auto r = replicas_.find(TaskName(job, static_cast<int>(i)));
+      if (r == replicas_.end()) {
+        out += JsonString(tasks[i]);
+        continue;
+      }
+      out += "[";
+      for (size_t k = 0; k < r->second.size(); ++k) {
+        out += (k > 0 ? ", " : "") + JsonString(r->second[k]);
+      }
+      out += "]";
     }
     out += "]";
   }

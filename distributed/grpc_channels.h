@@ -2,6 +2,9 @@
 // per task, made at first use, with the typed and generic stubs the
 // cluster (grpc_cluster.h) and the task server (grpc_server.h) call
 // through. Transport failures come back as Unavailable naming the task.
+// Calls to a replicated task (replica.h) go to its primary: found at
+// first use, and again by Resolve after a failure, which promotes a backup
+// where the primary is gone.
 #ifndef RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
 #define RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
 
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_join.h"
 #include "base/errors.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
@@ -52,29 +57,132 @@ class WorkerChannels {
   }
 
   absl::StatusOr<Stubs*> StubsOf(const std::string& task) {
+    std::string address;
+    if (spec_.is_replicated(task)) {
+      {
+        std::lock_guard<std::mutex> lock(primaries_->mu);
+        if (auto it = primaries_->address.find(task);
+            it != primaries_->address.end()) {
+          address = it->second;
+        }
+      }
+      if (address.empty()) {
+        RN_ASSIGN_OR_RETURN(address,
+                            Resolve(task, options_.connect_timeout_s, false));
+      }
+    } else {
+      RN_ASSIGN_OR_RETURN(address, spec_.AddressOf(task));
+    }
+    return StubsAt(address, spec_.is_replicated(task));
+  }
+
+  // The address of `task`'s primary (replica.h), found by asking each of
+  // its replicas. Where none is the primary, it promotes the replica that
+  // holds the newest state, or, in a new cluster (every replica answers
+  // and none holds any), the first. With `again`, it asks even when it
+  // knew the primary (a call to it failed). Waits up to `seconds` for a
+  // replica that can serve.
+  absl::StatusOr<std::string> Resolve(const std::string& task, double seconds,
+                                      bool again) {
+    RN_ASSIGN_OR_RETURN(std::vector<std::string> replicas,
+                        spec_.Replicas(task));
+    std::mutex* resolving;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      resolving = &resolving_[task];
+    }
+    std::lock_guard<std::mutex> one(*resolving);
+    if (!again) {
+      std::lock_guard<std::mutex> lock(primaries_->mu);
+      if (auto it = primaries_->address.find(task);
+          it != primaries_->address.end()) {
+        return it->second;
+      }
+    }
+    const auto end = After(std::max(seconds, 0.0));
+    std::string why;
+    for (;;) {
+      struct Answer {
+        int index;
+        proto::GetStatusResponse status;
+      };
+      std::vector<Answer> answers;
+      std::vector<std::string> silent;
+      std::vector<int> silent_index;
+      for (size_t i = 0; i < replicas.size(); ++i) {
+        RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsAt(replicas[i], true));
+        grpc::ClientContext ctx;
+        Prepare(&ctx, task, /*setup=*/false);
+        ctx.set_wait_for_ready(true);
+        ctx.set_deadline(std::min(end, After(0.2)));
+        proto::GetStatusResponse resp;
+        grpc::Status s =
+            stubs->typed->GetStatus(&ctx, proto::GetStatusRequest(), &resp);
+        if (s.ok()) {
+          answers.push_back({static_cast<int>(i), std::move(resp)});
+        } else {
+          silent.push_back(StrCat(replicas[i], ": ", Reason(s)));
+          silent_index.push_back(static_cast<int>(i));
+        }
+      }
+      // The primary of the highest epoch; else the replica with the
+      // newest state, promoted.
+      const Answer* primary = nullptr;
+      const Answer* holder = nullptr;
+      int64_t top_epoch = 0;
+      for (const Answer& a : answers) {
+        top_epoch = std::max(top_epoch, a.status.epoch());
+        if (a.status.primary() &&
+            (primary == nullptr ||
+             a.status.epoch() > primary->status.epoch())) {
+          primary = &a;
+        }
+        if (a.status.holds_state() &&
+            (holder == nullptr || a.status.epoch() > holder->status.epoch())) {
+          holder = &a;
+        }
+      }
+      const bool fresh =
+          holder == nullptr && silent.empty() && !answers.empty();
+      const Answer* chosen = primary;
+      if (chosen == nullptr) chosen = holder;
+      if (chosen == nullptr && fresh) chosen = &answers.front();
+      if (chosen != nullptr && !chosen->status.primary()) {
+        absl::Status promoted = Promote(task, replicas[chosen->index],
+                                        top_epoch + 1, fresh, silent_index);
+        if (!promoted.ok()) {
+          why = std::string(promoted.message());
+          chosen = nullptr;
+        }
+      }
+      if (chosen != nullptr) {
+        std::lock_guard<std::mutex> lock(primaries_->mu);
+        primaries_->address[task] = replicas[chosen->index];
+        return replicas[chosen->index];
+      }
+      if (!silent.empty()) why = absl::StrJoin(silent, "; ");
+      if (why.empty()) why = "no replica holds its state";
+      if (std::chrono::system_clock::now() >= end) {
+        return absl::UnavailableError(StrCat(
+            task, " unreachable: none of its replicas can serve (", why, ")"));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  // The stubs of the task listening at `address` (a `replica` of a
+  // replicated task: found dead sooner, NewTaskChannel).
+  absl::StatusOr<Stubs*> StubsAt(const std::string& address, bool replica) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = stubs_.find(task);
+    auto it = stubs_.find(address);
     if (it != stubs_.end()) return it->second.get();
-    RN_ASSIGN_OR_RETURN(std::string address, spec_.AddressOf(task));
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-    args.SetMaxSendMessageSize(options_.max_message_bytes);
-    // A task that stops answering is found within seconds.
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 3000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-    // A restarted task is found again quickly.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    auto channel = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::Channel> channel =
+        NewTaskChannel(address, options_, replica);
     auto stubs = std::make_unique<Stubs>();
     stubs->typed = proto::WorkerService::NewStub(channel);
     stubs->generic = std::make_unique<grpc::GenericStub>(channel);
     Stubs* raw = stubs.get();
-    stubs_.emplace(task, std::move(stubs));
+    stubs_.emplace(address, std::move(stubs));
     return raw;
   }
 
@@ -115,6 +223,13 @@ class WorkerChannels {
   // straight from gRPC's buffers, tensor_coding.h.)
   void RecvTensor(const std::string& task, const std::string& key, int64_t step,
                   Rendezvous::Done done) {
+    if (spec_.is_replicated(task)) {
+      done = [primaries = primaries_, task, done = std::move(done)](
+                 const absl::Status& s, const Tensor& t, bool dead) {
+        primaries->Failed(task, s);
+        done(s, t, dead);
+      };
+    }
     absl::StatusOr<Stubs*> stubs = StubsOf(task);
     if (!stubs.ok()) {
       done(stubs.status(), Tensor(), true);
@@ -136,8 +251,10 @@ class WorkerChannels {
     fetch->StartCall();
   }
 
+  // `writer` and `update` tag the run's writes (worker.proto).
   void RunGraph(const std::string& task, const std::string& handle,
                 int64_t step, uint64_t seed, int64_t freeze_id,
+                const std::string& writer, int64_t update,
                 std::function<void(absl::Status)> done) {
     absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
     if (!stub.ok()) {
@@ -154,13 +271,17 @@ class WorkerChannels {
     call->req.set_step_id(step);
     call->req.set_global_seed(seed);
     call->req.set_freeze_id(freeze_id);
+    call->req.set_writer(writer);
+    call->req.set_update_seq(update);
     Prepare(&call->ctx, task, /*setup=*/false);
     (*stub)->async()->RunGraph(
         &call->ctx, &call->req, &call->resp,
-        [call, task, done = std::move(done)](grpc::Status s) {
+        [primaries = spec_.is_replicated(task) ? primaries_ : nullptr, call,
+         task, done = std::move(done)](grpc::Status s) {
           absl::Status status =
               s.ok() ? StatusFromProto(call->resp.status()) : FromGrpc(task, s);
           delete call;
+          if (primaries != nullptr) primaries->Failed(task, status);
           done(status);
         });
   }
@@ -262,7 +383,12 @@ class WorkerChannels {
   // Waits up to `seconds` for `task` to answer. (A call may still fail
   // at once on a connection to the task's previous process that is not
   // yet known to be gone: it is tried again.)
+  // A replicated task: until one of its replicas serves as the primary
+  // (Resolve).
   absl::Status WaitFor(const std::string& task, double seconds) {
+    if (spec_.is_replicated(task)) {
+      return Resolve(task, seconds, /*again=*/true).status();
+    }
     RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
     const auto end = After(std::max(seconds, 0.0));
     for (;;) {
@@ -342,11 +468,47 @@ class WorkerChannels {
     absl::Status error_;
   };
 
+  // Makes the replica at `address` the primary of `task`, at `epoch` or
+  // above (`fresh`: no replica holds any state); the replicas `silent` did
+  // not answer.
+  absl::Status Promote(const std::string& task, const std::string& address,
+                       int64_t epoch, bool fresh,
+                       const std::vector<int>& silent) {
+    RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsAt(address, true));
+    grpc::ClientContext ctx;
+    Prepare(&ctx, task, /*setup=*/false);
+    ctx.set_deadline(After(2));
+    proto::PromoteRequest req;
+    req.set_epoch(epoch);
+    req.set_fresh(fresh);
+    for (int i : silent) req.add_silent(i);
+    proto::PromoteResponse resp;
+    return FromGrpc(StrCat(task, " (at ", address, ")"),
+                    stubs->typed->Promote(&ctx, req, &resp));
+  }
+
   const ClusterSpec spec_;
   const GrpcOptions options_;
   std::mutex mu_;
+  // By address.
   absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_;
   absl::flat_hash_set<std::string> reached_;
+  // A replicated task's primary, as last found (shared with the calls in
+  // flight, which forget it when it fails them); one Resolve at a time per
+  // task.
+  struct Primaries {
+    std::mutex mu;
+    absl::flat_hash_map<std::string, std::string> address;
+    // `task` failed a call with `s`: when `s` says it is unreachable (its
+    // primary died, or is a backup now), the next call finds it again.
+    void Failed(const std::string& task, const absl::Status& s) {
+      if (s.code() != absl::StatusCode::kUnavailable) return;
+      std::lock_guard<std::mutex> lock(mu);
+      address.erase(task);
+    }
+  };
+  const std::shared_ptr<Primaries> primaries_ = std::make_shared<Primaries>();
+  std::map<std::string, std::mutex> resolving_;
 };
 
 }  // namespace runnel

@@ -79,6 +79,12 @@ absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
         "the cluster spec names addresses beyond this machine: every task "
         "needs --token-file");
   }
+  if (spec.is_replicated(ClusterSpec::TaskName(job, task))) {
+    return absl::InvalidArgumentError(
+        StrCat(ClusterSpec::TaskName(job, task),
+               " is replicated in the cluster spec, but a task that runs a "
+               "script cannot be: only `runnel server` tasks (ps) can"));
+  }
   const bool chief =
       job == "worker" ? task == 0 : spec.num_tasks("worker") == 0;
   auto cluster = std::shared_ptr<GrpcCluster>(new GrpcCluster(
@@ -91,6 +97,8 @@ absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
                                  int64_t step, Rendezvous::Done done) {
         channels->RecvTensor(src, key, step, std::move(done));
       });
+  cluster->writer_ =
+      StrCat(cluster->task_, "#", cluster->worker_->incarnation());
   RN_ASSIGN_OR_RETURN(
       cluster->server_,
       WorkerServer::Start(cluster->worker_.get(), ListenAddress(spec, address),
@@ -127,15 +135,25 @@ std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
 
 absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
     const std::string& task, const Graph& graph) {
+  {
+    std::lock_guard<std::mutex> lock(used_mu_);
+    used_.insert(task);
+  }
   return channels_->RegisterGraph(task, ToGraphDef(graph));
 }
 
 void GrpcCluster::RunPartition(const std::string& task,
                                const std::string& handle, int64_t step,
-                               int64_t snapshot,
+                               int64_t snapshot, int64_t update,
                                std::function<void(absl::Status)> done) {
-  channels_->RunGraph(task, handle, step, seed_, snapshot, std::move(done));
+  // Only a replicated task keeps the writes' tags.
+  const bool tagged = spec_.is_replicated(task);
+  channels_->RunGraph(task, handle, step, seed_, snapshot,
+                      tagged ? writer_ : std::string(), tagged ? update : 0,
+                      std::move(done));
 }
+
+int64_t GrpcCluster::NewUpdate() { return next_update_.fetch_add(1); }
 
 void GrpcCluster::AbortStep(int64_t step, const std::vector<std::string>& tasks,
                             const absl::Status& status) {
@@ -321,7 +339,13 @@ absl::Status GrpcCluster::WaitForTasks(double seconds) {
   const auto end =
       std::chrono::steady_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
-  for (const std::string& t : spec_.TaskNames()) {
+  std::vector<std::string> tasks;
+  {
+    std::lock_guard<std::mutex> lock(used_mu_);
+    tasks.assign(used_.begin(), used_.end());
+  }
+  if (tasks.empty()) tasks = spec_.TaskNames();
+  for (const std::string& t : tasks) {
     if (t == task_) continue;
     const double left =
         std::chrono::duration<double>(end - std::chrono::steady_clock::now())

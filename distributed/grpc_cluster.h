@@ -13,12 +13,14 @@
 #ifndef RUNNEL_DISTRIBUTED_GRPC_CLUSTER_H_
 #define RUNNEL_DISTRIBUTED_GRPC_CLUSTER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -53,11 +55,12 @@ class GrpcCluster : public ClusterContext {
   void ServeDevices(const DeviceSet* devices,
                     ThreadPool* inter_op_pool) override;
   int64_t NewStepId() override;
+  int64_t NewUpdate() override;
   std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) override;
   absl::StatusOr<std::string> RegisterPartition(const std::string& task,
                                                 const Graph& graph) override;
   void RunPartition(const std::string& task, const std::string& handle,
-                    int64_t step, int64_t snapshot,
+                    int64_t step, int64_t snapshot, int64_t update,
                     std::function<void(absl::Status)> done) override;
   void AbortStep(int64_t step, const std::vector<std::string>& tasks,
                  const absl::Status& status) override;
@@ -68,7 +71,12 @@ class GrpcCluster : public ClusterContext {
                              const std::vector<std::string>& names,
                              const std::vector<Tensor>& values) override;
   double chief_wait_seconds() const override { return options_.chief_wait_s; }
-  double retry_seconds() const override { return options_.retry_unreachable_s; }
+  // A cluster with replicated tasks retries for at least a minute: a
+  // primary's backup takes over within seconds.
+  double retry_seconds() const override {
+    return spec_.has_replicas() ? std::max(options_.retry_unreachable_s, 60.0)
+                                : options_.retry_unreachable_s;
+  }
   absl::Status WaitForTasks(double seconds) override;
   void Inform(const std::string& message) override;
 
@@ -123,6 +131,12 @@ class GrpcCluster : public ClusterContext {
   bool leaving_ = false;
   std::thread beater_;
   std::atomic<bool> snapshot_warned_{false};
+  // This process as the writer of its runs' updates, and the next update.
+  std::string writer_;
+  std::atomic<int64_t> next_update_{1};
+  // The tasks partitions were registered with (WaitForTasks).
+  std::mutex used_mu_;
+  std::set<std::string> used_;
   std::atomic<int64_t> unfrozen_reads_{0};
 };
 

@@ -5,20 +5,27 @@
 #include "distributed/grpc_channels.h"
 #include "distributed/grpc_service.h"
 #include "distributed/grpc_util.h"
+#include "distributed/replica.h"
 
 namespace runnel {
 
 absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
     const ClusterSpec& spec, const std::string& job, int task, int threads,
-    GrpcOptions options) {
-  RN_ASSIGN_OR_RETURN(std::string address, spec.Address(job, task));
+    GrpcOptions options, int replica) {
+  const std::string name = ClusterSpec::TaskName(job, task);
+  RN_ASSIGN_OR_RETURN(std::vector<std::string> replicas, spec.Replicas(name));
+  if (replica < 0 || replica >= static_cast<int>(replicas.size())) {
+    return absl::InvalidArgumentError(StrCat(name, " has ", replicas.size(),
+                                             " replica(s) in the spec; there ",
+                                             "is no replica ", replica));
+  }
+  const std::string address = replicas[replica];
   if (!spec.AllLoopback() && options.token.empty()) {
     return absl::InvalidArgumentError(
         "the cluster spec names addresses beyond this machine: every task "
         "needs --token-file");
   }
   auto s = std::unique_ptr<TaskServer>(new TaskServer);
-  const std::string name = ClusterSpec::TaskName(job, task);
   threads = threads > 0 ? threads : ThreadPool::DefaultNumThreads();
   s->inter_op_pool_ = std::make_unique<ThreadPool>(threads);
   s->intra_op_pool_ = std::make_unique<ThreadPool>(threads);
@@ -33,9 +40,19 @@ absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
       });
   s->worker_->ServeDevices(s->devices_.get(), s->inter_op_pool_.get(),
                            spec.num_tasks("worker"));
+  if (spec.is_replicated(name)) {
+    s->replica_ = std::make_unique<ReplicaServer>(name, replica, replicas,
+                                                  options, &s->resources_,
+                                                  s->worker_->incarnation());
+    s->worker_->set_replication(s->replica_.get());
+    Worker* worker = s->worker_.get();
+    s->replica_->set_on_demote(
+        [worker](const absl::Status& why) { worker->AbortAllSteps(why); });
+  }
   RN_ASSIGN_OR_RETURN(
-      s->server_, WorkerServer::Start(s->worker_.get(),
-                                      ListenAddress(spec, address), options));
+      s->server_,
+      WorkerServer::Start(s->worker_.get(), ListenAddress(spec, address),
+                          options, s->replica_.get()));
   return s;
 }
 

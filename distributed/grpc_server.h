@@ -17,16 +17,19 @@
 
 namespace runnel {
 
+class ReplicaServer;
 class WorkerChannels;
 class WorkerServer;
 
 // `runnel server`: a task that owns one CPU device and its state, and runs
-// the partitions other tasks register with it, until Shutdown.
+// the partitions other tasks register with it, until Shutdown. A task the
+// spec replicates is served as its replica `replica` (replica.h), at that
+// replica's address.
 class TaskServer {
  public:
   static absl::StatusOr<std::unique_ptr<TaskServer>> Start(
       const ClusterSpec& spec, const std::string& job, int task, int threads,
-      GrpcOptions options);
+      GrpcOptions options, int replica = 0);
   ~TaskServer();
   const std::string& task() const { return worker_->task(); }
   Worker& worker() { return *worker_; }
@@ -42,6 +45,7 @@ class TaskServer {
   std::unique_ptr<DeviceSet> devices_;
   std::shared_ptr<WorkerChannels> channels_;
   std::unique_ptr<Worker> worker_;
+  std::unique_ptr<ReplicaServer> replica_;
   std::unique_ptr<WorkerServer> server_;
 };
 

@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "distributed/grpc_util.h"
+#include "distributed/replica.h"
 #include "distributed/tensor_coding.h"
 #include "distributed/worker.grpc.pb.h"
 #include "framework/graph_def.h"
@@ -116,8 +117,8 @@ class WorkerServiceImpl final
     : public proto::WorkerService::WithRawCallbackMethod_RecvTensor<
           proto::WorkerService::Service> {
  public:
-  WorkerServiceImpl(Worker* worker, std::string token)
-      : worker_(worker), token_(std::move(token)) {}
+  WorkerServiceImpl(Worker* worker, std::string token, ReplicaServer* replica)
+      : worker_(worker), token_(std::move(token)), replica_(replica) {}
 
   grpc::Status GetStatus(grpc::ServerContext* ctx,
                          const proto::GetStatusRequest*,
@@ -128,6 +129,25 @@ class WorkerServiceImpl final
     resp->set_bytes_sent(worker_->bytes_sent());
     resp->set_registered_graphs(worker_->num_graphs());
     resp->set_incarnation(worker_->incarnation());
+    if (replica_ != nullptr) replica_->Status(resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Replicate(grpc::ServerContext* ctx,
+                         const proto::ReplicateRequest* req,
+                         proto::ReplicateResponse* resp) override {
+    if (grpc::Status s = CheckReplica(ctx); !s.ok()) return s;
+    replica_->Apply(*req, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Promote(grpc::ServerContext* ctx,
+                       const proto::PromoteRequest* req,
+                       proto::PromoteResponse* resp) override {
+    if (grpc::Status s = CheckReplica(ctx); !s.ok()) return s;
+    absl::StatusOr<int64_t> epoch = replica_->Promote(*req);
+    if (!epoch.ok()) return ToGrpc(epoch.status());
+    resp->set_epoch(*epoch);
     return grpc::Status::OK;
   }
 
@@ -145,9 +165,11 @@ class WorkerServiceImpl final
                         const proto::RunGraphRequest* req,
                         proto::RunGraphResponse* resp) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;
-    StatusToProto(worker_->RunGraph(req->handle(), req->step_id(),
-                                    req->global_seed(), req->freeze_id(),
-                                    [ctx] { return ctx->IsCancelled(); }),
+    const UpdateTag update{.writer = req->writer(), .seq = req->update_seq()};
+    StatusToProto(worker_->RunGraph(
+                      req->handle(), req->step_id(), req->global_seed(),
+                      req->freeze_id(), [ctx] { return ctx->IsCancelled(); },
+                      req->writer().empty() ? nullptr : &update),
                   resp->mutable_status());
     return grpc::Status::OK;
   }
@@ -190,6 +212,12 @@ class WorkerServiceImpl final
       grpc::CallbackServerContext* ctx,
       const grpc::ByteBuffer* request) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return new FinishedWriter(s);
+    // A backup runs no steps: its values come from the primary.
+    if (replica_ != nullptr) {
+      if (absl::Status s = replica_->CheckPrimary(); !s.ok()) {
+        return new FinishedWriter(ToGrpc(s));
+      }
+    }
     proto::RecvTensorRequest req;
     grpc::ByteBuffer copy(*request);  // shares the slices
     grpc::ProtoBufferReader reader(&copy);
@@ -263,6 +291,14 @@ class WorkerServiceImpl final
   }
 
  private:
+  // Check, and that this task is one replica of a replicated task.
+  grpc::Status CheckReplica(const grpc::ServerContextBase* ctx) const {
+    if (grpc::Status s = Check(ctx); !s.ok()) return s;
+    if (replica_ != nullptr) return grpc::Status::OK;
+    return ToGrpc(absl::FailedPreconditionError(
+        StrCat(worker_->task(), " is not a replicated task")));
+  }
+
   grpc::Status Check(const grpc::ServerContextBase* ctx) const {
     if (token_.empty()) return grpc::Status::OK;
     const auto& md = ctx->client_metadata();
@@ -342,6 +378,7 @@ class WorkerServiceImpl final
 
   Worker* const worker_;
   const std::string token_;
+  ReplicaServer* const replica_;
   std::mutex chunks_mu_;
   absl::flat_hash_map<std::string, Assembly> chunks_;
 };
@@ -351,13 +388,15 @@ class WorkerServiceImpl final
 WorkerServer::WorkerServer() = default;
 
 absl::StatusOr<std::unique_ptr<WorkerServer>> WorkerServer::Start(
-    Worker* worker, const std::string& address, const GrpcOptions& options) {
+    Worker* worker, const std::string& address, const GrpcOptions& options,
+    ReplicaServer* replica) {
   // A malformed request is answered with an error; protobuf's own log
   // line for it (invalid UTF-8, ...) would let any client flood stderr.
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   auto server = std::unique_ptr<WorkerServer>(new WorkerServer);
-  server->service_ = std::make_unique<WorkerServiceImpl>(worker, options.token);
+  server->service_ =
+      std::make_unique<WorkerServiceImpl>(worker, options.token, replica);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);

@@ -20,11 +20,15 @@ class Service;
 
 namespace runnel {
 
-// Serves `worker` until Shutdown.
+class ReplicaServer;
+
+// Serves `worker` until Shutdown; with `replica` (not owned), as one
+// replica of a replicated task (replica.h).
 class WorkerServer {
  public:
   static absl::StatusOr<std::unique_ptr<WorkerServer>> Start(
-      Worker* worker, const std::string& address, const GrpcOptions& options);
+      Worker* worker, const std::string& address, const GrpcOptions& options,
+      ReplicaServer* replica = nullptr);
   ~WorkerServer();
   // Blocks until Shutdown.
   void Wait();

@@ -1,5 +1,9 @@
 #include "distributed/grpc_util.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
 #include <algorithm>
 
 #include "base/read_file.h"
@@ -8,6 +12,25 @@
 #include "distributed/grpc_options.h"
 
 namespace runnel {
+
+std::shared_ptr<grpc::Channel> NewTaskChannel(const std::string& address,
+                                              const GrpcOptions& options,
+                                              bool fast) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  // A task that stops answering is found within seconds.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, fast ? 300 : 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, fast ? 600 : 3000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A restarted task is found again quickly.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
 
 std::chrono::system_clock::time_point After(double seconds) {
   return std::chrono::system_clock::now() +

@@ -3,6 +3,7 @@
 #ifndef RUNNEL_DISTRIBUTED_GRPC_UTIL_H_
 #define RUNNEL_DISTRIBUTED_GRPC_UTIL_H_
 
+#include <grpcpp/channel.h>
 #include <grpcpp/support/status.h>
 
 #include <chrono>
@@ -11,11 +12,20 @@
 
 #include "absl/status/status.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/grpc_options.h"
 
 namespace runnel {
 
 // The request metadata that carries the cluster's token.
 inline constexpr char kTokenKey[] = "runnel-token";
+
+// A channel to the task at `address`: messages up to the options' limit,
+// keepalive pings that find a task that stopped answering within
+// seconds (5; with `fast`, a replica's, 0.9, so that its backup takes
+// over within 2), and quick reconnection to a restarted one.
+std::shared_ptr<grpc::Channel> NewTaskChannel(const std::string& address,
+                                              const GrpcOptions& options,
+                                              bool fast = false);
 
 // The deadline `seconds` from now.
 std::chrono::system_clock::time_point After(double seconds);

@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "base/errors.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "distributed/cluster_spec.h"
@@ -31,6 +32,15 @@ std::chrono::steady_clock::time_point LeaseEnd(double seconds) {
   seconds = seconds > 0 ? std::min(seconds, kMaxLeaseSeconds) : 0.0;
   return std::chrono::steady_clock::now() +
          std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
+
+// Ops whose state (other than variables and random counters) a replicated
+// task does not copy to its backups: synchronous replicas' accumulators
+// and barriers, queues, readers.
+bool UnreplicatedState(const std::string& op) {
+  return op.starts_with("sync_") || op == "queue" ||
+         op.starts_with("enqueue") || op.starts_with("dequeue") ||
+         op == "queue_size" || op == "queue_close" || op == "read_idx";
 }
 
 int64_t RandomIncarnation() {
@@ -113,6 +123,15 @@ void Worker::AbortStep(int64_t step, const absl::Status& status) {
   Step(step)->Abort(status);
 }
 
+void Worker::AbortAllSteps(const absl::Status& status) {
+  std::vector<std::shared_ptr<StepRendezvous>> open;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [step, r] : steps_) open.push_back(r);
+  }
+  for (const auto& r : open) r->Abort(status);
+}
+
 void Worker::EndStep(int64_t step) {
   std::shared_ptr<StepRendezvous> r;
   {
@@ -138,7 +157,28 @@ void Worker::EndStep(int64_t step) {
   }
 }
 
+absl::Status Worker::CheckPrimary() const {
+  return replication_ == nullptr ? absl::OkStatus()
+                                 : replication_->CheckPrimary();
+}
+
 absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
+  RN_RETURN_IF_ERROR(CheckPrimary());
+  if (replication_ != nullptr) {
+    for (const proto::NodeDef& n : def.node()) {
+      if (!UnreplicatedState(n.op())) continue;
+      return AttachNode(
+          absl::UnimplementedError(StrCat(
+              "'", n.op(),
+              "' keeps state that a replicated parameter server "
+              "does not copy to its backups yet (synchronous replicas, "
+              "queues and readers are not replicated): place it on a task "
+              "without replicas, or run without --ps-replicas")),
+          n.name(),
+          SourceSpan{n.span().file(), n.span().line(), n.span().col(),
+                     n.span().end_line(), n.span().end_col()});
+    }
+  }
   std::string bytes = DeterministicBytes(def);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = handle_of_.find(bytes); it != handle_of_.end()) {
@@ -189,7 +229,9 @@ int Worker::num_graphs() const {
 
 absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
                               uint64_t global_seed, int64_t freeze_id,
-                              const std::function<bool()>& cancelled) {
+                              const std::function<bool()>& cancelled,
+                              const UpdateTag* update) {
+  RN_RETURN_IF_ERROR(CheckPrimary());
   std::shared_ptr<Registered> r;
   std::function<void(const std::string&)> log;
   std::shared_ptr<StepRendezvous> rendezvous = Step(step);
@@ -226,10 +268,14 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
   }
   if (log) log(StrCat("step ", step, ": ", handle, " runs"));
   CallFrame frame;
-  absl::Status s = r->executor->Run({.call_frame = &frame,
-                                     .global_seed = global_seed,
-                                     .rendezvous = rendezvous.get(),
-                                     .step_id = step});
+  absl::Status s =
+      r->executor->Run({.call_frame = &frame,
+                        .global_seed = global_seed,
+                        .rendezvous = rendezvous.get(),
+                        .step_id = step,
+                        .update = replication_ != nullptr ? update : nullptr});
+  // A replicated task answers once its backups hold what the run wrote.
+  if (s.ok() && replication_ != nullptr) s = replication_->Sync();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = open_.find(step); it != open_.end()) {
@@ -338,6 +384,7 @@ absl::StatusOr<ResourceMgr*> Worker::State() const {
 
 absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
     const std::vector<std::string>& names) const {
+  RN_RETURN_IF_ERROR(CheckPrimary());
   RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   std::vector<bool> out;
   for (const std::string& name : names) {
@@ -350,6 +397,7 @@ absl::StatusOr<std::vector<bool>> Worker::VariablesInitialized(
 absl::Status Worker::SetVariables(const std::vector<std::string>& names,
                                   const std::vector<Tensor>& values,
                                   bool overwrite) {
+  RN_RETURN_IF_ERROR(CheckPrimary());
   RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   if (names.size() != values.size()) {
     return absl::InvalidArgumentError(
@@ -369,11 +417,12 @@ absl::Status Worker::SetVariables(const std::vector<std::string>& names,
           StrCat("variable '", names[i], "' on ", task_, ": ", s.message()));
     }
   }
-  return absl::OkStatus();
+  return replication_ != nullptr ? replication_->Sync() : absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> Worker::ReadVariables(
     const std::vector<std::string>& names) const {
+  RN_RETURN_IF_ERROR(CheckPrimary());
   RN_ASSIGN_OR_RETURN(ResourceMgr * rm, State());
   std::vector<Tensor> out;
   for (const std::string& name : names) {

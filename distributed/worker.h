@@ -46,6 +46,19 @@ class StepRendezvous : public Rendezvous {
   const Fetch fetch_;
 };
 
+// The replication of a replicated task's state (distributed/replica.h),
+// as its Worker sees it.
+class Replication {
+ public:
+  virtual ~Replication() = default;
+  // OK while this replica is its task's primary; Unavailable, naming it,
+  // while it is a backup.
+  virtual absl::Status CheckPrimary() const = 0;
+  // Sends the state written since the last call to the other replicas; OK
+  // once they all hold it.
+  virtual absl::Status Sync() = 0;
+};
+
 class Worker {
  public:
   Worker(std::string task, StepRendezvous::Fetch fetch);
@@ -60,11 +73,20 @@ class Worker {
   void ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool,
                     int expected_workers = 0);
   void Heartbeat(const std::string& task, bool leaving);
+  // Makes this task one replica of a replicated task: it serves requests
+  // only as the primary, takes each run's update tag (RunGraph), refuses
+  // graphs with state it cannot replicate, and answers a run or a set of
+  // variables only once `replication` has copied what they wrote. Before
+  // ServeDevices' first request; not owned.
+  void set_replication(Replication* replication) { replication_ = replication; }
 
   // The step's rendezvous, made on first use. A step that has ended gets
   // one aborted with "step ended", so a late request never waits.
   std::shared_ptr<StepRendezvous> Step(int64_t step);
   void AbortStep(int64_t step, const absl::Status& status);
+  // Aborts every step open here (a replica that stopped being the
+  // primary: the values its steps wait for come from the new one).
+  void AbortAllSteps(const absl::Status& status);
   void EndStep(int64_t step);
 
   // The same graph registered twice (by two workers) gets the same handle.
@@ -73,9 +95,12 @@ class Worker {
   // While this task is frozen, a step that is not admitted first waits
   // (`freeze_id`: the freezing chief's own step), until the freeze ends,
   // the step is aborted, or `cancelled` says its caller has left.
+  // `update` (on a replicated task) tags its writes of variables, so that
+  // a retried update writes once (framework/variable.h: WriteKey).
   absl::Status RunGraph(const std::string& handle, int64_t step,
                         uint64_t global_seed, int64_t freeze_id = 0,
-                        const std::function<bool()>& cancelled = nullptr);
+                        const std::function<bool()>& cancelled = nullptr,
+                        const UpdateTag* update = nullptr);
   int num_graphs() const;
   // Called with a line when a partition of a step starts to run here and
   // when it ends (`runnel server --verbose`); none by default.
@@ -121,6 +146,9 @@ class Worker {
   const StepRendezvous::Fetch fetch_;
   const int64_t incarnation_;
   std::atomic<int64_t> bytes_sent_{0};
+  Replication* replication_ = nullptr;
+  // OK unless this is a replica that is not its task's primary.
+  absl::Status CheckPrimary() const;
 
   mutable std::mutex mu_;
   const DeviceSet* devices_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -153,4 +153,15 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::Create(
   return k;
 }
 
+const WriteKey* OpKernelContext::write_key() {
+  if (update_ == nullptr) return nullptr;
+  if (!write_key_.has_value()) {
+    write_key_ = WriteKey{
+        .writer = update_->writer,
+        .seq = update_->seq,
+        .write = StrCat(node_.name(), "@", frame_id_, ":", iteration_)};
+  }
+  return &*write_key_;
+}
+
 }  // namespace runnel

@@ -37,6 +37,7 @@
 #include "framework/device.h"
 #include "framework/graph.h"
 #include "framework/tensor.h"
+#include "framework/variable.h"
 
 namespace runnel {
 
@@ -137,6 +138,13 @@ class OpKernelContext {
   CancellationManager* cancellation() const { return cancellation_; }
   void set_cancellation(CancellationManager* c) { cancellation_ = c; }
 
+  // The update this run's writes of variables belong to (UpdateTag;
+  // nullptr but on a replicated parameter server), and this kernel's key
+  // in it: kernels that write variables pass it, so that a retried update
+  // writes once.
+  void set_update(const UpdateTag* update) { update_ = update; }
+  const WriteKey* write_key();
+
   Device* device() const { return device_; }
   ResourceMgr* resources() const { return device_->resources(); }
   ThreadPool* intra_op_pool() const { return device_->intra_op_pool(); }
@@ -157,6 +165,8 @@ class OpKernelContext {
   int64_t iteration_ = 0;
   bool forwarding_ = false;
   const std::vector<bool>* output_in_host_ = nullptr;
+  const UpdateTag* update_ = nullptr;
+  std::optional<WriteKey> write_key_;
 };
 
 // The inputs and outputs that a kernel of a device whose memory is not the

@@ -38,9 +38,19 @@ class RandomCounter : public Resource {
     next_ += n;
     return first;
   }
+  // The next draw's index; setting it (a replica's copy,
+  // distributed/replica.h).
+  uint64_t next() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return next_;
+  }
+  void set_next(uint64_t next) {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_ = next;
+  }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

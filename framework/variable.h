@@ -7,8 +7,12 @@
 #ifndef RUNNEL_FRAMEWORK_VARIABLE_H_
 #define RUNNEL_FRAMEWORK_VARIABLE_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -18,6 +22,38 @@
 namespace runnel {
 
 class Device;
+
+// One write of one update, so that a retried update writes once: a worker
+// whose step failed on a replicated parameter server (docs/cluster.md,
+// "Replicated parameter servers") runs it again against the backup, which
+// may already hold some of the first attempt's writes. `writer` names the
+// worker process, `seq` its update (each run of a step; a retry keeps
+// it), `write` the node and loop iteration that writes.
+struct WriteKey {
+  std::string writer;
+  int64_t seq = 0;
+  std::string write;
+};
+
+// The update a run's writes belong to: set on the partitions a worker runs
+// on a replicated parameter server (RunGraphRequest's writer and seq).
+struct UpdateTag {
+  std::string writer;
+  int64_t seq = 0;
+};
+
+// The writes a variable holds of each writer's latest update: the update's
+// number and which of its writes are in.
+struct AppliedWrites {
+  struct Latest {
+    int64_t seq = 0;
+    std::set<std::string> writes;
+  };
+  std::map<std::string, Latest> by_writer;
+  // Whether `key`'s write is in (or belongs to an older update).
+  bool Contains(const WriteKey& key) const;
+  void Add(const WriteKey& key);
+};
 
 class Variable : public Resource {
  public:
@@ -31,7 +67,9 @@ class Variable : public Resource {
   absl::StatusOr<Tensor> Read() const;
   // Replaces the value; checks dtype and shape. The value is in the memory
   // of device `holder`, host memory for nullptr or a CPU device.
-  absl::Status Assign(Tensor value, Device* holder = nullptr);
+  // With `key`, a write that is already in changes nothing (WriteKey).
+  absl::Status Assign(Tensor value, Device* holder = nullptr,
+                      const WriteKey* key = nullptr);
   // Moves the value into the memory of `device` (nullptr or a CPU device:
   // host memory) when it is elsewhere, through the devices' copies
   // (Device::CopyToHost, CopyFromHost), so that a kernel on `device` can
@@ -42,8 +80,11 @@ class Variable : public Resource {
   absl::Status MoveTo(Device* device);
   // Atomically replaces the value with fn(old value) (read-modify-write, as
   // assign_add needs). fn must return a new tensor, not modify the old one.
+  // With `key`, a write that is already in returns the current value
+  // without calling fn.
   absl::StatusOr<Tensor> Update(
-      const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn);
+      const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn,
+      const WriteKey* key = nullptr);
   // Changes the value in place with fn (scatter updates, which touch a few
   // rows of a large table). When a reader still holds the current buffer,
   // fn works on a copy that then replaces it, so the reader's value never
@@ -53,16 +94,36 @@ class Variable : public Resource {
   absl::StatusOr<Tensor> Mutate(
       const std::function<absl::Status(Tensor*)>& fn,
       const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy =
-          nullptr);
+          nullptr,
+      const WriteKey* key = nullptr);
+
+  // A replica's copy of the variable (distributed/replica.h): its value
+  // in host memory, the writes it holds, and its version, which every
+  // write raises.
+  struct Copy {
+    bool initialized = false;
+    Tensor value;
+    AppliedWrites applied;
+    uint64_t version = 0;
+  };
+  absl::StatusOr<Copy> Snapshot();
+  uint64_t version() const;
+  // Installs a primary's copy (a backup's side).
+  absl::Status Install(Copy copy);
 
  private:
   absl::Status CheckValue(const Tensor& value) const;
+  // Whether `key` (when given) is already in; otherwise records it and
+  // counts a new version.
+  bool Seen(const WriteKey* key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const DType dtype_;
   const Shape shape_;
   mutable std::mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
   Device* holder_ ABSL_GUARDED_BY(mu_) = nullptr;  // nullptr: host memory
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
+  AppliedWrites applied_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace runnel

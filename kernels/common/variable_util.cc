@@ -14,7 +14,7 @@ absl::Status UpdateFrom(
     size_t k, const std::vector<std::shared_ptr<Variable>>& vars,
     const Shape& shape, Allocator* allocator,
     const std::function<absl::Status(const VariableUpdate&)>& write,
-    std::vector<Tensor>& old, std::vector<Tensor>& next) {
+    const WriteKey* key, std::vector<Tensor>& old, std::vector<Tensor>& next) {
   if (k == vars.size()) {
     VariableUpdate u;
     for (size_t i = 0; i < vars.size(); ++i) {
@@ -24,18 +24,20 @@ absl::Status UpdateFrom(
     return write(u);
   }
   return vars[k]
-      ->Update([&](const Tensor& value) -> absl::StatusOr<Tensor> {
-        if (value.shape() != shape) {
-          return absl::InvalidArgumentError(
-              StrCat("the variable is ", value.shape().ToString(),
-                     " but the gradient ", shape.ToString()));
-        }
-        old[k] = value;
-        next[k] = Tensor(value.dtype(), value.shape(), allocator);
-        RN_RETURN_IF_ERROR(
-            UpdateFrom(k + 1, vars, shape, allocator, write, old, next));
-        return next[k];
-      })
+      ->Update(
+          [&](const Tensor& value) -> absl::StatusOr<Tensor> {
+            if (value.shape() != shape) {
+              return absl::InvalidArgumentError(
+                  StrCat("the variable is ", value.shape().ToString(),
+                         " but the gradient ", shape.ToString()));
+            }
+            old[k] = value;
+            next[k] = Tensor(value.dtype(), value.shape(), allocator);
+            RN_RETURN_IF_ERROR(UpdateFrom(k + 1, vars, shape, allocator, write,
+                                          key, old, next));
+            return next[k];
+          },
+          key)
       .status();
 }
 
@@ -44,14 +46,14 @@ absl::Status MutateFrom(
     size_t k, const std::vector<std::shared_ptr<Variable>>& vars,
     const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
     const std::function<absl::Status(const std::vector<Tensor*>&)>& write,
-    std::vector<Tensor*>& values, Tensor* first) {
+    const WriteKey* key, std::vector<Tensor*>& values, Tensor* first) {
   if (k == vars.size()) return write(values);
   absl::StatusOr<Tensor> next = vars[k]->Mutate(
       [&](Tensor* value) {
         values[k] = value;
-        return MutateFrom(k + 1, vars, copy, write, values, first);
+        return MutateFrom(k + 1, vars, copy, write, key, values, first);
       },
-      copy);
+      copy, key);
   if (!next.ok()) return next.status();
   if (k == 0) *first = *std::move(next);
   return absl::OkStatus();
@@ -62,10 +64,11 @@ absl::Status MutateFrom(
 absl::StatusOr<Tensor> MutateVariables(
     const std::vector<std::shared_ptr<Variable>>& vars,
     const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
-    const std::function<absl::Status(const std::vector<Tensor*>&)>& write) {
+    const std::function<absl::Status(const std::vector<Tensor*>&)>& write,
+    const WriteKey* key) {
   std::vector<Tensor*> values(vars.size(), nullptr);
   Tensor first;
-  RN_RETURN_IF_ERROR(MutateFrom(0, vars, copy, write, values, &first));
+  RN_RETURN_IF_ERROR(MutateFrom(0, vars, copy, write, key, values, &first));
   return first;
 }
 
@@ -120,10 +123,13 @@ absl::StatusOr<std::vector<std::shared_ptr<Variable>>> FindVariables(
 absl::StatusOr<Tensor> UpdateVariables(
     const std::vector<std::shared_ptr<Variable>>& vars, const Shape& shape,
     Allocator* allocator,
-    const std::function<absl::Status(const VariableUpdate&)>& write) {
+    const std::function<absl::Status(const VariableUpdate&)>& write,
+    const WriteKey* key) {
   std::vector<Tensor> old(vars.size()), next(vars.size());
-  RN_RETURN_IF_ERROR(UpdateFrom(0, vars, shape, allocator, write, old, next));
-  return next[0];
+  RN_RETURN_IF_ERROR(
+      UpdateFrom(0, vars, shape, allocator, write, key, old, next));
+  // (An update already in, with `key`, wrote nothing: the current value.)
+  return next[0].empty() ? vars[0]->Read() : next[0];
 }
 
 absl::Status CheckScatter(const std::string& op, const Shape& var,
@@ -183,11 +189,13 @@ absl::Status ApplyKernelBase::Compute(OpKernelContext* ctx) {
   if (sparse_) {
     return ComputeSparse(ctx, vars, g, ctx->input(indices), scalars);
   }
-  RN_ASSIGN_OR_RETURN(
-      Tensor next, UpdateVariables(vars, g.shape(), ctx->device()->allocator(),
-                                   [&](const VariableUpdate& u) {
-                                     return Write(ctx, u, g, scalars, nullptr);
-                                   }));
+  RN_ASSIGN_OR_RETURN(Tensor next,
+                      UpdateVariables(
+                          vars, g.shape(), ctx->device()->allocator(),
+                          [&](const VariableUpdate& u) {
+                            return Write(ctx, u, g, scalars, nullptr);
+                          },
+                          ctx->write_key()));
   return ctx->set_output(0, std::move(next));
 }
 
@@ -231,7 +239,8 @@ absl::Status ApplyKernelBase::ComputeSparse(
               u.next.push_back(v);
             }
             return Write(ctx, u, grad, scalars, &rows);
-          }));
+          },
+          ctx->write_key()));
   return ctx->set_output(0, std::move(next));
 }
 

@@ -43,11 +43,13 @@ struct VariableUpdate {
 // have `shape`, then `write` fills every next value in one pass. Each variable
 // is held (Variable::Update) until all are written, so no other update of them
 // interleaves; on any error no value changes. Returns the first variable's new
-// value.
+// value. With `key` (OpKernelContext::write_key), an update already in
+// changes nothing.
 absl::StatusOr<Tensor> UpdateVariables(
     const std::vector<std::shared_ptr<Variable>>& vars, const Shape& shape,
     Allocator* allocator,
-    const std::function<absl::Status(const VariableUpdate&)>& write);
+    const std::function<absl::Status(const VariableUpdate&)>& write,
+    const WriteKey* key = nullptr);
 
 // Changes the values of `vars` in place at once: each variable is held
 // (nested Variable::Mutate, which first copies a value a reader still
@@ -57,7 +59,8 @@ absl::StatusOr<Tensor> UpdateVariables(
 absl::StatusOr<Tensor> MutateVariables(
     const std::vector<std::shared_ptr<Variable>>& vars,
     const std::function<absl::StatusOr<Tensor>(const Tensor&)>& copy,
-    const std::function<absl::Status(const std::vector<Tensor*>&)>& write);
+    const std::function<absl::Status(const std::vector<Tensor*>&)>& write,
+    const WriteKey* key = nullptr);
 
 // FindVariable for each of VariablesOf(ctx->node()), in order.
 absl::StatusOr<std::vector<std::shared_ptr<Variable>>> FindVariables(

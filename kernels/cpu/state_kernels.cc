@@ -41,7 +41,7 @@ class AssignKernel : public AssignBase {
     RN_ASSIGN_OR_RETURN(auto var, FindVariable(ctx, var_));
     // The new value gets its own buffer: readers of the old one keep it.
     Tensor value = ctx->input(1).Clone();
-    RN_RETURN_IF_ERROR(var->Assign(value, ctx->device()));
+    RN_RETURN_IF_ERROR(var->Assign(value, ctx->device(), ctx->write_key()));
     return ctx->set_output(0, std::move(value));
   }
 };
@@ -63,21 +63,23 @@ class AssignAddKernel : public AssignBase {
     const Tensor& delta = ctx->input(1);
     RN_ASSIGN_OR_RETURN(
         Tensor next,
-        var->Update([&](const Tensor& old) -> absl::StatusOr<Tensor> {
-          if (old.shape() != delta.shape()) {
-            return absl::InvalidArgumentError(StrCat(
-                "delta ", delta.shape().ToString(),
-                " does not match the variable ", old.shape().ToString()));
-          }
-          Tensor out(old.dtype(), old.shape(), ctx->device()->allocator());
-          const T* a = old.data<T>();
-          const T* d = delta.data<T>();
-          T* o = out.data<T>();
-          for (int64_t i = 0; i < out.num_elements(); ++i) {
-            o[i] = kSign > 0 ? T(a[i] + d[i]) : T(a[i] - d[i]);
-          }
-          return out;
-        }));
+        var->Update(
+            [&](const Tensor& old) -> absl::StatusOr<Tensor> {
+              if (old.shape() != delta.shape()) {
+                return absl::InvalidArgumentError(StrCat(
+                    "delta ", delta.shape().ToString(),
+                    " does not match the variable ", old.shape().ToString()));
+              }
+              Tensor out(old.dtype(), old.shape(), ctx->device()->allocator());
+              const T* a = old.data<T>();
+              const T* d = delta.data<T>();
+              T* o = out.data<T>();
+              for (int64_t i = 0; i < out.num_elements(); ++i) {
+                o[i] = kSign > 0 ? T(a[i] + d[i]) : T(a[i] - d[i]);
+              }
+              return out;
+            },
+            ctx->write_key()));
     return ctx->set_output(0, std::move(next));
   }
 };
@@ -117,28 +119,31 @@ class ScatterKernel : public AssignBase {
         CheckScatter(op, shape, indices.shape(), idx, updates.shape()));
     const int64_t rows = shape.dim(0);
     RN_ASSIGN_OR_RETURN(
-        Tensor next, var->Mutate([&](Tensor* value) -> absl::Status {
-          const int64_t row = rows == 0 ? 0 : value->num_elements() / rows;
-          const T* u = updates.data<T>();
-          T* o = value->data<T>();
-          for (size_t j = 0; j < idx.size(); ++j) {
-            T* dst = o + idx[j] * row;
-            const T* src = u + j * row;
-            if constexpr (kOp == Scatter::kUpdate) {
-              std::memcpy(dst, src, row * sizeof(T));
-            } else {
-              using E = EigenType<T>;
-              using A = AccumType<T>;
-              auto* d = reinterpret_cast<E*>(dst);
-              const auto* s = reinterpret_cast<const E*>(src);
-              for (int64_t k = 0; k < row; ++k) {
-                const A a = static_cast<A>(d[k]), b = static_cast<A>(s[k]);
-                d[k] = static_cast<E>(kOp == Scatter::kAdd ? a + b : a - b);
+        Tensor next,
+        var->Mutate(
+            [&](Tensor* value) -> absl::Status {
+              const int64_t row = rows == 0 ? 0 : value->num_elements() / rows;
+              const T* u = updates.data<T>();
+              T* o = value->data<T>();
+              for (size_t j = 0; j < idx.size(); ++j) {
+                T* dst = o + idx[j] * row;
+                const T* src = u + j * row;
+                if constexpr (kOp == Scatter::kUpdate) {
+                  std::memcpy(dst, src, row * sizeof(T));
+                } else {
+                  using E = EigenType<T>;
+                  using A = AccumType<T>;
+                  auto* d = reinterpret_cast<E*>(dst);
+                  const auto* s = reinterpret_cast<const E*>(src);
+                  for (int64_t k = 0; k < row; ++k) {
+                    const A a = static_cast<A>(d[k]), b = static_cast<A>(s[k]);
+                    d[k] = static_cast<E>(kOp == Scatter::kAdd ? a + b : a - b);
+                  }
+                }
               }
-            }
-          }
-          return absl::OkStatus();
-        }));
+              return absl::OkStatus();
+            },
+            /*copy=*/nullptr, ctx->write_key()));
     return ctx->set_output(0, std::move(next));
   }
 };

@@ -78,7 +78,7 @@ class GpuAssignKernel : public GpuVariableKernel {
                         FindVariable(ctx, name()));
     RN_ASSIGN_OR_RETURN(Tensor value,
                         CopyOnGpu(GpuContextOf(ctx), ctx->input(1)));
-    RN_RETURN_IF_ERROR(var->Assign(value, ctx->device()));
+    RN_RETURN_IF_ERROR(var->Assign(value, ctx->device(), ctx->write_key()));
     return ctx->set_output(0, std::move(value));
   }
 };
@@ -95,19 +95,21 @@ class GpuAssignAddKernel : public GpuVariableKernel {
                         GpuNumberType(delta.dtype(), "variable"));
     RN_ASSIGN_OR_RETURN(
         Tensor next,
-        var->Update([&](const Tensor& value) -> absl::StatusOr<Tensor> {
-          if (value.shape() != delta.shape()) {
-            return absl::InvalidArgumentError(StrCat(
-                "delta ", delta.shape().ToString(),
-                " does not match the variable ", value.shape().ToString()));
-          }
-          Tensor out(value.dtype(), value.shape(), gpu.allocator());
-          RN_RETURN_IF_ERROR(gpu.Activate());
-          RN_CUDA(cuda::LaunchBinary(
-              kOp, type, value.raw_data(), delta.raw_data(), out.raw_data(),
-              out.num_elements(), nullptr, gpu.compute()));
-          return out;
-        }));
+        var->Update(
+            [&](const Tensor& value) -> absl::StatusOr<Tensor> {
+              if (value.shape() != delta.shape()) {
+                return absl::InvalidArgumentError(StrCat(
+                    "delta ", delta.shape().ToString(),
+                    " does not match the variable ", value.shape().ToString()));
+              }
+              Tensor out(value.dtype(), value.shape(), gpu.allocator());
+              RN_RETURN_IF_ERROR(gpu.Activate());
+              RN_CUDA(cuda::LaunchBinary(
+                  kOp, type, value.raw_data(), delta.raw_data(), out.raw_data(),
+                  out.num_elements(), nullptr, gpu.compute()));
+              return out;
+            },
+            ctx->write_key()));
     return ctx->set_output(0, std::move(next));
   }
 };
@@ -174,7 +176,8 @@ class GpuScatterKernel : public GpuVariableKernel {
                   gpu.compute()));
               return absl::OkStatus();
             },
-            [&](const Tensor& value) { return CopyOnGpu(gpu, value); }));
+            [&](const Tensor& value) { return CopyOnGpu(gpu, value); },
+            ctx->write_key()));
     return ctx->set_output(0, std::move(next));
   }
 };

@@ -221,5 +221,63 @@ TEST(VariableMutate, InPlaceUnlessAReaderHoldsTheValue) {
   ExpectTensor(*v.Read(), DType::kF32, Shape{2}, {3, 2}, 0);
 }
 
+// A write with a key (framework/variable.h: WriteKey) is made once: a
+// retried update's writes that are already in change nothing, and a
+// replica's copy carries which are in.
+TEST(VariableWriteKeys, ARetriedWriteIsMadeOnce) {
+  Variable v(DType::kF32, Shape{1});
+  ASSERT_TRUE(v.Assign(F32({0}, Shape{1})).ok());
+  auto add = [](float d) {
+    return [d](const Tensor& old) -> absl::StatusOr<Tensor> {
+      Tensor t = old.Clone();
+      t.data<float>()[0] += d;
+      return t;
+    };
+  };
+  const WriteKey first{.writer = "w0", .seq = 1, .write = "bump@0:0"};
+  const WriteKey again_in_loop{.writer = "w0", .seq = 1, .write = "bump@7:1"};
+  const WriteKey next{.writer = "w0", .seq = 2, .write = "bump@0:0"};
+  const WriteKey other{.writer = "w1", .seq = 1, .write = "bump@0:0"};
+  ASSERT_TRUE(v.Update(add(1), &first).ok());
+  ASSERT_TRUE(v.Update(add(1), &first).ok());  // the retry: not again
+  ExpectTensor(*v.Read(), DType::kF32, Shape{1}, {1}, 0);
+  ASSERT_TRUE(v.Update(add(10), &again_in_loop).ok());  // another iteration
+  ASSERT_TRUE(v.Update(add(100), &other).ok());         // another writer
+  ASSERT_TRUE(v.Update(add(1000), &next).ok());         // the next update
+  ASSERT_TRUE(v.Update(add(1), &first).ok());  // an older update: not again
+  ExpectTensor(*v.Read(), DType::kF32, Shape{1}, {1111}, 0);
+  Tensor held = *v.Read();
+  ASSERT_TRUE(v.Mutate(
+                   [](Tensor* t) {
+                     t->data<float>()[0] += 1;
+                     return absl::OkStatus();
+                   },
+                   nullptr, &next)
+                  .ok());
+  ASSERT_TRUE(v.Assign(F32({-1}, Shape{1}), nullptr, &other).ok());
+  ExpectTensor(*v.Read(), DType::kF32, Shape{1}, {1111}, 0);
+
+  // A replica's copy: the value, the writes in, and a new version at every
+  // write that was made.
+  const uint64_t version = v.version();
+  ASSERT_TRUE(v.Update(add(1), &next).ok());
+  EXPECT_EQ(v.version(), version);
+  absl::StatusOr<Variable::Copy> copy = v.Snapshot();
+  ASSERT_TRUE(copy.ok());
+  Variable backup(DType::kF32, Shape{1});
+  ASSERT_TRUE(backup.Install(*copy).ok());
+  ExpectTensor(*backup.Read(), DType::kF32, Shape{1}, {1111}, 0);
+  ASSERT_TRUE(backup.Update(add(1), &next).ok());  // in on the primary
+  const WriteKey later{.writer = "w1", .seq = 2, .write = "bump@0:0"};
+  ASSERT_TRUE(backup.Update(add(5), &later).ok());
+  ExpectTensor(*backup.Read(), DType::kF32, Shape{1}, {1116}, 0);
+  Variable::Copy wrong;
+  wrong.initialized = true;
+  wrong.value = F32({1, 2}, Shape{2});
+  EXPECT_FALSE(backup.Install(wrong).ok());
+  ASSERT_TRUE(backup.Install(Variable::Copy()).ok());
+  EXPECT_FALSE(backup.initialized());
+}
+
 }  // namespace
 }  // namespace runnel

@@ -75,6 +75,40 @@ TEST(ClusterSpecTest, ErrorsNameTheFileAndTheField) {
             "/nonexistent/c.json: cannot open: No such file or directory");
 }
 
+TEST(ClusterSpecTest, ReplicatedTasksListTheirReplicas) {
+  absl::StatusOr<ClusterSpec> spec = ClusterSpec::Parse(
+      R"({"ps": [["127.0.0.1:1", "127.0.0.1:2"], "127.0.0.1:3"],
+          "worker": ["127.0.0.1:4"]})",
+      "c.json");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->num_tasks("ps"), 2);
+  EXPECT_TRUE(spec->is_replicated("/job:ps/task:0"));
+  EXPECT_FALSE(spec->is_replicated("/job:ps/task:1"));
+  EXPECT_TRUE(spec->has_replicas());
+  EXPECT_EQ(*spec->Replicas("/job:ps/task:0"),
+            (std::vector<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
+  EXPECT_EQ(*spec->Replicas("/job:ps/task:1"),
+            (std::vector<std::string>{"127.0.0.1:3"}));
+  EXPECT_EQ(*spec->AddressOf("/job:ps/task:0"), "127.0.0.1:1");
+  absl::StatusOr<ClusterSpec> again = ClusterSpec::Parse(spec->ToJson(), "x");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ToJson(), spec->ToJson());
+  EXPECT_TRUE(again->is_replicated("/job:ps/task:0"));
+  EXPECT_EQ(
+      Message(ClusterSpec::Parse(R"({"ps": [["127.0.0.1:1", 5]]})", "c.json")
+                  .status()),
+      "c.json: \"ps\"[0][1]: needs a \"host:port\" string");
+  // A replica beyond this machine asks for a token like any other task.
+  EXPECT_FALSE(ClusterSpec::Parse(R"({"ps": [["127.0.0.1:1", "h:2"]]})", "c")
+                   ->AllLoopback());
+  const ClusterSpec loopback =
+      ClusterSpec::Loopback(2, 1, {11, 12, 13, 14, 15}, 2);
+  EXPECT_EQ(
+      loopback.ToJson(),
+      R"({"ps": [["127.0.0.1:11", "127.0.0.1:13"], )"
+      R"(["127.0.0.1:12", "127.0.0.1:14"]], "worker": ["127.0.0.1:15"]})");
+}
+
 // ---- a cluster in this process
 
 struct LocalCluster {
@@ -158,6 +192,47 @@ TEST(ClusterTest, VariablesSpreadOverPsTasksAndAreSharedByName) {
       EXPECT_EQ(n->assigned_device(), "/job:worker/task:0/device:cpu:0");
     }
   }
+}
+
+// ps:0 replicated (docs/cluster.md, "Replicated parameter servers"): the
+// first worker's contact makes replica 0 the primary; every update is on
+// both replicas before its run returns, so when the primary goes the
+// worker's next run finds the backup, promotes it, and goes on from the
+// same state. The replica that went comes back as a backup.
+TEST(ClusterTest, AReplicatedPsFailsOverToItsBackupWithNothingLost) {
+  const ClusterSpec spec =
+      ClusterSpec::Loopback(1, 1, FreeLoopbackPorts(3), /*ps_replicas=*/2);
+  auto replica = [&](int r) {
+    auto server = TaskServer::Start(spec, "ps", 0, 2, {}, r);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? std::move(*server) : nullptr;
+  };
+  std::unique_ptr<TaskServer> r0 = replica(0), r1 = replica(1);
+  Model m;
+  auto worker = GrpcCluster::Start(spec, "worker", 0, {});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  Session s(m.g, {.num_threads = 2, .cluster = *worker});
+  for (int i = 0; i < 3; ++i) {
+    auto out = s.Run(Session::Feeds{}, {}, {m.bump});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  EXPECT_TRUE(r0->worker().ReadVariables({"w"}).ok());
+  EXPECT_EQ(r1->worker().ReadVariables({"w"}).status().code(),
+            absl::StatusCode::kUnavailable)
+      << "a backup serves nothing";
+  r0->Shutdown();
+  r0.reset();
+  r0 = replica(0);  // restarted: a backup without state
+  for (int i = 0; i < 2; ++i) {
+    auto out = s.Run(Session::Feeds{}, {}, {m.bump});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
+  auto out = s.Run(Session::Feeds{}, {{m.w, 0}, {m.b, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, {2}, {6, 7});
+  ExpectTensor((*out)[1], DType::kF32, {1}, {10});
+  EXPECT_TRUE(r1->worker().ReadVariables({"w"}).ok()) << "the new primary";
+  EXPECT_FALSE(r0->worker().ReadVariables({"w"}).ok());
 }
 
 TEST(ClusterTest, OtherWorkersWaitForTheChiefToInitialize) {

@@ -1,0 +1,227 @@
+"""Replicated parameter servers under faults (docs/cluster.md, "Replicated
+parameter servers"): `runnel cluster tests/cluster/async.rnl --ps 2
+--workers 2 --ps-replicas 2` trains while this harness kills (kill -9) or
+pauses (SIGSTOP, then SIGCONT) replicas at random moments: the primary of a
+ps task, its backup, again and again. After each run it checks what the
+script itself asserts and prints: every worker finished, `global_step`
+equals the steps the workers completed (no update lost, none doubled) and
+the model fits. It times each fault's recovery from the workers' notes
+("the run went through ..."), which it reads as they come, and says
+whether each is within the aim of 2 seconds (a figure, not a pass or a
+fail: tests hold no timings; a run that does not go on within 15 s fails
+as a hang). A script whose ps state a replica cannot copy (a queue) is
+refused at its line.
+
+    python3 tests/cluster/replica_test.py RUNNEL            # one round
+    python3 tests/cluster/replica_test.py RUNNEL --rounds 5 # the table
+
+Every fault is injected once per round; the table gives, per fault, the
+times injected, the runs finished, the steps lost and the worst recovery.
+"""
+import argparse
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STEPS = 4000        # per worker: about 15 s of training
+LIMIT = 120         # seconds a run may take: past it, a hang
+RECOVERY_AIM = 2    # seconds from a fault to the workers' steps going on
+FAULTS = ["kill primary", "kill backup", "pause primary 3 s",
+          "pause backup 0.5 s"]
+
+
+class Cluster:
+    """One `runnel cluster` run, its output read (and timed) as it comes."""
+
+    def __init__(self, runnel, seed):
+        self.p = subprocess.Popen(
+            [runnel, "cluster", os.path.join(HERE, "async.rnl"), "--ps", "2",
+             "--workers", "2", "--ps-replicas", "2", "--arg",
+             f"steps={STEPS}", "--seed", str(seed)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = []  # (time, line)
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self.lock:
+                self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def seen(self, pattern, since=0.0):
+        with self.lock:
+            return [(t, l) for t, l in self.lines
+                    if t >= since and re.search(pattern, l)]
+
+    def replica(self, task, index):
+        """The pid of the process serving replica `index` of ps `task`
+        (waiting up to 5 s: it may be restarting)."""
+        def flag(argv, name):
+            return argv[argv.index(name) + 1] if name in argv else None
+        for _ in range(50):
+            out = subprocess.run(["pgrep", "-P", str(self.p.pid)],
+                                 capture_output=True, text=True).stdout
+            for pid in out.split():
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().decode().split("\0")
+                except OSError:
+                    continue
+                if ("server" in argv and flag(argv, "--task") == str(task) and
+                        flag(argv, "--replica") == str(index)):
+                    return int(pid)
+            time.sleep(0.1)
+        raise AssertionError(f"no replica {index} of ps {task} is running")
+
+    def wait(self):
+        try:
+            self.p.wait(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise AssertionError(f"the run hung past {LIMIT} s:\n" +
+                                 self.text())
+        self.reader.join(timeout=5)
+        return self.p.returncode
+
+    def text(self):
+        with self.lock:
+            return "\n".join(l for _, l in self.lines)
+
+
+def training(cluster):
+    """Whether the workers are still training (neither has printed its
+    result)."""
+    return not cluster.seen(r"global_step \d+$")
+
+
+def inject(cluster, fault, primary, rng):
+    """Injects `fault` on a random ps task; `primary[task]` is the replica
+    that serves it. Returns (task, time injected)."""
+    task = rng.randrange(2)
+    victim = primary[task] if "primary" in fault else 1 - primary[task]
+    pid = cluster.replica(task, victim)
+    start = time.monotonic()
+    if fault.startswith("kill"):
+        os.kill(pid, signal.SIGKILL)
+        if "primary" in fault:
+            primary[task] = 1 - primary[task]
+    else:
+        seconds = float(fault.split()[2])
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+        os.kill(pid, signal.SIGCONT)
+        # A pause past the keepalive (1.5 s) makes the backup the primary.
+        if "primary" in fault and seconds > 1.5:
+            primary[task] = 1 - primary[task]
+    return task, start
+
+
+def recovery(cluster, start, fault):
+    """Seconds from the fault to the first run that went through after it
+    (0 when no run failed: nothing waited)."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        through = cluster.seen(r"note: the run went through", start)
+        failed = cluster.seen(r"retrying the run once it is back", start)
+        if through and len(through) >= len(failed) > 0:
+            return max(t for t, _ in through) - start
+        if not failed and time.monotonic() > start + 3:
+            return 0.0
+        time.sleep(0.05)
+    raise AssertionError(f"{fault}: no run went through within 15 s:\n" +
+                         cluster.text())
+
+
+def one_run(runnel, faults, rng, seed, stats):
+    cluster = Cluster(runnel, seed)
+    try:
+        return faulted_run(cluster, faults, rng, stats)
+    finally:
+        if cluster.p.poll() is None:
+            cluster.p.send_signal(signal.SIGINT)  # stops every task
+            try:
+                cluster.p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                cluster.p.kill()
+
+
+def faulted_run(cluster, faults, rng, stats):
+    primary = [0, 0]
+    deadline = time.monotonic() + 30
+    while len(cluster.seen(r"\(replica \d\) serving at")) < 4:
+        assert time.monotonic() < deadline and cluster.p.poll() is None, \
+            "the cluster did not start:\n" + cluster.text()
+        time.sleep(0.05)
+    time.sleep(1)  # the chief has made the primaries and set the state
+    for fault in faults:
+        time.sleep(rng.uniform(0.3, 1.2))
+        if not training(cluster):
+            break
+        task, start = inject(cluster, fault, primary, rng)
+        stats[fault]["injected"] += 1
+        stats[fault]["recovery"].append(recovery(cluster, start, fault))
+    code = cluster.wait()
+    text = cluster.text()
+    steps = [int(m) for m in re.findall(r"global_step (\d+)$", text, re.M)]
+    finished = code == 0 and len(steps) == 2
+    for fault in faults:
+        stats[fault]["runs"] += 1
+        stats[fault]["finished"] += finished
+        stats[fault]["lost"] += (2 * STEPS - min(steps)) if steps else 2 * STEPS
+    assert finished, f"the run failed ({code}):\n{text}"
+    assert steps == [2 * STEPS, 2 * STEPS], \
+        f"global_step {steps}, not {2 * STEPS}:\n{text}"
+    return text
+
+
+def check_refused(runnel):
+    """A queue on a replicated ps: refused at its line, nothing run."""
+    r = subprocess.run(
+        [runnel, "cluster", os.path.join(HERE, "queue.rnl"), "--ps", "1",
+         "--workers", "2", "--ps-replicas", "2"],
+        capture_output=True, text=True, timeout=LIMIT)
+    assert r.returncode != 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    assert re.search(r"queue\.rnl:\d+:\d+: error: .*'queue' keeps state that "
+                     r"a replicated parameter server does not copy", out), out
+    print("a queue on a replicated ps is refused at its line")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runnel")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    stats = {f: {"injected": 0, "runs": 0, "finished": 0, "lost": 0,
+                 "recovery": []} for f in FAULTS}
+    check_refused(args.runnel)
+    for r in range(args.rounds):
+        faults = FAULTS[:]
+        rng.shuffle(faults)
+        one_run(args.runnel, faults, rng, r, stats)
+        print(f"round {r + 1}: {', '.join(faults)}: both workers finished, "
+              f"global_step {2 * STEPS}")
+    print("| fault | injected | runs finished | steps lost | worst recovery (s) |")
+    print("|---|--:|--:|--:|--:|")
+    for f in FAULTS:
+        s = stats[f]
+        print(f"| {f} | {s['injected']} | {s['finished']} of {s['runs']} | "
+              f"{s['lost']} | {max(s['recovery'], default=0):.2f} |")
+    worst = max((max(s["recovery"], default=0), f) for f, s in stats.items())
+    print(f"worst recovery {worst[0]:.2f} s ({worst[1]}): the aim of "
+          f"{RECOVERY_AIM} s is {'met' if worst[0] <= RECOVERY_AIM else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
