@@ -20,7 +20,13 @@ Times are seconds per step (lower is better).
      asynchronous parameter server). Synchronous: Runnel (replicas =
      workers) against MultiWorkerMirroredStrategy and DDP. The floor is
      the step's FLOPs at the one-thread GEMM peak, one core per worker.
-  3. backup workers, Runnel only (neither peer has them): 4 synchronous
+  3. replicated parameter servers: the asynchronous MLP with 2 workers on
+     2 ps tasks, each ps with a backup (--ps-replicas 2, docs/cluster.md),
+     against TensorFlow's ParameterServerStrategy on 2 ps (which has no
+     replicas: a lost ps is a reload from a checkpoint); Runnel's
+     unreplicated run on 2 ps alternates with it, and the cost of
+     replication is the median of the per-round ratios.
+  4. backup workers, Runnel only (neither peer has them): 4 synchronous
      workers where, each step, one of them (by the global step) sleeps
      twice a step's time first (3x slower); seconds per global step with
      replicas = 4 (no backup) against replicas = 3 (one backup). Aim: 15%
@@ -33,7 +39,7 @@ ParameterServerStrategy, and the collective (RING, AUTO) and steps per
 tf.function call for MultiWorkerMirroredStrategy.
 
     /usr/bin/python3 bench/cluster_bench.py BUILD_DIR [--threads 1] [--rounds 3]
-        [--only null,mlp,backup]   (the sections to run; default all)
+        [--only null,mlp,replicas,backup]   (the sections; default all)
 """
 import json
 import os
@@ -70,7 +76,7 @@ def runnel_cluster(runnel, workers, threads, args, ps=1):
         return out
 
 
-def runnel_workload(runnel, threads, name):
+def runnel_workload(runnel, threads, name, ps=1, ps_replicas=1):
     """Runnel's seconds per step (null) or per worker step (async, sync)."""
     kind, workers = cluster_peer.split_workload(name)
     steps = cluster_peer.STEPS[kind]
@@ -78,7 +84,9 @@ def runnel_workload(runnel, threads, name):
             "work=null" if kind == "null" else "work=mlp"]
     if kind == "sync":
         args += ["--arg", f"replicas={workers}"]
-    r = runnel_cluster(runnel, workers, threads, args)
+    if ps_replicas > 1:
+        args += ["--ps-replicas", str(ps_replicas)]
+    r = runnel_cluster(runnel, workers, threads, args, ps=ps)
     if kind == "null":
         return statistics.median((t1 - t0) / steps
                                  for t0, t1, _, _ in r.values())
@@ -104,6 +112,37 @@ def section(build, threads, rounds, title, workloads, tf_variants):
                             for w in workloads},
                  peers, rounds, workloads, trial_args=["--trial"],
                  flops=flops, build_dir=build)
+
+
+def replicated(build, threads, rounds):
+    """The asynchronous MLP on 2 ps with a backup each, against
+    ParameterServerStrategy on 2 ps; Runnel unreplicated beside it."""
+    runnel = os.path.join(build, "runnel")
+    plain = []
+
+    def ours(_):
+        plain.append(runnel_workload(runnel, threads, "async2", ps=2))
+        return {"async2": runnel_workload(runnel, threads, "async2", ps=2,
+                                          ps_replicas=2)}
+    only = ["--only", "async2", "--threads", str(threads), "--ps", "2"]
+    tf = peer.tf_peer([os.path.join(HERE, "tf_cluster_peer.py")] + only,
+                      threads, (("", ()), ("10 steps per scheduled function",
+                                           ("--inner", "10"))))
+    replicated_s, _ = peer.compare(
+        f"{TITLE}: replicated parameter servers", threads, ours, [tf], rounds,
+        {"async2": "MLP, 2 workers, asynchronous, 2 ps each with a backup "
+                   "(TensorFlow: ParameterServerStrategy, 2 ps, no backups)"},
+        trial_args=["--trial"], flops={"async2": MLP_FLOPS / 2},
+        build_dir=build)
+    cost = statistics.median(
+        r / p for r, p in zip(replicated_s["async2"], plain))
+    note = (f"unreplicated on 2 ps {peer.fmt_time(statistics.median(plain))}"
+            f" a worker step; replication costs {100 * (cost - 1):+.0f}% "
+            "(median of per-round ratios)")
+    print(f"replicated parameter servers: {note}")
+    peer.record(TITLE, "MLP, 2 workers, asynchronous, 2 ps, unreplicated "
+                "(beside the replicated row)", statistics.median(plain), {},
+                None, threads=threads, unit="worker step", note=note)
 
 
 def backup(runnel, threads, rounds):
@@ -143,7 +182,8 @@ def main(argv):
     threads = peer.threads_arg(argv, 1)
     rounds = peer.int_arg(argv, "--rounds", 3)
     only = set(argv[argv.index("--only") + 1].split(",")
-               if "--only" in argv[:-1] else ("null", "mlp", "backup"))
+               if "--only" in argv[:-1] else
+               ("null", "mlp", "replicas", "backup"))
     print(f"cluster benchmarks ({threads} thread(s) per process, {rounds} "
           "alternating rounds, loopback)")
     if "null" in only:
@@ -163,6 +203,8 @@ def main(argv):
              ("collective AUTO", ("--collective", "AUTO")),
              ("collective RING, 10 steps per call",
               ("--collective", "RING", "--inner", "10"))))
+    if "replicas" in only:
+        replicated(build, threads, rounds)
     if "backup" in only:
         backup(os.path.join(build, "runnel"), threads, rounds)
 

@@ -189,8 +189,9 @@ def tf_run(kind, workers, steps, argv):
                 {"cluster": spec, "task": {"type": "worker", "index": i}})))
                  for i in range(workers)]
         return cluster_peer.per_worker_step(gather(procs))
-    spec = {"ps": addresses(1), "worker": addresses(workers),
-            "chief": addresses(1)}
+    # (--ps N: the variables round-robin over N ps tasks.)
+    spec = {"ps": addresses(peer.int_arg(argv, "--ps", 1)),
+            "worker": addresses(workers), "chief": addresses(1)}
     servers = [spawn(job, args, spec, i) for job in ("ps", "worker")
                for i in range(len(spec[job]))]
     try:
