@@ -150,6 +150,18 @@ absl::StatusOr<proto::ReplicateResponse> ReplicaServer::Send(
   return resp;
 }
 
+absl::Status ReplicaServer::CheckSize(
+    const proto::ReplicateRequest& req) const {
+  if (req.ByteSizeLong() <= static_cast<size_t>(options_.max_message_bytes)) {
+    return absl::OkStatus();
+  }
+  // (Permanent: not Unavailable, which workers would retry.)
+  return absl::ResourceExhaustedError(StrCat(
+      Name(), ": the state to copy to its backup is ", req.ByteSizeLong() >> 20,
+      " MiB, over the ", options_.max_message_bytes >> 20,
+      " MiB a message may carry; a replicated task does not split it yet"));
+}
+
 absl::Status ReplicaServer::Sync() {
   std::lock_guard<std::mutex> sync(sync_mu_);
   int64_t epoch = 0;
@@ -189,6 +201,7 @@ absl::Status ReplicaServer::Sync() {
   req.set_epoch(epoch);
   req.set_sender(index_);
   req.set_sender_incarnation(incarnation_);
+  RN_RETURN_IF_ERROR(CheckSize(req));
   for (Peer& peer : peers_) {
     if (peer.out && now < peer.next_ask) continue;
     for (int attempt = 0;; ++attempt) {

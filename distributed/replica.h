@@ -87,6 +87,8 @@ class ReplicaServer : public Replication {
                                   std::map<std::string, uint64_t>* versions,
                                   std::map<std::string, uint64_t>* counters)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(sync_mu_);
+  // ResourceExhausted when `req` is over the largest message.
+  absl::Status CheckSize(const proto::ReplicateRequest& req) const;
   // Sends `req` to `peer`; its answer.
   absl::StatusOr<proto::ReplicateResponse> Send(
       Peer& peer, const proto::ReplicateRequest& req, double seconds);

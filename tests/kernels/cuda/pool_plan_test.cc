@@ -15,7 +15,7 @@
 namespace runnel {
 namespace {
 
-PoolAttrs Attrs(HW size, HW strides, bool same) {
+PoolAttrs PoolAttrsOf(HW size, HW strides, bool same) {
   PoolAttrs a;
   a.size = size;
   a.strides = strides;
@@ -33,7 +33,7 @@ std::optional<CudnnPoolParams> Plan(PoolOp op, DType dtype, const Shape& x,
 
 TEST(PoolPlanTest, ValidPaddingGoesToCudnn) {
   // 13 rows, 3-row windows every 2 (AlexNet's): 6 outputs, no padding.
-  const PoolAttrs a = Attrs({3, 3}, {2, 2}, false);
+  const PoolAttrs a = PoolAttrsOf({3, 3}, {2, 2}, false);
   const std::optional<CudnnPoolParams> p =
       Plan(PoolOp::kMaxPool, DType::kF32, Shape{2, 13, 12, 5}, a);
   ASSERT_TRUE(p.has_value());
@@ -52,7 +52,7 @@ TEST(PoolPlanTest, ValidPaddingGoesToCudnn) {
 TEST(PoolPlanTest, SymmetricSamePaddingGoesToCudnn) {
   // 7 rows, 3-row windows every 2: 4 outputs need (4-1)*2+3-7 = 2 rows of
   // padding, one each side; 9 columns: 5 outputs, 2 columns, one each side.
-  const PoolAttrs a = Attrs({3, 3}, {2, 2}, true);
+  const PoolAttrs a = PoolAttrsOf({3, 3}, {2, 2}, true);
   for (PoolOp op : {PoolOp::kMaxPool, PoolOp::kAvgPool, PoolOp::kAvgPoolGrad}) {
     const std::optional<CudnnPoolParams> p =
         Plan(op, DType::kF32, Shape{2, 7, 9, 4}, a);
@@ -65,7 +65,7 @@ TEST(PoolPlanTest, SymmetricSamePaddingGoesToCudnn) {
   // A stride of 1 with a 3x3 window: one row and column each side.
   const std::optional<CudnnPoolParams> p =
       Plan(PoolOp::kAvgPool, DType::kF64, Shape{1, 5, 6, 2},
-           Attrs({3, 3}, {1, 1}, true));
+           PoolAttrsOf({3, 3}, {1, 1}, true));
   ASSERT_TRUE(p.has_value());
   EXPECT_EQ(p->pad_h, 1);
   EXPECT_EQ(p->pad_w, 1);
@@ -77,20 +77,20 @@ TEST(PoolPlanTest, AnOddSameExcessStaysOnOurKernels) {
   // 32 rows, 3-row windows every 3: 11 outputs need 1 row of padding, at
   // the end; cuDNN pads both sides alike.
   EXPECT_FALSE(Plan(PoolOp::kMaxPool, DType::kF32, Shape{3, 32, 32, 8},
-                    Attrs({3, 3}, {3, 3}, true))
+                    PoolAttrsOf({3, 3}, {3, 3}, true))
                    .has_value());
   // Only the columns odd: still ours.
   EXPECT_FALSE(Plan(PoolOp::kAvgPool, DType::kF32, Shape{1, 7, 6, 2},
-                    Attrs({3, 2}, {2, 1}, true))
+                    PoolAttrsOf({3, 2}, {2, 1}, true))
                    .has_value());
   // 2x2 windows every 1 pad 1 at the end.
   EXPECT_FALSE(Plan(PoolOp::kAvgPoolGrad, DType::kF32, Shape{2, 5, 6, 3},
-                    Attrs({2, 2}, {1, 1}, true))
+                    PoolAttrsOf({2, 2}, {1, 1}, true))
                    .has_value());
 }
 
 TEST(PoolPlanTest, OnlyF16F32AndF64GoToCudnn) {
-  const PoolAttrs a = Attrs({2, 2}, {2, 2}, false);
+  const PoolAttrs a = PoolAttrsOf({2, 2}, {2, 2}, false);
   const Shape x{2, 8, 8, 3};
   for (DType d : {DType::kF32, DType::kF64}) {
     EXPECT_TRUE(Plan(PoolOp::kMaxPool, d, x, a).has_value()) << DTypeName(d);
@@ -112,13 +112,13 @@ TEST(PoolPlanTest, MaxPoolGradStaysOnOurKernels) {
   // cuDNN's choice among equal maxima is not documented.
   for (bool same : {false, true}) {
     EXPECT_FALSE(Plan(PoolOp::kMaxPoolGrad, DType::kF32, Shape{2, 8, 8, 3},
-                      Attrs({2, 2}, {2, 2}, same))
+                      PoolAttrsOf({2, 2}, {2, 2}, same))
                      .has_value());
   }
 }
 
 TEST(PoolPlanTest, EmptyTensorsStayOnOurKernels) {
-  const PoolAttrs a = Attrs({2, 2}, {2, 2}, true);
+  const PoolAttrs a = PoolAttrsOf({2, 2}, {2, 2}, true);
   EXPECT_FALSE(
       Plan(PoolOp::kMaxPool, DType::kF32, Shape{0, 4, 4, 2}, a).has_value());
   EXPECT_FALSE(
@@ -128,7 +128,7 @@ TEST(PoolPlanTest, EmptyTensorsStayOnOurKernels) {
 }
 
 TEST(PoolPlanTest, TensorsBeyondCudnnsIntStayOnOurKernels) {
-  const PoolAttrs a = Attrs({2, 2}, {2, 2}, false);
+  const PoolAttrs a = PoolAttrsOf({2, 2}, {2, 2}, false);
   // 2^31 elements in x: one more than cuDNN indexes.
   EXPECT_FALSE(Plan(PoolOp::kMaxPool, DType::kF32,
                     Shape{2, 1 << 10, 1 << 10, 1 << 10}, a)
@@ -147,7 +147,7 @@ TEST(PoolPlanTest, ThePlanMatchesCudnnsOutputFormula) {
     for (int64_t in = 1; in <= 12; ++in) {
       for (int64_t size = 1; size <= 5; ++size) {
         for (int64_t stride = 1; stride <= 4; ++stride) {
-          const PoolAttrs a = Attrs({size, size}, {stride, stride}, same);
+          const PoolAttrs a = PoolAttrsOf({size, size}, {stride, stride}, same);
           absl::StatusOr<PoolWindows> w =
               PlacePoolWindows(DType::kF32, Shape{1, in, in, 1}, a, "pooling");
           if (!w.ok()) continue;  // valid windows larger than the input
