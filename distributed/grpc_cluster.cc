@@ -283,7 +283,8 @@ absl::Status GrpcCluster::FreezePs(const std::vector<std::string>& ps,
                         channels_->Freeze(t, req, rpc_s));
     if (!resp.drained()) {
       return absl::DeadlineExceededError(
-          StrCat(open.size(), " step(s) in flight did not end within ", drain_s,
+          StrCat(open.size(), " step(s) in flight did not end on ", t,
+                 " within ", drain_s,
                  " s (a step waiting for another worker's: a queue, or a "
                  "synchronous barrier)"));
     }
@@ -308,21 +309,34 @@ absl::Status GrpcCluster::ReadConsistently(
   const std::vector<std::string> ps = PsTasks();
   if (ps.empty()) return read(0);
   static std::atomic<int64_t> next_id{1};
-  const int64_t id = (RandomStepBase() >> 1) + next_id.fetch_add(1);
-  absl::Status frozen = FreezePs(ps, id, drain_s);
-  if (!frozen.ok()) {
-    UnfreezePs(ps, id);
-    WarnSnapshot(std::string(frozen.message()));
-    return read(0);
-  }
-  const absl::Status s = read(id);
-  if (!UnfreezePs(ps, id) && s.ok()) {
+  // With replicated parameter servers a failover (a few seconds) can stop
+  // a freeze, or end it under the read (the new primary was not frozen):
+  // the snapshot is taken again, once the primaries answer.
+  const int attempts = spec_.has_replicas() ? 4 : 1;
+  for (int attempt = 1;; ++attempt) {
+    const int64_t id = (RandomStepBase() >> 1) + next_id.fetch_add(1);
+    absl::Status frozen = FreezePs(ps, id, drain_s);
+    if (!frozen.ok()) {
+      UnfreezePs(ps, id);
+      if (attempt < attempts) {
+        WaitForTasks(10).IgnoreError();
+        continue;
+      }
+      WarnSnapshot(std::string(frozen.message()));
+      return read(0);
+    }
+    const absl::Status s = read(id);
+    if (UnfreezePs(ps, id) || !s.ok()) return s;
+    if (attempt < attempts) {
+      WaitForTasks(10).IgnoreError();
+      continue;
+    }
     WarnSnapshot(
         StrCat("a parameter server's freeze lapsed during the read "
                "(it took over ",
-               kSnapshotReadSeconds, " s)"));
+               kSnapshotReadSeconds, " s, or a backup took over)"));
+    return s;
   }
-  return s;
 }
 
 void GrpcCluster::WarnSnapshot(std::string_view why) {

@@ -124,12 +124,19 @@ void Worker::AbortStep(int64_t step, const absl::Status& status) {
 }
 
 void Worker::AbortAllSteps(const absl::Status& status) {
-  std::vector<std::shared_ptr<StepRendezvous>> open;
+  std::vector<std::pair<int64_t, std::shared_ptr<StepRendezvous>>> open;
+  std::vector<int64_t> ran;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [step, r] : steps_) open.push_back(r);
+    for (const auto& [step, r] : steps_) open.emplace_back(step, r);
+    for (const auto& [step, o] : open_) ran.push_back(step);
   }
-  for (const auto& r : open) r->Abort(status);
+  for (const auto& [step, r] : open) r->Abort(status);
+  // Their masters end them with the new primary: they are over here (a
+  // snapshot's freeze, should this replica become the primary again, must
+  // not wait for them).
+  for (const auto& [step, r] : open) EndStep(step);
+  for (int64_t step : ran) EndStep(step);
 }
 
 void Worker::EndStep(int64_t step) {

@@ -84,7 +84,7 @@ class Worker {
   // one aborted with "step ended", so a late request never waits.
   std::shared_ptr<StepRendezvous> Step(int64_t step);
   void AbortStep(int64_t step, const absl::Status& status);
-  // Aborts every step open here (a replica that stopped being the
+  // Aborts and ends every step open here (a replica that stopped being the
   // primary: the values its steps wait for come from the new one).
   void AbortAllSteps(const absl::Status& status);
   void EndStep(int64_t step);

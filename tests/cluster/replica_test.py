@@ -5,7 +5,9 @@ pauses (SIGSTOP, then SIGCONT) replicas at random moments: the primary of a
 ps task, its backup, again and again. After each run it checks what the
 script itself asserts and prints: every worker finished, `global_step`
 equals the steps the workers completed (no update lost, none doubled) and
-the model fits. It times each fault's recovery from the workers' notes
+the model fits, and the chief's checkpoints were written throughout
+(each a consistent snapshot, with no warning). It times each fault's
+recovery from the workers' notes
 ("the run went through ..."), which it reads as they come, and says
 whether each is within the aim of 2 seconds (a figure, not a pass or a
 fail: tests hold no timings; a run that does not go on within 15 s fails
@@ -25,6 +27,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -40,11 +43,12 @@ FAULTS = ["kill primary", "kill backup", "pause primary 3 s",
 class Cluster:
     """One `runnel cluster` run, its output read (and timed) as it comes."""
 
-    def __init__(self, runnel, seed):
+    def __init__(self, runnel, seed, checkpoints):
         self.p = subprocess.Popen(
             [runnel, "cluster", os.path.join(HERE, "async.rnl"), "--ps", "2",
              "--workers", "2", "--ps-replicas", "2", "--arg",
-             f"steps={STEPS}", "--seed", str(seed)],
+             f"steps={STEPS}", "--seed", str(seed), "--checkpoint-dir",
+             checkpoints, "--checkpoint-every", "1000steps"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []  # (time, line)
         self.lock = threading.Lock()
@@ -142,16 +146,27 @@ def recovery(cluster, start, fault):
 
 
 def one_run(runnel, faults, rng, seed, stats):
-    cluster = Cluster(runnel, seed)
-    try:
-        return faulted_run(cluster, faults, rng, stats)
-    finally:
-        if cluster.p.poll() is None:
-            cluster.p.send_signal(signal.SIGINT)  # stops every task
-            try:
-                cluster.p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                cluster.p.kill()
+    with tempfile.TemporaryDirectory() as checkpoints:
+        cluster = Cluster(runnel, seed, checkpoints)
+        try:
+            text = faulted_run(cluster, faults, rng, stats)
+        finally:
+            stop(cluster)
+        # The chief's checkpoints went on through the faults, each a
+        # consistent snapshot of the primaries.
+        written = [f for f in os.listdir(checkpoints) if f.endswith(".ckpt")]
+        assert written, "no checkpoint was written:\n" + text
+        assert "may mix a step's updates" not in text, text
+        return text
+
+
+def stop(cluster):
+    if cluster.p.poll() is None:
+        cluster.p.send_signal(signal.SIGINT)  # stops every task
+        try:
+            cluster.p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            cluster.p.kill()
 
 
 def faulted_run(cluster, faults, rng, stats):
