@@ -183,7 +183,13 @@ def faulted_run(cluster, faults, rng, stats):
             break
         task, start = inject(cluster, fault, primary, rng)
         stats[fault]["injected"] += 1
-        stats[fault]["recovery"].append(recovery(cluster, start, fault))
+        took = recovery(cluster, start, fault)
+        stats[fault]["recovery"].append(took)
+        if took > RECOVERY_AIM:  # what happened meanwhile, for the reader
+            print(f"{fault} on ps {task}: {took:.2f} s; the output then:")
+            for t, line in cluster.seen("", start):
+                if t <= start + took + 0.1:
+                    print(f"  +{t - start:5.2f} s {line}")
     code = cluster.wait()
     text = cluster.text()
     steps = [int(m) for m in re.findall(r"global_step (\d+)$", text, re.M)]
