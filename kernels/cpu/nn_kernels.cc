@@ -11,6 +11,7 @@
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/common/array_util.h"
+#include "kernels/common/norm_util.h"
 #include "kernels/cpu/eigen_support.h"
 
 namespace runnel {
@@ -205,21 +206,16 @@ constexpr int64_t kLayerNormBlockRows = 64;
 // layer_norm(x, scale, offset) over x's last axis; outputs y and each
 // row's mean and 1 / sqrt(variance + eps), in Acc<T>.
 template <typename T>
-class LayerNormKernel : public OpKernel {
+class LayerNormKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_RETURN_IF_ERROR(CheckLayerNorm(x.shape(), ctx->input(1).shape(),
                                       ctx->input(2).shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
-    const Shape rows_shape = LayerNormStatsShape(x.shape());
-    RN_ASSIGN_OR_RETURN(Tensor * mean, ctx->allocate_output(1, rows_shape));
-    RN_ASSIGN_OR_RETURN(Tensor * rstd, ctx->allocate_output(2, rows_shape));
+    RN_ASSIGN_OR_RETURN(
+        const NormTensors outs,
+        AllocateNormOutputs(ctx, x.shape(), LayerNormStatsShape(x.shape())));
+    Tensor *y = outs.full, *mean = outs.first, *rstd = outs.second;
     const int64_t n = x.dim(x.rank() - 1);
     if (x.num_elements() == 0) return absl::OkStatus();
     using A = Acc<T>;
@@ -229,7 +225,7 @@ class LayerNormKernel : public OpKernel {
     EigenType<T>* out = EigenMutableData<T>(y);
     A* pm = mean->data<A>();
     A* pr = rstd->data<A>();
-    const A eps = static_cast<A>(eps_);
+    const A eps = static_cast<A>(this->eps());
     ctx->intra_op_pool()->ParallelFor(
         x.num_elements() / n, n * 6, [&](int64_t begin, int64_t end) {
           Array1<A> v(n);
@@ -246,9 +242,6 @@ class LayerNormKernel : public OpKernel {
         });
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 // layer_norm_grad(dy, x, scale, mean, rstd) -> dx, dscale, doffset.
@@ -262,11 +255,9 @@ class LayerNormGradKernel : public OpKernel {
     RN_RETURN_IF_ERROR(
         CheckLayerNormGrad(dy.shape(), x.shape(), scale_t.shape(),
                            ctx->input(3).shape(), ctx->input(4).shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dscale,
-                        ctx->allocate_output(1, scale_t.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * doffset,
-                        ctx->allocate_output(2, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale_t.shape()));
+    Tensor *dx = outs.full, *dscale = outs.first, *doffset = outs.second;
     using A = Acc<T>;
     const int64_t n = x.dim(x.rank() - 1);
     const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
@@ -369,24 +360,17 @@ void ForRowBlocks(ThreadPool* pool, int64_t rows, int64_t c, Fn fn) {
 // batch_norm(x, scale, offset): y, and each channel's mean and biased
 // variance over the rows (two passes, for an exact variance).
 template <typename T>
-class BatchNormKernel : public OpKernel {
+class BatchNormKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& scale_t = ctx->input(1);
     RN_RETURN_IF_ERROR(
         CheckLayerNorm(x.shape(), scale_t.shape(), ctx->input(2).shape()));
     RN_RETURN_IF_ERROR(CheckBatchRows(ctx->node().op(), x));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * mean_t,
-                        ctx->allocate_output(1, scale_t.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * var_t,
-                        ctx->allocate_output(2, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale_t.shape()));
+    Tensor *y = outs.full, *mean_t = outs.first, *var_t = outs.second;
     using A = Acc<T>;
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0) return absl::OkStatus();
@@ -411,7 +395,7 @@ class BatchNormKernel : public OpKernel {
     Eigen::Map<Array1<A>>(mean_t->data<A>(), c) = mean;
     Eigen::Map<Array1<A>>(var_t->data<A>(), c) = var;
     // y = x * a + b per channel.
-    const Array1<A> a = (var + static_cast<A>(eps_)).rsqrt() *
+    const Array1<A> a = (var + static_cast<A>(eps())).rsqrt() *
                         LoadRun<T>(EigenData<T>(scale_t), c);
     const Array1<A> b = LoadRun<T>(EigenData<T>(ctx->input(2)), c) - mean * a;
     EigenType<T>* py = EigenMutableData<T>(y);
@@ -421,31 +405,21 @@ class BatchNormKernel : public OpKernel {
     });
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 // batch_norm_grad(dy, x, scale, mean, variance) -> dx, dscale, doffset.
 template <typename T>
-class BatchNormGradKernel : public OpKernel {
+class BatchNormGradKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
     const Tensor& scale_t = ctx->input(2);
     RN_RETURN_IF_ERROR(CheckBatchNormGrad(ctx->node().op(), dy, x, scale_t,
                                           ctx->input(3), ctx->input(4)));
-    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dscale,
-                        ctx->allocate_output(1, scale_t.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * doffset,
-                        ctx->allocate_output(2, scale_t.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale_t.shape()));
+    Tensor *dx = outs.full, *dscale = outs.first, *doffset = outs.second;
     using A = Acc<T>;
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0) return absl::OkStatus();
@@ -456,7 +430,7 @@ class BatchNormGradKernel : public OpKernel {
     const Eigen::Map<const Array1<A>> mean(ctx->input(3).data<A>(), c);
     const Array1<A> rstd =
         (Eigen::Map<const Array1<A>>(ctx->input(4).data<A>(), c) +
-         static_cast<A>(eps_))
+         static_cast<A>(eps()))
             .rsqrt();
     auto xhat = [&](int64_t r0, int64_t r1) {
       return (Rows2<T>(px, c, r0, r1).colwise() - mean).colwise() * rstd;
@@ -484,9 +458,6 @@ class BatchNormGradKernel : public OpKernel {
     });
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 template <typename T>

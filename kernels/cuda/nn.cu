@@ -377,24 +377,33 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// For a float `type` T, calls launch(T{}), which launches kernels, and
+// returns their launch error; cudaErrorNotSupported for other types.
+template <class Launch>
+cudaError_t WithFloatType(ElemType type, Launch launch) {
+  return WithElemType(type, [&](auto tag) -> cudaError_t {
+    if constexpr (!kFloat<decltype(tag)>) {
+      return cudaErrorNotSupported;
+    } else {
+      launch(tag);
+      return cudaGetLastError();
+    }
+  });
+}
+
 // For a float `type` T, calls launch(T{}, kBlock, blocks) to launch a
 // kernel with a block per line (kBlock true: long contiguous lines) or a
 // thread per line (false).
 template <class Launch>
 cudaError_t ByLine(ElemType type, int64_t lines, int64_t len, int64_t inner,
                    Launch launch) {
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
-    if constexpr (!kFloat<decltype(tag)>) {
-      return cudaErrorNotSupported;
+  return WithFloatType(type, [&](auto tag) {
+    if (lines == 0) return;
+    if (inner == 1 && len >= kMinBlockLine) {
+      launch(tag, std::true_type{},
+             static_cast<unsigned>(lines < (1 << 20) ? lines : (1 << 20)));
     } else {
-      if (lines == 0) return cudaSuccess;
-      if (inner == 1 && len >= kMinBlockLine) {
-        launch(tag, std::true_type{},
-               static_cast<unsigned>(lines < (1 << 20) ? lines : (1 << 20)));
-      } else {
-        launch(tag, std::false_type{}, Blocks(lines));
-      }
-      return cudaGetLastError();
+      launch(tag, std::false_type{}, Blocks(lines));
     }
   });
 }
@@ -537,24 +546,19 @@ cudaError_t LaunchBatchNorm(ElemType type, const void* x, const void* scale,
                             void* variance, void* scratch, int64_t rows,
                             int64_t c, double eps, cudaStream_t stream) {
   if (rows * c == 0) return cudaSuccess;
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
+  return WithFloatType(type, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!kFloat<T>) {
-      return cudaErrorNotSupported;
-    } else {
-      using C = Wide<T>;
-      const T* px = static_cast<const T*>(x);
-      auto* m = static_cast<C*>(mean);
-      auto* v = static_cast<C*>(variance);
-      auto* part = static_cast<C*>(scratch);
-      const C inv = C(1) / C(rows);
-      ChannelSum<T>(SumOf<T>{px}, m, part, rows, c, inv, stream);
-      ChannelSum<T>(SquaredDeviation<T>{px, m}, v, part, rows, c, inv, stream);
-      BatchNormApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
-          px, static_cast<const T*>(scale), static_cast<const T*>(offset), m, v,
-          static_cast<T*>(y), rows * c, c, C(eps));
-      return cudaGetLastError();
-    }
+    using C = Wide<T>;
+    const T* px = static_cast<const T*>(x);
+    auto* m = static_cast<C*>(mean);
+    auto* v = static_cast<C*>(variance);
+    auto* part = static_cast<C*>(scratch);
+    const C inv = C(1) / C(rows);
+    ChannelSum<T>(SumOf<T>{px}, m, part, rows, c, inv, stream);
+    ChannelSum<T>(SquaredDeviation<T>{px, m}, v, part, rows, c, inv, stream);
+    BatchNormApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
+        px, static_cast<const T*>(scale), static_cast<const T*>(offset), m, v,
+        static_cast<T*>(y), rows * c, c, C(eps));
   });
 }
 
@@ -564,27 +568,22 @@ cudaError_t LaunchBatchNormGrad(ElemType type, const void* dy, const void* x,
                                 void* doffset, void* scratch, int64_t rows,
                                 int64_t c, double eps, cudaStream_t stream) {
   if (rows * c == 0) return cudaSuccess;
-  return WithElemType(type, [&](auto tag) -> cudaError_t {
+  return WithFloatType(type, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (!kFloat<T>) {
-      return cudaErrorNotSupported;
-    } else {
-      using C = Wide<T>;
-      const T* pdy = static_cast<const T*>(dy);
-      const T* px = static_cast<const T*>(x);
-      const auto* m = static_cast<const C*>(mean);
-      const auto* v = static_cast<const C*>(variance);
-      auto* part = static_cast<C*>(scratch);
-      auto* ds = static_cast<T*>(dscale);
-      auto* doff = static_cast<T*>(doffset);
-      ChannelSum<T>(SumOf<T>{pdy}, doff, part, rows, c, C(1), stream);
-      ChannelSum<T>(DyTimesXhat<T>{pdy, px, m, v, C(eps)}, ds, part, rows, c,
-                    C(1), stream);
-      BatchNormGradApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
-          pdy, px, static_cast<const T*>(scale), m, v, ds, doff,
-          static_cast<T*>(dx), rows * c, c, C(rows), C(eps));
-      return cudaGetLastError();
-    }
+    using C = Wide<T>;
+    const T* pdy = static_cast<const T*>(dy);
+    const T* px = static_cast<const T*>(x);
+    const auto* m = static_cast<const C*>(mean);
+    const auto* v = static_cast<const C*>(variance);
+    auto* part = static_cast<C*>(scratch);
+    auto* ds = static_cast<T*>(dscale);
+    auto* doff = static_cast<T*>(doffset);
+    ChannelSum<T>(SumOf<T>{pdy}, doff, part, rows, c, C(1), stream);
+    ChannelSum<T>(DyTimesXhat<T>{pdy, px, m, v, C(eps)}, ds, part, rows, c,
+                  C(1), stream);
+    BatchNormGradApply<<<Blocks(rows * c), kThreads, 0, stream>>>(
+        pdy, px, static_cast<const T*>(scale), m, v, ds, doff,
+        static_cast<T*>(dx), rows * c, c, C(rows), C(eps));
   });
 }
 

@@ -19,6 +19,7 @@
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/common/array_util.h"
+#include "kernels/common/norm_util.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
@@ -130,34 +131,25 @@ class SoftmaxGradKernel : public OpKernel {
 };
 
 // layer_norm(x, scale, offset) over the last axis (kernels/cpu/nn_kernels.cc).
-class LayerNormKernel : public OpKernel {
+class LayerNormKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_RETURN_IF_ERROR(CheckLayerNorm(x.shape(), ctx->input(1).shape(),
                                       ctx->input(2).shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
     RN_ASSIGN_OR_RETURN(
-        Tensor * mean, ctx->allocate_output(1, LayerNormStatsShape(x.shape())));
-    RN_ASSIGN_OR_RETURN(
-        Tensor * rstd, ctx->allocate_output(2, LayerNormStatsShape(x.shape())));
+        const NormTensors outs,
+        AllocateNormOutputs(ctx, x.shape(), LayerNormStatsShape(x.shape())));
+    Tensor *y = outs.full, *mean = outs.first, *rstd = outs.second;
     if (x.num_elements() == 0) return absl::OkStatus();
     const int64_t n = x.dim(x.rank() - 1);
     RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, x));
     RN_CUDA(cuda::LaunchLayerNorm(
         l.type, x.raw_data(), ctx->input(1).raw_data(),
         ctx->input(2).raw_data(), y->raw_data(), mean->raw_data(),
-        rstd->raw_data(), x.num_elements() / n, n, eps_, l.gpu->compute()));
+        rstd->raw_data(), x.num_elements() / n, n, eps(), l.gpu->compute()));
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 // layer_norm_grad(dy, x, scale, mean, rstd) -> dx, dscale, doffset.
@@ -170,11 +162,9 @@ class LayerNormGradKernel : public OpKernel {
     RN_RETURN_IF_ERROR(CheckLayerNormGrad(dy.shape(), x.shape(), scale.shape(),
                                           ctx->input(3).shape(),
                                           ctx->input(4).shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dscale,
-                        ctx->allocate_output(1, scale.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * doffset,
-                        ctx->allocate_output(2, scale.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale.shape()));
+    Tensor *dx = outs.full, *dscale = outs.first, *doffset = outs.second;
     const int64_t n = x.dim(x.rank() - 1);
     if (n == 0) return absl::OkStatus();
     const int64_t rows = x.num_elements() / n;
@@ -200,22 +190,17 @@ Tensor StatsScratch(OpKernelContext* ctx, DType x, int64_t n) {
 }
 
 // batch_norm(x, scale, offset) (kernels/cpu/nn_kernels.cc).
-class BatchNormKernel : public OpKernel {
+class BatchNormKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& scale = ctx->input(1);
     RN_RETURN_IF_ERROR(
         CheckLayerNorm(x.shape(), scale.shape(), ctx->input(2).shape()));
     RN_RETURN_IF_ERROR(CheckBatchRows(ctx->node().op(), x));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * mean, ctx->allocate_output(1, scale.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * var, ctx->allocate_output(2, scale.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale.shape()));
+    Tensor *y = outs.full, *mean = outs.first, *var = outs.second;
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0) return absl::OkStatus();
     const int64_t rows = x.num_elements() / c;
@@ -225,33 +210,23 @@ class BatchNormKernel : public OpKernel {
     RN_CUDA(cuda::LaunchBatchNorm(
         l.type, x.raw_data(), scale.raw_data(), ctx->input(2).raw_data(),
         y->raw_data(), mean->raw_data(), var->raw_data(), scratch.raw_data(),
-        rows, c, eps_, l.gpu->compute()));
+        rows, c, eps(), l.gpu->compute()));
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 // batch_norm_grad(dy, x, scale, mean, variance) -> dx, dscale, doffset.
-class BatchNormGradKernel : public OpKernel {
+class BatchNormGradKernel : public EpsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(eps_, node.attr<double>("eps"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
     const Tensor& scale = ctx->input(2);
     RN_RETURN_IF_ERROR(CheckBatchNormGrad(ctx->node().op(), dy, x, scale,
                                           ctx->input(3), ctx->input(4)));
-    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * dscale,
-                        ctx->allocate_output(1, scale.shape()));
-    RN_ASSIGN_OR_RETURN(Tensor * doffset,
-                        ctx->allocate_output(2, scale.shape()));
+    RN_ASSIGN_OR_RETURN(const NormTensors outs,
+                        AllocateNormOutputs(ctx, x.shape(), scale.shape()));
+    Tensor *dx = outs.full, *dscale = outs.first, *doffset = outs.second;
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0) return absl::OkStatus();
     const int64_t rows = x.num_elements() / c;
@@ -262,12 +237,9 @@ class BatchNormGradKernel : public OpKernel {
         l.type, dy.raw_data(), x.raw_data(), scale.raw_data(),
         ctx->input(3).raw_data(), ctx->input(4).raw_data(), dx->raw_data(),
         dscale->raw_data(), doffset->raw_data(), scratch.raw_data(), rows, c,
-        eps_, l.gpu->compute()));
+        eps(), l.gpu->compute()));
     return absl::OkStatus();
   }
-
- private:
-  double eps_ = 1e-5;
 };
 
 class SoftmaxCrossEntropyKernel : public OpKernel {
