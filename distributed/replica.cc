@@ -194,14 +194,21 @@ absl::Status ReplicaServer::Sync() {
     }
   }
   std::map<std::string, uint64_t> versions, counters;
-  proto::ReplicateRequest req = Collect(need_full_, &versions, &counters);
+  // The message of what changed (or of the whole state), from this primary.
+  auto message = [&](bool full) -> absl::StatusOr<proto::ReplicateRequest> {
+    versions.clear();
+    counters.clear();
+    proto::ReplicateRequest req = Collect(full, &versions, &counters);
+    req.set_epoch(epoch);
+    req.set_sender(index_);
+    req.set_sender_incarnation(incarnation_);
+    RN_RETURN_IF_ERROR(CheckSize(req));
+    return req;
+  };
+  RN_ASSIGN_OR_RETURN(proto::ReplicateRequest req, message(need_full_));
   if (!need_full_ && req.variable_size() == 0 && req.counter_size() == 0) {
     return absl::OkStatus();
   }
-  req.set_epoch(epoch);
-  req.set_sender(index_);
-  req.set_sender_incarnation(incarnation_);
-  RN_RETURN_IF_ERROR(CheckSize(req));
   for (Peer& peer : peers_) {
     if (peer.out && now < peer.next_ask) continue;
     for (int attempt = 0;; ++attempt) {
@@ -236,12 +243,7 @@ absl::Status ReplicaServer::Sync() {
                                              " did not take the whole state"));
       }
       // The backup restarted, or missed a message: the whole state.
-      versions.clear();
-      counters.clear();
-      req = Collect(/*full=*/true, &versions, &counters);
-      req.set_epoch(epoch);
-      req.set_sender(index_);
-      req.set_sender_incarnation(incarnation_);
+      RN_ASSIGN_OR_RETURN(req, message(/*full=*/true));
     }
   }
   ++seq_;
