@@ -59,14 +59,17 @@ conformance:
 # Replicated parameter servers under faults (tests/cluster/replica_test.py):
 # CHAOS_ROUNDS rounds of kill -9 and SIGSTOP of primaries and backups during
 # training, then the table: fault, times injected, runs finished, steps
-# lost, worst recovery; then every fault over network namespaces
-# (tests/cluster/netns_test.py, root only). (`make test` runs one round of
-# each.)
+# lost, worst recovery; then CHAOS_ROUNDS rounds of every fault over
+# network namespaces (tests/cluster/netns_test.py, root only: partitions,
+# pauses, kills of replicas, a worker and the chief, latency, packet loss)
+# and its table. (`make test` runs one round of the first and four faults of
+# the second.)
 chaos:
 	@$(MAKE) --no-print-directory build TARGETS=runnel
 	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel \
 	  --rounds $(CHAOS_ROUNDS)
-	@/usr/bin/python3 tests/cluster/netns_test.py $(BUILD)/runnel --faults all
+	@/usr/bin/python3 tests/cluster/netns_test.py $(BUILD)/runnel --faults all \
+	  --rounds $(CHAOS_ROUNDS)
 
 # Fuzz the parser and `runnel check` (fuzz/README.md) for FUZZ_SECONDS,
 # growing the corpus in $(BUILD)/fuzz/targets/corpus; crashes go to

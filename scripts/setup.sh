@@ -15,6 +15,8 @@ packages=(
   # values in tests (python3-torch), graph and curve rendering, editor tests
   dataset-fashion-mnist fortunes python3 python3-numpy python3-torch libopenblas0-pthread
   graphviz gnuplot-nox vim emacs-nox neovim elpa-eglot
+  # the network fault tests' packet loss and delay (tests/cluster/netns_test.py)
+  iptables
   # the grammar test drives ANTLR's Java target
   default-jdk-headless
   # Python environments from PyPI (scripts/venv.sh: editor tests, benchmark peers)
