@@ -59,14 +59,17 @@ conformance:
 # Replicated parameter servers under faults (tests/cluster/replica_test.py):
 # CHAOS_ROUNDS rounds of kill -9 and SIGSTOP of primaries and backups during
 # training, then the table: fault, times injected, runs finished, steps
-# lost, worst recovery; then CHAOS_ROUNDS rounds of every fault over
-# network namespaces (tests/cluster/netns_test.py, root only: partitions,
-# pauses, kills of replicas, a worker and the chief, latency, packet loss)
-# and its table. (`make test` runs one round of the first and four faults of
-# the second.)
+# lost, worst recovery; the same under synchronous replicas, each run's
+# model compared byte for byte with a run without faults; then CHAOS_ROUNDS
+# rounds of every fault over network namespaces (tests/cluster/netns_test.py,
+# root only: partitions, pauses, kills of replicas, a worker and the chief,
+# latency, packet loss) and its table. (`make test` runs one round of each
+# of the first two and four faults of the third.)
 chaos:
 	@$(MAKE) --no-print-directory build TARGETS=runnel
 	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel \
+	  --rounds $(CHAOS_ROUNDS)
+	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel --sync \
 	  --rounds $(CHAOS_ROUNDS)
 	@/usr/bin/python3 tests/cluster/netns_test.py $(BUILD)/runnel --faults all \
 	  --rounds $(CHAOS_ROUNDS)

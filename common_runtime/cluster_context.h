@@ -48,9 +48,11 @@ class ClusterContext {
   // This task's rendezvous for `step`: receives from other tasks fetch
   // their tensors there.
   virtual std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) = 0;
-  // Registers a partition with `task`; the handle runs it.
+  // Registers a partition with `task`; the handle runs it. `sync`: the
+  // step has synchronous replicas (GraphDef's commit_sends).
   virtual absl::StatusOr<std::string> RegisterPartition(const std::string& task,
-                                                        const Graph& graph) = 0;
+                                                        const Graph& graph,
+                                                        bool sync) = 0;
   // Runs a registered partition as part of `step`, of a run that reads for
   // `snapshot` (ReadConsistently's id; 0: none) and writes as `update`
   // (NewUpdate); `done` hears how it ended (an unreachable task is

@@ -68,6 +68,11 @@ class Executor {
     // The update this run's variable writes belong to, on a replicated
     // parameter server (OpKernelContext::write_key); none elsewhere.
     const UpdateTag* update = nullptr;
+    // Called before each _send; an error aborts the run. A replicated
+    // task's partition that keeps synchronous replicas' state commits it
+    // to the backups here, so that nothing it decided is seen elsewhere
+    // before it is durable (framework/replicated_state.h).
+    std::function<absl::Status()> before_send = {};
   };
 
   static absl::StatusOr<std::unique_ptr<Executor>> Create(

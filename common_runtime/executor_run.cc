@@ -183,6 +183,8 @@ class ExecutorState {
     absl::Status s;
     if (args_.rendezvous == nullptr) {
       s = absl::FailedPreconditionError("_send outside a partitioned step");
+    } else if (args_.before_send && !(s = args_.before_send()).ok()) {
+      // (s says why)
     } else {
       absl::StatusOr<Tensor> host = is_dead ? Tensor() : value.tensor;
       if (!is_dead && !item.input_copy.empty() &&

@@ -200,12 +200,18 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   RN_ASSIGN_OR_RETURN(
       std::vector<GraphPartition> parts,
       PartitionGraph(*pruned, {.f16_transfers = options_.f16_transfers}));
+  // Synchronous replicas: a replicated task commits before it sends.
+  const std::vector<Node*> nodes = pruned->nodes();
+  const bool sync = std::any_of(nodes.begin(), nodes.end(), [](const Node* n) {
+    return n->op().starts_with("sync_");
+  });
   for (GraphPartition& p : parts) {
     const int i = devices_->IndexOf(p.device);
     if (i >= 0 && !devices_->is_local(i)) {
       const std::string task = TaskOfDevice(p.device);
-      RN_ASSIGN_OR_RETURN(std::string handle,
-                          options_.cluster->RegisterPartition(task, *p.graph));
+      RN_ASSIGN_OR_RETURN(
+          std::string handle,
+          options_.cluster->RegisterPartition(task, *p.graph, sync));
       plan->remote.push_back({task, std::move(handle)});
       continue;
     }

@@ -134,12 +134,14 @@ std::shared_ptr<Rendezvous> GrpcCluster::StepRendezvous(int64_t step) {
 }
 
 absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
-    const std::string& task, const Graph& graph) {
+    const std::string& task, const Graph& graph, bool sync) {
   {
     std::lock_guard<std::mutex> lock(used_mu_);
     used_.insert(task);
   }
-  return channels_->RegisterGraph(task, ToGraphDef(graph));
+  proto::GraphDef def = ToGraphDef(graph);
+  def.set_commit_sends(sync && spec_.is_replicated(task));
+  return channels_->RegisterGraph(task, def);
 }
 
 void GrpcCluster::RunPartition(const std::string& task,

@@ -58,7 +58,8 @@ class GrpcCluster : public ClusterContext {
   int64_t NewUpdate() override;
   std::shared_ptr<Rendezvous> StepRendezvous(int64_t step) override;
   absl::StatusOr<std::string> RegisterPartition(const std::string& task,
-                                                const Graph& graph) override;
+                                                const Graph& graph,
+                                                bool sync) override;
   void RunPartition(const std::string& task, const std::string& handle,
                     int64_t step, int64_t snapshot, int64_t update,
                     std::function<void(absl::Status)> done) override;

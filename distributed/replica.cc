@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "distributed/grpc_util.h"
 #include "framework/graph_def.h"
+#include "framework/replicated_state.h"
 #include "framework/variable.h"
 
 namespace runnel {
@@ -96,6 +97,35 @@ proto::ReplicateRequest ReplicaServer::Collect(
     std::map<std::string, uint64_t>* counters) {
   proto::ReplicateRequest req;
   req.set_full(full);
+  // The states first, in their order (ReplicatedState::rank), then the
+  // variables: a copy never holds an effect without its cause.
+  std::vector<std::pair<int, std::shared_ptr<ReplicatedState>>> states;
+  std::vector<std::string> state_names;
+  for (const std::string& name : resources_->Names<ReplicatedState>()) {
+    if (auto st = resources_->Lookup<ReplicatedState>(name)) {
+      states.emplace_back(st->rank(), st);
+      state_names.push_back(name);
+    }
+  }
+  std::vector<size_t> order(states.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return states[a].first < states[b].first;
+  });
+  for (size_t i : order) {
+    const std::string& name = state_names[i];
+    const ReplicatedState& st = *states[i].second;
+    auto sent = sent_versions_.find(name);
+    if (!full && sent != sent_versions_.end() && sent->second == st.version()) {
+      continue;
+    }
+    ReplicatedState::Saved saved = st.Save();
+    proto::StateReplica* r = req.add_state();
+    r->set_name(name);
+    r->set_kind(st.kind());
+    r->set_value(std::move(saved.bytes));
+    (*versions)[name] = saved.version;
+  }
   for (const std::string& name : resources_->Names<Variable>()) {
     std::shared_ptr<Variable> v = resources_->Lookup<Variable>(name);
     if (v == nullptr) continue;
@@ -206,7 +236,8 @@ absl::Status ReplicaServer::Sync() {
     return req;
   };
   RN_ASSIGN_OR_RETURN(proto::ReplicateRequest req, message(need_full_));
-  if (!need_full_ && req.variable_size() == 0 && req.counter_size() == 0) {
+  if (!need_full_ && req.variable_size() == 0 && req.counter_size() == 0 &&
+      req.state_size() == 0) {
     return absl::OkStatus();
   }
   for (Peer& peer : peers_) {
@@ -331,6 +362,17 @@ absl::Status ReplicaServer::Install(const proto::ReplicateRequest& req) {
       latest.writes.insert(k.write().begin(), k.write().end());
     }
     RN_RETURN_IF_ERROR(v->Install(std::move(copy)));
+  }
+  for (const proto::StateReplica& r : req.state()) {
+    std::shared_ptr<ReplicatedState> st =
+        resources_->Lookup<ReplicatedState>(r.name());
+    if (st == nullptr) {
+      RN_ASSIGN_OR_RETURN(std::shared_ptr<ReplicatedState> made,
+                          MakeReplicatedState(r.kind(), resources_));
+      RN_ASSIGN_OR_RETURN(st, resources_->LookupOrCreate<ReplicatedState>(
+                                  r.name(), [&] { return made; }));
+    }
+    RN_RETURN_IF_ERROR(st->Load(r.value()));
   }
   for (const proto::CounterReplica& c : req.counter()) {
     RN_ASSIGN_OR_RETURN(std::shared_ptr<RandomCounter> counter,

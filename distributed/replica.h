@@ -130,7 +130,8 @@ class ReplicaServer : public Replication {
   bool need_full_ ABSL_GUARDED_BY(sync_mu_) = true;
   // Set by Promote: the silent peers are out until they answer.
   std::atomic<bool> promoted_{false};
-  // What the backups hold: each variable's version, each counter's value.
+  // What the backups hold: each variable's and state's version, each
+  // counter's value.
   std::map<std::string, uint64_t> sent_versions_ ABSL_GUARDED_BY(sync_mu_);
   std::map<std::string, uint64_t> sent_counters_ ABSL_GUARDED_BY(sync_mu_);
 };

@@ -14,6 +14,7 @@
 #include "framework/graph_def.h"
 #include "framework/kernel.h"
 #include "framework/live_workers.h"
+#include "framework/replicated_state.h"
 #include "framework/variable.h"
 
 namespace runnel {
@@ -35,12 +36,17 @@ std::chrono::steady_clock::time_point LeaseEnd(double seconds) {
 }
 
 // Ops whose state (other than variables and random counters) a replicated
-// task does not copy to its backups: synchronous replicas' accumulators
-// and barriers, queues, readers.
+// task does not copy to its backups: queues, readers.
 bool UnreplicatedState(const std::string& op) {
-  return op.starts_with("sync_") || op == "queue" ||
-         op.starts_with("enqueue") || op.starts_with("dequeue") ||
-         op == "queue_size" || op == "queue_close" || op == "read_idx";
+  return op == "queue" || op.starts_with("enqueue") ||
+         op.starts_with("dequeue") || op == "queue_size" ||
+         op == "queue_close" || op == "read_idx";
+}
+
+// Ops whose state a replicated task copies (framework/replicated_state.h):
+// synchronous replicas' accumulators and barriers.
+bool ReplicatedSyncState(const std::string& op) {
+  return op == "sync_accumulate" || op == "sync_barrier";
 }
 
 int64_t RandomIncarnation() {
@@ -97,6 +103,18 @@ void Worker::ServeDevices(const DeviceSet* devices, ThreadPool* inter_op_pool,
             .status();
     (void)s;  // a fresh resource manager: nothing else holds the name
   }
+}
+
+void Worker::set_replication(Replication* replication) {
+  replication_ = replication;
+  ResourceMgr* rm = resources();
+  if (rm == nullptr || replication == nullptr) return;
+  absl::Status s =
+      rm->LookupOrCreate<ReplicaCommit>(ReplicaCommit::kName, [replication] {
+          return std::make_shared<ReplicaCommit>(
+              [replication] { return replication->Sync(); });
+        }).status();
+  (void)s;  // a fresh resource manager: nothing else holds the name
 }
 
 void Worker::Heartbeat(const std::string& task, bool leaving) {
@@ -175,12 +193,12 @@ absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
     for (const proto::NodeDef& n : def.node()) {
       if (!UnreplicatedState(n.op())) continue;
       return AttachNode(
-          absl::UnimplementedError(StrCat(
-              "'", n.op(),
-              "' keeps state that a replicated parameter server "
-              "does not copy to its backups yet (synchronous replicas, "
-              "queues and readers are not replicated): place it on a task "
-              "without replicas, or run without --ps-replicas")),
+          absl::UnimplementedError(
+              StrCat("'", n.op(),
+                     "' keeps state that a replicated parameter server "
+                     "does not copy to its backups yet (queues and readers are "
+                     "not replicated): place it on a task without replicas, or "
+                     "run without --ps-replicas")),
           n.name(),
           SourceSpan{n.span().file(), n.span().line(), n.span().col(),
                      n.span().end_line(), n.span().end_col()});
@@ -217,6 +235,12 @@ absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
                       Executor::Create(graph, device, inter_op_pool_));
   const std::string handle = StrCat(task_, "#", graphs_.size() + 1);
   auto r = std::make_shared<Registered>();
+  r->commits =
+      replication_ != nullptr &&
+      (def.commit_sends() || std::any_of(def.node().begin(), def.node().end(),
+                                         [](const proto::NodeDef& n) {
+                                           return ReplicatedSyncState(n.op());
+                                         }));
   r->graph = std::move(graph);
   r->executor = std::move(executor);
   graphs_.emplace(handle, std::move(r));
@@ -275,12 +299,16 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
   }
   if (log) log(StrCat("step ", step, ": ", handle, " runs"));
   CallFrame frame;
+  std::function<absl::Status()> commit = [this] {
+    return replication_->Sync();
+  };
   absl::Status s =
       r->executor->Run({.call_frame = &frame,
                         .global_seed = global_seed,
                         .rendezvous = rendezvous.get(),
                         .step_id = step,
-                        .update = replication_ != nullptr ? update : nullptr});
+                        .update = replication_ != nullptr ? update : nullptr,
+                        .before_send = r->commits ? commit : nullptr});
   // A replicated task answers once its backups hold what the run wrote.
   if (s.ok() && replication_ != nullptr) s = replication_->Sync();
   {

@@ -78,7 +78,7 @@ class Worker {
   // graphs with state it cannot replicate, and answers a run or a set of
   // variables only once `replication` has copied what they wrote. Before
   // ServeDevices' first request; not owned.
-  void set_replication(Replication* replication) { replication_ = replication; }
+  void set_replication(Replication* replication);
 
   // The step's rendezvous, made on first use. A step that has ended gets
   // one aborted with "step ended", so a late request never waits.
@@ -161,6 +161,9 @@ class Worker {
   struct Registered {
     std::shared_ptr<Graph> graph;
     std::unique_ptr<Executor> executor;
+    // It keeps synchronous replicas' state: on a replicated task it
+    // commits that to the backups before each value it sends.
+    bool commits = false;
   };
   // Ends the freeze when its lease has run out.
   void ExpireFreeze(std::chrono::steady_clock::time_point now)

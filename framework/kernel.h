@@ -143,6 +143,7 @@ class OpKernelContext {
   // in it: kernels that write variables pass it, so that a retried update
   // writes once.
   void set_update(const UpdateTag* update) { update_ = update; }
+  const UpdateTag* update() const { return update_; }
   const WriteKey* write_key();
 
   Device* device() const { return device_; }

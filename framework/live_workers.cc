@@ -42,6 +42,12 @@ int LiveWorkers::Count() const {
   return std::max(expected_ + extra - gone, 0);
 }
 
+bool LiveWorkers::Alive(const std::string& task) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = seen_.find(task);
+  return it == seen_.end() || !(it->second.left || it->second.silent);
+}
+
 int LiveWorkers::Subscribe(std::function<void()> on_change) {
   std::lock_guard<std::mutex> lock(mu_);
   subscribers_.emplace(next_id_, std::move(on_change));

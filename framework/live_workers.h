@@ -32,6 +32,8 @@ class LiveWorkers : public Resource {
 
   void Beat(const std::string& task, bool leaving);
   int Count() const;
+  // Whether `task` counts (as above: never heard from, it does).
+  bool Alive(const std::string& task) const;
   // Called (on another thread) whenever Count may have changed. Returns an
   // id for Unsubscribe.
   int Subscribe(std::function<void()> on_change);

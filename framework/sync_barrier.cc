@@ -3,7 +3,21 @@
 #include <algorithm>
 #include <utility>
 
+#include "framework/replicated_state.pb.h"
+
 namespace runnel {
+namespace {
+
+bool SameRun(const UpdateTag& a, const UpdateTag& b) {
+  return a.writer == b.writer && a.seq == b.seq;
+}
+
+// The worker task of a writer ("/job:worker/task:1#<incarnation>").
+std::string TaskOf(const std::string& writer) {
+  return writer.substr(0, writer.rfind('#'));
+}
+
+}  // namespace
 
 std::shared_ptr<SyncBarrier> SyncBarrier::Create(
     std::shared_ptr<LiveWorkers> live) {
@@ -27,54 +41,97 @@ SyncBarrier::~SyncBarrier() {
 }
 
 void SyncBarrier::Arrive(int64_t step, int64_t replicas,
-                         CancellationManager* run, Done done) {
+                         CancellationManager* run, const UpdateTag* tag,
+                         Done done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (tag != nullptr) {
+      bool retry = false;
+      step = runs_.Resolve(*tag, step, &retry);
+      if (!retry) ++version_;
+      // The same worker's earlier arrival (an attempt of a run that failed
+      // elsewhere, or a retried one) no longer counts: it goes on.
+      for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (!it->tag.has_value() || it->tag->writer != tag->writer) {
+          ++it;
+          continue;
+        }
+        if (it->counts) --arrived_;
+        stale_.push_back(std::move(it->done));
+        it = waiting_.erase(it);
+      }
+      if (chosen_.has_value() && chosen_->writer != tag->writer &&
+          TaskOf(chosen_->writer) == TaskOf(tag->writer)) {
+        chosen_.reset();  // its worker restarted: the old one is gone
+        ++version_;
+      }
+    }
     if (step < step_) {
       stale_.push_back(std::move(done));
-    } else if (step > step_ && applying_) {
-      // The applier has counted its step but not yet ended it: starting
-      // the new step now would make its Advance miss (and the barrier
-      // wait for ever). Arrive again after Advance.
-      early_.push_back({step, replicas, run, std::move(done)});
+    } else if (step > step_ && (applying_ || chosen_.has_value())) {
+      // The applier has counted its step but not yet ended it (or, after
+      // a failover, will end it when its run is retried): starting the
+      // new step now would make its Advance miss (and the barrier wait
+      // for ever). Arrive again after Advance.
+      early_.push_back(
+          {step, replicas, run,
+           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt,
+           std::move(done)});
       return;
     } else if (step == step_ && applying_) {
       // Too late for this step, but the update is under way: go on once
       // it is done, so the next step reads the new values. (It does not
       // count: it cannot become the applier.)
-      waiting_.push_back({std::move(done), nullptr, /*counts=*/false});
+      // (A chosen applier's retry waits here until its first attempt
+      // is found lost, and then applies.)
+      waiting_.push_back(
+          {std::move(done), run, /*counts=*/false,
+           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt});
     } else {
       if (step > step_) {  // restored, or the first arrival
         step_ = step;
         arrived_ = 0;
+        ++version_;
       }
       replicas_ = replicas;
       ++arrived_;
-      waiting_.push_back({std::move(done), run, /*counts=*/true});
+      waiting_.push_back(
+          {std::move(done), run, /*counts=*/true,
+           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt});
     }
   }
   Evaluate();
 }
 
-void SyncBarrier::Advance(int64_t step) {
+void SyncBarrier::ArriveAgain(std::vector<Early> early) {
+  for (Early& e : early) {
+    Arrive(e.step, e.replicas, e.run, e.tag ? &*e.tag : nullptr,
+           std::move(e.done));
+  }
+}
+
+void SyncBarrier::Advance(int64_t step, const UpdateTag* tag) {
   std::vector<Waiter> go;
   std::vector<std::function<void()>> granted;
   std::vector<Early> early;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    step = runs_.StepOf(tag, step);
     if (step != step_) return;
     if (applier_run_ != nullptr) applier_run_->Deregister(applier_token_);
     applier_run_ = nullptr;
     step_ = step + 1;
     arrived_ = 0;
     applying_ = false;
+    chosen_.reset();
+    ++version_;
     go.swap(waiting_);
     early.swap(early_);
     granted = GrantHolds();
   }
   for (auto& g : granted) g();
   for (Waiter& w : go) w.done(false);
-  for (Early& e : early) Arrive(e.step, e.replicas, e.run, std::move(e.done));
+  ArriveAgain(std::move(early));
 }
 
 void SyncBarrier::Hold(CancellationManager* run,
@@ -150,20 +207,41 @@ std::vector<std::function<void()>> SyncBarrier::GrantHolds() {
 
 bool SyncBarrier::Held() const { return !holders_.empty(); }
 
+bool SyncBarrier::IsChosen(const Waiter& w) const {
+  return chosen_.has_value() && w.tag.has_value() && SameRun(*w.tag, *chosen_);
+}
+
+bool SyncBarrier::DropDeadChoice() {
+  if (!chosen_.has_value() || live_ == nullptr ||
+      live_->Alive(TaskOf(chosen_->writer))) {
+    return false;
+  }
+  chosen_.reset();
+  ++version_;
+  return true;
+}
+
 void SyncBarrier::Evaluate() {
   std::vector<Done> release;
+  std::vector<Early> early;
   Done applier;
   const int live = live_ != nullptr ? live_->Count() : 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     release.swap(stale_);
+    if (DropDeadChoice() && !applying_) early.swap(early_);
     const int64_t needed =
         std::max<int64_t>(1, std::min<int64_t>(replicas_, live));
     // (Not while a snapshot holds the barrier: see Hold.)
-    while (!applying_ && !Held() && arrived_ >= needed) {
-      // The newest arrival that counts becomes the applier.
-      auto it = std::find_if(waiting_.rbegin(), waiting_.rend(),
-                             [](const Waiter& w) { return w.counts; });
+    while (!applying_ && !Held() &&
+           (chosen_.has_value() || arrived_ >= needed)) {
+      // The chosen applier's run, once it arrives (again); otherwise the
+      // newest arrival that counts becomes the applier.
+      auto it = chosen_.has_value()
+                    ? std::find_if(waiting_.rbegin(), waiting_.rend(),
+                                   [&](const Waiter& w) { return IsChosen(w); })
+                    : std::find_if(waiting_.rbegin(), waiting_.rend(),
+                                   [](const Waiter& w) { return w.counts; });
       if (it == waiting_.rend()) break;
       Waiter w = std::move(*it);
       waiting_.erase(std::next(it).base());
@@ -180,12 +258,16 @@ void SyncBarrier::Evaluate() {
             });
         if (t == CancellationManager::kCancelled) {
           // Its run is ending already: it goes on, and no longer counts.
-          --arrived_;
+          if (w.counts) --arrived_;
           release.push_back(std::move(w.done));
           continue;
         }
         *token = t;
         applier_token_ = t;
+      }
+      if (w.tag.has_value() && !chosen_.has_value()) {
+        chosen_ = w.tag;
+        ++version_;
       }
       applying_ = true;
       applier_run_ = w.run;
@@ -194,6 +276,61 @@ void SyncBarrier::Evaluate() {
   }
   for (Done& d : release) d(false);
   if (applier) applier(true);
+  ArriveAgain(std::move(early));
+}
+
+uint64_t SyncBarrier::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+ReplicatedState::Saved SyncBarrier::Save() const {
+  proto::SyncBarrierState st;
+  Saved saved;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st.set_step(step_);
+    if (chosen_.has_value()) {
+      st.set_chosen(true);
+      st.set_applier_writer(chosen_->writer);
+      st.set_applier_seq(chosen_->seq);
+    }
+    runs_.SaveTo(st.mutable_run());
+    saved.version = version_;
+  }
+  saved.bytes = st.SerializeAsString();
+  return saved;
+}
+
+absl::Status SyncBarrier::Load(const std::string& bytes) {
+  proto::SyncBarrierState st;
+  if (!st.ParseFromString(bytes)) {
+    return absl::DataLossError("a malformed copy of a synchronous barrier");
+  }
+  std::vector<Waiter> gone;
+  std::vector<Early> early;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_ = st.step();
+    chosen_.reset();
+    if (st.chosen()) {
+      chosen_ =
+          UpdateTag{.writer = st.applier_writer(), .seq = st.applier_seq()};
+    }
+    runs_.LoadFrom(st.run());
+    ++version_;
+    // A backup runs no steps; a primary that stepped down has aborted
+    // its own: whoever waited here goes on.
+    arrived_ = 0;
+    applying_ = false;
+    if (applier_run_ != nullptr) applier_run_->Deregister(applier_token_);
+    applier_run_ = nullptr;
+    gone.swap(waiting_);
+    early.swap(early_);
+  }
+  for (Waiter& w : gone) w.done(false);
+  for (Early& e : early) e.done(false);
+  return absl::OkStatus();
 }
 
 void SyncBarrier::ApplierLost(
@@ -206,6 +343,7 @@ void SyncBarrier::ApplierLost(
         applier_token_ != *token) {
       return;
     }
+    // (A chosen applier stays chosen: its run, retried, applies the step.)
     applying_ = false;
     applier_run_ = nullptr;
     --arrived_;  // its arrival no longer counts

@@ -17,6 +17,19 @@
 // applier is chosen, so every variable the optimizer updates stands still
 // between two of its steps (docs/cluster.md, checkpoints under synchronous
 // replicas).
+//
+// On a replicated parameter server (runs carry an UpdateTag) the barrier
+// is state its backups copy (ReplicatedState): the step, the applier
+// chosen for it, and the step each worker's latest run arrived for. The
+// applier is committed to the backups before it is told, and stays the
+// applier of its step until it ends it: after a failover its retried run
+// (the same tag) is the applier again, so the writes its first attempt
+// made are not made again (framework/variable.h: WriteKey) and those it
+// had not made are made once. A run that arrives again (its retry) takes
+// part in the step it first arrived for, and replaces its earlier arrival;
+// a later step waits until the chosen applier ends this one. Only a chosen
+// applier whose worker is gone (framework/live_workers.h) gives its step
+// to another.
 #ifndef RUNNEL_FRAMEWORK_SYNC_BARRIER_H_
 #define RUNNEL_FRAMEWORK_SYNC_BARRIER_H_
 
@@ -24,15 +37,19 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "base/cancellation.h"
 #include "framework/live_workers.h"
+#include "framework/replicated_state.h"
 #include "framework/resource_mgr.h"
 
 namespace runnel {
 
-class SyncBarrier : public Resource,
+class SyncBarrier : public ReplicatedState,
                     public std::enable_shared_from_this<SyncBarrier> {
  public:
   using Done = std::function<void(bool applier)>;
@@ -44,12 +61,14 @@ class SyncBarrier : public Resource,
 
   // A worker arrives for `step`; `done` gets true for the applier, false
   // for the others once the step has ended (at once for an older step).
-  // `run` is the cancellation of the arriving run (null outside one).
+  // `run` is the cancellation of the arriving run (null outside one), and
+  // `tag` its update on a replicated task (null elsewhere).
   void Arrive(int64_t step, int64_t replicas, CancellationManager* run,
-              Done done);
-  // Ends `step`: every worker waiting for it goes on. Called from the
-  // applier's run, before that run ends.
-  void Advance(int64_t step);
+              const UpdateTag* tag, Done done);
+  // Ends `step` (for a tagged run, the step it arrived for: RunSteps::StepOf):
+  // every worker waiting for it goes on. Called from the applier's run,
+  // before that run ends.
+  void Advance(int64_t step, const UpdateTag* tag = nullptr);
 
   // Calls `granted` once no step is being applied (at once, or when the
   // applier ends its step); from then on no applier is chosen until
@@ -58,13 +77,26 @@ class SyncBarrier : public Resource,
   void Hold(CancellationManager* run, std::function<void()> granted);
   void Release(CancellationManager* run);
 
+  // ReplicatedState.
+  std::string kind() const override { return "sync_barrier"; }
+  int rank() const override { return 0; }
+  uint64_t version() const override;
+  Saved Save() const override;
+  absl::Status Load(const std::string& bytes) override;
+
  private:
   explicit SyncBarrier(std::shared_ptr<LiveWorkers> live);
   struct Waiter {
     Done done;
     CancellationManager* run = nullptr;  // null: no loss detection
     bool counts = true;  // towards the step's set (a late one does not)
+    std::optional<UpdateTag> tag;
   };
+  // Whether `w` is the chosen applier's run.
+  bool IsChosen(const Waiter& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a chosen applier whose worker is gone (or came back as a new
+  // process); returns whether it did.
+  bool DropDeadChoice() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Completes stale arrivals, and picks the applier once enough arrived.
   void Evaluate();
   struct Holder {
@@ -85,7 +117,7 @@ class SyncBarrier : public Resource,
 
   std::shared_ptr<LiveWorkers> live_;
   int subscription_ = -1;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   int64_t step_ = -1;
   int64_t replicas_ = 1;
   int64_t arrived_ = 0;
@@ -100,11 +132,20 @@ class SyncBarrier : public Resource,
   struct Early {
     int64_t step, replicas;
     CancellationManager* run;
+    std::optional<UpdateTag> tag;
     Done done;
   };
+  // Arrives again with each of `early` (a step ended, or its choice was
+  // dropped).
+  void ArriveAgain(std::vector<Early> early);
   std::vector<Early> early_;
   std::vector<Holder> holders_;  // granted (granted empty) or pending
   std::vector<Done> stale_;
+  // Replicated tasks only: the applier chosen for step_, and the step each
+  // worker's latest run arrived for.
+  std::optional<UpdateTag> chosen_;
+  RunSteps runs_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace runnel

@@ -1,6 +1,9 @@
 // Kernels of the synchronous-replica ops (framework/ops/sync_ops.cc): a
 // gradient accumulator per variable and a barrier per optimizer, both
-// resources of the task that holds the variable (or global_step).
+// resources of the task that holds the variable (or global_step). On a
+// replicated parameter server both are copied to the backups
+// (framework/replicated_state.h), and each run's tag makes a retried run's
+// gradient count once, in the step its first attempt took part in.
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -9,20 +12,62 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "framework/graph_def.h"
 #include "framework/kernel.h"
 #include "framework/live_workers.h"
+#include "framework/replicated_state.h"
 #include "framework/sync_barrier.h"
 
 namespace runnel {
 namespace {
 
 // The sum and count of one step's gradients.
-class Accumulator : public Resource {
+class Accumulator : public ReplicatedState {
  public:
-  std::mutex mu;
+  std::string kind() const override { return "sync_accumulator"; }
+  int rank() const override { return 1; }  // after the barriers
+  uint64_t version() const override {
+    std::lock_guard<std::mutex> lock(mu);
+    return changes;
+  }
+  Saved Save() const override {
+    proto::SyncAccumulatorState st;
+    Saved saved;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      st.set_step(step);
+      st.set_count(count);
+      if (count > 0) *st.mutable_sum() = ToProto(sum);
+      runs.SaveTo(st.mutable_run());
+      saved.version = changes;
+    }
+    saved.bytes = st.SerializeAsString();
+    return saved;
+  }
+  absl::Status Load(const std::string& bytes) override {
+    proto::SyncAccumulatorState st;
+    if (!st.ParseFromString(bytes)) {
+      return absl::DataLossError("a malformed copy of a gradient accumulator");
+    }
+    Tensor value;
+    if (st.count() > 0) {
+      RN_ASSIGN_OR_RETURN(value, FromProto(st.sum()));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    step = st.step();
+    count = st.count();
+    sum = std::move(value);
+    runs.LoadFrom(st.run());
+    ++changes;
+    return absl::OkStatus();
+  }
+
+  mutable std::mutex mu;
   int64_t step = -1;
   int count = 0;
   Tensor sum;
+  RunSteps runs;         // replicated tasks only
+  uint64_t changes = 0;  // the version
 };
 
 // The variable feeding `ref`, or (inside a branch, where `ref` comes
@@ -62,9 +107,18 @@ class AccumulateKernel : public OpKernel {
     bool accepted = true;
     {
       std::lock_guard<std::mutex> lock(acc->mu);
-      // Stale, or a step that already has its M (a backup's, late).
-      if (step < acc->step ||
-          (step == acc->step && acc->count > 0 && acc->count >= replicas)) {
+      bool retry = false;
+      if (const UpdateTag* tag = ctx->update(); tag != nullptr) {
+        const int64_t first = acc->runs.Resolve(*tag, step, &retry);
+        ++acc->changes;
+        // A retried run's gradient is in already (or was for a step that
+        // has ended): it is not added again, and never to a later step.
+        if (retry) accepted = first == acc->step;
+      }
+      if (retry) {
+        // (nothing to add)
+      } else if (step < acc->step || (step == acc->step && acc->count > 0 &&
+                                      acc->count >= replicas)) {
         accepted = false;
       } else if (step > acc->step || acc->count == 0) {
         acc->step = step;
@@ -82,6 +136,8 @@ class AccumulateKernel : public OpKernel {
         ++acc->count;
       }
     }
+    // (Its partition commits the sum before anything leaves the task:
+    // distributed/worker.cc.)
     return ctx->set_output(0, Tensor::Scalar<bool>(accepted));
   }
   bool IsExpensive() const override { return false; }
@@ -93,15 +149,17 @@ class TakeKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(std::shared_ptr<Accumulator> acc, AccumulatorOf(ctx));
     const Tensor& like = ctx->input(0);
-    const int64_t step = ctx->input(1).data<int64_t>()[0];
+    int64_t step = ctx->input(1).data<int64_t>()[0];
     Tensor mean(like.dtype(), like.shape(), ctx->device()->allocator());
     T* m = mean.data<T>();
     {
       std::lock_guard<std::mutex> lock(acc->mu);
+      step = acc->runs.StepOf(ctx->update(), step);
       if (acc->step != step || acc->count == 0) {
         return absl::InternalError(
             StrCat("no gradients were accumulated for step ", step, " of '",
-                   VariableName(ctx->node()), "'"));
+                   VariableName(ctx->node()), "' (it holds ", acc->count,
+                   " for step ", acc->step, ")"));
       }
       const T* s = acc->sum.data<T>();
       const T n = static_cast<T>(acc->count);
@@ -126,7 +184,16 @@ class BarrierKernel : public AsyncOpKernel {
     }
     const int64_t step = ctx->input(1).data<int64_t>()[0];
     (*barrier)->Arrive(
-        step, *replicas, ctx->cancellation(), [ctx, done](bool applier) {
+        step, *replicas, ctx->cancellation(), ctx->update(),
+        [ctx, done](bool applier) {
+          // On a replicated task the choice of the applier reaches the
+          // backups before the applier writes anything (sync_barrier.h).
+          if (applier && ctx->update() != nullptr) {
+            if (absl::Status s = CommitReplicas(ctx->resources()); !s.ok()) {
+              done(s);
+              return;
+            }
+          }
           done(ctx->set_output(0, Tensor::Scalar<bool>(applier)));
         });
   }
@@ -137,7 +204,7 @@ class AdvanceKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(std::shared_ptr<SyncBarrier> barrier, BarrierOf(ctx));
     const int64_t step = ctx->input(1).data<int64_t>()[0];
-    barrier->Advance(step);
+    barrier->Advance(step, ctx->update());
     return ctx->set_output(0, Tensor::Scalar<int64_t>(step + 1));
   }
   bool IsExpensive() const override { return false; }
@@ -168,6 +235,12 @@ class ReleaseKernel : public OpKernel {
 };
 
 RUNNEL_STATIC_INIT(SyncKernels) {
+  RegisterReplicatedState("sync_accumulator", [](ResourceMgr*) {
+    return std::make_shared<Accumulator>();
+  });
+  RegisterReplicatedState("sync_barrier", [](ResourceMgr* rm) {
+    return SyncBarrier::Create(rm->Lookup<LiveWorkers>(LiveWorkers::kName));
+  });
   RegisterKernelForTypes<AccumulateKernel, float, double>("sync_accumulate");
   RegisterKernelForTypes<TakeKernel, float, double>("sync_take");
   RegisterKernel<BarrierKernel>("sync_barrier", kDeviceCpu, DType::kI64);

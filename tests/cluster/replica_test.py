@@ -16,6 +16,12 @@ refused at its line.
 
     python3 tests/cluster/replica_test.py RUNNEL            # one round
     python3 tests/cluster/replica_test.py RUNNEL --rounds 5 # the table
+    python3 tests/cluster/replica_test.py RUNNEL --sync     # synchronous
+
+With --sync it trains `tests/cluster/sync.rnl` instead, with synchronous
+replicas (`replicas = 2` of 2 workers), under the same faults, and checks
+that each run ends with `global_step` and every variable bit-equal to a run
+without faults: the chief's saved model, compared byte for byte.
 
 Every fault is injected once per round; the table gives, per fault, the
 times injected, the runs finished, the steps lost and the worst recovery.
@@ -34,6 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 STEPS = 4000        # per worker: about 15 s of training
+SYNC_STEPS = 1200   # synchronous steps: about 20 s
 LIMIT = 120         # seconds a run may take: past it, a hang
 RECOVERY_AIM = 2    # seconds from a fault to the workers' steps going on
 FAULTS = ["kill primary", "kill backup", "pause primary 3 s",
@@ -43,12 +50,21 @@ FAULTS = ["kill primary", "kill backup", "pause primary 3 s",
 class Cluster:
     """One `runnel cluster` run, its output read (and timed) as it comes."""
 
-    def __init__(self, runnel, seed, checkpoints):
+    def __init__(self, runnel, seed, checkpoints, save=None):
+        """Asynchronous training (async.rnl) with checkpoints, or with
+        `save`, synchronous training (sync.rnl) that saves its model
+        there."""
+        if save is None:
+            script = ["async.rnl", "--arg", f"steps={STEPS}",
+                      "--checkpoint-every", "1000steps"]
+        else:
+            script = ["sync.rnl", "--arg", "replicas=2", "--arg",
+                      f"steps={SYNC_STEPS}", "--arg", f"save={save}",
+                      "--checkpoint-every", "300steps"]
         self.p = subprocess.Popen(
-            [runnel, "cluster", os.path.join(HERE, "async.rnl"), "--ps", "2",
-             "--workers", "2", "--ps-replicas", "2", "--arg",
-             f"steps={STEPS}", "--seed", str(seed), "--checkpoint-dir",
-             checkpoints, "--checkpoint-every", "1000steps"],
+            [runnel, "cluster", os.path.join(HERE, script[0]), "--ps", "2",
+             "--workers", "2", "--ps-replicas", "2", "--seed", str(seed),
+             "--checkpoint-dir", checkpoints] + script[1:],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []  # (time, line)
         self.lock = threading.Lock()
@@ -101,10 +117,14 @@ class Cluster:
             return "\n".join(l for _, l in self.lines)
 
 
+# A worker's last line, with its global_step (async.rnl, sync.rnl).
+RESULT = r"global.step.? (\d+)"
+
+
 def training(cluster):
     """Whether the workers are still training (neither has printed its
     result)."""
-    return not cluster.seen(r"global_step \d+$")
+    return not cluster.seen(RESULT)
 
 
 def inject(cluster, fault, primary, rng):
@@ -145,18 +165,31 @@ def recovery(cluster, start, fault):
                          cluster.text())
 
 
-def one_run(runnel, faults, rng, seed, stats):
+def one_run(runnel, faults, rng, seed, stats, reference=None):
+    """One run under `faults`; with `reference` (the saved model of a run
+    without faults), synchronous, and its model must equal that."""
     with tempfile.TemporaryDirectory() as checkpoints:
-        cluster = Cluster(runnel, seed, checkpoints)
+        save = None if reference is None else os.path.join(checkpoints,
+                                                           "model.ckpt")
+        cluster = Cluster(runnel, seed, checkpoints, save)
         try:
-            text = faulted_run(cluster, faults, rng, stats)
+            text = faulted_run(cluster, faults, rng, stats,
+                               STEPS if save is None else SYNC_STEPS // 2)
         finally:
             stop(cluster)
         # The chief's checkpoints went on through the faults, each a
         # consistent snapshot of the primaries.
-        written = [f for f in os.listdir(checkpoints) if f.endswith(".ckpt")]
+        written = [f for f in os.listdir(checkpoints) if f.endswith(".ckpt")
+                   and f.startswith("ckpt-")]
         assert written, "no checkpoint was written:\n" + text
         assert "may mix a step's updates" not in text, text
+        if save is not None:
+            with open(save, "rb") as f:
+                same = f.read() == reference
+            for fault in faults:
+                stats[fault]["equal"] += same
+            assert same, "the model differs from the run without faults:\n" \
+                + text
         return text
 
 
@@ -169,7 +202,8 @@ def stop(cluster):
             cluster.p.kill()
 
 
-def faulted_run(cluster, faults, rng, stats):
+def faulted_run(cluster, faults, rng, stats, steps):
+    """Injects `faults` while the cluster trains, `steps` per worker."""
     primary = [0, 0]
     deadline = time.monotonic() + 30
     while len(cluster.seen(r"\(replica \d\) serving at")) < 4:
@@ -192,16 +226,28 @@ def faulted_run(cluster, faults, rng, stats):
                     print(f"  +{t - start:5.2f} s {line}")
     code = cluster.wait()
     text = cluster.text()
-    steps = [int(m) for m in re.findall(r"global_step (\d+)$", text, re.M)]
-    finished = code == 0 and len(steps) == 2
+    # (A synchronous step is one global step for both workers' steps.)
+    want = 2 * steps
+    found = [int(m) for m in re.findall(RESULT, text)]
+    finished = code == 0 and len(found) == 2
     for fault in faults:
         stats[fault]["runs"] += 1
         stats[fault]["finished"] += finished
-        stats[fault]["lost"] += (2 * STEPS - min(steps)) if steps else 2 * STEPS
+        stats[fault]["lost"] += (want - min(found)) if found else want
     assert finished, f"the run failed ({code}):\n{text}"
-    assert steps == [2 * STEPS, 2 * STEPS], \
-        f"global_step {steps}, not {2 * STEPS}:\n{text}"
+    assert found == [want, want], f"global_step {found}, not {want}:\n{text}"
     return text
+
+
+def reference_model(runnel):
+    """The saved model of a synchronous run without faults."""
+    with tempfile.TemporaryDirectory() as tmp:
+        save = os.path.join(tmp, "model.ckpt")
+        cluster = Cluster(runnel, 0, tmp, save)
+        code = cluster.wait()
+        assert code == 0, cluster.text()
+        with open(save, "rb") as f:
+            return f.read()
 
 
 def check_refused(runnel):
@@ -222,23 +268,36 @@ def main():
     ap.add_argument("runnel")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sync", action="store_true",
+                    help="synchronous replicas, checked bit-equal to a run "
+                    "without faults")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     stats = {f: {"injected": 0, "runs": 0, "finished": 0, "lost": 0,
-                 "recovery": []} for f in FAULTS}
-    check_refused(args.runnel)
+                 "equal": 0, "recovery": []} for f in FAULTS}
+    reference = None
+    if args.sync:
+        reference = reference_model(args.runnel)
+        print(f"the run without faults saved a model of {len(reference)} "
+              "bytes")
+    else:
+        check_refused(args.runnel)
     for r in range(args.rounds):
         faults = FAULTS[:]
         rng.shuffle(faults)
-        one_run(args.runnel, faults, rng, r, stats)
-        print(f"round {r + 1}: {', '.join(faults)}: both workers finished, "
-              f"global_step {2 * STEPS}")
-    print("| fault | injected | runs finished | steps lost | worst recovery (s) |")
-    print("|---|--:|--:|--:|--:|")
+        one_run(args.runnel, faults, rng, r, stats, reference)
+        print(f"round {r + 1}: {', '.join(faults)}: both workers finished" +
+              (", the model bit-equal to the run without faults"
+               if args.sync else f", global_step {2 * STEPS}"))
+    equal = " runs bit-equal |" if args.sync else ""
+    print(f"| fault | injected | runs finished | steps lost |{equal} worst "
+          "recovery (s) |")
+    print("|---|--:|--:|--:|" + ("--:|" if args.sync else "") + "--:|")
     for f in FAULTS:
         s = stats[f]
+        same = f" {s['equal']} of {s['runs']} |" if args.sync else ""
         print(f"| {f} | {s['injected']} | {s['finished']} of {s['runs']} | "
-              f"{s['lost']} | {max(s['recovery'], default=0):.2f} |")
+              f"{s['lost']} |{same} {max(s['recovery'], default=0):.2f} |")
     worst = max((max(s["recovery"], default=0), f) for f, s in stats.items())
     print(f"worst recovery {worst[0]:.2f} s ({worst[1]}): the aim of "
           f"{RECOVERY_AIM} s is {'met' if worst[0] <= RECOVERY_AIM else 'NOT met'}")
