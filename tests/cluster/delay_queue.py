@@ -1,5 +1,6 @@
-"""Adds latency and jitter to the packets an nftables rule queues to it
-(`queue num Q`), as `tc qdisc ... netem delay D jitter J` would, for kernels
+"""Adds latency and jitter to the packets an iptables rule queues to it
+(`-j NFQUEUE --queue-num Q --queue-bypass`), as `tc qdisc ... netem delay D
+jitter J` would, for kernels
 without the netem qdisc: it holds each packet for D +- J (uniform) and then
 lets it go, in the order they came (a link that delays, not one that
 reorders). It speaks the kernel's nfnetlink_queue protocol directly over a
@@ -10,7 +11,7 @@ It holds only packet ids (metadata mode), never their contents.
     python3 tests/cluster/delay_queue.py --queue 0 --delay-ms 20 --jitter-ms 10
 
 It prints "ready" once bound; until then, and once it exits, the rule's
-`bypass` lets packets through undelayed.
+`--queue-bypass` lets packets through undelayed.
 """
 import argparse
 import collections
