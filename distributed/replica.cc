@@ -99,22 +99,19 @@ proto::ReplicateRequest ReplicaServer::Collect(
   req.set_full(full);
   // The states first, in their order (ReplicatedState::rank), then the
   // variables: a copy never holds an effect without its cause.
-  std::vector<std::pair<int, std::shared_ptr<ReplicatedState>>> states;
-  std::vector<std::string> state_names;
+  std::vector<std::pair<std::string, std::shared_ptr<ReplicatedState>>>
+      states;  // (by name, as Names gives them)
   for (const std::string& name : resources_->Names<ReplicatedState>()) {
     if (auto st = resources_->Lookup<ReplicatedState>(name)) {
-      states.emplace_back(st->rank(), st);
-      state_names.push_back(name);
+      states.emplace_back(name, std::move(st));
     }
   }
-  std::vector<size_t> order(states.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return states[a].first < states[b].first;
-  });
-  for (size_t i : order) {
-    const std::string& name = state_names[i];
-    const ReplicatedState& st = *states[i].second;
+  std::stable_sort(states.begin(), states.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.second->rank() < b.second->rank();
+                   });
+  for (const auto& [name, state] : states) {
+    const ReplicatedState& st = *state;
     auto sent = sent_versions_.find(name);
     if (!full && sent != sent_versions_.end() && sent->second == st.version()) {
       continue;

@@ -43,12 +43,6 @@ bool UnreplicatedState(const std::string& op) {
          op == "queue_close" || op == "read_idx";
 }
 
-// Ops whose state a replicated task copies (framework/replicated_state.h):
-// synchronous replicas' accumulators and barriers.
-bool ReplicatedSyncState(const std::string& op) {
-  return op == "sync_accumulate" || op == "sync_barrier";
-}
-
 int64_t RandomIncarnation() {
   std::random_device rd;
   const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
@@ -235,12 +229,9 @@ absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
                       Executor::Create(graph, device, inter_op_pool_));
   const std::string handle = StrCat(task_, "#", graphs_.size() + 1);
   auto r = std::make_shared<Registered>();
-  r->commits =
-      replication_ != nullptr &&
-      (def.commit_sends() || std::any_of(def.node().begin(), def.node().end(),
-                                         [](const proto::NodeDef& n) {
-                                           return ReplicatedSyncState(n.op());
-                                         }));
+  // (The session marks every partition of a step with synchronous
+  // replicas: GrpcCluster::RegisterPartition.)
+  r->commits = replication_ != nullptr && def.commit_sends();
   r->graph = std::move(graph);
   r->executor = std::move(executor);
   graphs_.emplace(handle, std::move(r));
@@ -299,16 +290,15 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
   }
   if (log) log(StrCat("step ", step, ": ", handle, " runs"));
   CallFrame frame;
-  std::function<absl::Status()> commit = [this] {
-    return replication_->Sync();
-  };
-  absl::Status s =
-      r->executor->Run({.call_frame = &frame,
-                        .global_seed = global_seed,
-                        .rendezvous = rendezvous.get(),
-                        .step_id = step,
-                        .update = replication_ != nullptr ? update : nullptr,
-                        .before_send = r->commits ? commit : nullptr});
+  absl::Status s = r->executor->Run(
+      {.call_frame = &frame,
+       .global_seed = global_seed,
+       .rendezvous = rendezvous.get(),
+       .step_id = step,
+       .update = replication_ != nullptr ? update : nullptr,
+       .before_send = r->commits ? std::function<absl::Status()>(
+                                       [this] { return replication_->Sync(); })
+                                 : nullptr});
   // A replicated task answers once its backups hold what the run wrote.
   if (s.ok() && replication_ != nullptr) s = replication_->Sync();
   {

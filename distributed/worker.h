@@ -161,8 +161,9 @@ class Worker {
   struct Registered {
     std::shared_ptr<Graph> graph;
     std::unique_ptr<Executor> executor;
-    // It keeps synchronous replicas' state: on a replicated task it
-    // commits that to the backups before each value it sends.
+    // A partition of a step with synchronous replicas (GraphDef's
+    // commit_sends): on a replicated task it commits the state written so
+    // far to the backups before each value it sends.
     bool commits = false;
   };
   // Ends the freeze when its lease has run out.

@@ -5,9 +5,9 @@
 //
 // Such state must reach the backups before anything it decided is seen
 // outside the task: a kernel makes it durable with CommitReplicas before
-// it lets its decision out (the barrier's choice of an applier), and a
-// partition that keeps such state commits before each value it sends to
-// another task (distributed/worker.cc). Each state also keeps which step
+// it lets its decision out (the barrier's choice of an applier), and every
+// partition of a step that has such state commits before each value it
+// sends to another task (distributed/worker.cc). Each state also keeps which step
 // every worker's run took part in (RunSteps), so that a run retried after
 // a failover takes part again in that step, and once, never in a later
 // one.

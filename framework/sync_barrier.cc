@@ -43,6 +43,8 @@ SyncBarrier::~SyncBarrier() {
 void SyncBarrier::Arrive(int64_t step, int64_t replicas,
                          CancellationManager* run, const UpdateTag* tag,
                          Done done) {
+  const std::optional<UpdateTag> tagged =
+      tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (tag != nullptr) {
@@ -73,10 +75,7 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
       // a failover, will end it when its run is retried): starting the
       // new step now would make its Advance miss (and the barrier wait
       // for ever). Arrive again after Advance.
-      early_.push_back(
-          {step, replicas, run,
-           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt,
-           std::move(done)});
+      early_.push_back({step, replicas, run, tagged, std::move(done)});
       return;
     } else if (step == step_ && applying_) {
       // Too late for this step, but the update is under way: go on once
@@ -84,9 +83,7 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
       // count: it cannot become the applier.)
       // (A chosen applier's retry waits here until its first attempt
       // is found lost, and then applies.)
-      waiting_.push_back(
-          {std::move(done), run, /*counts=*/false,
-           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt});
+      waiting_.push_back({std::move(done), run, /*counts=*/false, tagged});
     } else {
       if (step > step_) {  // restored, or the first arrival
         step_ = step;
@@ -95,9 +92,7 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
       }
       replicas_ = replicas;
       ++arrived_;
-      waiting_.push_back(
-          {std::move(done), run, /*counts=*/true,
-           tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt});
+      waiting_.push_back({std::move(done), run, /*counts=*/true, tagged});
     }
   }
   Evaluate();

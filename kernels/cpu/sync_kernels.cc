@@ -110,7 +110,7 @@ class AccumulateKernel : public OpKernel {
       bool retry = false;
       if (const UpdateTag* tag = ctx->update(); tag != nullptr) {
         const int64_t first = acc->runs.Resolve(*tag, step, &retry);
-        ++acc->changes;
+        if (!retry) ++acc->changes;  // (a retry changes nothing)
         // A retried run's gradient is in already (or was for a step that
         // has ended): it is not added again, and never to a later step.
         if (retry) accepted = first == acc->step;
