@@ -7,8 +7,8 @@
 // outside the task: a kernel makes it durable with CommitReplicas before
 // it lets its decision out (the barrier's choice of an applier), and every
 // partition of a step that has such state commits before each value it
-// sends to another task (distributed/worker.cc). Each state also keeps which step
-// every worker's run took part in (RunSteps), so that a run retried after
+// sends to another task (distributed/worker.cc). Each state also keeps which
+// step every worker's run took part in (RunSteps), so that a run retried after
 // a failover takes part again in that step, and once, never in a later
 // one.
 #ifndef RUNNEL_FRAMEWORK_REPLICATED_STATE_H_
