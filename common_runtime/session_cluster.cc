@@ -123,18 +123,26 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
       tasks.push_back(r.task);
     }
   }
-  // The remote partitions' outcomes; the first failure aborts the step
-  // everywhere.
+  // The remote partitions' outcomes; the first failure, here or there,
+  // aborts the step everywhere and is the step's error (the others follow
+  // from the abort: a kernel waiting on a barrier ends cancelled, with its
+  // message, and must not hide an Unavailable that a retry would mend).
   struct Remote {
     std::mutex mu;
     std::condition_variable cv;
     size_t pending = 0;
     absl::Status first;
+    absl::Status cause;
     std::atomic<bool> aborted{false};
   } remote;
   remote.pending = plan.remote.size();
   auto abort = [&](const absl::Status& s) {
-    if (!remote.aborted.exchange(true)) cluster.AbortStep(step, tasks, s);
+    if (remote.aborted.exchange(true)) return;
+    {
+      std::lock_guard<std::mutex> lock(remote.mu);
+      remote.cause = s;
+    }
+    cluster.AbortStep(step, tasks, s);
   };
   for (const Plan::RemotePart& r : plan.remote) {
     cluster.RunPartition(r.task, r.handle, step, run.snapshot, run.update,
@@ -164,6 +172,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     remote.cv.wait(lock, [&] { return remote.pending == 0; });
   }
   cluster.EndStep(step, tasks);
+  if (!remote.cause.ok()) return remote.cause;
   return local.ok() ? remote.first : local;
 }
 

@@ -4,7 +4,8 @@
 // through. Transport failures come back as Unavailable naming the task.
 // Calls to a replicated task (replica.h) go to its primary: found at
 // first use, and again by Resolve after a failure, which promotes a backup
-// where the primary is gone.
+// where the primary is gone. A primary that falls silent with calls out
+// to it is found by a probe (primary_watch.h).
 #ifndef RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
 #define RUNNEL_DISTRIBUTED_GRPC_CHANNELS_H_
 
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +36,7 @@
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc_options.h"
 #include "distributed/grpc_util.h"
+#include "distributed/primary_watch.h"
 #include "distributed/tensor_coding.h"
 #include "distributed/worker.grpc.pb.h"
 
@@ -43,6 +46,7 @@ class WorkerChannels {
  public:
   WorkerChannels(ClusterSpec spec, GrpcOptions options)
       : spec_(std::move(spec)), options_(std::move(options)) {}
+  ~WorkerChannels() { watch_->Stop(); }
 
   // The typed stub of `task`'s service, and a generic one for raw calls,
   // on one channel.
@@ -56,7 +60,10 @@ class WorkerChannels {
     return stubs->typed.get();
   }
 
-  absl::StatusOr<Stubs*> StubsOf(const std::string& task) {
+  // (`at`: where the call goes, the primary's address for a replicated
+  // task.)
+  absl::StatusOr<Stubs*> StubsOf(const std::string& task,
+                                 std::string* at = nullptr) {
     std::string address;
     if (spec_.is_replicated(task)) {
       {
@@ -73,6 +80,7 @@ class WorkerChannels {
     } else {
       RN_ASSIGN_OR_RETURN(address, spec_.AddressOf(task));
     }
+    if (at != nullptr) *at = address;
     return StubsAt(address, spec_.is_replicated(task));
   }
 
@@ -82,6 +90,14 @@ class WorkerChannels {
   // and none holds any), the first. With `again`, it asks even when it
   // knew the primary (a call to it failed). Waits up to `seconds` for a
   // replica that can serve.
+  //
+  // Only a replica of the newest epoch this process has seen may serve: a
+  // primary that was replaced while it was stopped still says it is the
+  // primary until it hears of its successor, and its state lacks what the
+  // successor did alone. Where every replica answers and none is of that
+  // epoch, the task's state is lost (its newest primary died before the
+  // other caught up): it is promoted empty (replica.h, DropState), and the
+  // chief restores it from the newest checkpoint.
   absl::StatusOr<std::string> Resolve(const std::string& task, double seconds,
                                       bool again) {
     RN_ASSIGN_OR_RETURN(std::vector<std::string> replicas,
@@ -129,9 +145,15 @@ class WorkerChannels {
       // newest state, promoted.
       const Answer* primary = nullptr;
       const Answer* holder = nullptr;
-      int64_t top_epoch = 0;
+      int64_t floor = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        floor = epochs_[task];
+      }
+      int64_t top_epoch = floor;
       for (const Answer& a : answers) {
         top_epoch = std::max(top_epoch, a.status.epoch());
+        if (a.status.epoch() < floor) continue;  // stale
         if (a.status.primary() &&
             (primary == nullptr ||
              a.status.epoch() > primary->status.epoch())) {
@@ -147,15 +169,32 @@ class WorkerChannels {
       const Answer* chosen = primary;
       if (chosen == nullptr) chosen = holder;
       if (chosen == nullptr && fresh) chosen = &answers.front();
-      if (chosen != nullptr && !chosen->status.primary()) {
-        absl::Status promoted = Promote(task, replicas[chosen->index],
-                                        top_epoch + 1, fresh, silent_index);
+      int64_t epoch = chosen != nullptr ? chosen->status.epoch() : 0;
+      // (Fresh, a stale primary too: it drops its state.)
+      if (chosen != nullptr && (!chosen->status.primary() || fresh)) {
+        absl::StatusOr<int64_t> promoted = Promote(
+            task, replicas[chosen->index], top_epoch + 1, fresh, silent_index);
         if (!promoted.ok()) {
-          why = std::string(promoted.message());
+          why = std::string(promoted.status().message());
           chosen = nullptr;
+        } else {
+          epoch = *promoted;
+          if (fresh && floor > 0) {
+            std::fprintf(stderr,
+                         "note: no replica of %s holds its current state "
+                         "(epoch %lld: its primary then died before the "
+                         "other replica caught up); it starts empty, and "
+                         "the chief restores it from the newest "
+                         "checkpoint\n",
+                         task.c_str(), static_cast<long long>(floor));
+          }
         }
       }
       if (chosen != nullptr) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          epochs_[task] = std::max(epochs_[task], epoch);
+        }
         std::lock_guard<std::mutex> lock(primaries_->mu);
         primaries_->address[task] = replicas[chosen->index];
         return replicas[chosen->index];
@@ -223,28 +262,32 @@ class WorkerChannels {
   // straight from gRPC's buffers, tensor_coding.h.)
   void RecvTensor(const std::string& task, const std::string& key, int64_t step,
                   Rendezvous::Done done) {
-    if (spec_.is_replicated(task)) {
-      done = [primaries = primaries_, task, done = std::move(done)](
-                 const absl::Status& s, const Tensor& t, bool dead) {
-        primaries->Failed(task, s);
-        done(s, t, dead);
-      };
-    }
-    absl::StatusOr<Stubs*> stubs = StubsOf(task);
+    std::string address;
+    absl::StatusOr<Stubs*> stubs = StubsOf(task, &address);
     if (!stubs.ok()) {
       done(stubs.status(), Tensor(), true);
       return;
     }
+    auto ctx = std::make_shared<grpc::ClientContext>();
+    if (spec_.is_replicated(task)) {
+      done = [primaries = primaries_, watch = Watch(address, ctx), task,
+              done = std::move(done)](const absl::Status& s, const Tensor& t,
+                                      bool dead) {
+        const absl::Status status = watch(task, s);
+        primaries->Failed(task, status);
+        done(status, t, dead);
+      };
+    }
     proto::RecvTensorRequest req;
     req.set_key(key);
     req.set_step_id(step);
-    auto* fetch = new TensorFetch(task, key, std::move(done));
+    auto* fetch = new TensorFetch(task, key, std::move(ctx), std::move(done));
     const std::string bytes = req.SerializeAsString();
     grpc::Slice slice(bytes);
     fetch->request = grpc::ByteBuffer(&slice, 1);
-    Prepare(&fetch->ctx, task, /*setup=*/false);
+    Prepare(fetch->ctx.get(), task, /*setup=*/false);
     (*stubs)->generic->PrepareBidiStreamingCall(
-        &fetch->ctx, "/runnel.proto.WorkerService/RecvTensor",
+        fetch->ctx.get(), "/runnel.proto.WorkerService/RecvTensor",
         grpc::StubOptions(), fetch);
     fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
     fetch->StartRead(&fetch->incoming);
@@ -256,13 +299,15 @@ class WorkerChannels {
                 int64_t step, uint64_t seed, int64_t freeze_id,
                 const std::string& writer, int64_t update,
                 std::function<void(absl::Status)> done) {
-    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
-    if (!stub.ok()) {
-      done(stub.status());
+    std::string address;
+    absl::StatusOr<Stubs*> stubs = StubsOf(task, &address);
+    if (!stubs.ok()) {
+      done(stubs.status());
       return;
     }
     struct Call {
-      grpc::ClientContext ctx;
+      std::shared_ptr<grpc::ClientContext> ctx =
+          std::make_shared<grpc::ClientContext>();
       proto::RunGraphRequest req;
       proto::RunGraphResponse resp;
     };
@@ -273,14 +318,17 @@ class WorkerChannels {
     call->req.set_freeze_id(freeze_id);
     call->req.set_writer(writer);
     call->req.set_update_seq(update);
-    Prepare(&call->ctx, task, /*setup=*/false);
-    (*stub)->async()->RunGraph(
-        &call->ctx, &call->req, &call->resp,
-        [primaries = spec_.is_replicated(task) ? primaries_ : nullptr, call,
-         task, done = std::move(done)](grpc::Status s) {
+    Prepare(call->ctx.get(), task, /*setup=*/false);
+    const bool replicated = spec_.is_replicated(task);
+    (*stubs)->typed->async()->RunGraph(
+        call->ctx.get(), &call->req, &call->resp,
+        [primaries = replicated ? primaries_ : nullptr,
+         watch = replicated ? Watch(address, call->ctx) : nullptr, call, task,
+         done = std::move(done)](grpc::Status s) {
           absl::Status status =
               s.ok() ? StatusFromProto(call->resp.status()) : FromGrpc(task, s);
           delete call;
+          if (watch != nullptr) status = watch(task, status);
           if (primaries != nullptr) primaries->Failed(task, status);
           done(status);
         });
@@ -335,9 +383,6 @@ class WorkerChannels {
 
   absl::StatusOr<std::string> RegisterGraph(const std::string& task,
                                             const proto::GraphDef& def) {
-    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
-    grpc::ClientContext ctx;
-    Prepare(&ctx, task, /*setup=*/true);
     proto::RegisterGraphRequest req;
     *req.mutable_graph() = def;
     if (req.ByteSizeLong() > static_cast<size_t>(options_.max_message_bytes)) {
@@ -347,7 +392,11 @@ class WorkerChannels {
                  " MiB a message may carry (a large constant placed there?)"));
     }
     proto::RegisterGraphResponse resp;
-    RN_RETURN_IF_ERROR(FromGrpc(task, stub->RegisterGraph(&ctx, req, &resp)));
+    RN_RETURN_IF_ERROR(
+        Call(task, /*setup=*/true,
+             [&](proto::WorkerService::Stub* stub, grpc::ClientContext* ctx) {
+               return stub->RegisterGraph(ctx, req, &resp);
+             }));
     Reached(task);
     return resp.handle();
   }
@@ -356,26 +405,22 @@ class WorkerChannels {
   absl::StatusOr<proto::VariablesResponse> Variables(
       const std::string& task, VarCall which,
       const proto::VariablesRequest& req) {
-    RN_ASSIGN_OR_RETURN(proto::WorkerService::Stub * stub, Stub(task));
-    grpc::ClientContext ctx;
-    Prepare(&ctx, task, /*setup=*/true);
     proto::VariablesResponse resp;
-    grpc::Status s;
-    switch (which) {
-      case VarCall::kState:
-        s = stub->VariableState(&ctx, req, &resp);
-        break;
-      case VarCall::kInit:
-        s = stub->InitVariables(&ctx, req, &resp);
-        break;
-      case VarCall::kAssign:
-        s = stub->AssignVariables(&ctx, req, &resp);
-        break;
-      case VarCall::kRead:
-        s = stub->ReadVariables(&ctx, req, &resp);
-        break;
-    }
-    RN_RETURN_IF_ERROR(FromGrpc(task, s));
+    RN_RETURN_IF_ERROR(
+        Call(task, /*setup=*/true,
+             [&](proto::WorkerService::Stub* stub, grpc::ClientContext* ctx) {
+               switch (which) {
+                 case VarCall::kState:
+                   return stub->VariableState(ctx, req, &resp);
+                 case VarCall::kInit:
+                   return stub->InitVariables(ctx, req, &resp);
+                 case VarCall::kAssign:
+                   return stub->AssignVariables(ctx, req, &resp);
+                 case VarCall::kRead:
+                   break;
+               }
+               return stub->ReadVariables(ctx, req, &resp);
+             }));
     Reached(task);
     return resp;
   }
@@ -432,15 +477,19 @@ class WorkerChannels {
   class TensorFetch
       : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
-    TensorFetch(std::string task, const std::string& key, Rendezvous::Done done)
-        : task_(std::move(task)), done_(std::move(done)), tensor_(task_, key) {}
+    TensorFetch(std::string task, const std::string& key,
+                std::shared_ptr<grpc::ClientContext> ctx, Rendezvous::Done done)
+        : ctx(std::move(ctx)),
+          task_(std::move(task)),
+          done_(std::move(done)),
+          tensor_(task_, key) {}
 
     void OnReadDone(bool ok) override {
       if (!ok) return;
       absl::Status s = tensor_.Add(&incoming);
       if (!s.ok()) {
         error_ = std::move(s);
-        ctx.TryCancel();
+        ctx->TryCancel();
         return;
       }
       StartRead(&incoming);
@@ -457,7 +506,7 @@ class WorkerChannels {
       delete this;
     }
 
-    grpc::ClientContext ctx;
+    const std::shared_ptr<grpc::ClientContext> ctx;  // shared with the watch
     grpc::ByteBuffer request;
     grpc::ByteBuffer incoming;
 
@@ -468,12 +517,76 @@ class WorkerChannels {
     absl::Status error_;
   };
 
+  // A blocking call to `task` (`call` makes it on the stub with the
+  // context), watched where the task is replicated; its status.
+  absl::Status Call(
+      const std::string& task, bool setup,
+      const std::function<grpc::Status(proto::WorkerService::Stub*,
+                                       grpc::ClientContext*)>& call) {
+    std::string address;
+    RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsOf(task, &address));
+    auto ctx = std::make_shared<grpc::ClientContext>();
+    Prepare(ctx.get(), task, setup);
+    if (!spec_.is_replicated(task)) {
+      return FromGrpc(task, call(stubs->typed.get(), ctx.get()));
+    }
+    Watched watch = Watch(address, ctx);
+    absl::Status s =
+        watch(task, FromGrpc(task, call(stubs->typed.get(), ctx.get())));
+    primaries_->Failed(task, s);
+    return s;
+  }
+
+  // A call out to the primary at `address` through `ctx`, added to the
+  // watch: what the call's callback runs on its status, which forgets the
+  // call and makes a cancel by the watch an Unavailable naming `task`.
+  using Watched =
+      std::function<absl::Status(const std::string& task, absl::Status)>;
+  Watched Watch(const std::string& address,
+                std::shared_ptr<grpc::ClientContext> ctx) {
+    const int64_t id = watch_->Add(address, std::move(ctx));
+    return [watch = watch_, id](const std::string& task, absl::Status s) {
+      std::optional<std::string> why = watch->Remove(id);
+      if (!why.has_value() || s.ok()) return s;
+      return absl::UnavailableError(StrCat(task, " unreachable (", *why, ")"));
+    };
+  }
+
+  // The watch's probe: does the task at `address` answer GetStatus within
+  // `deadline_s`? (Any answer from its server counts, an error too.)
+  void Probe(const std::string& address, double deadline_s,
+             std::function<void(bool)> answered) {
+    absl::StatusOr<Stubs*> stubs = StubsAt(address, true);
+    if (!stubs.ok()) {
+      answered(true);  // nothing to tell by
+      return;
+    }
+    struct Call {
+      grpc::ClientContext ctx;
+      proto::GetStatusRequest req;
+      proto::GetStatusResponse resp;
+    };
+    auto* call = new Call;
+    if (!options_.token.empty()) {
+      call->ctx.AddMetadata(kTokenKey, options_.token);
+    }
+    call->ctx.set_deadline(After(deadline_s));
+    (*stubs)->typed->async()->GetStatus(
+        &call->ctx, &call->req, &call->resp,
+        [call, answered = std::move(answered)](grpc::Status s) {
+          delete call;
+          answered(s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+                   s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+        });
+  }
+
   // Makes the replica at `address` the primary of `task`, at `epoch` or
   // above (`fresh`: no replica holds any state); the replicas `silent` did
   // not answer.
-  absl::Status Promote(const std::string& task, const std::string& address,
-                       int64_t epoch, bool fresh,
-                       const std::vector<int>& silent) {
+  // Returns the epoch it serves at.
+  absl::StatusOr<int64_t> Promote(const std::string& task,
+                                  const std::string& address, int64_t epoch,
+                                  bool fresh, const std::vector<int>& silent) {
     RN_ASSIGN_OR_RETURN(Stubs * stubs, StubsAt(address, true));
     grpc::ClientContext ctx;
     Prepare(&ctx, task, /*setup=*/false);
@@ -483,8 +596,9 @@ class WorkerChannels {
     req.set_fresh(fresh);
     for (int i : silent) req.add_silent(i);
     proto::PromoteResponse resp;
-    return FromGrpc(StrCat(task, " (at ", address, ")"),
-                    stubs->typed->Promote(&ctx, req, &resp));
+    RN_RETURN_IF_ERROR(FromGrpc(StrCat(task, " (at ", address, ")"),
+                                stubs->typed->Promote(&ctx, req, &resp)));
+    return resp.epoch();
   }
 
   const ClusterSpec spec_;
@@ -493,6 +607,8 @@ class WorkerChannels {
   // By address.
   absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_;
   absl::flat_hash_set<std::string> reached_;
+  // A replicated task's newest epoch seen (Resolve).
+  absl::flat_hash_map<std::string, int64_t> epochs_;
   // A replicated task's primary, as last found (shared with the calls in
   // flight, which forget it when it fails them); one Resolve at a time per
   // task.
@@ -509,6 +625,14 @@ class WorkerChannels {
   };
   const std::shared_ptr<Primaries> primaries_ = std::make_shared<Primaries>();
   std::map<std::string, std::mutex> resolving_;
+  // Shared with the watched calls' callbacks; stopped by the destructor,
+  // before the stubs its probes use go.
+  const std::shared_ptr<PrimaryWatch> watch_ = std::make_shared<PrimaryWatch>(
+      [this](const std::string& address, double deadline_s,
+             std::function<void(bool)> answered) {
+        Probe(address, deadline_s, std::move(answered));
+      },
+      PrimaryWatch::Options{});
 };
 
 }  // namespace runnel

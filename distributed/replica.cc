@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "base/status_macros.h"
@@ -21,7 +22,7 @@ constexpr double kReplicateSeconds = 5;
 // A promoted primary's asking the replica it replaced: how long it waits,
 // and how often it asks.
 constexpr double kAskOutSeconds = 0.2;
-constexpr std::chrono::seconds kAskOutEvery(1);
+constexpr std::chrono::milliseconds kAskOutEvery(250);
 
 }  // namespace
 
@@ -61,6 +62,24 @@ absl::Status ReplicaServer::Demote(int64_t epoch) {
       StrCat(Name(), " is no longer the task's primary (a backup took over)"));
 }
 
+void ReplicaServer::DropState() {
+  if (holds_state_) {
+    std::fprintf(stderr,
+                 "note: %s drops its copy of the task's state: it is no "
+                 "longer current\n",
+                 Name().c_str());
+  }
+  holds_state_ = false;
+  base_epoch_ = -1;
+  for (const std::string& name : resources_->Names<Variable>()) {
+    if (auto v = resources_->Lookup<Variable>(name)) {
+      v->Install(Variable::Copy()).IgnoreError();  // (cannot fail: empty)
+    }
+  }
+  resources_->Erase<ReplicatedState>();
+  resources_->Erase<RandomCounter>();
+}
+
 absl::Status ReplicaServer::CheckPrimary() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (primary_) return absl::OkStatus();
@@ -84,6 +103,8 @@ absl::StatusOr<int64_t> ReplicaServer::Promote(
     return absl::FailedPreconditionError(
         StrCat(Name(), " holds no copy of the task's state yet"));
   }
+  // A task none of whose replicas holds its current state starts empty.
+  if (req.fresh()) DropState();
   primary_ = true;
   holds_state_ = true;
   epoch_ = std::max(epoch_ + 1, req.epoch());
@@ -257,6 +278,7 @@ absl::Status ReplicaServer::Sync() {
         {
           std::lock_guard<std::mutex> lock(mu_);
           demoted = Demote(resp->epoch());
+          DropState();  // the newer primary served without it
         }
         if (!demoted.ok() && on_demote_) on_demote_(demoted);
         return absl::UnavailableError(
@@ -311,6 +333,7 @@ absl::Status ReplicaServer::ApplyLocked(const proto::ReplicateRequest& req,
   const bool based = base_incarnation_ == req.sender_incarnation() &&
                      base_epoch_ == req.epoch() && base_seq_ + 1 == req.seq();
   if (!req.full() && !based) {
+    holds_state_ = false;  // not the current state, until the whole comes
     resp->set_needs_full(true);
     return demoted;
   }
@@ -319,6 +342,13 @@ absl::Status ReplicaServer::ApplyLocked(const proto::ReplicateRequest& req,
     base_epoch_ = -1;
     resp->set_needs_full(true);
     return demoted;
+  }
+  if (req.full()) {
+    std::fprintf(stderr,
+                 "note: %s holds the primary's whole state (replica %d, "
+                 "epoch %lld)\n",
+                 Name().c_str(), static_cast<int>(req.sender()),
+                 static_cast<long long>(req.epoch()));
   }
   holds_state_ = true;
   base_incarnation_ = req.sender_incarnation();
@@ -330,6 +360,8 @@ absl::Status ReplicaServer::ApplyLocked(const proto::ReplicateRequest& req,
 absl::Status ReplicaServer::Install(const proto::ReplicateRequest& req) {
   if (req.full()) {
     // What the message does not name, the primary does not hold.
+    resources_->Erase<ReplicatedState>();
+    resources_->Erase<RandomCounter>();
     std::set<std::string> named;
     for (const proto::VariableReplica& r : req.variable()) {
       named.insert(r.name());

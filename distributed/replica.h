@@ -101,6 +101,15 @@ class ReplicaServer : public Replication {
   // Steps down (under mu_); the status for on_demote_, or OK when this was
   // no primary.
   absl::Status Demote(int64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the state (a primary that a newer one replaced, whose state
+  // lacks what that one did alone and may hold what it never
+  // acknowledged; a replica promoted empty, `fresh`): every variable
+  // uninitialized, the replicated states and random counters gone, as in
+  // a replica just started. Only a replica that holds the current state
+  // is promoted with it; where none does (the newest primary died before
+  // the other caught up), the task starts empty and the chief restores it
+  // from the newest checkpoint, never from a stale copy.
+  void DropState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string task_;
   const int index_;

@@ -301,6 +301,13 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
                                  : nullptr});
   // A replicated task answers once its backups hold what the run wrote.
   if (s.ok() && replication_ != nullptr) s = replication_->Sync();
+  // A replica that stepped down during the run ends the step here: its
+  // master ends it with the new primary, and the demotion's
+  // AbortAllSteps may have missed it (counted open just after). Else it
+  // would count as open for kStaleStep, and hold up a snapshot's freeze
+  // should this replica be the primary again.
+  const bool demoted =
+      replication_ != nullptr && !replication_->CheckPrimary().ok();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = open_.find(step); it != open_.end()) {
@@ -308,6 +315,7 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
       it->second.last_end = std::chrono::steady_clock::now();
     }
   }
+  if (demoted) EndStep(step);
   admission_cv_.notify_all();
   if (log) {
     log(StrCat("step ", step, ": ", handle, " ended",

@@ -94,6 +94,19 @@ class ResourceMgr {
     std::sort(out.begin(), out.end());
     return out;
   }
+  // Forgets every resource of type R (those in use live on with their
+  // users; a later LookupOrCreate makes a new one).
+  template <typename R>
+  void Erase() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = resources_.begin(); it != resources_.end();) {
+      if (std::dynamic_pointer_cast<R>(it->second) != nullptr) {
+        resources_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     resources_.clear();

@@ -17,14 +17,24 @@ refused at its line.
     python3 tests/cluster/replica_test.py RUNNEL            # one round
     python3 tests/cluster/replica_test.py RUNNEL --rounds 5 # the table
     python3 tests/cluster/replica_test.py RUNNEL --sync     # synchronous
+    python3 tests/cluster/replica_test.py RUNNEL --stale    # two at once
 
 With --sync it trains `tests/cluster/sync.rnl` instead, with synchronous
 replicas (`replicas = 2` of 2 workers), under the same faults, and checks
 that each run ends with `global_step` and every variable bit-equal to a run
 without faults: the chief's saved model, compared byte for byte.
 
-Every fault is injected once per round; the table gives, per fault, the
-times injected, the runs finished, the steps lost and the worst recovery.
+With --stale it runs one case of two faults at once instead: ps 0's
+primary stopped, then the backup that took over killed before it resumes.
+The resumed replica's state lacks what the killed one acknowledged alone,
+so it must not serve it: the task starts empty and the chief restores it
+from the newest checkpoint (steps since then are redone, by design).
+
+Every fault is injected once per round, the next once the victim of the
+last holds the task's state again (two replicas survive one fault at a
+time); the table gives, per fault, the times injected, the runs finished,
+the steps lost, the recovery (median and worst) and the worst time until
+the task had two replicas again.
 """
 import argparse
 import os
@@ -50,11 +60,14 @@ FAULTS = ["kill primary", "kill backup", "pause primary 3 s",
 class Cluster:
     """One `runnel cluster` run, its output read (and timed) as it comes."""
 
-    def __init__(self, runnel, seed, checkpoints, save=None):
-        """Asynchronous training (async.rnl) with checkpoints, or with
-        `save`, synchronous training (sync.rnl) that saves its model
-        there."""
-        if save is None:
+    def __init__(self, runnel, seed, checkpoints, save=None, total=None):
+        """Asynchronous training (async.rnl) with checkpoints, `STEPS` per
+        worker or until global_step reaches `total`; or with `save`,
+        synchronous training (sync.rnl) that saves its model there."""
+        if total is not None:
+            script = ["async.rnl", "--arg", f"total={total}",
+                      "--checkpoint-every", "1000steps"]
+        elif save is None:
             script = ["async.rnl", "--arg", f"steps={STEPS}",
                       "--checkpoint-every", "1000steps"]
         else:
@@ -83,10 +96,11 @@ class Cluster:
 
     def replica(self, task, index):
         """The pid of the process serving replica `index` of ps `task`
-        (waiting up to 5 s: it may be restarting)."""
+        (waiting up to 15 s: it may be restarting, slowly on a loaded
+        machine)."""
         def flag(argv, name):
             return argv[argv.index(name) + 1] if name in argv else None
-        for _ in range(50):
+        for _ in range(150):
             out = subprocess.run(["pgrep", "-P", str(self.p.pid)],
                                  capture_output=True, text=True).stdout
             for pid in out.split():
@@ -129,7 +143,7 @@ def training(cluster):
 
 def inject(cluster, fault, primary, rng):
     """Injects `fault` on a random ps task; `primary[task]` is the replica
-    that serves it. Returns (task, time injected)."""
+    that serves it. Returns (task, victim replica, time injected)."""
     task = rng.randrange(2)
     victim = primary[task] if "primary" in fault else 1 - primary[task]
     pid = cluster.replica(task, victim)
@@ -146,7 +160,32 @@ def inject(cluster, fault, primary, rng):
         # A pause past the keepalive (1.5 s) makes the backup the primary.
         if "primary" in fault and seconds > 1.5:
             primary[task] = 1 - primary[task]
-    return task, start
+    return task, victim, start
+
+
+def rejoined(cluster, task, victim, start, fault):
+    """Seconds from the fault until its victim holds the task's state
+    again (a backup with the primary's whole state), after a fault that
+    took it out (a kill, or a pause that made the other the primary);
+    None after one that did not, or when training ended first. The next
+    fault waits for it: two replicas survive one fault at a time, and a
+    primary that dies before the other caught up leaves none with the
+    current state (the task is then restored from a checkpoint, not
+    bit-equal)."""
+    if fault.startswith("pause") and "primary" not in fault:
+        return None
+    deadline = time.monotonic() + 15
+    pattern = (rf"^\[ps:{task}\.{victim}\] note: .* holds the primary's "
+               "whole state")
+    while time.monotonic() < deadline:
+        back = cluster.seen(pattern, start)
+        if back:
+            return back[0][0] - start
+        if not training(cluster):
+            return None
+        time.sleep(0.05)
+    raise AssertionError(f"{fault}: replica {victim} of ps {task} did not "
+                         "catch up within 15 s:\n" + cluster.text())
 
 
 def recovery(cluster, start, fault):
@@ -215,10 +254,13 @@ def faulted_run(cluster, faults, rng, stats, steps):
         time.sleep(rng.uniform(0.3, 1.2))
         if not training(cluster):
             break
-        task, start = inject(cluster, fault, primary, rng)
+        task, victim, start = inject(cluster, fault, primary, rng)
         stats[fault]["injected"] += 1
         took = recovery(cluster, start, fault)
         stats[fault]["recovery"].append(took)
+        back = rejoined(cluster, task, victim, start, fault)
+        if back is not None:
+            stats[fault]["rejoin"].append(back)
         if took > RECOVERY_AIM:  # what happened meanwhile, for the reader
             print(f"{fault} on ps {task}: {took:.2f} s; the output then:")
             for t, line in cluster.seen("", start):
@@ -237,6 +279,53 @@ def faulted_run(cluster, faults, rng, stats, steps):
     assert finished, f"the run failed ({code}):\n{text}"
     assert found == [want, want], f"global_step {found}, not {want}:\n{text}"
     return text
+
+
+def stale_copy(runnel):
+    """Two faults at once: ps 0's primary is stopped, the workers go on
+    with its backup, which is killed before the stopped one resumes. The
+    resumed replica's state lacks what the killed one acknowledged alone:
+    it must not serve it. The task starts empty, the chief restores it from
+    the newest checkpoint, and training reaches its target."""
+    total = 6000
+    with tempfile.TemporaryDirectory() as checkpoints:
+        cluster = Cluster(runnel, 5, checkpoints, total=total)
+        try:
+            deadline = time.monotonic() + 60
+            while not any(f.startswith("ckpt-") and f.endswith(".ckpt")
+                          for f in os.listdir(checkpoints)):
+                assert time.monotonic() < deadline and training(cluster), \
+                    "no checkpoint was written:\n" + cluster.text()
+                time.sleep(0.05)
+            stopped = cluster.replica(0, 0)  # the first primary
+            start = time.monotonic()
+            os.kill(stopped, signal.SIGSTOP)
+            try:
+                while len(cluster.seen(r"note: the run went through",
+                                       start)) < 2:
+                    assert time.monotonic() < start + 15, \
+                        "the workers did not go on:\n" + cluster.text()
+                    time.sleep(0.05)
+                os.kill(cluster.replica(0, 1), signal.SIGKILL)
+                time.sleep(0.5)
+            finally:
+                os.kill(stopped, signal.SIGCONT)
+            code = cluster.wait()
+        finally:
+            stop(cluster)
+        text = cluster.text()
+    assert code == 0, f"the run failed ({code}):\n{text}"
+    assert re.search(r"note: no replica of /job:ps/task:0 holds its current "
+                     r"state", text), text
+    assert re.search(r"note: restored \d+ variable\(s\) from", text), text
+    found = [int(m) for m in re.findall(RESULT, text)]
+    assert len(found) == 2 and min(found) >= total, text
+    for line in text.splitlines():
+        if re.search(r"no replica of|restored \d+ variable|holds the "
+                     r"primary's whole state \(replica \d, epoch [3-9]", line):
+            print("  " + line)
+    print("a stale copy does not serve: after two faults at once ps 0 "
+          "started empty and was restored from its checkpoint")
 
 
 def reference_model(runnel):
@@ -271,10 +360,15 @@ def main():
     ap.add_argument("--sync", action="store_true",
                     help="synchronous replicas, checked bit-equal to a run "
                     "without faults")
+    ap.add_argument("--stale", action="store_true",
+                    help="only the two-faults-at-once run (stale_copy)")
     args = ap.parse_args()
+    if args.stale:
+        stale_copy(args.runnel)
+        return
     rng = random.Random(args.seed)
     stats = {f: {"injected": 0, "runs": 0, "finished": 0, "lost": 0,
-                 "equal": 0, "recovery": []} for f in FAULTS}
+                 "equal": 0, "recovery": [], "rejoin": []} for f in FAULTS}
     reference = None
     if args.sync:
         reference = reference_model(args.runnel)
@@ -290,14 +384,18 @@ def main():
               (", the model bit-equal to the run without faults"
                if args.sync else f", global_step {2 * STEPS}"))
     equal = " runs bit-equal |" if args.sync else ""
-    print(f"| fault | injected | runs finished | steps lost |{equal} worst "
-          "recovery (s) |")
-    print("|---|--:|--:|--:|" + ("--:|" if args.sync else "") + "--:|")
+    print(f"| fault | injected | runs finished | steps lost |{equal} "
+          "recovery (s), median | worst | two replicas again (s), worst |")
+    print("|---|--:|--:|--:|" + ("--:|" if args.sync else "") +
+          "--:|--:|--:|")
     for f in FAULTS:
         s = stats[f]
         same = f" {s['equal']} of {s['runs']} |" if args.sync else ""
+        took = sorted(s["recovery"]) or [0]
+        back = f"{max(s['rejoin']):.2f}" if s["rejoin"] else "-"
         print(f"| {f} | {s['injected']} | {s['finished']} of {s['runs']} | "
-              f"{s['lost']} |{same} {max(s['recovery'], default=0):.2f} |")
+              f"{s['lost']} |{same} {took[len(took) // 2]:.2f} | "
+              f"{took[-1]:.2f} | {back} |")
     worst = max((max(s["recovery"], default=0), f) for f, s in stats.items())
     print(f"worst recovery {worst[0]:.2f} s ({worst[1]}): the aim of "
           f"{RECOVERY_AIM} s is {'met' if worst[0] <= RECOVERY_AIM else 'NOT met'}")

@@ -75,9 +75,12 @@ TEST(ReplicaTest, ABackupFollowsItsPrimaryInOrderAndByEpoch) {
   resp.Clear();
   r.Apply(Message(1, 3, /*full=*/false, {9, 9}), &resp);
   EXPECT_TRUE(resp.needs_full()) << "message 2 is missing";
+  EXPECT_FALSE(StatusOf(r).holds_state())
+      << "until it has the missing message, it cannot be promoted";
   resp.Clear();
   r.Apply(Message(1, 2, /*full=*/false, {3, 4}), &resp);
   EXPECT_FALSE(resp.needs_full());
+  EXPECT_TRUE(StatusOf(r).holds_state());
   ExpectTensor(*rm.Lookup<Variable>("w")->Read(), DType::kF32, Shape{2},
                {3, 4});
   // The writes the primary holds came too: a retried run's is not made
@@ -148,6 +151,27 @@ TEST(ReplicaTest, APrimaryAnswersOnlyOnceItsBackupHoldsTheUpdate) {
   failover.add_silent(0);
   ASSERT_TRUE(alone.Promote(failover).ok());
   EXPECT_TRUE(alone.Sync().ok());
+}
+
+TEST(ReplicaTest, AReplicaPromotedEmptyDropsTheStateItHeld) {
+  // Its state is of an older epoch than the newest primary's, which died
+  // before this one caught up: a worker promotes it empty (fresh), and the
+  // chief restores the task from a checkpoint, not from this stale copy.
+  ResourceMgr rm;
+  ReplicaServer r("/job:ps/task:0", 1, kAddresses, {}, &rm, 42);
+  proto::ReplicateResponse resp;
+  r.Apply(Message(1, 1, /*full=*/true, {1, 2}), &resp);
+  ASSERT_TRUE(rm.Lookup<Variable>("w")->initialized());
+  ASSERT_TRUE(rm.LookupOrCreate<RandomCounter>("rng", [] {
+                  return std::make_shared<RandomCounter>();
+                }).ok());
+  proto::PromoteRequest fresh;
+  fresh.set_epoch(5);
+  fresh.set_fresh(true);
+  ASSERT_EQ(*r.Promote(fresh), 5);
+  EXPECT_TRUE(r.CheckPrimary().ok());
+  EXPECT_FALSE(rm.Lookup<Variable>("w")->initialized());
+  EXPECT_EQ(rm.Lookup<RandomCounter>("rng"), nullptr);
 }
 
 }  // namespace
