@@ -60,17 +60,20 @@ conformance:
 # CHAOS_ROUNDS rounds of kill -9 and SIGSTOP of primaries and backups during
 # training, then the table: fault, times injected, runs finished, steps
 # lost, worst recovery; the same under synchronous replicas, each run's
-# model compared byte for byte with a run without faults; then CHAOS_ROUNDS
-# rounds of every fault over network namespaces (tests/cluster/netns_test.py,
-# root only: partitions, pauses, kills of replicas, a worker and the chief,
-# latency, packet loss) and its table. (`make test` runs one round of each
-# of the first two and four faults of the third.)
+# model compared byte for byte with a run without faults; two faults at
+# once (the stale replica must not serve: restored from the checkpoint);
+# then CHAOS_ROUNDS rounds of every fault over network namespaces
+# (tests/cluster/netns_test.py, root only: partitions, pauses, kills of
+# replicas, a worker and the chief, latency, packet loss) and its table.
+# (`make test` runs one round of each of the first two, the third, and
+# four faults of the fourth.)
 chaos:
 	@$(MAKE) --no-print-directory build TARGETS=runnel
 	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel \
 	  --rounds $(CHAOS_ROUNDS)
 	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel --sync \
 	  --rounds $(CHAOS_ROUNDS)
+	@/usr/bin/python3 tests/cluster/replica_test.py $(BUILD)/runnel --stale
 	@/usr/bin/python3 tests/cluster/netns_test.py $(BUILD)/runnel --faults all \
 	  --rounds $(CHAOS_ROUNDS)
 
