@@ -361,24 +361,40 @@ class WorkerChannels {
   // (the last one, when leaving), which waits up to a second.
   void Heartbeat(const std::string& task, const std::string& from, bool leaving,
                  bool wait) {
-    absl::StatusOr<proto::WorkerService::Stub*> stub = Stub(task);
-    if (!stub.ok()) return;
-    struct Call {
-      grpc::ClientContext ctx;
-      proto::HeartbeatRequest req;
-      proto::HeartbeatResponse resp;
-    };
-    auto call = std::make_shared<Call>();
-    call->req.set_task(from);
-    call->req.set_leaving(leaving);
-    Prepare(&call->ctx, task, /*setup=*/false);
-    call->ctx.set_deadline(After(1));
-    if (wait) {
-      (*stub)->Heartbeat(&call->ctx, call->req, &call->resp);
-      return;
+    // A replicated task's every replica hears it: the one promoted next
+    // knows the live workers already (a synchronous step waits for them),
+    // and the beat never waits for a failover (Resolve).
+    std::vector<std::string> addresses;
+    if (spec_.is_replicated(task)) {
+      absl::StatusOr<std::vector<std::string>> replicas = spec_.Replicas(task);
+      if (!replicas.ok()) return;
+      addresses = *std::move(replicas);
+    } else {
+      absl::StatusOr<std::string> address = spec_.AddressOf(task);
+      if (!address.ok()) return;
+      addresses.push_back(*std::move(address));
     }
-    (*stub)->async()->Heartbeat(&call->ctx, &call->req, &call->resp,
-                                [call](grpc::Status) {});
+    for (const std::string& address : addresses) {
+      absl::StatusOr<Stubs*> stubs =
+          StubsAt(address, spec_.is_replicated(task));
+      if (!stubs.ok()) continue;
+      struct Call {
+        grpc::ClientContext ctx;
+        proto::HeartbeatRequest req;
+        proto::HeartbeatResponse resp;
+      };
+      auto call = std::make_shared<Call>();
+      call->req.set_task(from);
+      call->req.set_leaving(leaving);
+      Prepare(&call->ctx, task, /*setup=*/false);
+      call->ctx.set_deadline(After(1));
+      if (wait) {
+        (*stubs)->typed->Heartbeat(&call->ctx, call->req, &call->resp);
+        continue;
+      }
+      (*stubs)->typed->async()->Heartbeat(&call->ctx, &call->req, &call->resp,
+                                          [call](grpc::Status) {});
+    }
   }
 
   absl::StatusOr<std::string> RegisterGraph(const std::string& task,
