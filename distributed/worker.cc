@@ -7,6 +7,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "base/errors.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
@@ -227,7 +228,10 @@ absl::StatusOr<std::string> Worker::RegisterGraph(const proto::GraphDef& def) {
   }
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                       Executor::Create(graph, device, inter_op_pool_));
-  const std::string handle = StrCat(task_, "#", graphs_.size() + 1);
+  // Unique to this process: a handle from another process of the task (a
+  // restarted one, the other replica) never names a graph here.
+  const std::string handle =
+      StrCat(task_, "#", incarnation_, ".", graphs_.size() + 1);
   auto r = std::make_shared<Registered>();
   // (The session marks every partition of a step with synchronous
   // replicas: GrpcCluster::RegisterPartition.)
@@ -261,8 +265,17 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
     std::unique_lock<std::mutex> lock(mu_);
     auto it = graphs_.find(handle);
     if (it == graphs_.end()) {
-      return absl::NotFoundError(StrCat(task_, " has no graph '", handle,
-                                        "' (it may have restarted)"));
+      // Registered with another process of this task: the caller's plan is
+      // stale (Unavailable: the session plans the run again).
+      const std::string ours = StrCat(task_, "#", incarnation_, ".");
+      if (absl::StartsWith(handle, StrCat(task_, "#")) &&
+          !absl::StartsWith(handle, ours)) {
+        return absl::UnavailableError(
+            StrCat(task_, " has no graph '", handle,
+                   "': it was registered with another process of the task "
+                   "(one that restarted, or the replica a backup replaced)"));
+      }
+      return absl::NotFoundError(StrCat(task_, " has no graph '", handle, "'"));
     }
     r = it->second;
     // Held while frozen. Admission and counting the step open happen under

@@ -106,9 +106,14 @@ TEST_F(WorkerTest, RunsUpdateTheVariablesItHoldsByName) {
 }
 
 TEST_F(WorkerTest, BadRequestsAreErrorsThatSayWhy) {
-  absl::Status s = worker_.RunGraph("/job:ps/task:0#9", 1, 0);
+  absl::Status s = worker_.RunGraph("bogus", 1, 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_NE(s.message().find("has no graph '/job:ps/task:0#9'"),
+  EXPECT_NE(s.message().find("has no graph 'bogus'"), std::string::npos) << s;
+  // A handle of another process of the task (one that restarted, the
+  // replica a backup replaced): the caller plans again.
+  s = worker_.RunGraph("/job:ps/task:0#9.1", 1, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("registered with another process"),
             std::string::npos)
       << s;
   absl::StatusOr<std::vector<Tensor>> missing = worker_.ReadVariables({"nope"});
