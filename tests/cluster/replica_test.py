@@ -78,7 +78,8 @@ class Cluster:
             [runnel, "cluster", os.path.join(HERE, script[0]), "--ps", "2",
              "--workers", "2", "--ps-replicas", "2", "--seed", str(seed),
              "--checkpoint-dir", checkpoints] + script[1:],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)  # its tasks: one group, killed together
         self.lines = []  # (time, line)
         self.lock = threading.Lock()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -119,7 +120,7 @@ class Cluster:
         try:
             self.p.wait(timeout=LIMIT)
         except subprocess.TimeoutExpired:
-            self.p.kill()
+            kill_group(self)
             self.p.wait()
             raise AssertionError(f"the run hung past {LIMIT} s:\n" +
                                  self.text())
@@ -232,13 +233,23 @@ def one_run(runnel, faults, rng, seed, stats, reference=None):
         return text
 
 
+def kill_group(cluster):
+    """Kills `runnel cluster` and every task it started (none outlives a
+    hung run)."""
+    try:
+        os.killpg(cluster.p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def stop(cluster):
     if cluster.p.poll() is None:
         cluster.p.send_signal(signal.SIGINT)  # stops every task
         try:
             cluster.p.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            cluster.p.kill()
+            pass
+    kill_group(cluster)
 
 
 def faulted_run(cluster, faults, rng, stats, steps):
