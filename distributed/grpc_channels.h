@@ -130,11 +130,23 @@ class WorkerChannels {
         grpc::ClientContext ctx;
         Prepare(&ctx, task, /*setup=*/false);
         ctx.set_wait_for_ready(true);
-        ctx.set_deadline(std::min(end, After(0.2)));
+        // A replica never heard from gets longer (its connection is new, and
+        // at start-up the machine is busy starting every task): a needless
+        // promotion there races the chief's initialization.
+        bool heard = false;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          heard = answered_.contains(replicas[i]);
+        }
+        ctx.set_deadline(std::min(end, After(heard ? 0.2 : 1.0)));
         proto::GetStatusResponse resp;
         grpc::Status s =
             stubs->typed->GetStatus(&ctx, proto::GetStatusRequest(), &resp);
         if (s.ok()) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            answered_.insert(replicas[i]);
+          }
           answers.push_back({static_cast<int>(i), std::move(resp)});
         } else {
           silent.push_back(StrCat(replicas[i], ": ", Reason(s)));
@@ -623,8 +635,10 @@ class WorkerChannels {
   // By address.
   absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_;
   absl::flat_hash_set<std::string> reached_;
-  // A replicated task's newest epoch seen (Resolve).
+  // A replicated task's newest epoch seen, and the replicas that have
+  // answered (Resolve).
   absl::flat_hash_map<std::string, int64_t> epochs_;
+  absl::flat_hash_set<std::string> answered_;
   // A replicated task's primary, as last found (shared with the calls in
   // flight, which forget it when it fails them); one Resolve at a time per
   // task.
