@@ -1,6 +1,7 @@
 #include "cli/cluster_launcher.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,8 +86,14 @@ bool Spawn(const std::string& program, Task& t,
   std::vector<char*> argv;
   for (std::string& a : t.argv) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // A task ends with the cluster, killed too (SIGKILL, an OOM): none is
+    // left serving a port, or waiting for a partner, with nobody to see it.
+    if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) {
+      _exit(127);
+    }
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     ::execv(program.c_str(), argv.data());

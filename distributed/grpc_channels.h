@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -37,6 +38,7 @@
 #include "distributed/grpc_options.h"
 #include "distributed/grpc_util.h"
 #include "distributed/primary_watch.h"
+#include "distributed/replica_choice.h"
 #include "distributed/tensor_coding.h"
 #include "distributed/worker.grpc.pb.h"
 
@@ -117,12 +119,9 @@ class WorkerChannels {
     }
     const auto end = After(std::max(seconds, 0.0));
     std::string why;
+    bool asked_again = false;
     for (;;) {
-      struct Answer {
-        int index;
-        proto::GetStatusResponse status;
-      };
-      std::vector<Answer> answers;
+      std::vector<ReplicaAnswer> answers;
       std::vector<std::string> silent;
       std::vector<int> silent_index;
       for (size_t i = 0; i < replicas.size(); ++i) {
@@ -147,51 +146,38 @@ class WorkerChannels {
             std::lock_guard<std::mutex> lock(mu_);
             answered_.insert(replicas[i]);
           }
-          answers.push_back({static_cast<int>(i), std::move(resp)});
+          answers.push_back({.index = static_cast<int>(i),
+                             .primary = resp.primary(),
+                             .epoch = resp.epoch(),
+                             .holds_state = resp.holds_state()});
         } else {
           silent.push_back(StrCat(replicas[i], ": ", Reason(s)));
           silent_index.push_back(static_cast<int>(i));
         }
       }
-      // The primary of the highest epoch; else the replica with the
-      // newest state, promoted.
-      const Answer* primary = nullptr;
-      const Answer* holder = nullptr;
       int64_t floor = 0;
       {
         std::lock_guard<std::mutex> lock(mu_);
         floor = epochs_[task];
       }
-      int64_t top_epoch = floor;
-      for (const Answer& a : answers) {
-        top_epoch = std::max(top_epoch, a.status.epoch());
-        if (a.status.epoch() < floor) continue;  // stale
-        if (a.status.primary() &&
-            (primary == nullptr ||
-             a.status.epoch() > primary->status.epoch())) {
-          primary = &a;
-        }
-        if (a.status.holds_state() &&
-            (holder == nullptr || a.status.epoch() > holder->status.epoch())) {
-          holder = &a;
-        }
+      const ReplicaChoice choice =
+          ChooseReplica(answers, silent.empty(), floor, asked_again);
+      if (choice.action == ReplicaChoice::kAskAgain) {
+        asked_again = true;
+        continue;
       }
-      const bool fresh =
-          holder == nullptr && silent.empty() && !answers.empty();
-      const Answer* chosen = primary;
-      if (chosen == nullptr) chosen = holder;
-      if (chosen == nullptr && fresh) chosen = &answers.front();
-      int64_t epoch = chosen != nullptr ? chosen->status.epoch() : 0;
-      // (Fresh, a stale primary too: it drops its state.)
-      if (chosen != nullptr && (!chosen->status.primary() || fresh)) {
-        absl::StatusOr<int64_t> promoted = Promote(
-            task, replicas[chosen->index], top_epoch + 1, fresh, silent_index);
+      int64_t epoch = choice.epoch;
+      bool chosen = choice.action == ReplicaChoice::kUse;
+      if (choice.action == ReplicaChoice::kPromote) {
+        absl::StatusOr<int64_t> promoted =
+            Promote(task, replicas[choice.index], choice.epoch, choice.fresh,
+                    silent_index);
         if (!promoted.ok()) {
           why = std::string(promoted.status().message());
-          chosen = nullptr;
         } else {
+          chosen = true;
           epoch = *promoted;
-          if (fresh && floor > 0) {
+          if (choice.fresh && floor > 0) {
             std::fprintf(stderr,
                          "note: no replica of %s holds its current state "
                          "(epoch %lld: its primary then died before the "
@@ -202,14 +188,14 @@ class WorkerChannels {
           }
         }
       }
-      if (chosen != nullptr) {
+      if (chosen) {
         {
           std::lock_guard<std::mutex> lock(mu_);
           epochs_[task] = std::max(epochs_[task], epoch);
         }
         std::lock_guard<std::mutex> lock(primaries_->mu);
-        primaries_->address[task] = replicas[chosen->index];
-        return replicas[chosen->index];
+        primaries_->address[task] = replicas[choice.index];
+        return replicas[choice.index];
       }
       if (!silent.empty()) why = absl::StrJoin(silent, "; ");
       if (why.empty()) why = "no replica holds its state";

@@ -38,7 +38,15 @@ class TensorSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void Start(const proto::RecvTensorRequest& req) {
-    std::shared_ptr<StepRendezvous> r = worker_->Step(req.step_id());
+    absl::StatusOr<std::shared_ptr<StepRendezvous>> step =
+        worker_->PrimaryStep(req.step_id());
+    if (!step.ok()) {
+      if (TensorSender* sender = Claim(*state_)) {
+        sender->Send(step.status(), Tensor(), true);
+      }
+      return;
+    }
+    const std::shared_ptr<StepRendezvous>& r = *step;
     std::shared_ptr<State> state = state_;
     absl::Status status;
     Tensor value;

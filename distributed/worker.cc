@@ -132,6 +132,16 @@ std::shared_ptr<StepRendezvous> Worker::Step(int64_t step) {
   return r;
 }
 
+absl::StatusOr<std::shared_ptr<StepRendezvous>> Worker::PrimaryStep(
+    int64_t step) {
+  std::shared_ptr<StepRendezvous> r = Step(step);
+  if (absl::Status s = CheckPrimary(); !s.ok()) {
+    EndStep(step);
+    return s;
+  }
+  return r;
+}
+
 void Worker::AbortStep(int64_t step, const absl::Status& status) {
   Step(step)->Abort(status);
 }
@@ -260,7 +270,8 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
   RN_RETURN_IF_ERROR(CheckPrimary());
   std::shared_ptr<Registered> r;
   std::function<void(const std::string&)> log;
-  std::shared_ptr<StepRendezvous> rendezvous = Step(step);
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<StepRendezvous> rendezvous,
+                      PrimaryStep(step));
   {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = graphs_.find(handle);

@@ -83,6 +83,11 @@ class Worker {
   // The step's rendezvous, made on first use. A step that has ended gets
   // one aborted with "step ended", so a late request never waits.
   std::shared_ptr<StepRendezvous> Step(int64_t step);
+  // Step(step) on a replicated task's primary; Unavailable on a backup.
+  // The check follows the rendezvous's making: a demotion after it finds
+  // the step in AbortAllSteps, one before is seen here (and ends the step:
+  // nothing of it runs on this replica).
+  absl::StatusOr<std::shared_ptr<StepRendezvous>> PrimaryStep(int64_t step);
   void AbortStep(int64_t step, const absl::Status& status);
   // Aborts and ends every step open here (a replica that stopped being the
   // primary: the values its steps wait for come from the new one).

@@ -45,8 +45,11 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
                          Done done) {
   const std::optional<UpdateTag> tagged =
       tag != nullptr ? std::optional<UpdateTag>(*tag) : std::nullopt;
+  int64_t id = 0;
+  bool early = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    id = ++arrivals_;
     if (tag != nullptr) {
       bool retry = false;
       step = runs_.Resolve(*tag, step, &retry);
@@ -75,15 +78,15 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
       // a failover, will end it when its run is retried): starting the
       // new step now would make its Advance miss (and the barrier wait
       // for ever). Arrive again after Advance.
-      early_.push_back({step, replicas, run, tagged, std::move(done)});
-      return;
+      early_.push_back({step, replicas, run, tagged, std::move(done), id});
+      early = true;
     } else if (step == step_ && applying_) {
       // Too late for this step, but the update is under way: go on once
       // it is done, so the next step reads the new values. (It does not
       // count: it cannot become the applier.)
       // (A chosen applier's retry waits here until its first attempt
       // is found lost, and then applies.)
-      waiting_.push_back({std::move(done), run, /*counts=*/false, tagged});
+      waiting_.push_back({std::move(done), run, /*counts=*/false, tagged, id});
     } else {
       if (step > step_) {  // restored, or the first arrival
         step_ = step;
@@ -92,10 +95,39 @@ void SyncBarrier::Arrive(int64_t step, int64_t replicas,
       }
       replicas_ = replicas;
       ++arrived_;
-      waiting_.push_back({std::move(done), run, /*counts=*/true, tagged});
+      waiting_.push_back({std::move(done), run, /*counts=*/true, tagged, id});
     }
   }
-  Evaluate();
+  if (run != nullptr) WatchRun(run, id);
+  if (!early) Evaluate();
+}
+
+void SyncBarrier::WatchRun(CancellationManager* run, int64_t id) {
+  std::weak_ptr<SyncBarrier> weak = weak_from_this();
+  const CancellationManager::Token t = run->Register([weak, id] {
+    if (std::shared_ptr<SyncBarrier> self = weak.lock()) self->Leave(id);
+  });
+  if (t == CancellationManager::kCancelled) Leave(id);
+}
+
+void SyncBarrier::Leave(int64_t id) {
+  Done done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto w = std::find_if(waiting_.begin(), waiting_.end(),
+                          [id](const Waiter& x) { return x.id == id; });
+    auto e = std::find_if(early_.begin(), early_.end(),
+                          [id](const Early& x) { return x.id == id; });
+    if (w != waiting_.end()) {
+      if (w->counts) --arrived_;
+      done = std::move(w->done);
+      waiting_.erase(w);
+    } else if (e != early_.end()) {
+      done = std::move(e->done);
+      early_.erase(e);
+    }
+  }
+  if (done) done(false);
 }
 
 void SyncBarrier::ArriveAgain(std::vector<Early> early) {

@@ -91,6 +91,7 @@ class SyncBarrier : public ReplicatedState,
     CancellationManager* run = nullptr;  // null: no loss detection
     bool counts = true;  // towards the step's set (a late one does not)
     std::optional<UpdateTag> tag;
+    int64_t id = 0;  // its arrival's (Leave)
   };
   // Whether `w` is the chosen applier's run.
   bool IsChosen(const Waiter& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -111,6 +112,13 @@ class SyncBarrier : public ReplicatedState,
   // The run of a hold was cancelled.
   void HoldCancelled(CancellationManager* run,
                      const std::shared_ptr<CancellationManager::Token>& token);
+  // Makes arrival `id` leave (Leave) should `run` be cancelled while it
+  // waits.
+  void WatchRun(CancellationManager* run, int64_t id);
+  // Arrival `id`'s run was cancelled (its step aborted, on this task or
+  // elsewhere): if it still waits, it goes on and no longer counts. (Else
+  // an aborted step would wait here until the step ends, or for ever.)
+  void Leave(int64_t id);
   // The run of the applier of `step` aborted before Advance.
   void ApplierLost(int64_t step,
                    const std::shared_ptr<CancellationManager::Token>& token);
@@ -121,6 +129,7 @@ class SyncBarrier : public ReplicatedState,
   int64_t step_ = -1;
   int64_t replicas_ = 1;
   int64_t arrived_ = 0;
+  int64_t arrivals_ = 0;  // the last arrival's id
   bool applying_ = false;
   // The applier's run and its registration there, until Advance.
   CancellationManager* applier_run_ = nullptr;
@@ -134,6 +143,7 @@ class SyncBarrier : public ReplicatedState,
     CancellationManager* run;
     std::optional<UpdateTag> tag;
     Done done;
+    int64_t id = 0;
   };
   // Arrives again with each of `early` (a step ended, or its choice was
   // dropped).

@@ -110,18 +110,67 @@ TEST(SyncBarrierTest, AnotherAppliesWhenTheApplierDies) {
   EXPECT_EQ(next.told, 1);
 }
 
+// A waiting arrival whose run is cancelled (its step aborted: a ps it
+// also ran on was demoted, say) goes on at once and no longer counts.
+// Before, it waited until the step ended, and on a demoted replica, where
+// no step ends any more, until the other worker left the cluster.
+TEST(SyncBarrierTest, AWaiterWhoseRunIsCancelledLeaves) {
+  std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(TwoLiveWorkers());
+  CancellationManager run0, run1, run0_again;
+  BarrierOutcome first, retried, worker1;
+  b->Arrive(0, 2, &run0, nullptr, first.done());
+  EXPECT_EQ(first.told, -1);
+  run0.StartCancel();
+  EXPECT_EQ(first.told, 0);
+  // Its arrival no longer counts: worker 1 alone is not the set of 2...
+  b->Arrive(0, 2, &run1, nullptr, worker1.done());
+  EXPECT_EQ(worker1.told, -1);
+  // ...worker 0's retried run completes it.
+  b->Arrive(0, 2, &run0_again, nullptr, retried.done());
+  EXPECT_EQ(retried.told, 1);
+  EXPECT_EQ(worker1.told, -1);
+  b->Advance(0);
+  EXPECT_EQ(worker1.told, 0);
+  // An arrival for the next step, early while one is applied, leaves too.
+  CancellationManager run2, run3;
+  BarrierOutcome applier, waiter, early;
+  b->Arrive(1, 2, &run1, nullptr, waiter.done());
+  b->Arrive(1, 2, &run0_again, nullptr, applier.done());
+  ASSERT_EQ(applier.told, 1);
+  b->Arrive(2, 2, &run2, nullptr, early.done());
+  EXPECT_EQ(early.told, -1);
+  run2.StartCancel();
+  EXPECT_EQ(early.told, 0);
+  b->Advance(1);
+  EXPECT_EQ(waiter.told, 0);
+  // An arrival with a run cancelled already goes on at once.
+  BarrierOutcome cancelled;
+  b->Arrive(2, 2, &run2, nullptr, cancelled.done());
+  EXPECT_EQ(cancelled.told, 0);
+  BarrierOutcome alone;
+  b->Arrive(2, 2, &run3, nullptr, alone.done());
+  EXPECT_EQ(alone.told, -1);  // the cancelled one did not count
+}
+
 TEST(SyncBarrierTest, ALiveApplierIsNotReplaced) {
   std::shared_ptr<LiveWorkers> live = TwoLiveWorkers();
   std::shared_ptr<SyncBarrier> b = SyncBarrier::Create(live);
   CancellationManager run_a, run_b;
   BarrierOutcome a, b_out;
   BothArrive(*b, run_a, run_b, a, b_out);
-  // Worker 0 (waiting) leaves: the applier goes on alone.
+  // Worker 0 (waiting) leaves: its run ends (it goes on, AWaiterWhose-
+  // RunIsCancelledLeaves), and the applier goes on alone.
   live->Beat("/job:worker/task:0", /*leaving=*/true);
   run_a.StartCancel();
-  EXPECT_EQ(a.told, -1);
-  b->Advance(0);
   EXPECT_EQ(a.told, 0);
+  EXPECT_EQ(b_out.told, 1);
+  // No other arrival of the step applies while the applier lives.
+  CancellationManager run_c;
+  BarrierOutcome c;
+  b->Arrive(0, 2, &run_c, nullptr, c.done());
+  EXPECT_EQ(c.told, -1);
+  b->Advance(0);
+  EXPECT_EQ(c.told, 0);
 }
 
 TEST(SyncBarrierTest, ASnapshotHoldsTheBarrierBetweenSteps) {
