@@ -581,9 +581,7 @@ class WorkerChannels {
       proto::GetStatusResponse resp;
     };
     auto* call = new Call;
-    if (!options_.token.empty()) {
-      call->ctx.AddMetadata(kTokenKey, options_.token);
-    }
+    Prepare(&call->ctx, address, /*setup=*/false);
     call->ctx.set_deadline(After(deadline_s));
     (*stubs)->typed->async()->GetStatus(
         &call->ctx, &call->req, &call->resp,

@@ -278,8 +278,9 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
     if (it == graphs_.end()) {
       // Registered with another process of this task: the caller's plan is
       // stale (Unavailable: the session plans the run again).
-      const std::string ours = StrCat(task_, "#", incarnation_, ".");
-      if (absl::StartsWith(handle, StrCat(task_, "#")) &&
+      const std::string of_task = StrCat(task_, "#");
+      const std::string ours = StrCat(of_task, incarnation_, ".");
+      if (absl::StartsWith(handle, of_task) &&
           !absl::StartsWith(handle, ours)) {
         return absl::UnavailableError(
             StrCat(task_, " has no graph '", handle,
