@@ -1289,14 +1289,17 @@ absl::Status Conv(NodeContext& c) {
 // while importing: the maximum (or the mean) of one strided slice per
 // offset in the window. The mean divides by the count of the elements each
 // window holds that count (count_include_pad: the pads too; never the
-// extra end of ceil_mode), computed the same way on ones.
+// extra end of ceil_mode), computed the same way on ones. LpPool: the
+// p-norm of each window, the pads counting as zeros (ONNX's reference).
 absl::Status SlicePool(NodeContext& c) {
   const bool max = c.op() == "MaxPool";
+  const bool lp = c.op() == "LpPool";
   const Value& x = c.in(0);
   if (!x.rank_known || x.dims.size() < 3 ||
       !AllKnown(std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()))) {
     return c.Unsupported(
-        "a dilated or 3-D pool of sizes not known while importing");
+        lp ? "LpPool of sizes not known while importing"
+           : "a dilated or 3-D pool of sizes not known while importing");
   }
   const size_t n = x.dims.size() - 2;
   std::vector<int64_t> kernel = c.Ints("kernel_shape"),
@@ -1377,6 +1380,29 @@ absl::Status SlicePool(NodeContext& c) {
   };
   std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
   dims.insert(dims.end(), out.begin(), out.end());
+  auto joined = [](const std::vector<std::string>& terms) {
+    std::string e;
+    for (const std::string& t : terms) e = e.empty() ? t : StrCat(e, " + ", t);
+    return e;
+  };
+  if (lp) {
+    RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+    // (Before opset 2, p is a float.)
+    const double p =
+        c.opset() < 2 ? c.Float("p", 2.0f) : static_cast<double>(c.Int("p", 2));
+    if (!(p > 0)) return c.Invalid(StrCat("p = ", p, " (needs p > 0)"));
+    const std::string powered =
+        p == 1   ? StrCat("abs(", c.ref(0), ")")
+        : p == 2 ? StrCat("square(", c.ref(0), ")")
+                 : StrCat("abs(", c.ref(0), ") ** ", F(static_cast<float>(p)));
+    const std::string xp = c.Temp("powered", padded(powered, "", true));
+    const std::string sum = joined(slices(xp));
+    const std::string e =
+        p == 1   ? StrCat("(", sum, ")")
+        : p == 2 ? StrCat("sqrt(", sum, ")")
+                 : StrCat("(", sum, ") ** ", F(static_cast<float>(1.0 / p)));
+    return c.Out(0, e, x.dtype, dims);
+  }
   if (max) {
     RN_RETURN_IF_ERROR(NeedFloat(c, 0));
     const std::string xp =
@@ -1406,11 +1432,6 @@ absl::Status SlicePool(NodeContext& c) {
   if (count_pad) ones = padded(ones, "1.0", true);
   const std::string mask = c.Temp(
       "counted", count_pad ? padded(ones, "", false) : padded(ones, "", true));
-  auto joined = [](const std::vector<std::string>& terms) {
-    std::string e;
-    for (const std::string& t : terms) e = e.empty() ? t : StrCat(e, " + ", t);
-    return e;
-  };
   const std::string total = c.Temp("count", joined(slices(mask)));
   return c.Out(0, StrCat("(", joined(sum_terms), ") / ", total), x.dtype, dims);
 }
@@ -1492,6 +1513,38 @@ absl::Status GlobalPool(NodeContext& c) {
 
 // ----------------------------------------------------------------
 // normalisation
+
+// Local response normalisation across channels: each element divided by
+// (bias + alpha / size * the sum of squares over the `size` channels
+// around it, the ones past either end counting as zeros) ** beta.
+absl::Status Lrn(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  const int64_t size = c.Int("size", 0);
+  if (r < 3 || x.dims[1] < 0) {
+    return c.Unsupported("LRN of channels not known while importing");
+  }
+  if (size < 1) return c.Invalid(StrCat("size = ", size));
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  std::vector<std::string> rows(r, "[0, 0]");
+  rows[1] = IntList({before, after});
+  const std::string squares = c.Temp(
+      "squares", StrCat("pad(square(", c.ref(0), "), [", Join(rows), "])"));
+  std::string sum;
+  for (int64_t k = 0; k < size; ++k) {
+    const std::string term =
+        StrCat(squares, "[:, ", k, ":", k + x.dims[1], "]");
+    sum = sum.empty() ? term : StrCat(sum, " + ", term);
+  }
+  const float alpha = c.Float("alpha", 1e-4f), beta = c.Float("beta", 0.75f),
+              bias = c.Float("bias", 1.0f);
+  return c.Out(0,
+               StrCat(c.ref(0), " / (", F(bias), " + ",
+                      F(alpha / static_cast<float>(size)), " * (", sum,
+                      ")) ** ", F(beta)),
+               x.dtype, x.dims);
+}
 
 absl::Status BatchNorm(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
@@ -2279,6 +2332,32 @@ absl::Status ConvTranspose(NodeContext& c) {
 // GatherElements and GatherND as one gather from the data flattened: each
 // output element's linear index into it (no arithmetic on the values, so
 // exact). The data's dimensions must be known while importing.
+// The index into data of `dims` flattened (row-major) of each element of
+// a result of `shape` (as many axes): `at` on `axis`, the element's own
+// coordinate on the others.
+std::string FlatIndex(const std::vector<int64_t>& dims,
+                      const std::vector<int64_t>& shape, int axis,
+                      const std::string& at) {
+  const int r = static_cast<int>(dims.size());
+  std::vector<std::string> terms;
+  int64_t stride = 1;
+  for (int d = r - 1; d >= 0; --d) {
+    std::string coord = at;
+    if (d != axis) {
+      std::vector<int64_t> along(r, 1);
+      along[d] = shape[d];
+      coord = StrCat("reshape(arange(0, ", shape[d], ", dtype = i64), ",
+                     IntList(along), ")");
+    }
+    terms.push_back(stride == 1 ? coord : StrCat(coord, " * ", stride));
+    stride *= dims[d];
+  }
+  std::string linear = terms[0];
+  for (size_t k = 1; k < terms.size(); ++k)
+    linear = StrCat(terms[k], " + ", linear);
+  return linear;
+}
+
 absl::Status GatherElements(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
@@ -2289,26 +2368,39 @@ absl::Status GatherElements(NodeContext& c) {
     return c.Unsupported("GatherElements of sizes not known while importing");
   }
   const std::string idx = c.Temp("index", StrCat("cast(", c.ref(1), ", i64)"));
-  std::vector<std::string> terms;
-  int64_t stride = 1;
-  for (int d = r - 1; d >= 0; --d) {
-    std::string coord;
-    if (d == axis) {
-      coord = FromEnd(idx, StrCat(x.dims[d]));
-    } else {
-      std::vector<int64_t> shape(r, 1);
-      shape[d] = i.dims[d];
-      coord = StrCat("reshape(arange(0, ", i.dims[d], ", dtype = i64), ",
-                     IntList(shape), ")");
-    }
-    terms.push_back(stride == 1 ? coord : StrCat(coord, " * ", stride));
-    stride *= x.dims[d];
-  }
-  std::string linear = terms[0];
-  for (size_t k = 1; k < terms.size(); ++k)
-    linear = StrCat(terms[k], " + ", linear);
+  const std::string linear = FlatIndex(x.dims, i.dims, static_cast<int>(axis),
+                                       FromEnd(idx, StrCat(x.dims[axis])));
   return c.Out(0, StrCat("gather(reshape(", c.ref(0), ", [-1]), ", linear, ")"),
                x.dtype, i.dims);
+}
+
+// The first sequence_lens[b] steps of each batch entry reversed, the rest
+// as they are: one gather from the data flattened, as GatherElements.
+absl::Status ReverseSequence(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  if (r < 2 || !AllKnown(x.dims)) {
+    return c.Unsupported("ReverseSequence of sizes not known while importing");
+  }
+  const int64_t time = c.Int("time_axis", 0), batch = c.Int("batch_axis", 1);
+  if (!((time == 0 && batch == 1) || (time == 1 && batch == 0))) {
+    return c.Invalid("time_axis and batch_axis other than 0 and 1");
+  }
+  std::vector<int64_t> by_batch(r, 1), by_time(r, 1);
+  by_batch[batch] = x.dims[batch];
+  by_time[time] = x.dims[time];
+  const std::string lens = c.Temp(
+      "lens",
+      StrCat("reshape(cast(", c.ref(1), ", i64), ", IntList(by_batch), ")"));
+  const std::string t = StrCat("reshape(arange(0, ", x.dims[time],
+                               ", dtype = i64), ", IntList(by_time), ")");
+  const std::string from = c.Temp(
+      "step",
+      StrCat("where(", t, " < ", lens, ", ", lens, " - 1 - ", t, ", ", t, ")"));
+  const std::string linear =
+      FlatIndex(x.dims, x.dims, static_cast<int>(time), from);
+  return c.Out(0, StrCat("gather(reshape(", c.ref(0), ", [-1]), ", linear, ")"),
+               x.dtype, x.dims);
 }
 
 absl::Status GatherND(NodeContext& c) {
@@ -2689,6 +2781,8 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Conv"] = Conv;
     (*t)["MaxPool"] = Pool;
     (*t)["AveragePool"] = Pool;
+    (*t)["LpPool"] = SlicePool;
+    (*t)["LRN"] = Lrn;
     (*t)["GlobalAveragePool"] = GlobalPool;
     (*t)["GlobalMaxPool"] = GlobalPool;
     (*t)["BatchNormalization"] = BatchNorm;
@@ -2708,6 +2802,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["ScatterND"] = ScatterND;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = GatherElements;
+    (*t)["ReverseSequence"] = ReverseSequence;
     (*t)["GatherND"] = GatherND;
     (*t)["Einsum"] = Einsum;
     (*t)["TopK"] = TopK;
