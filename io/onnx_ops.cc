@@ -1257,12 +1257,123 @@ std::vector<int64_t> OutDims(const Value& x, const Window& w, int64_t channels,
   return dims;
 }
 
+// A window over any number of spatial axes of sizes known while importing
+// (`in`): its kernel (`kernel_shape`, else `kernel`), strides, dilations
+// and pads (auto_pad resolved), the output's sizes, and the padding at the
+// end that ceil_mode's last windows reach past the pads.
+struct SpatialWindow {
+  std::vector<int64_t> kernel, strides, dil, pads, out, extra;
+};
+
+absl::StatusOr<SpatialWindow> SpatialWindowOf(NodeContext& c,
+                                              const std::vector<int64_t>& in,
+                                              std::vector<int64_t> kernel,
+                                              bool ceil_mode) {
+  const size_t n = in.size();
+  SpatialWindow w;
+  w.kernel = c.has("kernel_shape") ? c.Ints("kernel_shape") : kernel;
+  w.strides = c.Ints("strides");
+  w.dil = c.Ints("dilations");
+  w.pads = c.Ints("pads");
+  if (w.kernel.size() != n)
+    return c.Invalid("kernel_shape of the wrong length");
+  if (w.strides.empty()) w.strides.assign(n, 1);
+  if (w.dil.empty()) w.dil.assign(n, 1);
+  if (w.pads.empty()) w.pads.assign(2 * n, 0);
+  if (w.strides.size() != n || w.dil.size() != n || w.pads.size() != 2 * n) {
+    return c.Invalid("strides, dilations or pads of the wrong length");
+  }
+  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
+  w.out.assign(n, 0);
+  w.extra.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t span = (w.kernel[i] - 1) * w.dil[i] + 1, s = w.strides[i];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t o = (in[i] + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (o - 1) * s + span - in[i]);
+      w.pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pads[i + n] = total - w.pads[i];
+    } else if (auto_pad == "VALID") {
+      w.pads[i] = w.pads[i + n] = 0;
+    } else if (auto_pad != "NOTSET") {
+      return c.Invalid(StrCat("auto_pad \"", auto_pad, "\""));
+    }
+    const int64_t room = in[i] + w.pads[i] + w.pads[i + n] - span;
+    if (room < 0) return c.Invalid("a window larger than the padded input");
+    w.out[i] = (ceil_mode ? (room + s - 1) / s : room / s) + 1;
+    if (ceil_mode && (w.out[i] - 1) * s >= in[i] + w.pads[i]) --w.out[i];
+    w.extra[i] = std::max<int64_t>(
+        0, (w.out[i] - 1) * s + span - (in[i] + w.pads[i] + w.pads[i + n]));
+  }
+  return w;
+}
+
+// A 3-D convolution (an (N, C, D, H, W) input of sizes known while
+// importing): the sum, over the filter's depth offsets, of a 2-D
+// convolution of the input's depth slice at that offset, its depths
+// folded into the batch.
+absl::Status Conv3d(NodeContext& c) {
+  const Value& x = c.in(0);
+  const Value& f = c.in(1);
+  if (!x.rank_known || x.dims.size() != 5 ||
+      !AllKnown(std::vector<int64_t>(x.dims.begin() + 1, x.dims.end())) ||
+      !AllKnown(f.dims)) {
+    return c.Unsupported(
+        "a 3-D convolution of sizes not known while importing");
+  }
+  const int64_t groups = c.Int("group", 1);
+  if (groups < 1) return c.Invalid("group must be positive");
+  RN_ASSIGN_OR_RETURN(
+      const SpatialWindow w,
+      SpatialWindowOf(c, {x.dims[2], x.dims[3], x.dims[4]},
+                      {f.dims[2], f.dims[3], f.dims[4]}, false));
+  std::string xp = c.ref(0);
+  if (std::any_of(w.pads.begin(), w.pads.end(),
+                  [](int64_t p) { return p != 0; })) {
+    xp = c.Temp("padded", StrCat("pad(", c.ref(0), ", [[0, 0], [0, 0], ",
+                                 IntList({w.pads[0], w.pads[3]}), ", ",
+                                 IntList({w.pads[1], w.pads[4]}), ", ",
+                                 IntList({w.pads[2], w.pads[5]}), "])"));
+  }
+  const int64_t hp = x.dims[3] + w.pads[1] + w.pads[4],
+                wp = x.dims[4] + w.pads[2] + w.pads[5];
+  const std::vector<int64_t> out = {x.dims[0], f.dims[0], w.out[0], w.out[1],
+                                    w.out[2]};
+  auto conv = [&](const std::string& in, const std::string& filter) {
+    return StrCat(
+        "conv2d(", in, ", transpose(", filter,
+        ", [2, 3, 1, 0]), strides = ", IntList({w.strides[1], w.strides[2]}),
+        ", padding = \"valid\", dilations = ", IntList({w.dil[1], w.dil[2]}),
+        ")");
+  };
+  std::string sum;
+  for (int64_t k = 0; k < f.dims[2]; ++k) {
+    const int64_t start = k * w.dil[0];
+    const std::string depths = StrCat(
+        xp, "[:, :, ", start, ":", start + (w.out[0] - 1) * w.strides[0] + 1,
+        w.strides[0] != 1 ? StrCat(":", w.strides[0]) : "", "]");
+    const std::string folded = c.Temp(
+        "depth", StrCat("reshape(transpose(", depths, ", [0, 2, 3, 4, 1]), ",
+                        IntList({-1, hp, wp, x.dims[1]}), ")"));
+    const std::string term = StrCat(
+        "reshape(",
+        Grouped(c, folded, StrCat(c.ref(1), "[:, :, ", k, "]"), groups, conv),
+        ", ", IntList({-1, out[2], out[3], out[4], out[1]}), ")");
+    sum = sum.empty() ? term : StrCat(sum, " + ", term);
+  }
+  std::string e = StrCat("transpose(", sum, ", [0, 4, 1, 2, 3])");
+  if (c.has_input(2))
+    e = StrCat(e, " + reshape(", c.ref(2), ", [-1, 1, 1, 1])");
+  return c.Out(0, e, x.dtype, out);
+}
+
 absl::Status Conv(NodeContext& c) {
   RN_RETURN_IF_ERROR(SameDTypes(c));
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   const Value& f = c.in(1);
+  if (f.dims.size() == 5) return Conv3d(c);
   if (f.dims.size() != 4 && f.dims.size() != 3)
-    return c.Unsupported("a filter other than 3-D or 4-D");
+    return c.Unsupported("a filter other than 3-D, 4-D or 5-D");
   const int64_t groups = c.Int("group", 1);
   if (groups < 1) return c.Invalid("group must be positive");
   RN_ASSIGN_OR_RETURN(
@@ -1302,45 +1413,16 @@ absl::Status SlicePool(NodeContext& c) {
            : "a dilated or 3-D pool of sizes not known while importing");
   }
   const size_t n = x.dims.size() - 2;
-  std::vector<int64_t> kernel = c.Ints("kernel_shape"),
-                       strides = c.Ints("strides"), dil = c.Ints("dilations"),
-                       pads = c.Ints("pads");
-  if (kernel.size() != n) return c.Invalid("kernel_shape of the wrong length");
-  if (strides.empty()) strides.assign(n, 1);
-  if (dil.empty()) dil.assign(n, 1);
-  if (pads.empty()) pads.assign(2 * n, 0);
-  if (strides.size() != n || dil.size() != n || pads.size() != 2 * n) {
-    return c.Invalid("strides, dilations or pads of the wrong length");
-  }
-  const std::string auto_pad = c.Str("auto_pad", "NOTSET");
   const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const bool count_pad = c.Int("count_include_pad", 0) != 0;
   if (c.Int("storage_order", 0) != 0) return c.Unsupported("storage_order = 1");
   if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
-  std::vector<int64_t> out(n), extra(n, 0), span(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t in = x.dims[2 + i];
-    span[i] = (kernel[i] - 1) * dil[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t o = (in + strides[i] - 1) / strides[i];
-      const int64_t total =
-          std::max<int64_t>(0, (o - 1) * strides[i] + span[i] - in);
-      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pads[i + n] = total - pads[i];
-    } else if (auto_pad == "VALID") {
-      pads[i] = pads[i + n] = 0;
-    } else if (auto_pad != "NOTSET") {
-      return c.Invalid(StrCat("auto_pad \"", auto_pad, "\""));
-    }
-    const int64_t room = in + pads[i] + pads[i + n] - span[i];
-    if (room < 0) return c.Invalid("a window larger than the padded input");
-    out[i] =
-        (ceil_mode ? (room + strides[i] - 1) / strides[i] : room / strides[i]) +
-        1;
-    if (ceil_mode && (out[i] - 1) * strides[i] >= in + pads[i]) --out[i];
-    extra[i] = std::max<int64_t>(
-        0, (out[i] - 1) * strides[i] + span[i] - (in + pads[i] + pads[i + n]));
-  }
+  RN_ASSIGN_OR_RETURN(
+      const SpatialWindow w,
+      SpatialWindowOf(c, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
+                      {}, ceil_mode));
+  const std::vector<int64_t>&kernel = w.kernel, &strides = w.strides,
+        &dil = w.dil, &pads = w.pads, &out = w.out, &extra = w.extra;
   auto padded = [&](const std::string& v, const std::string& value,
                     bool with_pads) {
     std::vector<std::string> rows = {"[0, 0]", "[0, 0]"};

@@ -656,19 +656,13 @@ def read_list(path):
     return names
 
 
-def run_suite(suite, args, parser, runnel):
+def run_suite(suite, args, runnel, loaded):
     """The results of one suite's selected tests, sorted by name, and where
-    its tests came from."""
-    cases, source = load_cases(suite)
-    names = {c.name for c in cases}
+    its tests came from (`loaded`: its cases, as load_cases gives them)."""
+    cases, source = loaded
     ops = attribute_operators(cases)  # from every test, for the expanded ones
     if args.list:
-        wanted = read_list(args.list)
-        unknown = [n for n in wanted if n not in names]
-        if unknown:
-            parser.error(f"{args.list}: no {suite} test named {', '.join(unknown)} "
-                         f"in onnx {onnx.__version__}")
-        wanted = set(wanted)
+        wanted = set(read_list(args.list))
         cases = [c for c in cases if c.name in wanted]
     if args.filter:
         pattern = re.compile(args.filter)
@@ -735,7 +729,16 @@ def main():
         os.makedirs(args.keep, exist_ok=True)
     suites = (["node", "pytorch-converted", "pytorch-operator"]
               if args.suite == "all" else [args.suite])
-    runs = {suite: run_suite(suite, args, parser, runnel) for suite in suites}
+    loaded = {suite: load_cases(suite) for suite in suites}
+    if args.list:  # each listed test is in one of the suites
+        names = {c.name for cases, _ in loaded.values() for c in cases}
+        unknown = [n for n in read_list(args.list) if n not in names]
+        if unknown:
+            kind = "" if args.suite == "all" else f"{args.suite} "
+            parser.error(f"{args.list}: no {kind}test named "
+                         f"{', '.join(unknown)} in onnx {onnx.__version__}")
+    runs = {suite: run_suite(suite, args, runnel, loaded[suite])
+            for suite in suites}
     if not any(results for results, _ in runs.values()):
         parser.error("no test selected")
     results, source = runs[suites[0]]
