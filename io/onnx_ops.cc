@@ -1396,6 +1396,67 @@ absl::Status Conv(NodeContext& c) {
   return c.Out(0, e, x.dtype, Lower(w, OutDims(x, w, f.dims[0], false)));
 }
 
+// MaxPool's Indices: where in the input (N, C, D1, ...) flattened each
+// window's maximum is, row-major (column-major over the spatial axes with
+// storage_order 1); the first of equal maximums, as ONNX's reference. The
+// window's offset is the argmax over its slices (`window`, of the padded
+// input), taken apart into one offset per axis.
+absl::Status MaxPoolIndices(NodeContext& c,
+                            const std::vector<std::string>& window,
+                            const SpatialWindow& w, bool column_major) {
+  const Value& x = c.in(0);
+  if (!AllKnown(x.dims)) {
+    return c.Unsupported(
+        "MaxPool's Indices of sizes not known while importing");
+  }
+  const int r = static_cast<int>(x.dims.size());
+  const size_t n = w.kernel.size();
+  const std::string k =
+      c.Temp("offset", StrCat("cast(argmax(stack([", Join(window),
+                              "], axis = -1), axis = -1), i64)"));
+  auto along = [&](int axis, int64_t size) {
+    std::vector<int64_t> shape(r, 1);
+    shape[axis] = size;
+    return StrCat("reshape(arange(0, ", size, ", dtype = i64), ",
+                  IntList(shape), ")");
+  };
+  std::vector<std::string> at = {along(0, x.dims[0]), along(1, x.dims[1])};
+  int64_t block = 1;
+  std::vector<std::string> offsets(n);
+  for (size_t i = n; i-- > 0;) {
+    offsets[i] = StrCat("(", k, (block > 1 ? StrCat(" // ", block) : ""), " % ",
+                        w.kernel[i], ")");
+    block *= w.kernel[i];
+  }
+  for (size_t i = 0; i < n; ++i) {
+    at.push_back(StrCat(along(2 + static_cast<int>(i), w.out[i]), " * ",
+                        w.strides[i], " + ", offsets[i], " * ", w.dil[i], " - ",
+                        w.pads[i]));
+  }
+  // Row-major: ((n * C + c) * D1 + d1) * D2 + d2 ...; column-major over the
+  // spatial axes: (n * C + c) * D1 * D2 ... + d1 + d2 * D1 + ...
+  std::string flat = StrCat(at[0], " * ", x.dims[1], " + ", at[1]);
+  if (!column_major) {
+    for (size_t i = 0; i < n; ++i) {
+      flat = StrCat("(", flat, ") * ", x.dims[2 + i], " + ", at[2 + i]);
+    }
+  } else {
+    int64_t plane = 1, stride = 1;
+    std::string spatial;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string term =
+          stride == 1 ? at[2 + i] : StrCat("(", at[2 + i], ") * ", stride);
+      spatial = spatial.empty() ? term : StrCat(spatial, " + ", term);
+      stride *= x.dims[2 + i];
+      plane *= x.dims[2 + i];
+    }
+    flat = StrCat("(", flat, ") * ", plane, " + ", spatial);
+  }
+  std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
+  dims.insert(dims.end(), w.out.begin(), w.out.end());
+  return c.Out(1, flat, DType::kI64, dims);
+}
+
 // A pool of any number of spatial axes and any dilation, on sizes known
 // while importing: the maximum (or the mean) of one strided slice per
 // offset in the window. The mean divides by the count of the elements each
@@ -1415,8 +1476,8 @@ absl::Status SlicePool(NodeContext& c) {
   const size_t n = x.dims.size() - 2;
   const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const bool count_pad = c.Int("count_include_pad", 0) != 0;
-  if (c.Int("storage_order", 0) != 0) return c.Unsupported("storage_order = 1");
-  if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
+  // (Column-major indices: it changes nothing else.)
+  const bool column_major = c.Int("storage_order", 0) != 0;
   RN_ASSIGN_OR_RETURN(
       const SpatialWindow w,
       SpatialWindowOf(c, std::vector<int64_t>(x.dims.begin() + 2, x.dims.end()),
@@ -1486,9 +1547,24 @@ absl::Status SlicePool(NodeContext& c) {
     return c.Out(0, e, x.dtype, dims);
   }
   if (max) {
-    RN_RETURN_IF_ERROR(NeedFloat(c, 0));
-    const std::string xp =
-        c.Temp("padded", padded(c.ref(0), "-1.0 / 0.0", true));
+    // The pads are the dtype's lowest value: never a maximum.
+    std::string lowest = "-1.0 / 0.0";
+    if (!IsFloating(x.dtype)) {
+      switch (x.dtype) {
+        case DType::kU8:
+          lowest = "0";
+          break;
+        case DType::kI8:
+          lowest = "-128";
+          break;
+        case DType::kI32:
+          lowest = "-2147483648";
+          break;
+        default:
+          return c.Unsupported(StrCat("dtype ", DTypeCode(x.dtype)));
+      }
+    }
+    const std::string xp = c.Temp("padded", padded(c.ref(0), lowest, true));
     // A balanced tree of maximums: a window of 27 nests 5 deep, not 26.
     std::vector<std::string> level = slices(xp);
     while (level.size() > 1) {
@@ -1499,7 +1575,9 @@ absl::Status SlicePool(NodeContext& c) {
       if (level.size() % 2 == 1) next.push_back(level.back());
       level = std::move(next);
     }
-    return c.Out(0, level[0], x.dtype, dims);
+    RN_RETURN_IF_ERROR(c.Out(0, level[0], x.dtype, dims));
+    if (!c.has_output(1)) return absl::OkStatus();
+    return MaxPoolIndices(c, slices(xp), w, column_major);
   }
   if (count_pad && std::any_of(extra.begin(), extra.end(),
                                [](int64_t e) { return e > 0; })) {
@@ -1523,7 +1601,8 @@ absl::Status Pool(NodeContext& c) {
   const std::vector<int64_t> dilations = c.Ints("dilations");
   if ((c.in(0).rank_known && c.in(0).dims.size() > 4) ||
       std::any_of(dilations.begin(), dilations.end(),
-                  [](int64_t d) { return d != 1; })) {
+                  [](int64_t d) { return d != 1; }) ||
+      (max && (c.has_output(1) || !IsFloating(c.in(0).dtype)))) {
     return SlicePool(c);
   }
   if (max) RN_RETURN_IF_ERROR(NeedFloat(c, 0));
@@ -1531,8 +1610,7 @@ absl::Status Pool(NodeContext& c) {
   const Value x = Lifted(w, c.in(0));
   if (w.dilations != std::vector<int64_t>{1, 1})
     return c.Unsupported("dilated pooling");
-  if (c.Int("storage_order", 0) != 0) return c.Unsupported("storage_order = 1");
-  if (c.has_output(1)) return c.Unsupported("MaxPool's Indices output");
+  c.Int("storage_order", 0);  // it orders the Indices only (SlicePool)
   const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const bool count_pad = c.Int("count_include_pad", 0) != 0;
   std::vector<int64_t> dims = OutDims(x, w, x.dims[1], ceil_mode);
