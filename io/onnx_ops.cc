@@ -462,6 +462,66 @@ absl::Status Softmax(NodeContext& c) {
   return c.Out(0, e, x.dtype, x.dims);
 }
 
+// NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss (the same of
+// log_softmax along the classes, axis 1, which is its second output): each
+// element's class picked by a one-hot product along the classes moved
+// last, weighted by weight[class] where given; a target equal to
+// ignore_index weighs 0 (it may lie outside the classes). "mean" divides
+// by the sum of the weights (the count of the kept targets without them).
+absl::Status ClassLoss(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  if (r < 2 || x.dims[1] < 0) {
+    return c.Unsupported("a number of classes not known while importing");
+  }
+  const std::string reduction = c.Str("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+    return c.Invalid(StrCat("reduction \"", reduction, "\""));
+  }
+  const std::string dt = DTypeCode(x.dtype);
+  const bool softmax = c.op() == "SoftmaxCrossEntropyLoss";
+  const std::string log_prob =
+      softmax
+          ? c.Temp("log_prob", StrCat("log_softmax(", c.ref(0), ", axis = 1)"))
+          : "";
+  std::string scores = softmax ? log_prob : c.ref(0);
+  std::vector<int64_t> perm = {0};
+  for (int i = 2; i < r; ++i) perm.push_back(i);
+  perm.push_back(1);
+  if (r > 2) scores = StrCat("transpose(", scores, ", ", IntList(perm), ")");
+  const std::string target =
+      c.Temp("target", StrCat("cast(", c.ref(1), ", i64)"));
+  std::string cls = target, weight;
+  if (c.has("ignore_index")) {
+    const int64_t ignored = c.Int("ignore_index", 0);
+    weight =
+        c.Temp("kept", StrCat("cast(", target, " != ", ignored, ", ", dt, ")"));
+    cls = c.Temp("class", StrCat("where(", target, " == ", ignored,
+                                 ", zeros_like(", target, "), ", target, ")"));
+  }
+  if (c.has_input(2)) {
+    const std::string w = StrCat("gather(", c.ref(2), ", ", cls, ")");
+    weight = weight.empty() ? w : StrCat(w, " * ", weight);
+  }
+  if (!weight.empty()) weight = c.Temp("weight", weight);
+  std::string loss = StrCat("-sum(", scores, " * one_hot(", cls, ", ",
+                            x.dims[1], ", dtype = ", dt, "), axis = -1)");
+  if (!weight.empty()) loss = StrCat(loss, " * ", weight);
+  std::vector<int64_t> dims = c.in(1).dims;
+  if (reduction == "sum") {
+    loss = StrCat("sum(", loss, ")");
+    dims.clear();
+  } else if (reduction == "mean") {
+    loss = weight.empty() ? StrCat("mean(", loss, ")")
+                          : StrCat("sum(", loss, ") / sum(", weight, ")");
+    dims.clear();
+  }
+  RN_RETURN_IF_ERROR(c.Out(0, loss, x.dtype, dims));
+  if (softmax && c.has_output(1)) return c.Out(1, log_prob, x.dtype, x.dims);
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------- reductions
 
 absl::Status Reduce(NodeContext& c) {
@@ -2942,6 +3002,8 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["MaxPool"] = Pool;
     (*t)["AveragePool"] = Pool;
     (*t)["LpPool"] = SlicePool;
+    (*t)["NegativeLogLikelihoodLoss"] = ClassLoss;
+    (*t)["SoftmaxCrossEntropyLoss"] = ClassLoss;
     (*t)["LRN"] = Lrn;
     (*t)["GlobalAveragePool"] = GlobalPool;
     (*t)["GlobalMaxPool"] = GlobalPool;
