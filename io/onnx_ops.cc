@@ -631,6 +631,45 @@ absl::Status CumSum(NodeContext& c) {
                x.dtype, x.dims, x.rank_known);
 }
 
+// Runnel has no cumulative product: each element is the product of the
+// axis's elements up to it (before it: exclusive; from the end: reverse),
+// the others replaced by 1, over a second copy of the axis. Quadratic in
+// the axis's length, so sizes must be known and small enough.
+absl::Status CumProd(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, c.ConstInts(1, "axis"));
+  if (axes.size() != 1) return c.Invalid("axis must be a scalar");
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, axes[0], r));
+  const Value& x = c.in(0);
+  if (!AllKnown(x.dims)) {
+    return c.Unsupported("CumProd of sizes not known while importing");
+  }
+  const int64_t n = x.dims[axis];
+  if (n * Product(x.dims, 0, x.dims.size()) > (int64_t{1} << 26)) {
+    return c.Unsupported(
+        "CumProd of more than 2^26 elements times the axis's length (it is "
+        "quadratic in that length here)");
+  }
+  const bool exclusive = c.Int("exclusive", 0) != 0;
+  const bool reverse = c.Int("reverse", 0) != 0;
+  auto index = [&](int64_t at) {
+    std::vector<int64_t> shape(r + 1, 1);
+    shape[at] = n;
+    return StrCat("reshape(arange(0, ", n, ", dtype = i64), ", IntList(shape),
+                  ")");
+  };
+  // i, the element's position, on `axis`; j, the copy's, on axis + 1.
+  const std::string i = index(axis), j = index(axis + 1);
+  const std::string kept = reverse ? StrCat(j, exclusive ? " > " : " >= ", i)
+                                   : StrCat(j, exclusive ? " < " : " <= ", i);
+  const std::string xj =
+      c.Temp("copy", StrCat("expand_dims(", c.ref(0), ", ", axis, ")"));
+  return c.Out(0,
+               StrCat("prod(where(", kept, ", ", xj, ", ones_like(", xj,
+                      ")), axis = ", axis + 1, ")"),
+               x.dtype, x.dims);
+}
+
 // ---------------------------------------------------------------- shapes
 
 absl::Status Reshape(NodeContext& c) {
@@ -2981,6 +3020,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["MatMul"] = MatMul;
     (*t)["Gemm"] = Gemm;
     (*t)["CumSum"] = CumSum;
+    (*t)["CumProd"] = CumProd;
     (*t)["Reshape"] = Reshape;
     (*t)["Transpose"] = Transpose;
     (*t)["Concat"] = Concat;
