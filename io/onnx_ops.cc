@@ -522,6 +522,71 @@ absl::Status ClassLoss(NodeContext& c) {
   return absl::OkStatus();
 }
 
+// RotaryEmbedding: each head's first rotary_embedding_dim features taken
+// as pairs (halves, or neighbours when interleaved) and rotated by the
+// position's angle, cos and sin from the caches (at position_ids where
+// given); in a [batch, sequence, heads, head] layout, from an input of
+// [batch, sequence, hidden] (num_heads) or [batch, heads, sequence, head].
+absl::Status RotaryEmbedding(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  if ((r != 3 && r != 4) ||
+      !AllKnown(std::vector<int64_t>(x.dims.begin() + 1, x.dims.end()))) {
+    return c.Unsupported(
+        "RotaryEmbedding other than of a 3-D or 4-D input of sizes known "
+        "while importing");
+  }
+  const int64_t heads = r == 4 ? x.dims[1] : c.Int("num_heads", 0);
+  const int64_t seq = r == 4 ? x.dims[2] : x.dims[1];
+  if (heads <= 0 || (r == 3 && x.dims[2] % heads != 0)) {
+    return c.Invalid("num_heads must divide the hidden size");
+  }
+  const int64_t head = r == 4 ? x.dims[3] : x.dims[2] / heads;
+  int64_t rotated = c.Int("rotary_embedding_dim", 0);
+  if (rotated == 0) rotated = head;
+  if (rotated < 0 || rotated > head || rotated % 2 != 0) {
+    return c.Invalid(
+        StrCat("rotary_embedding_dim ", rotated, " of a head of ", head));
+  }
+  const bool interleaved = c.Int("interleaved", 0) != 0;
+  const std::string t =
+      c.Temp("heads", r == 4 ? StrCat("transpose(", c.ref(0), ", [0, 2, 1, 3])")
+                             : StrCat("reshape(", c.ref(0), ", ",
+                                      IntList({-1, seq, heads, head}), ")"));
+  auto angle = [&](int input, const std::string& what) {
+    const std::string cache =
+        c.has_input(3)
+            ? StrCat("gather(", c.ref(input), ", cast(", c.ref(3), ", i64))")
+            : c.ref(input);
+    return c.Temp(what, StrCat("expand_dims(", cache, ", 2)"));
+  };
+  const std::string cos = angle(1, "cos"), sin = angle(2, "sin");
+  const int64_t half = rotated / 2;
+  const std::string x1 = interleaved ? StrCat(t, "[:, :, :, 0:", rotated, ":2]")
+                                     : StrCat(t, "[:, :, :, 0:", half, "]");
+  const std::string x2 = interleaved
+                             ? StrCat(t, "[:, :, :, 1:", rotated, ":2]")
+                             : StrCat(t, "[:, :, :, ", half, ":", rotated, "]");
+  const std::string real =
+      c.Temp("real", StrCat(cos, " * ", x1, " - ", sin, " * ", x2));
+  const std::string imag =
+      c.Temp("imag", StrCat(sin, " * ", x1, " + ", cos, " * ", x2));
+  std::string out =
+      interleaved
+          ? StrCat("reshape(stack([", real, ", ", imag, "], axis = -1), ",
+                   IntList({-1, seq, heads, rotated}), ")")
+          : StrCat("concat([", real, ", ", imag, "], axis = -1)");
+  if (rotated < head) {
+    out = StrCat("concat([", out, ", ", t, "[:, :, :, ", rotated,
+                 ":]], axis = -1)");
+  }
+  out = r == 4
+            ? StrCat("transpose(", out, ", [0, 2, 1, 3])")
+            : StrCat("reshape(", out, ", ", IntList({-1, seq, x.dims[2]}), ")");
+  return c.Out(0, out, x.dtype, x.dims);
+}
+
 // ---------------------------------------------------------------- reductions
 
 absl::Status Reduce(NodeContext& c) {
@@ -3021,6 +3086,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Gemm"] = Gemm;
     (*t)["CumSum"] = CumSum;
     (*t)["CumProd"] = CumProd;
+    (*t)["RotaryEmbedding"] = RotaryEmbedding;
     (*t)["Reshape"] = Reshape;
     (*t)["Transpose"] = Transpose;
     (*t)["Concat"] = Concat;
