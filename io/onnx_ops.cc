@@ -587,6 +587,188 @@ absl::Status RotaryEmbedding(NodeContext& c) {
   return c.Out(0, out, x.dtype, x.dims);
 }
 
+// Attention (opsets 23 and 24): scaled dot-product attention per head, in
+// a [batch, heads, sequence, head] layout (3-D inputs split by
+// q_num_heads and kv_num_heads); the past keys and values before the new
+// ones (the present outputs); grouped queries share a key head (its heads
+// repeated); the mask (boolean: false is -inf; shorter than the keys:
+// padded with -inf) and the causal bias (offset by the past) added after
+// softcap; a row that the bias masks whole attends to nothing (0). As
+// ONNX's reference, Q and K are each scaled by sqrt(scale).
+absl::Status Attention(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value &q = c.in(0), &k = c.in(1), &v = c.in(2);
+  auto known = [](const Value& t) {
+    return t.rank_known &&
+           AllKnown(std::vector<int64_t>(t.dims.begin() + 1, t.dims.end()));
+  };
+  if ((r != 3 && r != 4) || !known(q) || !known(k) || !known(v) ||
+      k.dims.size() != q.dims.size() || v.dims.size() != q.dims.size()) {
+    return c.Unsupported(
+        "Attention other than of 3-D or 4-D inputs of sizes known while "
+        "importing");
+  }
+  const std::string dt = DTypeCode(q.dtype);
+  int64_t qh = 0, kvh = 0, dq = 0, dk = 0, dv = 0, sq = 0, skv = 0;
+  std::string q4 = c.ref(0), k4 = c.ref(1), v4 = c.ref(2);
+  if (r == 3) {
+    qh = c.Int("q_num_heads", 0);
+    kvh = c.Int("kv_num_heads", 0);
+    if (qh <= 0 || kvh <= 0 || q.dims[2] % qh != 0 || k.dims[2] % kvh != 0 ||
+        v.dims[2] % kvh != 0) {
+      return c.Invalid(
+          "q_num_heads and kv_num_heads must divide the hidden sizes");
+    }
+    sq = q.dims[1];
+    skv = k.dims[1];
+    dq = q.dims[2] / qh;
+    dk = k.dims[2] / kvh;
+    dv = v.dims[2] / kvh;
+    auto split = [&](int i, int64_t s, int64_t h, int64_t d) {
+      return c.Temp(i == 0   ? "q"
+                    : i == 1 ? "k"
+                             : "v",
+                    StrCat("transpose(reshape(", c.ref(i), ", ",
+                           IntList({-1, s, h, d}), "), [0, 2, 1, 3])"));
+    };
+    q4 = split(0, sq, qh, dq);
+    k4 = split(1, skv, kvh, dk);
+    v4 = split(2, skv, kvh, dv);
+  } else {
+    qh = q.dims[1];
+    kvh = k.dims[1];
+    sq = q.dims[2];
+    skv = k.dims[2];
+    dq = q.dims[3];
+    dk = k.dims[3];
+    dv = v.dims[3];
+  }
+  if (qh % kvh != 0 || (r == 4 && v.dims[1] != k.dims[1])) {
+    return c.Invalid("the query heads must be a multiple of the key heads");
+  }
+  int64_t past = 0;
+  if (c.has_input(4) != c.has_input(5)) {
+    return c.Invalid("past_key and past_value go together");
+  }
+  if (c.has_input(4)) {
+    const Value& pk = c.in(4);
+    if (!pk.rank_known || pk.dims.size() != 4 || pk.dims[2] < 0) {
+      return c.Unsupported("a past of a length not known while importing");
+    }
+    past = pk.dims[2];
+    k4 = c.Temp("keys", StrCat("concat([", c.ref(4), ", ", k4, "], axis = 2)"));
+    v4 = c.Temp("values",
+                StrCat("concat([", c.ref(5), ", ", v4, "], axis = 2)"));
+    skv += past;
+  }
+  const std::string present_k = k4, present_v = v4;
+  if (qh != kvh) {  // each key head serves qh / kvh query heads in turn
+    auto repeat = [&](const std::string& t, int64_t d) {
+      std::vector<std::string> copies(qh / kvh, t);
+      return StrCat("reshape(stack([", Join(copies), "], axis = 2), ",
+                    IntList({-1, qh, skv, d}), ")");
+    };
+    k4 = c.Temp("keys_grouped", repeat(k4, dk));
+    v4 = c.Temp("values_grouped", repeat(v4, dv));
+  }
+  const float scale = c.has("scale") ? c.Float("scale", 1.0f)
+                                     : 1.0f / std::sqrt(static_cast<float>(dq));
+  const std::string root = F(std::sqrt(scale));
+  std::string qk = c.Temp("qk", StrCat("(", q4, " * ", root, ") @ transpose(",
+                                       k4, " * ", root, ", [0, 1, 3, 2])"));
+  const float softcap = c.Float("softcap", 0.0f);
+  if (softcap > 0) {
+    qk = c.Temp("capped",
+                StrCat(F(softcap), " * tanh(", qk, " / ", F(softcap), ")"));
+  }
+  // The bias, [.., sq, skv]: the mask, then the causal part.
+  const std::string neg = StrCat("cast(-1.0 / 0.0, ", dt, ")");
+  std::string bias;
+  if (c.has_input(3)) {
+    const Value& m = c.in(3);
+    if (!m.rank_known || m.dims.empty() || m.dims.back() < 0) {
+      return c.Unsupported("a mask of a length not known while importing");
+    }
+    bias = m.dtype == DType::kBool
+               ? StrCat("where(", c.ref(3), ", cast(0.0, ", dt, "), ", neg, ")")
+               : c.ref(3);
+    if (m.dims.back() < skv) {
+      std::vector<std::string> rows(m.dims.size(), "[0, 0]");
+      rows.back() = IntList({0, skv - m.dims.back()});
+      bias = StrCat("pad(", bias, ", [", Join(rows), "], value = -1.0 / 0.0)");
+    }
+  }
+  // Where each query is: after the past, or (an external cache,
+  // nonpad_kv_seqlen per batch entry) at the end of the real keys.
+  if (c.has_input(6) && c.has_input(4)) {
+    return c.Invalid("nonpad_kv_seqlen with past_key");
+  }
+  const std::string nonpad =
+      c.has_input(6) ? c.Temp("kv_length", StrCat("reshape(cast(", c.ref(6),
+                                                  ", i64), [-1, 1, 1, 1])"))
+                     : "";
+  const std::string at = StrCat(
+      "reshape(arange(0, ", sq, ", dtype = i64), [", sq, ", 1]) + ",
+      nonpad.empty() ? StrCat(past) : StrCat("(", nonpad, " - ", sq, ")"));
+  const std::string key =
+      StrCat("reshape(arange(0, ", skv, ", dtype = i64), [1, ", skv, "])");
+  auto add = [&](const std::string& allowed) {
+    const std::string b =
+        StrCat("where(", allowed, ", cast(0.0, ", dt, "), ", neg, ")");
+    bias = bias.empty() ? b : StrCat("(", bias, ") + ", b);
+  };
+  if (c.Int("is_causal", 0) != 0) add(StrCat(key, " <= ", at));
+  const int64_t left = c.Int("left_window_size", -1),
+                right = c.Int("right_window_size", -1);
+  if (left >= 0) add(StrCat("(", at, ") - ", key, " <= ", left));
+  if (right >= 0) add(StrCat(key, " - (", at, ") <= ", right));
+  if (!nonpad.empty()) add(StrCat(key, " < ", nonpad));
+  if (!bias.empty()) bias = c.Temp("bias", bias);
+  const std::string scores =
+      bias.empty() ? qk : c.Temp("scores", StrCat(qk, " + ", bias));
+  std::string probs = StrCat("softmax(", scores, ", axis = -1)");
+  if (c.has("softmax_precision")) {
+    const std::optional<DType> p =
+        FromOnnx(static_cast<int32_t>(c.Int("softmax_precision", 1)));
+    if (!p.has_value() || !IsFloating(*p)) {
+      return c.Unsupported("this softmax_precision");
+    }
+    if (*p != q.dtype) {
+      probs = StrCat("cast(softmax(cast(", scores, ", ", DTypeCode(*p),
+                     "), axis = -1), ", dt, ")");
+    }
+  }
+  if (!bias.empty()) {
+    probs = StrCat("where(max(", bias, ", axis = -1, keepdims = true) == ", neg,
+                   ", zeros_like(", scores, "), ", probs, ")");
+  }
+  probs = c.Temp("probs", probs);
+  std::string y = StrCat(probs, " @ ", v4);
+  std::vector<int64_t> ydims = {q.dims[0], qh, sq, dv};
+  if (r == 3) {
+    y = StrCat("reshape(transpose(", y, ", [0, 2, 1, 3]), ",
+               IntList({-1, sq, qh * dv}), ")");
+    ydims = {q.dims[0], sq, qh * dv};
+  }
+  RN_RETURN_IF_ERROR(c.Out(0, y, q.dtype, ydims));
+  if (c.has_output(1)) {
+    RN_RETURN_IF_ERROR(c.Out(1, present_k, q.dtype, {q.dims[0], kvh, skv, dk}));
+  }
+  if (c.has_output(2)) {
+    RN_RETURN_IF_ERROR(c.Out(2, present_v, q.dtype, {q.dims[0], kvh, skv, dv}));
+  }
+  if (c.has_output(3)) {
+    const int64_t mode = c.Int("qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3) {
+      return c.Invalid(StrCat("qk_matmul_output_mode ", mode));
+    }
+    const std::string out = mode == 3 ? probs : mode == 2 ? scores : qk;
+    RN_RETURN_IF_ERROR(c.Out(3, out, q.dtype, {q.dims[0], qh, sq, skv}));
+  }
+  return absl::OkStatus();
+}
+
 // ---------------------------------------------------------------- reductions
 
 absl::Status Reduce(NodeContext& c) {
@@ -3087,6 +3269,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["CumSum"] = CumSum;
     (*t)["CumProd"] = CumProd;
     (*t)["RotaryEmbedding"] = RotaryEmbedding;
+    (*t)["Attention"] = Attention;
     (*t)["Reshape"] = Reshape;
     (*t)["Transpose"] = Transpose;
     (*t)["Concat"] = Concat;
