@@ -3052,17 +3052,18 @@ absl::Status Einsum(NodeContext& c) {
   return c.Out(0, e, c.in(0).dtype, dims);
 }
 
-// Resize (and Upsample) with nearest or linear interpolation, on sizes
-// known while importing: per resized axis, the source indices (and for
-// linear, the two neighbours' weights) computed here by the
-// specification's coordinate transformation, then gathers along the axis.
+// Resize (and Upsample) with nearest, linear or cubic interpolation, on
+// sizes known while importing: per resized axis, the source indices (and
+// for linear and cubic, the two or four neighbours' weights) computed here
+// by the specification's coordinate transformation, then gathers along
+// the axis.
 absl::Status Resize(NodeContext& c) {
   const Value& x = c.in(0);
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   if (!AllKnown(x.dims))
     return c.Unsupported("Resize of sizes not known while importing");
   const std::string mode = c.Str("mode", "nearest");
-  if (mode != "nearest" && mode != "linear")
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return c.Unsupported(StrCat("mode \"", mode, "\""));
   const std::string ctm =
       c.op() == "Upsample" || c.opset() < 11
@@ -3071,11 +3072,20 @@ absl::Status Resize(NodeContext& c) {
   const std::string nearest =
       c.Str("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor");
   if (c.Int("antialias", 0) != 0) return c.Unsupported("antialias");
-  if (c.has("axes") || c.has("keep_aspect_ratio_policy")) {
-    return c.Unsupported("axes and keep_aspect_ratio_policy");
+  std::vector<int64_t> axes = c.Ints("axes");
+  for (int64_t& a : axes) {
+    RN_ASSIGN_OR_RETURN(a, NormAxis(c, a, r));
   }
-  c.Float("cubic_coeff_a", -0.75f);
-  c.Int("exclude_outside", 0);
+  if (axes.empty()) {
+    for (int d = 0; d < r; ++d) axes.push_back(d);
+  }
+  const std::string policy = c.Str("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" &&
+      policy != "not_smaller") {
+    return c.Invalid(StrCat("keep_aspect_ratio_policy \"", policy, "\""));
+  }
+  const double a = c.Float("cubic_coeff_a", -0.75f);
+  const bool exclude_outside = c.Int("exclude_outside", 0) != 0;
   c.Float("extrapolation_value", 0.0f);
   // The scales, or the sizes.
   std::vector<double> scales;
@@ -3094,22 +3104,52 @@ absl::Status Resize(NodeContext& c) {
   } else {
     return c.Invalid("neither scales nor sizes");
   }
-  if ((!scales.empty() && static_cast<int>(scales.size()) != r) ||
-      (!sizes.empty() && static_cast<int>(sizes.size()) != r)) {
+  if ((!scales.empty() && scales.size() != axes.size()) ||
+      (!sizes.empty() && sizes.size() != axes.size())) {
     return c.Invalid("scales or sizes of the wrong length");
+  }
+  // Each axis's scale and output size (the axes not listed keep theirs);
+  // with sizes and a policy other than stretch, one scale for the listed
+  // axes, the smallest (not_larger) or the largest, and sizes rounded
+  // half up from it.
+  std::vector<double> scale_of(r, 1.0);
+  std::vector<int64_t> size_of = x.dims;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t d = axes[i], n = x.dims[d];
+    if (sizes.empty()) {
+      scale_of[d] = scales[i];
+      size_of[d] = static_cast<int64_t>(std::floor(n * scales[i]));
+    } else {
+      size_of[d] = sizes[i];
+      scale_of[d] = static_cast<double>(sizes[i]) / n;
+    }
+  }
+  if (!sizes.empty() && policy != "stretch") {
+    double one = scale_of[axes[0]];
+    for (int64_t d : axes) {
+      one = policy == "not_larger" ? std::min(one, scale_of[d])
+                                   : std::max(one, scale_of[d]);
+    }
+    for (int64_t d : axes) {
+      scale_of[d] = one;
+      size_of[d] = static_cast<int64_t>(one * x.dims[d] + 0.5);
+    }
   }
   std::string e = c.ref(0);
   std::vector<int64_t> dims = x.dims;
   for (int d = 0; d < r; ++d) {
     const int64_t n = x.dims[d];
-    const int64_t m = sizes.empty()
-                          ? static_cast<int64_t>(std::floor(n * scales[d]))
-                          : sizes[d];
-    const double scale = sizes.empty() ? scales[d] : static_cast<double>(m) / n;
+    const int64_t m = size_of[d];
+    const double scale = scale_of[d];
     if (m == n && scale == 1.0) continue;
     if (m <= 0 || n <= 0) return c.Unsupported("an empty resize");
     auto source = [&](int64_t i) -> double {
       if (ctm == "half_pixel") return (i + 0.5) / scale - 0.5;
+      if (ctm == "half_pixel_symmetric") {
+        // Centred: the shift that rounding the output's length made.
+        const double adjustment = m / (scale * n);
+        return n / 2.0 * (1 - adjustment) + (i + 0.5) / scale - 0.5;
+      }
       if (ctm == "pytorch_half_pixel")
         return m > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
       if (ctm == "align_corners") {
@@ -3120,14 +3160,46 @@ absl::Status Resize(NodeContext& c) {
       return i / scale;  // asymmetric
     };
     if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" &&
-        ctm != "align_corners" && ctm != "asymmetric") {
+        ctm != "align_corners" && ctm != "asymmetric" &&
+        ctm != "half_pixel_symmetric") {
       return c.Unsupported(
           StrCat("coordinate_transformation_mode \"", ctm, "\""));
     }
     std::vector<int64_t> lo, hi;
     std::vector<std::string> weights;
+    // Cubic: four neighbours (the edge repeated past either end), the
+    // reference's coefficients of the source's fraction (1 for a whole
+    // source, which then weighs its third neighbour only).
+    std::vector<std::vector<int64_t>> taps(4);
+    std::vector<std::vector<std::string>> tap_weights(4);
     for (int64_t i = 0; i < m; ++i) {
-      const double s = source(i);
+      const double s = mode == "cubic" && ctm == "pytorch_half_pixel" && m == 1
+                           ? -0.5
+                           : source(i);
+      if (mode == "cubic") {
+        const bool whole = s == std::floor(s);
+        const double t = whole ? 1.0 : s - std::floor(s);
+        const int64_t first =
+            static_cast<int64_t>(std::floor(s)) - (whole ? 2 : 1);
+        const double u = 1 - t;
+        double w[4] = {
+            ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+            ((a + 2) * t - (a + 3)) * t * t + 1,
+            ((a + 2) * u - (a + 3)) * u * u + 1,
+            ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a};
+        double total = 0;
+        for (int j = 0; j < 4; ++j) {
+          const int64_t at = first + j;
+          if (exclude_outside && (at < 0 || at >= n)) w[j] = 0;
+          total += w[j];
+        }
+        for (int j = 0; j < 4; ++j) {
+          taps[j].push_back(std::clamp<int64_t>(first + j, 0, n - 1));
+          tap_weights[j].push_back(
+              F(static_cast<float>(exclude_outside ? w[j] / total : w[j])));
+        }
+        continue;
+      }
       if (mode == "nearest") {
         double k;
         if (nearest == "round_prefer_floor")
@@ -3149,7 +3221,22 @@ absl::Status Resize(NodeContext& c) {
         weights.push_back(F(static_cast<float>(cl - i0)));
       }
     }
-    if (mode == "nearest") {
+    if (mode == "cubic") {
+      std::vector<int64_t> shape(r, 1);
+      shape[d] = m;
+      const std::string in = c.Temp(StrCat("in", d), e);
+      std::string sum;
+      for (int j = 0; j < 4; ++j) {
+        const std::string w =
+            c.Temp(StrCat("w", d, "_", j),
+                   StrCat("reshape(cast([", Join(tap_weights[j]), "], ",
+                          DTypeCode(x.dtype), "), ", IntList(shape), ")"));
+        const std::string term = StrCat("gather(", in, ", ", IntList(taps[j]),
+                                        ", axis = ", d, ") * ", w);
+        sum = sum.empty() ? term : StrCat(sum, " + ", term);
+      }
+      e = sum;
+    } else if (mode == "nearest") {
       e = StrCat("gather(", e, ", ", IntList(lo), ", axis = ", d, ")");
     } else {
       std::vector<int64_t> shape(r, 1);
@@ -3165,7 +3252,7 @@ absl::Status Resize(NodeContext& c) {
     }
     dims[d] = m;
   }
-  if (mode == "linear") RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  if (mode != "nearest") RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   return c.Out(0, e, x.dtype, dims);
 }
 
