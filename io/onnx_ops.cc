@@ -1226,6 +1226,11 @@ absl::Status ShapeOp(NodeContext& c) {
 }
 
 absl::Status Size(NodeContext& c) {
+  const Value& x = c.in(0);
+  if (x.rank_known && AllKnown(x.dims)) {  // known: the shape arithmetic folds
+    return c.OutConstant(
+        0, Tensor::Scalar<int64_t>(Product(x.dims, 0, x.dims.size())));
+  }
   return c.Out(0, StrCat("cast(size(", c.ref(0), "), i64)"), DType::kI64, {});
 }
 
@@ -1262,6 +1267,19 @@ absl::Status ConstantOfShape(NodeContext& c) {
   std::vector<int64_t> dims;
   if (c.constant(0)) {
     RN_ASSIGN_OR_RETURN(dims, c.ConstInts(0, "shape"));
+    // A short row of integers is shape arithmetic (an expanded function's
+    // shape of ones): a constant, so that what follows folds too.
+    const int64_t n = Product(dims, 0, dims.size());
+    if (dtype == DType::kI64 && dims.size() == 1 && n <= 64) {
+      const onnx::TensorProto* t = c.TensorAttr("value");
+      int64_t fill = 0;
+      if (t != nullptr) {
+        RN_ASSIGN_OR_RETURN(Tensor v, ToTensor(*t, "ConstantOfShape's value"));
+        fill = v.ToInt64s()[0];
+      }
+      return c.OutConstant(0,
+                           Tensor::FromVector(std::vector<int64_t>(n, fill)));
+    }
   } else {
     dims.assign(
         std::max<int64_t>(c.in(0).dims.empty() ? 0 : c.in(0).dims[0], 0), -1);
