@@ -36,6 +36,20 @@ std::string Join(const std::vector<std::string>& parts) {
   return absl::StrJoin(parts, ", ");
 }
 
+// The terms added up, as Runnel code.
+std::string SumOf(const std::vector<std::string>& terms) {
+  return absl::StrJoin(terms, " + ");
+}
+
+// 0 .. size - 1 (i64) along `axis` of `rank` axes, the others of length 1:
+// an element's coordinate on that axis, to broadcast.
+std::string Iota(int64_t size, int rank, int axis) {
+  std::vector<int64_t> shape(rank, 1);
+  shape[axis] = size;
+  return StrCat("reshape(arange(0, ", size, ", dtype = i64), ", IntList(shape),
+                ")");
+}
+
 absl::StatusOr<int> RankOf(NodeContext& c, int i) {
   const Value& v = c.in(i);
   if (!v.rank_known) {
@@ -54,6 +68,12 @@ absl::StatusOr<int64_t> NormAxis(NodeContext& c, int64_t axis, int rank) {
 bool AllKnown(const std::vector<int64_t>& dims) {
   return std::all_of(dims.begin(), dims.end(),
                      [](int64_t d) { return d >= 0; });
+}
+
+// Of known rank, and every size but the batch's (the first) known.
+bool KnownPastBatch(const Value& v) {
+  return v.rank_known && !v.dims.empty() &&
+         AllKnown(std::vector<int64_t>(v.dims.begin() + 1, v.dims.end()));
 }
 
 int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
@@ -531,8 +551,7 @@ absl::Status RotaryEmbedding(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   const Value& x = c.in(0);
-  if ((r != 3 && r != 4) ||
-      !AllKnown(std::vector<int64_t>(x.dims.begin() + 1, x.dims.end()))) {
+  if ((r != 3 && r != 4) || !KnownPastBatch(x)) {
     return c.Unsupported(
         "RotaryEmbedding other than of a 3-D or 4-D input of sizes known "
         "while importing");
@@ -587,24 +606,22 @@ absl::Status RotaryEmbedding(NodeContext& c) {
   return c.Out(0, out, x.dtype, x.dims);
 }
 
-// Attention (opsets 23 and 24): scaled dot-product attention per head, in
+// Attention (opsets 23 to 25): scaled dot-product attention per head, in
 // a [batch, heads, sequence, head] layout (3-D inputs split by
 // q_num_heads and kv_num_heads); the past keys and values before the new
 // ones (the present outputs); grouped queries share a key head (its heads
 // repeated); the mask (boolean: false is -inf; shorter than the keys:
-// padded with -inf) and the causal bias (offset by the past) added after
-// softcap; a row that the bias masks whole attends to nothing (0). As
+// padded with -inf), the causal bias (offset by the past, or per batch
+// entry by nonpad_kv_seqlen), the sliding window and the padding added
+// after softcap; a row that the bias masks whole attends to nothing (0). As
 // ONNX's reference, Q and K are each scaled by sqrt(scale).
 absl::Status Attention(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   const Value &q = c.in(0), &k = c.in(1), &v = c.in(2);
-  auto known = [](const Value& t) {
-    return t.rank_known &&
-           AllKnown(std::vector<int64_t>(t.dims.begin() + 1, t.dims.end()));
-  };
-  if ((r != 3 && r != 4) || !known(q) || !known(k) || !known(v) ||
-      k.dims.size() != q.dims.size() || v.dims.size() != q.dims.size()) {
+  if ((r != 3 && r != 4) || !KnownPastBatch(q) || !KnownPastBatch(k) ||
+      !KnownPastBatch(v) || k.dims.size() != q.dims.size() ||
+      v.dims.size() != q.dims.size()) {
     return c.Unsupported(
         "Attention other than of 3-D or 4-D inputs of sizes known while "
         "importing");
@@ -709,10 +726,9 @@ absl::Status Attention(NodeContext& c) {
                                                   ", i64), [-1, 1, 1, 1])"))
                      : "";
   const std::string at = StrCat(
-      "reshape(arange(0, ", sq, ", dtype = i64), [", sq, ", 1]) + ",
+      Iota(sq, 2, 0), " + ",
       nonpad.empty() ? StrCat(past) : StrCat("(", nonpad, " - ", sq, ")"));
-  const std::string key =
-      StrCat("reshape(arange(0, ", skv, ", dtype = i64), [1, ", skv, "])");
+  const std::string key = Iota(skv, 2, 1);
   auto add = [&](const std::string& allowed) {
     const std::string b =
         StrCat("where(", allowed, ", cast(0.0, ", dt, "), ", neg, ")");
@@ -899,14 +915,9 @@ absl::Status CumProd(NodeContext& c) {
   }
   const bool exclusive = c.Int("exclusive", 0) != 0;
   const bool reverse = c.Int("reverse", 0) != 0;
-  auto index = [&](int64_t at) {
-    std::vector<int64_t> shape(r + 1, 1);
-    shape[at] = n;
-    return StrCat("reshape(arange(0, ", n, ", dtype = i64), ", IntList(shape),
-                  ")");
-  };
   // i, the element's position, on `axis`; j, the copy's, on axis + 1.
-  const std::string i = index(axis), j = index(axis + 1);
+  const std::string i = Iota(n, r + 1, static_cast<int>(axis)),
+                    j = Iota(n, r + 1, static_cast<int>(axis) + 1);
   const std::string kept = reverse ? StrCat(j, exclusive ? " > " : " >= ", i)
                                    : StrCat(j, exclusive ? " < " : " <= ", i);
   const std::string xj =
@@ -1255,10 +1266,12 @@ absl::Status Constant(NodeContext& c) {
 absl::Status ConstantOfShape(NodeContext& c) {
   DType dtype = DType::kF32;
   std::string value = "0.0";
+  int64_t integer = 0;  // the value, of an integer dtype
   if (const onnx::TensorProto* t = c.TensorAttr("value")) {
     RN_ASSIGN_OR_RETURN(Tensor v, ToTensor(*t, "ConstantOfShape's value"));
     if (v.num_elements() != 1) return c.Invalid("value must hold one element");
     dtype = v.dtype();
+    if (IsInteger(dtype)) integer = v.ToInt64s()[0];
     std::optional<std::string> lit = Literal(*v.Reshaped(Shape{}));
     if (!lit)
       return c.Unsupported(StrCat("a value of dtype ", DTypeCode(dtype)));
@@ -1271,14 +1284,8 @@ absl::Status ConstantOfShape(NodeContext& c) {
     // shape of ones): a constant, so that what follows folds too.
     const int64_t n = Product(dims, 0, dims.size());
     if (dtype == DType::kI64 && dims.size() == 1 && n <= 64) {
-      const onnx::TensorProto* t = c.TensorAttr("value");
-      int64_t fill = 0;
-      if (t != nullptr) {
-        RN_ASSIGN_OR_RETURN(Tensor v, ToTensor(*t, "ConstantOfShape's value"));
-        fill = v.ToInt64s()[0];
-      }
-      return c.OutConstant(0,
-                           Tensor::FromVector(std::vector<int64_t>(n, fill)));
+      return c.OutConstant(
+          0, Tensor::FromVector(std::vector<int64_t>(n, integer)));
     }
   } else {
     dims.assign(
@@ -1679,9 +1686,7 @@ absl::StatusOr<SpatialWindow> SpatialWindowOf(NodeContext& c,
 absl::Status Conv3d(NodeContext& c) {
   const Value& x = c.in(0);
   const Value& f = c.in(1);
-  if (!x.rank_known || x.dims.size() != 5 ||
-      !AllKnown(std::vector<int64_t>(x.dims.begin() + 1, x.dims.end())) ||
-      !AllKnown(f.dims)) {
+  if (!KnownPastBatch(x) || x.dims.size() != 5 || !AllKnown(f.dims)) {
     return c.Unsupported(
         "a 3-D convolution of sizes not known while importing");
   }
@@ -1710,7 +1715,7 @@ absl::Status Conv3d(NodeContext& c) {
         ", padding = \"valid\", dilations = ", IntList({w.dil[1], w.dil[2]}),
         ")");
   };
-  std::string sum;
+  std::vector<std::string> terms;
   for (int64_t k = 0; k < f.dims[2]; ++k) {
     const int64_t start = k * w.dil[0];
     const std::string depths = StrCat(
@@ -1719,13 +1724,12 @@ absl::Status Conv3d(NodeContext& c) {
     const std::string folded = c.Temp(
         "depth", StrCat("reshape(transpose(", depths, ", [0, 2, 3, 4, 1]), ",
                         IntList({-1, hp, wp, x.dims[1]}), ")"));
-    const std::string term = StrCat(
+    terms.push_back(StrCat(
         "reshape(",
         Grouped(c, folded, StrCat(c.ref(1), "[:, :, ", k, "]"), groups, conv),
-        ", ", IntList({-1, out[2], out[3], out[4], out[1]}), ")");
-    sum = sum.empty() ? term : StrCat(sum, " + ", term);
+        ", ", IntList({-1, out[2], out[3], out[4], out[1]}), ")"));
   }
-  std::string e = StrCat("transpose(", sum, ", [0, 4, 1, 2, 3])");
+  std::string e = StrCat("transpose(", SumOf(terms), ", [0, 4, 1, 2, 3])");
   if (c.has_input(2))
     e = StrCat(e, " + reshape(", c.ref(2), ", [-1, 1, 1, 1])");
   return c.Out(0, e, x.dtype, out);
@@ -1778,13 +1782,7 @@ absl::Status MaxPoolIndices(NodeContext& c,
   const std::string k =
       c.Temp("offset", StrCat("cast(argmax(stack([", Join(window),
                               "], axis = -1), axis = -1), i64)"));
-  auto along = [&](int axis, int64_t size) {
-    std::vector<int64_t> shape(r, 1);
-    shape[axis] = size;
-    return StrCat("reshape(arange(0, ", size, ", dtype = i64), ",
-                  IntList(shape), ")");
-  };
-  std::vector<std::string> at = {along(0, x.dims[0]), along(1, x.dims[1])};
+  std::vector<std::string> at = {Iota(x.dims[0], r, 0), Iota(x.dims[1], r, 1)};
   int64_t block = 1;
   std::vector<std::string> offsets(n);
   for (size_t i = n; i-- > 0;) {
@@ -1793,7 +1791,7 @@ absl::Status MaxPoolIndices(NodeContext& c,
     block *= w.kernel[i];
   }
   for (size_t i = 0; i < n; ++i) {
-    at.push_back(StrCat(along(2 + static_cast<int>(i), w.out[i]), " * ",
+    at.push_back(StrCat(Iota(w.out[i], r, 2 + static_cast<int>(i)), " * ",
                         w.strides[i], " + ", offsets[i], " * ", w.dil[i], " - ",
                         w.pads[i]));
   }
@@ -1887,11 +1885,6 @@ absl::Status SlicePool(NodeContext& c) {
   };
   std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
   dims.insert(dims.end(), out.begin(), out.end());
-  auto joined = [](const std::vector<std::string>& terms) {
-    std::string e;
-    for (const std::string& t : terms) e = e.empty() ? t : StrCat(e, " + ", t);
-    return e;
-  };
   if (lp) {
     RN_RETURN_IF_ERROR(NeedFloat(c, 0));
     // (Before opset 2, p is a float.)
@@ -1903,7 +1896,7 @@ absl::Status SlicePool(NodeContext& c) {
         : p == 2 ? StrCat("square(", c.ref(0), ")")
                  : StrCat("abs(", c.ref(0), ") ** ", F(static_cast<float>(p)));
     const std::string xp = c.Temp("powered", padded(powered, "", true));
-    const std::string sum = joined(slices(xp));
+    const std::string sum = SumOf(slices(xp));
     const std::string e =
         p == 1   ? StrCat("(", sum, ")")
         : p == 2 ? StrCat("sqrt(", sum, ")")
@@ -1956,8 +1949,8 @@ absl::Status SlicePool(NodeContext& c) {
   if (count_pad) ones = padded(ones, "1.0", true);
   const std::string mask = c.Temp(
       "counted", count_pad ? padded(ones, "", false) : padded(ones, "", true));
-  const std::string total = c.Temp("count", joined(slices(mask)));
-  return c.Out(0, StrCat("(", joined(sum_terms), ") / ", total), x.dtype, dims);
+  const std::string total = c.Temp("count", SumOf(slices(mask)));
+  return c.Out(0, StrCat("(", SumOf(sum_terms), ") / ", total), x.dtype, dims);
 }
 
 absl::Status Pool(NodeContext& c) {
@@ -2055,18 +2048,16 @@ absl::Status Lrn(NodeContext& c) {
   rows[1] = IntList({before, after});
   const std::string squares = c.Temp(
       "squares", StrCat("pad(square(", c.ref(0), "), [", Join(rows), "])"));
-  std::string sum;
+  std::vector<std::string> windows;
   for (int64_t k = 0; k < size; ++k) {
-    const std::string term =
-        StrCat(squares, "[:, ", k, ":", k + x.dims[1], "]");
-    sum = sum.empty() ? term : StrCat(sum, " + ", term);
+    windows.push_back(StrCat(squares, "[:, ", k, ":", k + x.dims[1], "]"));
   }
   const float alpha = c.Float("alpha", 1e-4f), beta = c.Float("beta", 0.75f),
               bias = c.Float("bias", 1.0f);
   return c.Out(0,
                StrCat(c.ref(0), " / (", F(bias), " + ",
-                      F(alpha / static_cast<float>(size)), " * (", sum,
-                      ")) ** ", F(beta)),
+                      F(alpha / static_cast<float>(size)), " * (",
+                      SumOf(windows), ")) ** ", F(beta)),
                x.dtype, x.dims);
 }
 
@@ -2853,9 +2844,6 @@ absl::Status ConvTranspose(NodeContext& c) {
   return c.Out(0, e, x.dtype, dims);
 }
 
-// GatherElements and GatherND as one gather from the data flattened: each
-// output element's linear index into it (no arithmetic on the values, so
-// exact). The data's dimensions must be known while importing.
 // The index into data of `dims` flattened (row-major) of each element of
 // a result of `shape` (as many axes): `at` on `axis`, the element's own
 // coordinate on the others.
@@ -2866,13 +2854,7 @@ std::string FlatIndex(const std::vector<int64_t>& dims,
   std::vector<std::string> terms;
   int64_t stride = 1;
   for (int d = r - 1; d >= 0; --d) {
-    std::string coord = at;
-    if (d != axis) {
-      std::vector<int64_t> along(r, 1);
-      along[d] = shape[d];
-      coord = StrCat("reshape(arange(0, ", shape[d], ", dtype = i64), ",
-                     IntList(along), ")");
-    }
+    const std::string coord = d == axis ? at : Iota(shape[d], r, d);
     terms.push_back(stride == 1 ? coord : StrCat(coord, " * ", stride));
     stride *= dims[d];
   }
@@ -2882,6 +2864,9 @@ std::string FlatIndex(const std::vector<int64_t>& dims,
   return linear;
 }
 
+// GatherElements and GatherND as one gather from the data flattened: each
+// output element's linear index into it (no arithmetic on the values, so
+// exact). The data's dimensions must be known while importing.
 absl::Status GatherElements(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
@@ -2910,14 +2895,12 @@ absl::Status ReverseSequence(NodeContext& c) {
   if (!((time == 0 && batch == 1) || (time == 1 && batch == 0))) {
     return c.Invalid("time_axis and batch_axis other than 0 and 1");
   }
-  std::vector<int64_t> by_batch(r, 1), by_time(r, 1);
+  std::vector<int64_t> by_batch(r, 1);
   by_batch[batch] = x.dims[batch];
-  by_time[time] = x.dims[time];
   const std::string lens = c.Temp(
       "lens",
       StrCat("reshape(cast(", c.ref(1), ", i64), ", IntList(by_batch), ")"));
-  const std::string t = StrCat("reshape(arange(0, ", x.dims[time],
-                               ", dtype = i64), ", IntList(by_time), ")");
+  const std::string t = Iota(x.dims[time], r, static_cast<int>(time));
   const std::string from = c.Temp(
       "step",
       StrCat("where(", t, " < ", lens, ", ", lens, " - 1 - ", t, ", ", t, ")"));
@@ -3168,8 +3151,10 @@ absl::Status Resize(NodeContext& c) {
         const double adjustment = m / (scale * n);
         return n / 2.0 * (1 - adjustment) + (i + 0.5) / scale - 0.5;
       }
+      // (An output of one: -0.5, as the reference; nearest and linear
+      // clamp it to the first element.)
       if (ctm == "pytorch_half_pixel")
-        return m > 1 ? (i + 0.5) / scale - 0.5 : 0.0;
+        return m > 1 ? (i + 0.5) / scale - 0.5 : -0.5;
       if (ctm == "align_corners") {
         // The output's length before rounding, as the reference has it.
         const double len = sizes.empty() ? n * scale : static_cast<double>(m);
@@ -3191,9 +3176,7 @@ absl::Status Resize(NodeContext& c) {
     std::vector<std::vector<int64_t>> taps(4);
     std::vector<std::vector<std::string>> tap_weights(4);
     for (int64_t i = 0; i < m; ++i) {
-      const double s = mode == "cubic" && ctm == "pytorch_half_pixel" && m == 1
-                           ? -0.5
-                           : source(i);
+      const double s = source(i);
       if (mode == "cubic") {
         const bool whole = s == std::floor(s);
         const double t = whole ? 1.0 : s - std::floor(s);
@@ -3243,17 +3226,16 @@ absl::Status Resize(NodeContext& c) {
       std::vector<int64_t> shape(r, 1);
       shape[d] = m;
       const std::string in = c.Temp(StrCat("in", d), e);
-      std::string sum;
+      std::vector<std::string> terms;
       for (int j = 0; j < 4; ++j) {
         const std::string w =
             c.Temp(StrCat("w", d, "_", j),
                    StrCat("reshape(cast([", Join(tap_weights[j]), "], ",
                           DTypeCode(x.dtype), "), ", IntList(shape), ")"));
-        const std::string term = StrCat("gather(", in, ", ", IntList(taps[j]),
-                                        ", axis = ", d, ") * ", w);
-        sum = sum.empty() ? term : StrCat(sum, " + ", term);
+        terms.push_back(StrCat("gather(", in, ", ", IntList(taps[j]),
+                               ", axis = ", d, ") * ", w));
       }
-      e = sum;
+      e = SumOf(terms);
     } else if (mode == "nearest") {
       e = StrCat("gather(", e, ", ", IntList(lo), ", axis = ", d, ")");
     } else {
