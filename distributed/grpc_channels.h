@@ -363,7 +363,8 @@ class WorkerChannels {
     // knows the live workers already (a synchronous step waits for them),
     // and the beat never waits for a failover (Resolve).
     std::vector<std::string> addresses;
-    if (spec_.is_replicated(task)) {
+    const bool replicated = spec_.is_replicated(task);
+    if (replicated) {
       absl::StatusOr<std::vector<std::string>> replicas = spec_.Replicas(task);
       if (!replicas.ok()) return;
       addresses = *std::move(replicas);
@@ -373,8 +374,7 @@ class WorkerChannels {
       addresses.push_back(*std::move(address));
     }
     for (const std::string& address : addresses) {
-      absl::StatusOr<Stubs*> stubs =
-          StubsAt(address, spec_.is_replicated(task));
+      absl::StatusOr<Stubs*> stubs = StubsAt(address, replicated);
       if (!stubs.ok()) continue;
       struct Call {
         grpc::ClientContext ctx;

@@ -267,7 +267,6 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
                               uint64_t global_seed, int64_t freeze_id,
                               const std::function<bool()>& cancelled,
                               const UpdateTag* update) {
-  RN_RETURN_IF_ERROR(CheckPrimary());
   std::shared_ptr<Registered> r;
   std::function<void(const std::string&)> log;
   RN_ASSIGN_OR_RETURN(std::shared_ptr<StepRendezvous> rendezvous,
