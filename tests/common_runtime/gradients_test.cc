@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "base/errors.h"
+#include "base/strings.h"
 #include "common_runtime/session.h"
 #include "framework/op_registry.h"
 #include "tests/util/gradient_check.h"
@@ -315,6 +316,47 @@ TEST(GradientCheck, IndexingOps) {
                  Diff({})});
 }
 
+// The index ops (issue 34): each gather's gradient is a scatter-add, each
+// scatter's a gather; indices that read one element twice, batch
+// dimensions, and top_k along either axis.
+TEST(GradientCheck, IndexOps) {
+  using testing::I32;
+  // Element [0, 2] is read twice; [1, 1] not at all.
+  const Tensor along = I32({2, 0, 2, 1, 0, 0}, {2, 3});
+  CheckGradient("gather_elements", {Diff({2, 3}), Fixed(along)},
+                {{"axis", int64_t{1}}});
+  CheckGradient("gather_elements", {Diff({3, 4}), Fixed(I32({2, 1}, {1, 2}))});
+  // Distinct targets for "none"; along axis 0, a column's rows.
+  const Tensor rows = I32({2, 0, 1, 0, 1, 2}, {2, 3});
+  for (const char* how : {"none", "add"}) {
+    SCOPED_TRACE(how);
+    CheckGradient("scatter_elements", {Diff({3, 3}), Fixed(rows), Diff({2, 3})},
+                  {{"axis", int64_t{0}}, {"reduction", std::string(how)}});
+    CheckGradient("scatter_nd",
+                  {Diff({4, 3}), Fixed(I32({3, 0}, {2, 1})), Diff({2, 3})},
+                  {{"reduction", std::string(how)}});
+  }
+  CheckGradient("scatter_elements", {Diff({3, 3}), Fixed(along), Diff({2, 3})},
+                {{"axis", int64_t{1}}, {"reduction", std::string("add")}});
+  CheckGradient("gather_nd",
+                {Diff({3, 4}), Fixed(I32({2, 1, 0, 3, 2, 1}, {3, 2}))});
+  CheckGradient("gather_nd", {Diff({3, 4, 2}), Fixed(I32({2, 2, 0}, {3, 1}))});
+  CheckGradient("gather_nd",
+                {Diff({2, 3, 2}), Fixed(I32({1, 2, 0, 0}, {2, 2, 1}))},
+                {{"batch_dims", int64_t{1}}});
+  CheckGradient(
+      "scatter_nd", {Diff({2, 3, 2}), Fixed(I32({1, 2}, {2, 1})), Diff({2, 2})},
+      {{"batch_dims", int64_t{1}}, {"reduction", std::string("add")}});
+  // Distinct values, so the order is fixed near them.
+  for (int64_t axis : {0, 1, -1}) {
+    for (bool largest : {true, false}) {
+      SCOPED_TRACE(StrCat(axis, largest));
+      CheckGradient("top_k", {Diff({4, 5}), Fixed(Tensor::Scalar<int32_t>(2))},
+                    {{"axis", axis}, {"largest", largest}});
+    }
+  }
+}
+
 // Every gradient with `?` dimensions: the inputs are placeholders of
 // unknown size, so gradient functions that need a size take it from
 // shape_of at run time.
@@ -585,6 +627,27 @@ TEST(Gradients, LayerNormRefusesWhatItCannotDifferentiate) {
   ASSERT_FALSE(ddx.ok());
   EXPECT_THAT(std::string(ddx.status().message()),
               ::testing::HasSubstr("the second derivative of layer_norm"));
+}
+
+// A scatter's "mul", "max" and "min" have no gradient: asking is an error
+// that names the reduction.
+TEST(Gradients, ScatterReductionsWithoutAGradientSaySo) {
+  for (const char* how : {"mul", "max", "min"}) {
+    auto g = NewGraph();
+    Node* x = Placeholder(*g, "x", DType::kF32, {3});
+    Node* u = Placeholder(*g, "u", DType::kF32, {1});
+    Node* i = *g->AddConst(testing::I32({1}, {1, 1}), "i");
+    Node* s = *g->AddNode({.name = "s",
+                           .op = "scatter_nd",
+                           .inputs = {{x, 0}, {i, 0}, {u, 0}},
+                           .attrs = {{"reduction", std::string(how)}}});
+    Node* y = *g->AddNode({.name = "y", .op = "sum", .inputs = {{s, 0}}});
+    auto d = AddGradients(g.get(), {y, 0}, {{x, 0}});
+    ASSERT_FALSE(d.ok());
+    EXPECT_THAT(std::string(d.status().message()),
+                ::testing::HasSubstr(StrCat("scatter_nd with reduction \"", how,
+                                            "\" has no gradient")));
+  }
 }
 
 TEST(Gradients, DropoutUsesItsMask) {

@@ -40,20 +40,21 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|conv2d_transpose\|cos\|cumsum\|dataset\|debug_print\|dequeue
       \\|dequeue_many\|dropout\|dynamic_partition\|dynamic_stitch\|elu
       \\|embedding_lookup\|encode\|enqueue\|enqueue_many\|erf\|exit\|exp
-      \\|expand_dims\|eye\|fill\|float\|floor\|fmt\|gather\|gelu_exact
-      \\|global_step\|glorot_uniform\|grad\|group\|he_normal\|identity\|int
-      \\|isfinite\|isnan\|l2_loss\|layer_normalize\|leaves\|len\|load_csv
-      \\|load_idx\|load_npy\|load_records\|load_text\|log\|log1p\|log_softmax
-      \\|logsumexp\|map\|masked_softmax\|matmul\|max\|max_pool\|maximum\|mean
-      \\|min\|minimum\|neg\|noop\|one_hot\|ones\|ones_like\|pack_as\|pad\|pow
-      \\|print\|prod\|progress\|queue\|random_normal\|random_uniform\|rank
-      \\|read_idx\|relu\|report\|reshape\|restore\|round\|rsqrt\|runner\|save
-      \\|save_npy\|scan\|scatter_add\|scatter_sub\|scatter_update\|shape_of
+      \\|expand_dims\|eye\|fill\|float\|floor\|fmt\|gather\|gather_elements
+      \\|gather_nd\|gelu_exact\|global_step\|glorot_uniform\|grad\|group
+      \\|he_normal\|identity\|int\|isfinite\|isnan\|l2_loss\|layer_normalize
+      \\|leaves\|len\|load_csv\|load_idx\|load_npy\|load_records\|load_text
+      \\|log\|log1p\|log_softmax\|logsumexp\|map\|masked_softmax\|matmul\|max
+      \\|max_pool\|maximum\|mean\|min\|minimum\|neg\|nonzero\|noop\|one_hot
+      \\|ones\|ones_like\|pack_as\|pad\|pow\|print\|prod\|progress\|queue
+      \\|random_normal\|random_uniform\|rank\|read_idx\|relu\|report\|reshape
+      \\|restore\|round\|rsqrt\|runner\|save\|save_npy\|scan\|scatter_add
+      \\|scatter_elements\|scatter_nd\|scatter_sub\|scatter_update\|shape_of
       \\|sigmoid\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot
       \\|softmax\|softmax_cross_entropy\|softplus\|sparse_apply_adam
       \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
       \\|square\|squeeze\|stack\|stop_gradient\|sum\|summary\|sync_accumulate
-      \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile
+      \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k
       \\|trainable_vars\|transpose\|truncated_normal\|unique
       \\|unsorted_segment_sum\|unstack\|vocabulary\|where\|with_values\|words
       \\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"

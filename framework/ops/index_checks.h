@@ -1,0 +1,73 @@
+// The shapes and the index plans of the index ops (framework/ops/
+// index_ops.cc): gather_elements, scatter_elements, gather_nd, scatter_nd
+// and top_k. The shape functions check what is known before a run; the
+// kernels of every device plan with the same functions, so that they refuse
+// the same indices with the same message.
+#ifndef RUNNEL_FRAMEWORK_OPS_INDEX_CHECKS_H_
+#define RUNNEL_FRAMEWORK_OPS_INDEX_CHECKS_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "framework/shape.h"
+#include "framework/tensor.h"
+
+namespace runnel {
+
+// How scatter_elements and scatter_nd combine an update with what is there.
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+absl::StatusOr<ScatterReduction> ParseScatterReduction(std::string_view name);
+
+// gather_elements(x, indices) and scatter_elements(data, indices, updates):
+// indices and updates of one shape, of data's rank (1 or more), with `axis`
+// in it and no longer than data along the other axes. Unknown dimensions
+// and ranks pass.
+absl::Status CheckAlongAxis(const Shape& data, const Shape& indices,
+                            const Shape& updates, int64_t axis,
+                            std::string_view updates_name);
+
+// gather_nd's result: indices' shape without its last dimension (the tuple
+// length k), then x's past its first batch_dims + k dimensions. The first
+// batch_dims dimensions of x and indices must agree.
+absl::StatusOr<Shape> GatherNdOutput(const Shape& x, const Shape& indices,
+                                     int64_t batch_dims);
+
+// top_k's k against the length n of its axis (n unknown: -1).
+absl::Status CheckTopK(int64_t k, int64_t n);
+
+// Where each element of gather_elements' or scatter_elements' indices
+// points into the data (row-major element offsets), its index checked.
+struct AlongAxisPlan {
+  std::vector<int64_t> target;  // one per element of indices
+};
+absl::StatusOr<AlongAxisPlan> PlanAlongAxis(const Shape& data,
+                                            const Tensor& indices,
+                                            int64_t axis);
+
+// Where each index tuple of gather_nd or scatter_nd points into the data:
+// the element offset of the slice it names (batch entries in order, the
+// tuples of each in order), each coordinate checked.
+struct NdPlan {
+  int64_t slice = 1;            // elements per slice
+  std::vector<int64_t> target;  // one per tuple
+  Shape output;                 // gather_nd's result (scatter_nd's updates)
+};
+absl::StatusOr<NdPlan> PlanNd(const Shape& data, const Tensor& indices,
+                              int64_t batch_dims);
+
+// For reduction "none": no two of the targets are one place (what a
+// scatter writes would depend on the order of its updates). The message
+// names the two positions in `name` (of `index_shape`) and what they do:
+// "updates[0, 1] and updates[0, 2] write one element".
+absl::Status CheckDistinctTargets(const std::vector<int64_t>& target,
+                                  const Shape& index_shape,
+                                  std::string_view name,
+                                  std::string_view clash);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_FRAMEWORK_OPS_INDEX_CHECKS_H_

@@ -1,0 +1,296 @@
+// CPU kernels of the index ops (framework/ops/index_ops.cc): the gathers
+// copy elements or slices to where the plan (framework/ops/index_checks.h)
+// says; the scatters combine the updates into a copy of the data in order,
+// one at a time; top_k sorts each line's positions partially; nonzero
+// counts, then writes the coordinates.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+
+#include "base/status_macros.h"
+#include "framework/ops/index_checks.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/eigen_support.h"
+
+namespace runnel {
+namespace {
+
+// Copies `n` elements of `bytes` bytes each from src[from(j)] to dst[j].
+template <typename From>
+void CopyElements(ThreadPool* pool, int64_t bytes, int64_t n, const void* src,
+                  void* dst, From from) {
+  auto run = [&](auto word) {
+    using W = decltype(word);
+    const W* s = static_cast<const W*>(src);
+    W* d = static_cast<W*>(dst);
+    pool->ParallelFor(n, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) d[j] = s[from(j)];
+    });
+  };
+  switch (bytes) {
+    case 1:
+      return run(uint8_t{});
+    case 2:
+      return run(uint16_t{});
+    case 4:
+      return run(uint32_t{});
+    default:
+      return run(uint64_t{});
+  }
+}
+
+class GatherElementsKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
+    RN_ASSIGN_OR_RETURN(AlongAxisPlan plan,
+                        PlanAlongAxis(x.shape(), indices, axis));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, indices.shape()));
+    CopyElements(ctx->intra_op_pool(), DTypeSize(x.dtype()),
+                 indices.num_elements(), x.raw_data(), y->raw_data(),
+                 [&](int64_t j) { return plan.target[j]; });
+    return absl::OkStatus();
+  }
+};
+
+class GatherNdKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(int64_t batch, ctx->node().attr<int64_t>("batch_dims"));
+    RN_ASSIGN_OR_RETURN(NdPlan plan, PlanNd(x.shape(), ctx->input(1), batch));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, plan.output));
+    const int64_t bytes = plan.slice * DTypeSize(x.dtype());
+    const char* src = static_cast<const char*>(x.raw_data());
+    char* dst = static_cast<char*>(y->raw_data());
+    const int64_t esize = DTypeSize(x.dtype());
+    ctx->intra_op_pool()->ParallelFor(
+        static_cast<int64_t>(plan.target.size()), bytes / 4 + 5,
+        [&](int64_t begin, int64_t end) {
+          for (int64_t t = begin; t < end; ++t) {
+            std::memcpy(dst + t * bytes, src + plan.target[t] * esize, bytes);
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+// Integers as their unsigned twins, whose arithmetic wraps.
+template <typename A>
+auto Wrapping(A a) {
+  if constexpr (std::is_integral_v<A>) {
+    return static_cast<std::make_unsigned_t<A>>(a);
+  } else {
+    return a;
+  }
+}
+
+// What a scatter's update does to the element there. Integers wrap, as
+// their `add` and `mul` do; max and min keep a NaN from either side.
+template <typename A>
+A Combine(ScatterReduction how, A there, A update) {
+  if constexpr (std::is_same_v<A, bool>) {
+    return update;
+  } else {
+    switch (how) {
+      case ScatterReduction::kAdd:
+        return static_cast<A>(Wrapping(there) + Wrapping(update));
+      case ScatterReduction::kMul:
+        return static_cast<A>(Wrapping(there) * Wrapping(update));
+      case ScatterReduction::kMax:
+        return (update > there || update != update) ? update : there;
+      case ScatterReduction::kMin:
+        return (update < there || update != update) ? update : there;
+      case ScatterReduction::kNone:
+        break;
+    }
+    return update;
+  }
+}
+
+// scatter_elements (kNd false) and scatter_nd (true): y = data, then each
+// slice of updates (one element for scatter_elements) combined into y at
+// its target, in order.
+template <typename T, bool kNd>
+class ScatterKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(std::string r, node.attr<std::string>("reduction"));
+    RN_ASSIGN_OR_RETURN(how_, ParseScatterReduction(r));
+    RN_ASSIGN_OR_RETURN(at_, node.attr<int64_t>(kNd ? "batch_dims" : "axis"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& data = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    const Tensor& updates = ctx->input(2);
+    std::vector<int64_t> target;
+    int64_t slice = 1;
+    Shape tuples = indices.shape();  // where the targets' positions are
+    if constexpr (kNd) {
+      RN_ASSIGN_OR_RETURN(NdPlan plan, PlanNd(data.shape(), indices, at_));
+      if (updates.shape() != plan.output) {
+        return absl::InvalidArgumentError(StrCat(
+            "updates ", updates.shape().ToString(), " must have shape ",
+            plan.output.ToString(),
+            " (the indices' shape without its last dimension, then data's "
+            "past the indexed dimensions)"));
+      }
+      target = std::move(plan.target);
+      slice = plan.slice;
+      tuples.mutable_dims().pop_back();
+    } else {
+      if (updates.shape() != indices.shape()) {
+        return absl::InvalidArgumentError(StrCat(
+            "updates ", updates.shape().ToString(),
+            " must have the indices' shape ", indices.shape().ToString()));
+      }
+      RN_ASSIGN_OR_RETURN(AlongAxisPlan plan,
+                          PlanAlongAxis(data.shape(), indices, at_));
+      target = std::move(plan.target);
+    }
+    if (how_ == ScatterReduction::kNone && slice > 0) {
+      RN_RETURN_IF_ERROR(
+          CheckDistinctTargets(target, tuples, kNd ? "indices" : "updates",
+                               kNd ? "name one slice" : "write one element"));
+    }
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, data.shape(), &forwarded));
+    if (!forwarded) {
+      ParallelMemcpy(ctx->intra_op_pool(), y->raw_data(), data.raw_data(),
+                     data.num_elements() * sizeof(T));
+    }
+    using E = EigenType<T>;
+    using A = AccumType<T>;
+    E* out = EigenMutableData<T>(y);
+    const E* in = EigenData<T>(updates);
+    for (size_t j = 0; j < target.size(); ++j) {
+      E* dst = out + target[j];
+      const E* src = in + static_cast<int64_t>(j) * slice;
+      for (int64_t e = 0; e < slice; ++e) {
+        dst[e] = static_cast<E>(
+            Combine<A>(how_, static_cast<A>(dst[e]), static_cast<A>(src[e])));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  ScatterReduction how_ = ScatterReduction::kNone;
+  int64_t at_ = 0;
+};
+
+template <typename T>
+using ScatterElementsKernel = ScatterKernel<T, false>;
+template <typename T>
+using ScatterNdKernel = ScatterKernel<T, true>;
+
+// top_k: each line's positions, the first k put in order by value (NaN
+// first when largest, last when not), equal values by position.
+template <typename T>
+class TopKKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
+    RN_ASSIGN_OR_RETURN(largest_, node.attr<bool>("largest"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.rank() == 0) {
+      return absl::InvalidArgumentError("x must have an axis, got a scalar");
+    }
+    RN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.rank()));
+    const int64_t k = ctx->input(1).ToInt64s()[0];
+    RN_RETURN_IF_ERROR(CheckTopK(k, x.dim(axis)));
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[axis] = k;
+    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, Shape(dims)));
+    RN_ASSIGN_OR_RETURN(Tensor * indices, ctx->allocate_output(1, Shape(dims)));
+    if (k == 0) return absl::OkStatus();
+    const AxisLines lines(x.shape(), axis);
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    EigenType<T>* out = EigenMutableData<T>(values);
+    int32_t* pos = indices->data<int32_t>();
+    const bool largest = largest_;
+    ctx->intra_op_pool()->ParallelFor(
+        lines.count(), lines.len * 8, [&](int64_t begin, int64_t end) {
+          std::vector<A> v(lines.len);
+          std::vector<int32_t> order(lines.len);
+          for (int64_t l = begin; l < end; ++l) {
+            const int64_t s = lines.start(l);
+            for (int64_t i = 0; i < lines.len; ++i) {
+              v[i] = static_cast<A>(in[s + i * lines.inner]);
+            }
+            std::iota(order.begin(), order.end(), 0);
+            auto before = [&](int32_t i, int32_t j) {
+              const A a = v[i], b = v[j];
+              const bool an = a != a, bn = b != b;  // NaN: the largest
+              if (an != bn) return largest ? an : bn;
+              if (!an && a != b) return largest ? a > b : a < b;
+              return i < j;
+            };
+            std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                              before);
+            const int64_t o =
+                (l / lines.inner) * k * lines.inner + l % lines.inner;
+            for (int64_t r = 0; r < k; ++r) {
+              out[o + r * lines.inner] = static_cast<EigenType<T>>(v[order[r]]);
+              pos[o + r * lines.inner] = order[r];
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t axis_ = -1;
+  bool largest_ = true;
+};
+
+template <typename T>
+class NonzeroKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const EigenType<T>* in = EigenData<T>(x);
+    const int64_t n = x.num_elements();
+    const auto zero = static_cast<EigenType<T>>(0);
+    int64_t count = 0;
+    for (int64_t j = 0; j < n; ++j) count += in[j] != zero;
+    const int r = x.rank();
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{count, r}));
+    int64_t* out = y->data<int64_t>();
+    std::vector<int64_t> at(r, 0);
+    for (int64_t j = 0; j < n; ++j) {
+      if (in[j] != zero) {
+        std::copy(at.begin(), at.end(), out);
+        out += r;
+      }
+      for (int d = r - 1; d >= 0 && ++at[d] == x.dim(d); --d) at[d] = 0;
+    }
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(IndexKernels) {
+  RegisterKernelForAllTypes<GatherElementsKernel>("gather_elements");
+  RegisterKernelForAllTypes<GatherNdKernel>("gather_nd");
+  RegisterKernelForTypeList<ScatterElementsKernel>("scatter_elements",
+                                                   AllTypes{});
+  RegisterKernelForTypeList<ScatterNdKernel>("scatter_nd", AllTypes{});
+  RegisterKernelForTypeList<TopKKernel>("top_k", NumericTypes{});
+  RegisterKernelForTypeList<NonzeroKernel>("nonzero", AllTypes{});
+}
+
+}  // namespace
+}  // namespace runnel
