@@ -83,6 +83,18 @@ class Exporter {
       SetTensor(t, name, main_->add_initializer());
     return name;
   }
+  // Input `i` cast to ONNX type `to` (a new name), or as it is when it
+  // has that type.
+  std::string Cast(const Node& n, int i, int to) {
+    if (OnnxType(n.input_dtype(i)) == to) return In(n, i);
+    const std::string name = Temp(n, StrCat("input", i));
+    onnx::NodeProto* p = Add(n, "Cast", {In(n, i)}, {name}, StrCat("cast", i));
+    onnx::AttributeProto* a = p->add_attribute();
+    a->set_name("to");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(to);
+    return name;
+  }
   std::string Ints(const Node& n, const std::string& what,
                    const std::vector<int64_t>& v) {
     return Initializer(Tensor::FromVector(v), Temp(n, what));
@@ -479,6 +491,62 @@ const std::map<std::string, Emit>& Table() {
     (*t)["gather"] = [](Exporter& e, const Node& n) {
       SetInt(e.Add(n, "Gather", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)}), "axis",
              n.attr<int64_t>("axis").value_or(0));
+      return absl::OkStatus();
+    };
+    // The index ops (framework/ops/index_ops.cc). Opset 17's scatters
+    // combine by "none", "add" and "mul" only, and ScatterND has no
+    // batch_dims.
+    (*t)["gather_elements"] = [](Exporter& e, const Node& n) {
+      SetInt(e.Add(n, "GatherElements", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)}),
+             "axis", n.attr<int64_t>("axis").value_or(0));
+      return absl::OkStatus();
+    };
+    (*t)["gather_nd"] = [](Exporter& e, const Node& n) {
+      SetInt(e.Add(n, "GatherND", {e.In(n, 0), e.Cast(n, 1, onnx::INT64)},
+                   {e.Out(n)}),
+             "batch_dims", n.attr<int64_t>("batch_dims").value_or(0));
+      return absl::OkStatus();
+    };
+    for (const char* op : {"scatter_elements", "scatter_nd"}) {
+      (*t)[op] = [op](Exporter& e, const Node& n) {
+        const std::string how =
+            n.attr<std::string>("reduction").value_or("none");
+        if (how == "max" || how == "min") {
+          return e.Refuse(n, StrCat("reduction \"", how,
+                                    "\" (ONNX has it from opset 18; "
+                                    "exports are opset ",
+                                    kOpset, ")"));
+        }
+        const bool nd = std::string(op) == "scatter_nd";
+        if (nd && n.attr<int64_t>("batch_dims").value_or(0) != 0)
+          return e.Refuse(n, "batch_dims (ONNX's ScatterND has none)");
+        onnx::NodeProto* p =
+            e.Add(n, nd ? "ScatterND" : "ScatterElements",
+                  {e.In(n, 0), nd ? e.Cast(n, 1, onnx::INT64) : e.In(n, 1),
+                   e.In(n, 2)},
+                  {e.Out(n)});
+        SetString(p, "reduction", how);
+        if (!nd) SetInt(p, "axis", n.attr<int64_t>("axis").value_or(0));
+        return absl::OkStatus();
+      };
+    }
+    (*t)["top_k"] = [](Exporter& e, const Node& n) {
+      const std::string k = e.Temp(n, "k");
+      e.Add(n, "Reshape", {e.Cast(n, 1, onnx::INT64), e.Ints(n, "one", {1})},
+            {k}, "k");
+      const std::string i64 = e.Temp(n, "i64");
+      onnx::NodeProto* p =
+          e.Add(n, "TopK", {e.In(n, 0), k}, {e.Out(n, 0), i64});
+      SetInt(p, "axis", n.attr<int64_t>("axis").value_or(-1));
+      SetInt(p, "largest", n.attr<bool>("largest").value_or(true) ? 1 : 0);
+      SetInt(e.Add(n, "Cast", {i64}, {e.Out(n, 1)}, "i32"), "to",
+             onnx::INT32);  // Runnel's positions are i32
+      return absl::OkStatus();
+    };
+    (*t)["nonzero"] = [](Exporter& e, const Node& n) {
+      const std::string columns = e.Temp(n, "columns");
+      e.Add(n, "NonZero", {e.In(n, 0)}, {columns}, "columns");
+      e.Add(n, "Transpose", {columns}, {e.Out(n)});
       return absl::OkStatus();
     };
     for (const char* op : {"expand_dims", "squeeze"}) {

@@ -41,7 +41,8 @@ const std::set<std::string>& Reserved() {
       "tile", "pad", "shape_of", "size", "rank", "matmul", "softmax",
       "log_softmax", "conv2d", "conv2d_transpose", "max_pool", "avg_pool",
       "one_hot", "zeros", "ones", "fill", "zeros_like", "ones_like", "arange",
-      "restore", "print", "assert", "len", "scan"};
+      "restore", "print", "assert", "len", "scan", "gather_elements",
+      "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero"};
   return *names;
 }
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "framework/ops/index_checks.h"
 #include "io/onnx_translate.h"
 
 namespace runnel::onnx_import {
@@ -2515,30 +2516,6 @@ absl::StatusOr<bool> Fold(NodeContext& c) {
 }
 
 namespace {
-// ScatterND of one row: indices of shape [1, 1] replace data[i] (the form
-// `runnel export` writes for a loop's stacked outputs). Other forms are
-// refused.
-absl::Status ScatterND(NodeContext& c) {
-  if (c.Str("reduction", "none") != "none") return c.Unsupported("a reduction");
-  const Value& data = c.in(0);
-  const Value& idx = c.in(1);
-  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
-  if (idx.dims != std::vector<int64_t>{1, 1}) {
-    return c.Unsupported("indices other than one row ([1, 1])");
-  }
-  std::vector<int64_t> shape(r, 1);
-  shape[0] = -1;
-  const std::string i =
-      c.Temp("row", StrCat("cast(reshape(", c.ref(1), ", []), i64)"));
-  const std::string n = StrCat("cast(shape_of(", c.ref(0), ")[0], i64)");
-  const std::string at = c.Temp("at", FromEnd(i, n));
-  const std::string mask =
-      StrCat("reshape(cast(arange(0, shape_of(", c.ref(0),
-             ")[0]), i64) == ", at, ", ", IntList(shape), ")");
-  return c.Out(0, StrCat("where(", mask, ", ", c.ref(2), ", ", c.ref(0), ")"),
-               data.dtype, data.dims);
-}
-
 // ---------------------------------------------------------------- recurrent
 
 // LSTM, GRU and RNN: per direction, a `def` of one step and a `scan` of
@@ -2864,25 +2841,6 @@ std::string FlatIndex(const std::vector<int64_t>& dims,
   return linear;
 }
 
-// GatherElements and GatherND as one gather from the data flattened: each
-// output element's linear index into it (no arithmetic on the values, so
-// exact). The data's dimensions must be known while importing.
-absl::Status GatherElements(NodeContext& c) {
-  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
-  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
-  const Value& x = c.in(0);
-  const Value& i = c.in(1);
-  if (!AllKnown(x.dims) || i.dims.size() != x.dims.size() ||
-      !AllKnown(i.dims)) {
-    return c.Unsupported("GatherElements of sizes not known while importing");
-  }
-  const std::string idx = c.Temp("index", StrCat("cast(", c.ref(1), ", i64)"));
-  const std::string linear = FlatIndex(x.dims, i.dims, static_cast<int>(axis),
-                                       FromEnd(idx, StrCat(x.dims[axis])));
-  return c.Out(0, StrCat("gather(reshape(", c.ref(0), ", [-1]), ", linear, ")"),
-               x.dtype, i.dims);
-}
-
 // The first sequence_lens[b] steps of each batch entry reversed, the rest
 // as they are: one gather from the data flattened, as GatherElements.
 absl::Status ReverseSequence(NodeContext& c) {
@@ -2908,50 +2866,6 @@ absl::Status ReverseSequence(NodeContext& c) {
       FlatIndex(x.dims, x.dims, static_cast<int>(time), from);
   return c.Out(0, StrCat("gather(reshape(", c.ref(0), ", [-1]), ", linear, ")"),
                x.dtype, x.dims);
-}
-
-absl::Status GatherND(NodeContext& c) {
-  if (c.Int("batch_dims", 0) != 0)
-    return c.Unsupported("batch_dims other than 0");
-  const Value& x = c.in(0);
-  const Value& i = c.in(1);
-  if (!x.rank_known || !i.rank_known || i.dims.empty() || i.dims.back() < 0) {
-    return c.Unsupported(
-        "GatherND of ranks or an index length not known while importing");
-  }
-  const int64_t k = i.dims.back();
-  if (k > static_cast<int64_t>(x.dims.size()))
-    return c.Invalid("indices longer than the data's rank");
-  const std::vector<int64_t> lead(x.dims.begin(), x.dims.begin() + k);
-  if (!AllKnown(lead))
-    return c.Unsupported("GatherND over dimensions not known while importing");
-  const std::string idx = c.Temp("index", StrCat("cast(", c.ref(1), ", i64)"));
-  std::string linear;
-  int64_t stride = 1;
-  for (int64_t j = k - 1; j >= 0; --j) {
-    std::vector<std::string> at(i.dims.size() - 1, ":");
-    at.push_back(StrCat(j));
-    const std::string part = StrCat(idx, "[", Join(at), "]");
-    const std::string coord = FromEnd(part, StrCat(lead[j]));
-    const std::string term = stride == 1 ? coord : StrCat(coord, " * ", stride);
-    linear = linear.empty() ? term : StrCat(term, " + ", linear);
-    stride *= lead[j];
-  }
-  std::vector<int64_t> rows = {stride};
-  rows.insert(rows.end(), x.dims.begin() + k, x.dims.end());
-  for (int64_t& d : rows) d = d < 0 ? -1 : d;
-  if (std::count(rows.begin() + 1, rows.end(), -1) > 0) {
-    return c.Unsupported("GatherND of slices of unknown size");
-  }
-  std::vector<int64_t> dims(i.dims.begin(), i.dims.end() - 1);
-  dims.insert(dims.end(), x.dims.begin() + k, x.dims.end());
-  return c.Out(
-      0,
-      StrCat("gather(reshape(", c.ref(0), ", ", IntList(rows), "), ",
-             linear.empty() ? "zeros(shape_of(" + idx + ")[:-1], dtype = i64)"
-                            : linear,
-             ", axis = 0)"),
-      x.dtype, dims);
 }
 
 // Einsum: each operand's axes put in one order of all the equation's
@@ -3256,69 +3170,135 @@ absl::Status Resize(NodeContext& c) {
   return c.Out(0, e, x.dtype, dims);
 }
 
-// TopK of a constant k (up to 64) along an axis of known size: k rounds
-// of "the extreme of what is not taken yet, at its first position not
-// taken" (ties go to the lower index, as ONNX's; infinities and integers
-// too).
-// The values come out sorted, which sorted = 0 allows.
+// ---------------------------------------------------------------- indexing
+
+// GatherElements, ScatterElements, GatherND, ScatterND, TopK and NonZero
+// as Runnel's index ops (framework/ops/index_ops.cc). ONNX's negative
+// indices count from the end and Runnel's are refused, so each index below
+// 0 gets the length of its axis added first.
+
+// The length of input `i`'s dimension `d` as i64 code: a literal when
+// known while importing.
+std::string DimCode(NodeContext& c, int i, int64_t d) {
+  const Value& v = c.in(i);
+  if (v.rank_known && d < static_cast<int64_t>(v.dims.size()) &&
+      v.dims[d] >= 0) {
+    return StrCat(v.dims[d]);
+  }
+  return StrCat("cast(shape_of(", c.ref(i), ")[", d, "], i64)");
+}
+
+// A Shape of what the importer knows of input `i`.
+Shape ShapeOf(NodeContext& c, int i) {
+  return c.in(i).rank_known ? Shape(c.in(i).dims) : Shape::UnknownRank();
+}
+
+std::vector<int64_t> DimsOf(const Shape& s) {
+  return s.unknown_rank() ? std::vector<int64_t>{} : s.dims();
+}
+
+absl::StatusOr<std::string> Reduction(NodeContext& c) {
+  const std::string how = c.Str("reduction", "none");
+  if (!ParseScatterReduction(how).ok()) {
+    return c.Unsupported(StrCat("reduction = \"", how, "\""));
+  }
+  return how;
+}
+
+// GatherElements (reading) and ScatterElements and its opset-10 name
+// Scatter (writing), along `axis`.
+absl::Status AlongAxis(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", 0), r));
+  const std::string idx =
+      c.Temp("index",
+             FromEnd(StrCat("cast(", c.ref(1), ", i64)"), DimCode(c, 0, axis)));
+  const Value& x = c.in(0);
+  if (c.op() == "GatherElements") {
+    return c.Out(
+        0,
+        StrCat("gather_elements(", c.ref(0), ", ", idx, ", axis = ", axis, ")"),
+        x.dtype, c.in(1).dims, c.in(1).rank_known);
+  }
+  RN_ASSIGN_OR_RETURN(std::string how, Reduction(c));
+  return c.Out(0,
+               StrCat("scatter_elements(", c.ref(0), ", ", idx, ", ", c.ref(2),
+                      ", axis = ", axis, ", reduction = \"", how, "\")"),
+               x.dtype, x.dims, x.rank_known);
+}
+
+// GatherND and ScatterND: the tuples' coordinates from the end made
+// positive against data's dimensions batch_dims .. batch_dims + k.
+absl::Status Nd(NodeContext& c) {
+  const bool gather = c.op() == "GatherND";
+  const int64_t batch = gather ? c.Int("batch_dims", 0) : 0;
+  const Value& x = c.in(0);
+  const Value& i = c.in(1);
+  if (!i.rank_known || i.dims.empty() || i.dims.back() < 0) {
+    return c.Unsupported("index tuples of a length not known while importing");
+  }
+  const int64_t k = i.dims.back();
+  const absl::StatusOr<Shape> out =
+      GatherNdOutput(ShapeOf(c, 0), ShapeOf(c, 1), batch);
+  if (!out.ok()) return c.Invalid(std::string(out.status().message()));
+  std::string lengths = StrCat("cast(shape_of(", c.ref(0), ")[", batch, ":",
+                               batch + k, "], i64)");
+  if (x.rank_known && static_cast<int64_t>(x.dims.size()) >= batch + k) {
+    const std::vector<int64_t> known(x.dims.begin() + batch,
+                                     x.dims.begin() + batch + k);
+    if (AllKnown(known)) lengths = IntList(known);
+  }
+  std::string idx = StrCat("cast(", c.ref(1), ", i64)");
+  if (k > 0) idx = c.Temp("index", FromEnd(idx, lengths));
+  if (gather) {
+    return c.Out(0,
+                 StrCat("gather_nd(", c.ref(0), ", ", idx,
+                        ", batch_dims = ", batch, ")"),
+                 x.dtype, DimsOf(*out), !out->unknown_rank());
+  }
+  RN_ASSIGN_OR_RETURN(std::string how, Reduction(c));
+  return c.Out(0,
+               StrCat("scatter_nd(", c.ref(0), ", ", idx, ", ", c.ref(2),
+                      ", reduction = \"", how, "\")"),
+               x.dtype, x.dims, x.rank_known);
+}
+
+// TopK: the values, and the positions as ONNX's i64. Runnel's are always
+// sorted, which sorted = 0 allows.
 absl::Status TopK(NodeContext& c) {
   if (c.in(0).dtype == DType::kBool) return c.Unsupported("dtype bool");
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
   RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -1), r));
-  int64_t k;
+  std::string k;
+  int64_t known = -1;
   if (c.opset() < 10) {
-    k = c.Int("k", 0);
+    known = c.Int("k", 0);
+    k = StrCat(known);
   } else {
-    RN_ASSIGN_OR_RETURN(std::vector<int64_t> kv, c.ConstInts(1, "k"));
-    if (kv.size() != 1) return c.Invalid("k must hold one value");
-    k = kv[0];
+    if (c.constant(1).has_value()) {
+      const std::vector<int64_t> kv = c.constant(1)->ToInt64s();
+      if (kv.size() != 1) return c.Invalid("k must hold one value");
+      known = kv[0];
+    }
+    k = StrCat("reshape(", c.ref(1), ", [])");
   }
   const bool largest = c.Int("largest", 1) != 0;
   c.Int("sorted", 1);
   const Value& x = c.in(0);
-  const int64_t n = x.dims[axis];
-  if (n < 0) return c.Unsupported("TopK along an axis of unknown size");
-  if (k < 0 || k > n)
-    return c.Invalid(StrCat("k = ", k, " for an axis of ", n));
-  if (k > 64) return c.Unsupported(StrCat("k = ", k, " (above 64)"));
-  const std::string extreme = largest ? "max" : "min";
-  // What taken elements become: the row's opposite extreme, which no
-  // element left is beyond (of any dtype, infinities too).
-  const std::string beyond =
-      c.Temp("floor", StrCat(largest ? "min" : "max", "(", c.ref(0),
-                             ", axis = ", axis, ", keepdims = true)"));
-  std::string taken = c.Temp(
-      "taken0",
-      StrCat("zeros_like(", c.ref(0), ") != zeros_like(", c.ref(0), ")"));
-  std::vector<std::string> values, indices;
-  for (int64_t j = 0; j < k; ++j) {
-    const std::string left =
-        c.Temp(StrCat("left", j),
-               StrCat("where(", taken, ", ", beyond, ", ", c.ref(0), ")"));
-    const std::string m = c.Temp(
-        StrCat("value", j),
-        StrCat(extreme, "(", left, ", axis = ", axis, ", keepdims = true)"));
-    const std::string i =
-        c.Temp(StrCat("index", j),
-               StrCat("argmax(cast((", left, " == ", m, ") and not ", taken,
-                      ", f32), axis = ", axis, ")"));
-    values.push_back(m);
-    indices.push_back(StrCat("expand_dims(", i, ", ", axis, ")"));
-    if (j + 1 < k) {
-      taken = c.Temp(StrCat("taken", j + 1),
-                     StrCat(taken, " or one_hot(", i, ", ", n,
-                            ", axis = ", axis, ") > 0.5"));
-    }
-  }
   std::vector<int64_t> dims = x.dims;
-  dims[axis] = k;
-  if (k == 0) return c.Unsupported("k = 0");
-  RN_RETURN_IF_ERROR(
-      c.Out(0, StrCat("concat([", Join(values), "], axis = ", axis, ")"),
-            x.dtype, dims));
-  return c.Out(
-      1, StrCat("cast(concat([", Join(indices), "], axis = ", axis, "), i64)"),
-      DType::kI64, dims);
+  dims[axis] = known;
+  const std::string both =
+      c.Temp("top", StrCat("top_k(", c.ref(0), ", ", k, ", axis = ", axis,
+                           ", largest = ", largest ? "true" : "false", ")"));
+  RN_RETURN_IF_ERROR(c.Out(0, StrCat(both, "[0]"), x.dtype, dims));
+  return c.Out(1, StrCat("cast(", both, "[1], i64)"), DType::kI64, dims);
+}
+
+// NonZero: one column per element (Runnel's nonzero gives rows).
+absl::Status NonZero(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  return c.Out(0, StrCat("transpose(nonzero(", c.ref(0), "))"), DType::kI64,
+               {r, -1});
 }
 }  // namespace
 
@@ -3397,11 +3377,14 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["SpaceToDepth"] = DepthSpace;
     (*t)["EyeLike"] = EyeLike;
     (*t)["Trilu"] = Trilu;
-    (*t)["ScatterND"] = ScatterND;
+    (*t)["ScatterND"] = Nd;
+    (*t)["ScatterElements"] = AlongAxis;
+    (*t)["Scatter"] = AlongAxis;
+    (*t)["NonZero"] = NonZero;
     (*t)["ConvTranspose"] = ConvTranspose;
-    (*t)["GatherElements"] = GatherElements;
+    (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;
-    (*t)["GatherND"] = GatherND;
+    (*t)["GatherND"] = Nd;
     (*t)["Einsum"] = Einsum;
     (*t)["TopK"] = TopK;
     (*t)["Resize"] = Resize;

@@ -92,7 +92,8 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "ex",
-               "cv", "cvv", "mp", "ap", "ws", "gs", "ln", "sums", "total", "pick"]
+               "cv", "cvv", "mp", "ap", "ws", "gs", "ln", "sums", "total", "pick", "ge", "se", "gn",
+               "sn", "tk", "top_at", "nz"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
                "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32)}, work)
