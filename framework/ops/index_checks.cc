@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "absl/container/flat_hash_map.h"
 #include "base/status_macros.h"
@@ -207,6 +208,66 @@ absl::Status CheckDistinctTargets(const std::vector<int64_t>& target,
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<ScatterAttrs> ScatterAttrs::Of(const Node& node, bool nd) {
+  ScatterAttrs a;
+  RN_ASSIGN_OR_RETURN(std::string r, node.attr<std::string>("reduction"));
+  RN_ASSIGN_OR_RETURN(a.how, ParseScatterReduction(r));
+  RN_ASSIGN_OR_RETURN(a.at, node.attr<int64_t>(nd ? "batch_dims" : "axis"));
+  return a;
+}
+
+absl::StatusOr<ScatterPlan> PlanScatter(bool nd, const Shape& data,
+                                        const Tensor& indices,
+                                        const Shape& updates, int64_t at,
+                                        ScatterReduction how) {
+  ScatterPlan plan;
+  Shape tuples = indices.shape();  // where the targets' positions are
+  if (nd) {
+    RN_ASSIGN_OR_RETURN(NdPlan p, PlanNd(data, indices, at));
+    if (updates != p.output) {
+      return Invalid(
+          StrCat("updates ", updates.ToString(), " must have shape ",
+                 p.output.ToString(),
+                 " (the indices' shape without its last dimension, then data's "
+                 "past the indexed dimensions)"));
+    }
+    plan.target = std::move(p.target);
+    plan.slice = p.slice;
+    tuples.mutable_dims().pop_back();
+  } else {
+    if (updates != indices.shape()) {
+      return Invalid(StrCat("updates ", updates.ToString(),
+                            " must have the indices' shape ",
+                            indices.shape().ToString()));
+    }
+    RN_ASSIGN_OR_RETURN(AlongAxisPlan p, PlanAlongAxis(data, indices, at));
+    plan.target = std::move(p.target);
+  }
+  if (how == ScatterReduction::kNone && plan.slice > 0) {
+    RN_RETURN_IF_ERROR(
+        CheckDistinctTargets(plan.target, tuples, nd ? "indices" : "updates",
+                             nd ? "name one slice" : "write one element"));
+  }
+  return plan;
+}
+
+TargetGroups GroupTargets(const std::vector<int64_t>& target) {
+  TargetGroups g;
+  g.order.resize(target.size());
+  std::iota(g.order.begin(), g.order.end(), int64_t{0});
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [&](int64_t a, int64_t b) { return target[a] < target[b]; });
+  for (size_t k = 0; k < g.order.size(); ++k) {
+    const int64_t t = target[g.order[k]];
+    if (g.places.empty() || g.places.back() != t) {
+      g.places.push_back(t);
+      g.starts.push_back(static_cast<int64_t>(k));
+    }
+  }
+  g.starts.push_back(static_cast<int64_t>(g.order.size()));
+  return g;
 }
 
 }  // namespace runnel

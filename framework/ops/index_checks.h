@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "framework/graph.h"
 #include "framework/shape.h"
 #include "framework/tensor.h"
 
@@ -58,6 +59,36 @@ struct NdPlan {
 };
 absl::StatusOr<NdPlan> PlanNd(const Shape& data, const Tensor& indices,
                               int64_t batch_dims);
+
+// A scatter's attributes as the kernels of both devices read them:
+// `at` is scatter_elements' axis or scatter_nd's batch_dims.
+struct ScatterAttrs {
+  ScatterReduction how = ScatterReduction::kNone;
+  int64_t at = 0;
+  static absl::StatusOr<ScatterAttrs> Of(const Node& node, bool nd);
+};
+
+// scatter_elements' (nd false: `at` is the axis) or scatter_nd's (nd true:
+// `at` is batch_dims) targets for `updates`, each a slice of `slice`
+// elements (1 for scatter_elements), checked: the updates' shape, the
+// indices, and for reduction "none" distinct targets.
+struct ScatterPlan {
+  std::vector<int64_t> target;
+  int64_t slice = 1;
+};
+absl::StatusOr<ScatterPlan> PlanScatter(bool nd, const Shape& data,
+                                        const Tensor& indices,
+                                        const Shape& updates, int64_t at,
+                                        ScatterReduction how);
+
+// The targets grouped by place, for a device that combines each place's
+// updates in one thread: places[p] gets, in order, the updates
+// order[starts[p]] .. order[starts[p + 1] - 1] (by position, as the CPU
+// combines them).
+struct TargetGroups {
+  std::vector<int64_t> places, starts, order;
+};
+TargetGroups GroupTargets(const std::vector<int64_t>& target);
 
 // For reduction "none": no two of the targets are one place (what a
 // scatter writes would depend on the order of its updates). The message

@@ -120,9 +120,7 @@ template <typename T, bool kNd>
 class ScatterKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(std::string r, node.attr<std::string>("reduction"));
-    RN_ASSIGN_OR_RETURN(how_, ParseScatterReduction(r));
-    RN_ASSIGN_OR_RETURN(at_, node.attr<int64_t>(kNd ? "batch_dims" : "axis"));
+    RN_ASSIGN_OR_RETURN(attrs_, ScatterAttrs::Of(node, kNd));
     return absl::OkStatus();
   }
 
@@ -130,36 +128,11 @@ class ScatterKernel : public OpKernel {
     const Tensor& data = ctx->input(0);
     const Tensor& indices = ctx->input(1);
     const Tensor& updates = ctx->input(2);
-    std::vector<int64_t> target;
-    int64_t slice = 1;
-    Shape tuples = indices.shape();  // where the targets' positions are
-    if constexpr (kNd) {
-      RN_ASSIGN_OR_RETURN(NdPlan plan, PlanNd(data.shape(), indices, at_));
-      if (updates.shape() != plan.output) {
-        return absl::InvalidArgumentError(StrCat(
-            "updates ", updates.shape().ToString(), " must have shape ",
-            plan.output.ToString(),
-            " (the indices' shape without its last dimension, then data's "
-            "past the indexed dimensions)"));
-      }
-      target = std::move(plan.target);
-      slice = plan.slice;
-      tuples.mutable_dims().pop_back();
-    } else {
-      if (updates.shape() != indices.shape()) {
-        return absl::InvalidArgumentError(StrCat(
-            "updates ", updates.shape().ToString(),
-            " must have the indices' shape ", indices.shape().ToString()));
-      }
-      RN_ASSIGN_OR_RETURN(AlongAxisPlan plan,
-                          PlanAlongAxis(data.shape(), indices, at_));
-      target = std::move(plan.target);
-    }
-    if (how_ == ScatterReduction::kNone && slice > 0) {
-      RN_RETURN_IF_ERROR(
-          CheckDistinctTargets(target, tuples, kNd ? "indices" : "updates",
-                               kNd ? "name one slice" : "write one element"));
-    }
+    RN_ASSIGN_OR_RETURN(ScatterPlan plan,
+                        PlanScatter(kNd, data.shape(), indices, updates.shape(),
+                                    attrs_.at, attrs_.how));
+    const int64_t slice = plan.slice;
+    const std::vector<int64_t>& target = plan.target;
     bool forwarded = false;
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
                                         0, 0, data.shape(), &forwarded));
@@ -175,16 +148,15 @@ class ScatterKernel : public OpKernel {
       E* dst = out + target[j];
       const E* src = in + static_cast<int64_t>(j) * slice;
       for (int64_t e = 0; e < slice; ++e) {
-        dst[e] = static_cast<E>(
-            Combine<A>(how_, static_cast<A>(dst[e]), static_cast<A>(src[e])));
+        dst[e] = static_cast<E>(Combine<A>(attrs_.how, static_cast<A>(dst[e]),
+                                           static_cast<A>(src[e])));
       }
     }
     return absl::OkStatus();
   }
 
  private:
-  ScatterReduction how_ = ScatterReduction::kNone;
-  int64_t at_ = 0;
+  ScatterAttrs attrs_;
 };
 
 template <typename T>

@@ -394,5 +394,53 @@ TEST(GpuArrayTest, CondOnTheGpu) {
   }
 }
 
+// The index ops (kernels/cuda/index_kernels.cc): the gathers on every
+// dtype, the scatters with every reduction on the dtypes the GPU computes
+// in (many updates of one place, combined in the CPU's order, so exactly),
+// and their gradients.
+TEST(GpuArrayTest, IndexOpsAndTheirGradients) {
+  SKIP_WITHOUT_GPU();
+  const Tensor along = I64s({4, 0, 4, 1, 3, 2, 0, 0, 1, 4, 2, 3}, Shape{2, 6});
+  for (DType d : kEveryDType) {
+    Compare("gather_elements", {Random(d, Shape{2, 6}, 111), along},
+            {{"axis", int64_t{1}}}, IsFloat(d));
+    Compare(
+        "gather_nd",
+        {Random(d, Shape{3, 4, 5}, 112), I64s({2, 1, 0, 3, 2, 1}, Shape{3, 2})},
+        {}, IsFloat(d));
+  }
+  Compare(
+      "gather_nd",
+      {Random(DType::kF32, Shape{3, 4, 5}, 113), I64s({1, 3, 0}, Shape{3, 1})},
+      {{"batch_dims", int64_t{1}}}, true);
+  // 64 updates of 4 places.
+  Tensor many = Random(DType::kI32, Shape{64, 1}, 114);
+  for (int64_t i = 0; i < 64; ++i) {
+    many.data<int32_t>()[i] = ((many.data<int32_t>()[i] % 4) + 4) % 4;
+  }
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    for (const char* how : {"add", "mul", "max", "min"}) {
+      const AttrMap attrs = {{"reduction", std::string(how)}};
+      Compare("scatter_nd",
+              {Random(d, Shape{4, 3}, 115, 0.5, 1.5), many,
+               Random(d, Shape{64, 3}, 116, 0.9, 1.1)},
+              attrs, false);
+    }
+  }
+  for (const char* how : {"none", "add"}) {
+    const AttrMap attrs = {{"reduction", std::string(how)},
+                           {"axis", int64_t{0}}};
+    Compare("scatter_elements",
+            {Random(DType::kF32, Shape{3, 3}, 117),
+             I64s({2, 0, 1, 0, 1, 2}, Shape{2, 3}),
+             Random(DType::kF32, Shape{2, 3}, 118)},
+            attrs, true);
+  }
+  Compare("scatter_nd",
+          {Random(DType::kBool, Shape{5}, 119), I64s({3, 1}, Shape{2, 1}),
+           Random(DType::kBool, Shape{2}, 120)});
+}
+
 }  // namespace
 }  // namespace runnel

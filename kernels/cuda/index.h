@@ -1,0 +1,38 @@
+// The device kernels (index.cu) behind the GPU's index ops
+// (index_kernels.cc): slices copied from the places a host-made plan names
+// (framework/ops/index_checks.h), and updates combined into places, one
+// thread per element of a place, in the order the CPU combines them.
+// Plain C++ (nvcc compiles index.cu).
+#ifndef RUNNEL_KERNELS_CUDA_INDEX_H_
+#define RUNNEL_KERNELS_CUDA_INDEX_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/cwise.h"
+
+namespace runnel::cuda {
+
+// out[t * slice + e] = src[targets[t] + e] for t < count, e < slice, of
+// elements `elem_size` bytes (1, 2, 4 or 8).
+cudaError_t LaunchGatherSlices(const void* src, const int64_t* targets,
+                               void* out, int64_t count, int64_t slice,
+                               size_t elem_size, cudaStream_t stream);
+
+// How an update combines with what is there (ScatterReduction's order).
+enum class ScatterHow : int { kNone, kAdd, kMul, kMax, kMin };
+
+// For each place p < count and e < slice, out[places[p] + e] combined,
+// in turn, with updates[order[k] * slice + e] for k in [starts[p],
+// starts[p + 1]): integers wrap, the 16-bit floats round after each
+// combination, max and min keep a NaN.
+cudaError_t LaunchScatterSlices(ElemType type, ScatterHow how,
+                                const void* updates, const int64_t* places,
+                                const int64_t* starts, const int64_t* order,
+                                int64_t count, int64_t slice, void* out,
+                                cudaStream_t stream);
+
+}  // namespace runnel::cuda
+
+#endif  // RUNNEL_KERNELS_CUDA_INDEX_H_

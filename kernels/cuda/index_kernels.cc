@@ -1,0 +1,114 @@
+// The GPU's kernels of gather_elements, gather_nd, scatter_elements and
+// scatter_nd (the CPU's: kernels/cpu/index_kernels.cc). The indices are in
+// host memory: the plan (framework/ops/index_checks.h) is made and checked
+// there, with the CPU's messages, and its targets copied to the GPU. A
+// scatter combines each place's updates in one thread, in the CPU's order,
+// so both devices give the same bits. top_k and nonzero have no GPU kernel
+// (the placer puts them on the CPU, saying so when a device block asked).
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/ops/index_checks.h"
+#include "kernels/cuda/array_primitives.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elem_type.h"
+#include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/index.h"
+
+namespace runnel {
+namespace {
+
+static_assert(static_cast<int>(cuda::ScatterHow::kMin) ==
+              static_cast<int>(ScatterReduction::kMin));
+
+template <bool kNd>
+class GatherKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& indices = ctx->input(1);
+    std::vector<int64_t> target;
+    int64_t slice = 1;
+    Shape shape = indices.shape();
+    if constexpr (kNd) {
+      RN_ASSIGN_OR_RETURN(int64_t b, ctx->node().attr<int64_t>("batch_dims"));
+      RN_ASSIGN_OR_RETURN(NdPlan plan, PlanNd(x.shape(), indices, b));
+      target = std::move(plan.target);
+      slice = plan.slice;
+      shape = std::move(plan.output);
+    } else {
+      RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
+      RN_ASSIGN_OR_RETURN(AlongAxisPlan plan,
+                          PlanAlongAxis(x.shape(), indices, axis));
+      target = std::move(plan.target);
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
+    if (y->num_elements() == 0) return absl::OkStatus();
+    RN_ASSIGN_OR_RETURN(Tensor places, GpuArrays::ToGpu(ctx, target));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchGatherSlices(x.raw_data(), places.data<int64_t>(),
+                                     y->raw_data(),
+                                     static_cast<int64_t>(target.size()), slice,
+                                     DTypeSize(x.dtype()), gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
+template <bool kNd>
+class ScatterKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, ScatterAttrs::Of(node, kNd));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& data = ctx->input(0);
+    const Tensor& updates = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(ScatterPlan plan,
+                        PlanScatter(kNd, data.shape(), ctx->input(1),
+                                    updates.shape(), attrs_.at, attrs_.how));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, data.shape(), &forwarded));
+    if (!forwarded && data.num_elements() > 0) {
+      RN_RETURN_IF_ERROR(GpuArrays::Copy(ctx, DTypeSize(data.dtype()),
+                                         {data.num_elements()}, data.raw_data(),
+                                         {1}, y->raw_data(), {1}));
+    }
+    if (plan.target.empty() || plan.slice == 0) return absl::OkStatus();
+    const TargetGroups g = GroupTargets(plan.target);
+    RN_ASSIGN_OR_RETURN(Tensor places, GpuArrays::ToGpu(ctx, g.places));
+    RN_ASSIGN_OR_RETURN(Tensor starts, GpuArrays::ToGpu(ctx, g.starts));
+    RN_ASSIGN_OR_RETURN(Tensor order, GpuArrays::ToGpu(ctx, g.order));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchScatterSlices(
+        GpuElemType(data.dtype()), static_cast<cuda::ScatterHow>(attrs_.how),
+        updates.raw_data(), places.data<int64_t>(), starts.data<int64_t>(),
+        order.data<int64_t>(), static_cast<int64_t>(g.places.size()),
+        plan.slice, y->raw_data(), gpu.compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  ScatterAttrs attrs_;
+};
+
+RUNNEL_STATIC_INIT(GpuIndexKernels) {
+  RegisterKernelForAllTypes<GatherKernel<false>>("gather_elements", kDeviceGpu,
+                                                 {.inputs = {1}});
+  RegisterKernelForAllTypes<GatherKernel<true>>("gather_nd", kDeviceGpu,
+                                                {.inputs = {1}});
+  // The element types the GPU computes in (not the 8-bit integers).
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16, DType::kBool}) {
+    RegisterKernel<ScatterKernel<false>>("scatter_elements", kDeviceGpu, d,
+                                         {.inputs = {1}});
+    RegisterKernel<ScatterKernel<true>>("scatter_nd", kDeviceGpu, d,
+                                        {.inputs = {1}});
+  }
+}
+
+}  // namespace
+}  // namespace runnel
