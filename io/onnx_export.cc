@@ -543,6 +543,16 @@ const std::map<std::string, Emit>& Table() {
              onnx::INT32);  // Runnel's positions are i32
       return absl::OkStatus();
     };
+    (*t)["unique_all"] = [](Exporter& e, const Node& n) {
+      onnx::NodeProto* p =
+          e.Add(n, "Unique", {e.In(n, 0)},
+                {e.Out(n, 0), e.Out(n, 1), e.Out(n, 2), e.Out(n, 3)});
+      SetInt(p, "sorted", n.attr<bool>("sorted").value_or(true) ? 1 : 0);
+      if (absl::StatusOr<int64_t> axis = n.attr<int64_t>("axis"); axis.ok()) {
+        SetInt(p, "axis", *axis);
+      }
+      return absl::OkStatus();
+    };
     (*t)["nonzero"] = [](Exporter& e, const Node& n) {
       const std::string columns = e.Temp(n, "columns");
       e.Add(n, "NonZero", {e.In(n, 0)}, {columns}, "columns");

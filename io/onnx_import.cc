@@ -42,7 +42,8 @@ const std::set<std::string>& Reserved() {
       "log_softmax", "conv2d", "conv2d_transpose", "max_pool", "avg_pool",
       "one_hot", "zeros", "ones", "fill", "zeros_like", "ones_like", "arange",
       "restore", "print", "assert", "len", "scan", "gather_elements",
-      "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero"};
+      "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero",
+      "unique_all"};
   return *names;
 }
 

@@ -3294,6 +3294,31 @@ absl::Status TopK(NodeContext& c) {
   return c.Out(1, StrCat("cast(", both, "[1], i64)"), DType::kI64, dims);
 }
 
+// Unique: unique_all's four outputs, the ones the node names.
+absl::Status Unique(NodeContext& c) {
+  std::string axis = "none";
+  if (c.has("axis")) {
+    RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+    RN_ASSIGN_OR_RETURN(int64_t a, NormAxis(c, c.Int("axis", 0), r));
+    axis = StrCat(a);
+  }
+  const bool sorted = c.Int("sorted", 1) != 0;
+  const std::string all =
+      c.Temp("unique", StrCat("unique_all(", c.ref(0), ", axis = ", axis,
+                              ", sorted = ", sorted ? "true" : "false", ")"));
+  for (int i = 0; i < 4; ++i) {
+    if (!c.has_output(i)) continue;
+    std::vector<int64_t> dims = {-1};
+    if (i == 0 && axis != "none") {
+      dims = c.in(0).dims;
+      dims[std::stoll(axis)] = -1;
+    }
+    RN_RETURN_IF_ERROR(c.Out(i, StrCat(all, "[", i, "]"),
+                             i == 0 ? c.in(0).dtype : DType::kI64, dims));
+  }
+  return absl::OkStatus();
+}
+
 // NonZero: one column per element (Runnel's nonzero gives rows).
 absl::Status NonZero(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
@@ -3381,6 +3406,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["ScatterElements"] = AlongAxis;
     (*t)["Scatter"] = AlongAxis;
     (*t)["NonZero"] = NonZero;
+    (*t)["Unique"] = Unique;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;

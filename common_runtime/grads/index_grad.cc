@@ -74,6 +74,19 @@ RUNNEL_REGISTER_GRADIENT("top_k", [](GradBuilder& g, const Grads& dy) -> Grads {
           {}};
 });
 RUNNEL_NO_GRADIENT("nonzero");
+// Which copy of a repeated value `values` stands for is a choice, so its
+// gradient is refused; gathering x at the positions `unique_all` gives is
+// differentiable, and says which.
+RUNNEL_REGISTER_GRADIENT("unique_all",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           if (dy[0].node != nullptr) {
+                             g.Fail(absl::UnimplementedError(
+                                 "unique_all's values have no gradient; "
+                                 "gather x at its positions (the second "
+                                 "output) to differentiate them"));
+                           }
+                           return {{}};
+                         });
 
 }  // namespace
 }  // namespace runnel

@@ -87,8 +87,8 @@
     "square" "squeeze" "stack" "stop_gradient" "sum" "summary"
     "sync_accumulate" "sync_advance" "sync_barrier" "sync_take" "tanh" "task"
     "tile" "top_k" "trainable_vars" "transpose" "truncated_normal" "unique"
-    "unsorted_segment_sum" "unstack" "vocabulary" "where" "with_values"
-    "words" "zeros" "zeros_like")
+    "unique_all" "unsorted_segment_sum" "unstack" "vocabulary" "where"
+    "with_values" "words" "zeros" "zeros_like")
   "Runnel builtins (the builtin table, via `runnel ops --json`).")
 ;; END GENERATED
 

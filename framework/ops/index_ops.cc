@@ -120,8 +120,48 @@ Specs NonzeroShape(const ShapeContext& c) {
                                            : Shape{kUnknownDim, x.rank()});
 }
 
+// unique_all: the distinct values (or slices along `axis`), and i64
+// positions, inverse and counts.
+Specs UniqueAllShape(const ShapeContext& c) {
+  const Shape& x = c.shape(0);
+  const absl::StatusOr<int64_t> axis = c.attr<int64_t>("axis");
+  Shape values{kUnknownDim};
+  int64_t n = x.num_elements();
+  if (axis.ok()) {
+    values = x;
+    n = kUnknownDim;
+    if (!x.unknown_rank()) {
+      if (x.rank() == 0) return Invalid("x must have an axis, got a scalar");
+      RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(*axis, x.rank()));
+      n = x.dim(a);
+      values.mutable_dims()[a] = kUnknownDim;
+    }
+  } else if (x.unknown_rank()) {
+    n = kUnknownDim;
+  }
+  const Shape some{kUnknownDim};
+  return std::vector<TensorSpec>{{c.dtype(0), values},
+                                 {DType::kI64, some},
+                                 {DType::kI64, Shape{n}},
+                                 {DType::kI64, some}};
+}
+
 }  // namespace
 
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("unique_all")
+        .Inputs({"x"})
+        .Outputs({"values", "indices", "inverse", "counts"})
+        .OptionalAttr("axis")
+        .Attr("sorted", true)
+        .Shape(UniqueAllShape)
+        .Cost(KernelClass::kReduction)
+        .Doc("The distinct elements of x (or, with `axis`, its distinct "
+             "slices along that axis), sorted (numpy.unique_all, ONNX "
+             "Unique) or, with sorted = false, in order of first appearance; "
+             "the i64 position of each one's first appearance, for each "
+             "element (slice) of x the position of its value in `values`, "
+             "and how often each appears. NaNs are one value, the largest."));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("gather_elements")
         .Inputs({"x", "indices"})

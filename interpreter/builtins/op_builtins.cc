@@ -688,7 +688,7 @@ void AddNN(std::vector<Builtin>& b) {
                }});
   // The index ops (framework/ops/index_ops.cc).
   for (const char* op : {"gather_elements", "scatter_elements", "gather_nd",
-                         "scatter_nd", "top_k", "nonzero"}) {
+                         "scatter_nd", "top_k", "nonzero", "unique_all"}) {
     b.push_back(FromOp(op));
   }
   AddSparse(b);

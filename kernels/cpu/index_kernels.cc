@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "base/status_macros.h"
@@ -254,7 +255,111 @@ class NonzeroKernel : public OpKernel {
   }
 };
 
+// unique_all: x's slices along the axis (its elements without one)
+// sorted stably by value, NaN as one value above the rest; each run of
+// equal slices is one distinct value, its first position the run's first.
+template <typename T>
+class UniqueAllKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    const absl::StatusOr<int64_t> axis = node.attr<int64_t>("axis");
+    if (axis.ok()) axis_ = *axis;
+    RN_ASSIGN_OR_RETURN(sorted_, node.attr<bool>("sorted"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    int64_t outer = 1, n = x.num_elements(), inner = 1;
+    int a = -1;
+    if (axis_) {
+      if (x.rank() == 0) {
+        return absl::InvalidArgumentError("x must have an axis, got a scalar");
+      }
+      RN_ASSIGN_OR_RETURN(a, NormalizeAxis(*axis_, x.rank()));
+      const AxisLines lines(x.shape(), a);
+      outer = lines.outer;
+      n = lines.len;
+      inner = lines.inner;
+    }
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    auto at = [&](int64_t j, int64_t o, int64_t i) {
+      return static_cast<A>(in[(o * n + j) * inner + i]);
+    };
+    // -1, 0, 1 as slice j is before, equal to or after slice k.
+    auto compare = [&](int64_t j, int64_t k) {
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const A u = at(j, o, i), v = at(k, o, i);
+          const bool un = u != u, vn = v != v;  // NaN: one value, the largest
+          if (un || vn) {
+            if (un != vn) return un ? 1 : -1;
+          } else if (u != v) {
+            return u < v ? -1 : 1;
+          }
+        }
+      }
+      return 0;
+    };
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t j, int64_t k) { return compare(j, k) < 0; });
+    // Runs of equal slices: each one's first position and size, and the
+    // run of each slice.
+    std::vector<int64_t> first, count, run_of(n);
+    for (int64_t r = 0; r < n; ++r) {
+      if (r == 0 || compare(order[r - 1], order[r]) != 0) {
+        first.push_back(order[r]);
+        count.push_back(0);
+      }
+      ++count.back();
+      run_of[order[r]] = static_cast<int64_t>(first.size()) - 1;
+    }
+    const int64_t m = static_cast<int64_t>(first.size());
+    // The runs' output order: sorted, or by first appearance.
+    std::vector<int64_t> rank(m);
+    std::iota(rank.begin(), rank.end(), int64_t{0});
+    if (!sorted_) {
+      std::sort(rank.begin(), rank.end(),
+                [&](int64_t p, int64_t q) { return first[p] < first[q]; });
+    }
+    std::vector<int64_t> place(m);  // run -> its output position
+    for (int64_t p = 0; p < m; ++p) place[rank[p]] = p;
+    std::vector<int64_t> dims = {m};
+    if (axis_) {
+      dims = x.shape().dims();
+      dims[a] = m;
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, Shape(dims)));
+    RN_ASSIGN_OR_RETURN(Tensor * positions, ctx->allocate_output(1, Shape{m}));
+    RN_ASSIGN_OR_RETURN(Tensor * inverse, ctx->allocate_output(2, Shape{n}));
+    RN_ASSIGN_OR_RETURN(Tensor * counts, ctx->allocate_output(3, Shape{m}));
+    EigenType<T>* out = EigenMutableData<T>(values);
+    for (int64_t p = 0; p < m; ++p) {
+      const int64_t j = first[rank[p]];
+      positions->data<int64_t>()[p] = j;
+      counts->data<int64_t>()[p] = count[rank[p]];
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+          out[(o * m + p) * inner + i] = in[(o * n + j) * inner + i];
+        }
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      inverse->data<int64_t>()[j] = place[run_of[j]];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::optional<int64_t> axis_;
+  bool sorted_ = true;
+};
+
 RUNNEL_STATIC_INIT(IndexKernels) {
+  RegisterKernelForTypeList<UniqueAllKernel>("unique_all", AllTypes{});
   RegisterKernelForAllTypes<GatherElementsKernel>("gather_elements");
   RegisterKernelForAllTypes<GatherNdKernel>("gather_nd");
   RegisterKernelForTypeList<ScatterElementsKernel>("scatter_elements",

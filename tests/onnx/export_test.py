@@ -93,7 +93,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "ex",
                "cv", "cvv", "mp", "ap", "ws", "gs", "ln", "sums", "total", "pick", "ge", "se", "gn",
-               "sn", "tk", "top_at", "nz"]
+               "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
                "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32)}, work)

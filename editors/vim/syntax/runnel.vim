@@ -55,7 +55,7 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
       \\|square\|squeeze\|stack\|stop_gradient\|sum\|summary\|sync_accumulate
       \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k
-      \\|trainable_vars\|transpose\|truncated_normal\|unique
+      \\|trainable_vars\|transpose\|truncated_normal\|unique\|unique_all
       \\|unsorted_segment_sum\|unstack\|vocabulary\|where\|with_values\|words
       \\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
 " END GENERATED
