@@ -43,7 +43,7 @@ const std::set<std::string>& Reserved() {
       "one_hot", "zeros", "ones", "fill", "zeros_like", "ones_like", "arange",
       "restore", "print", "assert", "len", "scan", "gather_elements",
       "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero",
-      "unique_all"};
+      "unique_all", "einsum"};
   return *names;
 }
 

@@ -2868,10 +2868,11 @@ absl::Status ReverseSequence(NodeContext& c) {
                x.dtype, x.dims);
 }
 
-// Einsum: each operand's axes put in one order of all the equation's
-// letters (a transpose, and a 1 for each letter it lacks), the operands
-// multiplied, the letters not in the output summed away, and the output's
-// order made. Ellipses and a letter twice in one operand are refused.
+// Einsum: Runnel's einsum for one or two operands. More: each operand's
+// axes put in one order of all the equation's letters (a transpose, and a
+// 1 for each letter it lacks), the operands multiplied, the letters not in
+// the output summed away, and the output's order made. Ellipses and a
+// letter twice in one operand are refused.
 absl::Status Einsum(NodeContext& c) {
   std::string eq;
   for (char ch : c.Str("equation", "")) {
@@ -2930,7 +2931,14 @@ absl::Status Einsum(NodeContext& c) {
     if (letters.find(ch) == std::string::npos)
       return c.Invalid("an output letter no operand has");
   }
-  // The order: the output's letters first, then the summed ones.
+  std::vector<int64_t> dims;
+  for (char ch : out) dims.push_back(size[ch]);
+  if (c.num_inputs() <= 2) {  // the builtin: one matmul where it can
+    std::string call = StrCat("einsum(\"", eq, "\"");
+    for (int k = 0; k < c.num_inputs(); ++k) call += StrCat(", ", c.ref(k));
+    return c.Out(0, call + ")", c.in(0).dtype, dims);
+  }
+  // More operands: the order of the output's letters, then the summed ones.
   std::string order = out;
   for (char ch : letters) {
     if (out.find(ch) == std::string::npos) order += ch;
@@ -2962,8 +2970,6 @@ absl::Status Einsum(NodeContext& c) {
       summed.push_back(static_cast<int64_t>(i));
     e = StrCat("sum(", e, ", axis = ", IntList(summed), ")");
   }
-  std::vector<int64_t> dims;
-  for (char ch : out) dims.push_back(size[ch]);
   return c.Out(0, e, c.in(0).dtype, dims);
 }
 

@@ -14,6 +14,7 @@ std::vector<Builtin> MakeBuiltins() {
   AddElementWise(b);
   AddReductions(b);
   AddShape(b);
+  AddEinsum(b);
   AddNN(b);
   AddState(b);
   AddAutodiff(b);

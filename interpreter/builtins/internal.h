@@ -67,6 +67,7 @@ void AddLoops(std::vector<Builtin>& b);         // graph_builtins.cc
 void AddCheckpoints(std::vector<Builtin>& b);   // graph_builtins.cc
 void AddHost(std::vector<Builtin>& b);          // host_builtins.cc
 void AddData(std::vector<Builtin>& b);          // data_builtins.cc
+void AddEinsum(std::vector<Builtin>& b);        // einsum.cc
 
 }  // namespace runnel::interp
 

@@ -38,7 +38,7 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|atan\|atanh\|avg_pool\|batch_normalize\|batches\|bias_add
       \\|broadcast_to\|cast\|ceil\|check_numerics\|clip\|close\|concat\|conv2d
       \\|conv2d_transpose\|cos\|cumsum\|dataset\|debug_print\|dequeue
-      \\|dequeue_many\|dropout\|dynamic_partition\|dynamic_stitch\|elu
+      \\|dequeue_many\|dropout\|dynamic_partition\|dynamic_stitch\|einsum\|elu
       \\|embedding_lookup\|encode\|enqueue\|enqueue_many\|erf\|exit\|exp
       \\|expand_dims\|eye\|fill\|float\|floor\|fmt\|gather\|gather_elements
       \\|gather_nd\|gelu_exact\|global_step\|glorot_uniform\|grad\|group
