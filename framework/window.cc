@@ -80,8 +80,24 @@ absl::StatusOr<PoolAttrs> ReadPoolAttrs(const AttrMap& attrs) {
   if (attrs.contains("strides")) {
     RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1));
   }
+  RN_ASSIGN_OR_RETURN(a.dilations, ReadWindowAttr(attrs, "dilations", 1));
   RN_ASSIGN_OR_RETURN(a.same, ReadSamePadding(attrs));
   return a;
+}
+
+Taps WindowTaps(int64_t o, int64_t stride, int64_t pad_begin, int64_t size,
+                int64_t dilation, int64_t in) {
+  const int64_t start = o * stride - pad_begin;
+  // The first tap k with start + k * dilation >= 0, and one past the last
+  // with start + k * dilation < in.
+  const int64_t lo = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  const int64_t hi =
+      in - 1 - start < 0 ? 0 : std::min(size, (in - 1 - start) / dilation + 1);
+  Taps t;
+  t.step = dilation;
+  t.first = start + lo * dilation;
+  t.count = std::max<int64_t>(hi - lo, 0);
+  return t;
 }
 
 absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
@@ -154,12 +170,12 @@ absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
   w.in_h = x.dim(1);
   w.in_w = x.dim(2);
   w.chans = x.dim(3);
-  RN_ASSIGN_OR_RETURN(
-      w.rows, PlaceWindows(w.in_h, attrs.size.h, attrs.strides.h, 1, attrs.same,
-                           "window"));
-  RN_ASSIGN_OR_RETURN(
-      w.cols, PlaceWindows(w.in_w, attrs.size.w, attrs.strides.w, 1, attrs.same,
-                           "window"));
+  RN_ASSIGN_OR_RETURN(w.rows,
+                      PlaceWindows(w.in_h, attrs.size.h, attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "window"));
+  RN_ASSIGN_OR_RETURN(w.cols,
+                      PlaceWindows(w.in_w, attrs.size.w, attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "window"));
   return w;
 }
 

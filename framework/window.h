@@ -47,11 +47,22 @@ struct ConvAttrs {
 absl::StatusOr<ConvAttrs> ReadConvAttrs(const AttrMap& attrs);
 
 // The attributes of max_pool, avg_pool and their gradients: `size` is
-// required; `strides` defaults to `size`.
+// required; `strides` defaults to `size`, `dilations` (the distance
+// between a window's taps) to 1.
 struct PoolAttrs {
-  HW size, strides;
+  HW size, strides, dilations;
   bool same = false;
 };
+// The taps of one window along one dimension that fall inside the input:
+// `count` of them, the first at input index `first`, `step` apart.
+struct Taps {
+  int64_t first = 0, step = 1, count = 0;
+  int64_t last() const { return first + (count - 1) * step; }
+};
+// The taps of window `o` (of `size` taps `dilation` apart, placed every
+// `stride` from -pad_begin) on an input of `in` elements.
+Taps WindowTaps(int64_t o, int64_t stride, int64_t pad_begin, int64_t size,
+                int64_t dilation, int64_t in);
 absl::StatusOr<PoolAttrs> ReadPoolAttrs(const AttrMap& attrs);
 
 // The windows along one spatial dimension.

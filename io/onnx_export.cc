@@ -206,6 +206,12 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
     size = pool->size;
     strides = pool->strides;
     same = pool->same;
+    dilations = pool->dilations;
+    if (op == "AveragePool" && dilations != HW{}) {
+      return e.Refuse(n, StrCat("dilations (ONNX's AveragePool has them from "
+                                "opset 19; exports are opset ",
+                                kOpset, ")"));
+    }
   }
   const std::string x = e.Temp(n, "nchw");
   SetInts(e.Add(n, "Transpose", {e.In(n, 0)}, {x}, "to_nchw"), "perm",
@@ -214,10 +220,32 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
   if (!filters.empty()) inputs.push_back(filters);
   const std::string y = e.Temp(n, "y_nchw");
   onnx::NodeProto* p = e.Add(n, op, inputs, {y}, StrCat(op));
-  SetString(p, "auto_pad", same ? "SAME_UPPER" : "VALID");
-  if (op == "Conv") {
-    SetInts(p, "dilations", {dilations.h, dilations.w});
+  if (op != "Conv" && same && dilations != HW{}) {
+    // ONNX Runtime's SAME_UPPER leaves a pool's dilations out of its
+    // padding: the pads, written out.
+    const Shape& xs = n.input(0).node->output(n.input(0).index).shape;
+    if (xs.unknown_rank() || xs.rank() != 4 || xs.dim(1) < 0 || xs.dim(2) < 0) {
+      return e.Refuse(n,
+                      "\"same\" padding with dilations on a height or "
+                      "width not known");
+    }
+    absl::StatusOr<Windows> rows =
+        PlaceWindows(xs.dim(1), size.h, strides.h, dilations.h, true, "window");
+    absl::StatusOr<Windows> cols =
+        PlaceWindows(xs.dim(2), size.w, strides.w, dilations.w, true, "window");
+    if (!rows.ok() || !cols.ok()) {
+      return e.Refuse(
+          n, std::string((rows.ok() ? cols : rows).status().message()));
+    }
+    SetInts(p, "pads",
+            {rows->pad_begin, cols->pad_begin, rows->pad_end, cols->pad_end});
   } else {
+    SetString(p, "auto_pad", same ? "SAME_UPPER" : "VALID");
+  }
+  if (op == "Conv" || dilations != HW{}) {
+    SetInts(p, "dilations", {dilations.h, dilations.w});
+  }
+  if (op != "Conv") {
     SetInts(p, "kernel_shape", {size.h, size.w});
     if (op == "AveragePool") SetInt(p, "count_include_pad", 0);
   }

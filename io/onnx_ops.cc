@@ -1956,18 +1956,13 @@ absl::Status SlicePool(NodeContext& c) {
 
 absl::Status Pool(NodeContext& c) {
   const bool max = c.op() == "MaxPool";
-  const std::vector<int64_t> dilations = c.Ints("dilations");
   if ((c.in(0).rank_known && c.in(0).dims.size() > 4) ||
-      std::any_of(dilations.begin(), dilations.end(),
-                  [](int64_t d) { return d != 1; }) ||
       (max && (c.has_output(1) || !IsFloating(c.in(0).dtype)))) {
     return SlicePool(c);
   }
   if (max) RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(Window w, WindowOf(c, {}));
   const Value x = Lifted(w, c.in(0));
-  if (w.dilations != std::vector<int64_t>{1, 1})
-    return c.Unsupported("dilated pooling");
   c.Int("storage_order", 0);  // it orders the Indices only (SlicePool)
   const bool ceil_mode = c.Int("ceil_mode", 0) != 0;
   const bool count_pad = c.Int("count_include_pad", 0) != 0;
@@ -1978,7 +1973,8 @@ absl::Status Pool(NodeContext& c) {
     for (int i = 0; i < 2; ++i) {
       if (x.dims[2 + i] < 0)
         return c.Unsupported("ceil_mode on a size not known");
-      const int64_t need = (dims[2 + i] - 1) * w.strides[i] + w.kernel[i] -
+      const int64_t span = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      const int64_t need = (dims[2 + i] - 1) * w.strides[i] + span -
                            (x.dims[2 + i] + w.pads[i] + w.pads[i + 2]);
       if (need > 0) {
         if (!max && count_pad)
@@ -1992,8 +1988,13 @@ absl::Status Pool(NodeContext& c) {
                                   [](int64_t p) { return p != 0; });
   const std::string padding = w.same_upper_unknown ? "same" : "valid";
   auto pool = [&](const std::string& fn, const std::string& in) {
-    return ToNCHW(StrCat(fn, "(", ToNHWC(in), ", ", size, ", strides = ",
-                         strides, ", padding = \"", padding, "\")"));
+    const std::string dilated =
+        w.dilations == std::vector<int64_t>{1, 1}
+            ? ""
+            : StrCat(", dilations = ", IntList(w.dilations));
+    return ToNCHW(StrCat(fn, "(", ToNHWC(in), ", ", size,
+                         ", strides = ", strides, ", padding = \"", padding,
+                         "\"", dilated, ")"));
   };
   std::string e;
   if (max) {

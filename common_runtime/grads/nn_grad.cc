@@ -217,18 +217,16 @@ RUNNEL_REGISTER_GRADIENT(
               g.Op("conv2d_backprop_filter", {x, w, dy[0]}, attrs)};
     });
 
-RUNNEL_REGISTER_GRADIENT("max_pool",
-                         [](GradBuilder& g, const Grads& dy) -> Grads {
-                           return {
-                               g.Op("max_pool_grad", {g.x(), g.y(), dy[0]},
-                                    Copy(g, {"size", "strides", "padding"}))};
-                         });
-RUNNEL_REGISTER_GRADIENT("avg_pool",
-                         [](GradBuilder& g, const Grads& dy) -> Grads {
-                           return {
-                               g.Op("avg_pool_grad", {g.x(), dy[0]},
-                                    Copy(g, {"size", "strides", "padding"}))};
-                         });
+RUNNEL_REGISTER_GRADIENT(
+    "max_pool", [](GradBuilder& g, const Grads& dy) -> Grads {
+      return {g.Op("max_pool_grad", {g.x(), g.y(), dy[0]},
+                   Copy(g, {"size", "strides", "padding", "dilations"}))};
+    });
+RUNNEL_REGISTER_GRADIENT(
+    "avg_pool", [](GradBuilder& g, const Grads& dy) -> Grads {
+      return {g.Op("avg_pool_grad", {g.x(), dy[0]},
+                   Copy(g, {"size", "strides", "padding", "dilations"}))};
+    });
 
 // The backward ops are linear in dy (and the conv ones in the filters or
 // the input too), which gives their own gradients, for gradients of
@@ -250,13 +248,12 @@ RUNNEL_REGISTER_GRADIENT(
               {},
               g.Op("conv2d", {x, d[0]}, attrs)};
     });
-RUNNEL_REGISTER_GRADIENT("avg_pool_grad",
-                         [](GradBuilder& g, const Grads& d) -> Grads {
-                           return {
-                               {},
-                               g.Op("avg_pool", {d[0]},
-                                    Copy(g, {"size", "strides", "padding"}))};
-                         });
+RUNNEL_REGISTER_GRADIENT(
+    "avg_pool_grad", [](GradBuilder& g, const Grads& d) -> Grads {
+      return {{},
+              g.Op("avg_pool", {d[0]},
+                   Copy(g, {"size", "strides", "padding", "dilations"}))};
+    });
 
 // dropout's second output is the mask it multiplied by: y = x * scale.
 RUNNEL_REGISTER_GRADIENT("dropout",

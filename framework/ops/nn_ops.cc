@@ -493,11 +493,11 @@ Specs PoolShape(const ShapeContext& c, bool floating_only) {
   const Shape& x = c.shape(0);
   if (x.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
   RN_ASSIGN_OR_RETURN(Windows rows,
-                      PlaceWindows(x.dim(1), attrs.size.h, attrs.strides.h, 1,
-                                   attrs.same, "window"));
+                      PlaceWindows(x.dim(1), attrs.size.h, attrs.strides.h,
+                                   attrs.dilations.h, attrs.same, "window"));
   RN_ASSIGN_OR_RETURN(Windows cols,
-                      PlaceWindows(x.dim(2), attrs.size.w, attrs.strides.w, 1,
-                                   attrs.same, "window"));
+                      PlaceWindows(x.dim(2), attrs.size.w, attrs.strides.w,
+                                   attrs.dilations.w, attrs.same, "window"));
   return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, x.dim(3)});
 }
 
@@ -505,24 +505,27 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("max_pool")
         .OptionalAttr("size")
         .OptionalAttr("strides")
+        .OptionalAttr("dilations")
         .Inputs({"x"})
         .Outputs({"y"})
         .Attr("padding", std::string("valid"))
         .Shape([](const ShapeContext& c) { return PoolShape(c, false); })
         .Doc("Maximum over `size` windows of NHWC `x`, moved by `strides` "
-             "(default: `size`)."));
+             "(default: `size`), their taps `dilations` apart (default 1)."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("avg_pool")
         .OptionalAttr("size")
         .OptionalAttr("strides")
+        .OptionalAttr("dilations")
         .Inputs({"x"})
         .Outputs({"y"})
         .Attr("padding", std::string("valid"))
         .Shape([](const ShapeContext& c) { return PoolShape(c, true); })
         .Doc("Mean over `size` windows of NHWC `x`, moved by `strides` "
-             "(default: `size`); with \"same\" padding the mean is over the "
-             "window's elements inside the input."));
+             "(default: `size`), their taps `dilations` apart (default 1); "
+             "with \"same\" padding the mean is over the window's taps "
+             "inside the input."));
 
 // ---- gradients of conv2d and pooling ---------------------------------------
 //
@@ -590,6 +593,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("max_pool_grad")
         .OptionalAttr("size")
         .OptionalAttr("strides")
+        .OptionalAttr("dilations")
         .Inputs({"x", "y", "dy"})
         .Outputs({"dx"})
         .Attr("padding", std::string("valid"))
@@ -601,6 +605,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("avg_pool_grad")
         .OptionalAttr("size")
         .OptionalAttr("strides")
+        .OptionalAttr("dilations")
         .Inputs({"x", "dy"})
         .Outputs({"dx"})
         .Attr("padding", std::string("valid"))

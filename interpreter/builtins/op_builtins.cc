@@ -628,11 +628,12 @@ void AddNN(std::vector<Builtin>& b) {
   for (const char* op : {"max_pool", "avg_pool"}) {
     b.push_back({op,
                  {P("x"), P("size"), P("strides", None()),
-                  P("padding", Value::String("valid"))},
+                  P("padding", Value::String("valid")), P("dilations", None())},
                  [op](Interpreter& in, Args& a) -> Result {
                    AttrMap attrs;
                    RN_RETURN_IF_ERROR(AxisAttr(in, a, 1, &attrs, "size"));
                    RN_RETURN_IF_ERROR(AxisAttr(in, a, 2, &attrs, "strides"));
+                   RN_RETURN_IF_ERROR(AxisAttr(in, a, 4, &attrs, "dilations"));
                    RN_ASSIGN_OR_RETURN(std::string padding, StringArg(a, 3));
                    attrs["padding"] = padding;
                    return in.builder().ApplyOp(op, {a[0]}, std::move(attrs),

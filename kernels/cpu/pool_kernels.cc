@@ -30,24 +30,18 @@ class PoolBase : public OpKernel {
   absl::StatusOr<Geometry> Place(const Tensor& x, std::string_view who) const {
     return PlacePoolWindows(x.dtype(), x.shape(), attrs_, who);
   }
-  // The input rows [first, second) of output row `oh`'s window (and the
-  // same for columns), clipped to the input.
-  std::pair<int64_t, int64_t> RowRange(const Geometry& g, int64_t oh) const {
-    return Clip(oh * attrs_.strides.h - g.rows.pad_begin, attrs_.size.h,
-                g.in_h);
+  // The input rows output row `oh`'s window reads (and the same for
+  // columns), those inside the input.
+  Taps RowTaps(const Geometry& g, int64_t oh) const {
+    return WindowTaps(oh, attrs_.strides.h, g.rows.pad_begin, attrs_.size.h,
+                      attrs_.dilations.h, g.in_h);
   }
-  std::pair<int64_t, int64_t> ColRange(const Geometry& g, int64_t ow) const {
-    return Clip(ow * attrs_.strides.w - g.cols.pad_begin, attrs_.size.w,
-                g.in_w);
+  Taps ColTaps(const Geometry& g, int64_t ow) const {
+    return WindowTaps(ow, attrs_.strides.w, g.cols.pad_begin, attrs_.size.w,
+                      attrs_.dilations.w, g.in_w);
   }
 
   PoolAttrs attrs_;
-
- private:
-  static std::pair<int64_t, int64_t> Clip(int64_t start, int64_t size,
-                                          int64_t in) {
-    return {std::max<int64_t>(start, 0), std::min(start + size, in)};
-  }
 };
 
 template <typename T, bool kMax>
@@ -71,13 +65,15 @@ class PoolKernel : public PoolBase {
           std::vector<A> acc(chans);
           for (int64_t line = begin; line < end; ++line) {
             const int64_t n = line / rows.out, oh = line % rows.out;
-            const auto [h_lo, h_hi] = RowRange(geo, oh);
+            const Taps rt = RowTaps(geo, oh);
             for (int64_t ow = 0; ow < cols.out; ++ow) {
-              const auto [w_lo, w_hi] = ColRange(geo, ow);
+              const Taps ct = ColTaps(geo, ow);
               std::fill(acc.begin(), acc.end(),
                         kMax ? std::numeric_limits<A>::lowest() : A(0));
-              for (int64_t ih = h_lo; ih < h_hi; ++ih) {
-                for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+              for (int64_t i = 0, ih = rt.first; i < rt.count;
+                   ++i, ih += rt.step) {
+                for (int64_t j = 0, iw = ct.first; j < ct.count;
+                     ++j, iw += ct.step) {
                   const EigenType<T>* px =
                       in + ((n * in_h + ih) * in_w + iw) * chans;
                   for (int64_t c = 0; c < chans; ++c) {
@@ -92,7 +88,7 @@ class PoolKernel : public PoolBase {
               }
               EigenType<T>* o =
                   out + ((n * rows.out + oh) * cols.out + ow) * chans;
-              const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
+              const A count = static_cast<A>(rt.count * ct.count);
               for (int64_t c = 0; c < chans; ++c) {
                 o[c] =
                     static_cast<EigenType<T>>(kMax ? acc[c] : acc[c] / count);
@@ -137,10 +133,10 @@ class PoolGradKernel : public PoolBase {
             if constexpr (kInPlace) acc = out + n * image;
             std::fill_n(acc, image, A(0));
             for (int64_t oh = 0; oh < rows.out; ++oh) {
-              const auto [h_lo, h_hi] = RowRange(geo, oh);
+              const Taps rt = RowTaps(geo, oh);
               for (int64_t ow = 0; ow < cols.out; ++ow) {
-                const auto [w_lo, w_hi] = ColRange(geo, ow);
-                if (h_lo >= h_hi || w_lo >= w_hi) continue;
+                const Taps ct = ColTaps(geo, ow);
+                if (rt.count == 0 || ct.count == 0) continue;
                 const EigenType<T>* g =
                     grad + ((n * rows.out + oh) * cols.out + ow) * chans;
                 if constexpr (kMax) {
@@ -150,8 +146,10 @@ class PoolGradKernel : public PoolBase {
                   A* __restrict b = best.data();
                   A* __restrict d = done.data();
                   std::fill_n(b, chans, std::numeric_limits<A>::lowest());
-                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
-                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                  for (int64_t i = 0, ih = rt.first; i < rt.count;
+                       ++i, ih += rt.step) {
+                    for (int64_t j = 0, iw = ct.first; j < ct.count;
+                         ++j, iw += ct.step) {
                       const EigenType<T>* __restrict px =
                           in + ((n * in_h + ih) * in_w + iw) * chans;
                       for (int64_t c = 0; c < chans; ++c) {
@@ -161,8 +159,10 @@ class PoolGradKernel : public PoolBase {
                     }
                   }
                   std::fill_n(d, chans, A(0));
-                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
-                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                  for (int64_t i = 0, ih = rt.first; i < rt.count;
+                       ++i, ih += rt.step) {
+                    for (int64_t j = 0, iw = ct.first; j < ct.count;
+                         ++j, iw += ct.step) {
                       const EigenType<T>* __restrict px =
                           in + ((n * in_h + ih) * in_w + iw) * chans;
                       A* __restrict a = acc + (ih * in_w + iw) * chans;
@@ -179,17 +179,19 @@ class PoolGradKernel : public PoolBase {
                   }
                   // A window of NaNs and -inf pools to the lowest value;
                   // its gradient goes to the window's first element.
-                  A* first = acc + (h_lo * in_w + w_lo) * chans;
+                  A* first = acc + (rt.first * in_w + ct.first) * chans;
                   for (int64_t c = 0; c < chans; ++c) {
                     if (d[c] == A(0)) first[c] += static_cast<A>(g[c]);
                   }
                 } else {
-                  const A count = static_cast<A>((h_hi - h_lo) * (w_hi - w_lo));
+                  const A count = static_cast<A>(rt.count * ct.count);
                   for (int64_t c = 0; c < chans; ++c) {
                     best[c] = static_cast<A>(g[c]) / count;
                   }
-                  for (int64_t ih = h_lo; ih < h_hi; ++ih) {
-                    for (int64_t iw = w_lo; iw < w_hi; ++iw) {
+                  for (int64_t i = 0, ih = rt.first; i < rt.count;
+                       ++i, ih += rt.step) {
+                    for (int64_t j = 0, iw = ct.first; j < ct.count;
+                         ++j, iw += ct.step) {
                       A* a = acc + (ih * in_w + iw) * chans;
                       for (int64_t c = 0; c < chans; ++c) a[c] += best[c];
                     }

@@ -38,37 +38,53 @@ __device__ __forceinline__ int64_t Lowest<int64_t>() {
   return INT64_MIN;
 }
 
-// The input rows [lo, hi) of window `o` along one dimension.
+// The taps of window `o` along one dimension inside the input: `count`,
+// the first at `first`, `step` apart (framework/window.h's WindowTaps).
+struct Taps {
+  int64_t first, step, count;
+};
+__device__ __forceinline__ Taps Window(int64_t o, int64_t stride, int64_t pad,
+                                       int64_t size, int64_t dil, int64_t in) {
+  const int64_t start = o * stride - pad;
+  const int64_t lo = start >= 0 ? 0 : (-start + dil - 1) / dil;
+  const int64_t last = in - 1 - start;
+  const int64_t hi =
+      last < 0 ? 0 : (last / dil + 1 < size ? last / dil + 1 : size);
+  return {start + lo * dil, dil, hi > lo ? hi - lo : 0};
+}
+
+// The windows o in [lo, hi) along one dimension whose span contains input
+// index `i`: o * stride - pad <= i < o * stride - pad + span, within
+// [0, out) (span: the window's effective size, (size - 1) * dil + 1; with
+// a dilation a window in the range may step over i).
 struct Range {
   int64_t lo, hi;
 };
-__device__ __forceinline__ Range Window(int64_t o, int64_t stride, int64_t pad,
-                                        int64_t size, int64_t in) {
-  const int64_t start = o * stride - pad;
-  return {start > 0 ? start : 0, start + size < in ? start + size : in};
-}
-
-// The windows along one dimension that contain input index `i`: o with
-// o * stride - pad <= i < o * stride - pad + size, within [0, out).
 __device__ __forceinline__ Range Covering(int64_t i, int64_t stride,
-                                          int64_t pad, int64_t size,
+                                          int64_t pad, int64_t span,
                                           int64_t out) {
   const int64_t top = i + pad;            // o * stride <= top
-  const int64_t bottom = top - size + 1;  // o * stride >= bottom
+  const int64_t bottom = top - span + 1;  // o * stride >= bottom
   const int64_t lo = bottom <= 0 ? 0 : (bottom + stride - 1) / stride;
   const int64_t last = top / stride;  // top >= 0: input index, pad >= 0
   return {lo, last + 1 < out ? last + 1 : out};
+}
+
+// Whether window o's taps (dil apart from o * stride - pad) hit input i.
+__device__ __forceinline__ bool Hits(int64_t i, int64_t o, int64_t stride,
+                                     int64_t pad, int64_t dil) {
+  return (i + pad - o * stride) % dil == 0;
 }
 
 // The maximum of window (n, oh, ow) in channel c as max_pool computes it:
 // starting from the lowest value, `v > best` (so NaN never wins).
 template <typename T>
 __device__ __forceinline__ Wide<T> WindowMax(const T* x, const PoolGeometry& g,
-                                             int64_t n, Range rows, Range cols,
+                                             int64_t n, Taps rows, Taps cols,
                                              int64_t c) {
   Wide<T> best = Lowest<Wide<T>>();
-  for (int64_t h = rows.lo; h < rows.hi; ++h) {
-    for (int64_t w = cols.lo; w < cols.hi; ++w) {
+  for (int64_t a = 0, h = rows.first; a < rows.count; ++a, h += rows.step) {
+    for (int64_t b = 0, w = cols.first; b < cols.count; ++b, w += cols.step) {
       const Wide<T> v = Widen(x[((n * g.in_h + h) * g.in_w + w) * g.chans + c]);
       best = v > best ? v : best;
     }
@@ -91,19 +107,21 @@ __global__ void Pool(PoolGeometry g, const T* x, T* y) {
   const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     const Out o = OutIndex(i, g);
-    const Range rows = Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
-    const Range cols = Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
+    const Taps rows =
+        Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
+    const Taps cols =
+        Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
     if constexpr (kMax) {
       y[i] = Narrow<T>(WindowMax(x, g, o.n, rows, cols, o.c));
     } else {
       Wide<T> sum = 0;
-      for (int64_t h = rows.lo; h < rows.hi; ++h) {
-        for (int64_t w = cols.lo; w < cols.hi; ++w) {
+      for (int64_t a = 0, h = rows.first; a < rows.count; ++a, h += rows.step) {
+        for (int64_t b = 0, w = cols.first; b < cols.count;
+             ++b, w += cols.step) {
           sum += Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]);
         }
       }
-      const Wide<T> count =
-          static_cast<Wide<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+      const Wide<T> count = static_cast<Wide<T>>(rows.count * cols.count);
       y[i] = Narrow<T>(sum / count);
     }
   }
@@ -117,17 +135,20 @@ __global__ void MaxPoolArgmax(PoolGeometry g, const T* x, int64_t* argmax) {
   const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     const Out o = OutIndex(i, g);
-    const Range rows = Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
-    const Range cols = Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
-    if (rows.lo >= rows.hi || cols.lo >= cols.hi) {
+    const Taps rows =
+        Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
+    const Taps cols =
+        Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
+    if (rows.count == 0 || cols.count == 0) {
       argmax[i] = -1;
       continue;
     }
     const Wide<T> best = WindowMax(x, g, o.n, rows, cols, o.c);
-    int64_t at = rows.lo * g.in_w + cols.lo;
+    int64_t at = rows.first * g.in_w + cols.first;
     bool found = false;
-    for (int64_t h = rows.lo; h < rows.hi && !found; ++h) {
-      for (int64_t w = cols.lo; w < cols.hi; ++w) {
+    for (int64_t a = 0, h = rows.first; a < rows.count && !found;
+         ++a, h += rows.step) {
+      for (int64_t b = 0, w = cols.first; b < cols.count; ++b, w += cols.step) {
         if (Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]) ==
             best) {
           at = h * g.in_w + w;
@@ -152,19 +173,23 @@ __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
     const int64_t w = (i / g.chans) % g.in_w;
     const int64_t h = (i / (g.chans * g.in_w)) % g.in_h;
     const int64_t b = i / (g.chans * g.in_w * g.in_h);
-    const Range ohs = Covering(h, g.stride_h, g.pad_h, g.size_h, g.out_h);
-    const Range ows = Covering(w, g.stride_w, g.pad_w, g.size_w, g.out_w);
+    const Range ohs =
+        Covering(h, g.stride_h, g.pad_h, (g.size_h - 1) * g.dil_h + 1, g.out_h);
+    const Range ows =
+        Covering(w, g.stride_w, g.pad_w, (g.size_w - 1) * g.dil_w + 1, g.out_w);
     Wide<T> sum = 0;
     for (int64_t oh = ohs.lo; oh < ohs.hi; ++oh) {
       for (int64_t ow = ows.lo; ow < ows.hi; ++ow) {
         const int64_t o = ((b * g.out_h + oh) * g.out_w + ow) * g.chans + c;
         if constexpr (kMax) {
           if (argmax[o] == h * g.in_w + w) sum += Widen(dy[o]);
-        } else {
-          const Range rows = Window(oh, g.stride_h, g.pad_h, g.size_h, g.in_h);
-          const Range cols = Window(ow, g.stride_w, g.pad_w, g.size_w, g.in_w);
-          const Wide<T> count =
-              static_cast<Wide<T>>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+        } else if (Hits(h, oh, g.stride_h, g.pad_h, g.dil_h) &&
+                   Hits(w, ow, g.stride_w, g.pad_w, g.dil_w)) {
+          const Taps rows =
+              Window(oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
+          const Taps cols =
+              Window(ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
+          const Wide<T> count = static_cast<Wide<T>>(rows.count * cols.count);
           sum += Widen(dy[o]) / count;
         }
       }

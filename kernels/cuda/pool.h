@@ -29,6 +29,7 @@ struct PoolGeometry {
   int64_t batch, in_h, in_w, chans;
   int64_t out_h, out_w;
   int64_t size_h, size_w, stride_h, stride_w, pad_h, pad_w;
+  int64_t dil_h = 1, dil_w = 1;  // the distance between a window's taps
 };
 
 // y = max_pool(x) (`max`: floats, i32, i64) or avg_pool(x) (floats).

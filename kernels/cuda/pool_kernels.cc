@@ -101,10 +101,20 @@ class GpuPoolBase : public OpKernel {
 
   // The geometry our own kernels take.
   cuda::PoolGeometry Geometry(const PoolWindows& w) const {
-    return cuda::PoolGeometry{
-        w.batch,          w.in_h,           w.in_w,           w.chans,
-        w.rows.out,       w.cols.out,       attrs_.size.h,    attrs_.size.w,
-        attrs_.strides.h, attrs_.strides.w, w.rows.pad_begin, w.cols.pad_begin};
+    return cuda::PoolGeometry{w.batch,
+                              w.in_h,
+                              w.in_w,
+                              w.chans,
+                              w.rows.out,
+                              w.cols.out,
+                              attrs_.size.h,
+                              attrs_.size.w,
+                              attrs_.strides.h,
+                              attrs_.strides.w,
+                              w.rows.pad_begin,
+                              w.cols.pad_begin,
+                              attrs_.dilations.h,
+                              attrs_.dilations.w};
   }
 
   // Runs `call(dnn, handle, descriptors)` (a pooling call) with the handle

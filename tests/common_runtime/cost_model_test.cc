@@ -140,7 +140,7 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "truncated_normal"}},
       {KernelClass::kReduction,
        {"sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin",
-        "l2_loss", "sum_to_like", "cumsum", "top_k", "layer_norm",
+        "l2_loss", "sum_to_like", "cumsum", "top_k", "unique_all", "layer_norm",
         "layer_norm_grad", "batch_norm", "batch_norm_grad"}},
       {KernelClass::kFree,
        {"_feed",

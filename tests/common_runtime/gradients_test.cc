@@ -260,6 +260,10 @@ TEST(GradientCheck, Pooling) {
                     {"padding", std::string(padding)}};
       CheckGradient("max_pool", {Diff({2, 5, 5, 2})}, attrs);
       CheckGradient("avg_pool", {Diff({2, 5, 5, 2})}, attrs);
+      // Dilated windows (issue 34): taps 2 apart, some over the edge.
+      attrs["dilations"] = std::vector<int64_t>{2, 3};
+      CheckGradient("max_pool", {Diff({2, 7, 8, 2})}, attrs);
+      CheckGradient("avg_pool", {Diff({2, 7, 8, 2})}, attrs);
     }
   }
 }

@@ -197,6 +197,24 @@ TEST(GpuPoolTest, PoolingAndItsGradients) {
   }
 }
 
+// Dilated windows (issue 34) take our own kernels; forward and gradients
+// as the CPU's.
+TEST(GpuPoolTest, DilatedPoolingAndItsGradients) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    const Tolerance tol = ToleranceOf(d, false);
+    for (const char* padding : {"valid", "same"}) {
+      const AttrMap attrs = {{"size", int64_t{3}},
+                             {"strides", std::vector<int64_t>{1, 2}},
+                             {"dilations", std::vector<int64_t>{2, 3}},
+                             {"padding", std::string(padding)}};
+      const Tensor x = Random(d, Shape{2, 9, 11, 3}, 43);
+      CompareWith("max_pool", {x}, attrs, true, tol);
+      CompareWith("avg_pool", {x}, attrs, true, tol);
+    }
+  }
+}
+
 // Ties (after a relu, windows of zeros), NaN and -inf: the gradient goes to
 // the first maximal element, NaN never wins, and a window of NaN and -inf
 // pools to the lowest value of the type the CPU computes in (f32 for f16,

@@ -642,6 +642,31 @@ TEST(NnTest, PoolSamePadding) {
                {3, 4.5, 7.5, 9}, 0);
 }
 
+// Dilated windows (issue 34; PyTorch's MaxPool2d(dilation), ONNX's
+// MaxPool dilations): a 2x2 window with taps 2 apart spans 3x3.
+TEST(NnTest, DilatedPooling) {
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = (i * 7) % 16;
+  // x = [[0, 7, 14, 5], [12, 3, 10, 1], [8, 15, 6, 13], [4, 11, 2, 9]]
+  const AttrMap attrs = {
+      {"size", int64_t{2}}, {"strides", int64_t{1}}, {"dilations", int64_t{2}}};
+  // Window (0, 0) reads x[0, 0], x[0, 2], x[2, 0], x[2, 2]: 0, 14, 8, 6.
+  ExpectTensor(Run1("max_pool", {F32(x, {1, 4, 4, 1})}, attrs), DType::kF32,
+               {1, 2, 2, 1}, {14, 15, 12, 11}, 0);
+  ExpectTensor(Run1("avg_pool", {F32(x, {1, 4, 4, 1})}, attrs), DType::kF32,
+               {1, 2, 2, 1}, {7, 10, 7, 6}, 0);
+  // "same": 2 outputs a row of 3, the excess of the span 3 (2) split; the
+  // taps over the edge count for nothing (nor in the mean).
+  const AttrMap same = {{"size", int64_t{2}},
+                        {"strides", int64_t{2}},
+                        {"dilations", int64_t{2}},
+                        {"padding", std::string("same")}};
+  Tensor y = F32({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  // Window (0, 0) starts at -1: taps -1 and 1 along each axis, so x[1, 1].
+  ExpectTensor(Run1("avg_pool", {y}, same), DType::kF32, {1, 2, 2, 1},
+               {5, 5, 5, 5}, 0);
+}
+
 TEST(NnTest, AvgPoolValidChannels) {
   // Two channels pooled independently, 2x2 windows, stride [1, 2].
   std::vector<float> x;

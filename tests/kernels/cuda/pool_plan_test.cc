@@ -49,6 +49,15 @@ TEST(PoolPlanTest, ValidPaddingGoesToCudnn) {
   EXPECT_EQ(*p, want);
 }
 
+// cuDNN's pooling has no dilation: dilated windows take our own kernels.
+TEST(PoolPlanTest, DilatedWindowsAreOurs) {
+  PoolAttrs a = PoolAttrsOf({3, 3}, {2, 2}, false);
+  a.dilations = {2, 1};
+  for (PoolOp op : {PoolOp::kMaxPool, PoolOp::kAvgPool, PoolOp::kAvgPoolGrad}) {
+    EXPECT_FALSE(Plan(op, DType::kF32, Shape{2, 13, 12, 5}, a).has_value());
+  }
+}
+
 TEST(PoolPlanTest, SymmetricSamePaddingGoesToCudnn) {
   // 7 rows, 3-row windows every 2: 4 outputs need (4-1)*2+3-7 = 2 rows of
   // padding, one each side; 9 columns: 5 outputs, 2 columns, one each side.
