@@ -222,6 +222,14 @@ RUNNEL_REGISTER_GRADIENT(
       return {g.Op("max_pool_grad", {g.x(), g.y(), dy[0]},
                    Copy(g, {"size", "strides", "padding", "dilations"}))};
     });
+// The maxima's gradient as max_pool's (max_pool_grad picks the same tap);
+// the positions have none.
+RUNNEL_REGISTER_GRADIENT(
+    "max_pool_with_argmax", [](GradBuilder& g, const Grads& dy) -> Grads {
+      if (dy[0].node == nullptr) return {{}};
+      return {g.Op("max_pool_grad", {g.x(), g.y(0), dy[0]},
+                   Copy(g, {"size", "strides", "padding", "dilations"}))};
+    });
 RUNNEL_REGISTER_GRADIENT(
     "avg_pool", [](GradBuilder& g, const Grads& dy) -> Grads {
       return {g.Op("avg_pool_grad", {g.x(), dy[0]},

@@ -514,6 +514,23 @@ RUNNEL_REGISTER_OP(
              "(default: `size`), their taps `dilations` apart (default 1)."));
 
 RUNNEL_REGISTER_OP(
+    OpDefBuilder("max_pool_with_argmax")
+        .OptionalAttr("size")
+        .OptionalAttr("strides")
+        .OptionalAttr("dilations")
+        .Inputs({"x"})
+        .Outputs({"y", "argmax"})
+        .Attr("padding", std::string("valid"))
+        .Shape([](const ShapeContext& c) -> Specs {
+          RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y, PoolShape(c, false));
+          y.push_back({DType::kI64, y[0].shape});
+          return y;
+        })
+        .Doc("max_pool, and where each maximum is in its image: the i64 "
+             "(h * width + w) * channels + c of its first tap equal to the "
+             "maximum (tf.nn.max_pool_with_argmax without the batch)."));
+
+RUNNEL_REGISTER_OP(
     OpDefBuilder("avg_pool")
         .OptionalAttr("size")
         .OptionalAttr("strides")

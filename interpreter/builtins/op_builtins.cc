@@ -625,7 +625,7 @@ void AddNN(std::vector<Builtin>& b) {
                                      {like, a[1], a[0]}, std::move(attrs),
                                      Site(a));
        }});
-  for (const char* op : {"max_pool", "avg_pool"}) {
+  for (const char* op : {"max_pool", "avg_pool", "max_pool_with_argmax"}) {
     b.push_back({op,
                  {P("x"), P("size"), P("strides", None()),
                   P("padding", Value::String("valid")), P("dilations", None())},

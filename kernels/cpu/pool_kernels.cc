@@ -44,7 +44,12 @@ class PoolBase : public OpKernel {
   PoolAttrs attrs_;
 };
 
-template <typename T, bool kMax>
+// With kArgmax (max_pool_with_argmax), output 1 gets each maximum's
+// position in its image, (h * in_w + w) * chans + c (TensorFlow's
+// max_pool_with_argmax without the batch): the first tap equal to the
+// maximum, the window's first tap when none is (NaN and -inf only), -1 for
+// a window wholly outside the input.
+template <typename T, bool kMax, bool kArgmax = false>
 class PoolKernel : public PoolBase {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -54,6 +59,11 @@ class PoolKernel : public PoolBase {
     RN_ASSIGN_OR_RETURN(
         Tensor * y,
         ctx->allocate_output(0, Shape{batch, rows.out, cols.out, chans}));
+    int64_t* argmax = nullptr;
+    if constexpr (kArgmax) {
+      RN_ASSIGN_OR_RETURN(Tensor * a, ctx->allocate_output(1, y->shape()));
+      argmax = a->data<int64_t>();
+    }
     if (y->num_elements() == 0) return absl::OkStatus();
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
@@ -63,6 +73,7 @@ class PoolKernel : public PoolBase {
     ctx->intra_op_pool()->ParallelFor(
         batch * rows.out, cost * cols.out, [&](int64_t begin, int64_t end) {
           std::vector<A> acc(chans);
+          std::vector<int64_t> at(kArgmax ? chans : 0);
           for (int64_t line = begin; line < end; ++line) {
             const int64_t n = line / rows.out, oh = line % rows.out;
             const Taps rt = RowTaps(geo, oh);
@@ -70,6 +81,12 @@ class PoolKernel : public PoolBase {
               const Taps ct = ColTaps(geo, ow);
               std::fill(acc.begin(), acc.end(),
                         kMax ? std::numeric_limits<A>::lowest() : A(0));
+              if constexpr (kArgmax) {
+                const bool empty = rt.count == 0 || ct.count == 0;
+                for (int64_t c = 0; c < chans; ++c) {
+                  at[c] = empty ? -1 : (rt.first * in_w + ct.first) * chans + c;
+                }
+              }
               for (int64_t i = 0, ih = rt.first; i < rt.count;
                    ++i, ih += rt.step) {
                 for (int64_t j = 0, iw = ct.first; j < ct.count;
@@ -78,6 +95,9 @@ class PoolKernel : public PoolBase {
                       in + ((n * in_h + ih) * in_w + iw) * chans;
                   for (int64_t c = 0; c < chans; ++c) {
                     const A v = static_cast<A>(px[c]);
+                    if constexpr (kArgmax) {
+                      if (v > acc[c]) at[c] = (ih * in_w + iw) * chans + c;
+                    }
                     if constexpr (kMax) {
                       acc[c] = v > acc[c] ? v : acc[c];
                     } else {
@@ -92,6 +112,11 @@ class PoolKernel : public PoolBase {
               for (int64_t c = 0; c < chans; ++c) {
                 o[c] =
                     static_cast<EigenType<T>>(kMax ? acc[c] : acc[c] / count);
+              }
+              if constexpr (kArgmax) {
+                std::copy(
+                    at.begin(), at.end(),
+                    argmax + ((n * rows.out + oh) * cols.out + ow) * chans);
               }
             }
           }
@@ -220,11 +245,15 @@ template <typename T>
 using MaxPool = PoolKernel<T, true>;
 template <typename T>
 using AvgPool = PoolKernel<T, false>;
+template <typename T>
+using MaxPoolWithArgmax = PoolKernel<T, true, true>;
 
 RUNNEL_STATIC_INIT(PoolKernels) {
   RegisterKernelForTypes<MaxPool, Half, BFloat16, float, double, int32_t,
                          int64_t>("max_pool");
   RegisterKernelForTypes<AvgPool, Half, BFloat16, float, double>("avg_pool");
+  RegisterKernelForTypes<MaxPoolWithArgmax, Half, BFloat16, float, double,
+                         int32_t, int64_t>("max_pool_with_argmax");
   RegisterKernelForTypes<MaxPoolGrad, Half, BFloat16, float, double>(
       "max_pool_grad");
   RegisterKernelForTypes<AvgPoolGrad, Half, BFloat16, float, double>(

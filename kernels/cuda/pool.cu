@@ -198,6 +198,14 @@ __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
   }
 }
 
+// argmax[i] from MaxPoolArgmax's h * in_w + w to the position in the
+// image with its channel.
+__global__ void WithChannels(int64_t n, int64_t chans, int64_t* argmax) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    if (argmax[i] >= 0) argmax[i] = argmax[i] * chans + i % chans;
+  }
+}
+
 // y[i] = max(y[i], lowest) as the CPU's `v > best ? v : best` from the
 // lowest value gives it: NaN and -inf become the lowest value.
 template <typename T>
@@ -252,6 +260,22 @@ cudaError_t LaunchPool(bool max, ElemType type, const PoolGeometry& g,
   };
   const bool ok =
       max ? WithType<false>(type, launch) : WithType<true>(type, launch);
+  return ok ? cudaGetLastError() : cudaErrorNotSupported;
+}
+
+cudaError_t LaunchMaxPoolWithArgmax(ElemType type, const PoolGeometry& g,
+                                    const void* x, void* y, int64_t* argmax,
+                                    cudaStream_t stream) {
+  const int64_t n = OutElements(g);
+  if (n == 0) return cudaSuccess;
+  const bool ok = WithType<false>(type, [&](auto t) {
+    using T = decltype(t);
+    Pool<T, true><<<Blocks(n), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), static_cast<T*>(y));
+    MaxPoolArgmax<T><<<Blocks(n), kThreads, 0, stream>>>(
+        g, static_cast<const T*>(x), argmax);
+    WithChannels<<<Blocks(n), kThreads, 0, stream>>>(n, g.chans, argmax);
+  });
   return ok ? cudaGetLastError() : cudaErrorNotSupported;
 }
 

@@ -42,6 +42,13 @@ cudaError_t LaunchMaxPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* x, const void* dy, int64_t* argmax,
                               void* dx, cudaStream_t stream);
 
+// max_pool_with_argmax: y as LaunchPool's max, and argmax (y's size) each
+// maximum's position in its image, (h * in_w + w) * chans + c (-1 for a
+// window wholly outside the input), as the CPU's.
+cudaError_t LaunchMaxPoolWithArgmax(ElemType type, const PoolGeometry& g,
+                                    const void* x, void* y, int64_t* argmax,
+                                    cudaStream_t stream);
+
 // The gradient of avg_pool.
 cudaError_t LaunchAvgPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* dy, void* dx, cudaStream_t stream);

@@ -179,6 +179,24 @@ class GpuPoolKernel : public GpuPoolBase {
   }
 };
 
+// max_pool_with_argmax: our own kernels (cuDNN gives no positions).
+class GpuMaxPoolWithArgmaxKernel : public GpuPoolBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(const PoolWindows w, Place(x, "pooling"));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, w.y()));
+    RN_ASSIGN_OR_RETURN(Tensor * argmax, ctx->allocate_output(1, w.y()));
+    if (y->num_elements() == 0) return absl::OkStatus();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchMaxPoolWithArgmax(
+        GpuElemType(x.dtype()), Geometry(w), x.raw_data(), y->raw_data(),
+        argmax->data<int64_t>(), gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
 // max_pool_grad (x, y, dy) and avg_pool_grad (x, dy). Like the CPU kernel,
 // max_pool_grad finds the maxima in x again rather than trusting y, with
 // our own kernels always (pool_plan.h: cuDNN's choice among equal maxima
@@ -246,6 +264,11 @@ RUNNEL_STATIC_INIT(GpuPoolKernels) {
   }
   for (DType d : {DType::kI32, DType::kI64}) {
     RegisterKernel<GpuPoolKernel<true>>("max_pool", kDeviceGpu, d);
+  }
+  for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64,
+                  DType::kI32, DType::kI64}) {
+    RegisterKernel<GpuMaxPoolWithArgmaxKernel>("max_pool_with_argmax",
+                                               kDeviceGpu, d);
   }
 }
 

@@ -264,6 +264,7 @@ TEST(GradientCheck, Pooling) {
       attrs["dilations"] = std::vector<int64_t>{2, 3};
       CheckGradient("max_pool", {Diff({2, 7, 8, 2})}, attrs);
       CheckGradient("avg_pool", {Diff({2, 7, 8, 2})}, attrs);
+      CheckGradient("max_pool_with_argmax", {Diff({2, 7, 8, 2})}, attrs);
     }
   }
 }

@@ -211,6 +211,7 @@ TEST(GpuPoolTest, DilatedPoolingAndItsGradients) {
       const Tensor x = Random(d, Shape{2, 9, 11, 3}, 43);
       CompareWith("max_pool", {x}, attrs, true, tol);
       CompareWith("avg_pool", {x}, attrs, true, tol);
+      CompareWith("max_pool_with_argmax", {x}, attrs, true, tol);
     }
   }
 }

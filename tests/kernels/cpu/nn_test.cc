@@ -667,6 +667,31 @@ TEST(NnTest, DilatedPooling) {
                {5, 5, 5, 5}, 0);
 }
 
+// max_pool_with_argmax: the maxima and their positions in the image,
+// (h * width + w) * channels + c; a tie goes to the first tap.
+TEST(NnTest, MaxPoolWithArgmax) {
+  auto Run = [](const std::string& op, std::vector<Tensor> in, AttrMap attrs) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        testing::Eager().Execute(op, std::move(in), std::move(attrs));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? *out : std::vector<Tensor>();
+  };
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[i] = (i * 7) % 16;
+  // x = [[0, 7, 14, 5], [12, 3, 10, 1], [8, 15, 6, 13], [4, 11, 2, 9]]
+  std::vector<Tensor> out = Run("max_pool_with_argmax", {F32(x, {1, 4, 4, 1})},
+                                {{"size", int64_t{2}}});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectTensor(out[0], DType::kF32, {1, 2, 2, 1}, {12, 14, 15, 13}, 0);
+  ExpectTensor(out[1], DType::kI64, {1, 2, 2, 1}, {4, 2, 9, 11}, 0);
+  // Two channels, a tie in channel 0 (first tap), dilated taps.
+  out =
+      Run("max_pool_with_argmax", {F32({5, 1, 5, 2, 0, 3, 5, 4}, {1, 2, 2, 2})},
+          {{"size", int64_t{2}}});
+  ExpectTensor(out[0], DType::kF32, {1, 1, 1, 2}, {5, 4}, 0);
+  ExpectTensor(out[1], DType::kI64, {1, 1, 1, 2}, {0, 7}, 0);
+}
+
 TEST(NnTest, AvgPoolValidChannels) {
   // Two channels pooled independently, 2x2 windows, stride [1, 2].
   std::vector<float> x;
