@@ -236,6 +236,22 @@ RUNNEL_REGISTER_GRADIENT(
                    Copy(g, {"size", "strides", "padding", "dilations"}))};
     });
 
+// resize is linear in x: its adjoint shares dy back by the same weights,
+// and the adjoint's own gradient is resize again.
+RUNNEL_REGISTER_GRADIENT("resize",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {g.Op(
+                               "resize_grad", {dy[0], g.x()},
+                               Copy(g, {"size", "method", "coordinates"}))};
+                         });
+RUNNEL_REGISTER_GRADIENT("resize_grad",
+                         [](GradBuilder& g, const Grads& d) -> Grads {
+                           return {
+                               g.Op("resize", {d[0]},
+                                    Copy(g, {"size", "method", "coordinates"})),
+                               {}};
+                         });
+
 // The backward ops are linear in dy (and the conv ones in the filters or
 // the input too), which gives their own gradients, for gradients of
 // gradients. With <conv2d(x, w), dy> = <x, backprop_input(w, dy)>

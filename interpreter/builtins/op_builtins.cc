@@ -687,6 +687,7 @@ void AddNN(std::vector<Builtin>& b) {
                  return in.builder().ApplyOp("gather", {a[0], a[1]},
                                              {{"axis", int64_t{0}}}, Site(a));
                }});
+  b.push_back(FromOp("resize"));  // framework/ops/image_ops.cc
   // The index ops (framework/ops/index_ops.cc).
   for (const char* op : {"gather_elements", "scatter_elements", "gather_nd",
                          "scatter_nd", "top_k", "nonzero", "unique_all"}) {

@@ -269,6 +269,23 @@ TEST(GradientCheck, Pooling) {
   }
 }
 
+// resize, up and down, every method and coordinate rule (issue 34).
+TEST(GradientCheck, Resize) {
+  for (const char* method : {"linear", "nearest"}) {
+    for (const char* coordinates :
+         {"half_pixel", "align_corners", "asymmetric"}) {
+      for (const std::vector<int64_t>& size :
+           {std::vector<int64_t>{5, 7}, std::vector<int64_t>{2, 3}}) {
+        SCOPED_TRACE(StrCat(method, " ", coordinates, " ", size[0]));
+        CheckGradient("resize", {Diff({2, 3, 4, 2})},
+                      {{"size", size},
+                       {"method", std::string(method)},
+                       {"coordinates", std::string(coordinates)}});
+      }
+    }
+  }
+}
+
 // ---- shape ops --------------------------------------------------------------
 
 Tensor I64s(std::vector<int64_t> v) {

@@ -692,6 +692,35 @@ TEST(NnTest, MaxPoolWithArgmax) {
   ExpectTensor(out[1], DType::kI64, {1, 1, 1, 2}, {0, 7}, 0);
 }
 
+// resize (issue 34): PyTorch's interpolate of [[1, 2], [3, 4]] to 4x4,
+// bilinear with align_corners = False (TensorFlow 2's half-pixel), and
+// its "nearest"; corner-aligned to 3x3; and a downsampling.
+TEST(NnTest, Resize) {
+  const Tensor x = F32({1, 2, 3, 4}, {1, 2, 2, 1});
+  const std::vector<int64_t> four = {4, 4};
+  ExpectTensor(Run1("resize", {x}, {{"size", four}}), DType::kF32, {1, 4, 4, 1},
+               {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3,
+                3.25, 3.75, 4},
+               1e-6);
+  for (const char* coordinates : {"half_pixel", "asymmetric"}) {
+    ExpectTensor(Run1("resize", {x},
+                      {{"size", four},
+                       {"method", std::string("nearest")},
+                       {"coordinates", std::string(coordinates)}}),
+                 DType::kF32, {1, 4, 4, 1},
+                 {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}, 0);
+  }
+  ExpectTensor(Run1("resize", {x},
+                    {{"size", std::vector<int64_t>{3, 3}},
+                     {"coordinates", std::string("align_corners")}}),
+               DType::kF32, {1, 3, 3, 1}, {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4},
+               1e-6);
+  // 4 columns to 2, half-pixel: positions 0.5 and 2.5, the means of pairs.
+  ExpectTensor(Run1("resize", {F32({0, 2, 4, 6}, {1, 1, 4, 1})},
+                    {{"size", std::vector<int64_t>{1, 2}}}),
+               DType::kF32, {1, 1, 2, 1}, {1, 5}, 1e-6);
+}
+
 TEST(NnTest, AvgPoolValidChannels) {
   // Two channels pooled independently, 2x2 windows, stride [1, 2].
   std::vector<float> x;

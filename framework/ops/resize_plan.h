@@ -1,0 +1,38 @@
+// resize's geometry (framework/ops/image_ops.cc): for each output position
+// along one axis, the two input positions it reads and the weight of the
+// second, by the method and the coordinate rule. The shape function, the
+// kernels and the gradient's kernel all use it.
+#ifndef RUNNEL_FRAMEWORK_OPS_RESIZE_PLAN_H_
+#define RUNNEL_FRAMEWORK_OPS_RESIZE_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "framework/graph.h"
+
+namespace runnel {
+
+// resize's attributes: `size` [out_h, out_w]; `method` "nearest" or
+// "linear"; `coordinates` "half_pixel" (TensorFlow 2's and PyTorch's
+// align_corners = False), "align_corners" or "asymmetric" (TensorFlow 1's,
+// PyTorch's "nearest").
+struct ResizeAttrs {
+  int64_t out_h = 0, out_w = 0;
+  bool linear = true;
+  std::string coordinates = "half_pixel";
+  static absl::StatusOr<ResizeAttrs> Read(const AttrMap& attrs);
+};
+
+// Output position o reads input positions lo[o] and hi[o], weighing hi[o]
+// by w[o] (0 for nearest: lo[o] alone).
+struct ResizeAxis {
+  std::vector<int64_t> lo, hi;
+  std::vector<float> w;
+};
+ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_FRAMEWORK_OPS_RESIZE_PLAN_H_

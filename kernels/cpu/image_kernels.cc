@@ -1,0 +1,156 @@
+// resize and resize_grad (framework/ops/image_ops.cc) on NHWC images: each
+// output pixel the weighted sum of (up to) four input pixels, the weights
+// of framework/ops/resize_plan.h, in f32 for the 16-bit floats; the
+// gradient shares each dy among the same pixels by the same weights, one
+// image per shard, in a fixed order.
+#include <algorithm>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "base/strings.h"
+#include "framework/ops/resize_plan.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/eigen_support.h"
+
+namespace runnel {
+namespace {
+
+absl::Status NeedImage(const Tensor& t, const char* what) {
+  if (t.rank() != 4) {
+    return absl::InvalidArgumentError(StrCat(
+        what, " must be an NHWC image of rank 4, got ", t.shape().ToString()));
+  }
+  return absl::OkStatus();
+}
+
+class ResizeBase : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, ResizeAttrs::Read(node.attrs()));
+    return absl::OkStatus();
+  }
+
+ protected:
+  // The four taps of output pixel (oh, ow) and their weights, as offsets
+  // of pixels in an image of width `in_w`.
+  struct Taps {
+    int64_t at[4];
+    float w[4];
+  };
+  Taps TapsOf(const ResizeAxis& rows, const ResizeAxis& cols, int64_t oh,
+              int64_t ow, int64_t in_w) const {
+    const float wr = rows.w[oh], wc = cols.w[ow];
+    return Taps{
+        {rows.lo[oh] * in_w + cols.lo[ow], rows.lo[oh] * in_w + cols.hi[ow],
+         rows.hi[oh] * in_w + cols.lo[ow], rows.hi[oh] * in_w + cols.hi[ow]},
+        {(1 - wr) * (1 - wc), (1 - wr) * wc, wr * (1 - wc), wr * wc}};
+  }
+
+  ResizeAttrs attrs_;
+};
+
+template <typename T>
+class ResizeKernel : public ResizeBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_RETURN_IF_ERROR(NeedImage(x, "x"));
+    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
+                  chans = x.dim(3);
+    const int64_t out_h = attrs_.out_h, out_w = attrs_.out_w;
+    RN_ASSIGN_OR_RETURN(
+        Tensor * y, ctx->allocate_output(0, Shape{batch, out_h, out_w, chans}));
+    if (y->num_elements() == 0) return absl::OkStatus();
+    if (in_h == 0 || in_w == 0) {
+      return absl::InvalidArgumentError(
+          StrCat("cannot resize an empty image ", x.shape().ToString()));
+    }
+    const ResizeAxis rows = PlanResizeAxis(in_h, out_h, attrs_);
+    const ResizeAxis cols = PlanResizeAxis(in_w, out_w, attrs_);
+    using A = AccumType<T>;
+    const EigenType<T>* in = EigenData<T>(x);
+    EigenType<T>* out = EigenMutableData<T>(y);
+    ctx->intra_op_pool()->ParallelFor(
+        batch * out_h, out_w * chans * 8, [&](int64_t begin, int64_t end) {
+          for (int64_t line = begin; line < end; ++line) {
+            const int64_t n = line / out_h, oh = line % out_h;
+            const EigenType<T>* image = in + n * in_h * in_w * chans;
+            for (int64_t ow = 0; ow < out_w; ++ow) {
+              const Taps t = TapsOf(rows, cols, oh, ow, in_w);
+              EigenType<T>* o = out + ((n * out_h + oh) * out_w + ow) * chans;
+              for (int64_t c = 0; c < chans; ++c) {
+                A v = 0;
+                for (int k = 0; k < 4; ++k) {
+                  v += static_cast<A>(t.w[k]) *
+                       static_cast<A>(image[t.at[k] * chans + c]);
+                }
+                o[c] = static_cast<EigenType<T>>(v);
+              }
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+template <typename T>
+class ResizeGradKernel : public ResizeBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    RN_RETURN_IF_ERROR(NeedImage(dy, "dy"));
+    RN_RETURN_IF_ERROR(NeedImage(x, "x"));
+    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
+                  chans = x.dim(3);
+    const int64_t out_h = attrs_.out_h, out_w = attrs_.out_w;
+    if (dy.shape() != Shape{batch, out_h, out_w, chans}) {
+      return absl::InvalidArgumentError(
+          StrCat("resize_grad: dy ", dy.shape().ToString(),
+                 " does not match the forward output [", batch, ",", out_h, ",",
+                 out_w, ",", chans, "]"));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    if (dx->num_elements() == 0) return absl::OkStatus();
+    const ResizeAxis rows = PlanResizeAxis(in_h, out_h, attrs_);
+    const ResizeAxis cols = PlanResizeAxis(in_w, out_w, attrs_);
+    using A = AccumType<T>;
+    const EigenType<T>* g = EigenData<T>(dy);
+    EigenType<T>* out = EigenMutableData<T>(dx);
+    const int64_t image = in_h * in_w * chans;
+    ctx->intra_op_pool()->ParallelFor(
+        batch, out_h * out_w * chans * 8, [&](int64_t begin, int64_t end) {
+          std::vector<A> acc(image);
+          for (int64_t n = begin; n < end; ++n) {
+            std::fill(acc.begin(), acc.end(), A(0));
+            for (int64_t oh = 0; oh < out_h; ++oh) {
+              for (int64_t ow = 0; ow < out_w; ++ow) {
+                const Taps t = TapsOf(rows, cols, oh, ow, in_w);
+                const EigenType<T>* d =
+                    g + ((n * out_h + oh) * out_w + ow) * chans;
+                for (int k = 0; k < 4; ++k) {
+                  if (t.w[k] == 0) continue;
+                  A* a = acc.data() + t.at[k] * chans;
+                  for (int64_t c = 0; c < chans; ++c) {
+                    a[c] += static_cast<A>(t.w[k]) * static_cast<A>(d[c]);
+                  }
+                }
+              }
+            }
+            EigenType<T>* o = out + n * image;
+            for (int64_t i = 0; i < image; ++i) {
+              o[i] = static_cast<EigenType<T>>(acc[i]);
+            }
+          }
+        });
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(ImageKernels) {
+  RegisterKernelForTypeList<ResizeKernel>("resize", FloatTypes{});
+  RegisterKernelForTypeList<ResizeGradKernel>("resize_grad", FloatTypes{});
+}
+
+}  // namespace
+}  // namespace runnel
