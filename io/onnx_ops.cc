@@ -3301,6 +3301,42 @@ absl::Status TopK(NodeContext& c) {
   return c.Out(1, StrCat("cast(", both, "[1], i64)"), DType::kI64, dims);
 }
 
+// TensorScatter (a KV cache's update): update's positions s along `axis`
+// written at write_indices[batch] + s (modulo the cache's length when
+// "circular"), one scatter_elements of indices made from them. The
+// update's sizes must be known while importing.
+absl::Status TensorScatter(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  RN_ASSIGN_OR_RETURN(int64_t axis, NormAxis(c, c.Int("axis", -2), r));
+  const std::string mode = c.Str("mode", "linear");
+  if (mode != "linear" && mode != "circular") {
+    return c.Unsupported(StrCat("mode = \"", mode, "\""));
+  }
+  if (axis == 0) return c.Invalid("axis 0 is the batch");
+  const Value& u = c.in(1);
+  if (!u.rank_known || static_cast<int>(u.dims.size()) != r ||
+      !AllKnown(u.dims)) {
+    return c.Unsupported("an update of sizes not known while importing");
+  }
+  std::string at = Iota(u.dims[axis], r, static_cast<int>(axis));
+  if (c.has_input(2)) {
+    std::vector<int64_t> by_batch(r, 1);
+    by_batch[0] = -1;
+    at = StrCat(at, " + reshape(cast(", c.ref(2), ", i64), ", IntList(by_batch),
+                ")");
+  }
+  if (mode == "circular") {
+    at = StrCat("(", at, ") % ", DimCode(c, 0, axis));
+  }
+  const std::string idx =
+      c.Temp("index", StrCat("broadcast_to(", at, ", ", IntList(u.dims), ")"));
+  const Value& cache = c.in(0);
+  return c.Out(0,
+               StrCat("scatter_elements(", c.ref(0), ", ", idx, ", ", c.ref(1),
+                      ", axis = ", axis, ")"),
+               cache.dtype, cache.dims, cache.rank_known);
+}
+
 // Unique: unique_all's four outputs, the ones the node names.
 absl::Status Unique(NodeContext& c) {
   std::string axis = "none";
@@ -3414,6 +3450,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Scatter"] = AlongAxis;
     (*t)["NonZero"] = NonZero;
     (*t)["Unique"] = Unique;
+    (*t)["TensorScatter"] = TensorScatter;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;

@@ -77,6 +77,66 @@ ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a) {
   return p;
 }
 
+Shape ResizeImage::y() const { return Shape{batch, out_h, out_w, chans}; }
+
+namespace {
+
+absl::Status NeedImage(const Tensor& t, const char* what) {
+  if (t.rank() != 4) {
+    return absl::InvalidArgumentError(StrCat(
+        what, " must be an NHWC image of rank 4, got ", t.shape().ToString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ResizeImage> CheckResize(const Tensor& x, const ResizeAttrs& a) {
+  RN_RETURN_IF_ERROR(NeedImage(x, "x"));
+  ResizeImage im{x.dim(0), x.dim(1), x.dim(2), x.dim(3), a.out_h, a.out_w};
+  if ((im.in_h == 0 || im.in_w == 0) && im.batch * im.chans > 0) {
+    return absl::InvalidArgumentError(
+        StrCat("cannot resize an empty image ", x.shape().ToString()));
+  }
+  return im;
+}
+
+absl::StatusOr<ResizeImage> CheckResizeGrad(const Tensor& dy, const Tensor& x,
+                                            const ResizeAttrs& a) {
+  RN_RETURN_IF_ERROR(NeedImage(dy, "dy"));
+  RN_ASSIGN_OR_RETURN(ResizeImage im, CheckResize(x, a));
+  if (dy.shape() != im.y()) {
+    return absl::InvalidArgumentError(
+        StrCat("resize_grad: dy ", dy.shape().ToString(),
+               " does not match the forward output ", im.y().ToString()));
+  }
+  return im;
+}
+
+ResizeBackAxis PlanResizeBack(const ResizeAxis& axis, int64_t in) {
+  std::vector<std::vector<std::pair<int64_t, float>>> reads(in);
+  for (size_t o = 0; o < axis.lo.size(); ++o) {
+    const int64_t lo = axis.lo[o], hi = axis.hi[o];
+    const float w = axis.w[o];
+    if (lo == hi) {
+      reads[lo].push_back({static_cast<int64_t>(o), (1 - w) + w});
+    } else {
+      reads[lo].push_back({static_cast<int64_t>(o), 1 - w});
+      if (w != 0) reads[hi].push_back({static_cast<int64_t>(o), w});
+    }
+  }
+  ResizeBackAxis b;
+  b.starts.push_back(0);
+  for (const auto& r : reads) {
+    for (const auto& [o, w] : r) {
+      b.out.push_back(o);
+      b.w.push_back(w);
+    }
+    b.starts.push_back(static_cast<int64_t>(b.out.size()));
+  }
+  return b;
+}
+
 namespace {
 
 absl::Status RequireFloatImage(const ShapeContext& c, int i, const char* what) {

@@ -119,6 +119,26 @@ absl::Status CheckTopK(int64_t k, int64_t n) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<TopKAttrs> TopKAttrs::Of(const Node& node) {
+  TopKAttrs a;
+  RN_ASSIGN_OR_RETURN(a.axis, node.attr<int64_t>("axis"));
+  RN_ASSIGN_OR_RETURN(a.largest, node.attr<bool>("largest"));
+  return a;
+}
+
+absl::StatusOr<TopKPlan> PlanTopK(const Tensor& x, const Tensor& k,
+                                  int64_t axis) {
+  if (x.rank() == 0) return Invalid("x must have an axis, got a scalar");
+  TopKPlan p;
+  RN_ASSIGN_OR_RETURN(p.axis, NormalizeAxis(axis, x.rank()));
+  p.k = k.ToInt64s()[0];
+  RN_RETURN_IF_ERROR(CheckTopK(p.k, x.dim(p.axis)));
+  std::vector<int64_t> dims = x.shape().dims();
+  dims[p.axis] = p.k;
+  p.output = Shape(std::move(dims));
+  return p;
+}
+
 absl::StatusOr<AlongAxisPlan> PlanAlongAxis(const Shape& data,
                                             const Tensor& indices,
                                             int64_t axis) {

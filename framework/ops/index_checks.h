@@ -40,6 +40,22 @@ absl::StatusOr<Shape> GatherNdOutput(const Shape& x, const Shape& indices,
 // top_k's k against the length n of its axis (n unknown: -1).
 absl::Status CheckTopK(int64_t k, int64_t n);
 
+// top_k(x, k) as the kernels of both devices read it: the axis, k, and
+// the shape of both outputs.
+struct TopKPlan {
+  int axis = 0;
+  int64_t k = 0;
+  Shape output;
+};
+absl::StatusOr<TopKPlan> PlanTopK(const Tensor& x, const Tensor& k,
+                                  int64_t axis);
+// top_k's attributes, as both devices' kernels read them.
+struct TopKAttrs {
+  int64_t axis = -1;
+  bool largest = true;
+  static absl::StatusOr<TopKAttrs> Of(const Node& node);
+};
+
 // Where each element of gather_elements' or scatter_elements' indices
 // points into the data (row-major element offsets), its index checked.
 struct AlongAxisPlan {

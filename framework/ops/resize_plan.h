@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "framework/graph.h"
+#include "framework/tensor.h"
 
 namespace runnel {
 
@@ -25,6 +26,18 @@ struct ResizeAttrs {
   static absl::StatusOr<ResizeAttrs> Read(const AttrMap& attrs);
 };
 
+// resize's (and resize_grad's) operands as the kernels of both devices
+// check them: NHWC images; for resize_grad, dy of the forward output's
+// shape. The image's dims.
+struct ResizeImage {
+  int64_t batch = 0, in_h = 0, in_w = 0, chans = 0;
+  Shape y() const;  // [batch, out_h, out_w, chans]
+  int64_t out_h = 0, out_w = 0;
+};
+absl::StatusOr<ResizeImage> CheckResize(const Tensor& x, const ResizeAttrs& a);
+absl::StatusOr<ResizeImage> CheckResizeGrad(const Tensor& dy, const Tensor& x,
+                                            const ResizeAttrs& a);
+
 // Output position o reads input positions lo[o] and hi[o], weighing hi[o]
 // by w[o] (0 for nearest: lo[o] alone).
 struct ResizeAxis {
@@ -32,6 +45,16 @@ struct ResizeAxis {
   std::vector<float> w;
 };
 ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a);
+
+// The same axis read backwards, for a gradient that gathers: input
+// position i is read, with weight w[k], by output position out[k] for k in
+// [starts[i], starts[i + 1]) (its two taps' weights added when they are
+// one position).
+struct ResizeBackAxis {
+  std::vector<int64_t> starts, out;
+  std::vector<float> w;
+};
+ResizeBackAxis PlanResizeBack(const ResizeAxis& axis, int64_t in);
 
 }  // namespace runnel
 

@@ -15,14 +15,6 @@
 namespace runnel {
 namespace {
 
-absl::Status NeedImage(const Tensor& t, const char* what) {
-  if (t.rank() != 4) {
-    return absl::InvalidArgumentError(StrCat(
-        what, " must be an NHWC image of rank 4, got ", t.shape().ToString()));
-  }
-  return absl::OkStatus();
-}
-
 class ResizeBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
@@ -54,17 +46,13 @@ class ResizeKernel : public ResizeBase {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RN_RETURN_IF_ERROR(NeedImage(x, "x"));
-    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
-                  chans = x.dim(3);
+    RN_ASSIGN_OR_RETURN(const ResizeImage im, CheckResize(x, attrs_));
+    const int64_t batch = im.batch, in_h = im.in_h, in_w = im.in_w,
+                  chans = im.chans;
     const int64_t out_h = attrs_.out_h, out_w = attrs_.out_w;
     RN_ASSIGN_OR_RETURN(
         Tensor * y, ctx->allocate_output(0, Shape{batch, out_h, out_w, chans}));
     if (y->num_elements() == 0) return absl::OkStatus();
-    if (in_h == 0 || in_w == 0) {
-      return absl::InvalidArgumentError(
-          StrCat("cannot resize an empty image ", x.shape().ToString()));
-    }
     const ResizeAxis rows = PlanResizeAxis(in_h, out_h, attrs_);
     const ResizeAxis cols = PlanResizeAxis(in_w, out_w, attrs_);
     using A = AccumType<T>;
@@ -99,17 +87,10 @@ class ResizeGradKernel : public ResizeBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
-    RN_RETURN_IF_ERROR(NeedImage(dy, "dy"));
-    RN_RETURN_IF_ERROR(NeedImage(x, "x"));
-    const int64_t batch = x.dim(0), in_h = x.dim(1), in_w = x.dim(2),
-                  chans = x.dim(3);
+    RN_ASSIGN_OR_RETURN(const ResizeImage im, CheckResizeGrad(dy, x, attrs_));
+    const int64_t batch = im.batch, in_h = im.in_h, in_w = im.in_w,
+                  chans = im.chans;
     const int64_t out_h = attrs_.out_h, out_w = attrs_.out_w;
-    if (dy.shape() != Shape{batch, out_h, out_w, chans}) {
-      return absl::InvalidArgumentError(
-          StrCat("resize_grad: dy ", dy.shape().ToString(),
-                 " does not match the forward output [", batch, ",", out_h, ",",
-                 out_w, ",", chans, "]"));
-    }
     RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
     if (dx->num_elements() == 0) return absl::OkStatus();
     const ResizeAxis rows = PlanResizeAxis(in_h, out_h, attrs_);

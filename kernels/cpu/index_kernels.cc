@@ -171,30 +171,24 @@ template <typename T>
 class TopKKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(axis_, node.attr<int64_t>("axis"));
-    RN_ASSIGN_OR_RETURN(largest_, node.attr<bool>("largest"));
+    RN_ASSIGN_OR_RETURN(attrs_, TopKAttrs::Of(node));
     return absl::OkStatus();
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    if (x.rank() == 0) {
-      return absl::InvalidArgumentError("x must have an axis, got a scalar");
-    }
-    RN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, x.rank()));
-    const int64_t k = ctx->input(1).ToInt64s()[0];
-    RN_RETURN_IF_ERROR(CheckTopK(k, x.dim(axis)));
-    std::vector<int64_t> dims = x.shape().dims();
-    dims[axis] = k;
-    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, Shape(dims)));
-    RN_ASSIGN_OR_RETURN(Tensor * indices, ctx->allocate_output(1, Shape(dims)));
+    RN_ASSIGN_OR_RETURN(TopKPlan plan, PlanTopK(x, ctx->input(1), attrs_.axis));
+    const int axis = plan.axis;
+    const int64_t k = plan.k;
+    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, plan.output));
+    RN_ASSIGN_OR_RETURN(Tensor * indices, ctx->allocate_output(1, plan.output));
     if (k == 0) return absl::OkStatus();
     const AxisLines lines(x.shape(), axis);
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     EigenType<T>* out = EigenMutableData<T>(values);
     int32_t* pos = indices->data<int32_t>();
-    const bool largest = largest_;
+    const bool largest = attrs_.largest;
     ctx->intra_op_pool()->ParallelFor(
         lines.count(), lines.len * 8, [&](int64_t begin, int64_t end) {
           std::vector<A> v(lines.len);
@@ -226,8 +220,7 @@ class TopKKernel : public OpKernel {
   }
 
  private:
-  int64_t axis_ = -1;
-  bool largest_ = true;
+  TopKAttrs attrs_;
 };
 
 template <typename T>

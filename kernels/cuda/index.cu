@@ -61,6 +61,45 @@ __global__ void ScatterSlicesKernel(ScatterHow how, const T* updates,
   }
 }
 
+// Whether (a, i) comes before (b, j) in top_k's order.
+template <typename C>
+__device__ __forceinline__ bool Before(C a, int64_t i, C b, int64_t j,
+                                       bool largest) {
+  const bool an = a != a, bn = b != b;  // NaN: the largest
+  if (an != bn) return largest ? an : bn;
+  if (!an && a != b) return largest ? a > b : a < b;
+  return i < j;
+}
+
+template <typename T>
+__global__ void TopKLines(const T* x, T* values, int32_t* indices,
+                          int64_t lines, int64_t len, int64_t inner, int64_t k,
+                          bool largest) {
+  using C = Wide<T>;
+  for (int64_t l = FirstIndex(); l < lines; l += GridStride()) {
+    const int64_t start = (l / inner) * len * inner + l % inner;
+    const int64_t out = (l / inner) * k * inner + l % inner;
+    C prev_v = C(0);
+    int64_t prev_i = -1;
+    for (int64_t r = 0; r < k; ++r) {
+      C best_v = C(0);
+      int64_t best_i = -1;
+      for (int64_t i = 0; i < len; ++i) {
+        const C v = Widen(x[start + i * inner]);
+        if (prev_i >= 0 && !Before(prev_v, prev_i, v, i, largest)) continue;
+        if (best_i < 0 || Before(v, i, best_v, best_i, largest)) {
+          best_v = v;
+          best_i = i;
+        }
+      }
+      values[out + r * inner] = Narrow<T>(best_v);
+      indices[out + r * inner] = static_cast<int32_t>(best_i);
+      prev_v = best_v;
+      prev_i = best_i;
+    }
+  }
+}
+
 template <typename W>
 cudaError_t GatherSlices(const void* src, const int64_t* targets, void* out,
                          int64_t slice, int64_t total, cudaStream_t stream) {
@@ -103,6 +142,25 @@ cudaError_t LaunchScatterSlices(ElemType type, ScatterHow how,
         how, static_cast<const T*>(updates), places, starts, order, slice,
         total, static_cast<T*>(out));
     return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchTopK(ElemType type, const void* x, void* values,
+                       int32_t* indices, int64_t outer, int64_t len,
+                       int64_t inner, int64_t k, bool largest,
+                       cudaStream_t stream) {
+  const int64_t lines = outer * inner;
+  if (lines * k == 0) return cudaSuccess;
+  return WithElemType(type, [&](auto zero) -> cudaError_t {
+    using T = decltype(zero);
+    if constexpr (!kNumber<T>) {
+      return cudaErrorNotSupported;
+    } else {
+      TopKLines<T><<<Blocks(lines), kThreads, 0, stream>>>(
+          static_cast<const T*>(x), static_cast<T*>(values), indices, lines,
+          len, inner, k, largest);
+      return cudaGetLastError();
+    }
   });
 }
 

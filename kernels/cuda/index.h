@@ -33,6 +33,17 @@ cudaError_t LaunchScatterSlices(ElemType type, ScatterHow how,
                                 int64_t count, int64_t slice, void* out,
                                 cudaStream_t stream);
 
+// top_k along the middle of [outer, len, inner]: for each of the
+// outer * inner lines, its k first elements in the order "larger first"
+// (largest) or "smaller first", NaN counting as the largest, equal values
+// by position: values (x's type) and positions (i32) of [outer, k, inner].
+// One thread per line, k passes over it (each pass picks the first
+// element after the previous pick), as the CPU's order.
+cudaError_t LaunchTopK(ElemType type, const void* x, void* values,
+                       int32_t* indices, int64_t outer, int64_t len,
+                       int64_t inner, int64_t k, bool largest,
+                       cudaStream_t stream);
+
 }  // namespace runnel::cuda
 
 #endif  // RUNNEL_KERNELS_CUDA_INDEX_H_

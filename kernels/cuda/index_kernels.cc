@@ -1,13 +1,16 @@
-// The GPU's kernels of gather_elements, gather_nd, scatter_elements and
-// scatter_nd (the CPU's: kernels/cpu/index_kernels.cc). The indices are in
-// host memory: the plan (framework/ops/index_checks.h) is made and checked
-// there, with the CPU's messages, and its targets copied to the GPU. A
+// The GPU's kernels of gather_elements, gather_nd, scatter_elements,
+// scatter_nd and top_k (the CPU's: kernels/cpu/index_kernels.cc). The indices
+// are in host memory: the plan (framework/ops/index_checks.h) is made and
+// checked there, with the CPU's messages, and its targets copied to the GPU. A
 // scatter combines each place's updates in one thread, in the CPU's order,
-// so both devices give the same bits. top_k and nonzero have no GPU kernel
-// (the placer puts them on the CPU, saying so when a device block asked).
+// so both devices give the same bits. top_k takes one thread per line
+// (kernels/cuda/index.h). nonzero has no GPU kernel (the placer puts it on
+// the CPU, saying so when a device block asked).
 #include "base/strings.h"
 #include "framework/kernel.h"
 #include "framework/ops/index_checks.h"
+#include "framework/shape_fns.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cuda/array_primitives.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
@@ -95,7 +98,41 @@ class ScatterKernel : public OpKernel {
   ScatterAttrs attrs_;
 };
 
+// top_k(x, k): k in host memory, checked as on the CPU.
+class TopKKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, TopKAttrs::Of(node));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(TopKPlan plan, PlanTopK(x, ctx->input(1), attrs_.axis));
+    const int axis = plan.axis;
+    const int64_t k = plan.k;
+    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, plan.output));
+    RN_ASSIGN_OR_RETURN(Tensor * indices, ctx->allocate_output(1, plan.output));
+    if (values->num_elements() == 0) return absl::OkStatus();
+    const AxisLines lines(x.shape(), axis);
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchTopK(GpuElemType(x.dtype()), x.raw_data(),
+                             values->raw_data(), indices->data<int32_t>(),
+                             lines.outer, lines.len, lines.inner, k,
+                             attrs_.largest, gpu.compute()));
+    return absl::OkStatus();
+  }
+
+ private:
+  TopKAttrs attrs_;
+};
+
 RUNNEL_STATIC_INIT(GpuIndexKernels) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    RegisterKernel<TopKKernel>("top_k", kDeviceGpu, d, {.inputs = {1}});
+  }
   RegisterKernelForAllTypes<GatherKernel<false>>("gather_elements", kDeviceGpu,
                                                  {.inputs = {1}});
   RegisterKernelForAllTypes<GatherKernel<true>>("gather_nd", kDeviceGpu,

@@ -442,5 +442,36 @@ TEST(GpuArrayTest, IndexOpsAndTheirGradients) {
            Random(DType::kBool, Shape{2}, 120)});
 }
 
+// top_k (one thread per line) along each axis, both ways, with its
+// gradient; and resize (kernels/cuda/image.cu) in every mode, up and down.
+TEST(GpuArrayTest, TopKAndResize) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16}) {
+    for (int64_t axis : {0, 1, -1}) {
+      for (bool largest : {true, false}) {
+        Compare("top_k",
+                {Random(d, Shape{6, 7, 5}, 121), Tensor::Scalar<int32_t>(3)},
+                {{"axis", axis}, {"largest", largest}}, IsFloat(d));
+      }
+    }
+  }
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    for (const char* method : {"linear", "nearest"}) {
+      for (const char* coordinates :
+           {"half_pixel", "align_corners", "asymmetric"}) {
+        for (const std::vector<int64_t>& size :
+             {std::vector<int64_t>{9, 13}, std::vector<int64_t>{2, 3}}) {
+          Compare("resize", {Random(d, Shape{2, 5, 6, 3}, 122)},
+                  {{"size", size},
+                   {"method", std::string(method)},
+                   {"coordinates", std::string(coordinates)}},
+                  IsFloat(d));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace runnel

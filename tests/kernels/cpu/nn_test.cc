@@ -10,6 +10,7 @@
 
 #include "base/float16.h"
 #include "framework/op_registry.h"
+#include "framework/ops/resize_plan.h"
 #include "tests/util/conv_case.h"
 #include "tests/util/test_util.h"
 
@@ -719,6 +720,38 @@ TEST(NnTest, Resize) {
   ExpectTensor(Run1("resize", {F32({0, 2, 4, 6}, {1, 1, 4, 1})},
                     {{"size", std::vector<int64_t>{1, 2}}}),
                DType::kF32, {1, 1, 2, 1}, {1, 5}, 1e-6);
+}
+
+// The plan read backwards (what the GPU's resize_grad gathers by) gives
+// the CPU kernel's gradient.
+TEST(NnTest, ResizeBackPlanIsTheGradient) {
+  for (const char* coordinates :
+       {"half_pixel", "align_corners", "asymmetric"}) {
+    for (int64_t out : {2, 5, 11}) {
+      ResizeAttrs a;
+      a.coordinates = coordinates;
+      a.out_h = 1;
+      a.out_w = out;
+      const int64_t in = 4;
+      std::vector<float> dy(out);
+      for (int64_t o = 0; o < out; ++o) dy[o] = 0.5f + o;
+      const Tensor dx =
+          Run1("resize_grad",
+               {F32(dy, {1, 1, out, 1}), F32({0, 0, 0, 0}, {1, 1, in, 1})},
+               {{"size", std::vector<int64_t>{1, out}},
+                {"coordinates", std::string(coordinates)}});
+      const ResizeBackAxis back =
+          PlanResizeBack(PlanResizeAxis(in, out, a), in);
+      for (int64_t i = 0; i < in; ++i) {
+        float sum = 0;
+        for (int64_t k = back.starts[i]; k < back.starts[i + 1]; ++k) {
+          sum += back.w[k] * dy[back.out[k]];
+        }
+        EXPECT_NEAR(dx.data<float>()[i], sum, 1e-5)
+            << coordinates << " " << out << " at " << i;
+      }
+    }
+  }
 }
 
 TEST(NnTest, AvgPoolValidChannels) {

@@ -1,0 +1,113 @@
+// The GPU's kernels of resize and resize_grad (the CPU's:
+// kernels/cpu/image_kernels.cc): the plan made on the host by the CPU's
+// code (framework/ops/resize_plan.h) and copied to the GPU, one thread per
+// output element (resize) or per input element (resize_grad, which reads
+// the plan backwards: no atomics, a fixed order).
+#include <cstring>
+#include <vector>
+
+#include "base/strings.h"
+#include "framework/kernel.h"
+#include "framework/ops/resize_plan.h"
+#include "kernels/cuda/array_primitives.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elem_type.h"
+#include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/image.h"
+
+namespace runnel {
+namespace {
+
+// `v`'s floats on the GPU (carried in an i64 tensor's memory).
+absl::StatusOr<Tensor> FloatsToGpu(OpKernelContext* ctx,
+                                   const std::vector<float>& v) {
+  std::vector<int64_t> words((v.size() + 1) / 2, 0);
+  if (!v.empty()) std::memcpy(words.data(), v.data(), v.size() * sizeof(float));
+  return GpuArrays::ToGpu(ctx, words);
+}
+
+const float* Floats(const Tensor& t) {
+  return reinterpret_cast<const float*>(t.data<int64_t>());
+}
+
+class ResizeBase : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, ResizeAttrs::Read(node.attrs()));
+    return absl::OkStatus();
+  }
+
+ protected:
+  ResizeAttrs attrs_;
+};
+
+class ResizeKernel : public ResizeBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(const ResizeImage im, CheckResize(x, attrs_));
+    const int64_t batch = im.batch, in_h = im.in_h, in_w = im.in_w,
+                  chans = im.chans;
+    RN_ASSIGN_OR_RETURN(
+        Tensor * y, ctx->allocate_output(
+                        0, Shape{batch, attrs_.out_h, attrs_.out_w, chans}));
+    if (y->num_elements() == 0) return absl::OkStatus();
+    const ResizeAxis rows = PlanResizeAxis(in_h, attrs_.out_h, attrs_);
+    const ResizeAxis cols = PlanResizeAxis(in_w, attrs_.out_w, attrs_);
+    RN_ASSIGN_OR_RETURN(Tensor rlo, GpuArrays::ToGpu(ctx, rows.lo));
+    RN_ASSIGN_OR_RETURN(Tensor rhi, GpuArrays::ToGpu(ctx, rows.hi));
+    RN_ASSIGN_OR_RETURN(Tensor rw, FloatsToGpu(ctx, rows.w));
+    RN_ASSIGN_OR_RETURN(Tensor clo, GpuArrays::ToGpu(ctx, cols.lo));
+    RN_ASSIGN_OR_RETURN(Tensor chi, GpuArrays::ToGpu(ctx, cols.hi));
+    RN_ASSIGN_OR_RETURN(Tensor cw, FloatsToGpu(ctx, cols.w));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchResize(
+        GpuElemType(x.dtype()), x.raw_data(), y->raw_data(), batch, in_h, in_w,
+        chans, attrs_.out_h, attrs_.out_w,
+        {rlo.data<int64_t>(), rhi.data<int64_t>(), Floats(rw)},
+        {clo.data<int64_t>(), chi.data<int64_t>(), Floats(cw)}, gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
+class ResizeGradKernel : public ResizeBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& x = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(const ResizeImage im, CheckResizeGrad(dy, x, attrs_));
+    const int64_t batch = im.batch, in_h = im.in_h, in_w = im.in_w,
+                  chans = im.chans;
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    if (dx->num_elements() == 0) return absl::OkStatus();
+    const ResizeBackAxis rows =
+        PlanResizeBack(PlanResizeAxis(in_h, attrs_.out_h, attrs_), in_h);
+    const ResizeBackAxis cols =
+        PlanResizeBack(PlanResizeAxis(in_w, attrs_.out_w, attrs_), in_w);
+    RN_ASSIGN_OR_RETURN(Tensor rs, GpuArrays::ToGpu(ctx, rows.starts));
+    RN_ASSIGN_OR_RETURN(Tensor ro, GpuArrays::ToGpu(ctx, rows.out));
+    RN_ASSIGN_OR_RETURN(Tensor rw, FloatsToGpu(ctx, rows.w));
+    RN_ASSIGN_OR_RETURN(Tensor cs, GpuArrays::ToGpu(ctx, cols.starts));
+    RN_ASSIGN_OR_RETURN(Tensor co, GpuArrays::ToGpu(ctx, cols.out));
+    RN_ASSIGN_OR_RETURN(Tensor cw, FloatsToGpu(ctx, cols.w));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchResizeGrad(
+        GpuElemType(dy.dtype()), dy.raw_data(), dx->raw_data(), batch, in_h,
+        in_w, chans, attrs_.out_h, attrs_.out_w,
+        {rs.data<int64_t>(), ro.data<int64_t>(), Floats(rw)},
+        {cs.data<int64_t>(), co.data<int64_t>(), Floats(cw)}, gpu.compute()));
+    return absl::OkStatus();
+  }
+};
+
+RUNNEL_STATIC_INIT(GpuImageKernels) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    RegisterKernel<ResizeKernel>("resize", kDeviceGpu, d);
+    RegisterKernel<ResizeGradKernel>("resize_grad", kDeviceGpu, d);
+  }
+}
+
+}  // namespace
+}  // namespace runnel
