@@ -3301,6 +3301,31 @@ absl::Status TopK(NodeContext& c) {
   return c.Out(1, StrCat("cast(", both, "[1], i64)"), DType::kI64, dims);
 }
 
+// `v` (f32 code) reflected into [lo, hi] as GridSample's reference does:
+// by the near border, again and again while outside.
+std::string Reflect(NodeContext& c, const std::string& v, double lo,
+                    double hi) {
+  const double range = hi - lo;
+  const std::string below = c.Temp("below", StrCat(lo, " - ", v));
+  const std::string above = c.Temp("above", StrCat(v, " - ", hi));
+  auto fold = [&](const std::string& dx, const std::string& even,
+                  const std::string& odd) {
+    const std::string n = StrCat("floor(", dx, " / ", range, ")");
+    const std::string r = StrCat("(", dx, " - ", n, " * ", range, ")");
+    return StrCat("where(", n, " % 2.0 == 0.0, ", even, " + ", r, ", ", odd,
+                  " - ", r, ")");
+  };
+  // Below lo: lo + r for an even number of folds, hi - r for odd; above hi:
+  // hi - r, lo + r.
+  const std::string from_below = fold(below, StrCat(lo), StrCat(hi));
+  const std::string from_above = StrCat(
+      "where(floor(", above, " / ", range, ") % 2.0 == 0.0, ", hi, " - (",
+      above, " - floor(", above, " / ", range, ") * ", range, "), ", lo, " + (",
+      above, " - floor(", above, " / ", range, ") * ", range, "))");
+  return StrCat("where(", v, " < ", lo, ", ", from_below, ", where(", v, " > ",
+                hi, ", ", from_above, ", ", v, "))");
+}
+
 // TensorScatter (a KV cache's update): update's positions s along `axis`
 // written at write_indices[batch] + s (modulo the cache's length when
 // "circular"), one scatter_elements of indices made from them. The
@@ -3335,6 +3360,143 @@ absl::Status TensorScatter(NodeContext& c) {
                StrCat("scatter_elements(", c.ref(0), ", ", idx, ", ", c.ref(1),
                       ", axis = ", axis, ")"),
                cache.dtype, cache.dims, cache.rank_known);
+}
+
+// GridSample of 4-D inputs, bilinear, nearest or bicubic (PyTorch's
+// grid_sample, as ONNX's reference computes it): the grid's coordinates
+// unnormalised, moved inside by the padding mode, then the taps read with
+// one gather_nd each (batch_dims 1) from the image made NHWC, weighted and
+// summed in the reference's order (along the width, then the height).
+// Volumetric (5-D) inputs are refused.
+absl::Status GridSample(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  const Value& x = c.in(0);
+  if (!x.rank_known || x.dims.size() != 4 || x.dims[2] < 0 || x.dims[3] < 0) {
+    return c.Unsupported("a GridSample other than 2-D of sizes known");
+  }
+  const std::string mode =
+      c.Str("mode", c.opset() >= 20 ? "linear" : "bilinear");
+  const bool nearest = mode == "nearest";
+  const bool cubic = mode == "cubic" || mode == "bicubic";
+  if (!nearest && !cubic && mode != "linear" && mode != "bilinear") {
+    return c.Unsupported(StrCat("mode = \"", mode, "\""));
+  }
+  const std::string padding = c.Str("padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    return c.Unsupported(StrCat("padding_mode = \"", padding, "\""));
+  }
+  const bool align = c.Int("align_corners", 0) != 0;
+  const std::string image =
+      c.Temp("image", StrCat("transpose(", c.ref(0), ", [0, 2, 3, 1])"));
+  // One axis: its coordinate from the grid, moved inside; `d` its length.
+  auto coordinate = [&](int g, int64_t d) {
+    const std::string n = StrCat(c.ref(1), "[:, :, :, ", g, "]");
+    std::string v = align ? StrCat("(", n, " + 1.0) / 2.0 * ", d - 1)
+                          : StrCat("((", n, " + 1.0) * ", d, " - 1.0) / 2.0");
+    if (nearest) v = StrCat("round(", v, ")");
+    v = c.Temp(g == 0 ? "x" : "y", v);
+    const double lo = align ? 0.0 : -0.5, hi = align ? d - 1.0 : d - 0.5;
+    const std::string outside =
+        StrCat("(", v, " < ", lo, " or ", v, " > ", hi, ")");
+    if (padding == "border") {
+      v = c.Temp(g == 0 ? "x_in" : "y_in",
+                 StrCat("where(", outside, ", clip(", v, ", 0.0, ", d - 1,
+                        ".0), ", v, ")"));
+    } else if (padding == "reflection") {
+      v = c.Temp(
+          g == 0 ? "x_in" : "y_in",
+          StrCat("where(", outside, ", ", Reflect(c, v, lo, hi), ", ", v, ")"));
+    }
+    return v;
+  };
+  const std::string gx = coordinate(0, x.dims[3]);
+  const std::string gy = coordinate(1, x.dims[2]);
+  // The pixel at integer positions (i, j) ([N, Ho, Wo] i64) with the
+  // padding rule, [N, Ho, Wo, C].
+  auto pixel = [&](const std::string& i, const std::string& j) {
+    auto inside = [&](const std::string& k, int64_t d) {
+      if (padding == "border") return StrCat("clip(", k, ", 0, ", d - 1, ")");
+      if (padding == "reflection") {
+        const double lo = align ? 0.0 : -0.5, hi = align ? d - 1.0 : d - 0.5;
+        return StrCat("cast(", Reflect(c, StrCat("cast(", k, ", f32)"), lo, hi),
+                      ", i64)");
+      }
+      return StrCat("clip(", k, ", 0, ", d - 1, ")");
+    };
+    std::string at =
+        StrCat("gather_nd(", image, ", stack([", inside(i, x.dims[2]), ", ",
+               inside(j, x.dims[3]), "], axis = -1), batch_dims = 1)");
+    if (padding == "zeros") {
+      at = StrCat(at, " * expand_dims(cast(", i, " >= 0 and ", i, " < ",
+                  x.dims[2], " and ", j, " >= 0 and ", j, " < ", x.dims[3],
+                  ", ", DTypeCode(x.dtype), "), -1)");
+    }
+    return at;
+  };
+  std::string y;
+  if (nearest) {
+    y = pixel(StrCat("cast(", gy, ", i64)"), StrCat("cast(", gx, ", i64)"));
+  } else if (cubic) {
+    // Keys' cubic convolution (a = -0.75) over the 4 x 4 taps around the
+    // position, along the width first.
+    auto coeffs = [&](const std::string& v, const char* axis) {
+      const std::string t =
+          c.Temp(StrCat("t", axis),
+                 StrCat("expand_dims(", v, " - floor(", v, "), -1)"));
+      const std::string A = "(-0.75)";
+      auto outer = [&](const std::string& u) {
+        return StrCat("((", A, " * ", u, " - 5.0 * ", A, ") * ", u, " + 8.0 * ",
+                      A, ") * ", u, " - 4.0 * ", A);
+      };
+      auto inner = [&](const std::string& u) {
+        return StrCat("((", A, " + 2.0) * ", u, " - (", A, " + 3.0)) * ", u,
+                      " * ", u, " + 1.0");
+      };
+      return std::vector<std::string>{
+          c.Temp(StrCat("c0", axis), outer(StrCat("(", t, " + 1.0)"))),
+          c.Temp(StrCat("c1", axis), inner(t)),
+          c.Temp(StrCat("c2", axis), inner(StrCat("(1.0 - ", t, ")"))),
+          c.Temp(StrCat("c3", axis), outer(StrCat("(2.0 - ", t, ")")))};
+    };
+    const std::vector<std::string> cx = coeffs(gx, "x"), cy = coeffs(gy, "y");
+    const std::string i0 = c.Temp("i0", StrCat("cast(floor(", gy, "), i64)"));
+    const std::string j0 = c.Temp("j0", StrCat("cast(floor(", gx, "), i64)"));
+    std::vector<std::string> rows;
+    for (int a = 0; a < 4; ++a) {
+      const std::string i = StrCat(i0, " + ", a - 1);
+      std::vector<std::string> terms;
+      for (int b = 0; b < 4; ++b) {
+        terms.push_back(
+            StrCat(cx[b], " * ", pixel(i, StrCat(j0, " + ", b - 1))));
+      }
+      rows.push_back(c.Temp(StrCat("row", a), SumOf(terms)));
+    }
+    std::vector<std::string> terms;
+    for (int a = 0; a < 4; ++a) terms.push_back(StrCat(cy[a], " * ", rows[a]));
+    y = SumOf(terms);
+  } else {
+    const std::string x0 = c.Temp("x0", StrCat("floor(", gx, ")"));
+    const std::string y0 = c.Temp("y0", StrCat("floor(", gy, ")"));
+    const std::string wx =
+        c.Temp("wx", StrCat("expand_dims(", gx, " - ", x0, ", -1)"));
+    const std::string wy =
+        c.Temp("wy", StrCat("expand_dims(", gy, " - ", y0, ", -1)"));
+    const std::string i0 = c.Temp("i0", StrCat("cast(", y0, ", i64)"));
+    const std::string j0 = c.Temp("j0", StrCat("cast(", x0, ", i64)"));
+    auto row = [&](const std::string& i) {
+      return StrCat("((1.0 - ", wx, ") * ", pixel(i, j0), " + ", wx, " * ",
+                    pixel(i, StrCat(j0, " + 1")), ")");
+    };
+    y = StrCat("(1.0 - ", wy, ") * ", row(i0), " + ", wy, " * ",
+               row(StrCat(i0, " + 1")));
+  }
+  std::vector<int64_t> dims = {x.dims[0], x.dims[1], -1, -1};
+  const Value& grid = c.in(1);
+  if (grid.rank_known && grid.dims.size() == 4) {
+    dims[2] = grid.dims[1];
+    dims[3] = grid.dims[2];
+  }
+  return c.Out(0, StrCat("transpose(", y, ", [0, 3, 1, 2])"), x.dtype, dims);
 }
 
 // Unique: unique_all's four outputs, the ones the node names.
@@ -3451,6 +3613,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["NonZero"] = NonZero;
     (*t)["Unique"] = Unique;
     (*t)["TensorScatter"] = TensorScatter;
+    (*t)["GridSample"] = GridSample;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;
