@@ -2066,6 +2066,35 @@ absl::Status Lrn(NodeContext& c) {
 absl::Status BatchNorm(NodeContext& c) {
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  if (c.opset() >= 14 && c.Int("training_mode", 0) != 0) {
+    // The batch's statistics (the biased variance), and the running ones
+    // moved toward them by 1 - momentum.
+    std::vector<int64_t> axes = {0};
+    for (int i = 2; i < r; ++i) axes.push_back(i);
+    const std::string ax =
+        StrCat(", axis = ", IntList(axes), ", keepdims = true)");
+    const float momentum = c.Float("momentum", 0.9f);
+    const std::string eps = F(c.Float("epsilon", 1e-5f));
+    const std::string mean = c.Temp("mean", StrCat("mean(", c.ref(0), ax));
+    const std::string d = c.Temp("centred", StrCat(c.ref(0), " - ", mean));
+    const std::string var = c.Temp("var", StrCat("mean(square(", d, ")", ax));
+    RN_RETURN_IF_ERROR(
+        c.Out(0,
+              StrCat(PerChannel(c.ref(1), r), " * ", d, " / sqrt(", var, " + ",
+                     eps, ") + ", PerChannel(c.ref(2), r)),
+              c.in(0).dtype, c.in(0).dims));
+    const std::vector<int64_t> channels = {c.in(0).dims[1]};
+    for (int o = 1; o <= 2; ++o) {
+      if (!c.has_output(o)) continue;
+      const std::string batch =
+          StrCat("reshape(", o == 1 ? mean : var, ", [-1])");
+      RN_RETURN_IF_ERROR(c.Out(o,
+                               StrCat(c.ref(o == 1 ? 3 : 4), " * ", F(momentum),
+                                      " + ", batch, " * ", F(1.0f - momentum)),
+                               c.in(0).dtype, channels));
+    }
+    return absl::OkStatus();
+  }
   if (c.Int("training_mode", 0) != 0 || c.has_output(1) ||
       (c.opset() < 7 && c.Int("is_test", 0) == 0)) {
     return c.Unsupported("training mode (the batch's statistics)");
