@@ -43,7 +43,8 @@ const std::set<std::string>& Reserved() {
       "one_hot", "zeros", "ones", "fill", "zeros_like", "ones_like", "arange",
       "restore", "print", "assert", "len", "scan", "gather_elements",
       "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero",
-      "unique_all", "einsum"};
+      "unique_all", "einsum", "resize", "non_max_suppression",
+      "max_pool_with_argmax"};
   return *names;
 }
 

@@ -3528,6 +3528,21 @@ absl::Status GridSample(NodeContext& c) {
   return c.Out(0, StrCat("transpose(", y, ", [0, 3, 1, 2])"), x.dtype, dims);
 }
 
+// NonMaxSuppression: Runnel's non_max_suppression; the optional inputs'
+// defaults are ONNX's (no boxes, a threshold of 0, no score floor).
+absl::Status Nms(NodeContext& c) {
+  const bool center = c.Int("center_point_box", 0) != 0;
+  auto scalar = [&](int i, const std::string& absent) {
+    return c.has_input(i) ? StrCat("reshape(", c.ref(i), ", [])") : absent;
+  };
+  return c.Out(0,
+               StrCat("non_max_suppression(", c.ref(0), ", ", c.ref(1), ", ",
+                      scalar(2, "0"), ", iou_threshold = ", scalar(3, "0.0"),
+                      ", score_threshold = ", scalar(4, "-1.0 / 0.0"),
+                      ", center_point_box = ", center ? "true" : "false", ")"),
+               DType::kI64, {-1, 3});
+}
+
 // Unique: unique_all's four outputs, the ones the node names.
 absl::Status Unique(NodeContext& c) {
   std::string axis = "none";
@@ -3643,6 +3658,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Unique"] = Unique;
     (*t)["TensorScatter"] = TensorScatter;
     (*t)["GridSample"] = GridSample;
+    (*t)["NonMaxSuppression"] = Nms;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;

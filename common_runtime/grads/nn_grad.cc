@@ -252,6 +252,8 @@ RUNNEL_REGISTER_GRADIENT("resize_grad",
                                {}};
                          });
 
+RUNNEL_NO_GRADIENT("non_max_suppression");
+
 // The backward ops are linear in dy (and the conv ones in the filters or
 // the input too), which gives their own gradients, for gradients of
 // gradients. With <conv2d(x, w), dy> = <x, backprop_input(w, dy)>

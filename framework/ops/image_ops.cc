@@ -176,8 +176,52 @@ Specs ResizeGradShape(const ShapeContext& c) {
   return One(c.dtype(0), c.shape(1));
 }
 
+// non_max_suppression(boxes [B, N, 4], scores [B, C, N], max_per_class,
+// iou_threshold, score_threshold) -> i64 [?, 3].
+Specs NmsShape(const ShapeContext& c) {
+  if (!IsFloating(c.dtype(0)) || c.dtype(1) != c.dtype(0)) {
+    return absl::InvalidArgumentError(
+        StrCat("boxes and scores must be floats of one dtype, got ",
+               c.input(0).ToString(), " and ", c.input(1).ToString()));
+  }
+  const Shape& b = c.shape(0);
+  const Shape& s = c.shape(1);
+  if (!b.IsCompatibleWith(Shape{kUnknownDim, kUnknownDim, 4})) {
+    return absl::InvalidArgumentError(
+        StrCat("boxes must be [batch, boxes, 4], got ", c.input(0).ToString()));
+  }
+  if (!s.IsCompatibleWith(Shape{kUnknownDim, kUnknownDim, kUnknownDim})) {
+    return absl::InvalidArgumentError(StrCat(
+        "scores must be [batch, classes, boxes], got ", c.input(1).ToString()));
+  }
+  for (int i = 2; i < 5; ++i) {
+    if (!c.shape(i).IsCompatibleWith(Shape{})) {
+      return absl::InvalidArgumentError(
+          StrCat("max_per_class and the thresholds must be scalars, got ",
+                 c.input(i).ToString()));
+    }
+  }
+  return One(DType::kI64, Shape{kUnknownDim, 3});
+}
+
 }  // namespace
 
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("non_max_suppression")
+        .Inputs({"boxes", "scores", "max_per_class", "iou_threshold",
+                 "score_threshold"})
+        .Outputs({"selected"})
+        .Attr("center_point_box", false)
+        .Shape(NmsShape)
+        .Doc("Greedy non-maximum suppression (ONNX NonMaxSuppression, "
+             "tf.image.non_max_suppression per image and class): for each "
+             "image and class, the boxes scoring above score_threshold, best "
+             "first (equal scores by position), each kept unless its "
+             "intersection over union with one kept before exceeds "
+             "iou_threshold, at most max_per_class; one row [image, class, "
+             "box] each. Boxes are [y1, x1, y2, x2] (corners in either "
+             "order), or [x_center, y_center, width, height] with "
+             "center_point_box."));
 RUNNEL_REGISTER_OP(
     OpDefBuilder("resize")
         .Inputs({"x"})

@@ -688,6 +688,17 @@ void AddNN(std::vector<Builtin>& b) {
                                              {{"axis", int64_t{0}}}, Site(a));
                }});
   b.push_back(FromOp("resize"));  // framework/ops/image_ops.cc
+  b.push_back({"non_max_suppression",
+               {P("boxes"), P("scores"), P("max_per_class"),
+                P("iou_threshold", Value::Float(0.5)),
+                P("score_threshold", Value::Float(-INFINITY)),
+                P("center_point_box", Value::Bool(false))},
+               [](Interpreter& in, Args& a) -> Result {
+                 RN_ASSIGN_OR_RETURN(bool center, BoolArg(a, 5));
+                 return in.builder().ApplyOp(
+                     "non_max_suppression", {a[0], a[1], a[2], a[3], a[4]},
+                     {{"center_point_box", center}}, Site(a));
+               }});
   // The index ops (framework/ops/index_ops.cc).
   for (const char* op : {"gather_elements", "scatter_elements", "gather_nd",
                          "scatter_nd", "top_k", "nonzero", "unique_all"}) {

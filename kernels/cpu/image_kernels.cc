@@ -4,6 +4,7 @@
 // gradient shares each dy among the same pixels by the same weights, one
 // image per shard, in a fixed order.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "base/status_macros.h"
@@ -128,7 +129,102 @@ class ResizeGradKernel : public ResizeBase {
   }
 };
 
+// non_max_suppression, in double: one image and class at a time, the
+// candidates sorted best first (equal scores by position), each kept
+// unless it overlaps one kept before by more than the threshold.
+template <typename T>
+class NmsKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(center_, node.attr<bool>("center_point_box"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& boxes = ctx->input(0);
+    const Tensor& scores = ctx->input(1);
+    if (boxes.rank() != 3 || boxes.dim(2) != 4 || scores.rank() != 3 ||
+        scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1)) {
+      return absl::InvalidArgumentError(
+          StrCat("boxes ", boxes.shape().ToString(), " and scores ",
+                 scores.shape().ToString(),
+                 " must be [batch, boxes, 4] and [batch, classes, boxes]"));
+    }
+    const int64_t limit = ctx->input(2).ToInt64s()[0];
+    const double iou = ctx->input(3).ToDoubles()[0];
+    const double floor = ctx->input(4).ToDoubles()[0];
+    const int64_t batch = boxes.dim(0), n = boxes.dim(1),
+                  classes = scores.dim(1);
+    const T* b = boxes.data<T>();
+    const T* s = scores.data<T>();
+    std::vector<std::array<int64_t, 3>> kept;
+    std::vector<int64_t> order, chosen;
+    for (int64_t i = 0; i < batch; ++i) {
+      const T* image = b + i * n * 4;
+      for (int64_t c = 0; c < classes; ++c) {
+        const T* score = s + (i * classes + c) * n;
+        order.clear();
+        for (int64_t j = 0; j < n; ++j) {
+          if (static_cast<double>(score[j]) > floor) order.push_back(j);
+        }
+        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
+          return score[p] > score[q];
+        });
+        chosen.clear();
+        for (int64_t j : order) {
+          if (static_cast<int64_t>(chosen.size()) >= limit) break;
+          bool keep = true;
+          for (int64_t k : chosen) {
+            if (Suppresses(image + j * 4, image + k * 4, iou)) {
+              keep = false;
+              break;
+            }
+          }
+          if (keep) {
+            chosen.push_back(j);
+            kept.push_back({i, c, j});
+          }
+        }
+      }
+    }
+    const int64_t m = static_cast<int64_t>(kept.size());
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{m, 3}));
+    int64_t* out = y->data<int64_t>();
+    for (int64_t r = 0; r < m; ++r) {
+      std::copy(kept[r].begin(), kept[r].end(), out + r * 3);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // [lo_y, lo_x, hi_y, hi_x] of a box.
+  std::array<double, 4> Corners(const T* v) const {
+    const double a = v[0], bb = v[1], c = v[2], d = v[3];
+    if (center_) {
+      return {bb - d / 2, a - c / 2, bb + d / 2, a + c / 2};
+    }
+    return {std::min(a, c), std::min(bb, d), std::max(a, c), std::max(bb, d)};
+  }
+  // Whether boxes p and q overlap with an intersection over union above
+  // `iou` (boxes that do not overlap, or are empty, never do).
+  bool Suppresses(const T* p, const T* q, double iou) const {
+    const auto u = Corners(p), v = Corners(q);
+    const double h = std::min(u[2], v[2]) - std::max(u[0], v[0]);
+    const double w = std::min(u[3], v[3]) - std::max(u[1], v[1]);
+    if (h <= 0 || w <= 0) return false;
+    const double inter = h * w;
+    const double a = (u[2] - u[0]) * (u[3] - u[1]);
+    const double bb = (v[2] - v[0]) * (v[3] - v[1]);
+    const double uni = a + bb - inter;
+    if (a <= 0 || bb <= 0 || uni <= 0) return false;
+    return inter / uni > iou;
+  }
+
+  bool center_ = false;
+};
+
 RUNNEL_STATIC_INIT(ImageKernels) {
+  RegisterKernelForTypes<NmsKernel, float, double>("non_max_suppression");
   RegisterKernelForTypeList<ResizeKernel>("resize", FloatTypes{});
   RegisterKernelForTypeList<ResizeGradKernel>("resize_grad", FloatTypes{});
 }
