@@ -211,6 +211,7 @@ RUNNEL_REGISTER_OP(
         .Inputs({"boxes", "scores", "max_per_class", "iou_threshold",
                  "score_threshold"})
         .Outputs({"selected"})
+        .SameDType({0, 1})
         .Attr("center_point_box", false)
         .Shape(NmsShape)
         .Doc("Greedy non-maximum suppression (ONNX NonMaxSuppression, "
