@@ -3528,7 +3528,127 @@ absl::Status GridSample(NodeContext& c) {
   return c.Out(0, StrCat("transpose(", y, ", [0, 3, 1, 2])"), x.dtype, dims);
 }
 
-// NonMaxSuppression: Runnel's non_max_suppression; the optional inputs'
+// DFT (opsets 17 and 20) on sizes known while importing: the signal's
+// real and imaginary parts (the last dimension, 1 or 2) with the axis
+// moved last and padded or cut to dft_length, then products with cosine
+// and sine matrices built in the graph (their angles from integer n * k
+// modulo the length, so they stay exact), in f64; onesided keeps the first
+// length / 2 + 1 frequencies, inverse divides by the length, and inverse
+// with onesided is numpy's irfft (a real signal from a half spectrum).
+absl::Status Dft(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  if (!AllKnown(x.dims) || (x.dims.back() != 1 && x.dims.back() != 2)) {
+    return c.Unsupported(
+        "a DFT of sizes not known, or a last dimension other than 1 or 2");
+  }
+  int64_t axis = c.opset() >= 20 ? -2 : 1;
+  if (c.opset() < 20) {
+    axis = c.Int("axis", 1);
+  } else if (c.has_input(2)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> a, c.ConstInts(2, "axis"));
+    if (a.size() != 1) return c.Invalid("axis must hold one value");
+    axis = a[0];
+  }
+  RN_ASSIGN_OR_RETURN(axis, NormAxis(c, axis, r));
+  if (axis == r - 1) return c.Invalid("the axis is the complex dimension");
+  const bool inverse = c.Int("inverse", 0) != 0;
+  const bool onesided = c.Int("onesided", 0) != 0;
+  const int64_t n_in = x.dims[axis];
+  int64_t length = inverse && onesided ? 2 * (n_in - 1) : n_in;
+  if (c.has_input(1)) {
+    RN_ASSIGN_OR_RETURN(std::vector<int64_t> l, c.ConstInts(1, "dft_length"));
+    if (l.size() != 1 || l[0] < 1)
+      return c.Invalid("dft_length must be one positive value");
+    length = l[0];
+  }
+  if (length < 1) return c.Invalid("a DFT of no length");
+  // In f64, as the reference's FFT: exact zeros stay near zero.
+  const std::string t = "f64";
+  // Parts, rank r - 1, the axis last.
+  std::vector<int64_t> perm;
+  for (int i = 0; i < r - 1; ++i) {
+    if (i != axis) perm.push_back(i);
+  }
+  perm.push_back(axis);
+  auto part = [&](int which) {
+    std::vector<std::string> at(r, ":");
+    at.back() = StrCat(which);
+    return StrCat("transpose(cast(", c.ref(0), "[", Join(at), "], f64), ",
+                  IntList(perm), ")");
+  };
+  // The input's bins: the signal for a forward DFT, the spectrum for an
+  // inverse one (a half spectrum of length / 2 + 1 for irfft).
+  const int64_t bins = inverse && onesided ? length / 2 + 1 : length;
+  auto fit = [&](const std::string& v) {
+    if (n_in == bins) return v;
+    if (n_in > bins)
+      return StrCat(v, "[", Join(std::vector<std::string>(r - 2, ":")),
+                    r > 2 ? ", " : "", ":", bins, "]");
+    std::vector<std::string> rows(r - 2, "[0, 0]");
+    rows.push_back(StrCat("[0, ", bins - n_in, "]"));
+    return StrCat("pad(", v, ", [", Join(rows), "])");
+  };
+  const std::string re = c.Temp("re", fit(part(0)));
+  const bool complex = x.dims.back() == 2;
+  const std::string im = complex ? c.Temp("im", fit(part(1))) : "";
+  const int64_t out = inverse ? length : (onesided ? length / 2 + 1 : length);
+  // angle[k, n] = 2 pi ((k * n) mod length) / length, [bins, out].
+  const std::string angle = c.Temp(
+      "angle", StrCat("cast((reshape(arange(0, ", bins, ", dtype = i64), [",
+                      bins, ", 1]) * reshape(arange(0, ", out,
+                      ", dtype = i64), [1, ", out, "])) % ", length, ", ", t,
+                      ") * (6.283185307179586 / ", length, ")"));
+  std::string cosm = c.Temp("cos", StrCat("cos(", angle, ")"));
+  std::string sinm = c.Temp("sin", StrCat("sin(", angle, ")"));
+  std::string y_re, y_im;
+  if (!inverse) {
+    // X = sum x e^{-i angle}.
+    y_re = complex ? StrCat(re, " @ ", cosm, " + ", im, " @ ", sinm)
+                   : StrCat(re, " @ ", cosm);
+    y_im = complex ? StrCat(im, " @ ", cosm, " - ", re, " @ ", sinm)
+                   : StrCat("-(", re, " @ ", sinm, ")");
+  } else if (!onesided) {
+    y_re = StrCat("(", re, " @ ", cosm,
+                  (complex ? StrCat(" - ", im, " @ ", sinm) : ""), ") / ",
+                  length, ".0");
+    y_im = StrCat("(", (complex ? StrCat(im, " @ ", cosm, " + ") : ""), re,
+                  " @ ", sinm, ") / ", length, ".0");
+  } else {
+    // irfft: the half spectrum's bins weighed 2, but the first and (for
+    // an even length) the middle one.
+    std::vector<std::string> w;
+    for (int64_t k = 0; k < bins; ++k) {
+      w.push_back(k == 0 || (length % 2 == 0 && k == length / 2) ? "1.0"
+                                                                 : "2.0");
+    }
+    const std::string weight = c.Temp(
+        "weight",
+        StrCat("reshape(cast([", Join(w), "], ", t, "), [", bins, ", 1])"));
+    cosm = c.Temp("wcos", StrCat(cosm, " * ", weight));
+    sinm = c.Temp("wsin", StrCat(sinm, " * ", weight));
+    y_re = StrCat("(", re, " @ ", cosm,
+                  (complex ? StrCat(" - ", im, " @ ", sinm) : ""), ") / ",
+                  length, ".0");
+  }
+  // Back: [..., out, parts] with the frequency axis where it was.
+  std::vector<int64_t> back(r);
+  for (int i = 0; i < r - 1; ++i) back[perm[i]] = i;
+  back[r - 1] = r - 1;
+  const std::string parts =
+      y_im.empty() ? StrCat("expand_dims(", y_re, ", -1)")
+                   : StrCat("stack([", y_re, ", ", y_im, "], axis = -1)");
+  std::vector<int64_t> dims = x.dims;
+  dims[axis] = out;
+  dims.back() = y_im.empty() ? 1 : 2;
+  return c.Out(0,
+               StrCat("cast(transpose(", parts, ", ", IntList(back), "), ",
+                      DTypeCode(x.dtype), ")"),
+               x.dtype, dims);
+}
+
+// NonMaxSuppression: Runnel's non_max_suppression; the optional inputs\'
 // defaults are ONNX's (no boxes, a threshold of 0, no score floor).
 absl::Status Nms(NodeContext& c) {
   const bool center = c.Int("center_point_box", 0) != 0;
@@ -3659,6 +3779,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["TensorScatter"] = TensorScatter;
     (*t)["GridSample"] = GridSample;
     (*t)["NonMaxSuppression"] = Nms;
+    (*t)["DFT"] = Dft;
     (*t)["ConvTranspose"] = ConvTranspose;
     (*t)["GatherElements"] = AlongAxis;
     (*t)["ReverseSequence"] = ReverseSequence;

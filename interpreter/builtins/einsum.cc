@@ -329,7 +329,8 @@ void AddEinsum(std::vector<Builtin>& b) {
                Einsum,
                /*variadic=*/true,
                /*kwargs=*/false,
-               {"transpose", "reshape", "matmul", "sum"}});
+               {"transpose", "reshape", "matmul", "sum", "shape_of",
+                "strided_slice", "prod", "concat"}});
 }
 
 }  // namespace runnel::interp
