@@ -140,7 +140,7 @@ def test_errors(work):
     f = TensorProto.FLOAT
     cases = {
         # An operator without a translation.
-        "unsupported_operator": one_node("DFT", [("x", f)], ["y"]),
+        "unsupported_operator": one_node("BitShift", [("x", f)], ["y"]),
         # An attribute the translator does not read.
         "unknown_attribute": one_node("Relu", [("x", f)], ["y"], {"slope": 0.5}),
         # An attribute value without an exact translation.
