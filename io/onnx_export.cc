@@ -32,6 +32,34 @@ void SetTensor(const Tensor& t, const std::string& name, onnx::TensorProto* p) {
       std::string(static_cast<const char*>(t.raw_data()), t.bytes()));
 }
 
+// A node's attributes.
+void SetInt(onnx::NodeProto* p, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void SetInts(onnx::NodeProto* p, const std::string& name,
+             const std::vector<int64_t>& v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void SetFloat(onnx::NodeProto* p, const std::string& name, double v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+void SetString(onnx::NodeProto* p, const std::string& name,
+               const std::string& v) {
+  onnx::AttributeProto* a = p->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
 class Exporter {
  public:
   explicit Exporter(const TensorMap& variables) : variables_(variables) {
@@ -88,11 +116,7 @@ class Exporter {
   std::string Cast(const Node& n, int i, int to) {
     if (OnnxType(n.input_dtype(i)) == to) return In(n, i);
     const std::string name = Temp(n, StrCat("input", i));
-    onnx::NodeProto* p = Add(n, "Cast", {In(n, i)}, {name}, StrCat("cast", i));
-    onnx::AttributeProto* a = p->add_attribute();
-    a->set_name("to");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(to);
+    SetInt(Add(n, "Cast", {In(n, i)}, {name}, StrCat("cast", i)), "to", to);
     return name;
   }
   std::string Ints(const Node& n, const std::string& what,
@@ -152,33 +176,6 @@ class Exporter {
   std::set<std::string> seen_names_;  // the values' names
   std::map<std::string, NodeOut> fetch_names_;
 };
-
-void SetInt(onnx::NodeProto* p, const std::string& name, int64_t v) {
-  onnx::AttributeProto* a = p->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void SetInts(onnx::NodeProto* p, const std::string& name,
-             const std::vector<int64_t>& v) {
-  onnx::AttributeProto* a = p->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void SetFloat(onnx::NodeProto* p, const std::string& name, double v) {
-  onnx::AttributeProto* a = p->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(static_cast<float>(v));
-}
-void SetString(onnx::NodeProto* p, const std::string& name,
-               const std::string& v) {
-  onnx::AttributeProto* a = p->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::STRING);
-  a->set_s(v);
-}
 
 using Emit = std::function<absl::Status(Exporter&, const Node&)>;
 

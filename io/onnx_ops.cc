@@ -3337,20 +3337,17 @@ std::string Reflect(NodeContext& c, const std::string& v, double lo,
   const double range = hi - lo;
   const std::string below = c.Temp("below", StrCat(lo, " - ", v));
   const std::string above = c.Temp("above", StrCat(v, " - ", hi));
-  auto fold = [&](const std::string& dx, const std::string& even,
-                  const std::string& odd) {
+  // dx past the near border folds n = floor(dx / range) times: an even n
+  // lands r = dx - n * range inside the near border, an odd one r inside
+  // the far one.
+  auto fold = [&](const std::string& dx, double near, double far, bool upward) {
     const std::string n = StrCat("floor(", dx, " / ", range, ")");
     const std::string r = StrCat("(", dx, " - ", n, " * ", range, ")");
-    return StrCat("where(", n, " % 2.0 == 0.0, ", even, " + ", r, ", ", odd,
-                  " - ", r, ")");
+    return StrCat("where(", n, " % 2.0 == 0.0, ", near, upward ? " + " : " - ",
+                  r, ", ", far, upward ? " - " : " + ", r, ")");
   };
-  // Below lo: lo + r for an even number of folds, hi - r for odd; above hi:
-  // hi - r, lo + r.
-  const std::string from_below = fold(below, StrCat(lo), StrCat(hi));
-  const std::string from_above = StrCat(
-      "where(floor(", above, " / ", range, ") % 2.0 == 0.0, ", hi, " - (",
-      above, " - floor(", above, " / ", range, ") * ", range, "), ", lo, " + (",
-      above, " - floor(", above, " / ", range, ") * ", range, "))");
+  const std::string from_below = fold(below, lo, hi, true);
+  const std::string from_above = fold(above, hi, lo, false);
   return StrCat("where(", v, " < ", lo, ", ", from_below, ", where(", v, " > ",
                 hi, ", ", from_above, ", ", v, "))");
 }

@@ -36,6 +36,14 @@ absl::Status OutOfRange(int64_t index, const Shape& indices, int64_t flat,
                         " of ", data.ToString()));
 }
 
+// Row-major strides, in elements, of `shape`.
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.rank(), 1);
+  for (int d = shape.rank() - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape.dim(d + 1);
+  return s;
+}
+
 }  // namespace
 
 absl::StatusOr<ScatterReduction> ParseScatterReduction(std::string_view name) {
@@ -145,12 +153,7 @@ absl::StatusOr<AlongAxisPlan> PlanAlongAxis(const Shape& data,
   RN_RETURN_IF_ERROR(
       CheckAlongAxis(data, indices.shape(), indices.shape(), axis, "indices"));
   const int a = *NormalizeAxis(axis, data.rank());
-  const std::vector<int64_t> stride = [&] {
-    std::vector<int64_t> s(data.rank(), 1);
-    for (int d = data.rank() - 2; d >= 0; --d)
-      s[d] = s[d + 1] * data.dim(d + 1);
-    return s;
-  }();
+  const std::vector<int64_t> stride = Strides(data);
   const std::vector<int64_t> index = indices.ToInt64s();
   AlongAxisPlan plan;
   plan.target.resize(index.size());
@@ -180,10 +183,7 @@ absl::StatusOr<NdPlan> PlanNd(const Shape& data, const Tensor& indices,
                       GatherNdOutput(data, indices.shape(), batch_dims));
   const int b = static_cast<int>(batch_dims);
   const int64_t k = indices.dim(indices.rank() - 1);
-  std::vector<int64_t> stride(data.rank(), 1);
-  for (int d = data.rank() - 2; d >= 0; --d) {
-    stride[d] = stride[d + 1] * data.dim(d + 1);
-  }
+  const std::vector<int64_t> stride = Strides(data);
   for (int d = b + static_cast<int>(k); d < data.rank(); ++d) {
     plan.slice *= data.dim(d);
   }

@@ -132,6 +132,13 @@ absl::Status AxisAttr(Interpreter& in, const Args& a, int i, AttrMap* attrs,
   return absl::OkStatus();
 }
 
+std::optional<TensorSpec> SpecOf(const Value& v) {
+  if (v.is_concrete())
+    return TensorSpec{v.tensor().dtype(), v.tensor().shape()};
+  if (v.is_symbolic()) return v.out().node->output(v.out().index);
+  return std::nullopt;
+}
+
 // A shape argument: an int, a list of ints, or an integer vector tensor
 // (symbolic too, e.g. shape_of(x)); gives an i32 vector value.
 bool FitsI32(const Tensor& t) {

@@ -278,14 +278,15 @@ class Builder {
 
 // The static rank of a tensor value, or an error naming the operand.
 absl::StatusOr<int> RankOf(const Value& v, const SourceSpan& span, int i) {
-  if (v.is_concrete()) return v.tensor().rank();
-  if (v.is_symbolic()) {
-    const Shape& s = v.out().node->output(v.out().index).shape;
-    if (!s.unknown_rank()) return s.rank();
+  const std::optional<TensorSpec> spec = SpecOf(v);
+  if (!spec.has_value()) {
+    return ErrorAt(span, StrCat("einsum: operand ", i + 1, " is not a tensor"));
+  }
+  if (spec->shape.unknown_rank()) {
     return ErrorAt(span, StrCat("einsum: operand ", i + 1,
                                 " has an unknown rank; einsum needs it"));
   }
-  return ErrorAt(span, StrCat("einsum: operand ", i + 1, " is not a tensor"));
+  return spec->shape.rank();
 }
 
 Result Einsum(Interpreter& in, Args& a) {

@@ -5,6 +5,7 @@
 #define RUNNEL_INTERPRETER_BUILTINS_INTERNAL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ Result ShapeArg(Interpreter& in, const Args& a, int i);
 // The shape of a tensor to make (zeros, fill, random_*): as ShapeArg, with
 // every dimension known.
 Result SizesArg(Interpreter& in, const Args& a, int i);
+// A tensor value's dtype and shape as known while building (a symbolic
+// one's static shape); nullopt for a value that is not a tensor.
+std::optional<TensorSpec> SpecOf(const Value& v);
 // A list or tuple of tensors (concat, stack).
 absl::StatusOr<std::vector<Value>> TensorsArg(Interpreter& in, const Args& a,
                                               int i);

@@ -561,13 +561,7 @@ void AddNN(std::vector<Builtin>& b) {
        [](Interpreter& in, Args& a) -> Result {
          AttrMap attrs;
          RN_RETURN_IF_ERROR(ConvArgs(in, a, 3, &attrs));
-         auto spec = [](const Value& v) -> std::optional<TensorSpec> {
-           if (v.is_concrete())
-             return TensorSpec{v.tensor().dtype(), v.tensor().shape()};
-           if (v.is_symbolic()) return v.out().node->output(v.out().index);
-           return std::nullopt;
-         };
-         std::optional<TensorSpec> xs = spec(a[0]), fs = spec(a[1]);
+         std::optional<TensorSpec> xs = SpecOf(a[0]), fs = SpecOf(a[1]);
          if (!xs || !fs) {
            return absl::InvalidArgumentError(
                "conv2d_transpose: x and filters must be tensors");

@@ -26,8 +26,24 @@ absl::StatusOr<Tensor> FloatsToGpu(OpKernelContext* ctx,
   return GpuArrays::ToGpu(ctx, words);
 }
 
-const float* Floats(const Tensor& t) {
-  return reinterpret_cast<const float*>(t.data<int64_t>());
+// One axis of a plan on the GPU: two index vectors and the weights.
+struct AxisOnGpu {
+  Tensor a, b, w;
+  const int64_t* first() const { return a.data<int64_t>(); }
+  const int64_t* second() const { return b.data<int64_t>(); }
+  const float* weights() const {
+    return reinterpret_cast<const float*>(w.data<int64_t>());
+  }
+};
+absl::StatusOr<AxisOnGpu> AxisToGpu(OpKernelContext* ctx,
+                                    const std::vector<int64_t>& a,
+                                    const std::vector<int64_t>& b,
+                                    const std::vector<float>& w) {
+  AxisOnGpu g;
+  RN_ASSIGN_OR_RETURN(g.a, GpuArrays::ToGpu(ctx, a));
+  RN_ASSIGN_OR_RETURN(g.b, GpuArrays::ToGpu(ctx, b));
+  RN_ASSIGN_OR_RETURN(g.w, FloatsToGpu(ctx, w));
+  return g;
 }
 
 class ResizeBase : public OpKernel {
@@ -54,19 +70,16 @@ class ResizeKernel : public ResizeBase {
     if (y->num_elements() == 0) return absl::OkStatus();
     const ResizeAxis rows = PlanResizeAxis(in_h, attrs_.out_h, attrs_);
     const ResizeAxis cols = PlanResizeAxis(in_w, attrs_.out_w, attrs_);
-    RN_ASSIGN_OR_RETURN(Tensor rlo, GpuArrays::ToGpu(ctx, rows.lo));
-    RN_ASSIGN_OR_RETURN(Tensor rhi, GpuArrays::ToGpu(ctx, rows.hi));
-    RN_ASSIGN_OR_RETURN(Tensor rw, FloatsToGpu(ctx, rows.w));
-    RN_ASSIGN_OR_RETURN(Tensor clo, GpuArrays::ToGpu(ctx, cols.lo));
-    RN_ASSIGN_OR_RETURN(Tensor chi, GpuArrays::ToGpu(ctx, cols.hi));
-    RN_ASSIGN_OR_RETURN(Tensor cw, FloatsToGpu(ctx, cols.w));
+    RN_ASSIGN_OR_RETURN(const AxisOnGpu r,
+                        AxisToGpu(ctx, rows.lo, rows.hi, rows.w));
+    RN_ASSIGN_OR_RETURN(const AxisOnGpu c,
+                        AxisToGpu(ctx, cols.lo, cols.hi, cols.w));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
     RN_CUDA(cuda::LaunchResize(
         GpuElemType(x.dtype()), x.raw_data(), y->raw_data(), batch, in_h, in_w,
-        chans, attrs_.out_h, attrs_.out_w,
-        {rlo.data<int64_t>(), rhi.data<int64_t>(), Floats(rw)},
-        {clo.data<int64_t>(), chi.data<int64_t>(), Floats(cw)}, gpu.compute()));
+        chans, attrs_.out_h, attrs_.out_w, {r.first(), r.second(), r.weights()},
+        {c.first(), c.second(), c.weights()}, gpu.compute()));
     return absl::OkStatus();
   }
 };
@@ -85,19 +98,17 @@ class ResizeGradKernel : public ResizeBase {
         PlanResizeBack(PlanResizeAxis(in_h, attrs_.out_h, attrs_), in_h);
     const ResizeBackAxis cols =
         PlanResizeBack(PlanResizeAxis(in_w, attrs_.out_w, attrs_), in_w);
-    RN_ASSIGN_OR_RETURN(Tensor rs, GpuArrays::ToGpu(ctx, rows.starts));
-    RN_ASSIGN_OR_RETURN(Tensor ro, GpuArrays::ToGpu(ctx, rows.out));
-    RN_ASSIGN_OR_RETURN(Tensor rw, FloatsToGpu(ctx, rows.w));
-    RN_ASSIGN_OR_RETURN(Tensor cs, GpuArrays::ToGpu(ctx, cols.starts));
-    RN_ASSIGN_OR_RETURN(Tensor co, GpuArrays::ToGpu(ctx, cols.out));
-    RN_ASSIGN_OR_RETURN(Tensor cw, FloatsToGpu(ctx, cols.w));
+    RN_ASSIGN_OR_RETURN(const AxisOnGpu r,
+                        AxisToGpu(ctx, rows.starts, rows.out, rows.w));
+    RN_ASSIGN_OR_RETURN(const AxisOnGpu c,
+                        AxisToGpu(ctx, cols.starts, cols.out, cols.w));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
     RN_CUDA(cuda::LaunchResizeGrad(
         GpuElemType(dy.dtype()), dy.raw_data(), dx->raw_data(), batch, in_h,
         in_w, chans, attrs_.out_h, attrs_.out_w,
-        {rs.data<int64_t>(), ro.data<int64_t>(), Floats(rw)},
-        {cs.data<int64_t>(), co.data<int64_t>(), Floats(cw)}, gpu.compute()));
+        {r.first(), r.second(), r.weights()},
+        {c.first(), c.second(), c.weights()}, gpu.compute()));
     return absl::OkStatus();
   }
 };

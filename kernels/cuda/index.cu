@@ -8,14 +8,6 @@
 namespace runnel::cuda {
 namespace {
 
-template <typename W>
-__global__ void GatherSlicesKernel(const W* src, const int64_t* targets, W* out,
-                                   int64_t slice, int64_t total) {
-  for (int64_t w = FirstIndex(); w < total; w += GridStride()) {
-    out[w] = src[targets[w / slice] + w % slice];
-  }
-}
-
 template <typename T>
 __device__ __forceinline__ T Combine(ScatterHow how, T there, T update) {
   if constexpr (!kNumber<T>) {
@@ -100,34 +92,7 @@ __global__ void TopKLines(const T* x, T* values, int32_t* indices,
   }
 }
 
-template <typename W>
-cudaError_t GatherSlices(const void* src, const int64_t* targets, void* out,
-                         int64_t slice, int64_t total, cudaStream_t stream) {
-  GatherSlicesKernel<W><<<Blocks(total), kThreads, 0, stream>>>(
-      static_cast<const W*>(src), targets, static_cast<W*>(out), slice, total);
-  return cudaGetLastError();
-}
-
 }  // namespace
-
-cudaError_t LaunchGatherSlices(const void* src, const int64_t* targets,
-                               void* out, int64_t count, int64_t slice,
-                               size_t elem_size, cudaStream_t stream) {
-  const int64_t total = count * slice;
-  if (total == 0) return cudaSuccess;
-  switch (elem_size) {
-    case 1:
-      return GatherSlices<uint8_t>(src, targets, out, slice, total, stream);
-    case 2:
-      return GatherSlices<uint16_t>(src, targets, out, slice, total, stream);
-    case 4:
-      return GatherSlices<uint32_t>(src, targets, out, slice, total, stream);
-    case 8:
-      return GatherSlices<uint64_t>(src, targets, out, slice, total, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
 
 cudaError_t LaunchScatterSlices(ElemType type, ScatterHow how,
                                 const void* updates, const int64_t* places,

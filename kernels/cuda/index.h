@@ -1,7 +1,8 @@
 // The device kernels (index.cu) behind the GPU's index ops
-// (index_kernels.cc): slices copied from the places a host-made plan names
-// (framework/ops/index_checks.h), and updates combined into places, one
-// thread per element of a place, in the order the CPU combines them.
+// (index_kernels.cc; the gathers use array.h's gather): updates combined
+// into the places a host-made plan names (framework/ops/index_checks.h),
+// one thread per element of a place, in the order the CPU combines them,
+// and top_k.
 // Plain C++ (nvcc compiles index.cu).
 #ifndef RUNNEL_KERNELS_CUDA_INDEX_H_
 #define RUNNEL_KERNELS_CUDA_INDEX_H_
@@ -13,12 +14,6 @@
 #include "kernels/cuda/cwise.h"
 
 namespace runnel::cuda {
-
-// out[t * slice + e] = src[targets[t] + e] for t < count, e < slice, of
-// elements `elem_size` bytes (1, 2, 4 or 8).
-cudaError_t LaunchGatherSlices(const void* src, const int64_t* targets,
-                               void* out, int64_t count, int64_t slice,
-                               size_t elem_size, cudaStream_t stream);
 
 // How an update combines with what is there (ScatterReduction's order).
 enum class ScatterHow : int { kNone, kAdd, kMul, kMax, kMin };

@@ -11,6 +11,7 @@
 #include "framework/ops/index_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/common/array_util.h"
+#include "kernels/cuda/array.h"
 #include "kernels/cuda/array_primitives.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
@@ -46,13 +47,16 @@ class GatherKernel : public OpKernel {
     }
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, shape));
     if (y->num_elements() == 0) return absl::OkStatus();
-    RN_ASSIGN_OR_RETURN(Tensor places, GpuArrays::ToGpu(ctx, target));
+    // Each target starts a slice (a multiple of its size): gather's rows
+    // of x viewed as [1, slices, slice].
+    for (int64_t& t : target) t /= slice;
+    RN_ASSIGN_OR_RETURN(Tensor rows, GpuArrays::ToGpu(ctx, target));
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
-    RN_CUDA(cuda::LaunchGatherSlices(x.raw_data(), places.data<int64_t>(),
-                                     y->raw_data(),
-                                     static_cast<int64_t>(target.size()), slice,
-                                     DTypeSize(x.dtype()), gpu.compute()));
+    RN_CUDA(cuda::LaunchGather(x.raw_data(), rows.data<int64_t>(),
+                               y->raw_data(), 1, x.num_elements() / slice,
+                               static_cast<int64_t>(target.size()), slice,
+                               DTypeSize(x.dtype()), gpu.compute()));
     return absl::OkStatus();
   }
 };
