@@ -180,18 +180,31 @@ def torch_main(argv):
         print(f"RESULT {name} {per:.9f}")
 
 
+def peer_env():
+    """Under scripts/gpu_run.sh's run.sh, LD_LIBRARY_PATH starts with the
+    libraries carried for Runnel (Debian's, older than the machine's):
+    PyTorch gets the machine's own path back."""
+    env = dict(os.environ)
+    if "GPU_BENCH_PEER_LD_LIBRARY_PATH" in env:
+        env["LD_LIBRARY_PATH"] = env.pop("GPU_BENCH_PEER_LD_LIBRARY_PATH")
+    return env
+
+
+def peer_version():
+    """The peer's PyTorch and CUDA versions, for the report."""
+    r = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__, "
+                        "'CUDA', torch.version.cuda)"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, env=peer_env(),
+                       check=False)
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "unknown"
+
+
 def peer(name, argv):
     cmd = [PYTHON, os.path.abspath(__file__), "--peer", name]
     if "--tf32" in argv:
         cmd.append("--tf32")
-    # Under scripts/gpu_run.sh's run.sh, LD_LIBRARY_PATH starts with the
-    # libraries carried for Runnel (Debian's, older than the machine's):
-    # PyTorch gets the machine's own path back.
-    env = dict(os.environ)
-    if "GPU_BENCH_PEER_LD_LIBRARY_PATH" in env:
-        env["LD_LIBRARY_PATH"] = env.pop("GPU_BENCH_PEER_LD_LIBRARY_PATH")
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True,
-                         env=env).stdout
+                         env=peer_env()).stdout
     for line in out.splitlines():
         if line.startswith(f"RESULT {name} "):
             return float(line.split()[2])
@@ -286,6 +299,7 @@ def main(argv):
                         "--format=csv,noheader"], check=False)
     except FileNotFoundError:
         print("gpu_bench: no nvidia-smi")
+    print(f"gpu_bench: PyTorch {peer_version()}")
     print(f"gpu_bench: {rounds} alternating rounds; PyTorch TF32 "
           f"{'on' if '--tf32' in argv else 'off'}, OMP_WAIT_POLICY="
           f"{os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}")

@@ -11,6 +11,7 @@
 #include "base/strings.h"
 #include "common_runtime/control_flow.h"
 #include "framework/kernel.h"
+#include "framework/window.h"
 
 namespace runnel {
 namespace {
@@ -533,12 +534,15 @@ double EstimatedFlops(const Node& n, int64_t unknown) {
   // A convolution's gradients (x, filters, dy) cost what it does: a
   // window's products for each element of its output, dy.
   const bool backprop =
-      (op == "conv2d_backprop_input" || op == "conv2d_backprop_filter") &&
+      (op == "conv2d_backprop_input" || op == "conv2d_backprop_filter" ||
+       op == "conv3d_backprop_input" || op == "conv3d_backprop_filter") &&
       n.num_inputs() == 3;
-  if ((op == "conv2d" && n.num_inputs() == 2) || backprop) {
+  if (((op == "conv2d" || op == "conv3d") && n.num_inputs() == 2) || backprop) {
     const Shape& w = n.input(1).node->output_shape(n.input(1).index);
-    const double window = static_cast<double>(Dim(w, 0, unknown)) *
-                          Dim(w, 1, unknown) * Dim(w, 2, unknown);
+    // The filters' taps and input channels: all but the last dimension.
+    const int taps = WindowRank(op) + 1;
+    double window = 1;
+    for (int i = 0; i < taps; ++i) window *= Dim(w, i, unknown);
     const Shape& out = backprop
                            ? n.input(2).node->output_shape(n.input(2).index)
                            : n.output_shape(0);

@@ -19,33 +19,42 @@ std::string List(const std::vector<int64_t>& v) {
 
 }  // namespace
 
+int WindowRank(std::string_view op) {
+  return op.find("3d") != std::string_view::npos ? 3 : 2;
+}
+
 absl::StatusOr<HW> ReadWindowAttr(const AttrMap& attrs, std::string_view name,
-                                  int64_t fallback) {
+                                  int64_t fallback, int spatial) {
   RN_ASSIGN_OR_RETURN(std::vector<int64_t> v,
                       GetAttrOr<std::vector<int64_t>>(
                           attrs, name, std::vector<int64_t>{fallback}));
-  HW hw;
-  if (v.size() == 1) {
-    hw = {v[0], v[0]};
-  } else if (v.size() == 2) {
-    hw = {v[0], v[1]};
-  } else if (v.size() == 4) {
-    if (v[0] != 1 || v[3] != 1) {
+  const size_t n = v.size();
+  const bool ndhwc = spatial == 3;
+  if (n != 1 && n != static_cast<size_t>(spatial) &&
+      n != static_cast<size_t>(spatial) + 2) {
+    return absl::InvalidArgumentError(
+        StrCat("attribute '", name, "' must be an int or ",
+               ndhwc ? "[d, h, w]" : "[h, w]", ", got ", List(v)));
+  }
+  if (n == static_cast<size_t>(spatial) + 2) {
+    if (v.front() != 1 || v.back() != 1) {
       return absl::InvalidArgumentError(StrCat(
           "attribute '", name,
-          "' must be 1 for the batch and the channels, as in [1, h, w, 1] "
-          "(NHWC), got ",
-          List(v), "; windows move along height and width only"));
+          "' must be 1 for the batch and the channels, as in ",
+          ndhwc ? "[1, d, h, w, 1] (NDHWC)" : "[1, h, w, 1] (NHWC)", ", got ",
+          List(v), "; windows move along ",
+          ndhwc ? "depth, height and width" : "height and width", " only"));
     }
-    hw = {v[1], v[2]};
-  } else {
-    return absl::InvalidArgumentError(StrCat(
-        "attribute '", name, "' must be an int or [h, w], got ", List(v)));
+    v = std::vector<int64_t>(v.begin() + 1, v.end() - 1);
   }
-  if (hw.h < 1 || hw.w < 1) {
-    return absl::InvalidArgumentError(StrCat("attribute '", name,
-                                             "' must be positive, got [", hw.h,
-                                             ", ", hw.w, "]"));
+  if (v.size() == 1) v.assign(spatial, v[0]);
+  // v is [h, w] or [d, h, w].
+  HW hw{v[spatial - 2], v[spatial - 1], spatial == 3 ? v[0] : 1};
+  for (int64_t e : v) {
+    if (e < 1) {
+      return absl::InvalidArgumentError(
+          StrCat("attribute '", name, "' must be positive, got ", List(v)));
+    }
   }
   return hw;
 }
@@ -62,25 +71,30 @@ absl::StatusOr<bool> ReadSamePadding(const AttrMap& attrs) {
       StrCat("padding must be \"same\" or \"valid\", got \"", p, "\""));
 }
 
-absl::StatusOr<ConvAttrs> ReadConvAttrs(const AttrMap& attrs) {
+absl::StatusOr<ConvAttrs> ReadConvAttrs(const AttrMap& attrs, int spatial) {
   ConvAttrs a;
-  RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1));
-  RN_ASSIGN_OR_RETURN(a.dilations, ReadWindowAttr(attrs, "dilations", 1));
+  a.spatial = spatial;
+  RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1, spatial));
+  RN_ASSIGN_OR_RETURN(a.dilations,
+                      ReadWindowAttr(attrs, "dilations", 1, spatial));
   RN_ASSIGN_OR_RETURN(a.same, ReadSamePadding(attrs));
   return a;
 }
 
-absl::StatusOr<PoolAttrs> ReadPoolAttrs(const AttrMap& attrs) {
+absl::StatusOr<PoolAttrs> ReadPoolAttrs(const AttrMap& attrs, int spatial) {
   if (!attrs.contains("size")) {
     return absl::InvalidArgumentError("missing attribute 'size'");
   }
   PoolAttrs a;
-  RN_ASSIGN_OR_RETURN(a.size, ReadWindowAttr(attrs, "size", 1));
+  a.spatial = spatial;
+  RN_ASSIGN_OR_RETURN(a.size, ReadWindowAttr(attrs, "size", 1, spatial));
   a.strides = a.size;
   if (attrs.contains("strides")) {
-    RN_ASSIGN_OR_RETURN(a.strides, ReadWindowAttr(attrs, "strides", 1));
+    RN_ASSIGN_OR_RETURN(a.strides,
+                        ReadWindowAttr(attrs, "strides", 1, spatial));
   }
-  RN_ASSIGN_OR_RETURN(a.dilations, ReadWindowAttr(attrs, "dilations", 1));
+  RN_ASSIGN_OR_RETURN(a.dilations,
+                      ReadWindowAttr(attrs, "dilations", 1, spatial));
   RN_ASSIGN_OR_RETURN(a.same, ReadSamePadding(attrs));
   return a;
 }
@@ -135,24 +149,33 @@ absl::StatusOr<Windows> PlaceWindows(int64_t in, int64_t window, int64_t stride,
 absl::StatusOr<ConvWindows> PlaceConvWindows(DType dtype, const Shape& x,
                                              const Shape& f,
                                              const ConvAttrs& attrs) {
-  if (x.rank() != 4 || f.rank() != 4) {
+  const bool three = attrs.spatial == 3;
+  const int rank = attrs.spatial + 2;
+  if (x.rank() != rank || f.rank() != rank) {
     return absl::InvalidArgumentError(
-        StrCat("conv2d needs NHWC input and HWIO filters of rank 4, got ",
-               DTypeName(dtype), x.ToString(), " and ", DTypeName(dtype),
-               f.ToString()));
+        StrCat(three ? "conv3d needs NDHWC input and DHWIO filters of rank 5"
+                     : "conv2d needs NHWC input and HWIO filters of rank 4",
+               ", got ", DTypeName(dtype), x.ToString(), " and ",
+               DTypeName(dtype), f.ToString()));
   }
-  if (x.dim(3) != f.dim(2)) {
+  if (x.dim(rank - 1) != f.dim(rank - 2)) {
     return absl::InvalidArgumentError(
         StrCat("channels differ: the input ", DTypeName(dtype), x.ToString(),
-               " has ", x.dim(3), " but the filters ", DTypeName(dtype),
-               f.ToString(), " expect ", f.dim(2)));
+               " has ", x.dim(rank - 1), " but the filters ", DTypeName(dtype),
+               f.ToString(), " expect ", f.dim(rank - 2)));
   }
   ConvWindows w;
+  const int s = three ? 1 : 0;  // the first of height and width
+  if (three) {
+    RN_ASSIGN_OR_RETURN(w.depths,
+                        PlaceWindows(x.dim(1), f.dim(0), attrs.strides.d,
+                                     attrs.dilations.d, attrs.same, "filter"));
+  }
   RN_ASSIGN_OR_RETURN(w.rows,
-                      PlaceWindows(x.dim(1), f.dim(0), attrs.strides.h,
+                      PlaceWindows(x.dim(1 + s), f.dim(s), attrs.strides.h,
                                    attrs.dilations.h, attrs.same, "filter"));
   RN_ASSIGN_OR_RETURN(w.cols,
-                      PlaceWindows(x.dim(2), f.dim(1), attrs.strides.w,
+                      PlaceWindows(x.dim(2 + s), f.dim(1 + s), attrs.strides.w,
                                    attrs.dilations.w, attrs.same, "filter"));
   return w;
 }
@@ -160,16 +183,27 @@ absl::StatusOr<ConvWindows> PlaceConvWindows(DType dtype, const Shape& x,
 absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
                                              const PoolAttrs& attrs,
                                              std::string_view who) {
-  if (x.rank() != 4) {
+  const bool three = attrs.spatial == 3;
+  if (x.rank() != attrs.spatial + 2) {
     return absl::InvalidArgumentError(
-        StrCat(who, " needs an NHWC input of rank 4, got ", DTypeName(dtype),
-               x.ToString()));
+        StrCat(who,
+               three ? " needs an NDHWC input of rank 5, got "
+                     : " needs an NHWC input of rank 4, got ",
+               DTypeName(dtype), x.ToString()));
   }
   PoolWindows w;
+  w.spatial = attrs.spatial;
+  const int s = three ? 1 : 0;
   w.batch = x.dim(0);
-  w.in_h = x.dim(1);
-  w.in_w = x.dim(2);
-  w.chans = x.dim(3);
+  w.in_h = x.dim(1 + s);
+  w.in_w = x.dim(2 + s);
+  w.chans = x.dim(3 + s);
+  if (three) {
+    w.in_d = x.dim(1);
+    RN_ASSIGN_OR_RETURN(w.depths,
+                        PlaceWindows(w.in_d, attrs.size.d, attrs.strides.d,
+                                     attrs.dilations.d, attrs.same, "window"));
+  }
   RN_ASSIGN_OR_RETURN(w.rows,
                       PlaceWindows(w.in_h, attrs.size.h, attrs.strides.h,
                                    attrs.dilations.h, attrs.same, "window"));

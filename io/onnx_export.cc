@@ -185,20 +185,23 @@ absl::StatusOr<std::vector<int64_t>> Axes(const Node& n) {
   return n.attr<std::vector<int64_t>>("axis");
 }
 
-// An NHWC image op as ONNX's NCHW one: transposes in and out.
+// An NHWC (NDHWC) image op as ONNX's NCHW (NCDHW) one: transposes in and
+// out.
 absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
                       const std::string& filters) {
   // The attributes as the op's own shape function and kernels read them.
+  const int spatial = WindowRank(n.op());
+  const bool three = spatial == 3;
   HW size, strides, dilations;
   bool same = false;
   if (op == "Conv") {
-    absl::StatusOr<ConvAttrs> conv = ReadConvAttrs(n.attrs());
+    absl::StatusOr<ConvAttrs> conv = ReadConvAttrs(n.attrs(), spatial);
     if (!conv.ok()) return e.Refuse(n, std::string(conv.status().message()));
     strides = conv->strides;
     dilations = conv->dilations;
     same = conv->same;
   } else {
-    absl::StatusOr<PoolAttrs> pool = ReadPoolAttrs(n.attrs());
+    absl::StatusOr<PoolAttrs> pool = ReadPoolAttrs(n.attrs(), spatial);
     if (!pool.ok()) return e.Refuse(n, std::string(pool.status().message()));
     size = pool->size;
     strides = pool->strides;
@@ -210,9 +213,15 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
                                 kOpset, ")"));
     }
   }
+  // ONNX's spatial lists: [h, w], or [d, h, w].
+  auto list = [&](const HW& v) {
+    return three ? std::vector<int64_t>{v.d, v.h, v.w}
+                 : std::vector<int64_t>{v.h, v.w};
+  };
   const std::string x = e.Temp(n, "nchw");
   SetInts(e.Add(n, "Transpose", {e.In(n, 0)}, {x}, "to_nchw"), "perm",
-          {0, 3, 1, 2});
+          three ? std::vector<int64_t>{0, 4, 1, 2, 3}
+                : std::vector<int64_t>{0, 3, 1, 2});
   std::vector<std::string> inputs = {x};
   if (!filters.empty()) inputs.push_back(filters);
   const std::string y = e.Temp(n, "y_nchw");
@@ -221,34 +230,42 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
     // ONNX Runtime's SAME_UPPER leaves a pool's dilations out of its
     // padding: the pads, written out.
     const Shape& xs = n.input(0).node->output(n.input(0).index).shape;
-    if (xs.unknown_rank() || xs.rank() != 4 || xs.dim(1) < 0 || xs.dim(2) < 0) {
+    if (xs.unknown_rank() || xs.rank() != spatial + 2) {
       return e.Refuse(n,
-                      "\"same\" padding with dilations on a height or "
-                      "width not known");
+                      "\"same\" padding with dilations on an input of "
+                      "unknown rank");
     }
-    absl::StatusOr<Windows> rows =
-        PlaceWindows(xs.dim(1), size.h, strides.h, dilations.h, true, "window");
-    absl::StatusOr<Windows> cols =
-        PlaceWindows(xs.dim(2), size.w, strides.w, dilations.w, true, "window");
-    if (!rows.ok() || !cols.ok()) {
-      return e.Refuse(
-          n, std::string((rows.ok() ? cols : rows).status().message()));
+    const std::vector<int64_t> k = list(size), st = list(strides),
+                               dil = list(dilations);
+    std::vector<int64_t> begins, ends;
+    for (int i = 0; i < spatial; ++i) {
+      if (xs.dim(1 + i) < 0) {
+        return e.Refuse(n,
+                        "\"same\" padding with dilations on a spatial size "
+                        "not known");
+      }
+      absl::StatusOr<Windows> w =
+          PlaceWindows(xs.dim(1 + i), k[i], st[i], dil[i], true, "window");
+      if (!w.ok()) return e.Refuse(n, std::string(w.status().message()));
+      begins.push_back(w->pad_begin);
+      ends.push_back(w->pad_end);
     }
-    SetInts(p, "pads",
-            {rows->pad_begin, cols->pad_begin, rows->pad_end, cols->pad_end});
+    begins.insert(begins.end(), ends.begin(), ends.end());
+    SetInts(p, "pads", begins);
   } else {
     SetString(p, "auto_pad", same ? "SAME_UPPER" : "VALID");
   }
   if (op == "Conv" || dilations != HW{}) {
-    SetInts(p, "dilations", {dilations.h, dilations.w});
+    SetInts(p, "dilations", list(dilations));
   }
   if (op != "Conv") {
-    SetInts(p, "kernel_shape", {size.h, size.w});
+    SetInts(p, "kernel_shape", list(size));
     if (op == "AveragePool") SetInt(p, "count_include_pad", 0);
   }
-  SetInts(p, "strides", {strides.h, strides.w});
+  SetInts(p, "strides", list(strides));
   SetInts(e.Add(n, "Transpose", {y}, {e.Out(n)}, "to_nhwc"), "perm",
-          {0, 2, 3, 1});
+          three ? std::vector<int64_t>{0, 2, 3, 4, 1}
+                : std::vector<int64_t>{0, 2, 3, 1});
   return absl::OkStatus();
 }
 
@@ -642,12 +659,20 @@ const std::map<std::string, Emit>& Table() {
               "perm", {3, 2, 0, 1});
       return Windowed(e, n, "Conv", w);
     };
-    (*t)["max_pool"] = [](Exporter& e, const Node& n) {
-      return Windowed(e, n, "MaxPool", "");
+    (*t)["conv3d"] = [](Exporter& e, const Node& n) {
+      const std::string w = e.Temp(n, "oidhw");
+      SetInts(e.Add(n, "Transpose", {e.In(n, 1)}, {w}, "filters_to_oidhw"),
+              "perm", {4, 3, 0, 1, 2});
+      return Windowed(e, n, "Conv", w);
     };
-    (*t)["avg_pool"] = [](Exporter& e, const Node& n) {
-      return Windowed(e, n, "AveragePool", "");
-    };
+    for (const char* d : {"", "3d"}) {
+      (*t)[StrCat("max_pool", d)] = [](Exporter& e, const Node& n) {
+        return Windowed(e, n, "MaxPool", "");
+      };
+      (*t)[StrCat("avg_pool", d)] = [](Exporter& e, const Node& n) {
+        return Windowed(e, n, "AveragePool", "");
+      };
+    }
     // gelu: 0.5 * x * (1 + erf(x / sqrt(2))) (ONNX's Gelu is opset 20).
     (*t)["gelu"] = [](Exporter& e, const Node& n) {
       const DType d = n.input_dtype(0);

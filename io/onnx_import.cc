@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -44,7 +45,8 @@ const std::set<std::string>& Reserved() {
       "restore", "print", "assert", "len", "scan", "gather_elements",
       "scatter_elements", "gather_nd", "scatter_nd", "top_k", "nonzero",
       "unique_all", "einsum", "resize", "non_max_suppression",
-      "max_pool_with_argmax"};
+      "max_pool_with_argmax", "conv3d", "conv3d_transpose", "max_pool3d",
+      "avg_pool3d"};
   return *names;
 }
 
@@ -217,6 +219,7 @@ class Importer {
   // In-graph control flow: a Loop as a Runnel `loop`, an If as an `if`,
   // their graphs as the blocks' lines.
   absl::Status LoopNode(const onnx::NodeProto& node);
+  absl::Status ScanNode(const onnx::NodeProto& node);
   absl::Status IfNode(const onnx::NodeProto& node);
   absl::Status Block(const onnx::NodeProto& node, const onnx::GraphProto& g,
                      std::vector<std::string>* lines,
@@ -441,9 +444,11 @@ absl::Status Importer::Nodes(const onnx::GraphProto& graph) {
       }
     }
     scope_ = nested_ ? "" : ScopeOf(node.name());
-    if (node.op_type() == "Loop" || node.op_type() == "If") {
-      RN_RETURN_IF_ERROR(node.op_type() == "Loop" ? LoopNode(node)
-                                                  : IfNode(node));
+    if (node.op_type() == "Loop" || node.op_type() == "If" ||
+        node.op_type() == "Scan") {
+      RN_RETURN_IF_ERROR(node.op_type() == "Loop"   ? LoopNode(node)
+                         : node.op_type() == "Scan" ? ScanNode(node)
+                                                    : IfNode(node));
       continue;
     }
     {
@@ -534,7 +539,9 @@ std::string TupleOf(const std::vector<std::string>& items) {
 //   }
 // ONNX tests the condition after each pass (its input is the first
 // test), Runnel's loop before each: carrying it in the state makes them
-// the same.
+// the same. A scan output (a body output past the state) is carried too,
+// from an empty tensor, each pass's value concatenated along a new first
+// axis (ONNX stacks them so); its shape must be known while importing.
 absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   const onnx::GraphProto* body = GraphAttr(node, "body");
   if (body == nullptr)
@@ -551,10 +558,6 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
     return absl::InvalidArgumentError(
         StrCat(Where(node),
                ": the body's inputs and outputs do not match the Loop's"));
-  }
-  if (body->output_size() > n + 1) {
-    return absl::UnimplementedError(
-        StrCat(Where(node), ": a Loop with scan outputs is not supported"));
   }
   const std::string& trips = node.input(0);
   const std::string& cond = node.input(1);
@@ -587,10 +590,48 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   std::vector<std::string> lines, results;
   std::vector<Value> outs;
   RN_RETURN_IF_ERROR(Block(node, *body, &lines, &results, &outs));
+  const int scans = body->output_size() - (n + 1);
+  std::vector<std::string> stacked;  // the scan outputs' names in the state
+  auto known = [](const std::vector<int64_t>& dims) {
+    return std::none_of(dims.begin(), dims.end(),
+                        [](int64_t d) { return d < 0; });
+  };
+  for (int j = 0; j < scans; ++j) {
+    Value& v = outs[1 + n + j];
+    // What the body computes, else what its graph declares.
+    const onnx::TypeProto::Tensor& declared =
+        body->output(1 + n + j).type().tensor_type();
+    if ((!v.rank_known || !known(v.dims)) && declared.has_shape()) {
+      std::vector<int64_t> dims;
+      for (const auto& d : declared.shape().dim()) {
+        dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+      }
+      if (known(dims)) {
+        v.dims = std::move(dims);
+        v.rank_known = true;
+      }
+    }
+    if (!v.rank_known || !known(v.dims)) {
+      return absl::UnimplementedError(
+          StrCat(Where(node), ": scan output '", body->output(1 + n + j).name(),
+                 "' has a shape not known while importing"));
+    }
+    std::vector<int64_t> empty = {0};
+    empty.insert(empty.end(), v.dims.begin(), v.dims.end());
+    stacked.push_back(
+        NewName(StrCat(body->output(1 + n + j).name(), "_stack")));
+    state.push_back(stacked.back());
+    init.push_back(StrCat("zeros(", IntList(empty),
+                          ", dtype = ", DTypeCode(v.dtype), ")"));
+  }
   std::string test = state[1];
   if (!trips.empty()) test = StrCat(test, " and ", state[0], " < ", Ref(trips));
   std::vector<std::string> next = {StrCat(state[0], " + 1")};
-  next.insert(next.end(), results.begin(), results.end());
+  next.insert(next.end(), results.begin(), results.begin() + n + 1);
+  for (int j = 0; j < scans; ++j) {
+    next.push_back(StrCat("concat([", stacked[j], ", expand_dims(",
+                          results[1 + n + j], ", 0)], axis = 0)"));
+  }
   std::vector<std::string> finals = {"_", "_"};
   for (int k = 0; k < n; ++k) {
     if (k >= node.output_size() || node.output(k).empty()) {
@@ -603,10 +644,205 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
     finals.push_back(v.ref);
     values_[node.output(k)] = std::move(v);
   }
+  for (int j = 0; j < scans; ++j) {
+    const int k = n + j;
+    if (k >= node.output_size() || node.output(k).empty()) {
+      finals.push_back("_");
+      continue;
+    }
+    Value v = outs[1 + k];
+    v.constant.reset();
+    v.dims.insert(v.dims.begin(), -1);  // the passes, known when it runs
+    v.ref = NewName(node.output(k));
+    finals.push_back(v.ref);
+    values_[node.output(k)] = std::move(v);
+  }
   body_.emplace_back(
       scope_, StrCat("let ", TupleOf(finals), " = loop ", TupleOf(state), " = ",
                      TupleOf(init), " while ", test, " {\n",
                      Indented(lines, TupleOf(next)), "}"));
+  return absl::OkStatus();
+}
+
+// Scan (opset 9 on) of N states and M scan inputs, with body(states...,
+// slices...) -> (states..., outputs...): an in-graph loop over the scan
+// inputs' scan axis (its length the first scan input's):
+//   let (_, s..., y...) = loop (t, s..., y_stack...) = (0, s0..., empty...)
+//       while t < length {
+//       let slice = x_moved[t]           # or [length - 1 - t], reversed
+//       body
+//       (t + 1, s_out..., concat([y_stack, y[None]]), ...)  # or prepended
+//   }
+// A scan input's axis is moved to the front first (x_moved); a scan
+// output is stacked along axis 0 and then moved to its axis. The stacks
+// start empty, so each output's shape must be known while importing.
+absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
+  if (opset_ < 9) {
+    return absl::UnimplementedError(
+        StrCat(Where(node),
+               ": Scan before opset 9 (with a batch axis and "
+               "sequence_lens) is not supported"));
+  }
+  const onnx::GraphProto* body = GraphAttr(node, "body");
+  if (body == nullptr)
+    return absl::InvalidArgumentError(StrCat(Where(node), ": no body"));
+  int64_t m = -1;
+  std::vector<int64_t> in_axes, in_dirs, out_axes, out_dirs;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    const std::vector<int64_t> ints(a.ints().begin(), a.ints().end());
+    if (a.name() == "num_scan_inputs") {
+      m = a.i();
+    } else if (a.name() == "scan_input_axes") {
+      in_axes = ints;
+    } else if (a.name() == "scan_input_directions") {
+      in_dirs = ints;
+    } else if (a.name() == "scan_output_axes") {
+      out_axes = ints;
+    } else if (a.name() == "scan_output_directions") {
+      out_dirs = ints;
+    } else if (a.name() != "body") {
+      return absl::UnimplementedError(StrCat(Where(node), ": attribute '",
+                                             a.name(),
+                                             "' of Scan is not supported"));
+    }
+  }
+  const int n = node.input_size() - static_cast<int>(m);
+  const int k = body->output_size() - n;
+  if (m < 1 || n < 0 || body->input_size() != n + m || k < 0 ||
+      node.output_size() > n + k) {
+    return absl::InvalidArgumentError(
+        StrCat(Where(node),
+               ": the body's inputs and outputs do not match the Scan's "
+               "(num_scan_inputs ",
+               m, ")"));
+  }
+  auto pick = [&](const std::vector<int64_t>& v, int i) -> int64_t {
+    return v.empty() ? 0 : v[i];
+  };
+  if ((!in_axes.empty() && static_cast<int64_t>(in_axes.size()) != m) ||
+      (!in_dirs.empty() && static_cast<int64_t>(in_dirs.size()) != m) ||
+      (!out_axes.empty() && static_cast<int>(out_axes.size()) != k) ||
+      (!out_dirs.empty() && static_cast<int>(out_dirs.size()) != k)) {
+    return absl::InvalidArgumentError(StrCat(
+        Where(node), ": an axes or directions list of the wrong length"));
+  }
+  // The state's names, bound inside the body, and the scan inputs moved.
+  std::vector<std::string> state = {NewName("t")}, init = {"cast(0, i64)"};
+  for (int i = 0; i < n; ++i) {
+    Value v = values_.at(node.input(i));
+    init.push_back(Ref(node.input(i)));
+    v.constant.reset();
+    v.ref = NewName(body->input(i).name());
+    state.push_back(v.ref);
+    values_[body->input(i).name()] = std::move(v);
+  }
+  std::vector<std::string> slices;  // lines at the top of the body
+  std::string length;
+  for (int j = 0; j < m; ++j) {
+    const Value& x = values_.at(node.input(n + j));
+    if (!x.rank_known || x.dims.empty()) {
+      return absl::UnimplementedError(
+          StrCat(Where(node), ": scan input '", node.input(n + j),
+                 "' of a rank not known while importing (or a scalar)"));
+    }
+    const int r = static_cast<int>(x.dims.size());
+    int64_t axis = pick(in_axes, j);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) {
+      return absl::InvalidArgumentError(
+          StrCat(Where(node), ": scan_input_axes ", pick(in_axes, j),
+                 " for an input of rank ", r));
+    }
+    std::string moved = Ref(node.input(n + j));
+    if (axis != 0) {
+      std::vector<int64_t> perm = {axis};
+      for (int d = 0; d < r; ++d) {
+        if (d != axis) perm.push_back(d);
+      }
+      moved = StrCat("transpose(", moved, ", ", IntList(perm), ")");
+    }
+    if (j == 0) length = StrCat("cast(shape_of(", moved, ")[0], i64)");
+    const std::string index =
+        pick(in_dirs, j) != 0 ? StrCat(length, " - 1 - ", state[0]) : state[0];
+    Value v = x;
+    v.constant.reset();
+    v.dims.erase(v.dims.begin() + axis);
+    v.ref = NewName(body->input(n + j).name());
+    slices.push_back(StrCat("let ", v.ref, " = ", moved, "[", index, "]"));
+    values_[body->input(n + j).name()] = std::move(v);
+  }
+  std::vector<std::string> lines, results;
+  std::vector<Value> outs;
+  RN_RETURN_IF_ERROR(Block(node, *body, &lines, &results, &outs));
+  lines.insert(lines.begin(), slices.begin(), slices.end());
+  std::vector<std::string> next = {StrCat(state[0], " + 1")};
+  next.insert(next.end(), results.begin(), results.begin() + n);
+  std::vector<std::string> stacked;
+  for (int j = 0; j < k; ++j) {
+    const Value& y = outs[n + j];
+    if (!y.rank_known || std::any_of(y.dims.begin(), y.dims.end(),
+                                     [](int64_t d) { return d < 0; })) {
+      return absl::UnimplementedError(
+          StrCat(Where(node), ": scan output '", body->output(n + j).name(),
+                 "' has a shape not known while importing"));
+    }
+    std::vector<int64_t> empty = {0};
+    empty.insert(empty.end(), y.dims.begin(), y.dims.end());
+    stacked.push_back(NewName(StrCat(body->output(n + j).name(), "_stack")));
+    state.push_back(stacked.back());
+    init.push_back(StrCat("zeros(", IntList(empty),
+                          ", dtype = ", DTypeCode(y.dtype), ")"));
+    const std::string row = StrCat("expand_dims(", results[n + j], ", 0)");
+    next.push_back(
+        pick(out_dirs, j) != 0
+            ? StrCat("concat([", row, ", ", stacked.back(), "], axis = 0)")
+            : StrCat("concat([", stacked.back(), ", ", row, "], axis = 0)"));
+  }
+  std::vector<std::string> finals = {"_"};
+  std::vector<std::string> moves;  // scan outputs moved to their axes
+  for (int i = 0; i < n + k; ++i) {
+    if (i >= node.output_size() || node.output(i).empty()) {
+      finals.push_back("_");
+      continue;
+    }
+    Value v = outs[i];
+    v.constant.reset();
+    if (i >= n) v.dims.insert(v.dims.begin(), -1);  // the passes
+    v.ref = NewName(node.output(i));
+    if (i >= n) {
+      const int r = static_cast<int>(v.dims.size());
+      int64_t axis = pick(out_axes, i - n);
+      if (axis < 0) axis += r;
+      if (axis < 0 || axis >= r) {
+        return absl::InvalidArgumentError(
+            StrCat(Where(node), ": scan_output_axes ", pick(out_axes, i - n),
+                   " for an output of rank ", r));
+      }
+      if (axis != 0) {
+        // Axis 0 (the passes) goes to `axis`.
+        std::vector<int64_t> perm;
+        for (int d = 1; d <= axis; ++d) perm.push_back(d);
+        perm.push_back(0);
+        for (int d = static_cast<int>(axis) + 1; d < r; ++d) perm.push_back(d);
+        const std::string stacked_name =
+            NewName(StrCat(node.output(i), "_stacked"));
+        finals.push_back(stacked_name);
+        moves.push_back(StrCat("let ", v.ref, " = transpose(", stacked_name,
+                               ", ", IntList(perm), ")"));
+        std::rotate(v.dims.begin(), v.dims.begin() + 1,
+                    v.dims.begin() + axis + 1);
+        values_[node.output(i)] = std::move(v);
+        continue;
+      }
+    }
+    finals.push_back(v.ref);
+    values_[node.output(i)] = std::move(v);
+  }
+  body_.emplace_back(
+      scope_, StrCat("let ", TupleOf(finals), " = loop ", TupleOf(state), " = ",
+                     TupleOf(init), " while ", state[0], " < ", length, " {\n",
+                     Indented(lines, TupleOf(next)), "}"));
+  for (std::string& line : moves) body_.emplace_back(scope_, std::move(line));
   return absl::OkStatus();
 }
 
@@ -623,6 +859,32 @@ absl::Status Importer::IfNode(const onnx::NodeProto& node) {
       return absl::UnimplementedError(StrCat(
           Where(node), ": attribute '", a.name(), "' of If is not supported"));
     }
+  }
+  // A condition known while importing (a Constant, or folded shape
+  // arithmetic, as in the expansions of ONNX's functions): only the branch
+  // taken is imported, its lines in the enclosing block; the other may not
+  // even be valid for these shapes.
+  const Value& pred = values_.at(node.input(0));
+  if (pred.constant.has_value() && pred.constant->num_elements() == 1) {
+    const bool take = pred.constant->ToDoubles()[0] != 0;
+    std::vector<std::string> lines, results;
+    std::vector<Value> values;
+    RN_RETURN_IF_ERROR(
+        Block(node, take ? *then_g : *else_g, &lines, &results, &values));
+    if (static_cast<int>(results.size()) != node.output_size()) {
+      return absl::InvalidArgumentError(
+          StrCat(Where(node), ": the branch's outputs do not match the If's"));
+    }
+    for (std::string& line : lines) body_.emplace_back(scope_, std::move(line));
+    for (int k = 0; k < node.output_size(); ++k) {
+      Value v = values[k];
+      if (!v.constant.has_value()) {
+        v.ref = NewName(node.output(k));
+        body_.emplace_back(scope_, StrCat("let ", v.ref, " = ", results[k]));
+      }
+      values_[node.output(k)] = std::move(v);
+    }
+    return absl::OkStatus();
   }
   std::vector<std::string> then_lines, then_results, else_lines, else_results;
   std::vector<Value> then_values, else_values;

@@ -681,6 +681,22 @@ absl::Status Attention(NodeContext& c) {
     skv += past;
   }
   const std::string present_k = k4, present_v = v4;
+  // 16-bit inputs are attended in f32 and the output rounded once, as
+  // PyTorch's scaled_dot_product_attention accumulates: closer to the exact
+  // result than rounding each step (ONNX's reference itself rounds its
+  // float16 steps).
+  const bool narrow = q.dtype == DType::kF16 || q.dtype == DType::kBF16;
+  const DType compute = narrow ? DType::kF32 : q.dtype;
+  const std::string ct = DTypeCode(compute);
+  auto up = [&](const std::string& t) {
+    return narrow ? StrCat("cast(", t, ", f32)") : t;
+  };
+  auto down = [&](const std::string& t) {
+    return narrow ? StrCat("cast(", t, ", ", dt, ")") : t;
+  };
+  q4 = up(q4);
+  k4 = up(k4);
+  v4 = up(v4);
   if (qh != kvh) {  // each key head serves qh / kvh query heads in turn
     auto repeat = [&](const std::string& t, int64_t d) {
       std::vector<std::string> copies(qh / kvh, t);
@@ -701,7 +717,7 @@ absl::Status Attention(NodeContext& c) {
                 StrCat(F(softcap), " * tanh(", qk, " / ", F(softcap), ")"));
   }
   // The bias, [.., sq, skv]: the mask, then the causal part.
-  const std::string neg = StrCat("cast(-1.0 / 0.0, ", dt, ")");
+  const std::string neg = StrCat("cast(-1.0 / 0.0, ", ct, ")");
   std::string bias;
   if (c.has_input(3)) {
     const Value& m = c.in(3);
@@ -709,8 +725,8 @@ absl::Status Attention(NodeContext& c) {
       return c.Unsupported("a mask of a length not known while importing");
     }
     bias = m.dtype == DType::kBool
-               ? StrCat("where(", c.ref(3), ", cast(0.0, ", dt, "), ", neg, ")")
-               : c.ref(3);
+               ? StrCat("where(", c.ref(3), ", cast(0.0, ", ct, "), ", neg, ")")
+               : up(c.ref(3));
     if (m.dims.back() < skv) {
       std::vector<std::string> rows(m.dims.size(), "[0, 0]");
       rows.back() = IntList({0, skv - m.dims.back()});
@@ -732,7 +748,7 @@ absl::Status Attention(NodeContext& c) {
   const std::string key = Iota(skv, 2, 1);
   auto add = [&](const std::string& allowed) {
     const std::string b =
-        StrCat("where(", allowed, ", cast(0.0, ", dt, "), ", neg, ")");
+        StrCat("where(", allowed, ", cast(0.0, ", ct, "), ", neg, ")");
     bias = bias.empty() ? b : StrCat("(", bias, ") + ", b);
   };
   if (c.Int("is_causal", 0) != 0) add(StrCat(key, " <= ", at));
@@ -751,9 +767,9 @@ absl::Status Attention(NodeContext& c) {
     if (!p.has_value() || !IsFloating(*p)) {
       return c.Unsupported("this softmax_precision");
     }
-    if (*p != q.dtype) {
+    if (*p != compute) {
       probs = StrCat("cast(softmax(cast(", scores, ", ", DTypeCode(*p),
-                     "), axis = -1), ", dt, ")");
+                     "), axis = -1), ", ct, ")");
     }
   }
   if (!bias.empty()) {
@@ -761,7 +777,7 @@ absl::Status Attention(NodeContext& c) {
                    ", zeros_like(", scores, "), ", probs, ")");
   }
   probs = c.Temp("probs", probs);
-  std::string y = StrCat(probs, " @ ", v4);
+  std::string y = down(StrCat(probs, " @ ", v4));
   std::vector<int64_t> ydims = {q.dims[0], qh, sq, dv};
   if (r == 3) {
     y = StrCat("reshape(transpose(", y, ", [0, 2, 1, 3]), ",
@@ -781,7 +797,7 @@ absl::Status Attention(NodeContext& c) {
       return c.Invalid(StrCat("qk_matmul_output_mode ", mode));
     }
     const std::string out = mode == 3 ? probs : mode == 2 ? scores : qk;
-    RN_RETURN_IF_ERROR(c.Out(3, out, q.dtype, {q.dims[0], qh, sq, skv}));
+    RN_RETURN_IF_ERROR(c.Out(3, down(out), q.dtype, {q.dims[0], qh, sq, skv}));
   }
   return absl::OkStatus();
 }
@@ -1308,8 +1324,16 @@ absl::Status Range(NodeContext& c) {
     n = std::max<int64_t>(
         0, static_cast<int64_t>(std::ceil((l.at(0) - s.at(0)) / d.at(0))));
   }
+  // The bounds are scalars; a one-element vector (which ONNX's functions'
+  // expansions pass, and its reference takes) is read as one.
+  auto scalar = [&](int i) {
+    const Value& v = c.in(i);
+    return v.rank_known && v.dims == std::vector<int64_t>{1}
+               ? StrCat("reshape(", c.ref(i), ", [])")
+               : c.ref(i);
+  };
   return c.Out(0,
-               StrCat("arange(", c.ref(0), ", ", c.ref(1), ", ", c.ref(2),
+               StrCat("arange(", scalar(0), ", ", scalar(1), ", ", scalar(2),
                       ", dtype = ", DTypeCode(dtype), ")"),
                dtype, {n});
 }
@@ -1520,22 +1544,30 @@ Value Lifted(const Window& w, Value x) {
 // A convolution of NHWC `in` with `filters` (their axis 0 holds the
 // groups' filters one after another): `conv(in, filters)` itself for one
 // group, else that of each group of input channels with its filters, the
-// results concatenated along the channels.
-std::string Grouped(
-    NodeContext& c, const std::string& in, const std::string& filters,
-    int64_t groups,
-    const std::function<std::string(const std::string&, const std::string&)>&
-        conv) {
+// results concatenated along the channels (axis `channels`: 4 for NDHWC).
+std::string Grouped(NodeContext& c, const std::string& in,
+                    const std::string& filters, int64_t groups,
+                    const std::function<std::string(const std::string&,
+                                                    const std::string&)>& conv,
+                    int channels = 3) {
   if (groups == 1) return conv(in, filters);
-  const std::string xs =
-      c.Temp("groups", StrCat("split(", in, ", ", groups, ", axis = 3)"));
+  const std::string xs = c.Temp(
+      "groups", StrCat("split(", in, ", ", groups, ", axis = ", channels, ")"));
   const std::string fs =
       c.Temp("filters", StrCat("split(", filters, ", ", groups, ", axis = 0)"));
   std::vector<std::string> parts;
   for (int64_t g = 0; g < groups; ++g) {
     parts.push_back(conv(StrCat(xs, "[", g, "]"), StrCat(fs, "[", g, "]")));
   }
-  return StrCat("concat([", Join(parts), "], axis = 3)");
+  return StrCat("concat([", Join(parts), "], axis = ", channels, ")");
+}
+
+// NCDHW to NDHWC and back.
+std::string ToNDHWC(const std::string& x) {
+  return StrCat("transpose(", x, ", [0, 2, 3, 4, 1])");
+}
+std::string ToNCDHW(const std::string& x) {
+  return StrCat("transpose(", x, ", [0, 4, 1, 2, 3])");
 }
 
 // A 1-D window (an (N, C, W) input) is lifted to 2-D with a height of 1.
@@ -1681,9 +1713,8 @@ absl::StatusOr<SpatialWindow> SpatialWindowOf(NodeContext& c,
 }
 
 // A 3-D convolution (an (N, C, D, H, W) input of sizes known while
-// importing): the sum, over the filter's depth offsets, of a 2-D
-// convolution of the input's depth slice at that offset, its depths
-// folded into the batch.
+// importing): Runnel's conv3d of the explicitly padded input moved to
+// NDHWC, with the filters as DHWIO; groups as for 2-D.
 absl::Status Conv3d(NodeContext& c) {
   const Value& x = c.in(0);
   const Value& f = c.in(1);
@@ -1700,40 +1731,24 @@ absl::Status Conv3d(NodeContext& c) {
   std::string xp = c.ref(0);
   if (std::any_of(w.pads.begin(), w.pads.end(),
                   [](int64_t p) { return p != 0; })) {
-    xp = c.Temp("padded", StrCat("pad(", c.ref(0), ", [[0, 0], [0, 0], ",
-                                 IntList({w.pads[0], w.pads[3]}), ", ",
-                                 IntList({w.pads[1], w.pads[4]}), ", ",
-                                 IntList({w.pads[2], w.pads[5]}), "])"));
+    xp = StrCat("pad(", c.ref(0), ", [[0, 0], [0, 0], ",
+                IntList({w.pads[0], w.pads[3]}), ", ",
+                IntList({w.pads[1], w.pads[4]}), ", ",
+                IntList({w.pads[2], w.pads[5]}), "])");
   }
-  const int64_t hp = x.dims[3] + w.pads[1] + w.pads[4],
-                wp = x.dims[4] + w.pads[2] + w.pads[5];
-  const std::vector<int64_t> out = {x.dims[0], f.dims[0], w.out[0], w.out[1],
-                                    w.out[2]};
   auto conv = [&](const std::string& in, const std::string& filter) {
-    return StrCat(
-        "conv2d(", in, ", transpose(", filter,
-        ", [2, 3, 1, 0]), strides = ", IntList({w.strides[1], w.strides[2]}),
-        ", padding = \"valid\", dilations = ", IntList({w.dil[1], w.dil[2]}),
-        ")");
+    const bool dilated = std::any_of(w.dil.begin(), w.dil.end(),
+                                     [](int64_t d) { return d != 1; });
+    return StrCat("conv3d(", in, ", transpose(", filter,
+                  ", [2, 3, 4, 1, 0]), strides = ", IntList(w.strides),
+                  ", padding = \"valid\"",
+                  dilated ? StrCat(", dilations = ", IntList(w.dil)) : "", ")");
   };
-  std::vector<std::string> terms;
-  for (int64_t k = 0; k < f.dims[2]; ++k) {
-    const int64_t start = k * w.dil[0];
-    const std::string depths = StrCat(
-        xp, "[:, :, ", start, ":", start + (w.out[0] - 1) * w.strides[0] + 1,
-        w.strides[0] != 1 ? StrCat(":", w.strides[0]) : "", "]");
-    const std::string folded = c.Temp(
-        "depth", StrCat("reshape(transpose(", depths, ", [0, 2, 3, 4, 1]), ",
-                        IntList({-1, hp, wp, x.dims[1]}), ")"));
-    terms.push_back(StrCat(
-        "reshape(",
-        Grouped(c, folded, StrCat(c.ref(1), "[:, :, ", k, "]"), groups, conv),
-        ", ", IntList({-1, out[2], out[3], out[4], out[1]}), ")"));
-  }
-  std::string e = StrCat("transpose(", SumOf(terms), ", [0, 4, 1, 2, 3])");
+  std::string e = ToNCDHW(Grouped(c, ToNDHWC(xp), c.ref(1), groups, conv, 4));
   if (c.has_input(2))
     e = StrCat(e, " + reshape(", c.ref(2), ", [-1, 1, 1, 1])");
-  return c.Out(0, e, x.dtype, out);
+  return c.Out(0, e, x.dtype,
+               {x.dims[0], f.dims[0], w.out[0], w.out[1], w.out[2]});
 }
 
 absl::Status Conv(NodeContext& c) {
@@ -1886,6 +1901,33 @@ absl::Status SlicePool(NodeContext& c) {
   };
   std::vector<int64_t> dims = {x.dims[0], x.dims[1]};
   dims.insert(dims.end(), out.begin(), out.end());
+  // A 3-D pool of floats: Runnel's max_pool3d or avg_pool3d ("valid") of
+  // `v` padded (pads and ceil_mode's extra end) and moved to NDHWC, cut to
+  // the span the windows cover (ceil_mode may pad past it).
+  auto pool3d = [&](const std::string& fn, const std::string& v) {
+    std::vector<std::string> idx = {":"};
+    bool cut = false;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t span =
+          (out[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1;
+      cut = cut || span < x.dims[2 + i] + pads[i] + pads[i + n] + extra[i];
+      idx.push_back(StrCat(":", span));
+    }
+    idx.push_back(":");
+    std::string in = StrCat("transpose(", v, ", [0, 2, 3, 4, 1])");
+    if (cut) in = StrCat(in, "[", Join(idx), "]");
+    const bool dilated =
+        std::any_of(dil.begin(), dil.end(), [](int64_t d) { return d != 1; });
+    return StrCat("transpose(", fn, "(", in, ", ", IntList(kernel),
+                  ", strides = ", IntList(strides),
+                  dilated ? StrCat(", dilations = ", IntList(dil)) : "",
+                  "), [0, 4, 1, 2, 3])");
+  };
+  const bool native = n == 3 && IsFloating(x.dtype) && !lp && !c.has_output(1);
+  if (native && max) {
+    return c.Out(0, pool3d("max_pool3d", padded(c.ref(0), "-1.0 / 0.0", true)),
+                 x.dtype, dims);
+  }
   if (lp) {
     RN_RETURN_IF_ERROR(NeedFloat(c, 0));
     // (Before opset 2, p is a float.)
@@ -1943,13 +1985,20 @@ absl::Status SlicePool(NodeContext& c) {
     // not what this computes (its reference differs): refused.
     return c.Unsupported("count_include_pad with windows that ceil_mode adds");
   }
-  const std::string xp = c.Temp("padded", padded(c.ref(0), "", true));
-  std::vector<std::string> sum_terms = slices(xp);
   // The counts: ones over what counts, padded with zeros for the rest.
   std::string ones = StrCat("ones_like(", c.ref(0), ")");
   if (count_pad) ones = padded(ones, "1.0", true);
   const std::string mask = c.Temp(
       "counted", count_pad ? padded(ones, "", false) : padded(ones, "", true));
+  if (native) {
+    // The mean over the padded window divided by the share that counts.
+    return c.Out(0,
+                 StrCat(pool3d("avg_pool3d", padded(c.ref(0), "", true)), " / ",
+                        pool3d("avg_pool3d", mask)),
+                 x.dtype, dims);
+  }
+  const std::string xp = c.Temp("padded", padded(c.ref(0), "", true));
+  std::vector<std::string> sum_terms = slices(xp);
   const std::string total = c.Temp("count", SumOf(slices(mask)));
   return c.Out(0, StrCat("(", SumOf(sum_terms), ") / ", total), x.dtype, dims);
 }
@@ -2751,8 +2800,8 @@ absl::Status ConvTranspose(NodeContext& c) {
   RN_RETURN_IF_ERROR(SameDTypes(c));
   RN_RETURN_IF_ERROR(NeedFloat(c, 0));
   const Value& f = c.in(1);
-  if (f.dims.size() != 4 && f.dims.size() != 3) {
-    return c.Unsupported("a filter other than 3-D or 4-D");
+  if (f.dims.size() < 3 || f.dims.size() > 5) {
+    return c.Unsupported("a filter other than 3-D, 4-D or 5-D");
   }
   const int64_t groups = c.Int("group", 1);
   if (groups < 1) return c.Invalid("group must be positive");
@@ -2760,9 +2809,10 @@ absl::Status ConvTranspose(NodeContext& c) {
   const std::vector<int64_t> output_shape = c.Ints("output_shape");
   const std::string auto_pad = c.Str("auto_pad", "NOTSET");
   Value x = c.in(0);
-  if (!x.rank_known || (x.dims.size() != 4 && x.dims.size() != 3)) {
-    return c.Unsupported("an input other than 3-D or 4-D");
+  if (!x.rank_known || x.dims.size() != f.dims.size()) {
+    return c.Unsupported("an input of a rank other than the filter's");
   }
+  const bool three = x.dims.size() == 5;  // conv3d_transpose
   const bool lifted = x.dims.size() == 3;
   std::vector<int64_t> kernel(f.dims.begin() + 2, f.dims.end());
   if (c.has("kernel_shape")) kernel = c.Ints("kernel_shape");
@@ -2799,10 +2849,9 @@ absl::Status ConvTranspose(NodeContext& c) {
     } else {
       out = whole - pads[i] - pads[i + n];
     }
+    // A negative total (an output_shape larger than the full result):
+    // zeros around it, as ONNX's negative padding gives.
     const int64_t total = whole - out;
-    if (total < 0)
-      return c.Unsupported(
-          "an output larger than the full transposed convolution");
     if (!oshape.empty() || auto_pad == "SAME_UPPER" ||
         auto_pad == "SAME_LOWER") {
       // The specification's split of the total padding.
@@ -2813,18 +2862,23 @@ absl::Status ConvTranspose(NodeContext& c) {
     size[i] = out;
   }
   std::string in =
-      ToNHWC(lifted ? StrCat("expand_dims(", c.ref(0), ", 2)") : c.ref(0));
+      three ? ToNDHWC(c.ref(0))
+            : ToNHWC(lifted ? StrCat("expand_dims(", c.ref(0), ", 2)")
+                            : c.ref(0));
   std::string filters =
       lifted ? StrCat("expand_dims(", c.ref(1), ", 2)") : c.ref(1);
   auto two = [&](const std::vector<int64_t>& v, int64_t one) {
     return lifted ? IntList({one, v[0]}) : IntList(v);
   };
   auto transposed = [&](const std::string& xs, const std::string& fs) {
-    return StrCat("conv2d_transpose(", xs, ", transpose(", fs,
-                  ", [2, 3, 1, 0]), strides = ", two(strides, 1),
+    return StrCat(three ? "conv3d_transpose(" : "conv2d_transpose(", xs,
+                  ", transpose(", fs,
+                  three ? ", [2, 3, 4, 1, 0]), strides = "
+                        : ", [2, 3, 1, 0]), strides = ",
+                  two(strides, 1),
                   ", padding = \"valid\", dilations = ", two(dil, 1), ")");
   };
-  std::string e = Grouped(c, in, filters, groups, transposed);
+  std::string e = Grouped(c, in, filters, groups, transposed, three ? 4 : 3);
   std::vector<std::string> pad_rows = {"[0, 0]"}, idx = {":"};
   if (lifted) {
     pad_rows.push_back("[0, 0]");
@@ -2832,19 +2886,27 @@ absl::Status ConvTranspose(NodeContext& c) {
   }
   bool padded = false;
   for (size_t i = 0; i < n; ++i) {
-    pad_rows.push_back(IntList({0, opad[i]}));
-    padded = padded || opad[i] > 0;
-    idx.push_back(StrCat(begin[i], ":", begin[i] + size[i]));
+    // The output reads [begin, begin + size) of the full result and its
+    // output padding, zeros outside it.
+    const int64_t whole = full[i] + opad[i];
+    const int64_t lo = std::max<int64_t>(0, -begin[i]),
+                  hi = std::max<int64_t>(0, begin[i] + size[i] - whole);
+    pad_rows.push_back(IntList({lo, opad[i] + hi}));
+    padded = padded || lo > 0 || opad[i] + hi > 0;
+    idx.push_back(StrCat(begin[i] + lo, ":", begin[i] + lo + size[i]));
   }
   pad_rows.push_back("[0, 0]");
   idx.push_back(":");
   if (padded) e = StrCat("pad(", e, ", [", Join(pad_rows), "])");
   e = c.Temp("full", e);
-  e = ToNCHW(StrCat(e, "[", Join(idx), "]"));
+  e = StrCat(e, "[", Join(idx), "]");
+  e = three ? ToNCDHW(e) : ToNCHW(e);
   if (lifted) e = StrCat("squeeze(", e, ", 2)");
   if (c.has_input(2)) {
     e = StrCat(e, " + reshape(", c.ref(2),
-               lifted ? ", [-1, 1])" : ", [-1, 1, 1])");
+               lifted  ? ", [-1, 1])"
+               : three ? ", [-1, 1, 1, 1])"
+                       : ", [-1, 1, 1])");
   }
   std::vector<int64_t> dims = {x.dims[0], f.dims[1] * groups};
   dims.insert(dims.end(), size.begin(), size.end());
@@ -3685,6 +3747,95 @@ absl::Status Unique(NodeContext& c) {
   return absl::OkStatus();
 }
 
+// AffineGrid (opset 20): the sampling grid of each batch entry's affine
+// map `theta` ([N, 2, 3] or [N, 3, 4]) over an output of `size` ([N, C,
+// H, W] or [N, C, D, H, W], known while importing): each position's
+// normalised coordinates (x, y[, z], 1), x along the width, times theta
+// transposed. The coordinates run from -1 to 1 over the pixels' centres,
+// or over their corners with align_corners.
+absl::Status AffineGrid(NodeContext& c) {
+  RN_RETURN_IF_ERROR(NeedFloat(c, 0));
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> size, c.ConstInts(1, "size"));
+  const bool corners = c.Int("align_corners", 0) != 0;
+  const Value& theta = c.in(0);
+  const size_t n = size.size() - 2;  // spatial dimensions
+  if ((size.size() != 4 && size.size() != 5) ||
+      (theta.rank_known &&
+       (theta.dims.size() != 3 ||
+        (theta.dims[1] >= 0 && theta.dims[1] != static_cast<int64_t>(n)) ||
+        (theta.dims[2] >= 0 &&
+         theta.dims[2] != static_cast<int64_t>(n) + 1)))) {
+    return c.Invalid(
+        "size must be [N, C, H, W] or [N, C, D, H, W] and theta "
+        "[N, 2, 3] or [N, 3, 4]");
+  }
+  const std::string dt = DTypeCode(theta.dtype);
+  // The coordinates along each spatial dimension of `length` positions.
+  auto axis = [&](int64_t length) {
+    const std::string i = StrCat("arange(0, ", length, ", dtype = ", dt, ")");
+    if (corners) {
+      return length > 1
+                 ? StrCat(i, " * ", F(2.0f / static_cast<float>(length - 1)),
+                          " - 1.0")
+                 : StrCat("zeros([1], dtype = ", dt, ") - 1.0");
+    }
+    return StrCat("(", i, " * 2.0 + 1.0) / ", F(static_cast<float>(length)),
+                  " - 1.0");
+  };
+  // size's spatial part, d h w (or h w); the grid's components run x
+  // (width) first.
+  std::vector<int64_t> spatial(size.begin() + 2, size.end());
+  std::vector<std::string> parts;
+  for (size_t k = n; k-- > 0;) {
+    std::vector<int64_t> shape(n, 1);
+    shape[k] = spatial[k];
+    parts.push_back(StrCat("broadcast_to(reshape(", axis(spatial[k]), ", ",
+                           IntList(shape), "), ", IntList(spatial), ")"));
+  }
+  parts.push_back(StrCat("ones(", IntList(spatial), ", dtype = ", dt, ")"));
+  int64_t positions = 1;
+  for (int64_t d : spatial) positions *= d;
+  const std::string base = c.Temp(
+      "base", StrCat("reshape(stack([", Join(parts), "], axis = -1), ",
+                     IntList({positions, static_cast<int64_t>(n) + 1}), ")"));
+  std::vector<int64_t> dims = {size[0]};
+  dims.insert(dims.end(), spatial.begin(), spatial.end());
+  dims.push_back(static_cast<int64_t>(n));
+  std::vector<int64_t> out = dims;
+  out[0] = -1;
+  return c.Out(0,
+               StrCat("reshape(expand_dims(", base, ", 0) @ transpose(",
+                      c.ref(0), ", [0, 2, 1]), ", IntList(out), ")"),
+               theta.dtype, dims);
+}
+
+// Compress: the slices along `axis` (of the flattened input without one)
+// where the condition holds, a gather at the condition's nonzero
+// positions; a condition shorter than the axis leaves the rest out, one
+// longer fails when it runs at the gather (an index past the axis).
+absl::Status Compress(NodeContext& c) {
+  const Value& x = c.in(0);
+  const Value& cond = c.in(1);
+  if (cond.dtype != DType::kBool || !cond.rank_known || cond.dims.size() != 1) {
+    return c.Invalid("the condition must be a 1-D bool tensor");
+  }
+  std::string in = c.ref(0);
+  std::vector<int64_t> dims = {-1};
+  int64_t axis = 0;
+  if (c.has("axis")) {
+    RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+    RN_ASSIGN_OR_RETURN(axis, NormAxis(c, c.Int("axis", 0), r));
+    dims = x.dims;
+    dims[axis] = -1;
+  } else {
+    in = StrCat("reshape(", in, ", [-1])");
+  }
+  return c.Out(0,
+               StrCat("gather(", in, ", reshape(nonzero(", c.ref(1),
+                      "), [-1]), axis = ", axis, ")"),
+               x.dtype, dims);
+}
+
 // NonZero: one column per element (Runnel's nonzero gives rows).
 absl::Status NonZero(NodeContext& c) {
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
@@ -3772,6 +3923,8 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["ScatterElements"] = AlongAxis;
     (*t)["Scatter"] = AlongAxis;
     (*t)["NonZero"] = NonZero;
+    (*t)["Compress"] = Compress;
+    (*t)["AffineGrid"] = AffineGrid;
     (*t)["Unique"] = Unique;
     (*t)["TensorScatter"] = TensorScatter;
     (*t)["GridSample"] = GridSample;

@@ -209,30 +209,35 @@ AttrMap Copy(const GradBuilder& g, std::initializer_list<const char*> names) {
   return out;
 }
 
-RUNNEL_REGISTER_GRADIENT(
-    "conv2d", [](GradBuilder& g, const Grads& dy) -> Grads {
-      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
-      NodeOut x = g.x(0), w = g.x(1);
-      return {g.Op("conv2d_backprop_input", {x, w, dy[0]}, attrs),
-              g.Op("conv2d_backprop_filter", {x, w, dy[0]}, attrs)};
-    });
-
-RUNNEL_REGISTER_GRADIENT(
-    "max_pool", [](GradBuilder& g, const Grads& dy) -> Grads {
-      return {g.Op("max_pool_grad", {g.x(), g.y(), dy[0]},
-                   Copy(g, {"size", "strides", "padding", "dilations"}))};
-    });
+// The gradients of conv2d and conv3d (`conv` names the forward op), and of
+// the pools (`pool` is max_pool, avg_pool or their 3-D forms).
+GradFn ConvGrad(std::string conv) {
+  return [conv](GradBuilder& g, const Grads& dy) -> Grads {
+    AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+    NodeOut x = g.x(0), w = g.x(1);
+    return {g.Op(conv + "_backprop_input", {x, w, dy[0]}, attrs),
+            g.Op(conv + "_backprop_filter", {x, w, dy[0]}, attrs)};
+  };
+}
+GradFn PoolGrad(std::string pool, bool max) {
+  return [pool, max](GradBuilder& g, const Grads& dy) -> Grads {
+    AttrMap attrs = Copy(g, {"size", "strides", "padding", "dilations"});
+    if (max) return {g.Op(pool + "_grad", {g.x(), g.y(), dy[0]}, attrs)};
+    return {g.Op(pool + "_grad", {g.x(), dy[0]}, attrs)};
+  };
+}
+RUNNEL_REGISTER_GRADIENT("conv2d", ConvGrad("conv2d"));
+RUNNEL_REGISTER_GRADIENT("conv3d", ConvGrad("conv3d"));
+RUNNEL_REGISTER_GRADIENT("max_pool", PoolGrad("max_pool", true));
+RUNNEL_REGISTER_GRADIENT("max_pool3d", PoolGrad("max_pool3d", true));
+RUNNEL_REGISTER_GRADIENT("avg_pool", PoolGrad("avg_pool", false));
+RUNNEL_REGISTER_GRADIENT("avg_pool3d", PoolGrad("avg_pool3d", false));
 // The maxima's gradient as max_pool's (max_pool_grad picks the same tap);
 // the positions have none.
 RUNNEL_REGISTER_GRADIENT(
     "max_pool_with_argmax", [](GradBuilder& g, const Grads& dy) -> Grads {
       if (dy[0].node == nullptr) return {{}};
       return {g.Op("max_pool_grad", {g.x(), g.y(0), dy[0]},
-                   Copy(g, {"size", "strides", "padding", "dilations"}))};
-    });
-RUNNEL_REGISTER_GRADIENT(
-    "avg_pool", [](GradBuilder& g, const Grads& dy) -> Grads {
-      return {g.Op("avg_pool_grad", {g.x(), dy[0]},
                    Copy(g, {"size", "strides", "padding", "dilations"}))};
     });
 
@@ -258,28 +263,37 @@ RUNNEL_NO_GRADIENT("non_max_suppression");
 // the input too), which gives their own gradients, for gradients of
 // gradients. With <conv2d(x, w), dy> = <x, backprop_input(w, dy)>
 // = <w, backprop_filter(x, dy)>:
-RUNNEL_REGISTER_GRADIENT(
-    "conv2d_backprop_input", [](GradBuilder& g, const Grads& d) -> Grads {
-      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
-      NodeOut w = g.x(1), dy = g.x(2);
-      return {{},
-              g.Op("conv2d_backprop_filter", {d[0], w, dy}, attrs),
-              g.Op("conv2d", {d[0], w}, attrs)};
-    });
-RUNNEL_REGISTER_GRADIENT(
-    "conv2d_backprop_filter", [](GradBuilder& g, const Grads& d) -> Grads {
-      AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
-      NodeOut x = g.x(0), dy = g.x(2);
-      return {g.Op("conv2d_backprop_input", {x, d[0], dy}, attrs),
+GradFn ConvBackpropGrad(std::string conv, bool filter) {
+  return [conv, filter](GradBuilder& g, const Grads& d) -> Grads {
+    AttrMap attrs = Copy(g, {"strides", "padding", "dilations"});
+    NodeOut x = g.x(0), w = g.x(1), dy = g.x(2);
+    if (filter) {
+      return {g.Op(conv + "_backprop_input", {x, d[0], dy}, attrs),
               {},
-              g.Op("conv2d", {x, d[0]}, attrs)};
-    });
-RUNNEL_REGISTER_GRADIENT(
-    "avg_pool_grad", [](GradBuilder& g, const Grads& d) -> Grads {
-      return {{},
-              g.Op("avg_pool", {d[0]},
-                   Copy(g, {"size", "strides", "padding", "dilations"}))};
-    });
+              g.Op(conv, {x, d[0]}, attrs)};
+    }
+    return {{},
+            g.Op(conv + "_backprop_filter", {d[0], w, dy}, attrs),
+            g.Op(conv, {d[0], w}, attrs)};
+  };
+}
+GradFn AvgPoolGradGrad(std::string pool) {
+  return [pool](GradBuilder& g, const Grads& d) -> Grads {
+    return {{},
+            g.Op(pool, {d[0]},
+                 Copy(g, {"size", "strides", "padding", "dilations"}))};
+  };
+}
+RUNNEL_REGISTER_GRADIENT("conv2d_backprop_input",
+                         ConvBackpropGrad("conv2d", false));
+RUNNEL_REGISTER_GRADIENT("conv2d_backprop_filter",
+                         ConvBackpropGrad("conv2d", true));
+RUNNEL_REGISTER_GRADIENT("conv3d_backprop_input",
+                         ConvBackpropGrad("conv3d", false));
+RUNNEL_REGISTER_GRADIENT("conv3d_backprop_filter",
+                         ConvBackpropGrad("conv3d", true));
+RUNNEL_REGISTER_GRADIENT("avg_pool_grad", AvgPoolGradGrad("avg_pool"));
+RUNNEL_REGISTER_GRADIENT("avg_pool3d_grad", AvgPoolGradGrad("avg_pool3d"));
 
 // dropout's second output is the mask it multiplied by: y = x * scale.
 RUNNEL_REGISTER_GRADIENT("dropout",

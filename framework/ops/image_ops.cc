@@ -46,7 +46,7 @@ ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a) {
   ResizeAxis p;
   p.lo.resize(out);
   p.hi.resize(out);
-  p.w.assign(out, 0.0f);
+  p.w.assign(out, 0.0);
   const double scale = static_cast<double>(in) / static_cast<double>(out);
   const double corners =
       out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0;
@@ -72,7 +72,7 @@ ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a) {
     lo = std::min(lo, in - 1);
     p.lo[o] = lo;
     p.hi[o] = std::min(lo + 1, in - 1);
-    p.w[o] = static_cast<float>(w);
+    p.w[o] = w;
   }
   return p;
 }
@@ -114,10 +114,10 @@ absl::StatusOr<ResizeImage> CheckResizeGrad(const Tensor& dy, const Tensor& x,
 }
 
 ResizeBackAxis PlanResizeBack(const ResizeAxis& axis, int64_t in) {
-  std::vector<std::vector<std::pair<int64_t, float>>> reads(in);
+  std::vector<std::vector<std::pair<int64_t, double>>> reads(in);
   for (size_t o = 0; o < axis.lo.size(); ++o) {
     const int64_t lo = axis.lo[o], hi = axis.hi[o];
-    const float w = axis.w[o];
+    const double w = axis.w[o];
     if (lo == hi) {
       reads[lo].push_back({static_cast<int64_t>(o), (1 - w) + w});
     } else {

@@ -433,54 +433,80 @@ RUNNEL_REGISTER_OP(
 
 // ---- conv2d and pooling ----------------------------------------------------
 
-Specs Conv2DShape(const ShapeContext& c) {
+// conv2d (spatial 2: NHWC x, HWIO filters) and conv3d (3: NDHWC, DHWIO).
+Specs ConvShape(const ShapeContext& c, int spatial) {
+  const bool three = spatial == 3;
+  const int rank = spatial + 2;
   RN_RETURN_IF_ERROR(RequireFloating(c, 0));
   RN_RETURN_IF_ERROR(SameDTypes(c, 0, 1));
-  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
-  RN_RETURN_IF_ERROR(RequireRank(c, 1, 4, "the filters (HWIO)"));
-  RN_ASSIGN_OR_RETURN(ConvAttrs attrs, ReadConvAttrs(c.attrs()));
+  RN_RETURN_IF_ERROR(RequireRank(
+      c, 0, rank, three ? "the input (NDHWC)" : "the input (NHWC)"));
+  RN_RETURN_IF_ERROR(RequireRank(
+      c, 1, rank, three ? "the filters (DHWIO)" : "the filters (HWIO)"));
+  RN_ASSIGN_OR_RETURN(ConvAttrs attrs, ReadConvAttrs(c.attrs(), spatial));
   const Shape& x = c.shape(0);
   const Shape& f = c.shape(1);
   if (x.unknown_rank()) {
-    return One(c.dtype(0), f.unknown_rank() ? Shape::UnknownRank()
-                                            : Shape{kUnknownDim, kUnknownDim,
-                                                    kUnknownDim, f.dim(3)});
+    if (f.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
+    std::vector<int64_t> dims(rank, kUnknownDim);
+    dims.back() = f.dim(rank - 1);
+    return One(c.dtype(0), Shape(dims));
   }
-  int64_t kh = kUnknownDim, kw = kUnknownDim, out_c = kUnknownDim;
+  // The filter's extent along each spatial dimension, and the output
+  // channels.
+  std::vector<int64_t> k(spatial, kUnknownDim);
+  int64_t out_c = kUnknownDim;
   if (!f.unknown_rank()) {
-    kh = f.dim(0);
-    kw = f.dim(1);
-    out_c = f.dim(3);
-    if (x.dim(3) >= 0 && f.dim(2) >= 0 && x.dim(3) != f.dim(2)) {
-      return absl::InvalidArgumentError(
-          StrCat("channels differ: the input ", c.input(0).ToString(), " has ",
-                 x.dim(3), " but the filters ", c.input(1).ToString(),
-                 " expect ", f.dim(2)));
+    for (int i = 0; i < spatial; ++i) k[i] = f.dim(i);
+    out_c = f.dim(rank - 1);
+    const int64_t in_c = x.dim(rank - 1), want = f.dim(rank - 2);
+    if (in_c >= 0 && want >= 0 && in_c != want) {
+      return absl::InvalidArgumentError(StrCat(
+          "channels differ: the input ", c.input(0).ToString(), " has ", in_c,
+          " but the filters ", c.input(1).ToString(), " expect ", want));
     }
   }
-  RN_ASSIGN_OR_RETURN(Windows rows,
-                      PlaceWindows(x.dim(1), kh, attrs.strides.h,
-                                   attrs.dilations.h, attrs.same, "filter"));
-  RN_ASSIGN_OR_RETURN(Windows cols,
-                      PlaceWindows(x.dim(2), kw, attrs.strides.w,
-                                   attrs.dilations.w, attrs.same, "filter"));
-  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, out_c});
+  const int64_t stride[3] = {attrs.strides.d, attrs.strides.h, attrs.strides.w};
+  const int64_t dilation[3] = {attrs.dilations.d, attrs.dilations.h,
+                               attrs.dilations.w};
+  std::vector<int64_t> dims = {x.dim(0)};
+  for (int i = 0; i < spatial; ++i) {
+    const int j = i + 3 - spatial;  // d, h, w
+    RN_ASSIGN_OR_RETURN(Windows w,
+                        PlaceWindows(x.dim(1 + i), k[i], stride[j], dilation[j],
+                                     attrs.same, "filter"));
+    dims.push_back(w.out);
+  }
+  dims.push_back(out_c);
+  return One(c.dtype(0), Shape(dims));
+}
+
+OpDefBuilder ConvOp(const char* name, int spatial, const char* doc) {
+  return std::move(OpDefBuilder(name)
+                       .Cost(KernelClass::kMatmul)
+                       .Inputs({"x", "filters"})
+                       .Outputs({"y"})
+                       .SameDType({0, 1})
+                       .Attr("strides", int64_t{1})
+                       .Attr("padding", std::string("same"))
+                       .Attr("dilations", int64_t{1})
+                       .Shape([spatial](const ShapeContext& c) {
+                         return ConvShape(c, spatial);
+                       })
+                       .Doc(doc));
 }
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("conv2d")
-        .Cost(KernelClass::kMatmul)
-        .Inputs({"x", "filters"})
-        .Outputs({"y"})
-        .SameDType({0, 1})
-        .Attr("strides", int64_t{1})
-        .Attr("padding", std::string("same"))
-        .Attr("dilations", int64_t{1})
-        .Shape(Conv2DShape)
-        .Doc("2-D convolution (cross-correlation) of NHWC `x` with HWIO "
-             "`filters`; `strides` and `dilations` are an int or [h, w]."));
+    ConvOp("conv2d", 2,
+           "2-D convolution (cross-correlation) of NHWC `x` with HWIO "
+           "`filters`; `strides` and `dilations` are an int or [h, w]."));
+RUNNEL_REGISTER_OP(
+    ConvOp("conv3d", 3,
+           "3-D convolution (cross-correlation) of NDHWC `x` with DHWIO "
+           "`filters`; `strides` and `dilations` are an int or [d, h, w]."));
 
-Specs PoolShape(const ShapeContext& c, bool floating_only) {
+// The pools of NHWC (spatial 2) or NDHWC (3) `x`.
+Specs PoolShape(const ShapeContext& c, bool floating_only, int spatial = 2) {
   if (floating_only) {
     RN_RETURN_IF_ERROR(RequireFloating(c, 0));
   } else if (!IsMatMulType(c.dtype(0))) {
@@ -488,30 +514,53 @@ Specs PoolShape(const ShapeContext& c, bool floating_only) {
         StrCat("expected f16, bf16, f32, f64, i32 or i64 tensors, got ",
                c.input(0).ToString()));
   }
-  RN_RETURN_IF_ERROR(RequireRank(c, 0, 4, "the input (NHWC)"));
-  RN_ASSIGN_OR_RETURN(PoolAttrs attrs, ReadPoolAttrs(c.attrs()));
+  RN_RETURN_IF_ERROR(
+      RequireRank(c, 0, spatial + 2,
+                  spatial == 3 ? "the input (NDHWC)" : "the input (NHWC)"));
+  RN_ASSIGN_OR_RETURN(PoolAttrs attrs, ReadPoolAttrs(c.attrs(), spatial));
   const Shape& x = c.shape(0);
   if (x.unknown_rank()) return One(c.dtype(0), Shape::UnknownRank());
-  RN_ASSIGN_OR_RETURN(Windows rows,
-                      PlaceWindows(x.dim(1), attrs.size.h, attrs.strides.h,
-                                   attrs.dilations.h, attrs.same, "window"));
-  RN_ASSIGN_OR_RETURN(Windows cols,
-                      PlaceWindows(x.dim(2), attrs.size.w, attrs.strides.w,
-                                   attrs.dilations.w, attrs.same, "window"));
-  return One(c.dtype(0), Shape{x.dim(0), rows.out, cols.out, x.dim(3)});
+  const HW* a[3] = {&attrs.size, &attrs.strides, &attrs.dilations};
+  auto along = [&](const HW& v, int j) {
+    return j == 0 ? v.d : j == 1 ? v.h : v.w;
+  };
+  std::vector<int64_t> dims = {x.dim(0)};
+  for (int i = 0; i < spatial; ++i) {
+    const int j = i + 3 - spatial;  // d, h, w
+    RN_ASSIGN_OR_RETURN(
+        Windows w, PlaceWindows(x.dim(1 + i), along(*a[0], j), along(*a[1], j),
+                                along(*a[2], j), attrs.same, "window"));
+    dims.push_back(w.out);
+  }
+  dims.push_back(x.dim(spatial + 1));
+  return One(c.dtype(0), Shape(dims));
+}
+
+// max_pool and avg_pool (spatial 2), max_pool3d and avg_pool3d (3).
+OpDefBuilder PoolOp(const char* name, int spatial, bool floating_only,
+                    const char* doc) {
+  return std::move(OpDefBuilder(name)
+                       .OptionalAttr("size")
+                       .OptionalAttr("strides")
+                       .OptionalAttr("dilations")
+                       .Inputs({"x"})
+                       .Outputs({"y"})
+                       .Attr("padding", std::string("valid"))
+                       .Shape([=](const ShapeContext& c) {
+                         return PoolShape(c, floating_only, spatial);
+                       })
+                       .Doc(doc));
 }
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("max_pool")
-        .OptionalAttr("size")
-        .OptionalAttr("strides")
-        .OptionalAttr("dilations")
-        .Inputs({"x"})
-        .Outputs({"y"})
-        .Attr("padding", std::string("valid"))
-        .Shape([](const ShapeContext& c) { return PoolShape(c, false); })
-        .Doc("Maximum over `size` windows of NHWC `x`, moved by `strides` "
-             "(default: `size`), their taps `dilations` apart (default 1)."));
+    PoolOp("max_pool", 2, false,
+           "Maximum over `size` windows of NHWC `x`, moved by `strides` "
+           "(default: `size`), their taps `dilations` apart (default 1)."));
+RUNNEL_REGISTER_OP(
+    PoolOp("max_pool3d", 3, false,
+           "Maximum over `size` windows ([d, h, w] or an int) of NDHWC `x`, "
+           "moved by `strides` (default: `size`), their taps `dilations` "
+           "apart (default 1)."));
 
 RUNNEL_REGISTER_OP(
     OpDefBuilder("max_pool_with_argmax")
@@ -531,18 +580,17 @@ RUNNEL_REGISTER_OP(
              "maximum (tf.nn.max_pool_with_argmax without the batch)."));
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("avg_pool")
-        .OptionalAttr("size")
-        .OptionalAttr("strides")
-        .OptionalAttr("dilations")
-        .Inputs({"x"})
-        .Outputs({"y"})
-        .Attr("padding", std::string("valid"))
-        .Shape([](const ShapeContext& c) { return PoolShape(c, true); })
-        .Doc("Mean over `size` windows of NHWC `x`, moved by `strides` "
-             "(default: `size`), their taps `dilations` apart (default 1); "
-             "with \"same\" padding the mean is over the window's taps "
-             "inside the input."));
+    PoolOp("avg_pool", 2, true,
+           "Mean over `size` windows of NHWC `x`, moved by `strides` "
+           "(default: `size`), their taps `dilations` apart (default 1); "
+           "with \"same\" padding the mean is over the window's taps "
+           "inside the input."));
+RUNNEL_REGISTER_OP(
+    PoolOp("avg_pool3d", 3, true,
+           "Mean over `size` windows ([d, h, w] or an int) of NDHWC `x`, "
+           "moved by `strides` (default: `size`), their taps `dilations` "
+           "apart (default 1); with \"same\" padding the mean is over the "
+           "window's taps inside the input."));
 
 // ---- gradients of conv2d and pooling ---------------------------------------
 //
@@ -562,74 +610,86 @@ absl::Status CheckDy(const ShapeContext& c, int i, const TensorSpec& forward,
   return absl::OkStatus();
 }
 
-// conv2d_backprop_input and _filter: (x, filters, dy) -> the gradient of
-// input `of` (0: x, 1: filters).
-Specs Conv2DBackpropShape(const ShapeContext& c, int of) {
-  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y, Conv2DShape(c));
-  RN_RETURN_IF_ERROR(CheckDy(c, 2, y[0], "dy"));
-  return One(c.dtype(of), c.shape(of));
+// conv2d_backprop_input and _filter (and conv3d's): (x, filters, dy) -> the
+// gradient of input `of` (0: x, 1: filters).
+OpDefBuilder ConvBackpropOp(const char* name, int spatial, int of,
+                            const char* doc) {
+  return std::move(OpDefBuilder(name)
+                       .Cost(KernelClass::kMatmul)
+                       .Inputs({"x", "filters", "dy"})
+                       .Outputs({of == 0 ? "dx" : "dfilters"})
+                       .Attr("strides", int64_t{1})
+                       .Attr("padding", std::string("same"))
+                       .Attr("dilations", int64_t{1})
+                       .Shape([=](const ShapeContext& c) -> Specs {
+                         RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y,
+                                             ConvShape(c, spatial));
+                         RN_RETURN_IF_ERROR(CheckDy(c, 2, y[0], "dy"));
+                         return One(c.dtype(of), c.shape(of));
+                       })
+                       .Doc(doc));
+}
+
+RUNNEL_REGISTER_OP(ConvBackpropOp(
+    "conv2d_backprop_input", 2, 0,
+    "The gradient of conv2d(x, filters) with respect to x, given dy, "
+    "the gradient of its output; reads only x's shape."));
+RUNNEL_REGISTER_OP(ConvBackpropOp(
+    "conv2d_backprop_filter", 2, 1,
+    "The gradient of conv2d(x, filters) with respect to filters, "
+    "given dy, the gradient of its output; reads only filters' shape."));
+RUNNEL_REGISTER_OP(ConvBackpropOp(
+    "conv3d_backprop_input", 3, 0,
+    "The gradient of conv3d(x, filters) with respect to x, given dy, "
+    "the gradient of its output; reads only x's shape."));
+RUNNEL_REGISTER_OP(ConvBackpropOp(
+    "conv3d_backprop_filter", 3, 1,
+    "The gradient of conv3d(x, filters) with respect to filters, "
+    "given dy, the gradient of its output; reads only filters' shape."));
+
+// max_pool_grad(x, y, dy) and avg_pool_grad(x, dy) -> dx, and the 3-D
+// pools' (spatial 3).
+OpDefBuilder PoolGradOp(const char* name, int spatial, bool max,
+                        const char* doc) {
+  return std::move(
+      OpDefBuilder(name)
+          .OptionalAttr("size")
+          .OptionalAttr("strides")
+          .OptionalAttr("dilations")
+          .Inputs(max ? std::vector<std::string>{"x", "y", "dy"}
+                      : std::vector<std::string>{"x", "dy"})
+          .Outputs({"dx"})
+          .Attr("padding", std::string("valid"))
+          .Shape([spatial](const ShapeContext& c) -> Specs {
+            RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y,
+                                PoolShape(c, /*floating_only=*/true, spatial));
+            for (int i = 1; i < c.num_inputs(); ++i) {
+              RN_RETURN_IF_ERROR(
+                  CheckDy(c, i, y[0], i + 1 == c.num_inputs() ? "dy" : "y"));
+            }
+            return One(c.dtype(0), c.shape(0));
+          })
+          .Doc(doc));
 }
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("conv2d_backprop_input")
-        .Cost(KernelClass::kMatmul)
-        .Inputs({"x", "filters", "dy"})
-        .Outputs({"dx"})
-        .Attr("strides", int64_t{1})
-        .Attr("padding", std::string("same"))
-        .Attr("dilations", int64_t{1})
-        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 0); })
-        .Doc("The gradient of conv2d(x, filters) with respect to x, given dy, "
-             "the gradient of its output; reads only x's shape."));
-
+    PoolGradOp("max_pool_grad", 2, true,
+               "The gradient of y = max_pool(x): each element of dy goes to "
+               "the first maximal element of its window."));
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("conv2d_backprop_filter")
-        .Cost(KernelClass::kMatmul)
-        .Inputs({"x", "filters", "dy"})
-        .Outputs({"dfilters"})
-        .Attr("strides", int64_t{1})
-        .Attr("padding", std::string("same"))
-        .Attr("dilations", int64_t{1})
-        .Shape([](const ShapeContext& c) { return Conv2DBackpropShape(c, 1); })
-        .Doc("The gradient of conv2d(x, filters) with respect to filters, "
-             "given dy, the gradient of its output; reads only filters' "
-             "shape."));
-
-// max_pool_grad(x, y, dy) and avg_pool_grad(x, dy) -> dx.
-Specs PoolGradShape(const ShapeContext& c) {
-  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> y,
-                      PoolShape(c, /*floating_only=*/true));
-  for (int i = 1; i < c.num_inputs(); ++i) {
-    RN_RETURN_IF_ERROR(
-        CheckDy(c, i, y[0], i + 1 == c.num_inputs() ? "dy" : "y"));
-  }
-  return One(c.dtype(0), c.shape(0));
-}
-
+    PoolGradOp("avg_pool_grad", 2, false,
+               "The gradient of avg_pool(x): each element of dy is shared "
+               "evenly by its window's elements inside x; reads only x's "
+               "shape."));
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("max_pool_grad")
-        .OptionalAttr("size")
-        .OptionalAttr("strides")
-        .OptionalAttr("dilations")
-        .Inputs({"x", "y", "dy"})
-        .Outputs({"dx"})
-        .Attr("padding", std::string("valid"))
-        .Shape(PoolGradShape)
-        .Doc("The gradient of y = max_pool(x): each element of dy goes to "
-             "the first maximal element of its window."));
-
+    PoolGradOp("max_pool3d_grad", 3, true,
+               "The gradient of y = max_pool3d(x): each element of dy goes "
+               "to the first maximal element of its window."));
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("avg_pool_grad")
-        .OptionalAttr("size")
-        .OptionalAttr("strides")
-        .OptionalAttr("dilations")
-        .Inputs({"x", "dy"})
-        .Outputs({"dx"})
-        .Attr("padding", std::string("valid"))
-        .Shape(PoolGradShape)
-        .Doc("The gradient of avg_pool(x): each element of dy is shared "
-             "evenly by its window's elements inside x; reads only x's "
-             "shape."));
+    PoolGradOp("avg_pool3d_grad", 3, false,
+               "The gradient of avg_pool3d(x): each element of dy is shared "
+               "evenly by its window's elements inside x; reads only x's "
+               "shape."));
 
 }  // namespace
 }  // namespace runnel

@@ -39,10 +39,11 @@ absl::StatusOr<ResizeImage> CheckResizeGrad(const Tensor& dy, const Tensor& x,
                                             const ResizeAttrs& a);
 
 // Output position o reads input positions lo[o] and hi[o], weighing hi[o]
-// by w[o] (0 for nearest: lo[o] alone).
+// by w[o] (0 for nearest: lo[o] alone). The weights are doubles so that
+// f64 images get them exactly on both devices; f32 rounds them.
 struct ResizeAxis {
   std::vector<int64_t> lo, hi;
-  std::vector<float> w;
+  std::vector<double> w;
 };
 ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a);
 
@@ -52,7 +53,7 @@ ResizeAxis PlanResizeAxis(int64_t in, int64_t out, const ResizeAttrs& a);
 // one position).
 struct ResizeBackAxis {
   std::vector<int64_t> starts, out;
-  std::vector<float> w;
+  std::vector<double> w;
 };
 ResizeBackAxis PlanResizeBack(const ResizeAxis& axis, int64_t in);
 

@@ -30,6 +30,7 @@ std::vector<Builtin> MakeBuiltins() {
   const std::map<std::string, std::vector<std::string>> applies = {
       {"zeros", {"fill"}},
       {"conv2d_transpose", {"conv2d_backprop_input", "fill"}},
+      {"conv3d_transpose", {"conv3d_backprop_input", "fill"}},
       {"ones", {"fill"}},
       {"arange", {"range"}},
       {"glorot_uniform", {"random_uniform"}},

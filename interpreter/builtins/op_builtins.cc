@@ -537,89 +537,107 @@ void AddNN(std::vector<Builtin>& b) {
         "sigmoid_cross_entropy", "bias_add", "l2_loss"}) {
     b.push_back(FromOp(op));
   }
-  b.push_back(
-      {"conv2d",
-       {P("x"), P("filters"), P("strides", Value::Int(1)),
-        P("padding", Value::String("same")), P("dilations", Value::Int(1))},
-       [](Interpreter& in, Args& a) -> Result {
-         AttrMap attrs;
-         RN_RETURN_IF_ERROR(ConvArgs(in, a, 2, &attrs));
-         return in.builder().ApplyOp("conv2d", {a[0], a[1]}, std::move(attrs),
-                                     Site(a));
-       }});
+  for (const char* op : {"conv2d", "conv3d"}) {
+    b.push_back(
+        {op,
+         {P("x"), P("filters"), P("strides", Value::Int(1)),
+          P("padding", Value::String("same")), P("dilations", Value::Int(1))},
+         [op](Interpreter& in, Args& a) -> Result {
+           AttrMap attrs;
+           RN_RETURN_IF_ERROR(ConvArgs(in, a, 2, &attrs));
+           return in.builder().ApplyOp(op, {a[0], a[1]}, std::move(attrs),
+                                       Site(a));
+         }});
+  }
   // conv2d_transpose: the gradient of a conv2d with respect to its input,
   // applied to x (TensorFlow's tf.nn.conv2d_transpose, PyTorch's
   // ConvTranspose2d): filters are [h, w, out_channels, in_channels], the
   // filters of the conv2d it reverses. output_shape is that conv2d's input
   // shape; without it, the one a conv2d with these strides maps to x's
   // size (x's height and width times the strides for "same").
-  b.push_back(
-      {"conv2d_transpose",
-       {P("x"), P("filters"), P("output_shape", None()),
-        P("strides", Value::Int(1)), P("padding", Value::String("same")),
-        P("dilations", Value::Int(1))},
-       [](Interpreter& in, Args& a) -> Result {
-         AttrMap attrs;
-         RN_RETURN_IF_ERROR(ConvArgs(in, a, 3, &attrs));
-         std::optional<TensorSpec> xs = SpecOf(a[0]), fs = SpecOf(a[1]);
-         if (!xs || !fs) {
-           return absl::InvalidArgumentError(
-               "conv2d_transpose: x and filters must be tensors");
-         }
-         Value shape;
-         if (!a[2].is_none()) {
-           RN_ASSIGN_OR_RETURN(shape, SizesArg(in, a, 2));
-         } else {
-           const Shape& x = xs->shape;
-           const Shape& f = fs->shape;
-           if (x.unknown_rank() || x.rank() != 4 || f.unknown_rank() ||
-               f.rank() != 4 || x.dim(1) < 0 || x.dim(2) < 0 || f.dim(0) < 0 ||
-               f.dim(1) < 0 || f.dim(2) < 0) {
-             return absl::InvalidArgumentError(StrCat(
-                 "conv2d_transpose: the output's size is not known from x ",
-                 x.ToString(), " and filters ", f.ToString(),
-                 "; give output_shape"));
+  // conv3d_transpose is the same of conv3d (NDHWC, [d, h, w, out, in]).
+  for (int spatial : {2, 3}) {
+    const std::string name =
+        spatial == 3 ? "conv3d_transpose" : "conv2d_transpose";
+    const std::string backprop =
+        spatial == 3 ? "conv3d_backprop_input" : "conv2d_backprop_input";
+    b.push_back(
+        {name,
+         {P("x"), P("filters"), P("output_shape", None()),
+          P("strides", Value::Int(1)), P("padding", Value::String("same")),
+          P("dilations", Value::Int(1))},
+         [name, backprop, spatial](Interpreter& in, Args& a) -> Result {
+           AttrMap attrs;
+           RN_RETURN_IF_ERROR(ConvArgs(in, a, 3, &attrs));
+           std::optional<TensorSpec> xs = SpecOf(a[0]), fs = SpecOf(a[1]);
+           if (!xs || !fs) {
+             return absl::InvalidArgumentError(
+                 StrCat(name, ": x and filters must be tensors"));
            }
-           // The attributes as conv2d's shape function reads them.
-           RN_ASSIGN_OR_RETURN(ConvAttrs conv, ReadConvAttrs(attrs));
-           const int64_t st[2] = {conv.strides.h, conv.strides.w};
-           const int64_t dil[2] = {conv.dilations.h, conv.dilations.w};
-           std::vector<int32_t> rest;
-           for (int i = 0; i < 2; ++i) {
-             const int64_t span = (f.dim(i) - 1) * dil[i] + 1;
-             rest.push_back(static_cast<int32_t>(
-                 conv.same ? x.dim(1 + i) * st[i]
-                           : (x.dim(1 + i) - 1) * st[i] + span));
+           const int rank = spatial + 2;
+           Value shape;
+           if (!a[2].is_none()) {
+             RN_ASSIGN_OR_RETURN(shape, SizesArg(in, a, 2));
+           } else {
+             const Shape& x = xs->shape;
+             const Shape& f = fs->shape;
+             bool known = !x.unknown_rank() && x.rank() == rank &&
+                          !f.unknown_rank() && f.rank() == rank;
+             for (int i = 0; known && i < spatial; ++i) {
+               known = x.dim(1 + i) >= 0 && f.dim(i) >= 0;
+             }
+             if (!known || f.dim(spatial) < 0) {
+               return absl::InvalidArgumentError(
+                   StrCat(name, ": the output's size is not known from x ",
+                          x.ToString(), " and filters ", f.ToString(),
+                          "; give output_shape"));
+             }
+             // The attributes as the convolution's shape function reads
+             // them.
+             RN_ASSIGN_OR_RETURN(ConvAttrs conv, ReadConvAttrs(attrs, spatial));
+             const int64_t st3[3] = {conv.strides.d, conv.strides.h,
+                                     conv.strides.w};
+             const int64_t dil3[3] = {conv.dilations.d, conv.dilations.h,
+                                      conv.dilations.w};
+             std::vector<int32_t> rest;
+             for (int i = 0; i < spatial; ++i) {
+               const int j = i + 3 - spatial;  // d, h, w
+               const int64_t span = (f.dim(i) - 1) * dil3[j] + 1;
+               rest.push_back(static_cast<int32_t>(
+                   conv.same ? x.dim(1 + i) * st3[j]
+                             : (x.dim(1 + i) - 1) * st3[j] + span));
+             }
+             rest.push_back(static_cast<int32_t>(f.dim(spatial)));
+             // The batch from x, when the graph runs.
+             RN_ASSIGN_OR_RETURN(
+                 Value sx,
+                 in.builder().ApplyOp("shape_of", {a[0]}, {}, Site(a)));
+             RN_ASSIGN_OR_RETURN(
+                 Value n,
+                 in.builder().ApplyOp("strided_slice", {sx},
+                                      {{"begin", std::vector<int64_t>{0}},
+                                       {"end", std::vector<int64_t>{1}},
+                                       {"strides", std::vector<int64_t>{1}}},
+                                      Site(a)));
+             RN_ASSIGN_OR_RETURN(
+                 shape,
+                 in.builder().ApplyOp(
+                     "concat", {n, Value::Concrete(Tensor::FromVector(rest))},
+                     {{"axis", int64_t{0}}}, Site(a)));
            }
-           rest.push_back(static_cast<int32_t>(f.dim(2)));
-           // The batch from x, when the graph runs.
+           // The backprop op reads only its first input's shape.
            RN_ASSIGN_OR_RETURN(
-               Value sx, in.builder().ApplyOp("shape_of", {a[0]}, {}, Site(a)));
-           RN_ASSIGN_OR_RETURN(
-               Value n,
-               in.builder().ApplyOp("strided_slice", {sx},
-                                    {{"begin", std::vector<int64_t>{0}},
-                                     {"end", std::vector<int64_t>{1}},
-                                     {"strides", std::vector<int64_t>{1}}},
-                                    Site(a)));
-           RN_ASSIGN_OR_RETURN(
-               shape,
+               Value like,
                in.builder().ApplyOp(
-                   "concat", {n, Value::Concrete(Tensor::FromVector(rest))},
-                   {{"axis", int64_t{0}}}, Site(a)));
-         }
-         // conv2d_backprop_input reads only its first input's shape.
-         RN_ASSIGN_OR_RETURN(
-             Value like,
-             in.builder().ApplyOp(
-                 "fill",
-                 {shape, Value::Concrete(Tensor::ScalarOf(xs->dtype, 0))}, {},
-                 Site(a)));
-         return in.builder().ApplyOp("conv2d_backprop_input",
-                                     {like, a[1], a[0]}, std::move(attrs),
-                                     Site(a));
-       }});
-  for (const char* op : {"max_pool", "avg_pool", "max_pool_with_argmax"}) {
+                   "fill",
+                   {shape, Value::Concrete(Tensor::ScalarOf(xs->dtype, 0))}, {},
+                   Site(a)));
+           return in.builder().ApplyOp(backprop, {like, a[1], a[0]},
+                                       std::move(attrs), Site(a));
+         }});
+  }
+  for (const char* op : {"max_pool", "avg_pool", "max_pool_with_argmax",
+                         "max_pool3d", "avg_pool3d"}) {
     b.push_back({op,
                  {P("x"), P("size"), P("strides", None()),
                   P("padding", Value::String("valid")), P("dilations", None())},

@@ -1,5 +1,7 @@
-// Kernels of conv2d and its gradients (framework/ops/nn_ops.cc), NHWC. The
-// pooling kernels are in pool_kernels.cc.
+// Kernels of conv2d and its gradients (framework/ops/nn_ops.cc), NHWC, and
+// of conv3d and its gradients, NDHWC: one geometry serves both, a 2-D
+// convolution being a 3-D one of depth 1. The pooling kernels are in
+// pool_kernels.cc.
 //
 // conv2d and its two gradients in f32 run on oneDNN (onednn.h), which
 // measured about twice as fast here as the hand-written implicit GEMM it
@@ -18,64 +20,107 @@
 namespace runnel {
 namespace {
 
-// Everything a convolution needs to know about its operands.
+// Everything a convolution needs to know about its operands. conv2d's is
+// conv3d's with one input and output depth and a filter of depth 1.
 struct ConvGeometry {
-  int64_t batch, in_h, in_w, in_c;
-  int64_t k_h, k_w, out_c;
-  int64_t stride_h, stride_w, dil_h, dil_w;
-  Windows rows, cols;  // output height and width placement
+  int spatial = 2;  // 3 for conv3d
+  int64_t batch, in_d, in_h, in_w, in_c;
+  int64_t k_d, k_h, k_w, out_c;
+  int64_t stride_d, stride_h, stride_w, dil_d, dil_h, dil_w;
+  Windows depths, rows, cols;  // output depth, height and width placement
+
+  int64_t in_pixels() const { return in_d * in_h * in_w; }
+  int64_t out_pixels() const { return depths.out * rows.out * cols.out; }
+  int64_t taps() const { return k_d * k_h * k_w; }
+  // The output's shape: NHWC, or NDHWC for conv3d.
+  Shape y() const {
+    return spatial == 3 ? Shape{batch, depths.out, rows.out, cols.out, out_c}
+                        : Shape{batch, rows.out, cols.out, out_c};
+  }
 };
 
-// The geometry of conv2d(x, f) (NHWC x, HWIO f).
+// The geometry of conv2d(x, f) (NHWC x, HWIO f) or of conv3d(x, f) (NDHWC
+// x, DHWIO f).
 absl::StatusOr<ConvGeometry> MakeGeometry(const Tensor& x, const Tensor& f,
                                           const ConvAttrs& attrs) {
   RN_ASSIGN_OR_RETURN(const ConvWindows windows,
                       PlaceConvWindows(x.dtype(), x.shape(), f.shape(), attrs));
+  const bool three = attrs.spatial == 3;
+  const int s = three ? 1 : 0;
   ConvGeometry g;
+  g.spatial = attrs.spatial;
   g.batch = x.dim(0);
-  g.in_h = x.dim(1);
-  g.in_w = x.dim(2);
-  g.in_c = x.dim(3);
-  g.k_h = f.dim(0);
-  g.k_w = f.dim(1);
-  g.out_c = f.dim(3);
+  g.in_d = three ? x.dim(1) : 1;
+  g.in_h = x.dim(1 + s);
+  g.in_w = x.dim(2 + s);
+  g.in_c = x.dim(3 + s);
+  g.k_d = three ? f.dim(0) : 1;
+  g.k_h = f.dim(s);
+  g.k_w = f.dim(1 + s);
+  g.out_c = f.dim(3 + s);
+  g.stride_d = attrs.strides.d;
   g.stride_h = attrs.strides.h;
   g.stride_w = attrs.strides.w;
+  g.dil_d = attrs.dilations.d;
   g.dil_h = attrs.dilations.h;
   g.dil_w = attrs.dilations.w;
+  g.depths = windows.depths;
   g.rows = windows.rows;
   g.cols = windows.cols;
   return g;
 }
 
+// Calls visit(input pixel, tap) for the taps of output pixel (od, oh, ow)
+// of an image that fall inside it; pixels and taps are counted row-major
+// over (d, h, w).
+template <typename Visit>
+void ForEachTap(const ConvGeometry& g, int64_t od, int64_t oh, int64_t ow,
+                const Visit& visit) {
+  for (int64_t kd = 0; kd < g.k_d; ++kd) {
+    const int64_t id = od * g.stride_d - g.depths.pad_begin + kd * g.dil_d;
+    if (id < 0 || id >= g.in_d) continue;
+    for (int64_t kh = 0; kh < g.k_h; ++kh) {
+      const int64_t ih = oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
+      if (ih < 0 || ih >= g.in_h) continue;
+      for (int64_t kw = 0; kw < g.k_w; ++kw) {
+        const int64_t iw = ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
+        if (iw < 0 || iw >= g.in_w) continue;
+        visit((id * g.in_h + ih) * g.in_w + iw, (kd * g.k_h + kh) * g.k_w + kw);
+      }
+    }
+  }
+}
+
+// Output pixel `p` of an image as (od, oh, ow).
+struct OutPixel {
+  OutPixel(const ConvGeometry& g, int64_t p)
+      : od(p / (g.rows.out * g.cols.out)),
+        oh((p / g.cols.out) % g.rows.out),
+        ow(p % g.cols.out) {}
+  int64_t od, oh, ow;
+};
+
 // f64: out[pixel, :] = sum over taps and channels of x * filters[tap, c, :].
 template <typename T>
 void ConvDirect(ThreadPool* pool, const ConvGeometry& g, const T* x,
                 const T* filters, T* y) {
-  const int64_t pixels = g.batch * g.rows.out * g.cols.out;
-  const int64_t cost = g.k_h * g.k_w * g.in_c * g.out_c;
-  pool->ParallelFor(pixels, cost, [&](int64_t begin, int64_t end) {
+  const int64_t per_image = g.out_pixels();
+  const int64_t cost = g.taps() * g.in_c * g.out_c;
+  pool->ParallelFor(g.batch * per_image, cost, [&](int64_t begin, int64_t end) {
     for (int64_t pixel = begin; pixel < end; ++pixel) {
-      const int64_t ow = pixel % g.cols.out;
-      const int64_t oh = (pixel / g.cols.out) % g.rows.out;
-      const int64_t n = pixel / (g.cols.out * g.rows.out);
+      const int64_t n = pixel / per_image;
+      const OutPixel o(g, pixel % per_image);
       T* out = y + pixel * g.out_c;
       std::fill_n(out, g.out_c, T(0));
-      for (int64_t kh = 0; kh < g.k_h; ++kh) {
-        const int64_t ih = oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
-        if (ih < 0 || ih >= g.in_h) continue;
-        for (int64_t kw = 0; kw < g.k_w; ++kw) {
-          const int64_t iw = ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
-          if (iw < 0 || iw >= g.in_w) continue;
-          const T* in = x + ((n * g.in_h + ih) * g.in_w + iw) * g.in_c;
-          const T* f = filters + (kh * g.k_w + kw) * g.in_c * g.out_c;
-          for (int64_t c = 0; c < g.in_c; ++c) {
-            const T v = in[c];
-            const T* fc = f + c * g.out_c;
-            for (int64_t o = 0; o < g.out_c; ++o) out[o] += v * fc[o];
-          }
+      ForEachTap(g, o.od, o.oh, o.ow, [&](int64_t at, int64_t tap) {
+        const T* in = x + (n * g.in_pixels() + at) * g.in_c;
+        const T* f = filters + tap * g.in_c * g.out_c;
+        for (int64_t c = 0; c < g.in_c; ++c) {
+          const T v = in[c];
+          const T* fc = f + c * g.out_c;
+          for (int64_t k = 0; k < g.out_c; ++k) out[k] += v * fc[k];
         }
-      }
+      });
     }
   });
 }
@@ -106,26 +151,49 @@ struct BatchPieces {
   int64_t per, count, batch;
 };
 
-dnnl::memory::desc ImageDesc(const ConvGeometry& g, int64_t n, bool output) {
-  return dnnl::memory::desc(
-      output ? dnnl::memory::dims{n, g.out_c, g.rows.out, g.cols.out}
-             : dnnl::memory::dims{n, g.in_c, g.in_h, g.in_w},
-      dnnl::memory::data_type::f32, DnnlTag::nhwc);
+// The spatial entries of a geometry's (d, h, w) values: (h, w) for conv2d.
+dnnl::memory::dims Spatial(const ConvGeometry& g, int64_t d, int64_t h,
+                           int64_t w) {
+  return g.spatial == 3 ? dnnl::memory::dims{d, h, w}
+                        : dnnl::memory::dims{h, w};
 }
 
-dnnl::memory::desc FilterDesc(const ConvGeometry& g, DnnlTag tag) {
-  return dnnl::memory::desc({g.out_c, g.in_c, g.k_h, g.k_w},
-                            dnnl::memory::data_type::f32, tag);
+// Dimensions in oneDNN's order: n, c, then the spatial ones.
+dnnl::memory::dims Dims(int64_t n, int64_t c, const dnnl::memory::dims& sp) {
+  dnnl::memory::dims out{n, c};
+  out.insert(out.end(), sp.begin(), sp.end());
+  return out;
+}
+
+dnnl::memory::desc ImageDesc(const ConvGeometry& g, int64_t n, bool output) {
+  return dnnl::memory::desc(
+      output
+          ? Dims(n, g.out_c, Spatial(g, g.depths.out, g.rows.out, g.cols.out))
+          : Dims(n, g.in_c, Spatial(g, g.in_d, g.in_h, g.in_w)),
+      dnnl::memory::data_type::f32,
+      g.spatial == 3 ? DnnlTag::ndhwc : DnnlTag::nhwc);
+}
+
+// The filters in oneDNN's layout of choice (`plain` false) or as the op
+// has them (HWIO, DHWIO).
+dnnl::memory::desc FilterDesc(const ConvGeometry& g, bool plain) {
+  const DnnlTag tag = !plain           ? DnnlTag::any
+                      : g.spatial == 3 ? DnnlTag::dhwio
+                                       : DnnlTag::hwio;
+  return dnnl::memory::desc(
+      Dims(g.out_c, g.in_c, Spatial(g, g.k_d, g.k_h, g.k_w)),
+      dnnl::memory::data_type::f32, tag);
 }
 
 // Strides, dilations (oneDNN counts the gaps: 0 is none) and the padding
 // before and after, in oneDNN's terms.
 struct DnnlWindows {
   explicit DnnlWindows(const ConvGeometry& g)
-      : strides{g.stride_h, g.stride_w},
-        dilates{g.dil_h - 1, g.dil_w - 1},
-        pad_l{g.rows.pad_begin, g.cols.pad_begin},
-        pad_r{g.rows.pad_end, g.cols.pad_end} {}
+      : strides(Spatial(g, g.stride_d, g.stride_h, g.stride_w)),
+        dilates(Spatial(g, g.dil_d - 1, g.dil_h - 1, g.dil_w - 1)),
+        pad_l(
+            Spatial(g, g.depths.pad_begin, g.rows.pad_begin, g.cols.pad_begin)),
+        pad_r(Spatial(g, g.depths.pad_end, g.rows.pad_end, g.cols.pad_end)) {}
   dnnl::memory::dims strides, dilates, pad_l, pad_r;
 };
 
@@ -134,8 +202,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g,
   const DnnlWindows w(g);
   return {
       {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-       ImageDesc(g, n, false), FilterDesc(g, DnnlTag::any),
-       ImageDesc(g, n, true), w.strides, w.dilates, w.pad_l, w.pad_r},
+       ImageDesc(g, n, false), FilterDesc(g, false), ImageDesc(g, n, true),
+       w.strides, w.dilates, w.pad_l, w.pad_r},
       DnnlUserScratchpad(),
       DnnlEngine()};
 }
@@ -144,8 +212,7 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvGeometry& g,
 dnnl::memory FiltersAs(const ConvGeometry& g, const float* filters,
                        const dnnl::memory::desc& want) {
   const dnnl::engine& engine = DnnlEngine();
-  dnnl::memory user(FilterDesc(g, DnnlTag::hwio), engine,
-                    const_cast<float*>(filters));
+  dnnl::memory user(FilterDesc(g, true), engine, const_cast<float*>(filters));
   if (want == user.get_desc()) return user;
   dnnl::memory out(want, engine);
   dnnl::stream stream(engine);
@@ -196,7 +263,7 @@ absl::Status MapPieces(ThreadPool* pool, const ConvGeometry& g,
   const dnnl::engine& engine = DnnlEngine();
   auto image = [&](const ImageArg& a, int64_t n0, int64_t n) {
     const int64_t size =
-        a.output ? g.rows.out * g.cols.out * g.out_c : g.in_h * g.in_w * g.in_c;
+        a.output ? g.out_pixels() * g.out_c : g.in_pixels() * g.in_c;
     return dnnl::memory(ImageDesc(g, n, a.output), engine,
                         const_cast<float*>(a.data + n0 * size));
   };
@@ -243,8 +310,8 @@ absl::Status DnnlConvBackwardData(ThreadPool* pool, const ConvGeometry& g,
       const DnnlWindows w(g);
       const dnnl::convolution_backward_data::primitive_desc pd(
           {dnnl::algorithm::convolution_direct, ImageDesc(g, n, false),
-           FilterDesc(g, DnnlTag::any), ImageDesc(g, n, true), w.strides,
-           w.dilates, w.pad_l, w.pad_r},
+           FilterDesc(g, false), ImageDesc(g, n, true), w.strides, w.dilates,
+           w.pad_l, w.pad_r},
           DnnlUserScratchpad(), DnnlEngine(), ForwardPd(g, n));
       return PiecePrimitive{n,
                             dnnl::convolution_backward_data(pd),
@@ -269,8 +336,8 @@ absl::Status DnnlConvBackwardFilter(ThreadPool* pool, const ConvGeometry& g,
       const DnnlWindows w(g);
       const dnnl::convolution_backward_weights::primitive_desc pd(
           {dnnl::algorithm::convolution_direct, ImageDesc(g, n, false),
-           FilterDesc(g, DnnlTag::any), ImageDesc(g, n, true), w.strides,
-           w.dilates, w.pad_l, w.pad_r},
+           FilterDesc(g, false), ImageDesc(g, n, true), w.strides, w.dilates,
+           w.pad_l, w.pad_r},
           DnnlUserScratchpad(), DnnlEngine(), ForwardPd(g, n));
       return PiecePrimitive{n,
                             dnnl::convolution_backward_weights(pd),
@@ -280,7 +347,7 @@ absl::Status DnnlConvBackwardFilter(ThreadPool* pool, const ConvGeometry& g,
     });
   }));
   // Each piece's partial sum, as HWIO; the first piece's goes to df.
-  const int64_t size = g.k_h * g.k_w * g.in_c * g.out_c;
+  const int64_t size = g.taps() * g.in_c * g.out_c;
   Tensor partials(DType::kF32, Shape{(pieces.count - 1) * size});
   float* partial = partials.data<float>();
   const dnnl::engine& engine = DnnlEngine();
@@ -289,11 +356,11 @@ absl::Status DnnlConvBackwardFilter(ThreadPool* pool, const ConvGeometry& g,
         const int64_t n0 = pieces.First(i), n = pieces.Size(i);
         const PiecePrimitive& p = ForSize(prims, n);
         dnnl::memory src(ImageDesc(g, n, false), engine,
-                         const_cast<float*>(x + n0 * g.in_h * g.in_w * g.in_c));
+                         const_cast<float*>(x + n0 * g.in_pixels() * g.in_c));
         dnnl::memory diff_dst(
             ImageDesc(g, n, true), engine,
-            const_cast<float*>(dy + n0 * g.rows.out * g.cols.out * g.out_c));
-        dnnl::memory hwio(FilterDesc(g, DnnlTag::hwio), engine,
+            const_cast<float*>(dy + n0 * g.out_pixels() * g.out_c));
+        dnnl::memory hwio(FilterDesc(g, true), engine,
                           i == 0 ? df : partial + (i - 1) * size);
         dnnl::stream stream(engine);
         const bool plain = p.filters_desc == hwio.get_desc();
@@ -317,11 +384,12 @@ absl::Status DnnlConvBackwardFilter(ThreadPool* pool, const ConvGeometry& g,
   return absl::OkStatus();
 }
 
-// conv2d and its gradients: the attributes they share.
+// conv2d, conv3d and their gradients: the attributes they share.
 class ConvKernelBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(attrs_, ReadConvAttrs(node.attrs()));
+    RN_ASSIGN_OR_RETURN(attrs_,
+                        ReadConvAttrs(node.attrs(), WindowRank(node.op())));
     return absl::OkStatus();
   }
 
@@ -342,9 +410,7 @@ class Conv2DKernel : public ConvKernelBase {
     const Tensor& x = ctx->input(0);
     const Tensor& f = ctx->input(1);
     RN_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, f));
-    RN_ASSIGN_OR_RETURN(
-        Tensor * y, ctx->allocate_output(
-                        0, Shape{g.batch, g.rows.out, g.cols.out, g.out_c}));
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, g.y()));
     if (y->num_elements() == 0) return absl::OkStatus();
     ThreadPool* pool = ctx->intra_op_pool();
     if constexpr (std::is_same_v<T, float>) {
@@ -371,36 +437,26 @@ class Conv2DKernel : public ConvKernelBase {
 template <typename T>
 void BackpropInputDirect(ThreadPool* pool, const ConvGeometry& g,
                          const T* filters, const T* dy, T* dx) {
-  const int64_t image = g.in_h * g.in_w * g.in_c;
-  const int64_t cost =
-      g.rows.out * g.cols.out * g.k_h * g.k_w * g.in_c * g.out_c;
+  const int64_t image = g.in_pixels() * g.in_c;
+  const int64_t cost = g.out_pixels() * g.taps() * g.in_c * g.out_c;
   pool->ParallelFor(g.batch, cost, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       T* out = dx + n * image;
       std::fill_n(out, image, T(0));
-      for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-        for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-          const T* d = dy + ((n * g.rows.out + oh) * g.cols.out + ow) * g.out_c;
-          for (int64_t kh = 0; kh < g.k_h; ++kh) {
-            const int64_t ih =
-                oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
-            if (ih < 0 || ih >= g.in_h) continue;
-            for (int64_t kw = 0; kw < g.k_w; ++kw) {
-              const int64_t iw =
-                  ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
-              if (iw < 0 || iw >= g.in_w) continue;
-              T* o = out + (ih * g.in_w + iw) * g.in_c;
-              const T* f = filters + (kh * g.k_w + kw) * g.in_c * g.out_c;
-              for (int64_t c = 0; c < g.in_c; ++c) {
-                T sum = 0;
-                for (int64_t k = 0; k < g.out_c; ++k) {
-                  sum += d[k] * f[c * g.out_c + k];
-                }
-                o[c] += sum;
-              }
+      for (int64_t p = 0; p < g.out_pixels(); ++p) {
+        const OutPixel o(g, p);
+        const T* d = dy + (n * g.out_pixels() + p) * g.out_c;
+        ForEachTap(g, o.od, o.oh, o.ow, [&](int64_t at, int64_t tap) {
+          T* to = out + at * g.in_c;
+          const T* f = filters + tap * g.in_c * g.out_c;
+          for (int64_t c = 0; c < g.in_c; ++c) {
+            T sum = 0;
+            for (int64_t k = 0; k < g.out_c; ++k) {
+              sum += d[k] * f[c * g.out_c + k];
             }
+            to[c] += sum;
           }
-        }
+        });
       }
     }
   });
@@ -411,28 +467,33 @@ void BackpropInputDirect(ThreadPool* pool, const ConvGeometry& g,
 template <typename T>
 void BackpropFilterDirect(ThreadPool* pool, const ConvGeometry& g, const T* x,
                           const T* dy, T* df) {
-  const int64_t cost = g.batch * g.rows.out * g.cols.out * g.in_c * g.out_c;
-  pool->ParallelFor(g.k_h * g.k_w, cost, [&](int64_t begin, int64_t end) {
+  const int64_t cost = g.batch * g.out_pixels() * g.in_c * g.out_c;
+  pool->ParallelFor(g.taps(), cost, [&](int64_t begin, int64_t end) {
     for (int64_t tap = begin; tap < end; ++tap) {
-      const int64_t kh = tap / g.k_w, kw = tap % g.k_w;
+      const int64_t kd = tap / (g.k_h * g.k_w), kh = (tap / g.k_w) % g.k_h,
+                    kw = tap % g.k_w;
       T* out = df + tap * g.in_c * g.out_c;
       std::fill_n(out, g.in_c * g.out_c, T(0));
       for (int64_t n = 0; n < g.batch; ++n) {
-        for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-          const int64_t ih = oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
-          if (ih < 0 || ih >= g.in_h) continue;
-          for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-            const int64_t iw =
-                ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
-            if (iw < 0 || iw >= g.in_w) continue;
-            const T* in = x + ((n * g.in_h + ih) * g.in_w + iw) * g.in_c;
-            const T* d =
-                dy + ((n * g.rows.out + oh) * g.cols.out + ow) * g.out_c;
-            for (int64_t c = 0; c < g.in_c; ++c) {
-              const T v = in[c];
-              T* o = out + c * g.out_c;
-              for (int64_t k = 0; k < g.out_c; ++k) o[k] += v * d[k];
-            }
+        for (int64_t p = 0; p < g.out_pixels(); ++p) {
+          const OutPixel o(g, p);
+          const int64_t id =
+              o.od * g.stride_d - g.depths.pad_begin + kd * g.dil_d;
+          const int64_t ih =
+              o.oh * g.stride_h - g.rows.pad_begin + kh * g.dil_h;
+          const int64_t iw =
+              o.ow * g.stride_w - g.cols.pad_begin + kw * g.dil_w;
+          if (id < 0 || id >= g.in_d || ih < 0 || ih >= g.in_h || iw < 0 ||
+              iw >= g.in_w) {
+            continue;
+          }
+          const T* in =
+              x + (((n * g.in_d + id) * g.in_h + ih) * g.in_w + iw) * g.in_c;
+          const T* d = dy + (n * g.out_pixels() + p) * g.out_c;
+          for (int64_t c = 0; c < g.in_c; ++c) {
+            const T v = in[c];
+            T* to = out + c * g.out_c;
+            for (int64_t k = 0; k < g.out_c; ++k) to[k] += v * d[k];
           }
         }
       }
@@ -451,8 +512,7 @@ class Conv2DBackpropKernel : public ConvKernelBase {
     const Tensor& dy = ctx->input(2);
     RN_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, f));
     RN_RETURN_IF_ERROR(
-        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(),
-                       Shape{g.batch, g.rows.out, g.cols.out, g.out_c}));
+        CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), g.y()));
     const Tensor& like = kFilter ? f : x;
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, like.shape()));
     if (out->num_elements() == 0) return absl::OkStatus();
@@ -498,11 +558,14 @@ template <typename T>
 using Conv2DBackpropFilter = Conv2DBackpropKernel<T, true>;
 
 RUNNEL_STATIC_INIT(ConvKernels) {
-  RegisterKernelForTypes<Conv2DKernel, Half, BFloat16, float, double>("conv2d");
-  RegisterKernelForTypes<Conv2DBackpropInput, Half, BFloat16, float, double>(
-      "conv2d_backprop_input");
-  RegisterKernelForTypes<Conv2DBackpropFilter, Half, BFloat16, float, double>(
-      "conv2d_backprop_filter");
+  for (const char* d : {"2d", "3d"}) {
+    RegisterKernelForTypes<Conv2DKernel, Half, BFloat16, float, double>(
+        StrCat("conv", d));
+    RegisterKernelForTypes<Conv2DBackpropInput, Half, BFloat16, float, double>(
+        StrCat("conv", d, "_backprop_input"));
+    RegisterKernelForTypes<Conv2DBackpropFilter, Half, BFloat16, float, double>(
+        StrCat("conv", d, "_backprop_filter"));
+  }
 }
 
 }  // namespace

@@ -177,11 +177,16 @@ struct Tanh {
     return x.tanh();
   }
 };
+// 1 / (1 + exp(-x)), as the GPU's kernel, PyTorch and NumPy compute it:
+// Eigen's logistic() (a rational approximation) rounds sigmoid(16) up to
+// 1.0 where it is 1 - 2^-23 in f32, so that 1 - sigmoid(x), a GRU's update
+// share, became 0 for x >= 15.9 (ONNX's test_gru_seq_length).
 struct Sigmoid {
-  static constexpr int kCost = 12;
+  static constexpr int kCost = 14;
   template <class X>
   static auto Eval(const X& x) {
-    return x.logistic();
+    using S = typename X::Scalar;
+    return (S(1) + (-x).exp()).inverse();
   }
 };
 struct Elu {

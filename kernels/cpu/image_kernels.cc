@@ -28,11 +28,11 @@ class ResizeBase : public OpKernel {
   // of pixels in an image of width `in_w`.
   struct Taps {
     int64_t at[4];
-    float w[4];
+    double w[4];
   };
   Taps TapsOf(const ResizeAxis& rows, const ResizeAxis& cols, int64_t oh,
               int64_t ow, int64_t in_w) const {
-    const float wr = rows.w[oh], wc = cols.w[ow];
+    const double wr = rows.w[oh], wc = cols.w[ow];
     return Taps{
         {rows.lo[oh] * in_w + cols.lo[ow], rows.lo[oh] * in_w + cols.hi[ow],
          rows.hi[oh] * in_w + cols.lo[ow], rows.hi[oh] * in_w + cols.hi[ow]},

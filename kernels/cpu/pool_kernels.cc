@@ -1,5 +1,6 @@
 // Kernels of max_pool and avg_pool and of their gradients
-// (framework/ops/nn_ops.cc), NHWC: direct loops over the windows
+// (framework/ops/nn_ops.cc), NHWC, and of the 3-D pools, NDHWC (a 2-D pool
+// is a 3-D one of depth 1): direct loops over the windows
 // (framework/window.h places them), computed in f32 for the 16-bit floats.
 #include <algorithm>
 #include <limits>
@@ -20,7 +21,8 @@ namespace {
 class PoolBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(node.attrs()));
+    RN_ASSIGN_OR_RETURN(attrs_,
+                        ReadPoolAttrs(node.attrs(), WindowRank(node.op())));
     return absl::OkStatus();
   }
 
@@ -31,10 +33,27 @@ class PoolBase : public OpKernel {
     return PlacePoolWindows(x.dtype(), x.shape(), attrs_, who);
   }
   // The input rows output row `oh`'s window reads (and the same for
-  // columns), those inside the input.
+  // depths and columns), those inside the input.
+  Taps DepthTaps(const Geometry& g, int64_t od) const {
+    return WindowTaps(od, attrs_.strides.d, g.depths.pad_begin, attrs_.size.d,
+                      attrs_.dilations.d, g.in_d);
+  }
   Taps RowTaps(const Geometry& g, int64_t oh) const {
     return WindowTaps(oh, attrs_.strides.h, g.rows.pad_begin, attrs_.size.h,
                       attrs_.dilations.h, g.in_h);
+  }
+  // Calls f(offset) for the offsets, in pixels of an image of `g`, of a
+  // window's taps, (d, h, w) row-major.
+  template <typename F>
+  static void ForEachTap(const Geometry& g, const Taps& dt, const Taps& rt,
+                         const Taps& ct, const F& f) {
+    for (int64_t k = 0, id = dt.first; k < dt.count; ++k, id += dt.step) {
+      for (int64_t i = 0, ih = rt.first; i < rt.count; ++i, ih += rt.step) {
+        for (int64_t j = 0, iw = ct.first; j < ct.count; ++j, iw += ct.step) {
+          f((id * g.in_h + ih) * g.in_w + iw);
+        }
+      }
+    }
   }
   Taps ColTaps(const Geometry& g, int64_t ow) const {
     return WindowTaps(ow, attrs_.strides.w, g.cols.pad_begin, attrs_.size.w,
@@ -55,10 +74,10 @@ class PoolKernel : public PoolBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, "pooling"));
-    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
-    RN_ASSIGN_OR_RETURN(
-        Tensor * y,
-        ctx->allocate_output(0, Shape{batch, rows.out, cols.out, chans}));
+    const int64_t in_w = geo.in_w, chans = geo.chans;
+    const int64_t image_size = geo.in_d * geo.in_h * in_w * chans;
+    const Windows depths = geo.depths, rows = geo.rows, cols = geo.cols;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, geo.y()));
     int64_t* argmax = nullptr;
     if constexpr (kArgmax) {
       RN_ASSIGN_OR_RETURN(Tensor * a, ctx->allocate_output(1, y->shape()));
@@ -68,15 +87,19 @@ class PoolKernel : public PoolBase {
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     EigenType<T>* out = EigenMutableData<T>(y);
-    const int64_t cost = attrs_.size.h * attrs_.size.w * chans * 2;
-    // One shard unit: a row of output pixels (n, oh).
+    const int64_t cost =
+        attrs_.size.d * attrs_.size.h * attrs_.size.w * chans * 2;
+    // One shard unit: a row of output pixels (n, od, oh).
     ctx->intra_op_pool()->ParallelFor(
-        batch * rows.out, cost * cols.out, [&](int64_t begin, int64_t end) {
+        geo.batch * depths.out * rows.out, cost * cols.out,
+        [&](int64_t begin, int64_t end) {
           std::vector<A> acc(chans);
           std::vector<int64_t> at(kArgmax ? chans : 0);
           for (int64_t line = begin; line < end; ++line) {
-            const int64_t n = line / rows.out, oh = line % rows.out;
-            const Taps rt = RowTaps(geo, oh);
+            const int64_t oh = line % rows.out,
+                          od = (line / rows.out) % depths.out,
+                          n = line / (rows.out * depths.out);
+            const Taps dt = DepthTaps(geo, od), rt = RowTaps(geo, oh);
             for (int64_t ow = 0; ow < cols.out; ++ow) {
               const Taps ct = ColTaps(geo, ow);
               std::fill(acc.begin(), acc.end(),
@@ -87,36 +110,30 @@ class PoolKernel : public PoolBase {
                   at[c] = empty ? -1 : (rt.first * in_w + ct.first) * chans + c;
                 }
               }
-              for (int64_t i = 0, ih = rt.first; i < rt.count;
-                   ++i, ih += rt.step) {
-                for (int64_t j = 0, iw = ct.first; j < ct.count;
-                     ++j, iw += ct.step) {
-                  const EigenType<T>* px =
-                      in + ((n * in_h + ih) * in_w + iw) * chans;
-                  for (int64_t c = 0; c < chans; ++c) {
-                    const A v = static_cast<A>(px[c]);
-                    if constexpr (kArgmax) {
-                      if (v > acc[c]) at[c] = (ih * in_w + iw) * chans + c;
-                    }
-                    if constexpr (kMax) {
-                      acc[c] = v > acc[c] ? v : acc[c];
-                    } else {
-                      acc[c] += v;
-                    }
+              const EigenType<T>* image = in + n * image_size;
+              ForEachTap(geo, dt, rt, ct, [&](int64_t p) {
+                const EigenType<T>* px = image + p * chans;
+                for (int64_t c = 0; c < chans; ++c) {
+                  const A v = static_cast<A>(px[c]);
+                  if constexpr (kArgmax) {
+                    if (v > acc[c]) at[c] = p * chans + c;
+                  }
+                  if constexpr (kMax) {
+                    acc[c] = v > acc[c] ? v : acc[c];
+                  } else {
+                    acc[c] += v;
                   }
                 }
-              }
-              EigenType<T>* o =
-                  out + ((n * rows.out + oh) * cols.out + ow) * chans;
-              const A count = static_cast<A>(rt.count * ct.count);
+              });
+              const int64_t pixel = line * cols.out + ow;
+              EigenType<T>* o = out + pixel * chans;
+              const A count = static_cast<A>(dt.count * rt.count * ct.count);
               for (int64_t c = 0; c < chans; ++c) {
                 o[c] =
                     static_cast<EigenType<T>>(kMax ? acc[c] : acc[c] / count);
               }
               if constexpr (kArgmax) {
-                std::copy(
-                    at.begin(), at.end(),
-                    argmax + ((n * rows.out + oh) * cols.out + ow) * chans);
+                std::copy(at.begin(), at.end(), argmax + pixel * chans);
               }
             }
           }
@@ -134,7 +151,8 @@ class PoolGradKernel : public PoolBase {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(ctx->num_inputs() - 1);
     RN_ASSIGN_OR_RETURN(Geometry geo, Place(x, StrCat(ctx->node().op(), ":")));
-    const auto [batch, in_h, in_w, chans, rows, cols] = geo;
+    const int64_t in_h = geo.in_h, in_w = geo.in_w, chans = geo.chans;
+    const Windows depths = geo.depths, rows = geo.rows, cols = geo.cols;
     RN_RETURN_IF_ERROR(
         CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), geo.y()));
     RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
@@ -143,11 +161,12 @@ class PoolGradKernel : public PoolBase {
     const EigenType<T>* in = EigenData<T>(x);
     const EigenType<T>* grad = EigenData<T>(dy);
     EigenType<T>* out = EigenMutableData<T>(dx);
-    const int64_t image = in_h * in_w * chans;
+    const int64_t image = geo.in_d * in_h * in_w * chans;
+    const int64_t window = attrs_.size.d * attrs_.size.h * attrs_.size.w;
     const int64_t cost =
-        rows.out * cols.out * attrs_.size.h * attrs_.size.w * chans * 2 + image;
+        depths.out * rows.out * cols.out * window * chans * 2 + image;
     ctx->intra_op_pool()->ParallelFor(
-        batch, cost, [&](int64_t begin, int64_t end) {
+        geo.batch, cost, [&](int64_t begin, int64_t end) {
           // f32 and f64 accumulate in the output itself, the 16-bit floats
           // in f32.
           constexpr bool kInPlace = std::is_same_v<A, EigenType<T>>;
@@ -157,40 +176,42 @@ class PoolGradKernel : public PoolBase {
             A* acc = scratch.data();
             if constexpr (kInPlace) acc = out + n * image;
             std::fill_n(acc, image, A(0));
-            for (int64_t oh = 0; oh < rows.out; ++oh) {
-              const Taps rt = RowTaps(geo, oh);
-              for (int64_t ow = 0; ow < cols.out; ++ow) {
-                const Taps ct = ColTaps(geo, ow);
-                if (rt.count == 0 || ct.count == 0) continue;
-                const EigenType<T>* g =
-                    grad + ((n * rows.out + oh) * cols.out + ow) * chans;
-                if constexpr (kMax) {
-                  // The maximum as max_pool computes it, then the first
-                  // element equal to it takes dy: the first one greater
-                  // than all before it. Both loops vectorise over channels.
-                  A* __restrict b = best.data();
-                  A* __restrict d = done.data();
-                  std::fill_n(b, chans, std::numeric_limits<A>::lowest());
-                  for (int64_t i = 0, ih = rt.first; i < rt.count;
-                       ++i, ih += rt.step) {
-                    for (int64_t j = 0, iw = ct.first; j < ct.count;
-                         ++j, iw += ct.step) {
-                      const EigenType<T>* __restrict px =
-                          in + ((n * in_h + ih) * in_w + iw) * chans;
+            const EigenType<T>* x_n = in + n * image;
+            auto each_tap = [&](const Taps& dt, const Taps& rt, const Taps& ct,
+                                const auto& f) {
+              ForEachTap(geo, dt, rt, ct, [&](int64_t p) { f(p * chans); });
+            };
+            for (int64_t od = 0; od < depths.out; ++od) {
+              const Taps dt = DepthTaps(geo, od);
+              for (int64_t oh = 0; oh < rows.out; ++oh) {
+                const Taps rt = RowTaps(geo, oh);
+                for (int64_t ow = 0; ow < cols.out; ++ow) {
+                  const Taps ct = ColTaps(geo, ow);
+                  if (dt.count == 0 || rt.count == 0 || ct.count == 0) continue;
+                  const EigenType<T>* g =
+                      grad +
+                      (((n * depths.out + od) * rows.out + oh) * cols.out +
+                       ow) *
+                          chans;
+                  if constexpr (kMax) {
+                    // The maximum as max_pool computes it, then the first
+                    // element equal to it takes dy: the first one greater
+                    // than all before it. Both loops vectorise over
+                    // channels.
+                    A* __restrict b = best.data();
+                    A* __restrict d = done.data();
+                    std::fill_n(b, chans, std::numeric_limits<A>::lowest());
+                    each_tap(dt, rt, ct, [&](int64_t at) {
+                      const EigenType<T>* __restrict px = x_n + at;
                       for (int64_t c = 0; c < chans; ++c) {
                         const A v = static_cast<A>(px[c]);
                         b[c] = v > b[c] ? v : b[c];
                       }
-                    }
-                  }
-                  std::fill_n(d, chans, A(0));
-                  for (int64_t i = 0, ih = rt.first; i < rt.count;
-                       ++i, ih += rt.step) {
-                    for (int64_t j = 0, iw = ct.first; j < ct.count;
-                         ++j, iw += ct.step) {
-                      const EigenType<T>* __restrict px =
-                          in + ((n * in_h + ih) * in_w + iw) * chans;
-                      A* __restrict a = acc + (ih * in_w + iw) * chans;
+                    });
+                    std::fill_n(d, chans, A(0));
+                    each_tap(dt, rt, ct, [&](int64_t at) {
+                      const EigenType<T>* __restrict px = x_n + at;
+                      A* __restrict a = acc + at;
                       for (int64_t c = 0; c < chans; ++c) {
                         // Selects and arithmetic on 0 and 1 rather than
                         // `&&`, so that GCC vectorises this.
@@ -200,26 +221,25 @@ class PoolGradKernel : public PoolBase {
                         a[c] += hit > A(0.5) ? static_cast<A>(g[c]) : A(0);
                         d[c] += hit;
                       }
+                    });
+                    // A window of NaNs and -inf pools to the lowest value;
+                    // its gradient goes to the window's first element.
+                    A* first =
+                        acc + ((dt.first * in_h + rt.first) * in_w + ct.first) *
+                                  chans;
+                    for (int64_t c = 0; c < chans; ++c) {
+                      if (d[c] == A(0)) first[c] += static_cast<A>(g[c]);
                     }
-                  }
-                  // A window of NaNs and -inf pools to the lowest value;
-                  // its gradient goes to the window's first element.
-                  A* first = acc + (rt.first * in_w + ct.first) * chans;
-                  for (int64_t c = 0; c < chans; ++c) {
-                    if (d[c] == A(0)) first[c] += static_cast<A>(g[c]);
-                  }
-                } else {
-                  const A count = static_cast<A>(rt.count * ct.count);
-                  for (int64_t c = 0; c < chans; ++c) {
-                    best[c] = static_cast<A>(g[c]) / count;
-                  }
-                  for (int64_t i = 0, ih = rt.first; i < rt.count;
-                       ++i, ih += rt.step) {
-                    for (int64_t j = 0, iw = ct.first; j < ct.count;
-                         ++j, iw += ct.step) {
-                      A* a = acc + (ih * in_w + iw) * chans;
+                  } else {
+                    const A count =
+                        static_cast<A>(dt.count * rt.count * ct.count);
+                    for (int64_t c = 0; c < chans; ++c) {
+                      best[c] = static_cast<A>(g[c]) / count;
+                    }
+                    each_tap(dt, rt, ct, [&](int64_t at) {
+                      A* a = acc + at;
                       for (int64_t c = 0; c < chans; ++c) a[c] += best[c];
-                    }
+                    });
                   }
                 }
               }
@@ -249,15 +269,18 @@ template <typename T>
 using MaxPoolWithArgmax = PoolKernel<T, true, true>;
 
 RUNNEL_STATIC_INIT(PoolKernels) {
-  RegisterKernelForTypes<MaxPool, Half, BFloat16, float, double, int32_t,
-                         int64_t>("max_pool");
-  RegisterKernelForTypes<AvgPool, Half, BFloat16, float, double>("avg_pool");
+  for (const char* d : {"", "3d"}) {
+    RegisterKernelForTypes<MaxPool, Half, BFloat16, float, double, int32_t,
+                           int64_t>(StrCat("max_pool", d));
+    RegisterKernelForTypes<AvgPool, Half, BFloat16, float, double>(
+        StrCat("avg_pool", d));
+    RegisterKernelForTypes<MaxPoolGrad, Half, BFloat16, float, double>(
+        StrCat("max_pool", d, "_grad"));
+    RegisterKernelForTypes<AvgPoolGrad, Half, BFloat16, float, double>(
+        StrCat("avg_pool", d, "_grad"));
+  }
   RegisterKernelForTypes<MaxPoolWithArgmax, Half, BFloat16, float, double,
                          int32_t, int64_t>("max_pool_with_argmax");
-  RegisterKernelForTypes<MaxPoolGrad, Half, BFloat16, float, double>(
-      "max_pool_grad");
-  RegisterKernelForTypes<AvgPoolGrad, Half, BFloat16, float, double>(
-      "avg_pool_grad");
 }
 
 }  // namespace

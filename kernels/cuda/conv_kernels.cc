@@ -1,9 +1,10 @@
 // conv2d, conv2d_backprop_input and conv2d_backprop_filter on the GPU
-// through cuDNN (kernels/cuda/cudnn.h), with the CPU kernels' geometry and
-// errors (kernels/cpu/conv_kernels.cc): NHWC images, HWIO filters, strides,
-// dilations, "same" or "valid" padding. How Runnel's operands become
-// cuDNN's is in cudnn_params.h (filters transposed to OHWI, an odd "same"
-// padding made even by one row of zeros at the end of the input).
+// (and conv3d's three, NDHWC with DHWIO filters) through cuDNN
+// (kernels/cuda/cudnn.h), with the CPU kernels' geometry and errors
+// (kernels/cpu/conv_kernels.cc): NHWC images, HWIO filters, strides, dilations,
+// "same" or "valid" padding. How Runnel's operands become cuDNN's is in
+// cudnn_params.h (filters transposed to OHWI, an odd "same" padding made even
+// by one row of zeros at the end of the input).
 //
 // The algorithm for each shape is cuDNN's heuristic's first that qualifies
 // (PickConvAlgo: deterministic first, workspace within kMaxWorkspace, no
@@ -65,36 +66,68 @@ absl::StatusOr<Descriptors> Describe(const Cudnn& dnn, DType dtype,
   }
   Descriptors d;
   d.fma_only = dtype == DType::kF32;
-  RN_ASSIGN_OR_RETURN(d.x, MakeNhwcDesc(dnn, type, p.batch, p.padded_h(),
-                                        p.padded_w(), p.in_c));
-  RN_ASSIGN_OR_RETURN(
-      d.y, MakeNhwcDesc(dnn, type, p.batch, p.out_h, p.out_w, p.out_c));
+  const bool three = p.spatial == 3;
+  if (three) {
+    RN_ASSIGN_OR_RETURN(d.x, MakeNdhwcDesc(dnn, type, p.batch, p.padded_d(),
+                                           p.padded_h(), p.padded_w(), p.in_c));
+    RN_ASSIGN_OR_RETURN(d.y, MakeNdhwcDesc(dnn, type, p.batch, p.out_d, p.out_h,
+                                           p.out_w, p.out_c));
+  } else {
+    RN_ASSIGN_OR_RETURN(d.x, MakeNhwcDesc(dnn, type, p.batch, p.padded_h(),
+                                          p.padded_w(), p.in_c));
+    RN_ASSIGN_OR_RETURN(
+        d.y, MakeNhwcDesc(dnn, type, p.batch, p.out_h, p.out_w, p.out_c));
+  }
   cudnnFilterDescriptor_t raw_w = nullptr;
   RN_CUDNN(dnn.cudnnCreateFilterDescriptor(&raw_w));
   d.w.reset(raw_w);
-  // NHWC filters are KRSC: our OHWI.
-  RN_CUDNN(dnn.cudnnSetFilter4dDescriptor(raw_w, type, CUDNN_TENSOR_NHWC,
-                                          I(p.out_c), I(p.in_c), I(p.k_h),
-                                          I(p.k_w)));
+  // NHWC filters are KRSC (KDRSC): our OHWI (ODHWI).
+  if (three) {
+    const int dims[5] = {I(p.out_c), I(p.in_c), I(p.k_d), I(p.k_h), I(p.k_w)};
+    RN_CUDNN(dnn.cudnnSetFilterNdDescriptor(raw_w, type, CUDNN_TENSOR_NHWC, 5,
+                                            dims));
+  } else {
+    RN_CUDNN(dnn.cudnnSetFilter4dDescriptor(raw_w, type, CUDNN_TENSOR_NHWC,
+                                            I(p.out_c), I(p.in_c), I(p.k_h),
+                                            I(p.k_w)));
+  }
   cudnnConvolutionDescriptor_t raw_c = nullptr;
   RN_CUDNN(dnn.cudnnCreateConvolutionDescriptor(&raw_c));
   d.conv.reset(raw_c);
   // Cross-correlation, as conv2d is; f16 accumulates in f32.
-  RN_CUDNN(dnn.cudnnSetConvolution2dDescriptor(
-      raw_c, I(p.pad_h), I(p.pad_w), I(p.strides.h), I(p.strides.w),
-      I(p.dilations.h), I(p.dilations.w), CUDNN_CROSS_CORRELATION,
-      CUDNN_DATA_FLOAT));
+  if (three) {
+    const int pads[3] = {I(p.pad_d), I(p.pad_h), I(p.pad_w)};
+    const int strides[3] = {I(p.strides.d), I(p.strides.h), I(p.strides.w)};
+    const int dilations[3] = {I(p.dilations.d), I(p.dilations.h),
+                              I(p.dilations.w)};
+    RN_CUDNN(dnn.cudnnSetConvolutionNdDescriptor(
+        raw_c, 3, pads, strides, dilations, CUDNN_CROSS_CORRELATION,
+        CUDNN_DATA_FLOAT));
+  } else {
+    RN_CUDNN(dnn.cudnnSetConvolution2dDescriptor(
+        raw_c, I(p.pad_h), I(p.pad_w), I(p.strides.h), I(p.strides.w),
+        I(p.dilations.h), I(p.dilations.w), CUDNN_CROSS_CORRELATION,
+        CUDNN_DATA_FLOAT));
+  }
   RN_CUDNN(dnn.cudnnSetConvolutionMathType(
       raw_c, d.fma_only ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
-  // cuDNN's windows must be ours (cudnn_params.h).
-  int n = 0, c = 0, h = 0, w = 0;
-  RN_CUDNN(dnn.cudnnGetConvolution2dForwardOutputDim(
-      raw_c, d.x.get(), d.w.get(), &n, &c, &h, &w));
-  if (h != p.out_h || w != p.out_w || c != p.out_c || n != p.batch) {
+  // cuDNN's windows must be ours (cudnn_params.h): its output dims, in
+  // NC(D)HW order.
+  int out[5] = {0, 0, 1, 0, 0};
+  if (three) {
+    RN_CUDNN(dnn.cudnnGetConvolutionNdForwardOutputDim(raw_c, d.x.get(),
+                                                       d.w.get(), 5, out));
+  } else {
+    RN_CUDNN(dnn.cudnnGetConvolution2dForwardOutputDim(
+        raw_c, d.x.get(), d.w.get(), &out[0], &out[1], &out[3], &out[4]));
+  }
+  if (out[0] != p.batch || out[1] != p.out_c || out[2] != p.out_d ||
+      out[3] != p.out_h || out[4] != p.out_w) {
     return absl::InternalError(StrCat(
-        "cuDNN's convolution gives ", n, "x", h, "x", w, "x", c, " where ",
-        p.y().ToString(), " is expected (padding ", p.pad_h, ", ", p.pad_w,
-        " after ", p.extra_h, ", ", p.extra_w, " extra)"));
+        "cuDNN's convolution gives ", out[0], "x", out[2], "x", out[3], "x",
+        out[4], "x", out[1], " where ", p.y().ToString(),
+        " is expected (padding ", p.pad_d, ", ", p.pad_h, ", ", p.pad_w,
+        " after ", p.extra_d, ", ", p.extra_h, ", ", p.extra_w, " extra)"));
   }
   return d;
 }
@@ -207,7 +240,8 @@ absl::StatusOr<ConvAlgo> ChooseAlgo(GpuContext& gpu, cudnnHandle_t handle,
 class CudnnConvKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(attrs_, ReadConvAttrs(node.attrs()));
+    RN_ASSIGN_OR_RETURN(attrs_,
+                        ReadConvAttrs(node.attrs(), WindowRank(node.op())));
     return absl::OkStatus();
   }
 
@@ -243,15 +277,50 @@ class CudnnConvKernel : public OpKernel {
   virtual absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
                            const CudnnConvParams& p, Tensor* out) = 0;
 
-  // HWIO `f` as OHWI, in a scratch tensor.
+  // HWIO (DHWIO) `f` as OHWI (ODHWI), in a scratch tensor.
   static absl::StatusOr<Tensor> ToOhwi(OpKernelContext* ctx, GpuContext& gpu,
                                        const Tensor& f,
                                        const CudnnConvParams& p) {
     RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, f.dtype(), p.ohwi()));
     RN_CUDA(cuda::LaunchTranspose(
-        f.raw_data(), t.raw_data(), p.k_h * p.k_w * p.in_c, p.out_c,
+        f.raw_data(), t.raw_data(), p.filter_rows(), p.out_c,
         static_cast<int>(DTypeSize(f.dtype())), gpu.compute()));
     return t;
+  }
+
+  // `from`, an image of the spatial sizes `in`, copied into `to` of the
+  // sizes `out` (d, h, w; the same channels), padded with zeros or cropped
+  // at the end: one resize of the rows and columns of every depth plane,
+  // then one of the depths (each plane a row), through a scratch tensor
+  // when both change.
+  static absl::Status ResizeEnd(OpKernelContext* ctx, GpuContext& gpu,
+                                const CudnnConvParams& p, const Tensor& from,
+                                const int64_t in[3], const int64_t out[3],
+                                void* to) {
+    const int bytes = static_cast<int>(DTypeSize(from.dtype()));
+    const bool planes = in[1] != out[1] || in[2] != out[2];
+    const bool depths = in[0] != out[0];
+    Tensor between;
+    const void* src = from.raw_data();
+    if (planes) {
+      void* dst = to;
+      if (depths) {
+        RN_ASSIGN_OR_RETURN(
+            between,
+            Scratch(ctx, from.dtype(), p.Image(in[0], out[1], out[2], p.in_c)));
+        dst = between.raw_data();
+      }
+      RN_CUDA(cuda::LaunchResizeEnd(src, dst, p.batch * in[0], in[1], in[2],
+                                    out[1], out[2], p.in_c, bytes,
+                                    gpu.compute()));
+      src = dst;
+    }
+    if (depths) {
+      RN_CUDA(cuda::LaunchResizeEnd(src, to, p.batch, in[0], 1, out[0], 1,
+                                    out[1] * out[2] * p.in_c, bytes,
+                                    gpu.compute()));
+    }
+    return absl::OkStatus();
   }
 
   // `x` as cuDNN sees it: itself, or padded at the end into a scratch
@@ -261,10 +330,9 @@ class CudnnConvKernel : public OpKernel {
                                        const CudnnConvParams& p) {
     if (!p.padded()) return x;
     RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, x.dtype(), p.padded_x()));
-    RN_CUDA(cuda::LaunchResizeEnd(x.raw_data(), t.raw_data(), p.batch, p.in_h,
-                                  p.in_w, p.padded_h(), p.padded_w(), p.in_c,
-                                  static_cast<int>(DTypeSize(x.dtype())),
-                                  gpu.compute()));
+    const int64_t in[3] = {p.in_d, p.in_h, p.in_w};
+    const int64_t out[3] = {p.padded_d(), p.padded_h(), p.padded_w()};
+    RN_RETURN_IF_ERROR(ResizeEnd(ctx, gpu, p, x, in, out, t.raw_data()));
     return t;
   }
 
@@ -320,9 +388,7 @@ class Conv2DKernel final : public CudnnConvKernel {
 
 // Reads x's shape only.
 class Conv2DBackpropInputKernel final : public CudnnConvKernel {
-  Shape OutShape(const CudnnConvParams& p) const override {
-    return Shape{p.batch, p.in_h, p.in_w, p.in_c};
-  }
+  Shape OutShape(const CudnnConvParams& p) const override { return p.x(); }
   absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
                    const CudnnConvParams& p, Tensor* dx) override {
     const Tensor& dy = ctx->input(2);
@@ -343,10 +409,10 @@ class Conv2DBackpropInputKernel final : public CudnnConvKernel {
               ws, ws_bytes, &kZero, d.x.get(), out);
         }));
     if (p.padded()) {
-      RN_CUDA(cuda::LaunchResizeEnd(
-          padded.raw_data(), dx->raw_data(), p.batch, p.padded_h(),
-          p.padded_w(), p.in_h, p.in_w, p.in_c,
-          static_cast<int>(DTypeSize(dx->dtype())), gpu.compute()));
+      const int64_t in[3] = {p.padded_d(), p.padded_h(), p.padded_w()};
+      const int64_t to[3] = {p.in_d, p.in_h, p.in_w};
+      RN_RETURN_IF_ERROR(
+          ResizeEnd(ctx, gpu, p, padded, in, to, dx->raw_data()));
     }
     return absl::OkStatus();
   }
@@ -354,9 +420,7 @@ class Conv2DBackpropInputKernel final : public CudnnConvKernel {
 
 // Reads the filters' shape only.
 class Conv2DBackpropFilterKernel final : public CudnnConvKernel {
-  Shape OutShape(const CudnnConvParams& p) const override {
-    return Shape{p.k_h, p.k_w, p.in_c, p.out_c};
-  }
+  Shape OutShape(const CudnnConvParams& p) const override { return p.hwio(); }
   absl::Status Run(OpKernelContext* ctx, GpuContext& gpu,
                    const CudnnConvParams& p, Tensor* df) override {
     const Tensor& dy = ctx->input(2);
@@ -371,9 +435,9 @@ class Conv2DBackpropFilterKernel final : public CudnnConvKernel {
               d.conv.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
               ws, ws_bytes, &kZero, d.w.get(), dw.raw_data());
         }));
-    // OHWI ([O, H*W*I]) back to HWIO.
+    // OHWI ([O, H*W*I]) back to HWIO (ODHWI to DHWIO).
     RN_CUDA(cuda::LaunchTranspose(
-        dw.raw_data(), df->raw_data(), p.out_c, p.k_h * p.k_w * p.in_c,
+        dw.raw_data(), df->raw_data(), p.out_c, p.filter_rows(),
         static_cast<int>(DTypeSize(df->dtype())), gpu.compute()));
     return absl::OkStatus();
   }
@@ -381,11 +445,13 @@ class Conv2DBackpropFilterKernel final : public CudnnConvKernel {
 
 RUNNEL_STATIC_INIT(GpuConvKernels) {
   for (DType d : {DType::kF16, DType::kF32}) {
-    RegisterKernel<Conv2DKernel>("conv2d", kDeviceGpu, d);
-    RegisterKernel<Conv2DBackpropInputKernel>("conv2d_backprop_input",
-                                              kDeviceGpu, d);
-    RegisterKernel<Conv2DBackpropFilterKernel>("conv2d_backprop_filter",
-                                               kDeviceGpu, d);
+    for (const char* conv : {"conv2d", "conv3d"}) {
+      RegisterKernel<Conv2DKernel>(conv, kDeviceGpu, d);
+      RegisterKernel<Conv2DBackpropInputKernel>(StrCat(conv, "_backprop_input"),
+                                                kDeviceGpu, d);
+      RegisterKernel<Conv2DBackpropFilterKernel>(
+          StrCat(conv, "_backprop_filter"), kDeviceGpu, d);
+    }
   }
 }
 

@@ -100,4 +100,20 @@ absl::StatusOr<CudnnTensorDesc> MakeNhwcDesc(const Cudnn& dnn,
   return d;
 }
 
+absl::StatusOr<CudnnTensorDesc> MakeNdhwcDesc(const Cudnn& dnn,
+                                              cudnnDataType_t type, int64_t n,
+                                              int64_t d, int64_t h, int64_t w,
+                                              int64_t c) {
+  cudnnTensorDescriptor_t raw = nullptr;
+  RN_CUDNN(dnn.cudnnCreateTensorDescriptor(&raw));
+  CudnnTensorDesc desc(raw);
+  // The dims in NCDHW order whatever the layout.
+  const int dims[5] = {static_cast<int>(n), static_cast<int>(c),
+                       static_cast<int>(d), static_cast<int>(h),
+                       static_cast<int>(w)};
+  RN_CUDNN(
+      dnn.cudnnSetTensorNdDescriptorEx(raw, CUDNN_TENSOR_NHWC, type, 5, dims));
+  return desc;
+}
+
 }  // namespace runnel

@@ -28,14 +28,18 @@ namespace runnel {
   X(cudnnCreateTensorDescriptor);                    \
   X(cudnnDestroyTensorDescriptor);                   \
   X(cudnnSetTensor4dDescriptor);                     \
+  X(cudnnSetTensorNdDescriptorEx);                   \
   X(cudnnCreateFilterDescriptor);                    \
   X(cudnnDestroyFilterDescriptor);                   \
   X(cudnnSetFilter4dDescriptor);                     \
+  X(cudnnSetFilterNdDescriptor);                     \
   X(cudnnCreateConvolutionDescriptor);               \
   X(cudnnDestroyConvolutionDescriptor);              \
   X(cudnnSetConvolution2dDescriptor);                \
+  X(cudnnSetConvolutionNdDescriptor);                \
   X(cudnnSetConvolutionMathType);                    \
   X(cudnnGetConvolution2dForwardOutputDim);          \
+  X(cudnnGetConvolutionNdForwardOutputDim);          \
   X(cudnnGetConvolutionForwardAlgorithm_v7);         \
   X(cudnnGetConvolutionForwardWorkspaceSize);        \
   X(cudnnConvolutionForward);                        \
@@ -86,6 +90,11 @@ using CudnnPoolDesc = std::unique_ptr<cudnnPoolingStruct, CudnnDescDeleter>;
 absl::StatusOr<CudnnTensorDesc> MakeNhwcDesc(const Cudnn& dnn,
                                              cudnnDataType_t type, int64_t n,
                                              int64_t h, int64_t w, int64_t c);
+// The same of a packed NDHWC tensor [n, d, h, w, c].
+absl::StatusOr<CudnnTensorDesc> MakeNdhwcDesc(const Cudnn& dnn,
+                                              cudnnDataType_t type, int64_t n,
+                                              int64_t d, int64_t h, int64_t w,
+                                              int64_t c);
 
 }  // namespace runnel
 

@@ -1,6 +1,6 @@
-// What conv2d and its gradients give cuDNN, computed from Runnel's operands
-// and attributes, and the cache of the algorithm chosen for each shape.
-// Plain C++ without CUDA (header-only), so that it is tested on machines
+// What conv2d, conv3d and their gradients give cuDNN, computed from Runnel's
+// operands and attributes, and the cache of the algorithm chosen for each
+// shape. Plain C++ without CUDA (header-only), so that it is tested on machines
 // without a GPU or a CUDA build (tests/kernels/cuda/cudnn_params_test.cc).
 //
 // Runnel's convolutions are NHWC with HWIO filters (framework/window.h gives
@@ -13,6 +13,9 @@
 //     one row of zeros, and cuDNN pads pad_begin on both sides, which gives
 //     the same windows at the same places. The input gradient is then
 //     computed for the padded input and its extra row dropped.
+// conv3d's NDHWC images and DHWIO filters are the same with a depth
+// (cuDNN's 5-D NDHWC and KDRSC, our ODHWI); conv2d's are conv3d's of
+// depth 1, which its 4-D descriptors leave out.
 #ifndef RUNNEL_KERNELS_CUDA_CUDNN_PARAMS_H_
 #define RUNNEL_KERNELS_CUDA_CUDNN_PARAMS_H_
 
@@ -36,6 +39,7 @@
 namespace runnel {
 
 struct CudnnConvParams {
+  int spatial = 2;                                  // 3 for conv3d
   int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;  // x as given
   int64_t k_h = 0, k_w = 0, out_c = 0;              // the filters
   int64_t out_h = 0, out_w = 0;                     // y
@@ -45,15 +49,35 @@ struct CudnnConvParams {
   // Rows and columns of zeros added at the end of x before cuDNN sees it
   // (0 or 1 each).
   int64_t extra_h = 0, extra_w = 0;
+  // The depth (conv3d): 1, 1, 1, 0, 0 for conv2d.
+  int64_t in_d = 1, k_d = 1, out_d = 1, pad_d = 0, extra_d = 0;
 
   // x as cuDNN sees it, padded at the end.
+  int64_t padded_d() const { return in_d + extra_d; }
   int64_t padded_h() const { return in_h + extra_h; }
   int64_t padded_w() const { return in_w + extra_w; }
-  bool padded() const { return extra_h > 0 || extra_w > 0; }
-  Shape padded_x() const { return Shape{batch, padded_h(), padded_w(), in_c}; }
-  Shape y() const { return Shape{batch, out_h, out_w, out_c}; }
-  // The filters as cuDNN takes them (OHWI).
-  Shape ohwi() const { return Shape{out_c, k_h, k_w, in_c}; }
+  bool padded() const { return extra_d > 0 || extra_h > 0 || extra_w > 0; }
+  // An NHWC (NDHWC) shape of these spatial sizes.
+  Shape Image(int64_t d, int64_t h, int64_t w, int64_t c) const {
+    return spatial == 3 ? Shape{batch, d, h, w, c} : Shape{batch, h, w, c};
+  }
+  Shape x() const { return Image(in_d, in_h, in_w, in_c); }
+  Shape padded_x() const {
+    return Image(padded_d(), padded_h(), padded_w(), in_c);
+  }
+  Shape y() const { return Image(out_d, out_h, out_w, out_c); }
+  // The filters as given (HWIO, DHWIO) and as cuDNN takes them (OHWI,
+  // ODHWI).
+  Shape hwio() const {
+    return spatial == 3 ? Shape{k_d, k_h, k_w, in_c, out_c}
+                        : Shape{k_h, k_w, in_c, out_c};
+  }
+  Shape ohwi() const {
+    return spatial == 3 ? Shape{out_c, k_d, k_h, k_w, in_c}
+                        : Shape{out_c, k_h, k_w, in_c};
+  }
+  // The filter's taps and input channels: the rows of HWIO as a matrix.
+  int64_t filter_rows() const { return k_d * k_h * k_w * in_c; }
   // What cuDNN's formula gives for the padded input (the check that the
   // windows are Runnel's): (in + 2 pad - dilated window) / stride + 1.
   static int64_t CudnnOut(int64_t in, int64_t pad, int64_t k, int64_t stride,
@@ -79,9 +103,10 @@ inline absl::Status FitsInt(const Shape& s, std::string_view what,
 
 }  // namespace cudnn_internal
 
-// The parameters of conv2d(x, filters) (and of its gradients, which take
-// the same x and filters shapes), with the CPU kernel's errors for
-// operands that do not fit (kernels/cpu/conv_kernels.cc).
+// The parameters of conv2d(x, filters) or conv3d (attrs.spatial 3) and of
+// their gradients, which take the same x and filters shapes, with the CPU
+// kernel's errors for operands that do not fit
+// (kernels/cpu/conv_kernels.cc).
 inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
     std::string_view op, DType dtype, const Shape& x, const Shape& f,
     const ConvAttrs& attrs) {
@@ -89,14 +114,24 @@ inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
                       PlaceConvWindows(dtype, x, f, attrs));
   const Windows& rows = windows.rows;
   const Windows& cols = windows.cols;
+  const Windows& depths = windows.depths;
+  const int s = attrs.spatial == 3 ? 1 : 0;  // where height starts
   CudnnConvParams p;
+  p.spatial = attrs.spatial;
   p.batch = x.dim(0);
-  p.in_h = x.dim(1);
-  p.in_w = x.dim(2);
-  p.in_c = x.dim(3);
-  p.k_h = f.dim(0);
-  p.k_w = f.dim(1);
-  p.out_c = f.dim(3);
+  p.in_h = x.dim(1 + s);
+  p.in_w = x.dim(2 + s);
+  p.in_c = x.dim(3 + s);
+  p.k_h = f.dim(s);
+  p.k_w = f.dim(1 + s);
+  p.out_c = f.dim(3 + s);
+  if (s == 1) {
+    p.in_d = x.dim(1);
+    p.k_d = f.dim(0);
+    p.out_d = depths.out;
+    p.pad_d = depths.pad_begin;
+    p.extra_d = depths.pad_end - depths.pad_begin;
+  }
   p.strides = attrs.strides;
   p.dilations = attrs.dilations;
   p.out_h = rows.out;
@@ -106,11 +141,11 @@ inline absl::StatusOr<CudnnConvParams> MakeCudnnConvParams(
   // PlaceWindows puts the odd element of the excess at the end.
   p.extra_h = rows.pad_end - rows.pad_begin;
   p.extra_w = cols.pad_end - cols.pad_begin;
-  if (p.extra_h < 0 || p.extra_w < 0) {
+  if (p.extra_h < 0 || p.extra_w < 0 || p.extra_d < 0) {
     return absl::InternalError(
-        StrCat(op, ": padding ", rows.pad_begin, "+", rows.pad_end, ", ",
-               cols.pad_begin, "+", cols.pad_end,
-               " pads more at the start than at the end"));
+        StrCat(op, ": padding ", depths.pad_begin, "+", depths.pad_end, ", ",
+               rows.pad_begin, "+", rows.pad_end, ", ", cols.pad_begin, "+",
+               cols.pad_end, " pads more at the start than at the end"));
   }
   for (const auto& [s, what] :
        {std::pair{p.padded_x(), "the input"}, std::pair{p.ohwi(), "filters"},
@@ -128,16 +163,18 @@ enum class ConvPass : uint8_t { kForward, kBackwardData, kBackwardFilter };
 struct ConvAlgoKey {
   ConvPass pass = ConvPass::kForward;
   DType dtype = DType::kF32;
-  std::array<int64_t, 13> dims = {};
+  std::array<int64_t, 18> dims = {};
 
   ConvAlgoKey(ConvPass pass, DType dtype, const CudnnConvParams& p)
-      : pass(pass), dtype(dtype), dims{p.batch,      p.padded_h(),
-                                       p.padded_w(), p.in_c,
-                                       p.k_h,        p.k_w,
-                                       p.out_c,      p.pad_h,
-                                       p.pad_w,      p.strides.h,
-                                       p.strides.w,  p.dilations.h,
-                                       p.dilations.w} {}
+      : pass(pass), dtype(dtype), dims{p.batch,       p.padded_h(),
+                                       p.padded_w(),  p.in_c,
+                                       p.k_h,         p.k_w,
+                                       p.out_c,       p.pad_h,
+                                       p.pad_w,       p.strides.h,
+                                       p.strides.w,   p.dilations.h,
+                                       p.dilations.w, p.padded_d(),
+                                       p.k_d,         p.pad_d,
+                                       p.strides.d,   p.dilations.d} {}
   bool operator==(const ConvAlgoKey&) const = default;
   template <typename H>
   friend H AbslHashValue(H h, const ConvAlgoKey& k) {

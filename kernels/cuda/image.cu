@@ -24,12 +24,12 @@ __global__ void ResizeKernel(const T* x, T* y, int64_t in_h, int64_t in_w,
   using C = Wide<T>;
   for (int64_t i = FirstIndex(); i < total; i += GridStride()) {
     const auto [n, oh, ow, c] = PixelOf(i, out_h, out_w, chans);
-    const float wr = rows.w[oh], wc = cols.w[ow];
+    const double wr = rows.w[oh], wc = cols.w[ow];
     const int64_t at[4] = {
         rows.lo[oh] * in_w + cols.lo[ow], rows.lo[oh] * in_w + cols.hi[ow],
         rows.hi[oh] * in_w + cols.lo[ow], rows.hi[oh] * in_w + cols.hi[ow]};
-    const float w[4] = {(1 - wr) * (1 - wc), (1 - wr) * wc, wr * (1 - wc),
-                        wr * wc};
+    const double w[4] = {(1 - wr) * (1 - wc), (1 - wr) * wc, wr * (1 - wc),
+                         wr * wc};
     const T* image = x + n * in_h * in_w * chans;
     C v = C(0);
     for (int k = 0; k < 4; ++k) {

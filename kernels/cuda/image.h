@@ -16,7 +16,7 @@ namespace runnel::cuda {
 struct ResizeAxisGpu {
   const int64_t* lo;
   const int64_t* hi;
-  const float* w;
+  const double* w;
 };
 
 // y [batch, out_h, out_w, chans] from x [batch, in_h, in_w, chans]: the
@@ -31,7 +31,7 @@ cudaError_t LaunchResize(ElemType type, const void* x, void* y, int64_t batch,
 struct ResizeBackAxisGpu {
   const int64_t* starts;
   const int64_t* out;
-  const float* w;
+  const double* w;
 };
 
 // dx [batch, in_h, in_w, chans] from dy [batch, out_h, out_w, chans]: one

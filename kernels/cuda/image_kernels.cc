@@ -18,11 +18,12 @@
 namespace runnel {
 namespace {
 
-// `v`'s floats on the GPU (carried in an i64 tensor's memory).
-absl::StatusOr<Tensor> FloatsToGpu(OpKernelContext* ctx,
-                                   const std::vector<float>& v) {
-  std::vector<int64_t> words((v.size() + 1) / 2, 0);
-  if (!v.empty()) std::memcpy(words.data(), v.data(), v.size() * sizeof(float));
+// `v`'s doubles on the GPU (carried in an i64 tensor's memory).
+absl::StatusOr<Tensor> DoublesToGpu(OpKernelContext* ctx,
+                                    const std::vector<double>& v) {
+  std::vector<int64_t> words(v.size(), 0);
+  if (!v.empty())
+    std::memcpy(words.data(), v.data(), v.size() * sizeof(double));
   return GpuArrays::ToGpu(ctx, words);
 }
 
@@ -31,18 +32,18 @@ struct AxisOnGpu {
   Tensor a, b, w;
   const int64_t* first() const { return a.data<int64_t>(); }
   const int64_t* second() const { return b.data<int64_t>(); }
-  const float* weights() const {
-    return reinterpret_cast<const float*>(w.data<int64_t>());
+  const double* weights() const {
+    return reinterpret_cast<const double*>(w.data<int64_t>());
   }
 };
 absl::StatusOr<AxisOnGpu> AxisToGpu(OpKernelContext* ctx,
                                     const std::vector<int64_t>& a,
                                     const std::vector<int64_t>& b,
-                                    const std::vector<float>& w) {
+                                    const std::vector<double>& w) {
   AxisOnGpu g;
   RN_ASSIGN_OR_RETURN(g.a, GpuArrays::ToGpu(ctx, a));
   RN_ASSIGN_OR_RETURN(g.b, GpuArrays::ToGpu(ctx, b));
-  RN_ASSIGN_OR_RETURN(g.w, FloatsToGpu(ctx, w));
+  RN_ASSIGN_OR_RETURN(g.w, DoublesToGpu(ctx, w));
   return g;
 }
 

@@ -1,4 +1,5 @@
-// pool.h's kernels. One thread per output element for the pooling (NHWC:
+// pool.h's kernels, NHWC or NDHWC (a 2-D pool is a 3-D one of depth 1).
+// One thread per output element for the pooling (NHWC:
 // neighbouring threads read neighbouring channels), one per input element
 // for the gradients, which gather from the windows covering it (no atomics:
 // the sums are deterministic and in the CPU kernel's order).
@@ -76,121 +77,153 @@ __device__ __forceinline__ bool Hits(int64_t i, int64_t o, int64_t stride,
   return (i + pad - o * stride) % dil == 0;
 }
 
-// The maximum of window (n, oh, ow) in channel c as max_pool computes it:
-// starting from the lowest value, `v > best` (so NaN never wins).
-template <typename T>
-__device__ __forceinline__ Wide<T> WindowMax(const T* x, const PoolGeometry& g,
-                                             int64_t n, Taps rows, Taps cols,
-                                             int64_t c) {
-  Wide<T> best = Lowest<Wide<T>>();
-  for (int64_t a = 0, h = rows.first; a < rows.count; ++a, h += rows.step) {
-    for (int64_t b = 0, w = cols.first; b < cols.count; ++b, w += cols.step) {
-      const Wide<T> v = Widen(x[((n * g.in_h + h) * g.in_w + w) * g.chans + c]);
-      best = v > best ? v : best;
+// The taps of output (od, oh, ow)'s window along depth, rows and columns.
+struct WindowTaps {
+  Taps depths, rows, cols;
+  __device__ bool empty() const {
+    return depths.count == 0 || rows.count == 0 || cols.count == 0;
+  }
+  __device__ int64_t count() const {
+    return depths.count * rows.count * cols.count;
+  }
+};
+__device__ __forceinline__ WindowTaps TapsOf(const PoolGeometry& g, int64_t od,
+                                             int64_t oh, int64_t ow) {
+  return {Window(od, g.stride_d, g.pad_d, g.size_d, g.dil_d, g.in_d),
+          Window(oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h),
+          Window(ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w)};
+}
+
+// Calls f(position) for the window's taps in image n, row-major over
+// (d, h, w), with position (d * in_h + h) * in_w + w; stops when f returns
+// true.
+template <typename F>
+__device__ __forceinline__ void ForTaps(const PoolGeometry& g,
+                                        const WindowTaps& t, const F& f) {
+  for (int64_t a = 0, d = t.depths.first; a < t.depths.count;
+       ++a, d += t.depths.step) {
+    for (int64_t b = 0, h = t.rows.first; b < t.rows.count;
+         ++b, h += t.rows.step) {
+      for (int64_t e = 0, w = t.cols.first; e < t.cols.count;
+           ++e, w += t.cols.step) {
+        if (f((d * g.in_h + h) * g.in_w + w)) return;
+      }
     }
   }
+}
+
+// Element `position` (of ForTaps) of image n in channel c.
+template <typename T>
+__device__ __forceinline__ Wide<T> At(const T* x, const PoolGeometry& g,
+                                      int64_t n, int64_t position, int64_t c) {
+  return Widen(x[(n * g.in_d * g.in_h * g.in_w + position) * g.chans + c]);
+}
+
+// The maximum of a window in channel c as max_pool computes it: starting
+// from the lowest value, `v > best` (so NaN never wins).
+template <typename T>
+__device__ __forceinline__ Wide<T> WindowMax(const T* x, const PoolGeometry& g,
+                                             int64_t n, const WindowTaps& t,
+                                             int64_t c) {
+  Wide<T> best = Lowest<Wide<T>>();
+  ForTaps(g, t, [&](int64_t at) {
+    const Wide<T> v = At(x, g, n, at, c);
+    best = v > best ? v : best;
+    return false;
+  });
   return best;
 }
 
-// (n, oh, ow, c) of output element i.
+// (n, od, oh, ow, c) of output element i.
 struct Out {
-  int64_t n, oh, ow, c;
+  int64_t n, od, oh, ow, c;
 };
 __device__ __forceinline__ Out OutIndex(int64_t i, const PoolGeometry& g) {
-  return {i / (g.chans * g.out_w * g.out_h),
+  return {i / (g.chans * g.out_w * g.out_h * g.out_d),
+          (i / (g.chans * g.out_w * g.out_h)) % g.out_d,
           (i / (g.chans * g.out_w)) % g.out_h, (i / g.chans) % g.out_w,
           i % g.chans};
 }
 
 template <typename T, bool kMax>
 __global__ void Pool(PoolGeometry g, const T* x, T* y) {
-  const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
+  const int64_t n = g.batch * g.out_d * g.out_h * g.out_w * g.chans;
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     const Out o = OutIndex(i, g);
-    const Taps rows =
-        Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
-    const Taps cols =
-        Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
+    const WindowTaps t = TapsOf(g, o.od, o.oh, o.ow);
     if constexpr (kMax) {
-      y[i] = Narrow<T>(WindowMax(x, g, o.n, rows, cols, o.c));
+      y[i] = Narrow<T>(WindowMax(x, g, o.n, t, o.c));
     } else {
       Wide<T> sum = 0;
-      for (int64_t a = 0, h = rows.first; a < rows.count; ++a, h += rows.step) {
-        for (int64_t b = 0, w = cols.first; b < cols.count;
-             ++b, w += cols.step) {
-          sum += Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]);
-        }
-      }
-      const Wide<T> count = static_cast<Wide<T>>(rows.count * cols.count);
-      y[i] = Narrow<T>(sum / count);
+      ForTaps(g, t, [&](int64_t at) {
+        sum += At(x, g, o.n, at, o.c);
+        return false;
+      });
+      y[i] = Narrow<T>(sum / static_cast<Wide<T>>(t.count()));
     }
   }
 }
 
 // argmax[i]: the first element (row-major) of output i's window equal to
-// its maximum; the window's first element when none is (NaN and -inf
-// only); -1 for an empty window.
+// its maximum, as (d * in_h + h) * in_w + w; the window's first element
+// when none is (NaN and -inf only); -1 for an empty window.
 template <typename T>
 __global__ void MaxPoolArgmax(PoolGeometry g, const T* x, int64_t* argmax) {
-  const int64_t n = g.batch * g.out_h * g.out_w * g.chans;
+  const int64_t n = g.batch * g.out_d * g.out_h * g.out_w * g.chans;
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     const Out o = OutIndex(i, g);
-    const Taps rows =
-        Window(o.oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
-    const Taps cols =
-        Window(o.ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
-    if (rows.count == 0 || cols.count == 0) {
+    const WindowTaps t = TapsOf(g, o.od, o.oh, o.ow);
+    if (t.empty()) {
       argmax[i] = -1;
       continue;
     }
-    const Wide<T> best = WindowMax(x, g, o.n, rows, cols, o.c);
-    int64_t at = rows.first * g.in_w + cols.first;
-    bool found = false;
-    for (int64_t a = 0, h = rows.first; a < rows.count && !found;
-         ++a, h += rows.step) {
-      for (int64_t b = 0, w = cols.first; b < cols.count; ++b, w += cols.step) {
-        if (Widen(x[((o.n * g.in_h + h) * g.in_w + w) * g.chans + o.c]) ==
-            best) {
-          at = h * g.in_w + w;
-          found = true;
-          break;
-        }
-      }
-    }
+    const Wide<T> best = WindowMax(x, g, o.n, t, o.c);
+    int64_t at =
+        (t.depths.first * g.in_h + t.rows.first) * g.in_w + t.cols.first;
+    ForTaps(g, t, [&](int64_t position) {
+      if (At(x, g, o.n, position, o.c) != best) return false;
+      at = position;
+      return true;
+    });
     argmax[i] = at;
   }
 }
 
-// dx[n, h, w, c] = the sum, over the windows covering (h, w) in row-major
-// order, of dy (max: where the window's argmax is (h, w)) or dy / the
-// window's size inside the input (avg).
+// dx[n, d, h, w, c] = the sum, over the windows covering (d, h, w) in
+// row-major order, of dy (max: where the window's argmax is (d, h, w)) or
+// dy / the window's size inside the input (avg).
 template <typename T, bool kMax>
 __global__ void PoolGrad(PoolGeometry g, const int64_t* argmax, const T* dy,
                          T* dx) {
-  const int64_t n = g.batch * g.in_h * g.in_w * g.chans;
+  const int64_t n = g.batch * g.in_d * g.in_h * g.in_w * g.chans;
   for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
     const int64_t c = i % g.chans;
     const int64_t w = (i / g.chans) % g.in_w;
     const int64_t h = (i / (g.chans * g.in_w)) % g.in_h;
-    const int64_t b = i / (g.chans * g.in_w * g.in_h);
+    const int64_t d = (i / (g.chans * g.in_w * g.in_h)) % g.in_d;
+    const int64_t b = i / (g.chans * g.in_w * g.in_h * g.in_d);
+    const int64_t position = (d * g.in_h + h) * g.in_w + w;
+    const Range ods =
+        Covering(d, g.stride_d, g.pad_d, (g.size_d - 1) * g.dil_d + 1, g.out_d);
     const Range ohs =
         Covering(h, g.stride_h, g.pad_h, (g.size_h - 1) * g.dil_h + 1, g.out_h);
     const Range ows =
         Covering(w, g.stride_w, g.pad_w, (g.size_w - 1) * g.dil_w + 1, g.out_w);
     Wide<T> sum = 0;
-    for (int64_t oh = ohs.lo; oh < ohs.hi; ++oh) {
-      for (int64_t ow = ows.lo; ow < ows.hi; ++ow) {
-        const int64_t o = ((b * g.out_h + oh) * g.out_w + ow) * g.chans + c;
-        if constexpr (kMax) {
-          if (argmax[o] == h * g.in_w + w) sum += Widen(dy[o]);
-        } else if (Hits(h, oh, g.stride_h, g.pad_h, g.dil_h) &&
-                   Hits(w, ow, g.stride_w, g.pad_w, g.dil_w)) {
-          const Taps rows =
-              Window(oh, g.stride_h, g.pad_h, g.size_h, g.dil_h, g.in_h);
-          const Taps cols =
-              Window(ow, g.stride_w, g.pad_w, g.size_w, g.dil_w, g.in_w);
-          const Wide<T> count = static_cast<Wide<T>>(rows.count * cols.count);
-          sum += Widen(dy[o]) / count;
+    for (int64_t od = ods.lo; od < ods.hi; ++od) {
+      for (int64_t oh = ohs.lo; oh < ohs.hi; ++oh) {
+        for (int64_t ow = ows.lo; ow < ows.hi; ++ow) {
+          const int64_t o =
+              (((b * g.out_d + od) * g.out_h + oh) * g.out_w + ow) * g.chans +
+              c;
+          if constexpr (kMax) {
+            if (argmax[o] == position) sum += Widen(dy[o]);
+          } else if (Hits(d, od, g.stride_d, g.pad_d, g.dil_d) &&
+                     Hits(h, oh, g.stride_h, g.pad_h, g.dil_h) &&
+                     Hits(w, ow, g.stride_w, g.pad_w, g.dil_w)) {
+            const WindowTaps t = TapsOf(g, od, oh, ow);
+            sum += Widen(dy[o]) / static_cast<Wide<T>>(t.count());
+          }
         }
       }
     }
@@ -236,10 +269,10 @@ bool WithType(ElemType type, const F& f) {
 }
 
 int64_t OutElements(const PoolGeometry& g) {
-  return g.batch * g.out_h * g.out_w * g.chans;
+  return g.batch * g.out_d * g.out_h * g.out_w * g.chans;
 }
 int64_t InElements(const PoolGeometry& g) {
-  return g.batch * g.in_h * g.in_w * g.chans;
+  return g.batch * g.in_d * g.in_h * g.in_w * g.chans;
 }
 
 }  // namespace

@@ -25,11 +25,13 @@ namespace runnel::cuda {
 // Windows of size_h×size_w every stride_h, stride_w; window (oh, ow) starts
 // at input row oh * stride_h - pad_h (column likewise) and is clipped to
 // the input.
+// The 3-D pools (NDHWC) have a depth, the same way; a 2-D pool's is 1.
 struct PoolGeometry {
   int64_t batch, in_h, in_w, chans;
   int64_t out_h, out_w;
   int64_t size_h, size_w, stride_h, stride_w, pad_h, pad_w;
   int64_t dil_h = 1, dil_w = 1;  // the distance between a window's taps
+  int64_t in_d = 1, out_d = 1, size_d = 1, stride_d = 1, pad_d = 0, dil_d = 1;
 };
 
 // y = max_pool(x) (`max`: floats, i32, i64) or avg_pool(x) (floats).
@@ -37,7 +39,8 @@ cudaError_t LaunchPool(bool max, ElemType type, const PoolGeometry& g,
                        const void* x, void* y, cudaStream_t stream);
 
 // The gradient of max_pool: `argmax` (y's size, scratch) gets the input
-// element (h * in_w + w) each output's gradient goes to, then dx sums them.
+// element ((d * in_h + h) * in_w + w) each output's gradient goes to, then
+// dx sums them.
 cudaError_t LaunchMaxPoolGrad(ElemType type, const PoolGeometry& g,
                               const void* x, const void* dy, int64_t* argmax,
                               void* dx, cudaStream_t stream);

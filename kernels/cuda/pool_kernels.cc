@@ -87,7 +87,8 @@ const void* ScaleZero(DType dtype) {
 class GpuPoolBase : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(attrs_, ReadPoolAttrs(node.attrs()));
+    RN_ASSIGN_OR_RETURN(attrs_,
+                        ReadPoolAttrs(node.attrs(), WindowRank(node.op())));
     return absl::OkStatus();
   }
 
@@ -114,7 +115,13 @@ class GpuPoolBase : public OpKernel {
                               w.rows.pad_begin,
                               w.cols.pad_begin,
                               attrs_.dilations.h,
-                              attrs_.dilations.w};
+                              attrs_.dilations.w,
+                              w.in_d,
+                              w.depths.out,
+                              attrs_.size.d,
+                              attrs_.strides.d,
+                              w.depths.pad_begin,
+                              attrs_.dilations.d};
   }
 
   // Runs `call(dnn, handle, descriptors)` (a pooling call) with the handle
@@ -256,14 +263,22 @@ class GpuPoolGradKernel : public GpuPoolBase {
 };
 
 RUNNEL_STATIC_INIT(GpuPoolKernels) {
-  for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
-    RegisterKernel<GpuPoolKernel<true>>("max_pool", kDeviceGpu, d);
-    RegisterKernel<GpuPoolKernel<false>>("avg_pool", kDeviceGpu, d);
-    RegisterKernel<GpuPoolGradKernel<true>>("max_pool_grad", kDeviceGpu, d);
-    RegisterKernel<GpuPoolGradKernel<false>>("avg_pool_grad", kDeviceGpu, d);
-  }
-  for (DType d : {DType::kI32, DType::kI64}) {
-    RegisterKernel<GpuPoolKernel<true>>("max_pool", kDeviceGpu, d);
+  // The 3-D pools run on our own kernels only (CudnnPoolPlan).
+  for (const char* dims : {"", "3d"}) {
+    for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
+      RegisterKernel<GpuPoolKernel<true>>(StrCat("max_pool", dims), kDeviceGpu,
+                                          d);
+      RegisterKernel<GpuPoolKernel<false>>(StrCat("avg_pool", dims), kDeviceGpu,
+                                           d);
+      RegisterKernel<GpuPoolGradKernel<true>>(StrCat("max_pool", dims, "_grad"),
+                                              kDeviceGpu, d);
+      RegisterKernel<GpuPoolGradKernel<false>>(
+          StrCat("avg_pool", dims, "_grad"), kDeviceGpu, d);
+    }
+    for (DType d : {DType::kI32, DType::kI64}) {
+      RegisterKernel<GpuPoolKernel<true>>(StrCat("max_pool", dims), kDeviceGpu,
+                                          d);
+    }
   }
   for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64,
                   DType::kI32, DType::kI64}) {

@@ -91,6 +91,7 @@ inline std::optional<CudnnPoolParams> CudnnPoolPlan(PoolOp op, DType dtype,
   using pool_plan_internal::SameWindows;
   if (op == PoolOp::kMaxPoolGrad) return std::nullopt;
   if (attrs.dilations != HW{}) return std::nullopt;  // cuDNN has none
+  if (attrs.spatial != 2) return std::nullopt;       // our kernels do 3-D
   if (dtype != DType::kF16 && dtype != DType::kF32 && dtype != DType::kF64) {
     return std::nullopt;
   }

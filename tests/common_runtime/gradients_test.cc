@@ -229,15 +229,17 @@ TEST(GradientCheck, Conv2D) {
 }
 
 // Gradients of the conv backward ops, through a second derivative:
-// d/dx of sum(grad(sum(conv2d(x, w)^2), w)) needs conv2d_backprop_filter's
-// gradient, and the same for w needs conv2d_backprop_input's.
-TEST(GradientCheck, Conv2DSecondOrder) {
+// d/dx of sum(grad(sum(conv(x, w)^2), w)) needs conv_backprop_filter's
+// gradient, and the same for w needs conv_backprop_input's (`conv` is
+// conv2d or conv3d).
+void CheckConvSecondOrder(const std::string& conv, const Shape& x,
+                          const Shape& w) {
   for (int wrt : {0, 1}) {
-    SCOPED_TRACE(wrt);
+    SCOPED_TRACE(StrCat(conv, " wrt ", wrt));
     CheckGradientOf(
         [&](Graph& g, const std::vector<NodeOut>& in) -> std::vector<NodeOut> {
           Node* c = *g.AddNode({.name = "c",
-                                .op = "conv2d",
+                                .op = conv,
                                 .inputs = {in[0], in[1]},
                                 .attrs = {{"strides", int64_t{2}}}});
           Node* sq =
@@ -247,8 +249,12 @@ TEST(GradientCheck, Conv2DSecondOrder) {
           EXPECT_TRUE(d.ok()) << d.status();
           return {(*d)[0]};
         },
-        {Diff({1, 4, 4, 2}), Diff({3, 3, 2, 2})}, {.tolerance = 1e-5});
+        {Diff(x), Diff(w)}, {.tolerance = 1e-5});
   }
+}
+
+TEST(GradientCheck, Conv2DSecondOrder) {
+  CheckConvSecondOrder("conv2d", Shape{1, 4, 4, 2}, Shape{3, 3, 2, 2});
 }
 
 TEST(GradientCheck, Pooling) {
@@ -267,6 +273,28 @@ TEST(GradientCheck, Pooling) {
       CheckGradient("max_pool_with_argmax", {Diff({2, 7, 8, 2})}, attrs);
     }
   }
+}
+
+// The 3-D ops (issue 34): conv3d, strided and dilated, and the 3-D pools.
+TEST(GradientCheck, Conv3DAndPool3D) {
+  for (const char* padding : {"same", "valid"}) {
+    SCOPED_TRACE(padding);
+    CheckGradient("conv3d", {Diff({2, 4, 4, 3, 2}), Diff({2, 3, 2, 2, 3})},
+                  {{"strides", std::vector<int64_t>{1, 2, 1}},
+                   {"padding", std::string(padding)}});
+    CheckGradient("conv3d", {Diff({1, 5, 4, 4, 1}), Diff({2, 2, 2, 1, 2})},
+                  {{"dilations", std::vector<int64_t>{2, 1, 2}},
+                   {"padding", std::string(padding)}});
+    AttrMap attrs{{"size", std::vector<int64_t>{2, 2, 3}},
+                  {"strides", std::vector<int64_t>{1, 2, 2}},
+                  {"padding", std::string(padding)}};
+    CheckGradient("max_pool3d", {Diff({2, 4, 5, 5, 2})}, attrs);
+    CheckGradient("avg_pool3d", {Diff({2, 4, 5, 5, 2})}, attrs);
+  }
+}
+
+TEST(GradientCheck, Conv3DSecondOrder) {
+  CheckConvSecondOrder("conv3d", Shape{1, 3, 4, 4, 2}, Shape{2, 3, 3, 2, 2});
 }
 
 // resize, up and down, every method and coordinate rule (issue 34).
@@ -737,7 +765,7 @@ TEST(Gradients, EveryOpHasAGradientEntry) {
     if (op.rfind("_test", 0) == 0 || op.rfind("test_", 0) == 0) continue;
     // Deliberately without an entry, so a second derivative through it is
     // an error rather than a silent zero.
-    if (op == "max_pool_grad") continue;
+    if (op == "max_pool_grad" || op == "max_pool3d_grad") continue;
     if (GradientRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
   EXPECT_TRUE(missing.empty())

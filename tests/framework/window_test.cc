@@ -31,6 +31,43 @@ TEST(WindowTest, ReadsAnIntHWOrNHWCList) {
   EXPECT_EQ(*ReadWindowAttr({}, "size", 5), (HW{5, 5}));
 }
 
+// The 3-D ops' attributes (spatial 3): an int, [d, h, w] or
+// [1, d, h, w, 1]; HW keeps height and width first, the depth last.
+TEST(WindowTest, ReadsThreeSpatialDimensions) {
+  EXPECT_EQ(*ReadWindowAttr({{"strides", int64_t{2}}}, "strides", 1, 3),
+            (HW{2, 2, 2}));
+  EXPECT_EQ(*ReadWindowAttr({{"strides", std::vector<int64_t>{2, 3, 4}}},
+                            "strides", 1, 3),
+            (HW{3, 4, 2}));
+  EXPECT_EQ(*ReadWindowAttr({{"strides", std::vector<int64_t>{1, 5, 3, 4, 1}}},
+                            "strides", 1, 3),
+            (HW{3, 4, 5}));
+  EXPECT_EQ(*ReadWindowAttr({}, "dilations", 1, 3), (HW{1, 1, 1}));
+  EXPECT_EQ(Message(ReadWindowAttr({{"size", std::vector<int64_t>{2, 2}}},
+                                   "size", 1, 3)
+                        .status()),
+            "attribute 'size' must be an int or [d, h, w], got [2, 2]");
+  EXPECT_EQ(WindowRank("conv3d_backprop_input"), 3);
+  EXPECT_EQ(WindowRank("max_pool3d"), 3);
+  EXPECT_EQ(WindowRank("conv2d"), 2);
+  EXPECT_EQ(WindowRank("max_pool_with_argmax"), 2);
+  // Where a 3-D pool's windows fall: NDHWC, the depth placed too.
+  PoolAttrs pool = *ReadPoolAttrs({{"size", std::vector<int64_t>{2, 3, 3}},
+                                   {"padding", std::string("same")}},
+                                  3);
+  PoolWindows w =
+      *PlacePoolWindows(DType::kF32, Shape{2, 5, 6, 7, 3}, pool, "pooling");
+  EXPECT_EQ(w.in_d, 5);
+  EXPECT_EQ(w.depths.out, 3);
+  EXPECT_EQ(w.depths.pad_begin, 0);
+  EXPECT_EQ(w.depths.pad_end, 1);
+  EXPECT_EQ(w.y(), (Shape{2, 3, 2, 3, 3}));
+  EXPECT_EQ(Message(PlacePoolWindows(DType::kF32, Shape{2, 5, 6, 3}, pool,
+                                     "max_pool3d:")
+                        .status()),
+            "max_pool3d: needs an NDHWC input of rank 5, got f32[2,5,6,3]");
+}
+
 TEST(WindowTest, BatchAndChannelStridesAreErrors) {
   for (const std::vector<int64_t>& v :
        {std::vector<int64_t>{2, 1, 1, 1}, std::vector<int64_t>{1, 2, 2, 3}}) {

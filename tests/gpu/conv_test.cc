@@ -61,7 +61,10 @@ void CompareWith(const std::string& op, const std::vector<Tensor>& inputs,
   const Result cpu = RunOp(op, inputs, attrs, "", grad);
   const Result gpu = RunOp(op, inputs, attrs, "/gpu:0", grad);
   ASSERT_EQ(cpu.values.size(), gpu.values.size());
-  ASSERT_EQ(cpu.values.size(), grad ? inputs.size() + 1 : 1u);
+  // The op's outputs (two for max_pool_with_argmax), then a gradient per
+  // input.
+  ASSERT_EQ(cpu.values.size(),
+            static_cast<size_t>(cpu.num_outputs) + (grad ? inputs.size() : 0));
   bool y_on_gpu = false;
   for (const std::string& n : gpu.on_gpu) y_on_gpu |= n == "y";
   EXPECT_TRUE(y_on_gpu) << what << " did not run on the GPU";
@@ -212,6 +215,68 @@ TEST(GpuPoolTest, DilatedPoolingAndItsGradients) {
       CompareWith("max_pool", {x}, attrs, true, tol);
       CompareWith("avg_pool", {x}, attrs, true, tol);
       CompareWith("max_pool_with_argmax", {x}, attrs, true, tol);
+    }
+  }
+}
+
+// The 3-D ops (issue 34): conv3d and its gradients through cuDNN's 5-D
+// descriptors (with an odd "same" excess along depth, height and width,
+// padded in two steps), and the 3-D pools on our own kernels, against the
+// CPU's.
+TEST(GpuConvTest, Conv3DAndPool3DAndTheirGradients) {
+  SKIP_WITHOUT_GPU();
+  struct Case3 {
+    Shape x, f;
+    std::vector<int64_t> strides, dilations;
+    const char* padding;
+  };
+  const std::vector<Case3> cases = {
+      {Shape{2, 5, 6, 7, 3},
+       Shape{3, 3, 3, 3, 4},
+       {1, 1, 1},
+       {1, 1, 1},
+       "same"},
+      {Shape{2, 6, 8, 8, 2},
+       Shape{3, 3, 3, 2, 3},
+       {2, 2, 2},
+       {1, 1, 1},
+       "same"},  // odd excess everywhere
+      {Shape{1, 6, 7, 5, 2},
+       Shape{2, 2, 3, 2, 3},
+       {1, 2, 1},
+       {2, 1, 1},
+       "same"},
+      {Shape{2, 7, 6, 6, 3},
+       Shape{3, 2, 2, 3, 2},
+       {2, 1, 2},
+       {1, 1, 1},
+       "valid"},
+      {Shape{0, 3, 3, 3, 2},
+       Shape{2, 2, 2, 2, 2},
+       {1, 1, 1},
+       {1, 1, 1},
+       "same"},  // no images
+  };
+  for (DType d : {DType::kF32, DType::kF16}) {
+    for (const Case3& c : cases) {
+      const AttrMap attrs = {{"strides", c.strides},
+                             {"dilations", c.dilations},
+                             {"padding", std::string(c.padding)}};
+      CompareWith("conv3d",
+                  {Random(d, c.x, 51, -1, 1), Random(d, c.f, 52, -1, 1)}, attrs,
+                  true, ConvTolerance(d));
+    }
+  }
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
+    const Tolerance tol = ToleranceOf(d, false);
+    for (const char* padding : {"valid", "same"}) {
+      const AttrMap attrs = {{"size", std::vector<int64_t>{2, 3, 2}},
+                             {"strides", std::vector<int64_t>{2, 1, 2}},
+                             {"dilations", std::vector<int64_t>{1, 1, 2}},
+                             {"padding", std::string(padding)}};
+      const Tensor x = Random(d, Shape{2, 5, 6, 7, 3}, 53);
+      CompareWith("max_pool3d", {x}, attrs, true, tol);
+      CompareWith("avg_pool3d", {x}, attrs, true, tol);
     }
   }
 }

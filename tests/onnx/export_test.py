@@ -92,11 +92,12 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "ex",
-               "cv", "cvv", "mp", "ap", "mpd", "ws", "gs", "ln", "sums", "total", "pick", "ge", "se", "gn",
+               "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ws", "gs", "ln", "sums", "total", "pick", "ge", "se", "gn",
                "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
-               "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32)}, work)
+               "img": rng.standard_normal((2, 8, 8, 3)).astype(np.float32),
+               "vol": rng.standard_normal((2, 5, 6, 7, 2)).astype(np.float32)}, work)
         if os.path.isdir(FASHION):
             short = ("--arg", "epochs=1", "--arg", "steps=20")
             check("fashion_mlp", os.path.join(REPO, "examples", "fashion_mlp.rnl"),

@@ -165,9 +165,62 @@ def test_errors(work):
     check_golden("missing_file.expected", f"exit {p.returncode}\n{p.stderr}")
 
 
+def test_scan(work):
+    """Scan over axis 1 of x, backwards, its outputs stacked along axis 1
+    (prepended): the running sum and product of x's columns from the last,
+    checked against NumPy; and a Loop's scan output."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "col"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "col"], ["y"])],
+        "body",
+        [helper.make_tensor_value_info("s_in", f, [3]),
+         helper.make_tensor_value_info("col", f, [3])],
+        [helper.make_tensor_value_info("s_out", f, [3]),
+         helper.make_tensor_value_info("y", f, [3])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "ys"], name="scan", body=body,
+                            num_scan_inputs=1, scan_input_axes=[1],
+                            scan_input_directions=[1], scan_output_axes=[1],
+                            scan_output_directions=[1])
+    graph = helper.make_graph(
+        [node], "scan",
+        [helper.make_tensor_value_info("s0", f, [3]),
+         helper.make_tensor_value_info("x", f, [3, 4])],
+        [helper.make_tensor_value_info("s", f, [3]),
+         helper.make_tensor_value_info("ys", f, [3, 4])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
+         os.path.join(work, "scan.onnx"))
+    rng = np.random.default_rng(1)
+    s0 = rng.standard_normal(3).astype(np.float32)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    np.save(os.path.join(work, "s0.npy"), s0)
+    np.save(os.path.join(work, "x.npy"), x)
+    p = runnel("import", "scan.onnx", "-o", "scan.rnl", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"import scan: exit {p.returncode}: {p.stderr}")
+        return
+    p = runnel("run", "scan.rnl", "--feed", "s0=s0.npy", "--feed", "x=x.npy",
+               "--fetch", "s", "--fetch", "ys", "--out", "scan_out", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"run scan: exit {p.returncode}: {p.stderr}")
+        return
+    state, rows = s0.copy(), []
+    for t in range(3, -1, -1):  # the columns from the last
+        state = state + x[:, t]
+        rows.append(state * x[:, t])
+    want_ys = np.stack(rows[::-1], axis=1)  # prepended: the last pass first
+    got_s = np.load(os.path.join(work, "scan_out", "s.npy"))
+    got_ys = np.load(os.path.join(work, "scan_out", "ys.npy"))
+    if not np.allclose(got_s, state, rtol=1e-5) or got_ys.shape != (3, 4) or \
+            not np.allclose(got_ys, want_ys, rtol=1e-5):
+        failures.append(f"scan values: {got_s} {got_ys} != {state} {want_ys}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_mlp(work)
+    with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
+        test_scan(work)
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_errors(work)
     for f in failures:

@@ -35,17 +35,18 @@ syn match runnelDType "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(f16\|bf16\|f32\|f64\|i8
 syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|allclose\|any\|apply_adam\|apply_momentum\|apply_sgd\|arange\|arg
       \\|argmax\|argmin\|asin\|asinh\|assert\|assign\|assign_add\|assign_sub
-      \\|atan\|atanh\|avg_pool\|batch_normalize\|batches\|bias_add
+      \\|atan\|atanh\|avg_pool\|avg_pool3d\|batch_normalize\|batches\|bias_add
       \\|broadcast_to\|cast\|ceil\|check_numerics\|clip\|close\|concat\|conv2d
-      \\|conv2d_transpose\|cos\|cumsum\|dataset\|debug_print\|dequeue
-      \\|dequeue_many\|dropout\|dynamic_partition\|dynamic_stitch\|einsum\|elu
-      \\|embedding_lookup\|encode\|enqueue\|enqueue_many\|erf\|exit\|exp
-      \\|expand_dims\|eye\|fill\|float\|floor\|fmt\|gather\|gather_elements
-      \\|gather_nd\|gelu_exact\|global_step\|glorot_uniform\|grad\|group
-      \\|he_normal\|identity\|int\|isfinite\|isnan\|l2_loss\|layer_normalize
-      \\|leaves\|len\|load_csv\|load_idx\|load_npy\|load_records\|load_text
-      \\|log\|log1p\|log_softmax\|logsumexp\|map\|masked_softmax\|matmul\|max
-      \\|max_pool\|max_pool_with_argmax\|maximum\|mean\|min\|minimum\|neg
+      \\|conv2d_transpose\|conv3d\|conv3d_transpose\|cos\|cumsum\|dataset
+      \\|debug_print\|dequeue\|dequeue_many\|dropout\|dynamic_partition
+      \\|dynamic_stitch\|einsum\|elu\|embedding_lookup\|encode\|enqueue
+      \\|enqueue_many\|erf\|exit\|exp\|expand_dims\|eye\|fill\|float\|floor
+      \\|fmt\|gather\|gather_elements\|gather_nd\|gelu_exact\|global_step
+      \\|glorot_uniform\|grad\|group\|he_normal\|identity\|int\|isfinite
+      \\|isnan\|l2_loss\|layer_normalize\|leaves\|len\|load_csv\|load_idx
+      \\|load_npy\|load_records\|load_text\|log\|log1p\|log_softmax\|logsumexp
+      \\|map\|masked_softmax\|matmul\|max\|max_pool\|max_pool3d
+      \\|max_pool_with_argmax\|maximum\|mean\|min\|minimum\|neg
       \\|non_max_suppression\|nonzero\|noop\|one_hot\|ones\|ones_like\|pack_as
       \\|pad\|pow\|print\|prod\|progress\|queue\|random_normal\|random_uniform
       \\|rank\|read_idx\|relu\|report\|reshape\|resize\|restore\|round\|rsqrt

@@ -802,6 +802,195 @@ TEST(NnTest, PoolAgainstNaiveSameStride) {
                {n, oh, ow, c}, want_avg, 1e-6);
 }
 
+// ---- the 3-D ops (issue 34)
+// ---------------------------------------------------
+
+// One spatial axis of a 3-D window op: input size, window, stride,
+// dilation; where window o starts (TensorFlow's "same" or "valid").
+struct Axis3 {
+  int64_t in, k, stride, dil;
+  int64_t out = 0, pad = 0;
+  void Place(bool same) {
+    const int64_t span = (k - 1) * dil + 1;
+    out = same ? (in + stride - 1) / stride : (in - span) / stride + 1;
+    pad = same ? std::max<int64_t>(0, (out - 1) * stride + span - in) / 2 : 0;
+  }
+};
+
+// conv3d written out (NDHWC x, DHWIO f), in f64: the reference.
+std::vector<double> NaiveConv3D(int64_t n, Axis3 a[3], int64_t c, int64_t o,
+                                const std::vector<float>& x,
+                                const std::vector<float>& f) {
+  std::vector<double> y;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < a[0].out; ++i)
+      for (int64_t j = 0; j < a[1].out; ++j)
+        for (int64_t l = 0; l < a[2].out; ++l)
+          for (int64_t oc = 0; oc < o; ++oc) {
+            double sum = 0;
+            for (int64_t u = 0; u < a[0].k; ++u)
+              for (int64_t v = 0; v < a[1].k; ++v)
+                for (int64_t t = 0; t < a[2].k; ++t) {
+                  const int64_t id = i * a[0].stride - a[0].pad + u * a[0].dil;
+                  const int64_t ih = j * a[1].stride - a[1].pad + v * a[1].dil;
+                  const int64_t iw = l * a[2].stride - a[2].pad + t * a[2].dil;
+                  if (id < 0 || id >= a[0].in || ih < 0 || ih >= a[1].in ||
+                      iw < 0 || iw >= a[2].in)
+                    continue;
+                  for (int64_t ch = 0; ch < c; ++ch) {
+                    sum +=
+                        double(
+                            x[(((b * a[0].in + id) * a[1].in + ih) * a[2].in +
+                               iw) *
+                                  c +
+                              ch]) *
+                        f[(((u * a[1].k + v) * a[2].k + t) * c + ch) * o + oc];
+                  }
+                }
+            y.push_back(sum);
+          }
+  return y;
+}
+
+TEST(NnTest, Conv3DHandValues) {
+  // A 2x2x2 image of 1..8 and a 2x2x2 filter of ones: "valid" sums it all.
+  Tensor x = F32({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2, 1});
+  Tensor f = F32({1, 1, 1, 1, 1, 1, 1, 1}, {2, 2, 2, 1, 1});
+  ExpectTensor(Run1("conv3d", {x, f}, {{"padding", std::string("valid")}}),
+               DType::kF32, {1, 1, 1, 1, 1}, {36}, 0);
+  // "same" pads one plane, row and column at the end: each output sums the
+  // elements at or after it.
+  ExpectTensor(Run1("conv3d", {x, f}), DType::kF32, {1, 2, 2, 2, 1},
+               {36, 20, 22, 12, 26, 14, 15, 8}, 0);
+}
+
+TEST(NnTest, Conv3DAgainstNaive) {
+  struct Case {
+    int64_t n, d, h, w, c, kd, kh, kw, o, sd, sh, sw, dd, dh, dw;
+    bool same;
+  };
+  const std::vector<Case> cases = {
+      {2, 5, 6, 7, 3, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, true},
+      {2, 5, 6, 7, 3, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, false},
+      {1, 7, 6, 5, 2, 3, 2, 3, 5, 2, 1, 2, 1, 1, 1, true},   // strided
+      {1, 8, 7, 6, 2, 2, 2, 2, 3, 1, 2, 1, 3, 1, 2, true},   // dilated
+      {3, 4, 5, 4, 1, 1, 1, 1, 6, 1, 1, 1, 1, 1, 1, false},  // pointwise
+      {11, 3, 3, 3, 2, 2, 3, 2, 3, 1, 1, 1, 1, 1, 1, true},  // uneven pieces
+  };
+  for (const Case& k : cases) {
+    Axis3 a[3] = {{k.d, k.kd, k.sd, k.dd},
+                  {k.h, k.kh, k.sh, k.dh},
+                  {k.w, k.kw, k.sw, k.dw}};
+    for (Axis3& axis : a) axis.Place(k.same);
+    std::vector<float> x = NnPattern(k.n * k.d * k.h * k.w * k.c, 5);
+    std::vector<float> f = NnPattern(k.kd * k.kh * k.kw * k.c * k.o, 6);
+    const std::vector<double> want = NaiveConv3D(k.n, a, k.c, k.o, x, f);
+    SCOPED_TRACE(StrCat("x [", k.n, ",", k.d, ",", k.h, ",", k.w, ",", k.c,
+                        "] f [", k.kd, ",", k.kh, ",", k.kw, ",", k.o, "] ",
+                        k.same ? "same" : "valid"));
+    const AttrMap attrs = {
+        {"strides", std::vector<int64_t>{k.sd, k.sh, k.sw}},
+        {"dilations", std::vector<int64_t>{k.dd, k.dh, k.dw}},
+        {"padding", std::string(k.same ? "same" : "valid")}};
+    const Shape ys{k.n, a[0].out, a[1].out, a[2].out, k.o};
+    const Shape xs{k.n, k.d, k.h, k.w, k.c}, fs{k.kd, k.kh, k.kw, k.c, k.o};
+    ExpectTensor(Run1("conv3d", {F32(x, xs), F32(f, fs)}, attrs), DType::kF32,
+                 ys, want, 1e-4);
+    // f64 takes the direct path.
+    std::vector<double> xd(x.begin(), x.end()), fd(f.begin(), f.end());
+    ExpectTensor(Run1("conv3d", {F64(xd, xs), F64(fd, fs)}, attrs), DType::kF64,
+                 ys, want, 1e-10);
+  }
+}
+
+// The 3-D pools against loops over their windows, every dtype path: f32,
+// f64 and (max) i32.
+TEST(NnTest, Pool3DAgainstNaive) {
+  for (bool same : {true, false}) {
+    const int64_t n = 2, c = 3;
+    Axis3 a[3] = {{5, 2, 2, 1}, {6, 3, 2, 1}, {7, 2, 1, 2}};
+    for (Axis3& axis : a) axis.Place(same);
+    std::vector<float> x = NnPattern(n * a[0].in * a[1].in * a[2].in * c, 7);
+    std::vector<double> want_max, want_avg;
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t i = 0; i < a[0].out; ++i)
+        for (int64_t j = 0; j < a[1].out; ++j)
+          for (int64_t l = 0; l < a[2].out; ++l)
+            for (int64_t ch = 0; ch < c; ++ch) {
+              double mx = -1e30, sum = 0;
+              int count = 0;
+              for (int64_t u = 0; u < a[0].k; ++u)
+                for (int64_t v = 0; v < a[1].k; ++v)
+                  for (int64_t t = 0; t < a[2].k; ++t) {
+                    const int64_t id =
+                                      i * a[0].stride - a[0].pad + u * a[0].dil,
+                                  ih =
+                                      j * a[1].stride - a[1].pad + v * a[1].dil,
+                                  iw =
+                                      l * a[2].stride - a[2].pad + t * a[2].dil;
+                    if (id < 0 || id >= a[0].in || ih < 0 || ih >= a[1].in ||
+                        iw < 0 || iw >= a[2].in)
+                      continue;
+                    const double val =
+                        x[(((b * a[0].in + id) * a[1].in + ih) * a[2].in + iw) *
+                              c +
+                          ch];
+                    mx = std::max(mx, val);
+                    sum += val;
+                    ++count;
+                  }
+              want_max.push_back(mx);
+              want_avg.push_back(sum / count);
+            }
+    SCOPED_TRACE(same ? "same" : "valid");
+    const AttrMap attrs = {{"size", std::vector<int64_t>{2, 3, 2}},
+                           {"strides", std::vector<int64_t>{2, 2, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1, 2}},
+                           {"padding", std::string(same ? "same" : "valid")}};
+    const Shape xs{n, a[0].in, a[1].in, a[2].in, c};
+    const Shape ys{n, a[0].out, a[1].out, a[2].out, c};
+    ExpectTensor(Run1("max_pool3d", {F32(x, xs)}, attrs), DType::kF32, ys,
+                 want_max, 0);
+    ExpectTensor(Run1("avg_pool3d", {F32(x, xs)}, attrs), DType::kF32, ys,
+                 want_avg, 1e-6);
+    std::vector<double> xd(x.begin(), x.end());
+    ExpectTensor(Run1("avg_pool3d", {F64(xd, xs)}, attrs), DType::kF64, ys,
+                 want_avg, 1e-12);
+    std::vector<int32_t> xi;
+    std::vector<double> want_i;
+    for (float v : x) xi.push_back(static_cast<int32_t>(v * 1000));
+    Tensor yi = Run1("max_pool3d", {I32(xi, xs)}, attrs);
+    Tensor yf =
+        Run1("max_pool3d", {F32(std::vector<float>(xi.begin(), xi.end()), xs)},
+             attrs);
+    for (int64_t e = 0; e < yf.num_elements(); ++e) {
+      want_i.push_back(yf.data<float>()[e]);
+    }
+    ExpectTensor(yi, DType::kI32, ys, want_i, 0);
+  }
+}
+
+TEST(NnTest, Conv3DAndPool3DErrors) {
+  Tensor x4 = F32({1, 2, 3, 4}, {1, 2, 2, 1});
+  EXPECT_EQ(RunError("conv3d", {x4, F32({1}, {1, 1, 1, 1})}).message(),
+            "conv3d: the input (NDHWC) must have rank 5, got f32[1,2,2,1]");
+  EXPECT_EQ(RunError("max_pool3d", {x4}, {{"size", int64_t{2}}}).message(),
+            "max_pool3d: the input (NDHWC) must have rank 5, got f32[1,2,2,1]");
+  Tensor x5 = F32({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 2, 2, 1});
+  EXPECT_EQ(RunError("avg_pool3d", {x5}, {{"size", std::vector<int64_t>{2, 2}}})
+                .message(),
+            "avg_pool3d: attribute 'size' must be an int or [d, h, w], got "
+            "[2, 2]");
+  EXPECT_EQ(
+      RunError("max_pool3d", {x5},
+               {{"size", int64_t{2}},
+                {"strides", std::vector<int64_t>{2, 1, 1, 1, 1}}})
+          .message(),
+      "max_pool3d: attribute 'strides' must be 1 for the batch and the "
+      "channels, as in [1, d, h, w, 1] (NDHWC), got [2, 1, 1, 1, 1]; windows "
+      "move along depth, height and width only");
+}
+
 TEST(NnTest, PoolErrors) {
   Tensor x = F32({1, 2, 3, 4}, {1, 2, 2, 1});
   EXPECT_EQ(RunError("max_pool", {x}).message(),
