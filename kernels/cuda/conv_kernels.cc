@@ -30,17 +30,6 @@ namespace {
 // The most workspace an algorithm may ask for.
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
 
-// A scratch tensor on the kernel's GPU, freed (back to the compute
-// stream's pool, so only later kernels reuse it) when it goes out of scope.
-absl::StatusOr<Tensor> Scratch(OpKernelContext* ctx, DType dtype, Shape shape) {
-  try {
-    return Tensor(dtype, std::move(shape), ctx->device()->allocator());
-  } catch (const AllocationFailed& e) {
-    return absl::ResourceExhaustedError(StrCat(
-        ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
-  }
-}
-
 using TensorDesc = CudnnTensorDesc;
 using FilterDesc = CudnnFilterDesc;
 using ConvDesc = CudnnConvDesc;
@@ -281,7 +270,7 @@ class CudnnConvKernel : public OpKernel {
   static absl::StatusOr<Tensor> ToOhwi(OpKernelContext* ctx, GpuContext& gpu,
                                        const Tensor& f,
                                        const CudnnConvParams& p) {
-    RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, f.dtype(), p.ohwi()));
+    RN_ASSIGN_OR_RETURN(Tensor t, GpuScratch(ctx, f.dtype(), p.ohwi()));
     RN_CUDA(cuda::LaunchTranspose(
         f.raw_data(), t.raw_data(), p.filter_rows(), p.out_c,
         static_cast<int>(DTypeSize(f.dtype())), gpu.compute()));
@@ -305,9 +294,9 @@ class CudnnConvKernel : public OpKernel {
     if (planes) {
       void* dst = to;
       if (depths) {
-        RN_ASSIGN_OR_RETURN(
-            between,
-            Scratch(ctx, from.dtype(), p.Image(in[0], out[1], out[2], p.in_c)));
+        RN_ASSIGN_OR_RETURN(between,
+                            GpuScratch(ctx, from.dtype(),
+                                       p.Image(in[0], out[1], out[2], p.in_c)));
         dst = between.raw_data();
       }
       RN_CUDA(cuda::LaunchResizeEnd(src, dst, p.batch * in[0], in[1], in[2],
@@ -329,7 +318,7 @@ class CudnnConvKernel : public OpKernel {
                                        const Tensor& x,
                                        const CudnnConvParams& p) {
     if (!p.padded()) return x;
-    RN_ASSIGN_OR_RETURN(Tensor t, Scratch(ctx, x.dtype(), p.padded_x()));
+    RN_ASSIGN_OR_RETURN(Tensor t, GpuScratch(ctx, x.dtype(), p.padded_x()));
     const int64_t in[3] = {p.in_d, p.in_h, p.in_w};
     const int64_t out[3] = {p.padded_d(), p.padded_h(), p.padded_w()};
     RN_RETURN_IF_ERROR(ResizeEnd(ctx, gpu, p, x, in, out, t.raw_data()));
@@ -350,9 +339,9 @@ class CudnnConvKernel : public OpKernel {
                         ChooseAlgo(gpu, handle, pass, dtype, p, d));
     Tensor workspace;
     if (algo.workspace > 0) {
-      RN_ASSIGN_OR_RETURN(workspace,
-                          Scratch(ctx, DType::kU8,
-                                  Shape{static_cast<int64_t>(algo.workspace)}));
+      RN_ASSIGN_OR_RETURN(
+          workspace, GpuScratch(ctx, DType::kU8,
+                                Shape{static_cast<int64_t>(algo.workspace)}));
     }
     static constexpr const char* kCalls[] = {"cudnnConvolutionForward",
                                              "cudnnConvolutionBackwardData",
@@ -396,7 +385,7 @@ class Conv2DBackpropInputKernel final : public CudnnConvKernel {
     // The gradient of the padded input, whose extra row is then dropped.
     Tensor padded;
     if (p.padded()) {
-      RN_ASSIGN_OR_RETURN(padded, Scratch(ctx, dx->dtype(), p.padded_x()));
+      RN_ASSIGN_OR_RETURN(padded, GpuScratch(ctx, dx->dtype(), p.padded_x()));
     }
     void* out = p.padded() ? padded.raw_data() : dx->raw_data();
     RN_RETURN_IF_ERROR(RunCudnn(
@@ -425,7 +414,7 @@ class Conv2DBackpropFilterKernel final : public CudnnConvKernel {
                    const CudnnConvParams& p, Tensor* df) override {
     const Tensor& dy = ctx->input(2);
     RN_ASSIGN_OR_RETURN(const Tensor x, Padded(ctx, gpu, ctx->input(0), p));
-    RN_ASSIGN_OR_RETURN(Tensor dw, Scratch(ctx, df->dtype(), p.ohwi()));
+    RN_ASSIGN_OR_RETURN(Tensor dw, GpuScratch(ctx, df->dtype(), p.ohwi()));
     RN_RETURN_IF_ERROR(RunCudnn(
         ctx, gpu, ConvPass::kBackwardFilter, p,
         [&](const Cudnn& dnn, cudnnHandle_t h, const Descriptors& d, int algo,

@@ -243,6 +243,16 @@ void GpuContext::StageCopy(void* dst, const void* src, size_t bytes) {
   ParallelMemcpy(copy_pool_.get(), dst, src, bytes);
 }
 
+absl::StatusOr<Tensor> GpuScratch(OpKernelContext* ctx, DType dtype,
+                                  Shape shape) {
+  try {
+    return Tensor(dtype, std::move(shape), ctx->device()->allocator());
+  } catch (const AllocationFailed& e) {
+    return absl::ResourceExhaustedError(StrCat(
+        ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
+  }
+}
+
 absl::StatusOr<Tensor> GpuContext::ToHost(const Tensor& t) {
   if (t.empty()) return t;
   RN_RETURN_IF_ERROR(Activate());

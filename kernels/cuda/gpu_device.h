@@ -160,6 +160,12 @@ inline GpuContext& GpuContextOf(OpKernelContext* ctx) {
   return static_cast<GpuDevice*>(ctx->device())->context();
 }
 
+// A scratch tensor on the kernel's GPU, freed back to the compute stream's
+// pool (so only later kernels reuse it) when it goes out of scope; out of
+// memory is a ResourceExhausted error naming the node's op.
+absl::StatusOr<Tensor> GpuScratch(OpKernelContext* ctx, DType dtype,
+                                  Shape shape);
+
 }  // namespace runnel
 
 #endif  // RUNNEL_KERNELS_CUDA_GPU_DEVICE_H_

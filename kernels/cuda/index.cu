@@ -1,4 +1,5 @@
 // The index ops' device kernels (index.h).
+#include <cub/device/device_scan.cuh>
 #include <type_traits>
 
 #include "kernels/cuda/elem.cuh"
@@ -127,6 +128,68 @@ cudaError_t LaunchTopK(ElemType type, const void* x, void* values,
       return cudaGetLastError();
     }
   });
+}
+
+namespace {
+
+// flags[i] = 1 where x[i] is not zero (NaN is not), else 0.
+template <typename T>
+__global__ void NonzeroFlags(const T* x, int64_t n, int64_t* flags) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    flags[i] = Widen(x[i]) != Wide<T>(0) ? 1 : 0;
+  }
+}
+
+// x's dims, passed by value.
+struct NonzeroDims {
+  int64_t d[kMaxDims];
+};
+
+__global__ void NonzeroRows(const int64_t* inclusive, int64_t n, int rank,
+                            NonzeroDims dims, int64_t* out) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    const int64_t before = i == 0 ? 0 : inclusive[i - 1];
+    if (inclusive[i] == before) continue;
+    int64_t* row = out + before * rank;
+    int64_t rest = i;
+    for (int k = rank - 1; k >= 0; --k) {
+      row[k] = rest % dims.d[k];
+      rest /= dims.d[k];
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchNonzeroCount(ElemType type, const void* x, int64_t n,
+                               int64_t* inclusive, void* temp,
+                               size_t* temp_bytes, cudaStream_t stream) {
+  if (temp == nullptr) {
+    // The scan's scratch, in place over the flags.
+    return cub::DeviceScan::InclusiveSum(nullptr, *temp_bytes, inclusive,
+                                         inclusive, n, stream);
+  }
+  if (n == 0) return cudaSuccess;
+  const cudaError_t flagged = WithElemType(type, [&](auto zero) {
+    using T = decltype(zero);
+    NonzeroFlags<T><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), n, inclusive);
+    return cudaGetLastError();
+  });
+  if (flagged != cudaSuccess) return flagged;
+  return cub::DeviceScan::InclusiveSum(temp, *temp_bytes, inclusive, inclusive,
+                                       n, stream);
+}
+
+cudaError_t LaunchNonzeroWrite(const int64_t* inclusive, int64_t n, int rank,
+                               const int64_t* dims, int64_t* out,
+                               cudaStream_t stream) {
+  if (n == 0 || rank == 0) return cudaSuccess;
+  if (rank > kMaxDims) return cudaErrorNotSupported;
+  NonzeroDims d{};
+  for (int k = 0; k < rank; ++k) d.d[k] = dims[k];
+  NonzeroRows<<<Blocks(n), kThreads, 0, stream>>>(inclusive, n, rank, d, out);
+  return cudaGetLastError();
 }
 
 }  // namespace runnel::cuda

@@ -2,7 +2,7 @@
 // (index_kernels.cc; the gathers use array.h's gather): updates combined
 // into the places a host-made plan names (framework/ops/index_checks.h),
 // one thread per element of a place, in the order the CPU combines them,
-// and top_k.
+// top_k, and nonzero.
 // Plain C++ (nvcc compiles index.cu).
 #ifndef RUNNEL_KERNELS_CUDA_INDEX_H_
 #define RUNNEL_KERNELS_CUDA_INDEX_H_
@@ -38,6 +38,21 @@ cudaError_t LaunchTopK(ElemType type, const void* x, void* values,
                        int32_t* indices, int64_t outer, int64_t len,
                        int64_t inner, int64_t k, bool largest,
                        cudaStream_t stream);
+
+// nonzero, in two steps around the host's allocation of its output:
+// LaunchNonzeroCount writes the running count of x's n nonzero elements
+// (NaN counts; `inclusive[i]`, the count up to and with element i) using
+// `temp` as scratch: a call with temp == nullptr only sets *temp_bytes.
+// Once the host has read the count (inclusive[n - 1]), LaunchNonzeroWrite
+// writes each nonzero element's coordinates in x's dims (rank <=
+// kMaxDims, `dims` on the host) as row inclusive[i] - 1 of `out` [count,
+// rank], the rows in row-major order, as the CPU's.
+cudaError_t LaunchNonzeroCount(ElemType type, const void* x, int64_t n,
+                               int64_t* inclusive, void* temp,
+                               size_t* temp_bytes, cudaStream_t stream);
+cudaError_t LaunchNonzeroWrite(const int64_t* inclusive, int64_t n, int rank,
+                               const int64_t* dims, int64_t* out,
+                               cudaStream_t stream);
 
 }  // namespace runnel::cuda
 

@@ -4,8 +4,9 @@
 // checked there, with the CPU's messages, and its targets copied to the GPU. A
 // scatter combines each place's updates in one thread, in the CPU's order,
 // so both devices give the same bits. top_k takes one thread per line
-// (kernels/cuda/index.h). nonzero has no GPU kernel (the placer puts it on
-// the CPU, saying so when a device block asked).
+// (kernels/cuda/index.h). nonzero reads its count back to the host, which
+// sizes its output (as TensorFlow's GPU Where does), then writes the
+// coordinates on the GPU.
 #include "base/strings.h"
 #include "framework/kernel.h"
 #include "framework/ops/index_checks.h"
@@ -132,7 +133,54 @@ class TopKKernel : public OpKernel {
   TopKAttrs attrs_;
 };
 
+class NonzeroKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const int64_t n = x.num_elements();
+    const int r = x.rank();
+    if (r > cuda::kMaxDims) {
+      return absl::InvalidArgumentError(
+          StrCat("nonzero on a GPU takes at most ", cuda::kMaxDims,
+                 " dimensions, got ", x.shape().ToString(),
+                 "; run it on the CPU (device \"/cpu:0\" { ... })"));
+    }
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    cudaStream_t stream = gpu.compute();
+    int64_t count = 0;
+    Tensor inclusive;
+    if (n > 0) {
+      size_t bytes = 0;
+      RN_CUDA(cuda::LaunchNonzeroCount(GpuElemType(x.dtype()), nullptr, n,
+                                       nullptr, nullptr, &bytes, stream));
+      RN_ASSIGN_OR_RETURN(inclusive, GpuScratch(ctx, DType::kI64, Shape{n}));
+      RN_ASSIGN_OR_RETURN(
+          Tensor temp,
+          GpuScratch(ctx, DType::kU8,
+                     Shape{std::max<int64_t>(1, static_cast<int64_t>(bytes))}));
+      RN_CUDA(cuda::LaunchNonzeroCount(GpuElemType(x.dtype()), x.raw_data(), n,
+                                       inclusive.data<int64_t>(),
+                                       temp.raw_data(), &bytes, stream));
+      RN_CUDA(cudaMemcpyAsync(&count, inclusive.data<int64_t>() + n - 1,
+                              sizeof(count), cudaMemcpyDeviceToHost, stream));
+      RN_CUDA(cudaStreamSynchronize(stream));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{count, r}));
+    if (count == 0 || r == 0) return absl::OkStatus();
+    RN_CUDA(cuda::LaunchNonzeroWrite(inclusive.data<int64_t>(), n, r,
+                                     x.shape().dims().data(),
+                                     y->data<int64_t>(), stream));
+    return absl::OkStatus();
+  }
+};
+
 RUNNEL_STATIC_INIT(GpuIndexKernels) {
+  // The element types the GPU computes in (not the 8-bit integers).
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16, DType::kBool}) {
+    RegisterKernel<NonzeroKernel>("nonzero", kDeviceGpu, d);
+  }
   for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
                   DType::kF16, DType::kBF16}) {
     RegisterKernel<TopKKernel>("top_k", kDeviceGpu, d, {.inputs = {1}});

@@ -228,13 +228,7 @@ class GpuPoolGradKernel : public GpuPoolBase {
     if constexpr (kMax) {
       // Each output's argmax, freed back to the compute stream's pool once
       // the kernels using it are enqueued.
-      Tensor argmax;
-      try {
-        argmax = Tensor(DType::kI64, w.y(), ctx->device()->allocator());
-      } catch (const AllocationFailed& e) {
-        return absl::ResourceExhaustedError(StrCat(
-            ctx->node().op(), ": ", OutOfMemoryMessage(e.bytes(), e.detail())));
-      }
+      RN_ASSIGN_OR_RETURN(Tensor argmax, GpuScratch(ctx, DType::kI64, w.y()));
       RN_CUDA(cuda::LaunchMaxPoolGrad(type, g, x.raw_data(), dy.raw_data(),
                                       static_cast<int64_t*>(argmax.raw_data()),
                                       dx->raw_data(), gpu.compute()));

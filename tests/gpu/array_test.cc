@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -444,6 +445,32 @@ TEST(GpuArrayTest, IndexOpsAndTheirGradients) {
 
 // top_k (one thread per line) along each axis, both ways, with its
 // gradient; and resize (kernels/cuda/image.cu) in every mode, up and down.
+// nonzero: the count read back to size the output, the coordinates in the
+// CPU's row-major order; zeros every third element (and a NaN, which is
+// not zero), no element, a scalar, a rank of 8.
+TEST(GpuArrayTest, Nonzero) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16, DType::kBool}) {
+    for (const Shape& s :
+         {Shape{7}, Shape{3, 5}, Shape{2, 3, 4, 5}, Shape{0, 3}, Shape{},
+          Shape{2, 1, 2, 1, 2, 1, 2, 3}, Shape{100000}}) {
+      Tensor x = Random(d, s, 117, 0.5, 1.5);
+      // Zero bits are zero (false) in each of these types.
+      const size_t size = DTypeSize(d);
+      auto* bytes = static_cast<uint8_t*>(x.raw_data());
+      for (int64_t i = 0; i < x.num_elements(); i += 3) {
+        std::memset(bytes + i * size, 0, size);
+      }
+      if (x.num_elements() > 1) {
+        if (d == DType::kF32) x.data<float>()[1] = std::nanf("");
+        if (d == DType::kF64) x.data<double>()[1] = std::nan("");
+      }
+      Compare("nonzero", {x}, {}, false);
+    }
+  }
+}
+
 TEST(GpuArrayTest, TopKAndResize) {
   SKIP_WITHOUT_GPU();
   for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
