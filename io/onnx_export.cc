@@ -269,6 +269,102 @@ absl::Status Windowed(Exporter& e, const Node& n, const std::string& op,
   return absl::OkStatus();
 }
 
+// The spatial sizes of a transposed convolution's output (`spatial` of
+// them): the first operand's shape, or, where it is not known while
+// exporting, the constant tail of the shape the builtins conv2d_transpose
+// and conv3d_transpose fill it with: fill(concat([batch, [sizes...,
+// channels]])). -1 where neither says.
+std::vector<int64_t> TransposedSizes(const Node& n, int spatial) {
+  const Node& like = *n.input(0).node;
+  const Shape& s = like.output(n.input(0).index).shape;
+  std::vector<int64_t> out(spatial, -1);
+  if (!s.unknown_rank() && s.rank() == spatial + 2) {
+    for (int i = 0; i < spatial; ++i) out[i] = s.dim(1 + i);
+  }
+  if (like.op() != "fill") return out;
+  const Node& shape = *like.input(0).node;
+  if (shape.op() != "concat" || shape.num_inputs() != 2) return out;
+  const Node& tail = *shape.input(1).node;
+  if (tail.op() != "const" || tail.constant_value() == nullptr) return out;
+  const std::vector<int64_t> v = tail.constant_value()->ToInt64s();
+  if (static_cast<int>(v.size()) != spatial + 1) return out;
+  for (int i = 0; i < spatial; ++i) {
+    if (out[i] < 0) out[i] = v[i];
+  }
+  return out;
+}
+
+// conv2d_backprop_input and conv3d_backprop_input (conv2d_transpose and
+// conv3d_transpose): an ONNX ConvTranspose of dy with the forward
+// convolution's filters as (O, I, kernel...), the forward's padding as its
+// pads, and output_padding making up what the forward's floor dropped, so
+// that its output has the shape of the first operand, which must be known.
+absl::Status TransposedConv(Exporter& e, const Node& n) {
+  const int spatial = WindowRank(n.op());
+  const bool three = spatial == 3;
+  absl::StatusOr<ConvAttrs> conv = ReadConvAttrs(n.attrs(), spatial);
+  if (!conv.ok()) return e.Refuse(n, std::string(conv.status().message()));
+  const Shape& f = n.input(1).node->output(n.input(1).index).shape;
+  const Shape& dy = n.input(2).node->output(n.input(2).index).shape;
+  const int rank = spatial + 2;
+  if (f.unknown_rank() || dy.unknown_rank() || f.rank() != rank ||
+      dy.rank() != rank) {
+    return e.Refuse(n, "a transposed convolution of unknown rank");
+  }
+  const std::vector<int64_t> sizes = TransposedSizes(n, spatial);
+  const int64_t st[3] = {conv->strides.d, conv->strides.h, conv->strides.w};
+  const int64_t dil[3] = {conv->dilations.d, conv->dilations.h,
+                          conv->dilations.w};
+  std::vector<int64_t> strides, dilations, begins, ends, opad;
+  for (int i = 0; i < spatial; ++i) {
+    const int j = i + 3 - spatial;  // d, h, w
+    const int64_t out = sizes[i], in = dy.dim(1 + i), k = f.dim(i);
+    if (out < 0 || in < 0 || k < 0) {
+      return e.Refuse(n,
+                      "a transposed convolution whose output's or input's "
+                      "spatial size is not known while exporting");
+    }
+    // The forward convolution's windows over the output.
+    absl::StatusOr<Windows> w =
+        PlaceWindows(out, k, st[j], dil[j], conv->same, "filter");
+    if (!w.ok()) return e.Refuse(n, std::string(w.status().message()));
+    const int64_t full =
+        st[j] * (in - 1) + (k - 1) * dil[j] + 1 - w->pad_begin - w->pad_end;
+    if (out < full || out - full >= std::max(st[j], dil[j])) {
+      return e.Refuse(n, StrCat("a transposed convolution to size ", out,
+                                " where the windows give ", full));
+    }
+    strides.push_back(st[j]);
+    dilations.push_back(dil[j]);
+    begins.push_back(w->pad_begin);
+    ends.push_back(w->pad_end);
+    opad.push_back(out - full);
+  }
+  begins.insert(begins.end(), ends.begin(), ends.end());
+  const std::vector<int64_t> to_first =
+      three ? std::vector<int64_t>{0, 4, 1, 2, 3}
+            : std::vector<int64_t>{0, 3, 1, 2};
+  const std::vector<int64_t> to_last = three
+                                           ? std::vector<int64_t>{0, 2, 3, 4, 1}
+                                           : std::vector<int64_t>{0, 2, 3, 1};
+  const std::string xin = e.Temp(n, "nchw");
+  SetInts(e.Add(n, "Transpose", {e.In(n, 2)}, {xin}, "to_nchw"), "perm",
+          to_first);
+  // HWIO (the forward's) as (O, I, H, W): ConvTranspose's (C_in, C_out).
+  const std::string w = e.Temp(n, "filters");
+  SetInts(e.Add(n, "Transpose", {e.In(n, 1)}, {w}, "filters_to_oihw"), "perm",
+          three ? std::vector<int64_t>{4, 3, 0, 1, 2}
+                : std::vector<int64_t>{3, 2, 0, 1});
+  const std::string y = e.Temp(n, "y_nchw");
+  onnx::NodeProto* p = e.Add(n, "ConvTranspose", {xin, w}, {y}, "conv");
+  SetInts(p, "strides", strides);
+  SetInts(p, "dilations", dilations);
+  SetInts(p, "pads", begins);
+  SetInts(p, "output_padding", opad);
+  SetInts(e.Add(n, "Transpose", {y}, {e.Out(n)}, "to_nhwc"), "perm", to_last);
+  return absl::OkStatus();
+}
+
 const std::map<std::string, Emit>& Table() {
   static const auto* table = [] {
     auto* t = new std::map<std::string, Emit>;
@@ -665,6 +761,8 @@ const std::map<std::string, Emit>& Table() {
               "perm", {4, 3, 0, 1, 2});
       return Windowed(e, n, "Conv", w);
     };
+    (*t)["conv2d_backprop_input"] = TransposedConv;
+    (*t)["conv3d_backprop_input"] = TransposedConv;
     for (const char* d : {"", "3d"}) {
       (*t)[StrCat("max_pool", d)] = [](Exporter& e, const Node& n) {
         return Windowed(e, n, "MaxPool", "");
