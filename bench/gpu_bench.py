@@ -9,6 +9,10 @@ of the per-round ratios Runnel / PyTorch (lower is better for Runnel):
   2. alexnet_fwd, alexnet_train: bench/alexnet.rnl at batch 128 on 224x224
      synthetic images, forward, and forward + backward + SGD; the images
      stay on the GPU on both sides.
+  2b. c3d_train: bench/c3d.rnl, a C3D-style 3-D convnet (conv3d and
+     max_pool3d, issue 34) trained on 16 synthetic clips of 16 frames of
+     112x112, on the GPU on both sides; PyTorch in NCDHW and in
+     channels_last_3d, the faster kept (both printed).
   3. copy: host <-> GPU bandwidth, bench/gpu_copy.rnl (a 256 MiB feed to
      an identity on the GPU and back) against PyTorch's copies between
      pinned host memory and the GPU (cudaMemcpy's best).
@@ -54,6 +58,7 @@ WORK = {
     # processes' start-up: one round measured -1.2 ms a step.
     "alexnet_fwd": ("alexnet.rnl", ["--arg", "mode=forward"], 3, 203, 20),
     "alexnet_train": ("alexnet.rnl", ["--arg", "mode=train"], 3, 103, 20),
+    "c3d_train": ("c3d.rnl", [], 3, 33, 30),
 }
 DESCRIPTION = {
     "mlp": "MLP 784-256-128-10, Adam, batch 128, step",
@@ -61,6 +66,7 @@ DESCRIPTION = {
     "rows": "row-LSTM h128, Adam, batch 64, step",
     "alexnet_fwd": "AlexNet forward, batch 128, 224x224",
     "alexnet_train": "AlexNet forward+backward+SGD, batch 128, 224x224",
+    "c3d_train": "C3D-style 3-D convnet, SGD, batch 16 x 16 frames, 112x112",
 }
 COPY_MIB = 256
 ALL = list(WORK) + ["copy", "memory"]
@@ -148,8 +154,31 @@ def torch_main(argv):
         return (model, torch.optim.SGD(model.parameters(), lr=0.001), x, y,
                 False)
 
+    def c3d():
+        # bench/c3d.rnl: three 3x3x3 convolutions with relu and max_pool3d,
+        # a mean over the volume, a dense layer; clips NCDHW.
+        class C3d(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.features = nn.Sequential(
+                    nn.Conv3d(3, 64, 3, padding=1), nn.ReLU(),
+                    nn.MaxPool3d((1, 2, 2)),
+                    nn.Conv3d(64, 128, 3, padding=1), nn.ReLU(),
+                    nn.MaxPool3d(2),
+                    nn.Conv3d(128, 256, 3, padding=1), nn.ReLU(),
+                    nn.MaxPool3d(2))
+                self.dense = nn.Linear(256, 101)
+
+            def forward(self, x):
+                return self.dense(self.features(x).mean(dim=(2, 3, 4)))
+        model = C3d().to(dev)
+        x = torch.rand(16, 3, 16, 112, 112, device=dev)
+        y = torch.randint(0, 101, (16,), device=dev)
+        return (model, torch.optim.SGD(model.parameters(), lr=0.001), x, y,
+                False)
+
     make = {"mlp": mlp, "cnn": cnn, "rows": rows, "alexnet_fwd": alexnet,
-            "alexnet_train": alexnet, "memory": cnn}[name]
+            "alexnet_train": alexnet, "memory": cnn, "c3d_train": c3d}[name]
     model, opt, x, y, from_host = make()
     loss_fn = nn.CrossEntropyLoss()
     forward_only = name == "alexnet_fwd"
@@ -165,15 +194,26 @@ def torch_main(argv):
         opt.step()
         return loss
     steps = WORK["cnn" if name == "memory" else name][4]
+
+    def timed():
+        for _ in range(max(3, steps // 10)):
+            step()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) / steps
     torch.cuda.reset_peak_memory_stats()
-    for _ in range(max(3, steps // 10)):
-        step()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(steps):
-        step()
-    torch.cuda.synchronize()
-    per = (time.perf_counter() - t) / steps
+    per = timed()
+    if name == "c3d_train":
+        # PyTorch at its best: channels_last_3d too, the faster kept.
+        model.to(memory_format=torch.channels_last_3d)
+        x = x.to(memory_format=torch.channels_last_3d)
+        last = timed()
+        print(f"gpu_bench: c3d_train PyTorch NCDHW {per * 1e3:.2f} ms, "
+              f"channels_last_3d {last * 1e3:.2f} ms", file=sys.stderr)
+        per = min(per, last)
     if name == "memory":
         print(f"RESULT memory {torch.cuda.max_memory_reserved() / 2**20:.3f}")
     else:

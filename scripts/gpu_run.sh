@@ -61,7 +61,8 @@ ldd "$pack/runnel" "$pack/gpu_tests" | awk '/=> \//{print $1, $3}' | sort -u |
 cp -r stdlib "$pack/stdlib"
 mkdir -p "$pack/bench"
 cp bench/gpu_bench.py bench/train_mlp.rnl bench/train_cnn.rnl \
-  bench/train_rows.rnl bench/alexnet.rnl bench/gpu_copy.rnl "$pack/bench/"
+  bench/train_rows.rnl bench/alexnet.rnl bench/c3d.rnl bench/gpu_copy.rnl \
+  "$pack/bench/"
 # The examples.gpu.* checks (interpreter/CMakeLists.txt), and their data.
 mkdir -p "$pack/examples"
 cp tests/gpu/example_accuracy.py examples/fashion_mlp.rnl \
