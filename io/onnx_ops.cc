@@ -3809,6 +3809,48 @@ absl::Status AffineGrid(NodeContext& c) {
                theta.dtype, dims);
 }
 
+// CenterCropPad: along each of `axes` (every axis without them), the
+// input cut to the target size around its centre, or padded with zeros
+// around it; an odd difference leaves its extra element at the end. Sizes
+// known while importing.
+absl::Status CenterCropPad(NodeContext& c) {
+  RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
+  const Value& x = c.in(0);
+  RN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, c.ConstInts(1, "shape"));
+  std::vector<int64_t> axes = c.Ints("axes");
+  if (axes.empty()) {
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  }
+  if (axes.size() != shape.size()) {
+    return c.Invalid("shape and axes differ in length");
+  }
+  std::vector<std::string> idx(r, ":"), pads(r, "[0, 0]");
+  std::vector<int64_t> dims = x.dims;
+  bool crop = false, pad = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    RN_ASSIGN_OR_RETURN(int64_t a, NormAxis(c, axes[k], r));
+    const int64_t dim = x.dims[a], want = shape[k];
+    if (dim < 0) {
+      return c.Unsupported("CenterCropPad of a size not known while importing");
+    }
+    if (want < 0) return c.Invalid(StrCat("a target size of ", want));
+    if (want < dim) {
+      const int64_t begin = (dim - want) / 2;
+      idx[a] = StrCat(begin, ":", begin + want);
+      crop = true;
+    } else if (want > dim) {
+      const int64_t before = (want - dim) / 2;
+      pads[a] = IntList({before, want - dim - before});
+      pad = true;
+    }
+    dims[a] = want;
+  }
+  std::string e = c.ref(0);
+  if (crop) e = StrCat(e, "[", Join(idx), "]");
+  if (pad) e = StrCat("pad(", e, ", [", Join(pads), "])");
+  return c.Out(0, e, x.dtype, dims);
+}
+
 // Compress: the slices along `axis` (of the flattened input without one)
 // where the condition holds, a gather at the condition's nonzero
 // positions; a condition shorter than the axis leaves the rest out, one
@@ -3924,6 +3966,7 @@ Translator FindTranslator(std::string_view op_type) {
     (*t)["Scatter"] = AlongAxis;
     (*t)["NonZero"] = NonZero;
     (*t)["Compress"] = Compress;
+    (*t)["CenterCropPad"] = CenterCropPad;
     (*t)["AffineGrid"] = AffineGrid;
     (*t)["Unique"] = Unique;
     (*t)["TensorScatter"] = TensorScatter;
