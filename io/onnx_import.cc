@@ -220,6 +220,13 @@ class Importer {
   // their graphs as the blocks' lines.
   absl::Status LoopNode(const onnx::NodeProto& node);
   absl::Status ScanNode(const onnx::NodeProto& node);
+  // A Loop's or Scan's scan output `out` (the body's value `v`) stacked in
+  // the loop's state: the stack's name, which the state gets, and the empty
+  // tensor it starts from. Its shape is what the body computes, else what
+  // its graph declares (v is completed with it); Unimplemented when neither
+  // is known while importing.
+  absl::StatusOr<std::pair<std::string, std::string>> ScanStack(
+      const onnx::NodeProto& node, const onnx::ValueInfoProto& out, Value& v);
   absl::Status IfNode(const onnx::NodeProto& node);
   absl::Status Block(const onnx::NodeProto& node, const onnx::GraphProto& g,
                      std::vector<std::string>* lines,
@@ -592,37 +599,12 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   RN_RETURN_IF_ERROR(Block(node, *body, &lines, &results, &outs));
   const int scans = body->output_size() - (n + 1);
   std::vector<std::string> stacked;  // the scan outputs' names in the state
-  auto known = [](const std::vector<int64_t>& dims) {
-    return std::none_of(dims.begin(), dims.end(),
-                        [](int64_t d) { return d < 0; });
-  };
   for (int j = 0; j < scans; ++j) {
-    Value& v = outs[1 + n + j];
-    // What the body computes, else what its graph declares.
-    const onnx::TypeProto::Tensor& declared =
-        body->output(1 + n + j).type().tensor_type();
-    if ((!v.rank_known || !known(v.dims)) && declared.has_shape()) {
-      std::vector<int64_t> dims;
-      for (const auto& d : declared.shape().dim()) {
-        dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-      }
-      if (known(dims)) {
-        v.dims = std::move(dims);
-        v.rank_known = true;
-      }
-    }
-    if (!v.rank_known || !known(v.dims)) {
-      return absl::UnimplementedError(
-          StrCat(Where(node), ": scan output '", body->output(1 + n + j).name(),
-                 "' has a shape not known while importing"));
-    }
-    std::vector<int64_t> empty = {0};
-    empty.insert(empty.end(), v.dims.begin(), v.dims.end());
-    stacked.push_back(
-        NewName(StrCat(body->output(1 + n + j).name(), "_stack")));
-    state.push_back(stacked.back());
-    init.push_back(StrCat("zeros(", IntList(empty),
-                          ", dtype = ", DTypeCode(v.dtype), ")"));
+    RN_ASSIGN_OR_RETURN(
+        auto stack, ScanStack(node, body->output(1 + n + j), outs[1 + n + j]));
+    stacked.push_back(stack.first);
+    state.push_back(stack.first);
+    init.push_back(stack.second);
   }
   std::string test = state[1];
   if (!trips.empty()) test = StrCat(test, " and ", state[0], " < ", Ref(trips));
@@ -662,6 +644,35 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
                      TupleOf(init), " while ", test, " {\n",
                      Indented(lines, TupleOf(next)), "}"));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> Importer::ScanStack(
+    const onnx::NodeProto& node, const onnx::ValueInfoProto& out, Value& v) {
+  auto known = [](const std::vector<int64_t>& dims) {
+    return std::none_of(dims.begin(), dims.end(),
+                        [](int64_t d) { return d < 0; });
+  };
+  const onnx::TypeProto::Tensor& declared = out.type().tensor_type();
+  if ((!v.rank_known || !known(v.dims)) && declared.has_shape()) {
+    std::vector<int64_t> dims;
+    for (const auto& d : declared.shape().dim()) {
+      dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    if (known(dims)) {
+      v.dims = std::move(dims);
+      v.rank_known = true;
+    }
+  }
+  if (!v.rank_known || !known(v.dims)) {
+    return absl::UnimplementedError(
+        StrCat(Where(node), ": scan output '", out.name(),
+               "' has a shape not known while importing"));
+  }
+  std::vector<int64_t> empty = {0};
+  empty.insert(empty.end(), v.dims.begin(), v.dims.end());
+  return std::make_pair(
+      NewName(StrCat(out.name(), "_stack")),
+      StrCat("zeros(", IntList(empty), ", dtype = ", DTypeCode(v.dtype), ")"));
 }
 
 // Scan (opset 9 on) of N states and M scan inputs, with body(states...,
@@ -779,19 +790,11 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
   next.insert(next.end(), results.begin(), results.begin() + n);
   std::vector<std::string> stacked;
   for (int j = 0; j < k; ++j) {
-    const Value& y = outs[n + j];
-    if (!y.rank_known || std::any_of(y.dims.begin(), y.dims.end(),
-                                     [](int64_t d) { return d < 0; })) {
-      return absl::UnimplementedError(
-          StrCat(Where(node), ": scan output '", body->output(n + j).name(),
-                 "' has a shape not known while importing"));
-    }
-    std::vector<int64_t> empty = {0};
-    empty.insert(empty.end(), y.dims.begin(), y.dims.end());
-    stacked.push_back(NewName(StrCat(body->output(n + j).name(), "_stack")));
-    state.push_back(stacked.back());
-    init.push_back(StrCat("zeros(", IntList(empty),
-                          ", dtype = ", DTypeCode(y.dtype), ")"));
+    RN_ASSIGN_OR_RETURN(auto stack,
+                        ScanStack(node, body->output(n + j), outs[n + j]));
+    stacked.push_back(stack.first);
+    state.push_back(stack.first);
+    init.push_back(stack.second);
     const std::string row = StrCat("expand_dims(", results[n + j], ", 0)");
     next.push_back(
         pick(out_dirs, j) != 0
