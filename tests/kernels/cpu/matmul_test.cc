@@ -70,14 +70,17 @@ TEST(MatMulTest, Transposes) {
 }
 
 // Sizes that cut into uneven pieces (16 rows or columns apart) and single
-// rows and columns, in every transpose combination.
+// rows and columns, in every transpose combination; widths of 512 and 1024
+// with 16 rows or more, whose untransposed B is copied with its rows
+// further apart first (kernels/cpu/gemm.cc), cut by rows and by columns.
 TEST(MatMulTest, LargeAgainstNaive) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs :
-       {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5}, Case{1, 33, 64},
-        Case{200, 1, 17}, Case{1000, 3, 300}, Case{5, 900, 200}}) {
+  for (Case cs : {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5},
+                  Case{1, 33, 64}, Case{200, 1, 17}, Case{1000, 3, 300},
+                  Case{5, 900, 200}, Case{16, 512, 30}, Case{15, 512, 30},
+                  Case{40, 1024, 2}, Case{700, 512, 33}, Case{33, 1536, 70}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       std::vector<float> a = MatMulPattern(cs.m * cs.k, 1);
@@ -94,16 +97,19 @@ TEST(MatMulTest, LargeAgainstNaive) {
 }
 
 TEST(MatMulTest, SameResultOnOneThread) {
-  std::vector<float> a = MatMulPattern(150 * 400, 3),
-                     b = MatMulPattern(400 * 90, 4);
-  Tensor ta = F32(a, {150, 400}), tb = F32(b, {400, 90});
-  Tensor two = Run1("matmul", {ta, tb});
-  EagerContext one_thread({.num_threads = 1});
-  absl::StatusOr<Tensor> one = one_thread.Execute1("matmul", {ta, tb});
-  ASSERT_TRUE(one.ok()) << one.status();
-  ASSERT_EQ(one->num_elements(), two.num_elements());
-  for (int64_t i = 0; i < two.num_elements(); ++i) {
-    ASSERT_EQ(one->at<float>(i), two.at<float>(i)) << "element " << i;
+  for (int64_t n : {90, 512}) {
+    std::vector<float> a = MatMulPattern(150 * 400, 3),
+                       b = MatMulPattern(400 * n, 4);
+    Tensor ta = F32(a, {150, 400}), tb = F32(b, {400, n});
+    Tensor two = Run1("matmul", {ta, tb});
+    EagerContext one_thread({.num_threads = 1});
+    absl::StatusOr<Tensor> one = one_thread.Execute1("matmul", {ta, tb});
+    ASSERT_TRUE(one.ok()) << one.status();
+    ASSERT_EQ(one->num_elements(), two.num_elements());
+    for (int64_t i = 0; i < two.num_elements(); ++i) {
+      ASSERT_EQ(one->at<float>(i), two.at<float>(i))
+          << "n " << n << ", element " << i;
+    }
   }
 }
 
