@@ -626,6 +626,15 @@ const std::map<std::string, Emit>& Table() {
              n.attr<int64_t>("axis").value_or(0));
       return absl::OkStatus();
     };
+    // Opset 17's Split without its `split` input cuts into as many equal
+    // parts as it has outputs, as split's `num` does.
+    (*t)["split"] = [](Exporter& e, const Node& n) {
+      std::vector<std::string> outs;
+      for (int i = 0; i < n.num_outputs(); ++i) outs.push_back(e.Out(n, i));
+      SetInt(e.Add(n, "Split", {e.In(n, 0)}, outs), "axis",
+             n.attr<int64_t>("axis").value_or(0));
+      return absl::OkStatus();
+    };
     (*t)["gather"] = [](Exporter& e, const Node& n) {
       SetInt(e.Add(n, "Gather", {e.In(n, 0), e.In(n, 1)}, {e.Out(n)}), "axis",
              n.attr<int64_t>("axis").value_or(0));
