@@ -412,6 +412,19 @@ absl::StatusOr<std::vector<LoopVar>> Backprop::VarsOf(
   return vars;
 }
 
+// Whether g is the product of two f32 matrices, which matmul_add can add
+// into a sum.
+bool IsMatrixProduct(NodeOut g) {
+  if (g.node->op() != "matmul" || g.node->output_dtype(g.index) != DType::kF32)
+    return false;
+  for (int i = 0; i < 2; ++i) {
+    const NodeOut x = g.node->input(i);
+    const Shape& s = x.node->output_shape(x.index);
+    if (s.unknown_rank() || s.rank() != 2) return false;
+  }
+  return true;
+}
+
 // The gradient of a loop nested in the frame being walked: a backward loop
 // over the forward trip count. Its variables are the gradients of the
 // forward loop's variables (flowing from the exits back to the enters) and
@@ -501,6 +514,12 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
         (d == DType::kF32 || d == DType::kF64)) {
       next.push_back(in.Op("dynamic_index_add",
                            {sum, g.node->input(1), g.node->input(2)}));
+    } else if (IsMatrixProduct(g)) {
+      // A weight's gradient (h^T dz in a recurrent step): the sgemm adds
+      // it into the sum, instead of writing it for an add to read.
+      next.push_back(in.Op("matmul_add",
+                           {sum, g.node->input(0), g.node->input(1)},
+                           g.node->attrs()));
     } else {
       next.push_back(in.Add(sum, g));
     }

@@ -1,5 +1,7 @@
 // Gradient functions of the linear-algebra and neural-network ops
 // (nn_ops.cc) and of the random ops (random_ops.cc).
+#include <utility>
+
 #include "common_runtime/gradients.h"
 
 namespace runnel {
@@ -8,31 +10,48 @@ namespace {
 // matmul(a, b, transpose_a, transpose_b), with batch dimensions that
 // broadcast: each operand's gradient is a matmul of dy with the other
 // operand, summed back over broadcast batch dimensions.
-RUNNEL_REGISTER_GRADIENT(
-    "matmul", [](GradBuilder& g, const Grads& dy) -> Grads {
-      const bool ta = g.attr_or<bool>("transpose_a", false);
-      const bool tb = g.attr_or<bool>("transpose_b", false);
-      NodeOut a = g.x(0), b = g.x(1), d = dy[0];
-      auto mm = [&](NodeOut p, NodeOut q, bool tp, bool tq) {
-        return g.Op("matmul", {p, q},
-                    {{"transpose_a", tp}, {"transpose_b", tq}});
-      };
-      NodeOut da, db;
-      if (!ta && !tb) {
-        da = mm(d, b, false, true);
-        db = mm(a, d, true, false);
-      } else if (!ta && tb) {
-        da = mm(d, b, false, false);
-        db = mm(d, a, true, false);
-      } else if (ta && !tb) {
-        da = mm(b, d, false, true);
-        db = mm(a, d, false, false);
-      } else {
-        da = mm(b, d, true, true);
-        db = mm(d, a, true, true);
-      }
-      return {g.SumToLike(da, a), g.SumToLike(db, b)};
-    });
+// The gradients of a and b in op(a) @ op(b) for the product's gradient d:
+// each a matmul of d with the other operand, summed back over broadcast
+// batch dimensions.
+std::pair<NodeOut, NodeOut> MatMulOperandGrads(GradBuilder& g, NodeOut a,
+                                               NodeOut b, NodeOut d) {
+  const bool ta = g.attr_or<bool>("transpose_a", false);
+  const bool tb = g.attr_or<bool>("transpose_b", false);
+  auto mm = [&](NodeOut p, NodeOut q, bool tp, bool tq) {
+    return g.Op("matmul", {p, q}, {{"transpose_a", tp}, {"transpose_b", tq}});
+  };
+  NodeOut da, db;
+  if (!ta && !tb) {
+    da = mm(d, b, false, true);
+    db = mm(a, d, true, false);
+  } else if (!ta && tb) {
+    da = mm(d, b, false, false);
+    db = mm(d, a, true, false);
+  } else if (ta && !tb) {
+    da = mm(b, d, false, true);
+    db = mm(a, d, false, false);
+  } else {
+    da = mm(b, d, true, true);
+    db = mm(d, a, true, true);
+  }
+  return {g.SumToLike(da, a), g.SumToLike(db, b)};
+}
+
+// matmul(a, b, transpose_a, transpose_b), with batch dimensions that
+// broadcast.
+RUNNEL_REGISTER_GRADIENT("matmul",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           auto [da, db] =
+                               MatMulOperandGrads(g, g.x(0), g.x(1), dy[0]);
+                           return {da, db};
+                         });
+// matmul_add(acc, a, b) = acc + op(a) @ op(b).
+RUNNEL_REGISTER_GRADIENT("matmul_add",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           auto [da, db] =
+                               MatMulOperandGrads(g, g.x(1), g.x(2), dy[0]);
+                           return {dy[0], da, db};
+                         });
 
 AttrMap AxisKeep(int64_t axis) { return {{"axis", axis}, {"keepdims", true}}; }
 

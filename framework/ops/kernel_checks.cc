@@ -216,4 +216,22 @@ absl::Status CheckDropoutRate(double rate) {
       StrCat("rate must be in [0, 1), got ", rate));
 }
 
+absl::Status MatMulAttrsKernel::Init(const Node& node) {
+  RN_ASSIGN_OR_RETURN(ta_, node.attr<bool>("transpose_a"));
+  RN_ASSIGN_OR_RETURN(tb_, node.attr<bool>("transpose_b"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MatMulPlan> PlanMatMulAdd(const Tensor& acc, const Tensor& a,
+                                         const Tensor& b, bool ta, bool tb) {
+  RN_ASSIGN_OR_RETURN(MatMulPlan plan,
+                      PlanMatMul(a.shape(), b.shape(), ta, tb, a.dtype()));
+  if (acc.shape() != plan.out || a.rank() != 2 || b.rank() != 2) {
+    return absl::InvalidArgumentError(StrCat(
+        "matmul_add: the sum ", acc.shape().ToString(),
+        " must be the product's ", plan.out.ToString(), " of two matrices"));
+  }
+  return plan;
+}
+
 }  // namespace runnel

@@ -12,7 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "framework/kernel.h"
 #include "framework/shape.h"
+#include "framework/shape_fns.h"
 #include "framework/tensor.h"
 
 namespace runnel {
@@ -84,6 +86,22 @@ std::vector<int> SumToLikeAxes(const Shape& dy, const Shape& like);
 // The reductions without an identity (max, min, argmax, argmin) of an empty
 // dimension.
 absl::Status EmptyReductionError(std::string_view op, const Tensor& x);
+
+// The kernels of matmul and matmul_add on every device: the transpose
+// attributes, read once.
+class MatMulAttrsKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override;
+
+ protected:
+  bool ta_ = false;
+  bool tb_ = false;
+};
+
+// matmul_add(acc, a, b): the product's plan, when a and b are matrices and
+// acc has the product's shape.
+absl::StatusOr<MatMulPlan> PlanMatMulAdd(const Tensor& acc, const Tensor& a,
+                                         const Tensor& b, bool ta, bool tb);
 
 }  // namespace runnel
 

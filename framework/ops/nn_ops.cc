@@ -121,6 +121,52 @@ RUNNEL_REGISTER_OP(
         .Doc("Matrix product of the last two dimensions (`@`); leading "
              "dimensions are batch dimensions and broadcast as in NumPy."));
 
+// acc + a @ b, for rank-2 f32 operands: a loop's gradient sums each
+// iteration's weight gradient into the total with it (common_runtime/
+// backprop.cc), where a matmul and an add would write and read the product
+// once more. The sum may take over acc's buffer.
+Specs MatMulAddShape(const ShapeContext& c) {
+  for (int i = 0; i < 3; ++i) {
+    if (c.dtype(i) != DType::kF32) {
+      return absl::InvalidArgumentError(StrCat("expected f32 tensors, got ",
+                                               c.input(i).ToString(),
+                                               " as input ", i));
+    }
+    if (!c.shape(i).unknown_rank() && c.shape(i).rank() != 2) {
+      return absl::InvalidArgumentError(StrCat(
+          "expected matrices, got ", c.input(i).ToString(), " as input ", i));
+    }
+  }
+  ShapeContext product(c.attrs(), {c.input(1), c.input(2)}, {});
+  RN_ASSIGN_OR_RETURN(std::vector<TensorSpec> specs, MatMulShape(product));
+  const Shape& acc = c.shape(0);
+  const Shape& out = specs[0].shape;
+  if (!acc.unknown_rank() && !out.unknown_rank()) {
+    for (int i = 0; i < 2; ++i) {
+      if (acc.dim(i) >= 0 && out.dim(i) >= 0 && acc.dim(i) != out.dim(i)) {
+        return absl::InvalidArgumentError(
+            StrCat("the sum ", c.input(0).ToString(),
+                   " does not match the product ", specs[0].ToString()));
+      }
+    }
+    return One(DType::kF32, Shape({MergeDim(acc.dim(0), out.dim(0)),
+                                   MergeDim(acc.dim(1), out.dim(1))}));
+  }
+  return One(DType::kF32, acc.unknown_rank() ? out : acc);
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("matmul_add")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"acc", "a", "b"})
+        .Outputs({"sum"})
+        .SameDType({0, 1, 2})
+        .Attr("transpose_a", false)
+        .Attr("transpose_b", false)
+        .Shape(MatMulAddShape)
+        .Doc("acc + a @ b for f32 matrices, in one pass over the sum: how a "
+             "loop's gradient adds up each iteration's weight gradient."));
+
 // ---- softmax and losses
 // --------------------------------------------------------
 

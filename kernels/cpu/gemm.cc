@@ -75,12 +75,13 @@ std::unique_ptr<float[]> SpreadB(ThreadPool* pool, const float* b, int64_t ldb,
 }  // namespace
 
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-                     ConstMatrixF32 a, ConstMatrixF32 b, float* c,
-                     int64_t ldc) {
+                     ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
+                     bool accumulate) {
   char ta, tb;
   int64_t lda, ldb;
   if (m <= 0 || n <= 0) return absl::OkStatus();
   if (k <= 0) {
+    if (accumulate) return absl::OkStatus();
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
     return absl::OkStatus();
   }
@@ -106,7 +107,7 @@ absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
     float* cp = by_rows ? c + first * ldc : c + first;
     const dnnl_status_t status =
         dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, 1.0f, ap,
-                   lda, bp, ldb, 0.0f, cp, ldc);
+                   lda, bp, ldb, accumulate ? 1.0f : 0.0f, cp, ldc);
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
   });
 }

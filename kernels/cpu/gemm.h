@@ -24,14 +24,17 @@ struct ConstMatrixF32 {
   int64_t col_stride;
 };
 
-// C (m x n, row-major with leading dimension `ldc`) = A (m x k) B (k x n).
+// C (m x n, row-major with leading dimension `ldc`) = A (m x k) B (k x n),
+// or C += A B with `accumulate`.
 // Each operand needs a unit stride along one of its axes (else Internal).
 // C is cut along its longer side into at most 8 blocks of at least
 // kMinGemmWorkPerThread multiply-adds, 16 rows or columns apart, each one
 // single-threaded sgemm: the cut depends on the shapes alone, so results do
-// not depend on the number of threads. k == 0 gives zeros.
+// not depend on the number of threads. k == 0 gives zeros (leaves C as it
+// is with `accumulate`).
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
-                     ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc);
+                     ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
+                     bool accumulate = false);
 
 }  // namespace runnel
 

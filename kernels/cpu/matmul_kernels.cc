@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/gemm.h"
@@ -108,14 +109,8 @@ void MatMulIntegers(ThreadPool* pool, const MatMulPlan& d, const T* a,
 }
 
 template <typename T>
-class MatMulKernel : public OpKernel {
+class MatMulKernel : public MatMulAttrsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(ta_, node.attr<bool>("transpose_a"));
-    RN_ASSIGN_OR_RETURN(tb_, node.attr<bool>("transpose_b"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
@@ -154,15 +149,35 @@ class MatMulKernel : public OpKernel {
     }
     return absl::OkStatus();
   }
+};
 
- private:
-  bool ta_ = false;
-  bool tb_ = false;
+// matmul_add(acc, a, b): acc's buffer, when the kernel may take it over,
+// or a copy of it, then the product added in by the sgemm itself.
+class MatMulAddKernel : public MatMulAttrsKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& acc = ctx->input(0);
+    const Tensor& a = ctx->input(1);
+    const Tensor& b = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(const MatMulPlan d, PlanMatMulAdd(acc, a, b, ta_, tb_));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(
+        Tensor * out, ctx->forward_input_or_allocate(0, 0, d.out, &forwarded));
+    if (!forwarded) std::memcpy(out->raw_data(), acc.raw_data(), acc.bytes());
+    if (out->num_elements() == 0) return absl::OkStatus();
+    ConstMatrixF32 am{a.data<float>(), d.ta ? 1 : d.a_cols,
+                      d.ta ? d.a_cols : 1};
+    ConstMatrixF32 bm{b.data<float>(), d.tb ? 1 : d.b_cols,
+                      d.tb ? d.b_cols : 1};
+    return GemmF32(ctx->intra_op_pool(), d.m, d.n, d.k, am, bm,
+                   out->data<float>(), d.n, /*accumulate=*/true);
+  }
 };
 
 RUNNEL_STATIC_INIT(MatMulKernels) {
   RegisterKernelForTypes<MatMulKernel, Half, BFloat16, float, double, int32_t,
                          int64_t>("matmul");
+  RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceCpu, DType::kF32);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gpu_device.h"
@@ -93,9 +94,10 @@ uint32_t Alignment(const void* p, int64_t stride_bytes) {
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
+// c = a·b, or c += a·b with `accumulate`.
 absl::Status RunProduct(GpuContext& gpu, const LtTypes& t, const MatMulPlan& p,
                         const Batch& batch, const char* a, const char* b,
-                        char* c) {
+                        char* c, bool accumulate = false) {
   const CublasLt& lt = gpu.lt();
   cublasLtMatmulDesc_t raw_op = nullptr;
   RN_CUBLAS(lt.cublasLtMatmulDescCreate(&raw_op, t.compute, t.scale));
@@ -147,8 +149,8 @@ absl::Status RunProduct(GpuContext& gpu, const LtTypes& t, const MatMulPlan& p,
         StrCat("cublasLtMatmulAlgoGetHeuristic: no algorithm for ", p.m, "x",
                p.k, " @ ", p.k, "x", p.n));
   }
-  const float alpha_f = 1, beta_f = 0;
-  const double alpha_d = 1, beta_d = 0;
+  const float alpha_f = 1, beta_f = accumulate ? 1 : 0;
+  const double alpha_d = 1, beta_d = accumulate ? 1 : 0;
   const bool f64 = t.scale == CUDA_R_64F;
   const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = f64 ? static_cast<const void*>(&beta_d) : &beta_f;
@@ -169,14 +171,8 @@ int64_t UniformStride(const std::vector<int64_t>& offsets) {
   return offsets[0] == 0 ? s : -1;
 }
 
-class MatMulKernel : public OpKernel {
+class MatMulKernel : public MatMulAttrsKernel {
  public:
-  absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(ta_, node.attr<bool>("transpose_a"));
-    RN_ASSIGN_OR_RETURN(tb_, node.attr<bool>("transpose_b"));
-    return absl::OkStatus();
-  }
-
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
@@ -220,16 +216,41 @@ class MatMulKernel : public OpKernel {
     }
     return absl::OkStatus();
   }
+};
 
- private:
-  bool ta_ = false;
-  bool tb_ = false;
+// matmul_add(acc, a, b) for f32 matrices (the CPU kernel's semantics):
+// acc's buffer when the kernel may take it over, else a copy of it, then
+// the product added in by cuBLASLt (beta 1).
+class MatMulAddKernel : public MatMulAttrsKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& acc = ctx->input(0);
+    const Tensor& a = ctx->input(1);
+    const Tensor& b = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(LtTypes types, TypesOf(a.dtype()));
+    RN_ASSIGN_OR_RETURN(const MatMulPlan p, PlanMatMulAdd(acc, a, b, ta_, tb_));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(
+        Tensor * out, ctx->forward_input_or_allocate(0, 0, p.out, &forwarded));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    if (!forwarded) {
+      RN_CUDA(cudaMemcpyAsync(out->raw_data(), acc.raw_data(), acc.bytes(),
+                              cudaMemcpyDeviceToDevice, gpu.compute()));
+    }
+    if (p.k == 0) return absl::OkStatus();
+    return RunProduct(gpu, types, p, {}, static_cast<const char*>(a.raw_data()),
+                      static_cast<const char*>(b.raw_data()),
+                      static_cast<char*>(out->raw_data()), /*accumulate=*/true);
+  }
 };
 
 RUNNEL_STATIC_INIT(GpuMatMulKernels) {
   for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
     RegisterKernel<MatMulKernel>("matmul", kDeviceGpu, d);
   }
+  RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceGpu, DType::kF32);
 }
 
 }  // namespace

@@ -20,18 +20,23 @@ namespace {
 
 using ::runnel::testing::Add;
 using ::runnel::testing::BuildLoop;
+using ::runnel::testing::F32;
 using ::runnel::testing::F64;
 using ::runnel::testing::I32;
 
 using ::runnel::testing::Const;
 
-NodeOut F64Input(Graph& g, const std::string& name, Shape shape) {
-  absl::StatusOr<Node*> n = g.AddNode(
-      {.name = name,
-       .op = "placeholder",
-       .attrs = {{"dtype", DType::kF64}, {"shape", std::move(shape)}}});
+NodeOut Input(Graph& g, const std::string& name, Shape shape, DType dtype) {
+  absl::StatusOr<Node*> n =
+      g.AddNode({.name = name,
+                 .op = "placeholder",
+                 .attrs = {{"dtype", dtype}, {"shape", std::move(shape)}}});
   EXPECT_TRUE(n.ok()) << n.status();
   return {*n, 0};
+}
+
+NodeOut F64Input(Graph& g, const std::string& name, Shape shape) {
+  return Input(g, name, std::move(shape), DType::kF64);
 }
 
 double Scalar(const Tensor& t) { return t.ToDoubles().at(0); }
@@ -115,6 +120,84 @@ TEST(BackpropTest, ARecurrenceMatchesFiniteDifferences) {
     up[i] += eps;
     down[i] -= eps;
     EXPECT_NEAR(dh[i], (run(wv, up) - run(wv, down)) / (2 * eps), 1e-7);
+  }
+}
+
+// h = tanh(h @ w + x) for 4 iterations in f32, y = sum(h): the backward
+// loop adds each iteration's h^T dz into dy/dw with matmul_add (one sgemm
+// with beta 1, no add). Against the same recurrence differentiated by hand
+// in double.
+TEST(BackpropTest, AWeightsGradientIsAddedInByTheProduct) {
+  constexpr int kSteps = 4, kRows = 2, kUnits = 3;
+  auto g = std::make_shared<Graph>();
+  NodeOut w = Input(*g, "w", Shape{kUnits, kUnits}, DType::kF32);
+  NodeOut x = Input(*g, "x", Shape{kRows, kUnits}, DType::kF32);
+  NodeOut h0 = Input(*g, "h0", Shape{kRows, kUnits}, DType::kF32);
+  auto exits =
+      BuildLoop(*g, "rnn", {h0}, Const(*g, I32({kSteps}, {})),
+                [&](WhileBuilder& wb, NodeOut, std::vector<NodeOut> v) {
+                  NodeOut wi = *wb.EnterInvariant(w);
+                  NodeOut xi = *wb.EnterInvariant(x);
+                  Node* hw = Add(*g, g->UniqueName("hw"), "matmul", {v[0], wi});
+                  Node* a = Add(*g, g->UniqueName("a"), "add", {{hw, 0}, xi});
+                  return std::vector<NodeOut>{
+                      {Add(*g, g->UniqueName("tanh"), "tanh", {{a, 0}}), 0}};
+                });
+  Node* y = Add(*g, "y", "sum", {exits[1]});
+  absl::StatusOr<std::vector<NodeOut>> d = AddGradients(g.get(), {y, 0}, {w});
+  ASSERT_TRUE(d.ok()) << d.status();
+  int added = 0;
+  for (const Node* n : g->nodes()) added += n->op() == "matmul_add";
+  EXPECT_EQ(added, 1);
+
+  const std::vector<float> wv = {0.9f,  -1.2f, 0.4f, 0.3f, 0.5f,
+                                 -0.7f, 0.2f,  0.8f, -0.1f};
+  const std::vector<float> xv = {0.1f, 0.3f, -0.2f, -0.4f, 0.6f, 0.2f};
+  const std::vector<float> hv = {0.5f, -0.4f, 0.8f, 0.1f, 0.2f, -0.3f};
+  Session s(g, {.num_threads = 2});
+  auto out = s.Run({{w, F32(wv, {kUnits, kUnits})},
+                    {x, F32(xv, {kRows, kUnits})},
+                    {h0, F32(hv, {kRows, kUnits})}},
+                   {(*d)[0]}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<double> dw = (*out)[0].ToDoubles();
+
+  // By hand: forward, keeping every h; backward, dz = dh (1 - h'^2),
+  // dw += h^T dz, dh = dz w^T.
+  std::vector<std::vector<double>> hs = {
+      std::vector<double>(hv.begin(), hv.end())};
+  for (int t = 0; t < kSteps; ++t) {
+    std::vector<double> next(kRows * kUnits);
+    for (int r = 0; r < kRows; ++r) {
+      for (int j = 0; j < kUnits; ++j) {
+        double z = xv[r * kUnits + j];
+        for (int p = 0; p < kUnits; ++p) {
+          z += hs[t][r * kUnits + p] * wv[p * kUnits + j];
+        }
+        next[r * kUnits + j] = std::tanh(z);
+      }
+    }
+    hs.push_back(next);
+  }
+  std::vector<double> want(kUnits * kUnits, 0.0), dh(kRows * kUnits, 1.0);
+  for (int t = kSteps - 1; t >= 0; --t) {
+    std::vector<double> dz(kRows * kUnits), back(kRows * kUnits, 0.0);
+    for (int i = 0; i < kRows * kUnits; ++i) {
+      dz[i] = dh[i] * (1 - hs[t + 1][i] * hs[t + 1][i]);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      for (int p = 0; p < kUnits; ++p) {
+        for (int j = 0; j < kUnits; ++j) {
+          want[p * kUnits + j] += hs[t][r * kUnits + p] * dz[r * kUnits + j];
+          back[r * kUnits + p] += dz[r * kUnits + j] * wv[p * kUnits + j];
+        }
+      }
+    }
+    dh = back;
+  }
+  ASSERT_EQ(dw.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(dw[i], want[i], 1e-5) << "element " << i;
   }
 }
 

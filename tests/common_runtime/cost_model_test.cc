@@ -106,8 +106,9 @@ TEST(CostModelTest, KernelClasses) {
 TEST(CostModelTest, OpDefsDeclareTheirClasses) {
   const std::vector<std::pair<KernelClass, std::vector<std::string>>> kWas = {
       {KernelClass::kMatmul,
-       {"matmul", "conv2d", "conv2d_backprop_filter", "conv2d_backprop_input",
-        "conv3d", "conv3d_backprop_filter", "conv3d_backprop_input"}},
+       {"matmul", "matmul_add", "conv2d", "conv2d_backprop_filter",
+        "conv2d_backprop_input", "conv3d", "conv3d_backprop_filter",
+        "conv3d_backprop_input"}},
       {KernelClass::kTranscendental,
        {"exp",
         "log",

@@ -159,6 +159,41 @@ TEST(GradientCheck, MatMul) {
   }
 }
 
+// matmul_add is f32 only: its gradient is checked through casts from and
+// to f64, with a step and tolerance for f32 arithmetic.
+TEST(GradientCheck, MatMulAdd) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb);
+      Shape a = ta ? Shape{3, 2} : Shape{2, 3};
+      Shape b = tb ? Shape{4, 3} : Shape{3, 4};
+      CheckGradientOf(
+          [&](Graph& g, const std::vector<NodeOut>& in) {
+            std::vector<NodeOut> f32;
+            for (NodeOut x : in) {
+              f32.push_back({*g.AddNode({.name = g.UniqueName("to_f32"),
+                                         .op = "cast",
+                                         .inputs = {x},
+                                         .attrs = {{"dtype", DType::kF32}}}),
+                             0});
+            }
+            Node* sum = *g.AddNode(
+                {.name = "sum",
+                 .op = "matmul_add",
+                 .inputs = f32,
+                 .attrs = {{"transpose_a", ta}, {"transpose_b", tb}}});
+            return std::vector<NodeOut>{
+                {*g.AddNode({.name = "to_f64",
+                             .op = "cast",
+                             .inputs = {{sum, 0}},
+                             .attrs = {{"dtype", DType::kF64}}}),
+                 0}};
+          },
+          {Diff({2, 4}), Diff(a), Diff(b)}, {.step = 1e-3, .tolerance = 2e-3});
+    }
+  }
+}
+
 TEST(GradientCheck, SoftmaxAndLosses) {
   CheckGradient("softmax", {Diff({2, 5})});
   CheckGradient("softmax", {Diff({3, 2})}, {{"axis", int64_t{0}}});

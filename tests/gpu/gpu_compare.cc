@@ -140,8 +140,8 @@ void Compare(const std::string& op, const std::vector<Tensor>& inputs,
   EXPECT_NE(std::find(gpu.on_gpu.begin(), gpu.on_gpu.end(), "y"),
             gpu.on_gpu.end())
       << what << " did not run on the GPU";
-  const Tolerance tol =
-      ToleranceOf(cpu.values[0].dtype(), long_sum || op == "matmul");
+  const Tolerance tol = ToleranceOf(
+      cpu.values[0].dtype(), long_sum || op == "matmul" || op == "matmul_add");
   for (size_t i = 0; i < cpu.values.size(); ++i) {
     const int grad_index = static_cast<int>(i) - cpu.num_outputs;
     ExpectClose(gpu.values[i], cpu.values[i],

@@ -146,6 +146,17 @@ TEST(GpuKernelsTest, MatMul) {
               {{"transpose_a", m.ta}, {"transpose_b", m.tb}}, grad);
     }
   }
+  // matmul_add (acc + a @ b, f32 matrices): cuBLASLt with beta 1.
+  for (const M& m : cases) {
+    if (m.a.rank() != 2 || m.b.rank() != 2) continue;
+    const Shape acc{m.a.dim(m.ta ? 1 : 0), m.b.dim(m.tb ? 0 : 1)};
+    Compare("matmul_add",
+            {Random(DType::kF32, acc, 13, -1, 1),
+             Random(DType::kF32, m.a, 11, -1, 1),
+             Random(DType::kF32, m.b, 12, -1, 1)},
+            {{"transpose_a", m.ta}, {"transpose_b", m.tb}},
+            m.a.num_elements() < 10000);
+  }
 }
 
 // The allocator's limit holds, and running out names the sizes.

@@ -96,6 +96,43 @@ TEST(MatMulTest, LargeAgainstNaive) {
   }
 }
 
+// matmul_add(acc, a, b) = acc + op(a) op(b), in every transpose
+// combination and at a width whose B is spread first; acc is unchanged.
+TEST(MatMulTest, MatMulAddAgainstNaive) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case cs :
+       {Case{3, 4, 2}, Case{37, 29, 53}, Case{20, 512, 9}, Case{5, 7, 0}}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      std::vector<float> a = MatMulPattern(cs.m * cs.k, 5);
+      std::vector<float> b = MatMulPattern(cs.k * cs.n, 6);
+      std::vector<float> acc = MatMulPattern(cs.m * cs.n, 7);
+      Shape sa = ta ? Shape{cs.k, cs.m} : Shape{cs.m, cs.k};
+      Shape sb = tb ? Shape{cs.n, cs.k} : Shape{cs.k, cs.n};
+      Tensor acc_t = F32(acc, {cs.m, cs.n});
+      Tensor c = Run1("matmul_add", {acc_t, F32(a, sa), F32(b, sb)},
+                      {{"transpose_a", ta}, {"transpose_b", tb}});
+      SCOPED_TRACE(StrCat(cs.m, "x", cs.k, "x", cs.n, " ta=", ta, " tb=", tb));
+      std::vector<double> want = NaiveMatMul(a, b, cs.m, cs.n, cs.k, ta, tb);
+      for (size_t i = 0; i < want.size(); ++i) want[i] += acc[i];
+      ExpectTensor(c, DType::kF32, {cs.m, cs.n}, want, 1e-4);
+      ExpectTensor(acc_t, DType::kF32, {cs.m, cs.n},
+                   std::vector<double>(acc.begin(), acc.end()), 0);
+    }
+  }
+  EXPECT_EQ(std::string(RunError("matmul_add",
+                                 {F32({1, 2}, {1, 2}), F32({1, 2}, {1, 2}),
+                                  F32({1, 2}, {2, 1})})
+                            .message()),
+            "matmul_add: the sum f32[1,2] does not match the product f32[1,1]");
+  EXPECT_EQ(RunError("matmul_add",
+                     {F64({1}, {1, 1}), F64({1}, {1, 1}), F64({1}, {1, 1})})
+                .message(),
+            "matmul_add: expected f32 tensors, got f64[1,1] as input 0");
+}
+
 TEST(MatMulTest, SameResultOnOneThread) {
   for (int64_t n : {90, 512}) {
     std::vector<float> a = MatMulPattern(150 * 400, 3),
