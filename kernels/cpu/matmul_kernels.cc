@@ -18,15 +18,18 @@
 namespace runnel {
 namespace {
 
+// c = a @ b for the plan's products, or c += a @ b with `accumulate`.
 absl::Status MatMulF32(ThreadPool* pool, const MatMulPlan& d, const float* a,
                        const float* b, float* c,
                        const std::vector<int64_t>& a_off,
-                       const std::vector<int64_t>& b_off) {
+                       const std::vector<int64_t>& b_off,
+                       bool accumulate = false) {
   const int64_t batch = static_cast<int64_t>(a_off.size());
   auto one = [&](ThreadPool* p, int64_t i) {
     ConstMatrixF32 am{a + a_off[i], d.ta ? 1 : d.a_cols, d.ta ? d.a_cols : 1};
     ConstMatrixF32 bm{b + b_off[i], d.tb ? 1 : d.b_cols, d.tb ? d.b_cols : 1};
-    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n);
+    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n,
+                   accumulate);
   };
   const int threads = pool->num_threads();
   if (batch == 1 || d.m * d.n * d.k >= threads * kMinGemmWorkPerThread * 4) {
@@ -165,12 +168,9 @@ class MatMulAddKernel : public MatMulAttrsKernel {
         Tensor * out, ctx->forward_input_or_allocate(0, 0, d.out, &forwarded));
     if (!forwarded) std::memcpy(out->raw_data(), acc.raw_data(), acc.bytes());
     if (out->num_elements() == 0) return absl::OkStatus();
-    ConstMatrixF32 am{a.data<float>(), d.ta ? 1 : d.a_cols,
-                      d.ta ? d.a_cols : 1};
-    ConstMatrixF32 bm{b.data<float>(), d.tb ? 1 : d.b_cols,
-                      d.tb ? d.b_cols : 1};
-    return GemmF32(ctx->intra_op_pool(), d.m, d.n, d.k, am, bm,
-                   out->data<float>(), d.n, /*accumulate=*/true);
+    return MatMulF32(ctx->intra_op_pool(), d, a.data<float>(), b.data<float>(),
+                     out->data<float>(), d.a_offsets, d.b_offsets,
+                     /*accumulate=*/true);
   }
 };
 
