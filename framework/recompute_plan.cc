@@ -27,10 +27,11 @@ std::string PlanDoesNotFit(const LoopStackSizes& s, const CheckpointPlan& plan,
       " bytes even computing its values again (", s.trips,
       " iterations; the state, ", s.state, " bytes, saved every ", plan.k, "; ",
       s.recomputed, " bytes computed again per iteration",
-      s.stored > 0 ? StrCat("; ", s.stored,
-                            " bytes stored per iteration: random draws, "
-                            "variable reads, nested loops' results")
-                   : "",
+      s.stored > 0
+          ? StrCat("; ", s.stored,
+                   " bytes stored per iteration: random draws' indices, "
+                   "variable reads, nested loops' results")
+          : "",
       ")");
 }
 

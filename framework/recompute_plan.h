@@ -12,7 +12,8 @@ namespace runnel {
 
 // Bytes a loop's gradient keeps per iteration: `recomputed` can be computed
 // again from the state (`state` bytes, saved every k iterations), `stored`
-// cannot (random draws, variable reads, nested loops' results).
+// cannot (the index of each random draw, variable reads, queue elements,
+// nested loops' results).
 struct LoopStackSizes {
   int64_t trips = 0;
   int64_t recomputed = 0;

@@ -601,6 +601,35 @@ absl::StatusOr<Value> GraphBuilder::ApplyOp(const std::string& op,
   return Value::Tuple(std::move(out));
 }
 
+bool GraphBuilder::InLoopBody() const {
+  for (const CfContext* cf = context_.cf; cf != nullptr; cf = cf->parent) {
+    if (cf->kind == CfContext::Kind::kLoop) return true;
+  }
+  return false;
+}
+
+// random_reserve for a draw of random op `op` (dropout draws only when
+// training at a nonzero rate) from the counter of node `stream`.
+absl::StatusOr<Value> GraphBuilder::ReserveDraws(
+    const std::string& op, const std::vector<Value>& inputs,
+    const AttrMap& attrs, const std::string& stream, const OpSite& site) {
+  Value shape = inputs[0], on = Value::Bool(true);
+  if (op == "dropout") {
+    RN_ASSIGN_OR_RETURN(shape, ApplyOp("shape_of", {inputs[0]}, {}, site));
+    RN_ASSIGN_OR_RETURN(
+        Value rated,
+        ApplyOp("not_equal", {inputs[1], Value::Float(0)}, {}, site));
+    RN_ASSIGN_OR_RETURN(on,
+                        ApplyOp("logical_and", {inputs[2], rated}, {}, site));
+  }
+  auto seed = attrs.find("seed");
+  return ApplyOp(
+      "random_reserve", {shape, on},
+      {{"seed", seed != attrs.end() ? seed->second : AttrValue(int64_t{-1})},
+       {"stream", stream}},
+      site);
+}
+
 absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     const std::string& op, std::vector<Value> inputs, AttrMap attrs,
     const OpSite& site, std::vector<Node*> control) {
@@ -634,8 +663,9 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
   }
   const bool defer = context_.cf == nullptr && (random || deferred_depth > 0);
   // Ops without outputs only make sense in the graph (noop, group).
-  const bool graph_only =
-      op == "noop" || !control.empty() || (random && context_.cf != nullptr);
+  const bool graph_only = op == "noop" || op == "random_reserve" ||
+                          !control.empty() ||
+                          (random && context_.cf != nullptr);
   if (all_concrete && !graph_only) {
     const AttrMap attrs_copy = all_literal || defer ? attrs : AttrMap();
     std::vector<Tensor> tensors;
@@ -682,6 +712,21 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
   }
   NodeSpec spec;
   spec.op = op;
+  if (random && InLoopBody()) {
+    // A draw in an in-graph loop's body is two nodes: random_reserve, the
+    // stateful one, which reserves from the node's counter the draws a
+    // run of the op would, and the op's replay NAME_at, a pure function of
+    // its inputs and the first draw's index (framework/ops/random_ops.cc).
+    // The draws are those of the op itself; a gradient that recomputes
+    // the loop's iterations stores the index, not the draws, and computes
+    // them again (common_runtime/backprop.cc).
+    spec.name = NewNodeName(site.name_hint.empty() ? op : site.name_hint);
+    RN_ASSIGN_OR_RETURN(Value first,
+                        ReserveDraws(op, inputs, attrs, spec.name, site));
+    inputs.push_back(std::move(first));
+    attrs["stream"] = spec.name;
+    spec.op = StrCat(op, "_at");
+  }
   spec.attrs = std::move(attrs);
   spec.control_inputs = std::move(control);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -697,7 +742,8 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     RN_ASSIGN_OR_RETURN(NodeOut o, ToGraph(v, site.span));
     spec.inputs.push_back(o);
   }
-  spec.name = NewNodeName(site.name_hint.empty() ? op : site.name_hint);
+  if (spec.name.empty())
+    spec.name = NewNodeName(site.name_hint.empty() ? op : site.name_hint);
   RN_ASSIGN_OR_RETURN(Node * node, AddNode(std::move(spec), site, inputs));
   std::vector<Value> values;
   if (node->num_outputs() == 0) {

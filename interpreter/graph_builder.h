@@ -197,6 +197,17 @@ class GraphBuilder {
                                               std::vector<Value> inputs,
                                               AttrMap attrs, const OpSite& site,
                                               std::vector<Node*> control = {});
+  // Whether the code being built is in an in-graph loop's body (perhaps in
+  // a branch in it).
+  bool InLoopBody() const;
+  // The first draw's index, from a random_reserve node, for a draw of
+  // random op `op` on `inputs` in a loop's body (ApplyOpN makes the op's
+  // replay, NAME_at); `stream` names the draw's node.
+  absl::StatusOr<Value> ReserveDraws(const std::string& op,
+                                     const std::vector<Value>& inputs,
+                                     const AttrMap& attrs,
+                                     const std::string& stream,
+                                     const OpSite& site);
   // Casts the bare literals among `inputs` that share a dtype with other
   // inputs of `def`'s op (its dtype groups) to that dtype.
   absl::Status Promote(const OpDef& def, std::vector<Value>* inputs,

@@ -810,12 +810,17 @@ const std::map<std::string, Emit>& Table() {
       SetFloat(p, "epsilon", n.attr<double>("eps").value_or(1e-5));
       return absl::OkStatus();
     };
-    (*t)["dropout"] = [](Exporter& e, const Node& n) {
-      // Runnel's and ONNX's dropout both scale what they keep by
-      // 1 / (1 - rate); the mask output is not the scale output.
-      e.Add(n, "Dropout", {e.In(n, 0), e.In(n, 1), e.In(n, 2)}, {e.Out(n)});
-      return absl::OkStatus();
-    };
+    // dropout_at is dropout in an in-graph loop's body, its draws reserved
+    // by a random_reserve node (its `first` input), which ONNX's Dropout
+    // does not need.
+    for (const char* op : {"dropout", "dropout_at"}) {
+      (*t)[op] = [](Exporter& e, const Node& n) {
+        // Runnel's and ONNX's dropout both scale what they keep by
+        // 1 / (1 - rate); the mask output is not the scale output.
+        e.Add(n, "Dropout", {e.In(n, 0), e.In(n, 1), e.In(n, 2)}, {e.Out(n)});
+        return absl::OkStatus();
+      };
+    }
     return t;
   }();
   return *table;
@@ -906,6 +911,14 @@ absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
 // emits the whole Loop or If, after every value from outside that any of
 // its nodes reads (an initial value may be read by one loop variable only,
 // which the first exit does not need).
+// The inputs an export follows: a random op's replay in a loop (NAME_at)
+// draws with ONNX's own generator, so its last input, `first` (the index
+// a random_reserve node gives), is not exported.
+absl::Span<const NodeOut> Followed(const Node& n) {
+  absl::Span<const NodeOut> in = n.inputs();
+  return n.op().ends_with("_at") ? in.first(in.size() - 1) : in;
+}
+
 absl::Status Exporter::Ensure(const Node* n) {
   if (emitted_.count(n) > 0) return absl::OkStatus();
   std::string group;  // the loop's frame or the conditional's predicate
@@ -920,7 +933,7 @@ absl::Status Exporter::Ensure(const Node* n) {
   }
   if (group.empty()) {
     emitted_.insert(n);
-    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(Ensure(in.node));
+    for (const NodeOut& in : Followed(*n)) RN_RETURN_IF_ERROR(Ensure(in.node));
     RN_RETURN_IF_ERROR(Node_(*n));
     for (int i = 0; i < n->num_outputs(); ++i)
       seen_names_.insert(Name(Of(*n, i)));
@@ -942,7 +955,7 @@ absl::Status Exporter::Ensure(const Node* n) {
   }
   for (const Node* m : members) emitted_.insert(m);
   for (const Node* m : members) {
-    for (const NodeOut& in : m->inputs()) {
+    for (const NodeOut& in : Followed(*m)) {
       if (!in_group(in.node)) RN_RETURN_IF_ERROR(Ensure(in.node));
     }
   }
@@ -1161,7 +1174,7 @@ absl::Status Exporter::Loop(const std::string& frame,
       return absl::OkStatus();
     }
     done.insert(n);
-    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(emit(in.node));
+    for (const NodeOut& in : Followed(*n)) RN_RETURN_IF_ERROR(emit(in.node));
     if (n->op() == "exit" || n->op() == "next_iteration" ||
         n->op() == "loop_cond") {
       return absl::OkStatus();
@@ -1282,7 +1295,7 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   std::function<absl::Status(const Node*)> visit =
       [&](const Node* n) -> absl::Status {
     if (!seen.insert(n).second) return absl::OkStatus();
-    for (const NodeOut& in : n->inputs()) RN_RETURN_IF_ERROR(visit(in.node));
+    for (const NodeOut& in : Followed(*n)) RN_RETURN_IF_ERROR(visit(in.node));
     order.push_back(n);
     return absl::OkStatus();
   };

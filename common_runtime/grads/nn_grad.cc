@@ -315,14 +315,23 @@ RUNNEL_REGISTER_GRADIENT("avg_pool_grad", AvgPoolGradGrad("avg_pool"));
 RUNNEL_REGISTER_GRADIENT("avg_pool3d_grad", AvgPoolGradGrad("avg_pool3d"));
 
 // dropout's second output is the mask it multiplied by: y = x * scale.
-RUNNEL_REGISTER_GRADIENT("dropout",
-                         [](GradBuilder& g, const Grads& dy) -> Grads {
-                           return {g.Mul(dy[0], g.y(1)), {}, {}};
-                         });
+// Its replay (a recomputed loop's, framework/ops/random_ops.cc) also takes
+// `first`, which has no gradient.
+Grads DropoutGrad(GradBuilder& g, const Grads& dy) {
+  Grads dx = {g.Mul(dy[0], g.y(1)), {}, {}};
+  if (g.node().num_inputs() == 4) dx.push_back({});
+  return dx;
+}
+RUNNEL_REGISTER_GRADIENT("dropout", DropoutGrad);
+RUNNEL_REGISTER_GRADIENT("dropout_at", DropoutGrad);
 
 RUNNEL_NO_GRADIENT("random_normal");
 RUNNEL_NO_GRADIENT("random_uniform");
 RUNNEL_NO_GRADIENT("truncated_normal");
+RUNNEL_NO_GRADIENT("random_normal_at");
+RUNNEL_NO_GRADIENT("random_uniform_at");
+RUNNEL_NO_GRADIENT("truncated_normal_at");
+RUNNEL_NO_GRADIENT("random_reserve");
 
 }  // namespace
 }  // namespace runnel

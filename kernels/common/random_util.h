@@ -20,9 +20,19 @@
 namespace runnel {
 
 // Reserves `n` draws of the node's stream (its RandomCounter resource) for
-// a node whose `seed` attribute is `seed`.
+// a node whose `seed` attribute is `seed`. A replay (NAME_at, framework/
+// ops/random_ops.cc) reserves nothing: its draws start at its last input,
+// `first` (in host memory), in the stream of node `stream`.
 absl::StatusOr<RandomSampler> ReserveSamples(OpKernelContext* ctx, int64_t seed,
                                              int64_t n);
+
+// The random ops' replays, NAME_at: op `op` is one.
+bool IsRandomReplay(std::string_view op);
+
+// random_reserve, on the host for every device (its inputs and output in
+// host memory): reserves the draws of node `stream`'s counter and gives
+// the first one's index.
+void RegisterRandomReserveKernel(const std::string& device);
 
 // An int or float attribute as an integer, exactly for ints (a float is
 // rounded up).

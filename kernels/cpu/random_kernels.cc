@@ -157,14 +157,20 @@ class DropoutKernel : public RandomKernel {
 };
 
 RUNNEL_STATIC_INIT(RandomKernels) {
-  RegisterKernelForTypes<RandomNormalKernel, Half, BFloat16, float, double>(
-      "random_normal");
-  RegisterKernelForTypes<TruncatedNormalKernel, Half, BFloat16, float, double>(
-      "truncated_normal");
-  RegisterKernelForTypes<RandomUniformKernel, Half, BFloat16, float, double,
-                         int8_t, uint8_t, int32_t, int64_t>("random_uniform");
-  RegisterKernelForTypes<DropoutKernel, Half, BFloat16, float, double>(
-      "dropout");
+  // Each op and its replay (framework/ops/random_ops.cc): one kernel,
+  // which reserves its draws or takes the replay's `first`.
+  for (const char* at : {"", "_at"}) {
+    RegisterKernelForTypes<RandomNormalKernel, Half, BFloat16, float, double>(
+        StrCat("random_normal", at));
+    RegisterKernelForTypes<TruncatedNormalKernel, Half, BFloat16, float,
+                           double>(StrCat("truncated_normal", at));
+    RegisterKernelForTypes<RandomUniformKernel, Half, BFloat16, float, double,
+                           int8_t, uint8_t, int32_t, int64_t>(
+        StrCat("random_uniform", at));
+    RegisterKernelForTypes<DropoutKernel, Half, BFloat16, float, double>(
+        StrCat("dropout", at));
+  }
+  RegisterRandomReserveKernel(kDeviceCpu);
 }
 
 }  // namespace

@@ -24,7 +24,14 @@ absl::StatusOr<Shape> SampleShape(OpKernelContext* ctx) {
   if (node.output_shape(0).IsFullyDefined()) return node.output_shape(0);
   const Tensor& dims = ctx->input(0);
   RN_ASSIGN_OR_RETURN(Tensor host, GpuContextOf(ctx).ToHost(dims));
-  ShapeContext sc(node.attrs(), {{dims.dtype(), dims.shape()}}, {&host});
+  // A replay's `first` too: its shape function checks it.
+  std::vector<TensorSpec> specs;
+  std::vector<const Tensor*> values = {&host};
+  for (int i = 0; i < ctx->num_inputs(); ++i) {
+    specs.push_back({ctx->input(i).dtype(), ctx->input(i).shape()});
+    if (i > 0) values.push_back(nullptr);
+  }
+  ShapeContext sc(node.attrs(), std::move(specs), std::move(values));
   absl::StatusOr<std::vector<TensorSpec>> out = node.op_def().shape_fn(sc);
   if (!out.ok()) {
     return absl::Status(out.status().code(),
@@ -126,14 +133,22 @@ class GpuDropoutKernel : public OpKernel {
 };
 
 RUNNEL_STATIC_INIT(GpuRandomKernels) {
-  RegisterKernelForTypes<GpuRandomNormal, float, double>("random_normal",
-                                                         kDeviceGpu);
-  RegisterKernelForTypes<GpuTruncatedNormal, float, double>("truncated_normal",
-                                                            kDeviceGpu);
-  RegisterKernelForTypes<GpuRandomUniform, float, double, int32_t, int64_t>(
-      "random_uniform", kDeviceGpu);
-  RegisterKernelForTypes<GpuDropoutKernel, float, double>("dropout",
-                                                          kDeviceGpu);
+  // Each op and its replay (framework/ops/random_ops.cc), whose last input,
+  // `first`, is read on the host.
+  for (bool at : {false, true}) {
+    const std::string suffix = at ? "_at" : "";
+    const HostMemory sampled = at ? HostMemory{.inputs = {1}} : HostMemory{};
+    RegisterKernelForTypes<GpuRandomNormal, float, double>(
+        StrCat("random_normal", suffix), kDeviceGpu, sampled);
+    RegisterKernelForTypes<GpuTruncatedNormal, float, double>(
+        StrCat("truncated_normal", suffix), kDeviceGpu, sampled);
+    RegisterKernelForTypes<GpuRandomUniform, float, double, int32_t, int64_t>(
+        StrCat("random_uniform", suffix), kDeviceGpu, sampled);
+    RegisterKernelForTypes<GpuDropoutKernel, float, double>(
+        StrCat("dropout", suffix), kDeviceGpu,
+        at ? HostMemory{.inputs = {3}} : HostMemory{});
+  }
+  RegisterRandomReserveKernel(kDeviceGpu);
 }
 
 }  // namespace

@@ -139,7 +139,10 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "sigmoid_cross_entropy",
         "random_normal",
         "random_uniform",
-        "truncated_normal"}},
+        "truncated_normal",
+        "random_normal_at",
+        "random_uniform_at",
+        "truncated_normal_at"}},
       {KernelClass::kReduction,
        {"sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin",
         "l2_loss", "sum_to_like", "cumsum", "top_k", "unique_all", "layer_norm",
@@ -172,6 +175,7 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "loop_cond",
         "stack_new",
         "recompute_plan",
+        "random_reserve",
         "queue"}}};
   int classified = 0;
   for (const auto& [cls, ops] : kWas) {

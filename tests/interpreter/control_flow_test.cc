@@ -148,6 +148,33 @@ TEST_F(ControlFlowTest, RecomputingLoopGradientFitsTheBudget) {
   EXPECT_LE(k[0], 300);
 }
 
+// Dropout in the loop: its mask, as large as the state, is drawn again
+// when recomputing, from the index of its first draw, which is all the
+// forward loop stores of it (8 bytes an iteration: random_reserve's, while
+// the draw itself is dropout_at's). Stored, the masks alone would need the
+// whole 40 MB, and the budget would refuse the loop.
+TEST_F(ControlFlowTest, RecomputationDrawsADropoutMaskAgain) {
+  CpuAllocator* cpu = CpuAllocator::Get();
+  const size_t before = cpu->bytes_in_use();
+  cpu->ResetPeak();
+  const size_t stacks = size_t{10000} * 1000 * sizeof(float);
+  ASSERT_EQ(Run(R"RNL(
+input u: f32[1000]
+let y = loop x = u for i in 0..10000 { x * 0.999 + dropout(sin(x), 0.5, seed = 3) * 0.001 }
+let g = grad(sum(y), u)
+let v = run g with {u: ones([1000])}
+assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
+)RNL",
+                stacks / 10),
+            0)
+      << err();
+  const size_t peak = cpu->peak_bytes_in_use() - before;
+  EXPECT_LE(peak, stacks / 10) << "within the budget";
+  EXPECT_GT(KeepingReads(), 0) << "the saved state is read back";
+  EXPECT_EQ(Count("random_reserve"), 1);
+  EXPECT_EQ(Count("dropout_at"), 2) << "the forward loop's and its copy's";
+}
+
 // A budget the stacks fit: nothing is recomputed.
 TEST_F(ControlFlowTest, BudgetTheStacksFitChangesNothing) {
   ASSERT_EQ(Run(kLongLoop, int64_t{1} << 30), 0) << err();
