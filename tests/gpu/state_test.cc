@@ -346,6 +346,30 @@ TEST(GpuStateTest, RandomNumbersMatchTheCpu) {
              Tensor::FromVector(std::vector<bool>{true}, Shape{})},
             {{"seed", int64_t{6}}});
   }
+  // The replays of a draw in a loop (NAME_at): `first`, read on the host,
+  // places the draws in the stream of node `stream`, as on the CPU.
+  const Tensor first = Tensor::ScalarOf(DType::kI64, 12345);
+  for (DType d : {DType::kF32, DType::kF64}) {
+    const AttrMap attrs = {
+        {"dtype", d}, {"seed", int64_t{3}}, {"stream", "drawn"}};
+    Result cpu = RunOp("random_normal_at", {shape, first}, attrs, "", false);
+    Result gpu =
+        RunOp("random_normal_at", {shape, first}, attrs, "/gpu:0", false);
+    ASSERT_FALSE(gpu.on_gpu.empty());
+    ExpectClose(
+        gpu.values[0], cpu.values[0],
+        d == DType::kF32 ? Tolerance{1.2e-7, 1e-7} : Tolerance{1e-14, 1e-14},
+        StrCat("random_normal_at ", DTypeName(d)));
+    const std::vector<Tensor> in = {
+        Random(d, Shape{1 << 16}, 25), Tensor::ScalarOf(d, 0.3),
+        Tensor::FromVector(std::vector<bool>{true}, Shape{}), first};
+    const AttrMap dropout = {{"seed", int64_t{5}}, {"stream", "dropped"}};
+    cpu = RunOp("dropout_at", in, dropout, "", false);
+    gpu = RunOp("dropout_at", in, dropout, "/gpu:0", false);
+    ASSERT_FALSE(gpu.on_gpu.empty());
+    ExpectClose(gpu.values[0], cpu.values[0], {0, 0},
+                StrCat("dropout_at ", DTypeName(d)));
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/strings.h"
 #include "common_runtime/eager.h"
 #include "tests/util/test_util.h"
 
@@ -261,6 +262,54 @@ TEST(RandomTest, DropoutErrors) {
       ctx.Execute1("dropout", {I32({1}, {1}), I32({0}, {}), Bool({true}, {})});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("floating-point"));
+}
+
+// A draw in a loop's body is random_reserve and the op's replay (NAME_at):
+// the replay at the reserved index gives the op's own numbers, under
+// whatever node name, and each reservation advances the op's counter as a
+// run of the op would (none for dropout when not drawing).
+TEST(RandomTest, AReplayAtTheReservedIndexDrawsTheOpsNumbers) {
+  EagerContext ops({.num_threads = 2, .seed = 0});
+  EagerContext replays({.num_threads = 2, .seed = 0});
+  const Tensor shape = I32({3, 5}, {2});
+  const Tensor x = F32(std::vector<float>(15, 2.0f), {3, 5});
+  const Tensor rate = F32({0.4f}, {}), yes = Bool({true}, {});
+  auto reserve = [&](const Tensor& on) {
+    absl::StatusOr<Tensor> first = replays.Execute1(
+        "random_reserve", {shape, on}, {{"seed", int64_t{7}}, {"stream", "r"}});
+    EXPECT_TRUE(first.ok()) << first.status();
+    return first.ok() ? first->data<int64_t>()[0] : -1;
+  };
+  for (int run = 0; run < 2; ++run) {
+    const int64_t first = reserve(yes);
+    EXPECT_EQ(first, 15 * run);
+    const Tensor at = testing::I64({first}, {});
+    for (const char* op :
+         {"random_normal", "random_uniform", "truncated_normal"}) {
+      SCOPED_TRACE(op);
+      const AttrMap attrs = {{"seed", int64_t{7}}};
+      // Each op's own stream, at the same index in this test.
+      const Tensor drawn = Draw(ops, op, {shape}, attrs, StrCat("r_", op));
+      AttrMap replay = attrs;
+      replay["stream"] = StrCat("r_", op);
+      EXPECT_EQ(Draw(replays, StrCat(op, "_at"), {shape, at}, replay,
+                     StrCat("other_", op))
+                    .ToDoubles(),
+                drawn.ToDoubles());
+    }
+    const Tensor dropped = Draw(ops, "dropout", {x, rate, yes},
+                                {{"seed", int64_t{7}}}, "r_dropout");
+    EXPECT_EQ(Draw(replays, "dropout_at", {x, rate, yes, at},
+                   {{"seed", int64_t{7}}, {"stream", "r_dropout"}}, "d")
+                  .ToDoubles(),
+              dropped.ToDoubles());
+  }
+  EXPECT_EQ(reserve(Bool({false}, {})), 30) << "nothing reserved";
+  EXPECT_EQ(reserve(yes), 30);
+  absl::StatusOr<Tensor> bad = replays.Execute1(
+      "random_normal_at", {shape, I32({0}, {})}, {{"stream", "r"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("first must be an i64"));
 }
 
 }  // namespace
