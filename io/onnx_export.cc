@@ -162,8 +162,12 @@ class Exporter {
   onnx::ModelProto model_;
   onnx::GraphProto* main_;  // the model's graph
   onnx::GraphProto* g_;     // where nodes go: the main graph or a body
-  // Each node inside an in-graph loop, with the loop's frame name.
+  // Each node inside an in-graph loop, with the loop's frame name, and
+  // each loop's frame with the frame of the loop around it ("" for none).
   std::map<const Node*, std::string> frame_of_;
+  std::map<std::string, std::string> parent_frame_;
+  // Whether `frame` is `outer` or a loop inside it, however deep.
+  bool Within(std::string frame, const std::string& outer) const;
   // Each node inside a branch of an in-graph conditional: the name of its
   // predicate's value, and the branch (1 then, 0 else). A conditional's
   // switches and merges are its by the predicate too.
@@ -865,52 +869,70 @@ absl::Status Exporter::Node_(const Node& n) {
 
 // Which loop each node is in: a loop's enters, and every node that reads a
 // node of the loop other than its exits (control inputs included, which
-// place constants in a loop). Conditionals (a switch or merge in no loop)
-// and loops inside loops are refused.
+// place constants in a loop); an exit is its loop's, read in the loop
+// around it. A loop inside a loop is exported as a Loop in the outer
+// Loop's body. Conditionals (a switch or merge in no loop) are refused
+// inside loops (Loop).
 absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
+  // (The order visits data inputs first, not control inputs: a constant
+  // placed in a loop by one may come before it, and what reads it too, so
+  // this goes round until nothing changes.)
   for (bool changed = true; changed;) {
     changed = false;
     for (const Node* n : order) {
-      if (frame_of_.count(n) > 0) continue;
+      const bool enter = n->op() == "enter";
+      if (!enter && frame_of_.count(n) > 0) continue;
       std::string frame;
-      if (n->op() == "enter") {
-        frame = n->attr<std::string>("frame_name").value_or("");
-      }
       auto from = [&](const Node* m) {
         auto it = frame_of_.find(m);
-        if (it != frame_of_.end() && m->op() != "exit") frame = it->second;
+        if (it == frame_of_.end()) return;
+        frame = m->op() == "exit" ? parent_frame_[it->second] : it->second;
       };
       for (const NodeOut& in : n->inputs()) from(in.node);
       for (const Node* c : n->control_inputs()) from(c);
-      if (!frame.empty()) {
+      if (enter) {
+        const std::string child =
+            n->attr<std::string>("frame_name").value_or("");
+        if (!frame.empty() && parent_frame_[child] != frame) {
+          parent_frame_[child] = frame;
+          changed = true;
+        }
+        frame = child;
+      }
+      if (!frame.empty() && frame_of_[n] != frame) {
         frame_of_[n] = frame;
         changed = true;
       }
     }
   }
+  // Every input from the node's own loop, from the loop around it into an
+  // enter, or from an exit of a loop inside it.
   for (const Node* n : order) {
-    const std::string& op = n->op();
     auto it = frame_of_.find(n);
-    if (op == "enter" && it != frame_of_.end() &&
-        it->second != n->attr<std::string>("frame_name").value_or("")) {
-      return Refuse(*n, "a loop inside a loop is not exported yet");
-    }
-    if (it != frame_of_.end()) {
-      for (const NodeOut& in : n->inputs()) {
-        auto m = frame_of_.find(in.node);
-        if (m != frame_of_.end() && m->second != it->second) {
-          return Refuse(*n, "a loop inside a loop is not exported yet");
-        }
-      }
+    const std::string frame = it == frame_of_.end() ? "" : it->second;
+    for (const NodeOut& in : n->inputs()) {
+      auto m = frame_of_.find(in.node);
+      std::string from = m == frame_of_.end() ? "" : m->second;
+      if (in.node->op() == "exit") from = parent_frame_[from];
+      if (from == frame || from.empty()) continue;
+      if (n->op() == "enter" && parent_frame_[frame] == from) continue;
+      return Refuse(
+          *n, StrCat("a value of loop '", from, "' read in another loop"));
     }
   }
   return absl::OkStatus();
 }
 
-// Emits `n` after everything it reads. A node of a loop or conditional
-// emits the whole Loop or If, after every value from outside that any of
-// its nodes reads (an initial value may be read by one loop variable only,
-// which the first exit does not need).
+bool Exporter::Within(std::string frame, const std::string& outer) const {
+  while (!frame.empty()) {
+    if (frame == outer) return true;
+    auto it = parent_frame_.find(frame);
+    if (it == parent_frame_.end()) return false;
+    frame = it->second;
+  }
+  return outer.empty();
+}
+
 // The inputs an export follows: a random op's replay in a loop (NAME_at)
 // draws with ONNX's own generator, so its last input, `first` (the index
 // a random_reserve node gives), is not exported.
@@ -940,9 +962,9 @@ absl::Status Exporter::Ensure(const Node* n) {
     return absl::OkStatus();
   }
   auto in_group = [&](const Node* m) {
-    if (loop) {
+    if (loop) {  // the loop's nodes and those of the loops inside it
       auto f = frame_of_.find(m);
-      return f != frame_of_.end() && f->second == group;
+      return f != frame_of_.end() && Within(f->second, group);
     }
     auto c = cond_of_.find(m);
     if (c != cond_of_.end()) return c->second == group;
@@ -1126,6 +1148,8 @@ absl::Status Exporter::Loop(const std::string& frame,
       if (in.node->op() == "enter") v.enter = in.node;
       if (in.node->op() == "next_iteration") v.next = in.node;
     }
+    if (v.enter == nullptr && v.next == nullptr)
+      return Refuse(*m, "a conditional inside a loop is not exported yet");
     if (v.enter == nullptr || v.next == nullptr)
       return Refuse(*m, "a merge that is not a loop variable's");
     var_of[m] = static_cast<int>(vars.size());
@@ -1166,12 +1190,23 @@ absl::Status Exporter::Loop(const std::string& frame,
     }
   }
   // Emits, into the current graph, the members `roots` need that are not
-  // done yet, inputs first.
+  // done yet, inputs first; a loop inside this one (an exit of it is read)
+  // as a Loop, after what its enters read.
+  std::set<std::string> inner_done;
   std::function<absl::Status(const Node*)> emit =
       [&](const Node* n) -> absl::Status {
     auto it = frame_of_.find(n);
-    if (it == frame_of_.end() || it->second != frame || done.count(n) > 0) {
-      return absl::OkStatus();
+    if (it == frame_of_.end() || done.count(n) > 0) return absl::OkStatus();
+    if (it->second != frame) {
+      const std::string& inner = it->second;
+      if (parent_frame_[inner] != frame || !inner_done.insert(inner).second)
+        return absl::OkStatus();
+      for (const Node* m : *order_) {
+        auto f = frame_of_.find(m);
+        if (m->op() == "enter" && f != frame_of_.end() && f->second == inner)
+          RN_RETURN_IF_ERROR(emit(m->input(0).node));
+      }
+      return Loop(inner, order);
     }
     done.insert(n);
     for (const NodeOut& in : Followed(*n)) RN_RETURN_IF_ERROR(emit(in.node));
