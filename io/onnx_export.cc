@@ -173,6 +173,12 @@ class Exporter {
   // switches and merges are its by the predicate too.
   std::map<const Node*, std::pair<std::string, int>> branch_of_;
   std::map<const Node*, std::string> cond_of_;
+  // Each conditional inside a branch of another, by their predicates.
+  std::map<std::string, std::string> cond_parent_;
+  // Whether conditional `pred` is `outer` or inside a branch of it.
+  bool CondWithin(std::string pred, const std::string& outer) const;
+  // The switches of conditional `pred`, which pass values into it.
+  std::vector<const Node*> SwitchesOf(const std::string& pred) const;
   std::set<const Node*> emitted_;
   const std::vector<const Node*>* order_ = nullptr;  // the fetches' nodes
   absl::flat_hash_map<NodeOut, std::string> alias_;
@@ -966,10 +972,11 @@ absl::Status Exporter::Ensure(const Node* n) {
       auto f = frame_of_.find(m);
       return f != frame_of_.end() && Within(f->second, group);
     }
-    auto c = cond_of_.find(m);
-    if (c != cond_of_.end()) return c->second == group;
+    // The conditional's nodes and those of conditionals in its branches.
     auto b = branch_of_.find(m);
-    return b != branch_of_.end() && b->second.first == group;
+    if (b != branch_of_.end()) return CondWithin(b->second.first, group);
+    auto c = cond_of_.find(m);
+    return c != cond_of_.end() && CondWithin(c->second, group);
   };
   std::vector<const Node*> members;
   for (const Node* m : *order_) {
@@ -991,44 +998,98 @@ absl::Status Exporter::Ensure(const Node* n) {
 // another), is refused.
 absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
   for (const Node* n : order) {
-    if (n->op() == "switch" && frame_of_.count(n) == 0)
+    if (n->op() == "switch" && n->input(1).node->op() != "loop_cond")
       cond_of_[n] = Name(n->input(1));
   }
+  // A loop's own nodes (its variables' merges and switches, its exits, its
+  // condition) are in no conditional; a loop's enter in one is refused.
+  auto loops = [](const Node* n) {
+    return n->op() == "exit" || n->op() == "next_iteration" ||
+           n->op() == "loop_cond";
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (const Node* n : order) {
-      if (frame_of_.count(n) > 0 || cond_of_.count(n) > 0 ||
-          branch_of_.count(n) > 0)
+      if (branch_of_.count(n) > 0 || loops(n)) continue;
+      auto cond = cond_of_.find(n);
+      if (cond != cond_of_.end() && n->op() == "merge") {
+        // A conditional inside a branch: its merges are in that branch, as
+        // its switches are.
+        for (const Node* m : order) {
+          auto k = cond_of_.find(m);
+          auto b = branch_of_.find(m);
+          if (m->op() == "switch" && k != cond_of_.end() &&
+              k->second == cond->second && b != branch_of_.end()) {
+            branch_of_[n] = b->second;
+            changed = true;
+            break;
+          }
+        }
         continue;
+      }
       std::set<std::pair<std::string, int>> sides;
       auto from = [&](const Node* m, int index) {
         auto sw = cond_of_.find(m);
-        if (sw != cond_of_.end() && m->op() == "switch")
-          sides.insert({sw->second, index});
         auto b = branch_of_.find(m);
-        if (b != branch_of_.end()) sides.insert(b->second);
+        if (sw != cond_of_.end() && m->op() == "switch") {
+          sides.insert({sw->second, index});
+        } else if (b != branch_of_.end()) {
+          sides.insert(b->second);
+        }
       };
       for (const NodeOut& in : n->inputs()) from(in.node, in.index);
       for (const Node* c : n->control_inputs()) from(c, -1);
       if (sides.empty()) continue;
-      if (n->op() == "merge") {
+      if (n->op() == "enter")
+        return Refuse(*n, "a loop inside a conditional is not exported yet");
+      if (n->op() == "merge" && frame_of_.count(n) > 0 &&
+          std::any_of(n->inputs().begin(), n->inputs().end(),
+                      [&](const NodeOut& in) {
+                        return in.node->op() == "enter" ||
+                               in.node->op() == "next_iteration";
+                      })) {
+        continue;  // a loop variable's merge
+      }
+      if (n->op() == "merge" && cond == cond_of_.end()) {
         std::set<std::string> preds;
         for (const auto& [pred, side] : sides) preds.insert(pred);
         if (preds.size() != 1)
-          return Refuse(
-              *n, "a conditional inside a conditional is not exported yet");
+          return Refuse(*n, "a merge of values of two conditionals");
         cond_of_[n] = *preds.begin();
       } else {
-        if (sides.size() != 1 || sides.begin()->second < 0) {
-          return Refuse(
-              *n, "a conditional inside a conditional is not exported yet");
-        }
+        if (sides.size() != 1 || sides.begin()->second < 0)
+          return Refuse(*n, "a value read in both branches of a conditional");
         branch_of_[n] = *sides.begin();
       }
       changed = true;
     }
   }
+  for (const auto& [n, pred] : cond_of_) {
+    auto b = branch_of_.find(n);
+    if (n->op() == "switch" && b != branch_of_.end())
+      cond_parent_[pred] = b->second.first;
+  }
   return absl::OkStatus();
+}
+
+std::vector<const Node*> Exporter::SwitchesOf(const std::string& pred) const {
+  std::vector<const Node*> switches;
+  for (const Node* n : *order_) {
+    auto c = cond_of_.find(n);
+    if (n->op() == "switch" && c != cond_of_.end() && c->second == pred)
+      switches.push_back(n);
+  }
+  return switches;
+}
+
+bool Exporter::CondWithin(std::string pred, const std::string& outer) const {
+  for (int depth = 0; !pred.empty() && depth < 1000; ++depth) {
+    if (pred == outer) return true;
+    auto it = cond_parent_.find(pred);
+    if (it == cond_parent_.end()) return false;
+    pred = it->second;
+  }
+  return false;
 }
 
 // One in-graph conditional as an ONNX If: each branch computes the inputs
@@ -1051,6 +1112,7 @@ absl::Status Exporter::If(const std::string& pred,
   const std::string base = StrCat(merges.front()->name(), "/if");
   onnx::GraphProto branches[2];
   std::set<const Node*> done;
+  std::set<std::string> inner;
   std::function<absl::Status(const Node*, int)> emit =
       [&](const Node* n, int side) -> absl::Status {
     auto it = branch_of_.find(n);
@@ -1060,6 +1122,16 @@ absl::Status Exporter::If(const std::string& pred,
     }
     if (it->second.second != side)
       return Refuse(*n, "a value of the other branch");
+    // A conditional inside this branch (one of its merges is read) as an
+    // If in the branch, after its predicate and what its switches pass in.
+    if (auto c = cond_of_.find(n); c != cond_of_.end() && n->op() == "merge") {
+      if (!inner.insert(c->second).second) return absl::OkStatus();
+      for (const Node* sw : SwitchesOf(c->second)) {
+        RN_RETURN_IF_ERROR(emit(sw->input(0).node, side));
+        RN_RETURN_IF_ERROR(emit(sw->input(1).node, side));
+      }
+      return If(c->second, order);
+    }
     done.insert(n);
     for (const NodeOut& in : n->inputs())
       RN_RETURN_IF_ERROR(emit(in.node, side));
@@ -1128,7 +1200,7 @@ absl::Status Exporter::Loop(const std::string& frame,
     auto it = frame_of_.find(n);
     if (it == frame_of_.end() || it->second != frame) continue;
     members.push_back(n);
-    if (n->op() == "merge") merges.push_back(n);
+    if (n->op() == "merge" && cond_of_.count(n) == 0) merges.push_back(n);
     if (n->op() == "loop_cond") cond = n;
   }
   if (cond == nullptr || merges.empty())
@@ -1148,8 +1220,6 @@ absl::Status Exporter::Loop(const std::string& frame,
       if (in.node->op() == "enter") v.enter = in.node;
       if (in.node->op() == "next_iteration") v.next = in.node;
     }
-    if (v.enter == nullptr && v.next == nullptr)
-      return Refuse(*m, "a conditional inside a loop is not exported yet");
     if (v.enter == nullptr || v.next == nullptr)
       return Refuse(*m, "a merge that is not a loop variable's");
     var_of[m] = static_cast<int>(vars.size());
@@ -1179,9 +1249,9 @@ absl::Status Exporter::Loop(const std::string& frame,
     if (op == "enter") {
       if (n->attr<bool>("is_constant").value_or(false)) Alias(*n, 0, In(*n, 0));
       done.insert(n);
-    } else if (op == "merge") {
+    } else if (op == "merge" && cond_of_.count(n) == 0) {
       done.insert(n);
-    } else if (op == "switch") {
+    } else if (op == "switch" && cond_of_.count(n) == 0) {
       auto v = var_of.find(n->input(0).node);
       if (v == var_of.end())
         return Refuse(*n, "a switch that is not a loop variable's");
@@ -1192,7 +1262,7 @@ absl::Status Exporter::Loop(const std::string& frame,
   // Emits, into the current graph, the members `roots` need that are not
   // done yet, inputs first; a loop inside this one (an exit of it is read)
   // as a Loop, after what its enters read.
-  std::set<std::string> inner_done;
+  std::set<std::string> inner_done, conds_done;
   std::function<absl::Status(const Node*)> emit =
       [&](const Node* n) -> absl::Status {
     auto it = frame_of_.find(n);
@@ -1207,6 +1277,16 @@ absl::Status Exporter::Loop(const std::string& frame,
           RN_RETURN_IF_ERROR(emit(m->input(0).node));
       }
       return Loop(inner, order);
+    }
+    // A conditional in the body (one of its merges is read) as an If, after
+    // its predicate and what its switches pass in.
+    if (auto c = cond_of_.find(n); c != cond_of_.end() && n->op() == "merge") {
+      if (!conds_done.insert(c->second).second) return absl::OkStatus();
+      for (const Node* sw : SwitchesOf(c->second)) {
+        RN_RETURN_IF_ERROR(emit(sw->input(0).node));
+        RN_RETURN_IF_ERROR(emit(sw->input(1).node));
+      }
+      return If(c->second, order);
     }
     done.insert(n);
     for (const NodeOut& in : Followed(*n)) RN_RETURN_IF_ERROR(emit(in.node));

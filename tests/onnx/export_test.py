@@ -2,14 +2,14 @@
 round trip through `runnel import`.
 
 For tests/onnx/export_ops.rnl (a value per translated op, in-graph loops
-and conditionals too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
+and conditionals, nested, too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
 a few steps on Debian's Fashion-MNIST) and charlm's forward (an LSTM over a
 window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --feed ...
 --out DIR` writes the model and Runnel's own values of the fetches in one
 run (the same variables); the model must pass `onnx.checker` (full check),
 ONNX Runtime's outputs must match Runnel's to 1e-5, and the model imported
 back (`runnel import`) and run must match them too. Also: a refused export
-(a conditional inside a loop) names the script line, against
+(a loop inside a conditional) names the script line, against
 tests/onnx/golden/export_refused.expected.
 
     export_test.py RUNNEL REPO
@@ -92,7 +92,7 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "sp", "ex",
-               "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "sums", "total", "nest", "rows", "pick", "ge", "se", "gn",
+               "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "sums", "total", "nest", "rows", "pick", "picks", "ge", "se", "gn",
                "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
