@@ -175,10 +175,20 @@ class Exporter {
   std::map<const Node*, std::string> cond_of_;
   // Each conditional inside a branch of another, by their predicates.
   std::map<std::string, std::string> cond_parent_;
+  // Each loop inside a conditional's branch (its frame), with the branch.
+  std::map<std::string, std::pair<std::string, int>> frame_branch_;
+  // The conditional whose branch a loop (or a loop around it) is in: its
+  // predicate, or "".
+  std::string CondOfFrame(std::string frame) const;
+  // The nodes of op `op` that `where` maps to `name`: a loop's enters
+  // (frame_of_, its frame), a conditional's switches (cond_of_, its
+  // predicate); a Loop or If goes after what they read.
+  std::vector<const Node*> NodesOf(
+      const std::string& op, const std::map<const Node*, std::string>& where,
+      const std::string& name) const;
   // Whether conditional `pred` is `outer` or inside a branch of it.
   bool CondWithin(std::string pred, const std::string& outer) const;
-  // The switches of conditional `pred`, which pass values into it.
-  std::vector<const Node*> SwitchesOf(const std::string& pred) const;
+
   std::set<const Node*> emitted_;
   const std::vector<const Node*>* order_ = nullptr;  // the fetches' nodes
   absl::flat_hash_map<NodeOut, std::string> alias_;
@@ -972,7 +982,12 @@ absl::Status Exporter::Ensure(const Node* n) {
       auto f = frame_of_.find(m);
       return f != frame_of_.end() && Within(f->second, group);
     }
-    // The conditional's nodes and those of conditionals in its branches.
+    // The conditional's nodes and those of conditionals and loops in its
+    // branches.
+    if (auto f = frame_of_.find(m); f != frame_of_.end()) {
+      const std::string pred = CondOfFrame(f->second);
+      return !pred.empty() && CondWithin(pred, group);
+    }
     auto b = branch_of_.find(m);
     if (b != branch_of_.end()) return CondWithin(b->second.first, group);
     auto c = cond_of_.find(m);
@@ -1002,7 +1017,8 @@ absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
       cond_of_[n] = Name(n->input(1));
   }
   // A loop's own nodes (its variables' merges and switches, its exits, its
-  // condition) are in no conditional; a loop's enter in one is refused.
+  // condition) are in no conditional; a loop whose enters read a branch's
+  // values is in that branch (frame_branch_), and so are its exits.
   auto loops = [](const Node* n) {
     return n->op() == "exit" || n->op() == "next_iteration" ||
            n->op() == "loop_cond";
@@ -1010,7 +1026,16 @@ absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
   for (bool changed = true; changed;) {
     changed = false;
     for (const Node* n : order) {
-      if (branch_of_.count(n) > 0 || loops(n)) continue;
+      if (branch_of_.count(n) > 0) continue;
+      if (n->op() == "exit") {
+        auto f = frame_branch_.find(frame_of_[n]);
+        if (f != frame_branch_.end()) {
+          branch_of_[n] = f->second;
+          changed = true;
+        }
+        continue;
+      }
+      if (loops(n)) continue;
       auto cond = cond_of_.find(n);
       if (cond != cond_of_.end() && n->op() == "merge") {
         // A conditional inside a branch: its merges are in that branch, as
@@ -1040,8 +1065,15 @@ absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
       for (const NodeOut& in : n->inputs()) from(in.node, in.index);
       for (const Node* c : n->control_inputs()) from(c, -1);
       if (sides.empty()) continue;
-      if (n->op() == "enter")
-        return Refuse(*n, "a loop inside a conditional is not exported yet");
+      if (n->op() == "enter") {
+        const std::string& frame = frame_of_[n];
+        if (sides.size() != 1 || sides.begin()->second < 0 ||
+            frame_branch_.emplace(frame, *sides.begin()).first->second !=
+                *sides.begin()) {
+          return Refuse(*n, "a loop reading values of two branches");
+        }
+        continue;
+      }
       if (n->op() == "merge" && frame_of_.count(n) > 0 &&
           std::any_of(n->inputs().begin(), n->inputs().end(),
                       [&](const NodeOut& in) {
@@ -1072,14 +1104,27 @@ absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
   return absl::OkStatus();
 }
 
-std::vector<const Node*> Exporter::SwitchesOf(const std::string& pred) const {
-  std::vector<const Node*> switches;
-  for (const Node* n : *order_) {
-    auto c = cond_of_.find(n);
-    if (n->op() == "switch" && c != cond_of_.end() && c->second == pred)
-      switches.push_back(n);
+std::string Exporter::CondOfFrame(std::string frame) const {
+  while (!frame.empty()) {
+    auto b = frame_branch_.find(frame);
+    if (b != frame_branch_.end()) return b->second.first;
+    auto p = parent_frame_.find(frame);
+    if (p == parent_frame_.end()) break;
+    frame = p->second;
   }
-  return switches;
+  return "";
+}
+
+std::vector<const Node*> Exporter::NodesOf(
+    const std::string& op, const std::map<const Node*, std::string>& where,
+    const std::string& name) const {
+  std::vector<const Node*> nodes;
+  for (const Node* n : *order_) {
+    auto w = where.find(n);
+    if (n->op() == op && w != where.end() && w->second == name)
+      nodes.push_back(n);
+  }
+  return nodes;
 }
 
 bool Exporter::CondWithin(std::string pred, const std::string& outer) const {
@@ -1112,7 +1157,7 @@ absl::Status Exporter::If(const std::string& pred,
   const std::string base = StrCat(merges.front()->name(), "/if");
   onnx::GraphProto branches[2];
   std::set<const Node*> done;
-  std::set<std::string> inner;
+  std::set<std::string> inner, loops;
   std::function<absl::Status(const Node*, int)> emit =
       [&](const Node* n, int side) -> absl::Status {
     auto it = branch_of_.find(n);
@@ -1122,11 +1167,20 @@ absl::Status Exporter::If(const std::string& pred,
     }
     if (it->second.second != side)
       return Refuse(*n, "a value of the other branch");
+    // A loop inside this branch (one of its exits is read) as a Loop in the
+    // branch, after what its enters read.
+    if (n->op() == "exit") {
+      const std::string& frame = frame_of_.at(n);
+      if (!loops.insert(frame).second) return absl::OkStatus();
+      for (const Node* enter : NodesOf("enter", frame_of_, frame))
+        RN_RETURN_IF_ERROR(emit(enter->input(0).node, side));
+      return Loop(frame, order);
+    }
     // A conditional inside this branch (one of its merges is read) as an
     // If in the branch, after its predicate and what its switches pass in.
     if (auto c = cond_of_.find(n); c != cond_of_.end() && n->op() == "merge") {
       if (!inner.insert(c->second).second) return absl::OkStatus();
-      for (const Node* sw : SwitchesOf(c->second)) {
+      for (const Node* sw : NodesOf("switch", cond_of_, c->second)) {
         RN_RETURN_IF_ERROR(emit(sw->input(0).node, side));
         RN_RETURN_IF_ERROR(emit(sw->input(1).node, side));
       }
@@ -1271,18 +1325,15 @@ absl::Status Exporter::Loop(const std::string& frame,
       const std::string& inner = it->second;
       if (parent_frame_[inner] != frame || !inner_done.insert(inner).second)
         return absl::OkStatus();
-      for (const Node* m : *order_) {
-        auto f = frame_of_.find(m);
-        if (m->op() == "enter" && f != frame_of_.end() && f->second == inner)
-          RN_RETURN_IF_ERROR(emit(m->input(0).node));
-      }
+      for (const Node* enter : NodesOf("enter", frame_of_, inner))
+        RN_RETURN_IF_ERROR(emit(enter->input(0).node));
       return Loop(inner, order);
     }
     // A conditional in the body (one of its merges is read) as an If, after
     // its predicate and what its switches pass in.
     if (auto c = cond_of_.find(n); c != cond_of_.end() && n->op() == "merge") {
       if (!conds_done.insert(c->second).second) return absl::OkStatus();
-      for (const Node* sw : SwitchesOf(c->second)) {
+      for (const Node* sw : NodesOf("switch", cond_of_, c->second)) {
         RN_RETURN_IF_ERROR(emit(sw->input(0).node));
         RN_RETURN_IF_ERROR(emit(sw->input(1).node));
       }

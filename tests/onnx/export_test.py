@@ -9,7 +9,8 @@ window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --f
 run (the same variables); the model must pass `onnx.checker` (full check),
 ONNX Runtime's outputs must match Runnel's to 1e-5, and the model imported
 back (`runnel import`) and run must match them too. Also: a refused export
-(a loop inside a conditional) names the script line, against
+(an op without a translation, deep in loops and conditionals) names the
+script line, against
 tests/onnx/golden/export_refused.expected.
 
     export_test.py RUNNEL REPO
@@ -92,7 +93,7 @@ def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
         ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "sp", "ex",
-               "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "sums", "total", "nest", "rows", "pick", "picks", "ge", "se", "gn",
+               "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "sums", "total", "nest", "rows", "pick", "picks", "deep", "ge", "se", "gn",
                "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
               {"x": rng.standard_normal((4, 6)).astype(np.float32),
