@@ -31,11 +31,13 @@ Without iptables' NFQUEUE and statistic support it says so and leaves out
 latency and loss.
 
     python3 tests/cluster/netns_test.py RUNNEL [--faults all|short]
+                                        [--keep DIR]  # the task logs
 """
 import argparse
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -273,6 +275,8 @@ def main():
                     help="times each fault is injected")
     ap.add_argument("--seed", type=int, default=1,
                     help="seeds the moments of the faults")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep each run's task logs in DIR/ROUND-FAULT/")
     args = ap.parse_args()
     if os.geteuid() != 0 or sh("ip", "netns", "list", check=False).returncode:
         print("skipped: network namespaces need root")
@@ -294,7 +298,13 @@ def main():
             row["runs"] += 1
             try:
                 with tempfile.TemporaryDirectory() as tmp:
-                    r = run_one(runnel, fault, tmp)
+                    try:
+                        r = run_one(runnel, fault, tmp)
+                    finally:
+                        if args.keep:
+                            shutil.copytree(tmp, os.path.join(
+                                args.keep, f"{k + 1}-{fault.replace(' ', '_')}"),
+                                dirs_exist_ok=True)
             except AssertionError as e:
                 failures.append(f"round {k + 1}: {e}")
                 print(failures[-1], flush=True)
