@@ -127,6 +127,9 @@ struct OpDef {
   // ops, variables and their updates, debug_print): two such nodes are
   // never merged into one, and a result is never folded into a literal.
   bool stateful = false;
+  // A random op's replay (NAME_at, framework/ops/random_ops.cc): the op it
+  // replays. Its last input, `first`, is the index of its first draw.
+  std::string replay_of;
   KernelClass cost = KernelClass::kElementwise;
   std::vector<DTypeGroup> dtype_groups;
   // Which dtype selects the kernel: input `kernel_dtype_input`, or, when
@@ -191,6 +194,10 @@ class OpDefBuilder {
   }
   OpDefBuilder& Stateful() {
     def_.stateful = true;
+    return *this;
+  }
+  OpDefBuilder& ReplayOf(std::string op) {
+    def_.replay_of = std::move(op);
     return *this;
   }
   OpDefBuilder& Cost(KernelClass c) {

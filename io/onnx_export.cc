@@ -166,8 +166,6 @@ class Exporter {
   // each loop's frame with the frame of the loop around it ("" for none).
   std::map<const Node*, std::string> frame_of_;
   std::map<std::string, std::string> parent_frame_;
-  // Whether `frame` is `outer` or a loop inside it, however deep.
-  bool Within(std::string frame, const std::string& outer) const;
   // Each node inside a branch of an in-graph conditional: the name of its
   // predicate's value, and the branch (1 then, 0 else). A conditional's
   // switches and merges are its by the predicate too.
@@ -186,8 +184,6 @@ class Exporter {
   std::vector<const Node*> NodesOf(
       const std::string& op, const std::map<const Node*, std::string>& where,
       const std::string& name) const;
-  // Whether conditional `pred` is `outer` or inside a branch of it.
-  bool CondWithin(std::string pred, const std::string& outer) const;
 
   std::set<const Node*> emitted_;
   const std::vector<const Node*>* order_ = nullptr;  // the fetches' nodes
@@ -939,14 +935,18 @@ absl::Status Exporter::FindFrames(const std::vector<const Node*>& order) {
   return absl::OkStatus();
 }
 
-bool Exporter::Within(std::string frame, const std::string& outer) const {
-  while (!frame.empty()) {
-    if (frame == outer) return true;
-    auto it = parent_frame_.find(frame);
-    if (it == parent_frame_.end()) return false;
-    frame = it->second;
+// Whether `inner` is `outer` or nested in it, going out by `parent`: a
+// loop's frame to the frame of the loop around it, a conditional's
+// predicate to that of the conditional whose branch holds it.
+bool Nested(const std::map<std::string, std::string>& parent, std::string inner,
+            const std::string& outer) {
+  for (size_t depth = 0; !inner.empty() && depth <= parent.size(); ++depth) {
+    if (inner == outer) return true;
+    auto it = parent.find(inner);
+    if (it == parent.end()) return false;
+    inner = it->second;
   }
-  return outer.empty();
+  return false;
 }
 
 // The inputs an export follows: a random op's replay in a loop (NAME_at)
@@ -954,7 +954,7 @@ bool Exporter::Within(std::string frame, const std::string& outer) const {
 // a random_reserve node gives), is not exported.
 absl::Span<const NodeOut> Followed(const Node& n) {
   absl::Span<const NodeOut> in = n.inputs();
-  return n.op().ends_with("_at") ? in.first(in.size() - 1) : in;
+  return n.op_def().replay_of.empty() ? in : in.first(in.size() - 1);
 }
 
 absl::Status Exporter::Ensure(const Node* n) {
@@ -980,18 +980,19 @@ absl::Status Exporter::Ensure(const Node* n) {
   auto in_group = [&](const Node* m) {
     if (loop) {  // the loop's nodes and those of the loops inside it
       auto f = frame_of_.find(m);
-      return f != frame_of_.end() && Within(f->second, group);
+      return f != frame_of_.end() && Nested(parent_frame_, f->second, group);
     }
     // The conditional's nodes and those of conditionals and loops in its
     // branches.
     if (auto f = frame_of_.find(m); f != frame_of_.end()) {
       const std::string pred = CondOfFrame(f->second);
-      return !pred.empty() && CondWithin(pred, group);
+      return !pred.empty() && Nested(cond_parent_, pred, group);
     }
     auto b = branch_of_.find(m);
-    if (b != branch_of_.end()) return CondWithin(b->second.first, group);
+    if (b != branch_of_.end())
+      return Nested(cond_parent_, b->second.first, group);
     auto c = cond_of_.find(m);
-    return c != cond_of_.end() && CondWithin(c->second, group);
+    return c != cond_of_.end() && Nested(cond_parent_, c->second, group);
   };
   std::vector<const Node*> members;
   for (const Node* m : *order_) {
@@ -1040,11 +1041,8 @@ absl::Status Exporter::FindConds(const std::vector<const Node*>& order) {
       if (cond != cond_of_.end() && n->op() == "merge") {
         // A conditional inside a branch: its merges are in that branch, as
         // its switches are.
-        for (const Node* m : order) {
-          auto k = cond_of_.find(m);
-          auto b = branch_of_.find(m);
-          if (m->op() == "switch" && k != cond_of_.end() &&
-              k->second == cond->second && b != branch_of_.end()) {
+        for (const Node* sw : NodesOf("switch", cond_of_, cond->second)) {
+          if (auto b = branch_of_.find(sw); b != branch_of_.end()) {
             branch_of_[n] = b->second;
             changed = true;
             break;
@@ -1125,16 +1123,6 @@ std::vector<const Node*> Exporter::NodesOf(
       nodes.push_back(n);
   }
   return nodes;
-}
-
-bool Exporter::CondWithin(std::string pred, const std::string& outer) const {
-  for (int depth = 0; !pred.empty() && depth < 1000; ++depth) {
-    if (pred == outer) return true;
-    auto it = cond_parent_.find(pred);
-    if (it == cond_parent_.end()) return false;
-    pred = it->second;
-  }
-  return false;
 }
 
 // One in-graph conditional as an ONNX If: each branch computes the inputs
@@ -1468,6 +1456,7 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   for (const OnnxExportFetch& f : fetches)
     RN_RETURN_IF_ERROR(visit(f.value.node));
   for (const OnnxExportFetch& f : fetches) fetch_names_[f.name] = f.value;
+  order_ = &order;
   RN_RETURN_IF_ERROR(FindFrames(order));
   RN_RETURN_IF_ERROR(FindConds(order));
   model_.set_ir_version(kIrVersion);
@@ -1477,7 +1466,6 @@ absl::Status Exporter::Run(const std::vector<OnnxExportFetch>& fetches,
   opset->set_domain("");
   opset->set_version(kOpset);
   g_->set_name("runnel");
-  order_ = &order;
   for (const OnnxExportFetch& f : fetches)
     RN_RETURN_IF_ERROR(Ensure(f.value.node));
   for (const OnnxExportFetch& f : fetches) {

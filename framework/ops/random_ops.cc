@@ -94,7 +94,7 @@ OpDefBuilder RandomOp(std::string name, std::vector<std::string> inputs,
   OpDefBuilder b(std::move(name));
   b.Inputs(std::move(inputs)).Attr("seed", int64_t{-1});
   if (at) {
-    b.Attr("stream", std::string());
+    b.Attr("stream", std::string()).ReplayOf(replayed);
     shape = [shape](const ShapeContext& c) -> Specs {
       const int first = c.num_inputs() - 1;
       if (c.dtype(first) != DType::kI64 ||

@@ -18,14 +18,10 @@ absl::StatusOr<std::shared_ptr<RandomCounter>> CounterOf(
 
 }  // namespace
 
-bool IsRandomReplay(std::string_view op) {
-  return op.size() > 3 && op.substr(op.size() - 3) == "_at";
-}
-
 absl::StatusOr<RandomSampler> ReserveSamples(OpKernelContext* ctx, int64_t seed,
                                              int64_t n) {
   const Node& node = ctx->node();
-  if (IsRandomReplay(node.op())) {
+  if (!node.op_def().replay_of.empty()) {
     RN_ASSIGN_OR_RETURN(std::string stream, node.attr<std::string>("stream"));
     const Tensor& first = ctx->input(ctx->num_inputs() - 1);
     return RandomSampler(EffectiveSeed(ctx->global_seed(), seed, stream),

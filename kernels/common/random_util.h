@@ -26,9 +26,6 @@ namespace runnel {
 absl::StatusOr<RandomSampler> ReserveSamples(OpKernelContext* ctx, int64_t seed,
                                              int64_t n);
 
-// The random ops' replays, NAME_at: op `op` is one.
-bool IsRandomReplay(std::string_view op);
-
 // random_reserve, on the host for every device (its inputs and output in
 // host memory): reserves the draws of node `stream`'s counter and gives
 // the first one's index.
