@@ -22,7 +22,7 @@
 
 #include "base/atomic_file.h"
 #include "base/strings.h"
-#include "distributed/cluster_spec.h"
+#include "cli/load_cluster.h"
 
 namespace runnel::cli {
 namespace {
@@ -146,9 +146,9 @@ void StopAll(std::vector<Task>& tasks, int sig) {
   }
 }
 
-// Writes `spec` as cluster.json into a new directory under /tmp;
+// Writes `json` as cluster.json into a new directory under /tmp;
 // the file, or nullopt (the error said).
-std::optional<std::string> WriteSpec(const ClusterSpec& spec) {
+std::optional<std::string> WriteSpec(const std::string& spec_json) {
   char dir_template[] = "/tmp/runnel-cluster-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) {
     Say(StrCat("cannot make a directory for the cluster spec: ",
@@ -157,7 +157,7 @@ std::optional<std::string> WriteSpec(const ClusterSpec& spec) {
   }
   const std::string spec_file = std::string(dir_template) + "/cluster.json";
   AtomicFile f(spec_file, "cluster spec");
-  const std::string json = spec.ToJson() + "\n";
+  const std::string json = spec_json + "\n";
   absl::Status s = f.Create();
   if (s.ok()) s = f.Write(json.data(), json.size());
   if (s.ok()) s = f.Commit();
@@ -258,17 +258,18 @@ int Supervise(const ClusterLaunch& launch, std::vector<Task>& tasks,
 }  // namespace
 
 int LaunchCluster(const ClusterLaunch& launch) {
-  const int n = launch.ps * launch.ps_replicas + launch.workers;
-  std::vector<int> ports = FreeLoopbackPorts(n);
-  if (static_cast<int>(ports.size()) != n) {
-    Say("cannot find free loopback ports");
+  const absl::StatusOr<const ClusterModule*> cluster = LoadCluster();
+  const absl::StatusOr<std::string> spec =
+      cluster.ok() ? (*cluster)->LoopbackSpec(launch.ps, launch.workers,
+                                              launch.ps_replicas)
+                   : cluster.status();
+  if (!spec.ok()) {
+    Say(std::string(spec.status().message()));
     return 1;
   }
-  const ClusterSpec spec = ClusterSpec::Loopback(launch.ps, launch.workers,
-                                                 ports, launch.ps_replicas);
-  const std::optional<std::string> spec_file = WriteSpec(spec);
+  const std::optional<std::string> spec_file = WriteSpec(*spec);
   if (!spec_file) return 1;
-  Say(StrCat("spec ", spec.ToJson()));
+  Say(StrCat("spec ", *spec));
   std::vector<Task> tasks = Tasks(launch, *spec_file);
 
   std::signal(SIGINT, OnClusterSignal);

@@ -35,6 +35,7 @@
 #include "cli/cluster_launcher.h"
 #include "cli/flags.h"
 #include "cli/graph_dot.h"
+#include "cli/load_cluster.h"
 #include "cli/lsp/checker.h"
 #include "cli/lsp/server.h"
 #include "cli/op_catalog.h"
@@ -44,8 +45,7 @@
 #include "common_runtime/cost_model.h"
 #include "common_runtime/placer.h"
 #include "common_runtime/saver.h"
-#include "distributed/grpc_cluster.h"
-#include "distributed/grpc_server.h"
+#include "distributed/cluster_module.h"
 #include "framework/device_set.h"
 #include "interpreter/diag.h"
 #include "interpreter/interpreter.h"
@@ -272,20 +272,6 @@ bool TakeValue(const std::vector<std::string>& args, size_t* i,
   return true;
 }
 
-// The spec of --cluster, and the token of --token-file (if given).
-absl::Status LoadCluster(const std::string& cluster_file,
-                         const std::string& token_file, ClusterSpec* spec,
-                         GrpcOptions* grpc) {
-  absl::StatusOr<ClusterSpec> loaded = ClusterSpec::Load(cluster_file);
-  if (!loaded.ok()) return loaded.status();
-  *spec = std::move(*loaded);
-  if (token_file.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> token = ReadTokenFile(token_file);
-  if (!token.ok()) return token.status();
-  grpc->token = *token;
-  return absl::OkStatus();
-}
-
 // `runnel import MODEL.onnx -o OUT.rnl [--const NAME=FILE.npy]...`.
 int Import(const std::vector<std::string>& args) {
   OnnxImportOptions options;
@@ -387,35 +373,34 @@ int Server(const std::vector<std::string>& args) {
   if (!threads_text.empty() && !ParseInt(threads_text, 1, 4096, &threads)) {
     return Usage("--threads needs a positive integer");
   }
-  GrpcOptions grpc;
-  ClusterSpec spec;
-  absl::Status status = LoadCluster(cluster_file, token_file, &spec, &grpc);
-  std::unique_ptr<TaskServer> server;
-  if (status.ok()) {
-    absl::StatusOr<std::unique_ptr<TaskServer>> started = TaskServer::Start(
-        spec, job, static_cast<int>(task), static_cast<int>(threads), grpc,
-        static_cast<int>(replica));
-    status = started.status();
-    if (started.ok()) server = std::move(*started);
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  const absl::StatusOr<const ClusterModule*> cluster = LoadCluster();
+  absl::StatusOr<std::unique_ptr<ServedTask>> served =
+      cluster.ok() ? (*cluster)->Serve({.cluster_file = cluster_file,
+                                        .token_file = token_file,
+                                        .job = job,
+                                        .task = static_cast<int>(task)},
+                                       static_cast<int>(threads),
+                                       static_cast<int>(replica))
+                   : cluster.status();
+  if (!served.ok()) {
+    std::fprintf(stderr, "error: %s\n",
+                 std::string(served.status().message()).c_str());
     return interp::kExitError;
   }
+  std::unique_ptr<ServedTask> server = std::move(*served);
   if (verbose) {
     // Each partition a step runs here, as it starts and as it ends.
-    server->worker().set_log([](const std::string& line) {
+    server->set_log([](const std::string& line) {
       std::fprintf(stderr, "%s\n", line.c_str());
       std::fflush(stderr);
     });
   }
-  const std::string address =
-      (*spec.Replicas(server->task()))[static_cast<size_t>(replica)];
-  if (spec.is_replicated(server->task())) {
+  if (server->replicated()) {
     std::printf("%s (replica %lld) serving at %s\n", server->task().c_str(),
-                replica, address.c_str());
+                replica, server->address().c_str());
   } else {
-    std::printf("%s serving at %s\n", server->task().c_str(), address.c_str());
+    std::printf("%s serving at %s\n", server->task().c_str(),
+                server->address().c_str());
   }
   std::fflush(stdout);
   std::signal(SIGINT, OnServerSignal);
@@ -487,8 +472,7 @@ int Cluster(const std::vector<std::string>& args, const char* argv0) {
 
 // Joins the cluster the command line names, if any. Returns an exit status
 // when it cannot (printed), or nullopt.
-std::optional<int> JoinCluster(CommandLine& cl,
-                               std::shared_ptr<GrpcCluster>* joined) {
+std::optional<int> JoinCluster(CommandLine& cl, JoinedCluster* joined) {
   interp::Options& options = cl.options;
   if (cl.cluster_file.empty() && cl.job.empty() && cl.task_text.empty()) {
     if (!cl.token_file.empty()) {
@@ -501,29 +485,25 @@ std::optional<int> JoinCluster(CommandLine& cl,
       !ParseInt(cl.task_text, 0, 1 << 20, &task)) {
     return Usage("a cluster run needs --cluster FILE --job NAME --task N");
   }
-  GrpcOptions grpc;
-  ClusterSpec spec;
-  absl::Status status =
-      LoadCluster(cl.cluster_file, cl.token_file, &spec, &grpc);
-  grpc.retry_unreachable_s = cl.retry_unreachable;
-  if (status.ok()) {
-    absl::StatusOr<std::shared_ptr<GrpcCluster>> cluster =
-        GrpcCluster::Start(spec, cl.job, static_cast<int>(task), grpc);
-    status = cluster.status();
-    if (cluster.ok()) {
-      (*cluster)->set_global_seed(options.seed);
-      options.task_chief = (*cluster)->is_chief();
-      options.cluster = *cluster;
-      *joined = *cluster;
-    }
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  const absl::StatusOr<const ClusterModule*> cluster = LoadCluster();
+  absl::StatusOr<JoinedCluster> started =
+      cluster.ok() ? (*cluster)->Join({.cluster_file = cl.cluster_file,
+                                       .token_file = cl.token_file,
+                                       .job = cl.job,
+                                       .task = static_cast<int>(task)},
+                                      cl.retry_unreachable, options.seed)
+                   : cluster.status();
+  if (!started.ok()) {
+    std::fprintf(stderr, "error: %s\n",
+                 std::string(started.status().message()).c_str());
     return interp::kExitError;
   }
+  *joined = std::move(*started);
+  options.cluster = joined->context;
+  options.task_chief = joined->context->is_chief();
   options.task_job = cl.job;
   options.task_index = static_cast<int>(task);
-  options.task_workers = spec.num_tasks("worker");
+  options.task_workers = joined->workers;
   return std::nullopt;
 }
 
@@ -599,8 +579,7 @@ int ExportToOnnx(interp::Interpreter& interp, const CommandLine& cl) {
 }
 
 // Runs, checks or draws the script; never returns (std::_Exit).
-int RunScript(const CommandLine& cl,
-              const std::shared_ptr<GrpcCluster>& grpc_cluster) {
+int RunScript(const CommandLine& cl, const JoinedCluster& cluster) {
   const std::string& command = cl.command;
   return RunWithLargeStack([&]() -> int {
     lang::DiagnosticSink sink(stderr);
@@ -653,7 +632,7 @@ int RunScript(const CommandLine& cl,
     // freeing the graph, the AST and the session piece by piece, which
     // took a tenth of `runnel check` on a large script.
     // Synchronous replicas stop counting this worker at once.
-    if (grpc_cluster != nullptr) grpc_cluster->Leave();
+    if (cluster.leave) cluster.leave();
     std::fflush(nullptr);
     std::_Exit(code);
   });
@@ -692,8 +671,8 @@ int Main(int argc, char** argv) {
   if (std::string error = ParseCommandLine(args, &cl); !error.empty()) {
     return Usage(error);
   }
-  std::shared_ptr<GrpcCluster> grpc_cluster;
-  if (std::optional<int> failed = JoinCluster(cl, &grpc_cluster)) {
+  JoinedCluster cluster;
+  if (std::optional<int> failed = JoinCluster(cl, &cluster)) {
     return *failed;
   }
   if (cl.options.histograms_every > 0 && cl.options.logdir.empty()) {
@@ -715,7 +694,7 @@ int Main(int argc, char** argv) {
   }
   cl.options.metrics_file = cl.metrics;
   cl.options.check_mode = command != "run" && command != "export";
-  return RunScript(cl, grpc_cluster);
+  return RunScript(cl, cluster);
 }
 
 }  // namespace

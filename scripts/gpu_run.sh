@@ -44,11 +44,18 @@ cmake --build "$build" -j "${JOBS:-2}" --target runnel gpu_tests
 pack=$build/runnel-gpu
 rm -rf "$pack"
 mkdir -p "$pack/lib" "$out"
-cp "$build/runnel" "$build/gpu_tests" "$pack/"
-strip "$pack/runnel" "$pack/gpu_tests"
+# runnel_cluster.so: the cluster layer, which `runnel` loads from beside
+# itself (cli/load_cluster.h).
+cp "$build/runnel" "$build/runnel_cluster.so" "$build/gpu_tests" "$pack/"
+strip "$pack/runnel" "$pack/runnel_cluster.so" "$pack/gpu_tests"
 # Every library they load except the C library's own and the CUDA ones the
-# machine has (the driver's libcuda; cuBLASLt and cuDNN from its PyTorch).
-ldd "$pack/runnel" "$pack/gpu_tests" | awk '/=> \//{print $1, $3}' | sort -u |
+# machine has (the driver's libcuda; cuBLASLt and cuDNN from its PyTorch),
+# and oneDNN with its own, which they load at first use
+# (kernels/cpu/onednn_loader.cc).
+dnnl=$(/sbin/ldconfig -p | awk '$1 == "libdnnl.so.2" { print $NF; exit }')
+cp -L "$dnnl" "$pack/lib/libdnnl.so.2"
+ldd "$pack/runnel" "$pack/runnel_cluster.so" "$pack/gpu_tests" "$dnnl" |
+  awk '/=> \//{print $1, $3}' | sort -u |
   while read -r name path; do
     case $name in
       libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|\

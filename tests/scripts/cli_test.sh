@@ -242,4 +242,46 @@ if [[ -z $caret_at || $caret_at != "$dollar_at" ]]; then
   sed 's/^/    /' "$work/err"
   fail=1
 fi
+
+# Libraries a script does not use are not loaded (issue 32): the binary
+# links neither gRPC (the cluster layer is the module runnel_cluster.so
+# beside it) nor oneDNN and OpenMP (loaded at the first convolution or
+# large product, kernels/cpu/onednn_loader.cc).
+linked=$(ldd "$runnel" | grep -E 'libgrpc|libdnnl|libgomp|libssl|libOpenCL')
+if [[ -n $linked ]]; then
+  echo "FAIL: runnel links what a plain script does not use:"
+  echo "$linked" | sed 's/^/    /'
+  fail=1
+fi
+cat >"$work/conv.rnl" <<'RNL'
+let x = ones([1, 4, 4, 1])
+let w = ones([2, 2, 1, 1])
+let y = conv2d(x, w, strides = [1, 1], padding = "VALID")
+assert(all(y == 4.0), "a 2x2 window of ones sums to 4")
+RNL
+expect_status 0 "a convolution loads oneDNN" -- "$runnel" run "$work/conv.rnl"
+# When it cannot load, the op that needed it fails at its line, saying why;
+# what does not need it still runs.
+mkdir "$work/broken"
+: >"$work/broken/libdnnl.so.2"
+expect_status 1 "oneDNN that does not load" -- \
+  env LD_LIBRARY_PATH="$work/broken" "$runnel" run "$work/conv.rnl"
+expect_in "$work/err" "conv.rnl:3:9: error: conv2d: oneDNN: cannot load libdnnl.so.2: $work/broken/libdnnl.so.2: file too short" \
+  "oneDNN that does not load"
+printf 'assert(1 + 2 == 3, "sums")\n' >"$work/sum.rnl"
+expect_status 0 "a script without oneDNN" -- \
+  env LD_LIBRARY_PATH="$work/broken" "$runnel" run "$work/sum.rnl"
+# Without its module, the cluster commands say which file is missing.
+mkdir "$work/bin"
+cp "$runnel" "$work/bin/runnel"
+expect_status 1 "runnel cluster without runnel_cluster.so" -- \
+  "$work/bin/runnel" cluster "$work/sum.rnl" --workers 1
+expect_in "$work/err" "cannot load the cluster layer: $work/bin/runnel_cluster.so: cannot open shared object file" \
+  "runnel cluster without runnel_cluster.so"
+expect_status 1 "runnel server without runnel_cluster.so" -- \
+  "$work/bin/runnel" server --cluster "$work/c.json" --job ps --task 0
+expect_in "$work/err" "error: cannot load the cluster layer: $work/bin/runnel_cluster.so" \
+  "runnel server without runnel_cluster.so"
+expect_status 0 "a script without runnel_cluster.so" -- \
+  "$work/bin/runnel" run "$work/sum.rnl"
 exit $fail
