@@ -133,6 +133,11 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     size_t pending = 0;
     absl::Status first;
     absl::Status cause;
+    // A task that answered Unavailable (it was not there, or stopped being
+    // its task's primary): what failed elsewhere in the step may have
+    // failed for that (a replica that steps down drops its state under the
+    // kernels still running there), so the step is run again (Run).
+    absl::Status unavailable;
     std::atomic<bool> aborted{false};
   } remote;
   remote.pending = plan.remote.size();
@@ -145,13 +150,16 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     cluster.AbortStep(step, tasks, s);
   };
   for (const Plan::RemotePart& r : plan.remote) {
-    cluster.RunPartition(r.task, r.handle, step, run.snapshot, run.update,
-                         [&](absl::Status s) {
-                           if (!s.ok()) abort(s);
-                           std::lock_guard<std::mutex> lock(remote.mu);
-                           if (remote.first.ok()) remote.first = s;
-                           if (--remote.pending == 0) remote.cv.notify_all();
-                         });
+    cluster.RunPartition(
+        r.task, r.handle, step, run.snapshot, run.update, [&](absl::Status s) {
+          if (!s.ok()) abort(s);
+          std::lock_guard<std::mutex> lock(remote.mu);
+          if (remote.first.ok()) remote.first = s;
+          if (absl::IsUnavailable(s) && remote.unavailable.ok()) {
+            remote.unavailable = s;
+          }
+          if (--remote.pending == 0) remote.cv.notify_all();
+        });
   }
   std::vector<std::pair<Executor*, Executor::RunArgs>> runs;
   for (Plan::Part& p : plan.parts) {
@@ -172,6 +180,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     remote.cv.wait(lock, [&] { return remote.pending == 0; });
   }
   cluster.EndStep(step, tasks);
+  if (!remote.unavailable.ok()) return remote.unavailable;
   if (!remote.cause.ok()) return remote.cause;
   return local.ok() ? remote.first : local;
 }

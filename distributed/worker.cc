@@ -330,8 +330,16 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
   // AbortAllSteps may have missed it (counted open just after). Else it
   // would count as open for kStaleStep, and hold up a snapshot's freeze
   // should this replica be the primary again.
-  const bool demoted =
-      replication_ != nullptr && !replication_->CheckPrimary().ok();
+  const absl::Status primary =
+      replication_ != nullptr ? replication_->CheckPrimary() : absl::OkStatus();
+  const bool demoted = !primary.ok();
+  // What failed here after the step-down failed for it: the replica drops
+  // its state when it learns of its successor (replica.h, DropState), and a
+  // kernel of the run then finds a variable uninitialized. The master must
+  // hear "not the primary" (Unavailable) and run the step again with the
+  // successor, not a kernel's error, which would end the run and lose the
+  // training (the cluster.netns flake under packet loss).
+  if (demoted && !s.ok()) s = primary;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = open_.find(step); it != open_.end()) {

@@ -224,5 +224,47 @@ TEST_F(WorkerTest, AFreezeWhoseLeaseLapsesEndsByItself) {
   EXPECT_TRUE(worker_.RunGraph(*handle, 1, 0).ok());
 }
 
+// A replica that is its task's primary for the next `primary_checks`
+// checks and a backup after them; Sync holds nothing back.
+class SteppingDownReplica : public Replication {
+ public:
+  absl::Status CheckPrimary() const override {
+    if (primary_checks > 0) {
+      --primary_checks;
+      return absl::OkStatus();
+    }
+    return absl::UnavailableError(
+        "/job:ps/task:0 (replica 0) is a backup, not the task's primary");
+  }
+  absl::Status Sync() override { return absl::OkStatus(); }
+  mutable int primary_checks = 1 << 20;
+};
+
+// A replica that steps down while a run's kernels run drops its state
+// under them (replica.h): a kernel then fails for a variable it finds
+// uninitialized. The run must fail as Unavailable, which the master runs
+// again with the new primary, and not with the kernel's error, which would
+// end the training (the cluster.netns failure under packet loss).
+TEST_F(WorkerTest, ARunOnAReplicaThatSteppedDownFailsAsUnavailable) {
+  SteppingDownReplica replica;
+  worker_.set_replication(&replica);
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(AddToVariable(1));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  // v was never set (as after DropState): the kernel fails. Admitted while
+  // primary, the run ends with the replica a backup.
+  replica.primary_checks = 1;
+  absl::Status s = worker_.RunGraph(*handle, 1, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("is a backup, not the task's primary"),
+            std::string::npos)
+      << s;
+  // Still the primary at the end, the kernel's error is the run's.
+  replica.primary_checks = 2;
+  s = worker_.RunGraph(*handle, 2, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("not initialized"), std::string::npos) << s;
+  worker_.set_replication(nullptr);
+}
+
 }  // namespace
 }  // namespace runnel
