@@ -547,7 +547,13 @@ class ExecutorState {
         f->iterations.empty() ? iter : f->iterations.begin()->first;
     if (iter - oldest >= f->def->parallel_iterations) return nullptr;
     auto& slot = f->iterations[iter];
-    slot = std::make_unique<IterationState>(*f->def);
+    if (f->spare.empty()) {
+      slot = std::make_unique<IterationState>(*f->def);
+    } else {
+      slot = std::move(f->spare.back());
+      f->spare.pop_back();
+      slot->Reset(*f->def);
+    }
     for (const FrameState::Invariant& inv : f->invariants) {
       Activate(ex_.items_[inv.item], inv.value, {inv.is_dead}, f, iter,
                slot.get(), ready);
@@ -583,6 +589,10 @@ class ExecutorState {
         if (f == &root_) {
           run_done = true;
           break;
+        }
+        is->Retire();
+        if (static_cast<int>(f->spare.size()) < f->def->parallel_iterations) {
+          f->spare.push_back(std::move(it->second));
         }
         f->iterations.erase(it);
         while (!f->deferred.empty()) {
