@@ -1,10 +1,10 @@
 #include "cli/load_cluster.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <string>
 
+#include "base/executable_path.h"
 #include "base/strings.h"
 
 // Linked in where the program links the cluster layer; null in `runnel`.
@@ -15,12 +15,10 @@ namespace {
 
 // The module's path: beside this program's executable.
 std::string ModulePath() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string dir = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-  const size_t slash = dir.rfind('/');
-  dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-  return dir + "/runnel_cluster.so";
+  const std::string exe = ExecutablePath();
+  const size_t slash = exe.rfind('/');
+  return (slash == std::string::npos ? "." : exe.substr(0, slash)) +
+         "/runnel_cluster.so";
 }
 
 absl::StatusOr<const ClusterModule*> Load() {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "base/executable_path.h"
 #include "base/strings.h"
 #include "cli/cluster_launcher.h"
 #include "cli/flags.h"
@@ -253,10 +254,8 @@ int Plot(const std::vector<std::string>& args) {
 
 // The path of this program, for the tasks `runnel cluster` starts.
 std::string SelfPath(const char* argv0) {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return argv0;
-  return std::string(buf, static_cast<size_t>(n));
+  std::string path = ExecutablePath();
+  return path.empty() ? argv0 : path;
 }
 
 // The value of option `a` ("--job ps" or "--job=ps") at args[*i].

@@ -17,6 +17,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
+#include "base/executable_path.h"
 #include "base/strings.h"
 #include "cli/def_help.h"
 #include "cli/lsp/analysis.h"
@@ -124,9 +125,7 @@ class Server {
       : in_(in), out_(out), options_(options) {
     // A checker process that dies while we write to it must not end us.
     std::signal(SIGPIPE, SIG_IGN);
-    char exe[4096];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) checker_.assign(exe, static_cast<size_t>(n));
+    checker_ = ExecutablePath();
     worker_ = std::make_unique<interp::LargeStackThread>([this] { Work(); });
   }
   ~Server() {
