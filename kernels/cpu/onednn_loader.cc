@@ -41,9 +41,15 @@ const Loaded& Load() {
   return *loaded;
 }
 
-void* Library() { return Load().handle; }
+// The library's own `name` (its dependencies' too: OpenMP's functions);
+// null when the library did not load or has no such function.
+void* Find(const char* name) {
+  void* handle = Load().handle;
+  return handle == nullptr ? nullptr : ::dlsym(handle, name);
+}
 
-// The library's own `name` (its dependencies' too: OpenMP's functions).
+// Find's function, of the type it is declared with; throws dnnl::error
+// saying why when there is none.
 template <typename F>
 F Resolve(F /*declared*/, const char* name) {
   const Loaded& loaded = Load();
@@ -51,7 +57,7 @@ F Resolve(F /*declared*/, const char* name) {
     // dnnl::error keeps the pointer: the string lives as long as the program.
     throw dnnl::error(dnnl_runtime_error, loaded.error.c_str());
   }
-  void* f = ::dlsym(loaded.handle, name);
+  void* f = Find(name);
   if (f == nullptr) {
     thread_local std::string why;
     why = StrCat("cannot load ", kDnnlLibrary, ": ", ::dlerror());
@@ -215,17 +221,13 @@ dnnl_status_t dnnl_sgemm(char transa, char transb, dnnl_dim_t M, dnnl_dim_t N,
 // comes with the library. They do not throw: when the library did not load
 // there is no team to size, and the oneDNN call that follows says why.
 int omp_get_max_threads() noexcept {
-  static const auto real = reinterpret_cast<int (*)()>(
-      runnel::Library() == nullptr
-          ? nullptr
-          : ::dlsym(runnel::Library(), "omp_get_max_threads"));
+  static const auto real = reinterpret_cast<decltype(&omp_get_max_threads)>(
+      runnel::Find("omp_get_max_threads"));
   return real == nullptr ? 1 : real();
 }
 void omp_set_num_threads(int n) noexcept {
-  static const auto real = reinterpret_cast<void (*)(int)>(
-      runnel::Library() == nullptr
-          ? nullptr
-          : ::dlsym(runnel::Library(), "omp_set_num_threads"));
+  static const auto real = reinterpret_cast<decltype(&omp_set_num_threads)>(
+      runnel::Find("omp_set_num_threads"));
   if (real != nullptr) real(n);
 }
 
