@@ -531,6 +531,22 @@ double EstimatedFlops(const Node& n, int64_t unknown) {
     const int64_t k = Dim(a, ta ? ra - 2 : ra - 1, unknown);
     return 2.0 * Elements(n.output_shape(0), unknown) * static_cast<double>(k);
   }
+  // Attention: q k^T and p v for each query of each batch matrix; its
+  // gradient has five such products, two and a half times as many.
+  const bool attention_grad = op == "scaled_dot_product_attention_grad";
+  if ((op == "scaled_dot_product_attention" || attention_grad) &&
+      n.num_inputs() >= 4) {
+    const Shape& q = n.input(0).node->output_shape(n.input(0).index);
+    const Shape& v = n.input(2).node->output_shape(n.input(2).index);
+    const int r = q.unknown_rank() ? 2 : q.rank();
+    const double d = Dim(q, r - 1, unknown), dv = Dim(v, r - 1, unknown);
+    // Output 0 is [batch..., tq, dv] (dq: [batch..., tq, d]).
+    const double width = attention_grad ? d : dv;
+    const double queries =
+        width > 0 ? Elements(n.output_shape(0), unknown) / width : 0;
+    return queries * 2.0 * Dim(v, r - 2, unknown) * (d + dv) *
+           (attention_grad ? 2.5 : 1.0);
+  }
   // A convolution's gradients (x, filters, dy) cost what it does: a
   // window's products for each element of its output, dy.
   const bool backprop =

@@ -19,8 +19,6 @@ Specs FloatUnchangedShape(const ShapeContext& c) {
   return One(c.dtype(0), c.shape(0));
 }
 
-namespace {
-
 std::vector<int64_t> BatchOffsets(const Shape& in, const Shape& out,
                                   int64_t matrix_size) {
   const int out_rank = out.rank() - 2, in_rank = in.rank() - 2;
@@ -46,8 +44,6 @@ std::vector<int64_t> BatchOffsets(const Shape& in, const Shape& out,
   }
   return offsets;
 }
-
-}  // namespace
 
 absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b, bool ta,
                                       bool tb, DType dtype) {
@@ -80,6 +76,20 @@ absl::StatusOr<MatMulPlan> PlanMatMul(const Shape& a, const Shape& b, bool ta,
   p.out.mutable_dims().push_back(p.n);
   p.a_offsets = BatchOffsets(a, p.out, p.a_rows * p.a_cols);
   p.b_offsets = BatchOffsets(b, p.out, p.b_rows * p.b_cols);
+  // A stack of matrices times one matrix (a dense layer on a batch of
+  // sequences) is one product of all their rows: fewer, larger products,
+  // the output's layout unchanged.
+  const int64_t count = static_cast<int64_t>(p.a_offsets.size());
+  bool stacked = count > 1 && !ta;
+  for (int64_t i = 0; stacked && i < count; ++i) {
+    stacked = p.b_offsets[i] == 0 && p.a_offsets[i] == i * p.a_rows * p.a_cols;
+  }
+  if (stacked) {
+    p.m *= count;
+    p.a_rows *= count;
+    p.a_offsets = {0};
+    p.b_offsets = {0};
+  }
   return p;
 }
 

@@ -18,10 +18,16 @@ Specs FloatUnchangedShape(const ShapeContext& c);
 // NumPy broadcasting of two shapes; unknown dims broadcast to unknown.
 // Error text: "shapes [2,3] and [4] cannot be broadcast".
 absl::StatusOr<Shape> BroadcastShapes(const Shape& a, const Shape& b);
+// For each matrix of `out` (rank >= 2; its leading dims are the batch), the
+// element offset of the matrix of `in` (matrix_size elements each) that
+// NumPy's broadcasting of the batch dims pairs with it.
+std::vector<int64_t> BatchOffsets(const Shape& in, const Shape& out,
+                                  int64_t matrix_size);
 // One matmul's geometry from its operands' shapes, shared by the CPU and
 // GPU kernels: the product's dims, the output's shape, and for each output
 // matrix the element offsets of its operands (batch dims broadcast as in
-// NumPy, right-aligned).
+// NumPy, right-aligned). A stack of untransposed matrices times one matrix
+// is planned as one product of all the stack's rows (m is their count).
 struct MatMulPlan {
   int64_t m = 0, n = 0, k = 0;
   int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0;  // as stored

@@ -12,6 +12,7 @@
 #include "base/atomic_file.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "framework/ops/kernel_checks.h"
 #include "framework/window.h"
 #include "io/onnx.pb.h"
 #include "io/onnx_types.h"
@@ -598,6 +599,46 @@ const std::map<std::string, Emit>& Table() {
         v = tv;
       }
       e.Add(n, "MatMul", {a, b}, {e.Out(n)});
+      return absl::OkStatus();
+    };
+    // scaled_dot_product_attention: MatMul(q, k^T) * s, Softmax (with a
+    // mask: of Where(keep, scores, -inf), then Where(keep, p, 0), which
+    // also zeroes a query that keeps no key), MatMul(p, v).
+    (*t)["scaled_dot_product_attention"] = [](Exporter& e, const Node& n) {
+      const Shape& q = n.input(0).node->output_shape(n.input(0).index);
+      if (q.unknown_rank() || q.dim(q.rank() - 1) < 0) {
+        return e.Refuse(n, "attention whose depth d is not known statically");
+      }
+      RN_ASSIGN_OR_RETURN(const AttentionAttrs attrs, AttentionAttrs::Of(n));
+      const double scale = attrs.ScoreFactor(q.dim(q.rank() - 1));
+      const bool f64 = n.input_dtype(0) == DType::kF64;
+      auto scalar = [&](double v, const std::string& what) {
+        return e.Initializer(
+            f64 ? Tensor::Scalar(v) : Tensor::Scalar(static_cast<float>(v)),
+            e.Temp(n, what));
+      };
+      std::vector<int64_t> perm;
+      for (int i = 0; i < q.rank(); ++i) perm.push_back(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      const std::string kt = e.Temp(n, "k_t"), qk = e.Temp(n, "qk"),
+                        scores = e.Temp(n, "scores"), p = e.Temp(n, "p");
+      SetInts(e.Add(n, "Transpose", {e.In(n, 1)}, {kt}, "k_t"), "perm", perm);
+      e.Add(n, "MatMul", {e.In(n, 0), kt}, {qk}, "qk");
+      e.Add(n, "Mul", {qk, scalar(scale, "scale")}, {scores}, "scores");
+      const Node* keep = n.input(3).node;
+      const Tensor* all = keep->constant_value();
+      if (all != nullptr && all->num_elements() == 1 && all->data<bool>()[0]) {
+        SetInt(e.Add(n, "Softmax", {scores}, {p}, "softmax"), "axis", -1);
+      } else {
+        const std::string masked = e.Temp(n, "masked"), p0 = e.Temp(n, "p0");
+        e.Add(n, "Where",
+              {e.In(n, 3), scores,
+               scalar(-std::numeric_limits<double>::infinity(), "dropped")},
+              {masked}, "masked");
+        SetInt(e.Add(n, "Softmax", {masked}, {p0}, "softmax"), "axis", -1);
+        e.Add(n, "Where", {e.In(n, 3), p0, scalar(0, "zero")}, {p}, "p");
+      }
+      e.Add(n, "MatMul", {p, e.In(n, 2)}, {e.Out(n)});
       return absl::OkStatus();
     };
     for (const char* op : {"softmax", "log_softmax"}) {

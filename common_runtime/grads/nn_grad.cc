@@ -7,9 +7,6 @@
 namespace runnel {
 namespace {
 
-// matmul(a, b, transpose_a, transpose_b), with batch dimensions that
-// broadcast: each operand's gradient is a matmul of dy with the other
-// operand, summed back over broadcast batch dimensions.
 // The gradients of a and b in op(a) @ op(b) for the product's gradient d:
 // each a matmul of d with the other operand, summed back over broadcast
 // batch dimensions.
@@ -20,6 +17,24 @@ std::pair<NodeOut, NodeOut> MatMulOperandGrads(GradBuilder& g, NodeOut a,
   auto mm = [&](NodeOut p, NodeOut q, bool tp, bool tq) {
     return g.Op("matmul", {p, q}, {{"transpose_a", tp}, {"transpose_b", tq}});
   };
+  const Shape& as = g.shape(a);
+  const Shape& bs = g.shape(b);
+  if (!ta && !as.unknown_rank() && as.rank() > 2 && bs.rank() == 2 &&
+      bs.IsFullyDefined()) {
+    // A stack of matrices times one matrix (a dense layer on a batch of
+    // sequences): b's gradient is one product over all the stack's rows,
+    // not one per matrix summed afterwards.
+    const int64_t k = tb ? bs.dim(1) : bs.dim(0);
+    const int64_t n = tb ? bs.dim(0) : bs.dim(1);
+    auto rows = [&](NodeOut t, int64_t cols) {
+      return g.Op(
+          "reshape",
+          {t, g.Const(Tensor::FromVector<int64_t>({-1, cols}, Shape{2}))});
+    };
+    const NodeOut db = tb ? mm(rows(d, n), rows(a, k), true, false)
+                          : mm(rows(a, k), rows(d, n), true, false);
+    return {g.SumToLike(mm(d, b, false, !tb), a), db};
+  }
   NodeOut da, db;
   if (!ta && !tb) {
     da = mm(d, b, false, true);
@@ -134,6 +149,22 @@ RUNNEL_REGISTER_GRADIENT(
 RUNNEL_REGISTER_GRADIENT("softmax", [](GradBuilder& g, const Grads& dy) {
   return Grads{SoftmaxGrad(g, dy[0], g.attr_or<int64_t>("axis", -1))};
 });
+
+// scaled_dot_product_attention(q, k, v, keep): the fused gradient op, its
+// gradients summed back over broadcast batch dims; the mask has none.
+RUNNEL_REGISTER_GRADIENT("scaled_dot_product_attention",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           const std::vector<NodeOut> d = g.OpN(
+                               "scaled_dot_product_attention_grad",
+                               {g.x(0), g.x(1), g.x(2), g.x(3), dy[0]},
+                               {{"scale", g.attr_or<double>("scale", 1.0)},
+                                {"rsqrt_d", g.attr_or<bool>("rsqrt_d", true)}});
+                           if (d.size() != 3) return {};
+                           return {g.SumToLike(d[0], g.x(0)),
+                                   g.SumToLike(d[1], g.x(1)),
+                                   g.SumToLike(d[2], g.x(2)),
+                                   {}};
+                         });
 
 // masked_softmax: softmax's rule, which gives 0 where y is 0 (the dropped
 // elements, and lines that keep nothing); the mask has no gradient.

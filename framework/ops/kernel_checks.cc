@@ -1,5 +1,6 @@
 #include "framework/ops/kernel_checks.h"
 
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,93 @@ absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep) {
         " must have the last dimensions of the logits ", logits.ToString()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
+                                     const Shape& v, const Shape& keep) {
+  auto operands = [&] {
+    return StrCat("q ", q.ToString(), ", k ", k.ToString(), " and v ",
+                  v.ToString());
+  };
+  if (q.unknown_rank() || k.unknown_rank() || v.unknown_rank()) {
+    return Shape::UnknownRank();
+  }
+  const int r = q.rank();
+  if (r < 2 || k.rank() != r || v.rank() != r) {
+    return absl::InvalidArgumentError(
+        StrCat("needs q, k and v of one rank, 2 or more; got ", operands()));
+  }
+  auto same = [](int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; };
+  if (!same(q.dim(r - 1), k.dim(r - 1)) || !same(k.dim(r - 2), v.dim(r - 2))) {
+    return absl::InvalidArgumentError(StrCat(
+        "q and k need one last dimension, and k and v one number of keys "
+        "(their next-to-last); got ",
+        operands()));
+  }
+  auto batch_of = [&](const Shape& s) {
+    return Shape(std::vector<int64_t>(s.dims().begin(), s.dims().end() - 2));
+  };
+  absl::StatusOr<Shape> batch = BroadcastShapes(batch_of(q), batch_of(k));
+  if (batch.ok()) batch = BroadcastShapes(*batch, batch_of(v));
+  if (!batch.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("the batch dimensions of ", operands(), " cannot be broadcast"));
+  }
+  std::vector<int64_t> scores = batch->dims();
+  scores.push_back(q.dim(r - 2));
+  scores.push_back(k.dim(r - 2) >= 0 ? k.dim(r - 2) : v.dim(r - 2));
+  if (keep.unknown_rank() || keep.rank() > 0) {
+    RN_RETURN_IF_ERROR(CheckMaskedSoftmax(Shape(scores), keep));
+  }
+  std::vector<int64_t> out = batch->dims();
+  out.push_back(q.dim(r - 2));
+  out.push_back(v.dim(r - 1));
+  return Shape(std::move(out));
+}
+
+absl::StatusOr<AttentionAttrs> AttentionAttrs::Of(const Node& node) {
+  AttentionAttrs a;
+  RN_ASSIGN_OR_RETURN(a.scale, node.attr<double>("scale"));
+  RN_ASSIGN_OR_RETURN(a.rsqrt_d, node.attr<bool>("rsqrt_d"));
+  return a;
+}
+
+double AttentionAttrs::ScoreFactor(int64_t d) const {
+  return rsqrt_d && d > 0 ? scale / std::sqrt(static_cast<double>(d)) : scale;
+}
+
+Shape AttentionPlan::Batched(int64_t rows, int64_t cols) const {
+  std::vector<int64_t> dims(out.dims().begin(), out.dims().end() - 2);
+  dims.push_back(rows);
+  dims.push_back(cols);
+  return Shape(std::move(dims));
+}
+
+Shape AttentionPlan::GradShape(int i) const {
+  return i == 0 ? Batched(tq, d) : Batched(tk, i == 1 ? d : dv);
+}
+
+absl::Status CheckAttentionGrad(const AttentionPlan& plan, const Shape& dout) {
+  if (dout == plan.out) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat("dout ", dout.ToString(),
+                                           " must have the output's shape ",
+                                           plan.out.ToString()));
+}
+
+absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
+                                            const Shape& v, const Shape& keep) {
+  AttentionPlan p;
+  RN_ASSIGN_OR_RETURN(p.out, AttentionShape(q, k, v, keep));
+  const int r = q.rank();
+  p.tq = q.dim(r - 2);
+  p.tk = k.dim(r - 2);
+  p.d = q.dim(r - 1);
+  p.dv = v.dim(r - 1);
+  p.q_offsets = BatchOffsets(q, p.out, p.tq * p.d);
+  p.k_offsets = BatchOffsets(k, p.out, p.tk * p.d);
+  p.v_offsets = BatchOffsets(v, p.out, p.tk * p.dv);
+  p.keep_lines = keep.rank() == 0 || p.tk == 0 ? 0 : keep.num_elements() / p.tk;
+  return p;
 }
 
 namespace {

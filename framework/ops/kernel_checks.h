@@ -36,6 +36,44 @@ absl::Status CheckBiasAdd(const Tensor& x, const Tensor& bias);
 // before a run.
 absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep);
 
+// scaled_dot_product_attention(q, k, v, keep): q [..., tq, d], k [..., tk,
+// d] and v [..., tk, dv] of one rank (2 or more) whose batch dims
+// broadcast; keep (bool) a scalar, or the last dims of the scores [batch...,
+// tq, tk], at least the last (repeated over the leading ones, as
+// masked_softmax's). Returns the output's shape [batch..., tq, dv]. Unknown
+// dims (-1) and ranks pass, as in CheckMaskedSoftmax.
+absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
+                                     const Shape& v, const Shape& keep);
+
+// scaled_dot_product_attention's attributes (and its gradient's), and the
+// factor of the scores q k^T they give for a depth d: `scale`, times
+// 1 / sqrt(d) with `rsqrt_d` (and d > 0; the scores are 0 when d is 0).
+struct AttentionAttrs {
+  double scale = 1.0;
+  bool rsqrt_d = true;
+  static absl::StatusOr<AttentionAttrs> Of(const Node& node);
+  double ScoreFactor(int64_t d) const;
+};
+
+// The attention kernels' geometry for actual shapes: the batch's matrices
+// of q, k and v (element offsets, broadcast), and the mask's lines of tk
+// (0 for a scalar mask).
+struct AttentionPlan {
+  int64_t tq = 0, tk = 0, d = 0, dv = 0;
+  Shape out;  // [batch..., tq, dv]
+  std::vector<int64_t> q_offsets, k_offsets, v_offsets;
+  int64_t keep_lines = 0;
+  // [batch..., rows, cols]: the batch's shape with a matrix's.
+  Shape Batched(int64_t rows, int64_t cols) const;
+  // The gradient's output i: dq [batch..., tq, d], dk [batch..., tk, d] or
+  // dv [batch..., tk, dv].
+  Shape GradShape(int i) const;
+};
+absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
+                                            const Shape& v, const Shape& keep);
+// The gradient's dout: the output's shape.
+absl::Status CheckAttentionGrad(const AttentionPlan& plan, const Shape& dout);
+
 // layer_norm(x, scale, offset): x of rank 1 or more, scale and offset 1-D
 // and as long as x's last dimension. layer_norm_grad(dy, x, scale, mean,
 // rstd) also: dy of x's shape, mean and rstd of x's shape without its last

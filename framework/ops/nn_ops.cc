@@ -218,6 +218,101 @@ RUNNEL_REGISTER_OP(
              "is true; 0 where it is false, and a line that keeps nothing "
              "all 0 (not NaN). One pass, for attention's masks."));
 
+// scaled_dot_product_attention(q, k, v, keep): f32 or f64 q, k and v of
+// one dtype, keep bool (kernel_checks.h, AttentionShape).
+absl::Status CheckAttentionInputs(const ShapeContext& c) {
+  if (c.dtype(0) != DType::kF32 && c.dtype(0) != DType::kF64) {
+    return absl::InvalidArgumentError(
+        StrCat("expected f32 or f64 q, got ", c.input(0).ToString()));
+  }
+  RN_RETURN_IF_ERROR(SameDTypes(c, 0, 2));
+  if (c.dtype(3) != DType::kBool) {
+    return absl::InvalidArgumentError(
+        StrCat("the mask must be bool, got ", c.input(3).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+Specs AttentionOpShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckAttentionInputs(c));
+  RN_ASSIGN_OR_RETURN(Shape out, AttentionShape(c.shape(0), c.shape(1),
+                                                c.shape(2), c.shape(3)));
+  return One(c.dtype(0), std::move(out));
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("scaled_dot_product_attention")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"q", "k", "v", "keep"})
+        .Outputs({"out"})
+        .SameDType({0, 1, 2})
+        .Attr("scale", 1.0)
+        .Attr("rsqrt_d", true)
+        .Shape(AttentionOpShape)
+        .Doc("softmax(s * q @ k^T) @ v over q [..., tq, d], k [..., tk, d] "
+             "and v [..., tk, dv] (batch dims broadcast), s = `scale`, "
+             "divided by sqrt(d) with `rsqrt_d` (the default: scaled "
+             "dot-product attention), the softmax "
+             "over the keys that `keep` keeps (bool: a scalar, or the "
+             "scores' last dims, repeated over the leading ones; a query "
+             "that keeps none gets zeros). One pass per matrix of the "
+             "batch: the scores never leave the cache. nn.attention uses "
+             "it for f32 and f64."));
+
+// The gradients of q, k and v (over the broadcast batch) for the output's
+// gradient dout.
+Specs AttentionGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(CheckAttentionInputs(c));
+  if (c.dtype(4) != c.dtype(0)) {
+    return absl::InvalidArgumentError(StrCat("dout ", c.input(4).ToString(),
+                                             " must have q's dtype, ",
+                                             DTypeName(c.dtype(0))));
+  }
+  const Shape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
+  RN_ASSIGN_OR_RETURN(Shape out, AttentionShape(q, k, v, c.shape(3)));
+  const Shape& dout = c.shape(4);
+  if (!out.unknown_rank() && !dout.unknown_rank()) {
+    bool ok = out.rank() == dout.rank();
+    for (int i = 0; ok && i < out.rank(); ++i) {
+      ok = out.dim(i) < 0 || dout.dim(i) < 0 || out.dim(i) == dout.dim(i);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(StrCat("dout ", c.input(4).ToString(),
+                                               " must have the output's shape ",
+                                               out.ToString()));
+    }
+  }
+  if (out.unknown_rank()) {
+    return std::vector<TensorSpec>(3, {c.dtype(0), Shape::UnknownRank()});
+  }
+  auto batched = [&](int64_t rows, int64_t cols) {
+    std::vector<int64_t> dims(out.dims().begin(), out.dims().end() - 2);
+    dims.push_back(rows);
+    dims.push_back(cols);
+    return Shape(std::move(dims));
+  };
+  const int r = q.rank();
+  const int64_t tk = k.dim(r - 2) >= 0 ? k.dim(r - 2) : v.dim(r - 2);
+  const int64_t d = q.dim(r - 1) >= 0 ? q.dim(r - 1) : k.dim(r - 1);
+  return std::vector<TensorSpec>{{c.dtype(0), batched(q.dim(r - 2), d)},
+                                 {c.dtype(0), batched(tk, d)},
+                                 {c.dtype(0), batched(tk, v.dim(r - 1))}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("scaled_dot_product_attention_grad")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"q", "k", "v", "keep", "dout"})
+        .Outputs({"dq", "dk", "dv"})
+        .SameDType({0, 1, 2, 4})
+        .Attr("scale", 1.0)
+        .Attr("rsqrt_d", true)
+        .Shape(AttentionGradShape)
+        .Doc("The gradients of scaled_dot_product_attention's q, k and v "
+             "for its output's gradient dout, each over the broadcast "
+             "batch; the scores and probabilities are computed again, one "
+             "matrix of the batch at a time."));
+
 // logits [..., classes] and probs of the same shape -> loss [...].
 Specs SoftmaxCrossEntropyShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(RequireFloating(c, 0));

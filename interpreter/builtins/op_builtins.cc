@@ -523,6 +523,7 @@ void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
   // The ops call their input `logits`; the language calls it x.
   b.push_back(FromOp("masked_softmax"));
+  b.push_back(FromOp("scaled_dot_product_attention"));
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(
         {op,

@@ -3,7 +3,10 @@
 // and rounded once on output.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "kernels/common/array_util.h"
 #include "kernels/common/norm_util.h"
 #include "kernels/cpu/eigen_support.h"
+#include "kernels/cpu/gemm.h"
 
 namespace runnel {
 namespace {
@@ -101,6 +105,49 @@ class SoftmaxKernel : public OpKernel {
   int64_t axis_ = -1;
 };
 
+// Each of a mask's `lines` of `len`: p when it keeps exactly its first p
+// elements (a causal or a padding mask), else -1.
+std::vector<int64_t> KeptPrefixes(const bool* kept, int64_t lines,
+                                  int64_t len) {
+  std::vector<int64_t> prefix(lines);
+  for (int64_t m = 0; m < lines; ++m) {
+    const bool* k = kept + m * len;
+    const int64_t p = std::find(k, k + len, false) - k;
+    prefix[m] = std::find(k + p, k + len, true) == k + len ? p : -1;
+  }
+  return prefix;
+}
+
+// softmax in place over a line's kept elements: its first p when p >= 0
+// (vectorised), else those where k is true; 0 elsewhere, and all 0 when it
+// keeps none. Dropped elements take no part, whatever they hold (NaN and
+// infinities too).
+template <typename A>
+void SoftmaxKept(A* line, int64_t len, const bool* k, int64_t p) {
+  Eigen::Map<Array1<A>> v(line, len);
+  if (p == 0 || (p < 0 && std::find(k, k + len, true) == k + len)) {
+    v.setZero();
+    return;
+  }
+  if (p > 0) {
+    auto head = v.head(p);
+    head = (head - head.maxCoeff()).exp();
+    head /= head.sum();
+    v.tail(len - p).setZero();
+    return;
+  }
+  A max = -std::numeric_limits<A>::infinity();
+  for (int64_t j = 0; j < len; ++j) {
+    if (k[j] && v[j] > max) max = v[j];
+  }
+  A total = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    v[j] = k[j] ? std::exp(v[j] - max) : A(0);
+    total += v[j];
+  }
+  v /= total;
+}
+
 // masked_softmax over the last axis: line l keeps element j where
 // keep[(l % keep_lines) * len + j] is true.
 template <typename T>
@@ -118,53 +165,207 @@ class MaskedSoftmax : public OpKernel {
     const EigenType<T>* in = EigenData<T>(x);
     const bool* kept = keep.data<bool>();
     EigenType<T>* out = EigenMutableData<T>(y);
-    using A = Acc<T>;
-    // Each mask line's kept prefix: k when it keeps exactly its first k
-    // elements (a causal or a padding mask), else -1. Such lines are plain
-    // softmaxes of their first k elements, vectorised; others go element
-    // by element.
-    std::vector<int64_t> prefix(keep_lines);
-    for (int64_t m = 0; m < keep_lines; ++m) {
-      const bool* k = kept + m * len;
-      const int64_t p = std::find(k, k + len, false) - k;
-      prefix[m] = std::find(k + p, k + len, true) == k + len ? p : -1;
-    }
+    const std::vector<int64_t> prefix = KeptPrefixes(kept, keep_lines, len);
     ctx->intra_op_pool()->ParallelFor(
         lines, len * kExpCost, [&](int64_t begin, int64_t end) {
-          Array1<A> v(len);
+          Array1<Acc<T>> v(len);
           for (int64_t l = begin; l < end; ++l) {
-            const bool* k = kept + (l % keep_lines) * len;
-            const int64_t p = prefix[l % keep_lines];
-            const int64_t s = l * len;
-            if (p == 0 || (p < 0 && std::find(k, k + len, true) == k + len)) {
-              std::fill(out + s, out + s + len, EigenType<T>(0));
-              continue;
-            }
-            if (p > 0) {
-              // Dropped elements take no part, whatever they hold (NaN and
-              // infinities too), and are 0.
-              auto head = v.head(p);
-              head = LoadRun<T>(in + s, p);
-              head = (head - head.maxCoeff()).exp();
-              StoreRun<T>(head / head.sum(), out + s);
-              std::fill(out + s + p, out + s + len, EigenType<T>(0));
-              continue;
-            }
-            v = LoadRun<T>(in + s, len);
-            A max = -std::numeric_limits<A>::infinity();
-            for (int64_t j = 0; j < len; ++j) {
-              if (k[j] && v[j] > max) max = v[j];
-            }
-            v = (v - max).exp();
-            A total = 0;
-            for (int64_t j = 0; j < len; ++j) {
-              v[j] = k[j] ? v[j] : A(0);
-              total += v[j];
-            }
-            StoreRun<T>(v / total, out + s);
+            const int64_t m = l % keep_lines;
+            v = LoadRun<T>(in + l * len, len);
+            SoftmaxKept(v.data(), len, kept + m * len, prefix[m]);
+            StoreRun<T>(v, out + l * len);
           }
         });
     return absl::OkStatus();
+  }
+};
+
+// c (m x n, row-major) = op(a) @ op(b), or c += it with `accumulate`; a is
+// stored row-major with `lda` elements a row (m x k, or k x m when `ta`),
+// b likewise. On the calling thread alone (f32 on oneDNN's sgemm, f64 on
+// Eigen's product).
+template <typename T>
+absl::Status ThreadGemm(int64_t m, int64_t n, int64_t k, const T* a,
+                        int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
+                        T* c, bool accumulate = false) {
+  if constexpr (std::is_same_v<T, float>) {
+    return GemmF32(nullptr, m, n, k, {a, ta ? 1 : lda, ta ? lda : 1},
+                   {b, tb ? 1 : ldb, tb ? ldb : 1}, c, n, accumulate);
+  } else {
+    using Matrix =
+        Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using In = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
+    const In am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
+    const In bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
+    Eigen::Map<Matrix> cm(c, m, n);
+    auto product = [&](const auto& x, const auto& y) {
+      if (accumulate) {
+        cm.noalias() += x * y;
+      } else {
+        cm.noalias() = x * y;
+      }
+    };
+    if (ta && tb) {
+      product(am.transpose(), bm.transpose());
+    } else if (ta) {
+      product(am.transpose(), bm);
+    } else if (tb) {
+      product(am, bm.transpose());
+    } else {
+      product(am, bm);
+    }
+    return absl::OkStatus();
+  }
+}
+
+// What the attention kernels share: a run's plan, mask and factor of the
+// scores, the probabilities of one matrix of the batch, and the loop over
+// the batch.
+template <typename T>
+class AttentionBase : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, AttentionAttrs::Of(node));
+    return absl::OkStatus();
+  }
+
+ protected:
+  struct Run {
+    AttentionPlan plan;
+    const bool* keep = nullptr;
+    std::vector<int64_t> prefix;  // KeptPrefixes of the mask's lines
+    T scale = 1;                  // the scores' factor for this run's d
+  };
+
+  absl::StatusOr<Run> Prepare(OpKernelContext* ctx) const {
+    Run r;
+    const Tensor& keep = ctx->input(3);
+    RN_ASSIGN_OR_RETURN(
+        r.plan, PlanAttention(ctx->input(0).shape(), ctx->input(1).shape(),
+                              ctx->input(2).shape(), keep.shape()));
+    r.keep = keep.data<bool>();
+    r.prefix = r.plan.keep_lines == 0
+                   ? std::vector<int64_t>{r.keep[0] ? r.plan.tk : 0}
+                   : KeptPrefixes(r.keep, r.plan.keep_lines, r.plan.tk);
+    r.scale = static_cast<T>(attrs_.ScoreFactor(r.plan.d));
+    return r;
+  }
+
+  // p (tq x tk) = the masked softmax of scale * q k^T for matrix b.
+  static absl::Status Probs(const Run& r, int64_t b, const T* q, const T* k,
+                            T* p) {
+    const AttentionPlan& a = r.plan;
+    RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.tk, a.d, q + a.q_offsets[b], a.d,
+                                     false, k + a.k_offsets[b], a.d, true, p));
+    for (int64_t i = 0; i < a.tq; ++i) {
+      const int64_t m = a.keep_lines == 0 ? 0 : (b * a.tq + i) % a.keep_lines;
+      T* line = p + i * a.tk;
+      Eigen::Map<Array1<T>>(line, a.tk) *= r.scale;
+      SoftmaxKept(line, a.tk, r.keep + m * a.tk, r.prefix[m]);
+    }
+    return absl::OkStatus();
+  }
+
+  // Runs fn(b, scratch) for each matrix b of the batch on the intra-op
+  // pool, `scratch` elements of scratch a shard; returns the first error.
+  static absl::Status ForEachMatrix(
+      OpKernelContext* ctx, const AttentionPlan& a, int64_t scratch,
+      const std::function<absl::Status(int64_t, T*)>& fn) {
+    const int64_t batch = static_cast<int64_t>(a.q_offsets.size());
+    std::mutex mu;
+    absl::Status status;
+    ctx->intra_op_pool()->ParallelFor(
+        batch, a.tq * a.tk * (2 * (a.d + a.dv) + kExpCost),
+        [&](int64_t begin, int64_t end) {
+          std::vector<T> buffer(static_cast<size_t>(scratch));
+          for (int64_t b = begin; b < end; ++b) {
+            absl::Status s = fn(b, buffer.data());
+            if (!s.ok()) {
+              std::lock_guard<std::mutex> lock(mu);
+              if (status.ok()) status = std::move(s);
+              return;
+            }
+          }
+        });
+    return status;
+  }
+
+ private:
+  AttentionAttrs attrs_;
+};
+
+// scaled_dot_product_attention(q, k, v, keep): for each matrix of the
+// batch, p = the masked softmax of scale * q k^T, then out = p v.
+template <typename T>
+class AttentionKernel : public AttentionBase<T> {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const auto r, this->Prepare(ctx));
+    const AttentionPlan& a = r.plan;
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, a.out));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    if (a.tk == 0) {  // no keys: every query keeps none
+      std::memset(out->raw_data(), 0, out->bytes());
+      return absl::OkStatus();
+    }
+    const T* q = ctx->input(0).data<T>();
+    const T* k = ctx->input(1).data<T>();
+    const T* v = ctx->input(2).data<T>();
+    T* o = out->data<T>();
+    return this->ForEachMatrix(ctx, a, a.tq * a.tk, [&](int64_t b, T* p) {
+      RN_RETURN_IF_ERROR(this->Probs(r, b, q, k, p));
+      return ThreadGemm<T>(a.tq, a.dv, a.tk, p, a.tk, false, v + a.v_offsets[b],
+                           a.dv, false, o + b * a.tq * a.dv);
+    });
+  }
+};
+
+// scaled_dot_product_attention_grad(q, k, v, keep, dout) -> dq, dk, dv, for
+// each matrix of the batch: p again, then dv = p^T dout, dp = dout v^T,
+// ds = scale * p * (dp - rowsum(dp * p)) (softmax's gradient), dq = ds k
+// and dk = ds^T q.
+template <typename T>
+class AttentionGradKernel : public AttentionBase<T> {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const auto r, this->Prepare(ctx));
+    const AttentionPlan& a = r.plan;
+    const Tensor& dout = ctx->input(4);
+    RN_RETURN_IF_ERROR(CheckAttentionGrad(a, dout.shape()));
+    Tensor* grads[3];
+    // No keys, no queries or an empty output: the gradients are zeros
+    // (the products below would write nothing).
+    const bool zeros = a.tk == 0 || a.tq == 0 || a.out.num_elements() == 0;
+    for (int i = 0; i < 3; ++i) {
+      RN_ASSIGN_OR_RETURN(grads[i], ctx->allocate_output(i, a.GradShape(i)));
+      if (zeros) std::memset(grads[i]->raw_data(), 0, grads[i]->bytes());
+    }
+    if (zeros) return absl::OkStatus();
+    const T* q = ctx->input(0).data<T>();
+    const T* k = ctx->input(1).data<T>();
+    const T* v = ctx->input(2).data<T>();
+    const T* dy = dout.data<T>();
+    T *dq = grads[0]->data<T>(), *dk = grads[1]->data<T>(),
+      *dv = grads[2]->data<T>();
+    return this->ForEachMatrix(ctx, a, 2 * a.tq * a.tk, [&](int64_t b, T* p) {
+      T* ds = p + a.tq * a.tk;
+      const T* dyb = dy + b * a.tq * a.dv;
+      RN_RETURN_IF_ERROR(this->Probs(r, b, q, k, p));
+      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tk, a.dv, a.tq, p, a.tk, true, dyb,
+                                       a.dv, false, dv + b * a.tk * a.dv));
+      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.tk, a.dv, dyb, a.dv, false,
+                                       v + a.v_offsets[b], a.dv, true, ds));
+      for (int64_t i = 0; i < a.tq; ++i) {
+        Eigen::Map<Array1<T>> pi(p + i * a.tk, a.tk), di(ds + i * a.tk, a.tk);
+        const T dot = (pi * di).sum();
+        di = r.scale * pi * (di - dot);
+      }
+      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.d, a.tk, ds, a.tk, false,
+                                       k + a.k_offsets[b], a.d, false,
+                                       dq + b * a.tq * a.d));
+      return ThreadGemm<T>(a.tk, a.d, a.tq, ds, a.tk, true, q + a.q_offsets[b],
+                           a.d, false, dk + b * a.tk * a.d);
+    });
   }
 };
 
@@ -630,6 +831,10 @@ RUNNEL_STATIC_INIT(NnKernels) {
   RegisterKernelForTypes<Softmax, Half, BFloat16, float, double>("softmax");
   RegisterKernelForTypes<MaskedSoftmax, Half, BFloat16, float, double>(
       "masked_softmax");
+  RegisterKernelForTypes<AttentionKernel, float, double>(
+      "scaled_dot_product_attention");
+  RegisterKernelForTypes<AttentionGradKernel, float, double>(
+      "scaled_dot_product_attention_grad");
   RegisterKernelForTypes<LogSoftmax, Half, BFloat16, float, double>(
       "log_softmax");
   RegisterKernelForTypes<SoftmaxGradKernel, Half, BFloat16, float, double>(

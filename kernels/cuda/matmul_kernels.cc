@@ -195,14 +195,6 @@ class MatMulKernel : public MatMulAttrsKernel {
     const int64_t sa = UniformStride(p.a_offsets);
     const int64_t sb = UniformStride(p.b_offsets);
     if (count == 1) return RunProduct(gpu, types, p, {}, pa, pb, pc);
-    if (sb == 0 && !p.ta && sa == p.a_rows * p.a_cols) {
-      // A stack of matrices times one matrix (a dense layer on a batch of
-      // sequences): one product of all their rows.
-      MatMulPlan rows = p;
-      rows.m *= count;
-      rows.a_rows *= count;
-      return RunProduct(gpu, types, rows, {}, pa, pb, pc);
-    }
     if (sa > 0 && sb > 0 && count <= INT32_MAX) {
       return RunProduct(gpu, types, p, {static_cast<int>(count), sa, sb}, pa,
                         pb, pc);

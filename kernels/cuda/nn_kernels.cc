@@ -11,6 +11,7 @@
 // range, and the host reads that mark back (a copy of 8 bytes and a wait
 // for the compute stream, each call) to fail as the CPU does, naming the
 // label and its index.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "framework/shape_fns.h"
 #include "kernels/common/array_util.h"
 #include "kernels/common/norm_util.h"
+#include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
@@ -347,6 +349,113 @@ class SameShapeKernel : public OpKernel {
   }
 };
 
+// scaled_dot_product_attention and its gradient (attention.h): the plan and
+// the factor of the scores as on the CPU, the batch's offsets uploaded.
+class AttentionBase : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, AttentionAttrs::Of(node));
+    return absl::OkStatus();
+  }
+
+ protected:
+  // The plan, the launch's arguments (the offsets they point to held in
+  // `offsets`, on the GPU), and the node's context made current.
+  struct Prepared {
+    AttentionPlan plan;
+    cuda::AttentionArgs args;
+    Tensor offsets;
+    Launch launch;
+  };
+  absl::StatusOr<Prepared> Prepare(OpKernelContext* ctx) const {
+    Prepared p;
+    const Tensor& q = ctx->input(0);
+    const Tensor& keep = ctx->input(3);
+    RN_ASSIGN_OR_RETURN(p.plan,
+                        PlanAttention(q.shape(), ctx->input(1).shape(),
+                                      ctx->input(2).shape(), keep.shape()));
+    RN_ASSIGN_OR_RETURN(p.launch, runnel::Prepare(ctx, q));
+    const int64_t limit = cuda::AttentionMaxLength(p.launch.type);
+    if (p.plan.tq > limit || p.plan.tk > limit) {
+      return absl::UnimplementedError(
+          StrCat(ctx->node().op(), " on the GPU takes at most ", limit,
+                 " queries and keys (a block's shared memory); got ", p.plan.tq,
+                 " and ", p.plan.tk));
+    }
+    const int64_t count = static_cast<int64_t>(p.plan.q_offsets.size());
+    std::vector<int64_t> host = p.plan.q_offsets;
+    host.insert(host.end(), p.plan.k_offsets.begin(), p.plan.k_offsets.end());
+    host.insert(host.end(), p.plan.v_offsets.begin(), p.plan.v_offsets.end());
+    RN_ASSIGN_OR_RETURN(
+        p.offsets,
+        GpuScratch(ctx, DType::kI64, Shape{std::max<int64_t>(3 * count, 1)}));
+    if (count > 0) {
+      RN_CUDA(cudaMemcpyAsync(p.offsets.raw_data(), host.data(),
+                              host.size() * sizeof(int64_t),
+                              cudaMemcpyHostToDevice, p.launch.gpu->compute()));
+    }
+    const int64_t* off = p.offsets.data<int64_t>();
+    p.args = {.count = count,
+              .tq = p.plan.tq,
+              .tk = p.plan.tk,
+              .d = p.plan.d,
+              .dv = p.plan.dv,
+              .keep_lines = p.plan.keep_lines,
+              .scale = attrs_.ScoreFactor(p.plan.d),
+              .q_off = off,
+              .k_off = off + count,
+              .v_off = off + 2 * count,
+              .keep = keep.data<bool>()};
+    return p;
+  }
+
+ private:
+  AttentionAttrs attrs_;
+};
+
+class AttentionKernel : public AttentionBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const Prepared p, Prepare(ctx));
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, p.plan.out));
+    if (out->num_elements() == 0) return absl::OkStatus();
+    RN_CUDA(cuda::LaunchAttention(
+        p.launch.type, p.args, ctx->input(0).raw_data(),
+        ctx->input(1).raw_data(), ctx->input(2).raw_data(), out->raw_data(),
+        p.launch.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+class AttentionGradKernel : public AttentionBase {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const Prepared p, Prepare(ctx));
+    const Tensor& dout = ctx->input(4);
+    RN_RETURN_IF_ERROR(CheckAttentionGrad(p.plan, dout.shape()));
+    Tensor* grads[3];
+    for (int i = 0; i < 3; ++i) {
+      RN_ASSIGN_OR_RETURN(grads[i],
+                          ctx->allocate_output(i, p.plan.GradShape(i)));
+      // Zeros first: the launch writes nothing without keys or queries.
+      if (grads[i]->bytes() > 0) {
+        RN_CUDA(cudaMemsetAsync(grads[i]->raw_data(), 0, grads[i]->bytes(),
+                                p.launch.gpu->compute()));
+      }
+    }
+    const cuda::AttentionArgs& a = p.args;
+    if (a.count * a.tq * a.tk == 0) return absl::OkStatus();
+    RN_ASSIGN_OR_RETURN(Tensor rows, GpuScratch(ctx, ctx->input(0).dtype(),
+                                                Shape{3 * a.count * a.tq}));
+    RN_CUDA(cuda::LaunchAttentionGrad(
+        p.launch.type, a, ctx->input(0).raw_data(), ctx->input(1).raw_data(),
+        ctx->input(2).raw_data(), dout.raw_data(), grads[0]->raw_data(),
+        grads[1]->raw_data(), grads[2]->raw_data(), rows.raw_data(),
+        p.launch.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
 const std::vector<DType> kFloats = {DType::kF32, DType::kF64, DType::kF16,
                                     DType::kBF16};
 const std::vector<DType> kNumbers = {DType::kF32, DType::kF64, DType::kI32,
@@ -360,6 +469,10 @@ void Register(const std::string& op, const std::vector<DType>& dtypes) {
 RUNNEL_STATIC_INIT(GpuNnKernels) {
   Register<SoftmaxKernel<false>>("softmax", kFloats);
   Register<MaskedSoftmaxKernel>("masked_softmax", kFloats);
+  Register<AttentionKernel>("scaled_dot_product_attention",
+                            {DType::kF32, DType::kF64});
+  Register<AttentionGradKernel>("scaled_dot_product_attention_grad",
+                                {DType::kF32, DType::kF64});
   Register<SoftmaxGradKernel>("softmax_grad", kFloats);
   Register<LayerNormKernel>("layer_norm", kFloats);
   Register<LayerNormGradKernel>("layer_norm_grad", kFloats);

@@ -153,8 +153,11 @@ TEST(GradientCheck, MatMul) {
       Shape b = tb ? Shape{4, 3} : Shape{3, 4};
       AttrMap attrs{{"transpose_a", ta}, {"transpose_b", tb}};
       CheckGradient("matmul", {Diff(a), Diff(b)}, attrs);
-      // Batched, with b broadcast over the batch.
+      // Batched, with b broadcast over the batch (one product of all the
+      // batch's rows when a is not transposed), over one or two batch dims.
       CheckGradient("matmul", {Diff({2, a.dim(0), a.dim(1)}), Diff(b)}, attrs);
+      CheckGradient("matmul", {Diff({3, 2, a.dim(0), a.dim(1)}), Diff(b)},
+                    attrs);
     }
   }
 }
@@ -203,6 +206,17 @@ TEST(GradientCheck, SoftmaxAndLosses) {
       "masked_softmax",
       {Diff({2, 2, 3}),
        Fixed(testing::Bool({true, false, true, false, false, false}, {2, 3}))});
+  // Attention: plain, and with k and v broadcast over a batch dim and a
+  // mask that leaves a query no key.
+  CheckGradient("scaled_dot_product_attention",
+                {Diff({2, 3, 4}), Diff({2, 5, 4}), Diff({2, 5, 3}),
+                 Fixed(testing::Bool({true}, {}))});
+  CheckGradient("scaled_dot_product_attention",
+                {Diff({2, 2, 3, 4}), Diff({2, 1, 4, 4}), Diff({1, 1, 4, 2}),
+                 Fixed(testing::Bool({true, false, true, true, false, false,
+                                      false, false, false, true, true, false},
+                                     {3, 4}))},
+                {{"scale", 0.8}});
   // The fused gradients, as functions of their own inputs (their
   // gradients are the second derivatives of softmax and gelu).
   CheckGradient("softmax_grad", {Diff({2, 5}), Diff({2, 5}, 0, 1)});
@@ -800,7 +814,10 @@ TEST(Gradients, EveryOpHasAGradientEntry) {
     if (op.rfind("_test", 0) == 0 || op.rfind("test_", 0) == 0) continue;
     // Deliberately without an entry, so a second derivative through it is
     // an error rather than a silent zero.
-    if (op == "max_pool_grad" || op == "max_pool3d_grad") continue;
+    if (op == "max_pool_grad" || op == "max_pool3d_grad" ||
+        op == "scaled_dot_product_attention_grad") {
+      continue;
+    }
     if (GradientRegistry::Global().Find(op) == nullptr) missing.push_back(op);
   }
   EXPECT_TRUE(missing.empty())

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/strings.h"
@@ -322,6 +323,36 @@ TEST(GpuNnTest, MaskedSoftmax) {
       for (const Tensor& keep : {causal, full}) {
         Compare("masked_softmax", {Random(d, s, 37, -8, 8), keep}, {},
                 Differentiable(d) && s.num_elements() < 10000, true);
+      }
+    }
+  }
+}
+
+// scaled_dot_product_attention and its gradient op: a causal mask with a
+// query that keeps nothing, a full mask, a scalar mask; k and v broadcast
+// over a batch dim; rows longer than a block (300 keys); empty batches.
+TEST(GpuNnTest, ScaledDotProductAttention) {
+  SKIP_WITHOUT_GPU();
+  const std::string grad_op = "scaled_dot_product_attention_grad";
+  for (DType d : {DType::kF32, DType::kF64}) {
+    for (const auto& [q, k, v] :
+         {std::tuple{Shape{2, 3, 5, 4}, Shape{2, 3, 5, 4}, Shape{2, 3, 5, 6}},
+          std::tuple{Shape{2, 3, 5, 4}, Shape{2, 1, 5, 4}, Shape{1, 1, 5, 3}},
+          std::tuple{Shape{3, 300, 8}, Shape{3, 300, 8}, Shape{3, 300, 8}},
+          std::tuple{Shape{0, 5, 4}, Shape{1, 5, 4}, Shape{1, 5, 2}}}) {
+      const int64_t tq = q.dim(q.rank() - 2), tk = k.dim(k.rank() - 2);
+      Tensor causal(DType::kBool, Shape{tq, tk});
+      for (int64_t i = 0; i < tq * tk; ++i) {
+        causal.data<bool>()[i] = i / tk != 1 && i % tk <= i / tk;
+      }
+      Tensor full(DType::kBool, Shape{tk});
+      for (int64_t i = 0; i < tk; ++i) full.data<bool>()[i] = i % 3 != 1;
+      Tensor all(DType::kBool, Shape{});
+      all.data<bool>()[0] = true;
+      for (const Tensor& keep : {causal, full, all}) {
+        Compare("scaled_dot_product_attention",
+                {Random(d, q, 61), Random(d, k, 62), Random(d, v, 63), keep},
+                {{"scale", 0.9}}, true, true, {grad_op});
       }
     }
   }

@@ -50,16 +50,16 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|non_max_suppression\|nonzero\|noop\|one_hot\|ones\|ones_like\|pack_as
       \\|pad\|pow\|print\|prod\|progress\|queue\|random_normal\|random_uniform
       \\|rank\|read_idx\|relu\|report\|reshape\|resize\|restore\|round\|rsqrt
-      \\|runner\|save\|save_npy\|scan\|scatter_add\|scatter_elements
-      \\|scatter_nd\|scatter_sub\|scatter_update\|shape_of\|sigmoid
-      \\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot\|softmax
-      \\|softmax_cross_entropy\|softplus\|sparse_apply_adam
-      \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
-      \\|square\|squeeze\|stack\|stop_gradient\|sum\|summary\|sync_accumulate
-      \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k
-      \\|trainable_vars\|transpose\|truncated_normal\|unique\|unique_all
-      \\|unsorted_segment_sum\|unstack\|vocabulary\|where\|with_values\|words
-      \\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
+      \\|runner\|save\|save_npy\|scaled_dot_product_attention\|scan
+      \\|scatter_add\|scatter_elements\|scatter_nd\|scatter_sub
+      \\|scatter_update\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin
+      \\|size\|sleep\|slice\|slot\|softmax\|softmax_cross_entropy\|softplus
+      \\|sparse_apply_adam\|sparse_apply_momentum
+      \\|sparse_softmax_cross_entropy\|split\|sqrt\|square\|squeeze\|stack
+      \\|stop_gradient\|sum\|summary\|sync_accumulate\|sync_advance
+      \\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k\|trainable_vars
+      \\|transpose\|truncated_normal\|unique\|unique_all\|unsorted_segment_sum
+      \\|unstack\|vocabulary\|where\|with_values\|words\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
 " END GENERATED
 
 " The name after `def` (defined after the builtins: it wins over them).

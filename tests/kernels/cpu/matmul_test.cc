@@ -179,6 +179,58 @@ TEST(MatMulTest, BatchedRank3WithTranspose) {
   ExpectTensor(c, DType::kF32, {batch, m, n}, want, 1e-5);
 }
 
+TEST(MatMulTest, StackTimesOneMatrix) {
+  // a [2, 3, m, k] times b [k, n] or b [1, k, n] (tb: [n, k]): planned as
+  // one product of all a's rows; each matrix checked against the naive
+  // loop, in f32, f64 and i32.
+  const int64_t stack = 6, m = 5, k = 7, n = 33;
+  std::vector<float> a = MatMulPattern(stack * m * k, 7);
+  std::vector<float> b = MatMulPattern(k * n, 8);
+  for (bool tb : {false, true}) {
+    for (const std::vector<int64_t>& b_batch :
+         {std::vector<int64_t>{}, std::vector<int64_t>{1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "tb=" << tb << " b rank " << 2 + b_batch.size());
+      std::vector<int64_t> b_dims = b_batch;
+      b_dims.push_back(tb ? n : k);
+      b_dims.push_back(tb ? k : n);
+      std::vector<double> want;
+      for (int64_t i = 0; i < stack; ++i) {
+        std::vector<float> ai(a.begin() + i * m * k,
+                              a.begin() + (i + 1) * m * k);
+        std::vector<double> ci = NaiveMatMul(ai, b, m, n, k, false, tb);
+        want.insert(want.end(), ci.begin(), ci.end());
+      }
+      const AttrMap attrs{{"transpose_b", tb}};
+      ExpectTensor(
+          Run1("matmul", {F32(a, {2, 3, m, k}), F32(b, Shape(b_dims))}, attrs),
+          DType::kF32, {2, 3, m, n}, want, 1e-5);
+      std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+      ExpectTensor(
+          Run1("matmul", {F64(a64, {2, 3, m, k}), F64(b64, Shape(b_dims))},
+               attrs),
+          DType::kF64, {2, 3, m, n}, want, 1e-12);
+    }
+  }
+  std::vector<int32_t> ai(stack * m * k), bi(k * n);
+  for (size_t i = 0; i < ai.size(); ++i) ai[i] = static_cast<int>(i % 5) - 2;
+  for (size_t i = 0; i < bi.size(); ++i) bi[i] = static_cast<int>(i % 3) - 1;
+  std::vector<double> want;
+  for (int64_t s = 0; s < stack; ++s) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += ai[(s * m + i) * k + p] * bi[p * n + j];
+        }
+        want.push_back(static_cast<double>(sum));
+      }
+    }
+  }
+  ExpectTensor(Run1("matmul", {I32(ai, {stack, m, k}), I32(bi, {k, n})}),
+               DType::kI32, {stack, m, n}, want, 0);
+}
+
 TEST(MatMulTest, F64) {
   Tensor a = F64({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor b = F64({0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6}, {3, 4});

@@ -97,6 +97,249 @@ TEST(NnTest, SoftmaxErrors) {
       "softmax: axis 1 is out of range for a tensor of rank 1");
 }
 
+// ---- scaled_dot_product_attention -------------------------------------
+
+// The attention of one case in double, naively: every output and, for the
+// gradient of sum(out * w), every input's gradient, over the broadcast
+// batch (unsummed).
+struct AttentionCase {
+  std::vector<int64_t> q, k, v, keep;  // shapes; keep empty: a scalar
+  std::vector<bool> kept;              // keep's values
+  double scale = 1.0;
+  bool rsqrt_d = true;
+};
+
+struct AttentionWant {
+  std::vector<double> out, dq, dk, dv;
+  Shape out_shape, dq_shape, dk_shape, dv_shape;
+};
+
+std::vector<double> AsDoubles(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+AttentionWant NaiveAttention(const AttentionCase& c,
+                             const std::vector<double>& q,
+                             const std::vector<double>& k,
+                             const std::vector<double>& v,
+                             const std::vector<double>& w) {
+  const int r = static_cast<int>(c.q.size());
+  const int64_t tq = c.q[r - 2], d = c.q[r - 1], tk = c.k[r - 2],
+                dv = c.v[r - 1];
+  std::vector<int64_t> batch(r - 2);
+  int64_t count = 1;
+  for (int i = 0; i < r - 2; ++i) {
+    batch[i] = 1;  // the dim that is not 1, if any (0 included)
+    for (int64_t x : {c.q[i], c.k[i], c.v[i]}) {
+      if (x != 1) batch[i] = x;
+    }
+    count *= batch[i];
+  }
+  // Offset of batch matrix b in an operand of shape s (size-1 dims repeat).
+  auto offset = [&](const std::vector<int64_t>& s, int64_t b) {
+    int64_t off = 0, stride = s[r - 2] * s[r - 1];
+    for (int i = r - 3; i >= 0; --i) {
+      const int64_t idx = b % batch[i];
+      b /= batch[i];
+      if (s[i] != 1) off += idx * stride;
+      stride *= s[i];
+    }
+    return off;
+  };
+  const double scale = c.rsqrt_d && d > 0
+                           ? c.scale / std::sqrt(static_cast<double>(d))
+                           : c.scale;
+  const int64_t keep_lines =
+      c.keep.empty() || tk == 0 ? 0 : static_cast<int64_t>(c.kept.size()) / tk;
+  AttentionWant want;
+  want.out.assign(count * tq * dv, 0.0);
+  want.dq.assign(count * tq * d, 0.0);
+  want.dk.assign(count * tk * d, 0.0);
+  want.dv.assign(count * tk * dv, 0.0);
+  for (int64_t b = 0; b < count; ++b) {
+    const double* qb = q.data() + offset(c.q, b);
+    const double* kb = k.data() + offset(c.k, b);
+    const double* vb = v.data() + offset(c.v, b);
+    for (int64_t i = 0; i < tq; ++i) {
+      const int64_t line = keep_lines == 0 ? 0 : (b * tq + i) % keep_lines;
+      auto kept = [&](int64_t j) {
+        return keep_lines == 0 ? static_cast<bool>(c.kept[0])
+                               : static_cast<bool>(c.kept[line * tk + j]);
+      };
+      std::vector<double> s(tk), p(tk, 0.0);
+      double max = -INFINITY, total = 0;
+      for (int64_t j = 0; j < tk; ++j) {
+        for (int64_t e = 0; e < d; ++e) s[j] += qb[i * d + e] * kb[j * d + e];
+        s[j] *= scale;
+        if (kept(j)) max = std::max(max, s[j]);
+      }
+      for (int64_t j = 0; j < tk; ++j) {
+        if (kept(j)) total += p[j] = std::exp(s[j] - max);
+      }
+      for (int64_t j = 0; j < tk; ++j) p[j] = total > 0 ? p[j] / total : 0;
+      const double* wi = w.data() + (b * tq + i) * dv;
+      // out = p v; dout = w; dp_j = w . v_j; ds = p (dp - p . dp).
+      std::vector<double> dp(tk, 0.0);
+      double dot = 0;
+      for (int64_t j = 0; j < tk; ++j) {
+        for (int64_t e = 0; e < dv; ++e) {
+          want.out[(b * tq + i) * dv + e] += p[j] * vb[j * dv + e];
+          want.dv[(b * tk + j) * dv + e] += p[j] * wi[e];
+          dp[j] += wi[e] * vb[j * dv + e];
+        }
+        dot += p[j] * dp[j];
+      }
+      for (int64_t j = 0; j < tk; ++j) {
+        const double ds = scale * p[j] * (dp[j] - dot);
+        for (int64_t e = 0; e < d; ++e) {
+          want.dq[(b * tq + i) * d + e] += ds * kb[j * d + e];
+          want.dk[(b * tk + j) * d + e] += ds * qb[i * d + e];
+        }
+      }
+    }
+  }
+  auto shape = [&](int64_t rows, int64_t cols) {
+    std::vector<int64_t> dims = batch;
+    dims.push_back(rows);
+    dims.push_back(cols);
+    return Shape(dims);
+  };
+  want.out_shape = shape(tq, dv);
+  want.dq_shape = shape(tq, d);
+  want.dk_shape = shape(tk, d);
+  want.dv_shape = shape(tk, dv);
+  return want;
+}
+
+int64_t Elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t x : dims) n *= x;
+  return n;
+}
+
+// The op and its gradient op against NaiveAttention, in f32 and f64.
+void CheckAttention(const AttentionCase& c) {
+  const std::vector<float> q = NnPattern(Elements(c.q), 1),
+                           k = NnPattern(Elements(c.k), 2),
+                           v = NnPattern(Elements(c.v), 3);
+  const Tensor keep = testing::Bool(c.kept, Shape(c.keep));
+  const AttrMap attrs{{"scale", c.scale}, {"rsqrt_d", c.rsqrt_d}};
+  // The output's gradient w: the values of the output's shape.
+  const AttentionWant probe =
+      NaiveAttention(c, AsDoubles(q), AsDoubles(k), AsDoubles(v),
+                     std::vector<double>(1 << 16, 0.0));
+  const std::vector<float> w = NnPattern(probe.out_shape.num_elements(), 4);
+  const AttentionWant want =
+      NaiveAttention(c, AsDoubles(q), AsDoubles(k), AsDoubles(v), AsDoubles(w));
+  for (DType dtype : {DType::kF32, DType::kF64}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    auto in = [&](const std::vector<float>& x,
+                  const std::vector<int64_t>& dims) {
+      return dtype == DType::kF32 ? F32(x, Shape(dims))
+                                  : F64(AsDoubles(x), Shape(dims));
+    };
+    const double tol = dtype == DType::kF32 ? 2e-6 : 1e-12;
+    const Tensor tq = in(q, c.q), tk = in(k, c.k), tv = in(v, c.v);
+    ExpectTensor(
+        Run1("scaled_dot_product_attention", {tq, tk, tv, keep}, attrs), dtype,
+        want.out_shape, want.out, tol);
+    absl::StatusOr<std::vector<Tensor>> grads = testing::Eager().Execute(
+        "scaled_dot_product_attention_grad",
+        {tq, tk, tv, keep, in(w, want.out_shape.dims())}, attrs);
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    ASSERT_EQ(grads->size(), 3u);
+    ExpectTensor((*grads)[0], dtype, want.dq_shape, want.dq, tol);
+    ExpectTensor((*grads)[1], dtype, want.dk_shape, want.dk, tol);
+    ExpectTensor((*grads)[2], dtype, want.dv_shape, want.dv, tol);
+  }
+}
+
+TEST(NnTest, ScaledDotProductAttention) {
+  // No mask (a scalar true), the default 1 / sqrt(d).
+  CheckAttention({.q = {2, 3, 5, 4},
+                  .k = {2, 3, 6, 4},
+                  .v = {2, 3, 6, 7},
+                  .keep = {},
+                  .kept = {true}});
+  // A causal mask [tq, tk]: prefixes of 1, 2, ... keys.
+  std::vector<bool> causal;
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 5; ++j) causal.push_back(j <= i);
+  }
+  CheckAttention({.q = {2, 2, 5, 3},
+                  .k = {2, 2, 5, 3},
+                  .v = {2, 2, 5, 2},
+                  .keep = {5, 5},
+                  .kept = causal});
+  // An arbitrary mask with a query that keeps none (zeros, and no
+  // gradient), k and v broadcast over the heads, a scale of its own.
+  CheckAttention({.q = {2, 3, 3, 4},
+                  .k = {2, 1, 4, 4},
+                  .v = {1, 1, 4, 3},
+                  .keep = {3, 4},
+                  .kept = {true, false, true, false, false, false, false, false,
+                           false, true, true, true},
+                  .scale = 0.7,
+                  .rsqrt_d = false});
+  // A padding mask [tk] (every query keeps the first 2 keys); rank 3; one
+  // mask line per query of each batch matrix ([b, tq, tk]).
+  CheckAttention({.q = {3, 2, 4},
+                  .k = {3, 3, 4},
+                  .v = {3, 3, 5},
+                  .keep = {3},
+                  .kept = {true, true, false}});
+  std::vector<bool> lines;
+  for (int i = 0; i < 3 * 2 * 3; ++i) lines.push_back(i % 4 != 1);
+  CheckAttention({.q = {3, 2, 4},
+                  .k = {3, 3, 4},
+                  .v = {3, 3, 5},
+                  .keep = {3, 2, 3},
+                  .kept = lines});
+  // A scalar false: nothing kept, zeros everywhere; rank 2.
+  CheckAttention(
+      {.q = {3, 4}, .k = {2, 4}, .v = {2, 2}, .keep = {}, .kept = {false}});
+  // Empty: no keys, no queries, no batch.
+  CheckAttention({.q = {2, 3, 4},
+                  .k = {2, 0, 4},
+                  .v = {2, 0, 5},
+                  .keep = {0},
+                  .kept = {}});
+  CheckAttention({.q = {2, 0, 4},
+                  .k = {2, 3, 4},
+                  .v = {2, 3, 5},
+                  .keep = {},
+                  .kept = {true}});
+  CheckAttention({.q = {0, 2, 4},
+                  .k = {1, 3, 4},
+                  .v = {1, 3, 5},
+                  .keep = {},
+                  .kept = {true}});
+}
+
+TEST(NnTest, ScaledDotProductAttentionErrors) {
+  const Tensor q = F32(std::vector<float>(24, 0.5f), {2, 3, 4});
+  const Tensor yes = testing::Bool({true}, {});
+  EXPECT_EQ(
+      RunError("scaled_dot_product_attention",
+               {q, F32(std::vector<float>(30, 1), {2, 5, 3}),
+                F32(std::vector<float>(20, 1), {2, 5, 2}), yes})
+          .message(),
+      "scaled_dot_product_attention: q and k need one last dimension, and k "
+      "and v one number of keys (their next-to-last); got q [2,3,4], k "
+      "[2,5,3] and v [2,5,2]");
+  EXPECT_EQ(RunError("scaled_dot_product_attention",
+                     {q, F32(std::vector<float>(24, 1), {3, 2, 4}),
+                      F32(std::vector<float>(24, 1), {3, 2, 4}), yes})
+                .message(),
+            "scaled_dot_product_attention: the batch dimensions of q [2,3,4], "
+            "k [3,2,4] and v [3,2,4] cannot be broadcast");
+  EXPECT_EQ(RunError("scaled_dot_product_attention",
+                     {q, q, q, testing::Bool({true, false}, {2})})
+                .message(),
+            "scaled_dot_product_attention: the mask [2] must have the last "
+            "dimensions of the logits [2,3,3]");
+}
+
 // masked_softmax: the kept elements' softmax, zeros elsewhere; the mask
 // (the logits' last dims) repeats over the leading ones.
 TEST(NnTest, MaskedSoftmax) {
