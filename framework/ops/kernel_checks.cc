@@ -117,22 +117,25 @@ Shape AttentionPlan::GradShape(int i) const {
   return i == 0 ? Batched(tq, d) : Batched(tk, i == 1 ? d : dv);
 }
 
-absl::Status CheckAttentionGrad(const AttentionPlan& plan, const Shape& dout) {
-  if (dout == plan.out) return absl::OkStatus();
-  return absl::InvalidArgumentError(StrCat("dout ", dout.ToString(),
-                                           " must have the output's shape ",
-                                           plan.out.ToString()));
+absl::StatusOr<AttentionPlan> AttentionGradPlan(const Shape& q, const Shape& k,
+                                                const Shape& v,
+                                                const Shape& keep) {
+  AttentionPlan p;
+  RN_ASSIGN_OR_RETURN(p.out, AttentionShape(q, k, v, keep));
+  if (p.out.unknown_rank()) return p;
+  // AttentionShape checked that k and v agree on tk, and q and k on d,
+  // where both are known.
+  const int r = q.rank();
+  p.tq = q.dim(r - 2);
+  p.tk = k.dim(r - 2) >= 0 ? k.dim(r - 2) : v.dim(r - 2);
+  p.d = q.dim(r - 1) >= 0 ? q.dim(r - 1) : k.dim(r - 1);
+  p.dv = v.dim(r - 1);
+  return p;
 }
 
 absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
                                             const Shape& v, const Shape& keep) {
-  AttentionPlan p;
-  RN_ASSIGN_OR_RETURN(p.out, AttentionShape(q, k, v, keep));
-  const int r = q.rank();
-  p.tq = q.dim(r - 2);
-  p.tk = k.dim(r - 2);
-  p.d = q.dim(r - 1);
-  p.dv = v.dim(r - 1);
+  RN_ASSIGN_OR_RETURN(AttentionPlan p, AttentionGradPlan(q, k, v, keep));
   p.q_offsets = BatchOffsets(q, p.out, p.tq * p.d);
   p.k_offsets = BatchOffsets(k, p.out, p.tk * p.d);
   p.v_offsets = BatchOffsets(v, p.out, p.tk * p.dv);
@@ -153,6 +156,13 @@ bool MayEqual(const Shape& a, const Shape& b) {
 }
 
 }  // namespace
+
+absl::Status CheckAttentionGrad(const Shape& out, const Shape& dout) {
+  if (MayEqual(out, dout)) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat("dout ", dout.ToString(),
+                                           " must have the output's shape ",
+                                           out.ToString()));
+}
 
 absl::Status CheckLayerNorm(const Shape& x, const Shape& scale,
                             const Shape& offset) {

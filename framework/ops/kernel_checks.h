@@ -71,8 +71,14 @@ struct AttentionPlan {
 };
 absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
                                             const Shape& v, const Shape& keep);
-// The gradient's dout: the output's shape.
-absl::Status CheckAttentionGrad(const AttentionPlan& plan, const Shape& dout);
+// The gradient's dout: the output's shape `out` (unknown dims pass).
+absl::Status CheckAttentionGrad(const Shape& out, const Shape& dout);
+// The gradient's outputs for q, k and v of known ranks (their dims may be
+// unknown): dq [batch..., tq, d], dk [batch..., tk, d], dv [batch..., tk,
+// dv], batch being the output's.
+absl::StatusOr<AttentionPlan> AttentionGradPlan(const Shape& q, const Shape& k,
+                                                const Shape& v,
+                                                const Shape& keep);
 
 // layer_norm(x, scale, offset): x of rank 1 or more, scale and offset 1-D
 // and as long as x's last dimension. layer_norm_grad(dy, x, scale, mean,

@@ -268,35 +268,16 @@ Specs AttentionGradShape(const ShapeContext& c) {
                                              " must have q's dtype, ",
                                              DTypeName(c.dtype(0))));
   }
-  const Shape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
-  RN_ASSIGN_OR_RETURN(Shape out, AttentionShape(q, k, v, c.shape(3)));
-  const Shape& dout = c.shape(4);
-  if (!out.unknown_rank() && !dout.unknown_rank()) {
-    bool ok = out.rank() == dout.rank();
-    for (int i = 0; ok && i < out.rank(); ++i) {
-      ok = out.dim(i) < 0 || dout.dim(i) < 0 || out.dim(i) == dout.dim(i);
-    }
-    if (!ok) {
-      return absl::InvalidArgumentError(StrCat("dout ", c.input(4).ToString(),
-                                               " must have the output's shape ",
-                                               out.ToString()));
-    }
-  }
-  if (out.unknown_rank()) {
+  RN_ASSIGN_OR_RETURN(
+      const AttentionPlan p,
+      AttentionGradPlan(c.shape(0), c.shape(1), c.shape(2), c.shape(3)));
+  RN_RETURN_IF_ERROR(CheckAttentionGrad(p.out, c.shape(4)));
+  if (p.out.unknown_rank()) {
     return std::vector<TensorSpec>(3, {c.dtype(0), Shape::UnknownRank()});
   }
-  auto batched = [&](int64_t rows, int64_t cols) {
-    std::vector<int64_t> dims(out.dims().begin(), out.dims().end() - 2);
-    dims.push_back(rows);
-    dims.push_back(cols);
-    return Shape(std::move(dims));
-  };
-  const int r = q.rank();
-  const int64_t tk = k.dim(r - 2) >= 0 ? k.dim(r - 2) : v.dim(r - 2);
-  const int64_t d = q.dim(r - 1) >= 0 ? q.dim(r - 1) : k.dim(r - 1);
-  return std::vector<TensorSpec>{{c.dtype(0), batched(q.dim(r - 2), d)},
-                                 {c.dtype(0), batched(tk, d)},
-                                 {c.dtype(0), batched(tk, v.dim(r - 1))}};
+  return std::vector<TensorSpec>{{c.dtype(0), p.GradShape(0)},
+                                 {c.dtype(0), p.GradShape(1)},
+                                 {c.dtype(0), p.GradShape(2)}};
 }
 
 RUNNEL_REGISTER_OP(

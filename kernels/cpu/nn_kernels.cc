@@ -180,17 +180,16 @@ class MaskedSoftmax : public OpKernel {
   }
 };
 
-// c (m x n, row-major) = op(a) @ op(b), or c += it with `accumulate`; a is
-// stored row-major with `lda` elements a row (m x k, or k x m when `ta`),
-// b likewise. On the calling thread alone (f32 on oneDNN's sgemm, f64 on
-// Eigen's product).
+// c (m x n, row-major) = op(a) @ op(b); a is stored row-major with `lda`
+// elements a row (m x k, or k x m when `ta`), b likewise. On the calling
+// thread alone (f32 on oneDNN's sgemm, f64 on Eigen's product).
 template <typename T>
 absl::Status ThreadGemm(int64_t m, int64_t n, int64_t k, const T* a,
                         int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
-                        T* c, bool accumulate = false) {
+                        T* c) {
   if constexpr (std::is_same_v<T, float>) {
     return GemmF32(nullptr, m, n, k, {a, ta ? 1 : lda, ta ? lda : 1},
-                   {b, tb ? 1 : ldb, tb ? ldb : 1}, c, n, accumulate);
+                   {b, tb ? 1 : ldb, tb ? ldb : 1}, c, n);
   } else {
     using Matrix =
         Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -198,13 +197,7 @@ absl::Status ThreadGemm(int64_t m, int64_t n, int64_t k, const T* a,
     const In am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
     const In bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
     Eigen::Map<Matrix> cm(c, m, n);
-    auto product = [&](const auto& x, const auto& y) {
-      if (accumulate) {
-        cm.noalias() += x * y;
-      } else {
-        cm.noalias() = x * y;
-      }
-    };
+    auto product = [&](const auto& x, const auto& y) { cm.noalias() = x * y; };
     if (ta && tb) {
       product(am.transpose(), bm.transpose());
     } else if (ta) {
@@ -331,7 +324,7 @@ class AttentionGradKernel : public AttentionBase<T> {
     RN_ASSIGN_OR_RETURN(const auto r, this->Prepare(ctx));
     const AttentionPlan& a = r.plan;
     const Tensor& dout = ctx->input(4);
-    RN_RETURN_IF_ERROR(CheckAttentionGrad(a, dout.shape()));
+    RN_RETURN_IF_ERROR(CheckAttentionGrad(a.out, dout.shape()));
     Tensor* grads[3];
     // No keys, no queries or an empty output: the gradients are zeros
     // (the products below would write nothing).

@@ -432,7 +432,7 @@ class AttentionGradKernel : public AttentionBase {
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(const Prepared p, Prepare(ctx));
     const Tensor& dout = ctx->input(4);
-    RN_RETURN_IF_ERROR(CheckAttentionGrad(p.plan, dout.shape()));
+    RN_RETURN_IF_ERROR(CheckAttentionGrad(p.plan.out, dout.shape()));
     Tensor* grads[3];
     for (int i = 0; i < 3; ++i) {
       RN_ASSIGN_OR_RETURN(grads[i],

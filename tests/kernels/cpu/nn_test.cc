@@ -338,6 +338,11 @@ TEST(NnTest, ScaledDotProductAttentionErrors) {
                 .message(),
             "scaled_dot_product_attention: the mask [2] must have the last "
             "dimensions of the logits [2,3,3]");
+  EXPECT_EQ(RunError("scaled_dot_product_attention_grad",
+                     {q, q, q, yes, F32(std::vector<float>(24, 1), {2, 4, 3})})
+                .message(),
+            "scaled_dot_product_attention_grad: dout [2,4,3] must have the "
+            "output's shape [2,3,4]");
 }
 
 // masked_softmax: the kept elements' softmax, zeros elsewhere; the mask
