@@ -33,6 +33,20 @@ Tensor Filled(const Shape& shape, uint32_t seed) {
   return t;
 }
 
+// [time, time]: query i keeps keys 0..i.
+Tensor CausalMask(int64_t time) {
+  Tensor t(DType::kBool, Shape{time, time});
+  bool* p = t.data<bool>();
+  for (int64_t i = 0; i < time; ++i) {
+    for (int64_t j = 0; j < time; ++j) p[i * time + j] = j <= i;
+  }
+  return t;
+}
+
+// The char transformer's queries, keys and values: [batch, heads, time,
+// dim].
+const Shape kHeads{32, 4, 128, 32};
+
 struct Op {
   std::string name;  // as in bench/ops_peer.py
   std::string op;
@@ -71,11 +85,23 @@ int Main(int argc, char** argv) {
       {"fc1_dx", "matmul", {{64, 1024}, {3136, 1024}}, tb},
       {"mlp1", "matmul", {{128, 784}, {784, 256}}, {}},
       {"mlp1_dw", "matmul", {{128, 784}, {128, 256}}, ta},
+      // The char transformer's (examples/char_transformer.rnl): batch 32,
+      // 128 steps, 4 heads of 32, causal attention, a GELU MLP of 512.
+      {"att", "scaled_dot_product_attention", {kHeads, kHeads, kHeads, {}}, {}},
+      {"att_grad",
+       "scaled_dot_product_attention_grad",
+       {kHeads, kHeads, kHeads, {}, kHeads},
+       {}},
+      {"gelu_grad", "gelu_grad", {{4096, 512}, {4096, 512}}, {}},
+      {"bias_grad", "sum", {{4096, 512}}, {{"axis", int64_t{0}}}},
   };
   for (const Op& op : ops) {
     std::vector<Tensor> inputs;
     for (const Shape& s : op.inputs) {
       inputs.push_back(Filled(s, static_cast<uint32_t>(inputs.size() + 1)));
+    }
+    if (op.op.starts_with("scaled_dot_product_attention")) {
+      inputs[3] = CausalMask(kHeads.dim(2));
     }
     if (op.op == "max_pool_grad") {  // y must be max_pool(x)
       absl::StatusOr<Tensor> y = ctx.Execute1("max_pool", {inputs[0]}, pool);
@@ -85,7 +111,8 @@ int Main(int argc, char** argv) {
     std::vector<double> seconds;
     for (int r = 0; r < 23; ++r) {
       auto start = std::chrono::steady_clock::now();
-      absl::StatusOr<Tensor> out = ctx.Execute1(op.op, inputs, op.attrs);
+      absl::StatusOr<std::vector<Tensor>> out =
+          ctx.Execute(op.op, inputs, op.attrs);
       if (!out.ok()) {
         std::fprintf(stderr, "ops_bench: %s: %s\n", op.name.c_str(),
                      std::string(out.status().message()).c_str());

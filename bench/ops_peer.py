@@ -10,7 +10,12 @@ PyTorch side alone and `--peer-tf` the TensorFlow side; each prints
 `RESULT <op> <seconds>`, the median of 20 calls. Convolution gradients are
 aten.convolution_backward with one output asked for, and TensorFlow's own
 gradient ops (Conv2DBackpropInput, Conv2DBackpropFilter, MaxPoolGrad), as
-Runnel computes each in its own op.
+Runnel computes each in its own op. The char transformer's ops follow:
+causal attention (PyTorch's flash attention for the CPU and its backward
+op; TensorFlow, which has no fused attention, its matmuls, mask and softmax
+and their gradients from a tape, the forward pass included, as Runnel's
+gradient op recomputes the probabilities), gelu's gradient, and a bias's
+(TensorFlow's BiasAddGrad).
 """
 import os
 import statistics
@@ -23,6 +28,7 @@ import peer  # noqa: E402  pylint: disable=wrong-import-position
 # op: description, FLOPs (0: no floor, nothing is multiplied).
 CONV1 = 2 * 64 * 28 * 28 * 32 * 25
 CONV2 = 2 * 64 * 14 * 14 * 64 * 800
+ATT = 2 * 2 * 32 * 4 * 128 * 128 * 32  # q k^T and p v
 OPS = {
     "conv1": ("conv2d 28x28x1 -> 32, 5x5, batch 64", CONV1),
     "conv1_dw": ("  its filter gradient", CONV1),
@@ -36,6 +42,12 @@ OPS = {
     "fc1_dx": ("  its input gradient, dy @ w^T", 2 * 64 * 3136 * 1024),
     "mlp1": ("matmul 128x784 @ 784x256", 2 * 128 * 784 * 256),
     "mlp1_dw": ("  its weight gradient", 2 * 128 * 784 * 256),
+    # The char transformer's (floor: the full square of scores; causal
+    # attention needs about half).
+    "att": ("causal attention, 32x4 heads of 128x32", ATT),
+    "att_grad": ("  its gradients (dq, dk, dv)", 5 * ATT // 2),
+    "gelu_grad": ("gelu's gradient over 4096x512", 0),
+    "bias_grad": ("a bias' gradient: 4096x512 summed over rows", 0),
 }
 
 
@@ -62,6 +74,10 @@ def torch_main(argv):
     dp = nchw(64, 32, 14, 14)
     a, w, dy = torch.rand(64, 3136), torch.rand(3136, 1024), torch.rand(64, 1024)
     m, mw, mdy = torch.rand(128, 784), torch.rand(784, 256), torch.rand(128, 256)
+    q, k, v, dout = (torch.rand(32, 4, 128, 32) - 0.5 for _ in range(4))
+    flash = aten._scaled_dot_product_flash_attention_for_cpu
+    out, lse = flash(q, k, v, 0.0, True)[:2]
+    gx, gdy = torch.rand(4096, 512) - 0.5, torch.rand(4096, 512) - 0.5
     calls = {
         "conv1": lambda: F.conv2d(x1, w1, padding=2),
         "conv1_dw": conv_grad(x1, w1, dy1, [False, True, False]),
@@ -76,6 +92,11 @@ def torch_main(argv):
         "fc1_dx": lambda: torch.mm(dy, w.t()),
         "mlp1": lambda: torch.mm(m, mw),
         "mlp1_dw": lambda: torch.mm(m.t(), mdy),
+        "att": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "att_grad": lambda: aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            dout, q, k, v, out, lse, 0.0, True),
+        "gelu_grad": lambda: aten.gelu_backward(gdy, gx),
+        "bias_grad": lambda: gdy.sum(0),
     }
     time_calls(calls)
 
@@ -127,6 +148,25 @@ def tf_main(argv):
     a, w, dy = rand(64, 3136), rand(3136, 1024), rand(64, 1024)
     m, mw, mdy = rand(128, 784), rand(784, 256), rand(128, 256)
     mm = tf.linalg.matmul
+    q, k, v, dout = (rand(32, 4, 128, 32) for _ in range(4))
+    causal = tf.linalg.band_part(tf.ones([128, 128], tf.bool), -1, 0)
+    gx, gdy = rand(4096, 512), rand(4096, 512)
+
+    def att(q, k, v):
+        s = mm(q, k, transpose_b=True) * 32 ** -0.5
+        return mm(tf.nn.softmax(tf.where(causal, s, -1e30)), v)
+
+    def att_grad():
+        with tf.GradientTape() as tape:
+            tape.watch([q, k, v])
+            o = att(q, k, v)
+        return tape.gradient(o, [q, k, v], output_gradients=dout)[0]
+
+    def gelu_grad():
+        phi = tf.exp(-0.5 * gx * gx) * 0.3989422804014327
+        return gdy * (0.5 * (1.0 + tf.math.erf(gx * 0.7071067811865476)) +
+                      gx * phi)
+
     calls = {
         "conv1": conv(x1, w1),
         "conv1_dw": conv_dw(x1, w1, dy1),
@@ -142,6 +182,10 @@ def tf_main(argv):
         "fc1_dx": lambda: mm(dy, w, transpose_b=True),
         "mlp1": lambda: mm(m, mw),
         "mlp1_dw": lambda: mm(m, mdy, transpose_a=True),
+        "att": lambda: att(q, k, v),
+        "att_grad": att_grad,
+        "gelu_grad": gelu_grad,
+        "bias_grad": lambda: raw.BiasAddGrad(out_backprop=gdy),
     }
     if "--function" in argv or "--xla" in argv:
         calls = {n: tf.function(f, jit_compile="--xla" in argv)

@@ -603,7 +603,9 @@ const std::map<std::string, Emit>& Table() {
     };
     // scaled_dot_product_attention: MatMul(q, k^T) * s, Softmax (with a
     // mask: of Where(keep, scores, -inf), then Where(keep, p, 0), which
-    // also zeroes a query that keeps no key), MatMul(p, v).
+    // also zeroes a query that keeps no key), MatMul(p, v); with the
+    // layout bthd, q, k and v transposed to bhtd first and the output
+    // back.
     (*t)["scaled_dot_product_attention"] = [](Exporter& e, const Node& n) {
       const Shape& q = n.input(0).node->output_shape(n.input(0).index);
       if (q.unknown_rank() || q.dim(q.rank() - 1) < 0) {
@@ -617,13 +619,24 @@ const std::map<std::string, Emit>& Table() {
             f64 ? Tensor::Scalar(v) : Tensor::Scalar(static_cast<float>(v)),
             e.Temp(n, what));
       };
-      std::vector<int64_t> perm;
+      std::vector<int64_t> perm, heads;
       for (int i = 0; i < q.rank(); ++i) perm.push_back(i);
+      heads = perm;
       std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      std::string in[3] = {e.In(n, 0), e.In(n, 1), e.In(n, 2)};
+      if (attrs.bthd) {
+        std::swap(heads[heads.size() - 3], heads[heads.size() - 2]);
+        for (int i = 0; i < 3; ++i) {
+          const std::string what = StrCat("bhtd", i);
+          const std::string moved = e.Temp(n, what);
+          SetInts(e.Add(n, "Transpose", {in[i]}, {moved}, what), "perm", heads);
+          in[i] = moved;
+        }
+      }
       const std::string kt = e.Temp(n, "k_t"), qk = e.Temp(n, "qk"),
                         scores = e.Temp(n, "scores"), p = e.Temp(n, "p");
-      SetInts(e.Add(n, "Transpose", {e.In(n, 1)}, {kt}, "k_t"), "perm", perm);
-      e.Add(n, "MatMul", {e.In(n, 0), kt}, {qk}, "qk");
+      SetInts(e.Add(n, "Transpose", {in[1]}, {kt}, "k_t"), "perm", perm);
+      e.Add(n, "MatMul", {in[0], kt}, {qk}, "qk");
       e.Add(n, "Mul", {qk, scalar(scale, "scale")}, {scores}, "scores");
       const Node* keep = n.input(3).node;
       const Tensor* all = keep->constant_value();
@@ -638,7 +651,13 @@ const std::map<std::string, Emit>& Table() {
         SetInt(e.Add(n, "Softmax", {masked}, {p0}, "softmax"), "axis", -1);
         e.Add(n, "Where", {e.In(n, 3), p0, scalar(0, "zero")}, {p}, "p");
       }
-      e.Add(n, "MatMul", {p, e.In(n, 2)}, {e.Out(n)});
+      if (!attrs.bthd) {
+        e.Add(n, "MatMul", {p, in[2]}, {e.Out(n)});
+        return absl::OkStatus();
+      }
+      const std::string out = e.Temp(n, "out");
+      e.Add(n, "MatMul", {p, in[2]}, {out}, "pv");
+      SetInts(e.Add(n, "Transpose", {out}, {e.Out(n)}, "bthd"), "perm", heads);
       return absl::OkStatus();
     };
     for (const char* op : {"softmax", "log_softmax"}) {

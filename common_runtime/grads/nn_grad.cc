@@ -158,7 +158,9 @@ RUNNEL_REGISTER_GRADIENT("scaled_dot_product_attention",
                                "scaled_dot_product_attention_grad",
                                {g.x(0), g.x(1), g.x(2), g.x(3), dy[0]},
                                {{"scale", g.attr_or<double>("scale", 1.0)},
-                                {"rsqrt_d", g.attr_or<bool>("rsqrt_d", true)}});
+                                {"rsqrt_d", g.attr_or<bool>("rsqrt_d", true)},
+                                {"layout",
+                                 g.attr_or<std::string>("layout", "bhtd")}});
                            if (d.size() != 3) return {};
                            return {g.SumToLike(d[0], g.x(0)),
                                    g.SumToLike(d[1], g.x(1)),

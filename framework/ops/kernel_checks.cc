@@ -1,6 +1,9 @@
 #include "framework/ops/kernel_checks.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,26 +56,34 @@ absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
-                                     const Shape& v, const Shape& keep) {
-  auto operands = [&] {
-    return StrCat("q ", q.ToString(), ", k ", k.ToString(), " and v ",
-                  v.ToString());
-  };
-  if (q.unknown_rank() || k.unknown_rank() || v.unknown_rank()) {
-    return Shape::UnknownRank();
-  }
+namespace {
+
+// s with its dims r - 3 and r - 2 swapped: a bthd operand as a bhtd one,
+// and back. Unknown ranks and ranks below 3 stay.
+Shape SwapHeads(const Shape& s) {
+  if (s.unknown_rank() || s.rank() < 3) return s;
+  std::vector<int64_t> dims = s.dims();
+  std::swap(dims[dims.size() - 3], dims[dims.size() - 2]);
+  return Shape(std::move(dims));
+}
+
+// AttentionShape for the layout bhtd; `operands` names the operands as the
+// caller got them, `keys_dim` the dim of k and v that counts the keys.
+absl::StatusOr<Shape> BhtdAttentionShape(const Shape& q, const Shape& k,
+                                         const Shape& v, const Shape& keep,
+                                         const std::string& operands,
+                                         std::string_view keys_dim) {
   const int r = q.rank();
   if (r < 2 || k.rank() != r || v.rank() != r) {
     return absl::InvalidArgumentError(
-        StrCat("needs q, k and v of one rank, 2 or more; got ", operands()));
+        StrCat("needs q, k and v of one rank, 2 or more; got ", operands));
   }
   auto same = [](int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; };
   if (!same(q.dim(r - 1), k.dim(r - 1)) || !same(k.dim(r - 2), v.dim(r - 2))) {
     return absl::InvalidArgumentError(StrCat(
         "q and k need one last dimension, and k and v one number of keys "
-        "(their next-to-last); got ",
-        operands()));
+        "(their ",
+        keys_dim, "); got ", operands));
   }
   auto batch_of = [&](const Shape& s) {
     return Shape(std::vector<int64_t>(s.dims().begin(), s.dims().end() - 2));
@@ -81,7 +92,7 @@ absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
   if (batch.ok()) batch = BroadcastShapes(*batch, batch_of(v));
   if (!batch.ok()) {
     return absl::InvalidArgumentError(
-        StrCat("the batch dimensions of ", operands(), " cannot be broadcast"));
+        StrCat("the batch dimensions of ", operands, " cannot be broadcast"));
   }
   std::vector<int64_t> scores = batch->dims();
   scores.push_back(q.dim(r - 2));
@@ -95,11 +106,58 @@ absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
   return Shape(std::move(out));
 }
 
-absl::StatusOr<AttentionAttrs> AttentionAttrs::Of(const Node& node) {
+// A bthd operand's offsets of its first rows, from those BatchOffsets
+// gives for the operand seen as bhtd (matrices of `size` elements, heads
+// its dims r - 2, each row `cols` long).
+void BthdOffsets(std::vector<int64_t>& offsets, int64_t size, int64_t heads,
+                 int64_t cols) {
+  if (size == 0 || heads == 0) return;
+  for (int64_t& o : offsets) {
+    const int64_t m = o / size;
+    o = (m / heads) * size * heads + (m % heads) * cols;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
+                                     const Shape& v, const Shape& keep,
+                                     bool bthd) {
+  const std::string operands =
+      StrCat("q ", q.ToString(), ", k ", k.ToString(), " and v ", v.ToString());
+  if (q.unknown_rank() || k.unknown_rank() || v.unknown_rank()) {
+    return Shape::UnknownRank();
+  }
+  if (!bthd) return BhtdAttentionShape(q, k, v, keep, operands, "next-to-last");
+  if (q.rank() < 3 || k.rank() != q.rank() || v.rank() != q.rank()) {
+    return absl::InvalidArgumentError(
+        StrCat("the layout bthd needs q, k and v of one rank, 3 or more; got ",
+               operands));
+  }
+  RN_ASSIGN_OR_RETURN(
+      Shape out, BhtdAttentionShape(SwapHeads(q), SwapHeads(k), SwapHeads(v),
+                                    keep, operands, "third from last"));
+  return SwapHeads(out);
+}
+
+absl::StatusOr<AttentionAttrs> AttentionAttrs::Of(const AttrMap& attrs) {
   AttentionAttrs a;
-  RN_ASSIGN_OR_RETURN(a.scale, node.attr<double>("scale"));
-  RN_ASSIGN_OR_RETURN(a.rsqrt_d, node.attr<bool>("rsqrt_d"));
+  RN_ASSIGN_OR_RETURN(a.scale, GetAttr<double>(attrs, "scale"));
+  RN_ASSIGN_OR_RETURN(a.rsqrt_d, GetAttr<bool>(attrs, "rsqrt_d"));
+  std::string layout = "bhtd";
+  if (attrs.count("layout") > 0) {
+    RN_ASSIGN_OR_RETURN(layout, GetAttr<std::string>(attrs, "layout"));
+  }
+  if (layout != "bhtd" && layout != "bthd") {
+    return absl::InvalidArgumentError(
+        StrCat("layout must be \"bhtd\" or \"bthd\", got \"", layout, "\""));
+  }
+  a.bthd = layout == "bthd";
   return a;
+}
+
+absl::StatusOr<AttentionAttrs> AttentionAttrs::Of(const Node& node) {
+  return Of(node.attrs());
 }
 
 double AttentionAttrs::ScoreFactor(int64_t d) const {
@@ -107,8 +165,12 @@ double AttentionAttrs::ScoreFactor(int64_t d) const {
 }
 
 Shape AttentionPlan::Batched(int64_t rows, int64_t cols) const {
-  std::vector<int64_t> dims(out.dims().begin(), out.dims().end() - 2);
-  dims.push_back(rows);
+  std::vector<int64_t> dims = batch;
+  if (bthd) {
+    dims.insert(dims.end() - 1, rows);
+  } else {
+    dims.push_back(rows);
+  }
   dims.push_back(cols);
   return Shape(std::move(dims));
 }
@@ -119,26 +181,48 @@ Shape AttentionPlan::GradShape(int i) const {
 
 absl::StatusOr<AttentionPlan> AttentionGradPlan(const Shape& q, const Shape& k,
                                                 const Shape& v,
-                                                const Shape& keep) {
+                                                const Shape& keep, bool bthd) {
   AttentionPlan p;
-  RN_ASSIGN_OR_RETURN(p.out, AttentionShape(q, k, v, keep));
+  p.bthd = bthd;
+  RN_ASSIGN_OR_RETURN(p.out, AttentionShape(q, k, v, keep, bthd));
   if (p.out.unknown_rank()) return p;
   // AttentionShape checked that k and v agree on tk, and q and k on d,
-  // where both are known.
+  // where both are known; the bhtd view's dims.
+  const Shape lq = bthd ? SwapHeads(q) : q, lk = bthd ? SwapHeads(k) : k,
+              lv = bthd ? SwapHeads(v) : v;
+  const Shape lout = bthd ? SwapHeads(p.out) : p.out;
   const int r = q.rank();
-  p.tq = q.dim(r - 2);
-  p.tk = k.dim(r - 2) >= 0 ? k.dim(r - 2) : v.dim(r - 2);
+  p.tq = lq.dim(r - 2);
+  p.tk = lk.dim(r - 2) >= 0 ? lk.dim(r - 2) : lv.dim(r - 2);
   p.d = q.dim(r - 1) >= 0 ? q.dim(r - 1) : k.dim(r - 1);
   p.dv = v.dim(r - 1);
+  p.batch.assign(lout.dims().begin(), lout.dims().end() - 2);
+  p.heads = bthd && !p.batch.empty() ? std::max<int64_t>(p.batch.back(), 0) : 0;
   return p;
 }
 
 absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
-                                            const Shape& v, const Shape& keep) {
-  RN_ASSIGN_OR_RETURN(AttentionPlan p, AttentionGradPlan(q, k, v, keep));
-  p.q_offsets = BatchOffsets(q, p.out, p.tq * p.d);
-  p.k_offsets = BatchOffsets(k, p.out, p.tk * p.d);
-  p.v_offsets = BatchOffsets(v, p.out, p.tk * p.dv);
+                                            const Shape& v, const Shape& keep,
+                                            bool bthd) {
+  RN_ASSIGN_OR_RETURN(AttentionPlan p, AttentionGradPlan(q, k, v, keep, bthd));
+  const Shape lout = bthd ? SwapHeads(p.out) : p.out;
+  const Shape lq = bthd ? SwapHeads(q) : q, lk = bthd ? SwapHeads(k) : k,
+              lv = bthd ? SwapHeads(v) : v;
+  p.q_offsets = BatchOffsets(lq, lout, p.tq * p.d);
+  p.k_offsets = BatchOffsets(lk, lout, p.tk * p.d);
+  p.v_offsets = BatchOffsets(lv, lout, p.tk * p.dv);
+  p.q_stride = p.d;
+  p.k_stride = p.d;
+  p.v_stride = p.dv;
+  if (bthd) {
+    const int r = q.rank();
+    BthdOffsets(p.q_offsets, p.tq * p.d, q.dim(r - 2), p.d);
+    BthdOffsets(p.k_offsets, p.tk * p.d, k.dim(r - 2), p.d);
+    BthdOffsets(p.v_offsets, p.tk * p.dv, v.dim(r - 2), p.dv);
+    p.q_stride = q.dim(r - 2) * p.d;
+    p.k_stride = k.dim(r - 2) * p.d;
+    p.v_stride = v.dim(r - 2) * p.dv;
+  }
   p.keep_lines = keep.rank() == 0 || p.tk == 0 ? 0 : keep.num_elements() / p.tk;
   return p;
 }

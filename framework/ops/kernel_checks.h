@@ -41,44 +41,71 @@ absl::Status CheckMaskedSoftmax(const Shape& logits, const Shape& keep);
 // broadcast; keep (bool) a scalar, or the last dims of the scores [batch...,
 // tq, tk], at least the last (repeated over the leading ones, as
 // masked_softmax's). Returns the output's shape [batch..., tq, dv]. Unknown
-// dims (-1) and ranks pass, as in CheckMaskedSoftmax.
+// dims (-1) and ranks pass, as in CheckMaskedSoftmax. With `bthd` (the
+// layout "bthd") each operand's heads are inside its time steps: q [...,
+// tq, heads, d], k [..., tk, heads, d], v [..., tk, heads, dv] (rank 3 or
+// more; the heads broadcast as a batch dim), the output [batch..., tq,
+// heads, dv]; the mask is the scores' as above.
 absl::StatusOr<Shape> AttentionShape(const Shape& q, const Shape& k,
-                                     const Shape& v, const Shape& keep);
+                                     const Shape& v, const Shape& keep,
+                                     bool bthd = false);
 
 // scaled_dot_product_attention's attributes (and its gradient's), and the
 // factor of the scores q k^T they give for a depth d: `scale`, times
-// 1 / sqrt(d) with `rsqrt_d` (and d > 0; the scores are 0 when d is 0).
+// 1 / sqrt(d) with `rsqrt_d` (and d > 0; the scores are 0 when d is 0);
+// `layout` "bhtd" (the default) or "bthd" (AttentionShape).
 struct AttentionAttrs {
   double scale = 1.0;
   bool rsqrt_d = true;
+  bool bthd = false;
+  static absl::StatusOr<AttentionAttrs> Of(const AttrMap& attrs);
   static absl::StatusOr<AttentionAttrs> Of(const Node& node);
   double ScoreFactor(int64_t d) const;
 };
 
 // The attention kernels' geometry for actual shapes: the batch's matrices
-// of q, k and v (element offsets, broadcast), and the mask's lines of tk
-// (0 for a scalar mask).
+// of q, k and v (element offsets of their first rows, broadcast, and the
+// elements from one row to the next), and the mask's lines of tk (0 for a
+// scalar mask). The outputs (out, and the gradients dq, dk, dv) have the
+// broadcast batch; OutOffset and OutStride place their matrices.
 struct AttentionPlan {
   int64_t tq = 0, tk = 0, d = 0, dv = 0;
-  Shape out;  // [batch..., tq, dv]
+  Shape out;  // [batch..., tq, dv], or [batch..., tq, heads, dv] with bthd
   std::vector<int64_t> q_offsets, k_offsets, v_offsets;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0;
   int64_t keep_lines = 0;
-  // [batch..., rows, cols]: the batch's shape with a matrix's.
+  bool bthd = false;  // the layout bthd
+  // With bthd, the output's heads (its batch's last dim); else 0.
+  int64_t heads = 0;
+  std::vector<int64_t> batch;  // the outputs' batch dims (heads last)
+  // [batch..., rows, cols], or [batch'..., rows, heads, cols] with bthd.
   Shape Batched(int64_t rows, int64_t cols) const;
-  // The gradient's output i: dq [batch..., tq, d], dk [batch..., tk, d] or
-  // dv [batch..., tk, dv].
+  // The gradient's output i: dq (tq rows of d), dk (tk of d) or dv (tk of
+  // dv).
   Shape GradShape(int i) const;
+  // Where matrix m of an output of `rows` rows of `cols` starts, and the
+  // elements from one of its rows to the next.
+  int64_t OutOffset(int64_t m, int64_t rows, int64_t cols) const {
+    return heads > 0 ? (m / heads) * rows * heads * cols + (m % heads) * cols
+                     : m * rows * cols;
+  }
+  int64_t OutStride(int64_t cols) const {
+    return heads > 0 ? heads * cols : cols;
+  }
 };
 absl::StatusOr<AttentionPlan> PlanAttention(const Shape& q, const Shape& k,
-                                            const Shape& v, const Shape& keep);
+                                            const Shape& v, const Shape& keep,
+                                            bool bthd = false);
 // The gradient's dout: the output's shape `out` (unknown dims pass).
 absl::Status CheckAttentionGrad(const Shape& out, const Shape& dout);
 // The gradient's outputs for q, k and v of known ranks (their dims may be
 // unknown): dq [batch..., tq, d], dk [batch..., tk, d], dv [batch..., tk,
-// dv], batch being the output's.
+// dv], batch being the output's (with bthd, the heads inside, as
+// AttentionShape's).
 absl::StatusOr<AttentionPlan> AttentionGradPlan(const Shape& q, const Shape& k,
                                                 const Shape& v,
-                                                const Shape& keep);
+                                                const Shape& keep,
+                                                bool bthd = false);
 
 // layer_norm(x, scale, offset): x of rank 1 or more, scale and offset 1-D
 // and as long as x's last dimension. layer_norm_grad(dy, x, scale, mean,

@@ -235,8 +235,11 @@ absl::Status CheckAttentionInputs(const ShapeContext& c) {
 
 Specs AttentionOpShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(CheckAttentionInputs(c));
-  RN_ASSIGN_OR_RETURN(Shape out, AttentionShape(c.shape(0), c.shape(1),
-                                                c.shape(2), c.shape(3)));
+  RN_ASSIGN_OR_RETURN(const AttentionAttrs attrs,
+                      AttentionAttrs::Of(c.attrs()));
+  RN_ASSIGN_OR_RETURN(
+      Shape out, AttentionShape(c.shape(0), c.shape(1), c.shape(2), c.shape(3),
+                                attrs.bthd));
   return One(c.dtype(0), std::move(out));
 }
 
@@ -248,6 +251,7 @@ RUNNEL_REGISTER_OP(
         .SameDType({0, 1, 2})
         .Attr("scale", 1.0)
         .Attr("rsqrt_d", true)
+        .Attr("layout", std::string("bhtd"))
         .Shape(AttentionOpShape)
         .Doc("softmax(s * q @ k^T) @ v over q [..., tq, d], k [..., tk, d] "
              "and v [..., tk, dv] (batch dims broadcast), s = `scale`, "
@@ -255,9 +259,14 @@ RUNNEL_REGISTER_OP(
              "dot-product attention), the softmax "
              "over the keys that `keep` keeps (bool: a scalar, or the "
              "scores' last dims, repeated over the leading ones; a query "
-             "that keeps none gets zeros). One pass per matrix of the "
-             "batch: the scores never leave the cache. nn.attention uses "
-             "it for f32 and f64."));
+             "that keeps none gets zeros). With `layout` \"bthd\" the "
+             "heads are inside the time steps: q [..., tq, heads, d], k "
+             "and v likewise, out [..., tq, heads, dv] (a projection's "
+             "output, reshaped, without a transpose). One pass per matrix "
+             "of the batch: the scores never leave the cache, and a block "
+             "of queries multiplies only the keys it keeps (a causal "
+             "mask's upper triangle is skipped). nn.attention and "
+             "nn.multi_head_attention use it for f32 and f64."));
 
 // The gradients of q, k and v (over the broadcast batch) for the output's
 // gradient dout.
@@ -268,9 +277,11 @@ Specs AttentionGradShape(const ShapeContext& c) {
                                              " must have q's dtype, ",
                                              DTypeName(c.dtype(0))));
   }
-  RN_ASSIGN_OR_RETURN(
-      const AttentionPlan p,
-      AttentionGradPlan(c.shape(0), c.shape(1), c.shape(2), c.shape(3)));
+  RN_ASSIGN_OR_RETURN(const AttentionAttrs attrs,
+                      AttentionAttrs::Of(c.attrs()));
+  RN_ASSIGN_OR_RETURN(const AttentionPlan p,
+                      AttentionGradPlan(c.shape(0), c.shape(1), c.shape(2),
+                                        c.shape(3), attrs.bthd));
   RN_RETURN_IF_ERROR(CheckAttentionGrad(p.out, c.shape(4)));
   if (p.out.unknown_rank()) {
     return std::vector<TensorSpec>(3, {c.dtype(0), Shape::UnknownRank()});
@@ -288,6 +299,7 @@ RUNNEL_REGISTER_OP(
         .SameDType({0, 1, 2, 4})
         .Attr("scale", 1.0)
         .Attr("rsqrt_d", true)
+        .Attr("layout", std::string("bhtd"))
         .Shape(AttentionGradShape)
         .Doc("The gradients of scaled_dot_product_attention's q, k and v "
              "for its output's gradient dout, each over the broadcast "

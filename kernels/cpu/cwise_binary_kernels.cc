@@ -232,9 +232,22 @@ class BinaryKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(StridedLayout<2> l,
                         MakeBroadcastLayout<2>({&x.shape(), &y.shape()}));
     RN_RETURN_IF_ERROR((CheckOperands<T, F>(ctx->node(), y, l.num_elements)));
-    RN_ASSIGN_OR_RETURN(Tensor * z, ctx->allocate_output(0, l.shape));
     const T* a = x.data<T>();
     const T* b = y.data<T>();
+    // In an operand's buffer when it has the result's shape and dtype and
+    // nobody else holds it: each element is read before it is written.
+    bool forwarded = false;
+    Tensor* z = nullptr;
+    if constexpr (std::is_same_v<Out, T>) {
+      for (int in = 0; in < 2 && !forwarded; ++in) {
+        if (ctx->input(in).shape() != l.shape) continue;
+        RN_ASSIGN_OR_RETURN(
+            z, ctx->forward_input_or_allocate(in, 0, l.shape, &forwarded));
+      }
+    }
+    if (z == nullptr) {
+      RN_ASSIGN_OR_RETURN(z, ctx->allocate_output(0, l.shape));
+    }
     Out* out = z->data<Out>();
     ParallelForEachRow<2>(
         ctx->intra_op_pool(), l, F::kCost,

@@ -180,23 +180,25 @@ class MaskedSoftmax : public OpKernel {
   }
 };
 
-// c (m x n, row-major) = op(a) @ op(b); a is stored row-major with `lda`
-// elements a row (m x k, or k x m when `ta`), b likewise. On the calling
-// thread alone (f32 on oneDNN's sgemm, f64 on Eigen's product).
+// c (m x n, row-major, `ldc` elements a row) = op(a) @ op(b); a is stored
+// row-major with `lda` elements a row (m x k, or k x m when `ta`), b
+// likewise. On the calling thread alone (f32 on oneDNN's sgemm, f64 on
+// Eigen's product).
 template <typename T>
 absl::Status ThreadGemm(int64_t m, int64_t n, int64_t k, const T* a,
                         int64_t lda, bool ta, const T* b, int64_t ldb, bool tb,
-                        T* c) {
+                        T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
     return GemmF32(nullptr, m, n, k, {a, ta ? 1 : lda, ta ? lda : 1},
-                   {b, tb ? 1 : ldb, tb ? ldb : 1}, c, n);
+                   {b, tb ? 1 : ldb, tb ? ldb : 1}, c, ldc);
   } else {
     using Matrix =
         Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     using In = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
     const In am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
     const In bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
-    Eigen::Map<Matrix> cm(c, m, n);
+    Eigen::Map<Matrix, 0, Eigen::OuterStride<>> cm(c, m, n,
+                                                   Eigen::OuterStride<>(ldc));
     auto product = [&](const auto& x, const auto& y) { cm.noalias() = x * y; };
     if (ta && tb) {
       product(am.transpose(), bm.transpose());
@@ -211,9 +213,23 @@ absl::Status ThreadGemm(int64_t m, int64_t n, int64_t k, const T* a,
   }
 }
 
+// Rows of c (ldc elements apart) set to 0 from column `from` to `to`.
+template <typename T>
+void ZeroColumns(T* c, int64_t rows, int64_t ldc, int64_t from, int64_t to) {
+  if (to <= from) return;
+  for (int64_t i = 0; i < rows; ++i)
+    std::fill(c + i * ldc + from, c + i * ldc + to, T(0));
+}
+
+// Queries (and keys) the attention kernels take as one block: a block's
+// queries are multiplied only with the keys up to the last one any of
+// them keeps, so a causal mask's upper triangle is skipped but for the
+// blocks on its diagonal.
+constexpr int64_t kAttentionBlock = 32;
+
 // What the attention kernels share: a run's plan, mask and factor of the
-// scores, the probabilities of one matrix of the batch, and the loop over
-// the batch.
+// scores, the blocks of a matrix's queries, the probabilities of one
+// matrix of the batch, and the loop over the batch.
 template <typename T>
 class AttentionBase : public OpKernel {
  public:
@@ -227,34 +243,87 @@ class AttentionBase : public OpKernel {
     AttentionPlan plan;
     const bool* keep = nullptr;
     std::vector<int64_t> prefix;  // KeptPrefixes of the mask's lines
+    std::vector<int64_t> extent;  // each line's last kept key + 1 (0: none)
     T scale = 1;                  // the scores' factor for this run's d
+    // The mask line of query i of matrix b.
+    int64_t Line(int64_t b, int64_t i) const {
+      return plan.keep_lines == 0 ? 0 : (b * plan.tq + i) % plan.keep_lines;
+    }
+  };
+
+  // Queries [begin, end) of a matrix, which keep none of the keys from
+  // `keys` on.
+  struct Block {
+    int64_t begin, end, keys;
   };
 
   absl::StatusOr<Run> Prepare(OpKernelContext* ctx) const {
     Run r;
     const Tensor& keep = ctx->input(3);
     RN_ASSIGN_OR_RETURN(
-        r.plan, PlanAttention(ctx->input(0).shape(), ctx->input(1).shape(),
-                              ctx->input(2).shape(), keep.shape()));
+        r.plan,
+        PlanAttention(ctx->input(0).shape(), ctx->input(1).shape(),
+                      ctx->input(2).shape(), keep.shape(), attrs_.bthd));
+    const int64_t tk = r.plan.tk;
     r.keep = keep.data<bool>();
     r.prefix = r.plan.keep_lines == 0
-                   ? std::vector<int64_t>{r.keep[0] ? r.plan.tk : 0}
-                   : KeptPrefixes(r.keep, r.plan.keep_lines, r.plan.tk);
+                   ? std::vector<int64_t>{r.keep[0] ? tk : 0}
+                   : KeptPrefixes(r.keep, r.plan.keep_lines, tk);
+    r.extent.resize(r.prefix.size());
+    for (size_t m = 0; m < r.prefix.size(); ++m) {
+      if (r.prefix[m] >= 0) {
+        r.extent[m] = r.prefix[m];
+        continue;
+      }
+      const bool* k = r.keep + m * tk;
+      int64_t e = tk;
+      while (e > 0 && !k[e - 1]) --e;
+      r.extent[m] = e;
+    }
     r.scale = static_cast<T>(attrs_.ScoreFactor(r.plan.d));
     return r;
   }
 
-  // p (tq x tk) = the masked softmax of scale * q k^T for matrix b.
-  static absl::Status Probs(const Run& r, int64_t b, const T* q, const T* k,
-                            T* p) {
+  // Matrix b's queries in blocks of kAttentionBlock, each with the keys
+  // its queries keep (adjacent blocks that keep as many merged).
+  static std::vector<Block> QueryBlocks(const Run& r, int64_t b) {
+    std::vector<Block> blocks;
+    const int64_t tq = r.plan.tq;
+    for (int64_t i0 = 0; i0 < tq; i0 += kAttentionBlock) {
+      const int64_t i1 = std::min(tq, i0 + kAttentionBlock);
+      int64_t keys = 0;
+      for (int64_t i = i0; i < i1; ++i) {
+        keys = std::max(keys, r.extent[r.Line(b, i)]);
+      }
+      if (!blocks.empty() && blocks.back().keys == keys) {
+        blocks.back().end = i1;
+      } else {
+        blocks.push_back({i0, i1, keys});
+      }
+    }
+    return blocks;
+  }
+
+  // p (tq x tk) = the masked softmax of scale * q k^T for matrix b, a
+  // block's row from its `keys` on left unset.
+  static absl::Status Probs(const Run& r, int64_t b,
+                            const std::vector<Block>& blocks, const T* q,
+                            const T* k, T* p) {
     const AttentionPlan& a = r.plan;
-    RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.tk, a.d, q + a.q_offsets[b], a.d,
-                                     false, k + a.k_offsets[b], a.d, true, p));
-    for (int64_t i = 0; i < a.tq; ++i) {
-      const int64_t m = a.keep_lines == 0 ? 0 : (b * a.tq + i) % a.keep_lines;
-      T* line = p + i * a.tk;
-      Eigen::Map<Array1<T>>(line, a.tk) *= r.scale;
-      SoftmaxKept(line, a.tk, r.keep + m * a.tk, r.prefix[m]);
+    for (const Block& blk : blocks) {
+      T* pb = p + blk.begin * a.tk;
+      if (blk.keys > 0) {
+        RN_RETURN_IF_ERROR(ThreadGemm<T>(
+            blk.end - blk.begin, blk.keys, a.d,
+            q + a.q_offsets[b] + blk.begin * a.q_stride, a.q_stride, false,
+            k + a.k_offsets[b], a.k_stride, true, pb, a.tk));
+      }
+      for (int64_t i = blk.begin; i < blk.end; ++i) {
+        const int64_t m = r.Line(b, i);
+        T* line = p + i * a.tk;
+        Eigen::Map<Array1<T>>(line, blk.keys) *= r.scale;
+        SoftmaxKept(line, blk.keys, r.keep + m * a.tk, r.prefix[m]);
+      }
     }
     return absl::OkStatus();
   }
@@ -288,7 +357,8 @@ class AttentionBase : public OpKernel {
 };
 
 // scaled_dot_product_attention(q, k, v, keep): for each matrix of the
-// batch, p = the masked softmax of scale * q k^T, then out = p v.
+// batch, p = the masked softmax of scale * q k^T, then out = p v, each
+// block of queries with the keys it keeps.
 template <typename T>
 class AttentionKernel : public AttentionBase<T> {
  public:
@@ -306,9 +376,21 @@ class AttentionKernel : public AttentionBase<T> {
     const T* v = ctx->input(2).data<T>();
     T* o = out->data<T>();
     return this->ForEachMatrix(ctx, a, a.tq * a.tk, [&](int64_t b, T* p) {
-      RN_RETURN_IF_ERROR(this->Probs(r, b, q, k, p));
-      return ThreadGemm<T>(a.tq, a.dv, a.tk, p, a.tk, false, v + a.v_offsets[b],
-                           a.dv, false, o + b * a.tq * a.dv);
+      const auto blocks = this->QueryBlocks(r, b);
+      RN_RETURN_IF_ERROR(this->Probs(r, b, blocks, q, k, p));
+      T* ob = o + a.OutOffset(b, a.tq, a.dv);
+      const int64_t os = a.OutStride(a.dv);
+      for (const auto& blk : blocks) {
+        const int64_t rows = blk.end - blk.begin;
+        if (blk.keys == 0) {  // its queries keep no key
+          ZeroColumns(ob + blk.begin * os, rows, os, 0, a.dv);
+          continue;
+        }
+        RN_RETURN_IF_ERROR(ThreadGemm<T>(
+            rows, a.dv, blk.keys, p + blk.begin * a.tk, a.tk, false,
+            v + a.v_offsets[b], a.v_stride, false, ob + blk.begin * os, os));
+      }
+      return absl::OkStatus();
     });
   }
 };
@@ -316,7 +398,8 @@ class AttentionKernel : public AttentionBase<T> {
 // scaled_dot_product_attention_grad(q, k, v, keep, dout) -> dq, dk, dv, for
 // each matrix of the batch: p again, then dv = p^T dout, dp = dout v^T,
 // ds = scale * p * (dp - rowsum(dp * p)) (softmax's gradient), dq = ds k
-// and dk = ds^T q.
+// and dk = ds^T q; each block of queries with the keys it keeps, each
+// block of keys with the queries that keep any of it.
 template <typename T>
 class AttentionGradKernel : public AttentionBase<T> {
  public:
@@ -342,22 +425,72 @@ class AttentionGradKernel : public AttentionBase<T> {
       *dv = grads[2]->data<T>();
     return this->ForEachMatrix(ctx, a, 2 * a.tq * a.tk, [&](int64_t b, T* p) {
       T* ds = p + a.tq * a.tk;
-      const T* dyb = dy + b * a.tq * a.dv;
-      RN_RETURN_IF_ERROR(this->Probs(r, b, q, k, p));
-      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tk, a.dv, a.tq, p, a.tk, true, dyb,
-                                       a.dv, false, dv + b * a.tk * a.dv));
-      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.tk, a.dv, dyb, a.dv, false,
-                                       v + a.v_offsets[b], a.dv, true, ds));
-      for (int64_t i = 0; i < a.tq; ++i) {
-        Eigen::Map<Array1<T>> pi(p + i * a.tk, a.tk), di(ds + i * a.tk, a.tk);
-        const T dot = (pi * di).sum();
-        di = r.scale * pi * (di - dot);
+      // dout and dv rows of dv elements, dq and dk rows of d, these apart.
+      const int64_t vs = a.OutStride(a.dv), qs = a.OutStride(a.d);
+      const T* dyb = dy + a.OutOffset(b, a.tq, a.dv);
+      const T* qb = q + a.q_offsets[b];
+      const T* kb = k + a.k_offsets[b];
+      T* dqb = dq + a.OutOffset(b, a.tq, a.d);
+      const auto blocks = this->QueryBlocks(r, b);
+      RN_RETURN_IF_ERROR(this->Probs(r, b, blocks, q, k, p));
+      for (const auto& blk : blocks) {
+        const int64_t rows = blk.end - blk.begin;
+        T* pb = p + blk.begin * a.tk;
+        T* db = ds + blk.begin * a.tk;
+        // The keys the block keeps none of take no part below: 0.
+        ZeroColumns(pb, rows, a.tk, blk.keys, a.tk);
+        ZeroColumns(db, rows, a.tk, blk.keys, a.tk);
+        if (blk.keys == 0) {
+          ZeroColumns(dqb + blk.begin * qs, rows, qs, 0, a.d);
+          continue;
+        }
+        RN_RETURN_IF_ERROR(
+            ThreadGemm<T>(rows, blk.keys, a.dv, dyb + blk.begin * vs, vs, false,
+                          v + a.v_offsets[b], a.v_stride, true, db, a.tk));
+        for (int64_t i = 0; i < rows; ++i) {
+          Eigen::Map<Array1<T>> pi(pb + i * a.tk, blk.keys),
+              di(db + i * a.tk, blk.keys);
+          const T dot = (pi * di).sum();
+          di = r.scale * pi * (di - dot);
+        }
+        RN_RETURN_IF_ERROR(ThreadGemm<T>(rows, a.d, blk.keys, db, a.tk, false,
+                                         kb, a.k_stride, false,
+                                         dqb + blk.begin * qs, qs));
       }
-      RN_RETURN_IF_ERROR(ThreadGemm<T>(a.tq, a.d, a.tk, ds, a.tk, false,
-                                       k + a.k_offsets[b], a.d, false,
-                                       dq + b * a.tq * a.d));
-      return ThreadGemm<T>(a.tk, a.d, a.tq, ds, a.tk, true, q + a.q_offsets[b],
-                           a.d, false, dk + b * a.tk * a.d);
+      // Keys in blocks, each from the first to the last query block that
+      // keeps any of them (p and ds are 0 where a query keeps none).
+      T* dkb = dk + a.OutOffset(b, a.tk, a.d);
+      T* dvb = dv + a.OutOffset(b, a.tk, a.dv);
+      for (int64_t j0 = 0; j0 < a.tk;) {
+        int64_t first = a.tq, last = 0;
+        for (const auto& blk : blocks) {
+          if (blk.keys > j0) {
+            first = std::min(first, blk.begin);
+            last = std::max(last, blk.end);
+          }
+        }
+        // As far as the queries that keep key j0 are those that keep the
+        // next keys (whole blocks of keys).
+        int64_t j1 = a.tk;
+        for (const auto& blk : blocks) {
+          if (blk.keys > j0 && blk.keys < j1) j1 = blk.keys;
+        }
+        if (first >= last) {  // no query keeps these keys (j1 is tk)
+          ZeroColumns(dvb + j0 * vs, j1 - j0, vs, 0, a.dv);
+          ZeroColumns(dkb + j0 * qs, j1 - j0, qs, 0, a.d);
+          j0 = j1;
+          continue;
+        }
+        const int64_t n = last - first;
+        RN_RETURN_IF_ERROR(
+            ThreadGemm<T>(j1 - j0, a.dv, n, p + first * a.tk + j0, a.tk, true,
+                          dyb + first * vs, vs, false, dvb + j0 * vs, vs));
+        RN_RETURN_IF_ERROR(ThreadGemm<T>(
+            j1 - j0, a.d, n, ds + first * a.tk + j0, a.tk, true,
+            qb + first * a.q_stride, a.q_stride, false, dkb + j0 * qs, qs));
+        j0 = j1;
+      }
+      return absl::OkStatus();
     });
   }
 };
@@ -772,7 +905,11 @@ class BiasAddKernel : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& bias = ctx->input(1);
     RN_RETURN_IF_ERROR(CheckBiasAdd(x, bias));
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    // In x's buffer when nobody else holds it (each row is read, then
+    // written).
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, x.shape(), &forwarded));
     const int64_t cols = bias.dim(0);
     if (x.num_elements() == 0) return absl::OkStatus();
     const int64_t rows = x.num_elements() / cols;

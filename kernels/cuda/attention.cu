@@ -1,6 +1,6 @@
 // scaled_dot_product_attention on the GPU (attention.h).
-#include <cub/block/block_reduce.cuh>
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/launch.cuh"
@@ -20,6 +20,16 @@ using BlockReduce = cub::BlockReduce<T, kThreads>;
 __device__ bool Kept(const AttentionArgs& a, int64_t row, int64_t j) {
   return a.keep_lines == 0 ? a.keep[0]
                            : a.keep[(row % a.keep_lines) * a.tk + j];
+}
+
+// The element of row i of matrix b of an output of `rows` rows of `cols`
+// (out, dout and the gradients; the heads inside with the layout bthd).
+__device__ int64_t OutAt(const AttentionArgs& a, int64_t b, int64_t i,
+                         int64_t rows, int64_t cols) {
+  return a.heads > 0
+             ? ((b / a.heads) * rows * a.heads + i * a.heads + b % a.heads) *
+                   cols
+             : (b * rows + i) * cols;
 }
 
 template <typename T>
@@ -46,17 +56,17 @@ __device__ T BlockAll(T v, typename BlockReduce<T>::TempStorage& temp,
 // its scores, 0 where dropped, all 0 when it keeps none; its max and sum
 // in *max and *sum (sum 0 when it keeps none).
 template <typename T>
-__device__ void Probs(const AttentionArgs& a, const T* q, const T* k,
-                      int64_t b, int64_t i, T* p,
+__device__ void Probs(const AttentionArgs& a, const T* q, const T* k, int64_t b,
+                      int64_t i, T* p,
                       typename BlockReduce<T>::TempStorage& temp, T& shared,
                       T* max_out, T* sum_out) {
   const int64_t row = b * a.tq + i;
-  const T* qi = q + a.q_off[b] + i * a.d;
+  const T* qi = q + a.q_off[b] + i * a.q_stride;
   const T* kb = k + a.k_off[b];
   const T scale = static_cast<T>(a.scale);
   T max = MaxR<T>::Identity();
   for (int64_t j = threadIdx.x; j < a.tk; j += blockDim.x) {
-    p[j] = scale * Dot(qi, kb + j * a.d, a.d);
+    p[j] = scale * Dot(qi, kb + j * a.k_stride, a.d);
     if (Kept(a, row, j) && p[j] > max) max = p[j];
   }
   max = BlockAll<MaxR<T>>(max, temp, shared);
@@ -93,8 +103,8 @@ __global__ void AttentionRows(AttentionArgs a, const T* q, const T* k,
     const T* vb = v + a.v_off[b];
     for (int64_t e = threadIdx.x; e < a.dv; e += blockDim.x) {
       T acc = 0;
-      for (int64_t j = 0; j < a.tk; ++j) acc += p[j] * vb[j * a.dv + e];
-      out[row * a.dv + e] = acc;
+      for (int64_t j = 0; j < a.tk; ++j) acc += p[j] * vb[j * a.v_stride + e];
+      out[OutAt(a, b, i, a.tq, a.dv) + e] = acc;
     }
     __syncthreads();
   }
@@ -115,11 +125,11 @@ __global__ void AttentionGradRows(AttentionArgs a, const T* q, const T* k,
     const int64_t b = row / a.tq, i = row % a.tq;
     T max, sum;
     Probs(a, q, k, b, i, p, temp, shared, &max, &sum);
-    const T* dy = dout + row * a.dv;
+    const T* dy = dout + OutAt(a, b, i, a.tq, a.dv);
     const T* vb = v + a.v_off[b];
     T dot = 0;
     for (int64_t j = threadIdx.x; j < a.tk; j += blockDim.x) {
-      ds[j] = Dot(dy, vb + j * a.dv, a.dv);
+      ds[j] = Dot(dy, vb + j * a.v_stride, a.dv);
       dot += p[j] * ds[j];
     }
     dot = BlockAll<SumR<T>>(dot, temp, shared);
@@ -131,8 +141,8 @@ __global__ void AttentionGradRows(AttentionArgs a, const T* q, const T* k,
     const T* kb = k + a.k_off[b];
     for (int64_t e = threadIdx.x; e < a.d; e += blockDim.x) {
       T acc = 0;
-      for (int64_t j = 0; j < a.tk; ++j) acc += ds[j] * kb[j * a.d + e];
-      dq[row * a.d + e] = acc;
+      for (int64_t j = 0; j < a.tk; ++j) acc += ds[j] * kb[j * a.k_stride + e];
+      dq[OutAt(a, b, i, a.tq, a.d) + e] = acc;
     }
     if (threadIdx.x == 0) {
       rows[row] = max;
@@ -156,29 +166,29 @@ __global__ void AttentionGradKeys(AttentionArgs a, const T* q, const T* k,
   const T scale = static_cast<T>(a.scale);
   for (int64_t key = blockIdx.x; key < a.count * a.tk; key += gridDim.x) {
     const int64_t b = key / a.tk, j = key % a.tk;
-    const T* kj = k + a.k_off[b] + j * a.d;
-    const T* vj = v + a.v_off[b] + j * a.dv;
+    const T* kj = k + a.k_off[b] + j * a.k_stride;
+    const T* vj = v + a.v_off[b] + j * a.v_stride;
     const T* qb = q + a.q_off[b];
     for (int64_t i = threadIdx.x; i < a.tq; i += blockDim.x) {
       const int64_t row = b * a.tq + i;
       const T sum = rows[n + row];
-      const T s = scale * Dot(qb + i * a.d, kj, a.d);
+      const T s = scale * Dot(qb + i * a.q_stride, kj, a.d);
       p[i] = sum > 0 && Kept(a, row, j) ? Exp(s - rows[row]) / sum : T(0);
-      const T dp = Dot(dout + row * a.dv, vj, a.dv);
+      const T dp = Dot(dout + OutAt(a, b, i, a.tq, a.dv), vj, a.dv);
       ds[i] = scale * p[i] * (dp - rows[2 * n + row]);
     }
     __syncthreads();
     for (int64_t e = threadIdx.x; e < a.d; e += blockDim.x) {
       T acc = 0;
-      for (int64_t i = 0; i < a.tq; ++i) acc += ds[i] * qb[i * a.d + e];
-      dk[key * a.d + e] = acc;
+      for (int64_t i = 0; i < a.tq; ++i) acc += ds[i] * qb[i * a.q_stride + e];
+      dk[OutAt(a, b, j, a.tk, a.d) + e] = acc;
     }
     for (int64_t e = threadIdx.x; e < a.dv; e += blockDim.x) {
       T acc = 0;
       for (int64_t i = 0; i < a.tq; ++i) {
-        acc += p[i] * dout[(b * a.tq + i) * a.dv + e];
+        acc += p[i] * dout[OutAt(a, b, i, a.tq, a.dv) + e];
       }
-      dv[key * a.dv + e] = acc;
+      dv[OutAt(a, b, j, a.tk, a.dv) + e] = acc;
     }
     __syncthreads();
   }
@@ -213,10 +223,10 @@ cudaError_t LaunchAttention(ElemType type, const AttentionArgs& a,
   if (a.count * a.tq == 0) return cudaSuccess;
   return ByType(type, [&](auto tag) {
     using T = decltype(tag);
-    AttentionRows<T><<<BlocksFor(a.count * a.tq), kThreads,
-                       a.tk * sizeof(T), stream>>>(
-        a, static_cast<const T*>(q), static_cast<const T*>(k),
-        static_cast<const T*>(v), static_cast<T*>(out));
+    AttentionRows<T>
+        <<<BlocksFor(a.count * a.tq), kThreads, a.tk * sizeof(T), stream>>>(
+            a, static_cast<const T*>(q), static_cast<const T*>(k),
+            static_cast<const T*>(v), static_cast<T*>(out));
   });
 }
 
@@ -227,16 +237,17 @@ cudaError_t LaunchAttentionGrad(ElemType type, const AttentionArgs& a,
   if (a.count * a.tq * a.tk == 0) return cudaSuccess;
   return ByType(type, [&](auto tag) {
     using T = decltype(tag);
-    AttentionGradRows<T><<<BlocksFor(a.count * a.tq), kThreads,
-                           2 * a.tk * sizeof(T), stream>>>(
-        a, static_cast<const T*>(q), static_cast<const T*>(k),
-        static_cast<const T*>(v), static_cast<const T*>(dout),
-        static_cast<T*>(dq), static_cast<T*>(rows));
-    AttentionGradKeys<T><<<BlocksFor(a.count * a.tk), kThreads,
-                           2 * a.tq * sizeof(T), stream>>>(
-        a, static_cast<const T*>(q), static_cast<const T*>(k),
-        static_cast<const T*>(v), static_cast<const T*>(dout),
-        static_cast<const T*>(rows), static_cast<T*>(dk), static_cast<T*>(dv));
+    AttentionGradRows<T>
+        <<<BlocksFor(a.count * a.tq), kThreads, 2 * a.tk * sizeof(T), stream>>>(
+            a, static_cast<const T*>(q), static_cast<const T*>(k),
+            static_cast<const T*>(v), static_cast<const T*>(dout),
+            static_cast<T*>(dq), static_cast<T*>(rows));
+    AttentionGradKeys<T>
+        <<<BlocksFor(a.count * a.tk), kThreads, 2 * a.tq * sizeof(T), stream>>>(
+            a, static_cast<const T*>(q), static_cast<const T*>(k),
+            static_cast<const T*>(v), static_cast<const T*>(dout),
+            static_cast<const T*>(rows), static_cast<T*>(dk),
+            static_cast<T*>(dv));
   });
 }
 

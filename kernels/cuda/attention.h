@@ -17,11 +17,14 @@ namespace runnel::cuda {
 
 // The geometry (framework/ops/kernel_checks.h, AttentionPlan): `count`
 // matrices of the batch, matrix b of q at element q_off[b] (device memory,
-// as k_off and v_off); query i of matrix b keeps key j where
+// as k_off and v_off), its rows q_stride elements apart (k_stride,
+// v_stride); the outputs' matrices as AttentionPlan::OutOffset places them
+// (`heads` > 0: the layout bthd); query i of matrix b keeps key j where
 // keep[((b * tq + i) % keep_lines) * tk + j] (keep[0] for every key when
 // keep_lines is 0) is true; the scores are scale * q k^T.
 struct AttentionArgs {
   int64_t count = 0, tq = 0, tk = 0, d = 0, dv = 0, keep_lines = 0;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0, heads = 0;
   double scale = 1;
   const int64_t *q_off = nullptr, *k_off = nullptr, *v_off = nullptr;
   const bool* keep = nullptr;
@@ -31,13 +34,13 @@ struct AttentionArgs {
 // its rows of scores must fit in a block's shared memory.
 int64_t AttentionMaxLength(ElemType type);
 
-// out [count, tq, dv] = the masked softmax of the scores, times v.
+// out (count matrices [tq, dv]) = the masked softmax of the scores, times v.
 cudaError_t LaunchAttention(ElemType type, const AttentionArgs& a,
                             const void* q, const void* k, const void* v,
                             void* out, cudaStream_t stream);
 
-// dq [count, tq, d], dk [count, tk, d] and dv [count, tk, dv] for the
-// output's gradient dout [count, tq, dv]; `rows` is scratch of 3 * count
+// dq (count matrices [tq, d]), dk ([tk, d]) and dv ([tk, dv]) for the
+// output's gradient dout (as out); `rows` is scratch of 3 * count
 // * tq elements of the type (each query's max, sum and sum(dp * p)).
 cudaError_t LaunchAttentionGrad(ElemType type, const AttentionArgs& a,
                                 const void* q, const void* k, const void* v,

@@ -371,9 +371,9 @@ class AttentionBase : public OpKernel {
     Prepared p;
     const Tensor& q = ctx->input(0);
     const Tensor& keep = ctx->input(3);
-    RN_ASSIGN_OR_RETURN(p.plan,
-                        PlanAttention(q.shape(), ctx->input(1).shape(),
-                                      ctx->input(2).shape(), keep.shape()));
+    RN_ASSIGN_OR_RETURN(p.plan, PlanAttention(q.shape(), ctx->input(1).shape(),
+                                              ctx->input(2).shape(),
+                                              keep.shape(), attrs_.bthd));
     RN_ASSIGN_OR_RETURN(p.launch, runnel::Prepare(ctx, q));
     const int64_t limit = cuda::AttentionMaxLength(p.launch.type);
     if (p.plan.tq > limit || p.plan.tk > limit) {
@@ -401,6 +401,10 @@ class AttentionBase : public OpKernel {
               .d = p.plan.d,
               .dv = p.plan.dv,
               .keep_lines = p.plan.keep_lines,
+              .q_stride = p.plan.q_stride,
+              .k_stride = p.plan.k_stride,
+              .v_stride = p.plan.v_stride,
+              .heads = p.plan.heads,
               .scale = attrs_.ScoreFactor(p.plan.d),
               .q_off = off,
               .k_off = off + count,

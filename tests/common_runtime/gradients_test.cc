@@ -217,6 +217,14 @@ TEST(GradientCheck, SoftmaxAndLosses) {
                                       false, false, false, true, true, false},
                                      {3, 4}))},
                 {{"scale", 0.8}});
+  // The heads inside the time steps (layout bthd), k and v of one head
+  // broadcast over q's 2, a causal mask.
+  CheckGradient(
+      "scaled_dot_product_attention",
+      {Diff({2, 3, 2, 4}), Diff({2, 3, 1, 4}), Diff({2, 3, 1, 2}),
+       Fixed(testing::Bool(
+           {true, false, false, true, true, false, true, true, true}, {3, 3}))},
+      {{"layout", std::string("bthd")}});
   // The fused gradients, as functions of their own inputs (their
   // gradients are the second derivatives of softmax and gelu).
   CheckGradient("softmax_grad", {Diff({2, 5}), Diff({2, 5}, 0, 1)});

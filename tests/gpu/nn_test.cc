@@ -355,6 +355,17 @@ TEST(GpuNnTest, ScaledDotProductAttention) {
                 {{"scale", 0.9}}, true, true, {grad_op});
       }
     }
+    // The heads inside the time steps (layout bthd), k and v of one head
+    // broadcast over q's 3, causal.
+    Tensor causal(DType::kBool, Shape{40, 40});
+    for (int64_t i = 0; i < 40 * 40; ++i) {
+      causal.data<bool>()[i] = i % 40 <= i / 40;
+    }
+    Compare(
+        "scaled_dot_product_attention",
+        {Random(d, Shape{2, 40, 3, 4}, 64), Random(d, Shape{2, 40, 1, 4}, 65),
+         Random(d, Shape{2, 40, 1, 3}, 66), causal},
+        {{"layout", std::string("bthd")}}, true, true, {grad_op});
   }
 }
 

@@ -240,17 +240,23 @@ void CheckAttention(const AttentionCase& c) {
     };
     const double tol = dtype == DType::kF32 ? 2e-6 : 1e-12;
     const Tensor tq = in(q, c.q), tk = in(k, c.k), tv = in(v, c.v);
-    ExpectTensor(
-        Run1("scaled_dot_product_attention", {tq, tk, tv, keep}, attrs), dtype,
-        want.out_shape, want.out, tol);
-    absl::StatusOr<std::vector<Tensor>> grads = testing::Eager().Execute(
-        "scaled_dot_product_attention_grad",
-        {tq, tk, tv, keep, in(w, want.out_shape.dims())}, attrs);
-    ASSERT_TRUE(grads.ok()) << grads.status();
-    ASSERT_EQ(grads->size(), 3u);
-    ExpectTensor((*grads)[0], dtype, want.dq_shape, want.dq, tol);
-    ExpectTensor((*grads)[1], dtype, want.dk_shape, want.dk, tol);
-    ExpectTensor((*grads)[2], dtype, want.dv_shape, want.dv, tol);
+    // On the shared pool, and on one thread (where every matrix reuses
+    // one scratch buffer).
+    EagerContext one_thread({.num_threads = 1});
+    for (EagerContext* ctx : {&testing::Eager(), &one_thread}) {
+      absl::StatusOr<Tensor> out = ctx->Execute1("scaled_dot_product_attention",
+                                                 {tq, tk, tv, keep}, attrs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ExpectTensor(*out, dtype, want.out_shape, want.out, tol);
+      absl::StatusOr<std::vector<Tensor>> grads =
+          ctx->Execute("scaled_dot_product_attention_grad",
+                       {tq, tk, tv, keep, in(w, want.out_shape.dims())}, attrs);
+      ASSERT_TRUE(grads.ok()) << grads.status();
+      ASSERT_EQ(grads->size(), 3u);
+      ExpectTensor((*grads)[0], dtype, want.dq_shape, want.dq, tol);
+      ExpectTensor((*grads)[1], dtype, want.dk_shape, want.dk, tol);
+      ExpectTensor((*grads)[2], dtype, want.dv_shape, want.dv, tol);
+    }
   }
 }
 
@@ -295,6 +301,49 @@ TEST(NnTest, ScaledDotProductAttention) {
                   .v = {3, 3, 5},
                   .keep = {3, 2, 3},
                   .kept = lines});
+  // Longer than a block of queries (32): a causal mask's blocks multiply
+  // only the keys they keep, each block of keys only the queries that
+  // keep it.
+  std::vector<bool> long_causal;
+  for (int i = 0; i < 70; ++i) {
+    for (int j = 0; j < 70; ++j) long_causal.push_back(j <= i);
+  }
+  CheckAttention({.q = {2, 70, 3},
+                  .k = {2, 70, 3},
+                  .v = {2, 70, 2},
+                  .keep = {70, 70},
+                  .kept = long_causal});
+  // A mask of each matrix's own: every key, then causal, and again (the
+  // matrices that share a thread's scratch have different blocks).
+  std::vector<bool> mixed;
+  for (int b = 0; b < 6; ++b) {
+    for (int i = 0; i < 70; ++i) {
+      for (int j = 0; j < 70; ++j) mixed.push_back(b % 2 == 0 || j <= i);
+    }
+  }
+  CheckAttention({.q = {6, 70, 3},
+                  .k = {6, 70, 3},
+                  .v = {6, 70, 2},
+                  .keep = {6, 70, 70},
+                  .kept = mixed});
+  // Blocks that keep fewer keys than the next one and none at all: the
+  // first 10 keys, no key, then every third key up to key 48 of 50; each
+  // after a matrix that keeps every key (whose probabilities a thread's
+  // scratch still holds).
+  std::vector<bool> blocks;
+  for (int b = 0; b < 6; ++b) {
+    for (int i = 0; i < 70; ++i) {
+      for (int j = 0; j < 50; ++j) {
+        blocks.push_back(b % 2 == 0 ||
+                         (i < 32 ? j < 10 : i >= 64 && j % 3 == 0 && j <= 48));
+      }
+    }
+  }
+  CheckAttention({.q = {6, 70, 4},
+                  .k = {6, 50, 4},
+                  .v = {6, 50, 3},
+                  .keep = {6, 70, 50},
+                  .kept = blocks});
   // A scalar false: nothing kept, zeros everywhere; rank 2.
   CheckAttention(
       {.q = {3, 4}, .k = {2, 4}, .v = {2, 2}, .keep = {}, .kept = {false}});
@@ -314,6 +363,79 @@ TEST(NnTest, ScaledDotProductAttention) {
                   .v = {1, 3, 5},
                   .keep = {},
                   .kept = {true}});
+}
+
+// x with its dims r - 3 and r - 2 swapped: bhtd <-> bthd.
+Tensor SwapHeads(const Tensor& x) {
+  std::vector<int64_t> perm;
+  for (int i = 0; i < x.rank(); ++i) perm.push_back(i);
+  std::swap(perm[x.rank() - 3], perm[x.rank() - 2]);
+  return Run1("transpose", {x}, {{"perm", perm}});
+}
+
+std::vector<double> Values(const Tensor& t) {
+  const float* p = t.data<float>();
+  return std::vector<double>(p, p + t.num_elements());
+}
+
+// layout "bthd": each operand's heads inside its time steps, the values
+// of the layout bhtd (whose results the test above checks) moved.
+TEST(NnTest, ScaledDotProductAttentionHeadsInside) {
+  struct Case {
+    std::vector<int64_t> q, k, v;
+    Tensor keep;
+  };
+  std::vector<bool> causal;
+  for (int i = 0; i < 40; ++i) {
+    for (int j = 0; j < 40; ++j) causal.push_back(j <= i);
+  }
+  const Case cases[] = {
+      // Causal, over blocks of queries; 3 heads of 4 (values of 2).
+      {{2, 3, 40, 4},
+       {2, 3, 40, 4},
+       {2, 3, 40, 2},
+       testing::Bool(causal, {40, 40})},
+      // k and v of one head, broadcast over q's 3; no mask; rank 3.
+      {{3, 5, 4}, {1, 6, 4}, {1, 6, 3}, testing::Bool({true}, {})},
+  };
+  for (const Case& c : cases) {
+    const Tensor q = F32(NnPattern(Elements(c.q), 1), Shape(c.q)),
+                 k = F32(NnPattern(Elements(c.k), 2), Shape(c.k)),
+                 v = F32(NnPattern(Elements(c.v), 3), Shape(c.v));
+    const Tensor out = Run1("scaled_dot_product_attention", {q, k, v, c.keep});
+    const Tensor w = F32(NnPattern(out.num_elements(), 4), out.shape());
+    absl::StatusOr<std::vector<Tensor>> grads = testing::Eager().Execute(
+        "scaled_dot_product_attention_grad", {q, k, v, c.keep, w});
+    ASSERT_TRUE(grads.ok()) << grads.status();
+    const AttrMap bthd{{"layout", std::string("bthd")}};
+    const Tensor out_t =
+        Run1("scaled_dot_product_attention",
+             {SwapHeads(q), SwapHeads(k), SwapHeads(v), c.keep}, bthd);
+    EXPECT_EQ(out_t.shape(), SwapHeads(out).shape());
+    ExpectTensor(SwapHeads(out_t), DType::kF32, out.shape(), Values(out), 1e-6);
+    absl::StatusOr<std::vector<Tensor>> grads_t = testing::Eager().Execute(
+        "scaled_dot_product_attention_grad",
+        {SwapHeads(q), SwapHeads(k), SwapHeads(v), c.keep, SwapHeads(w)}, bthd);
+    ASSERT_TRUE(grads_t.ok()) << grads_t.status();
+    for (int i = 0; i < 3; ++i) {
+      const Tensor& g = (*grads)[i];
+      ExpectTensor(SwapHeads((*grads_t)[i]), DType::kF32, g.shape(), Values(g),
+                   1e-6);
+    }
+  }
+  // Rank 2 has no heads; an unknown layout is refused.
+  const Tensor m = F32({1, 2, 3, 4}, {2, 2});
+  const Tensor yes = testing::Bool({true}, {});
+  EXPECT_EQ(
+      testing::Message(RunError("scaled_dot_product_attention", {m, m, m, yes},
+                                {{"layout", std::string("bthd")}})),
+      "scaled_dot_product_attention: the layout bthd needs q, k and v of one "
+      "rank, 3 or more; got q [2,2], k [2,2] and v [2,2]");
+  EXPECT_EQ(
+      testing::Message(RunError("scaled_dot_product_attention", {m, m, m, yes},
+                                {{"layout", std::string("btdh")}})),
+      "scaled_dot_product_attention: layout must be \"bhtd\" or \"bthd\", "
+      "got \"btdh\"");
 }
 
 TEST(NnTest, ScaledDotProductAttentionErrors) {
