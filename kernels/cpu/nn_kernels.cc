@@ -118,22 +118,34 @@ std::vector<int64_t> KeptPrefixes(const bool* kept, int64_t lines,
   return prefix;
 }
 
-// softmax in place over a line's kept elements: its first p when p >= 0
-// (vectorised), else those where k is true; 0 elsewhere, and all 0 when it
-// keeps none. Dropped elements take no part, whatever they hold (NaN and
-// infinities too).
+// softmax in place over a line's kept elements, each times `scale`: its
+// first p when p >= 0 (vectorised), else those where k is true; 0
+// elsewhere, and all 0 when it keeps none. Dropped elements take no part,
+// whatever they hold (NaN and infinities too).
 template <typename A>
-void SoftmaxKept(A* line, int64_t len, const bool* k, int64_t p) {
+void SoftmaxKept(A* line, int64_t len, const bool* k, int64_t p,
+                 A scale = A(1)) {
   Eigen::Map<Array1<A>> v(line, len);
   if (p == 0 || (p < 0 && std::find(k, k + len, true) == k + len)) {
     v.setZero();
     return;
   }
+  // exp(scale * (x - max)) is the softmax of scale * x for scale > 0 only.
+  if (!(scale > A(0))) {
+    v *= scale;
+    scale = A(1);
+  }
   if (p > 0) {
-    auto head = v.head(p);
-    head = (head - head.maxCoeff()).exp();
-    head /= head.sum();
-    v.tail(len - p).setZero();
+    // Whole packets: the elements from p to the next packet's start made
+    // -inf (their exp 0), so no element takes the scalar exp.
+    constexpr int64_t kPacket = Eigen::internal::packet_traits<A>::size;
+    const int64_t n = std::min(len, (p + kPacket - 1) / kPacket * kPacket);
+    const A max = v.head(p).maxCoeff();
+    v.segment(p, n - p).setConstant(-std::numeric_limits<A>::infinity());
+    auto head = v.head(n);
+    head = ((head - max) * scale).exp();
+    head *= A(1) / head.sum();
+    v.tail(len - p).setZero();  // 0 already, but for kept -inf all along
     return;
   }
   A max = -std::numeric_limits<A>::infinity();
@@ -142,7 +154,7 @@ void SoftmaxKept(A* line, int64_t len, const bool* k, int64_t p) {
   }
   A total = 0;
   for (int64_t j = 0; j < len; ++j) {
-    v[j] = k[j] ? std::exp(v[j] - max) : A(0);
+    v[j] = k[j] ? std::exp((v[j] - max) * scale) : A(0);
     total += v[j];
   }
   v /= total;
@@ -320,9 +332,8 @@ class AttentionBase : public OpKernel {
       }
       for (int64_t i = blk.begin; i < blk.end; ++i) {
         const int64_t m = r.Line(b, i);
-        T* line = p + i * a.tk;
-        Eigen::Map<Array1<T>>(line, blk.keys) *= r.scale;
-        SoftmaxKept(line, blk.keys, r.keep + m * a.tk, r.prefix[m]);
+        SoftmaxKept(p + i * a.tk, blk.keys, r.keep + m * a.tk, r.prefix[m],
+                    r.scale);
       }
     }
     return absl::OkStatus();
