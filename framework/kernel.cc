@@ -37,14 +37,22 @@ absl::StatusOr<Tensor*> OpKernelContext::allocate_output(int i, Shape shape) {
   return &outputs_[i];
 }
 
-absl::StatusOr<Tensor*> OpKernelContext::forward_input_or_allocate(
-    int in, int out, Shape shape, bool* forwarded) {
+Tensor* OpKernelContext::forward_input(int in, int out, const Shape& shape) {
   const Tensor& x = *inputs_[in];
-  *forwarded = forwarding_ && x.RefCountIsOne() &&
-               x.dtype() == node_.output_dtype(out) && x.shape() == shape;
-  if (!*forwarded) return allocate_output(out, std::move(shape));
+  if (!forwarding_ || !x.RefCountIsOne() ||
+      x.dtype() != node_.output_dtype(out) || x.shape() != shape) {
+    return nullptr;
+  }
   outputs_[out] = x;
   return &outputs_[out];
+}
+
+absl::StatusOr<Tensor*> OpKernelContext::forward_input_or_allocate(
+    int in, int out, Shape shape, bool* forwarded) {
+  Tensor* t = forward_input(in, out, shape);
+  *forwarded = t != nullptr;
+  if (t != nullptr) return t;
+  return allocate_output(out, std::move(shape));
 }
 
 absl::Status OpKernelContext::set_output(int i, Tensor t) {

@@ -106,6 +106,9 @@ class OpKernelContext {
   absl::StatusOr<Tensor*> forward_input_or_allocate(int in, int out,
                                                     Shape shape,
                                                     bool* forwarded);
+  // Output `out` in input `in`'s buffer under the same rule, or nullptr
+  // (nothing allocated) when it cannot be.
+  Tensor* forward_input(int in, int out, const Shape& shape);
   // Lets kernels take over input buffers nobody else holds (above). Only
   // a caller that discards the inputs after Compute may allow it.
   void allow_input_forwarding() { forwarding_ = true; }

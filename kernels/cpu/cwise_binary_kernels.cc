@@ -236,15 +236,8 @@ class BinaryKernel : public OpKernel {
     const T* b = y.data<T>();
     // In an operand's buffer when it has the result's shape and dtype and
     // nobody else holds it: each element is read before it is written.
-    bool forwarded = false;
-    Tensor* z = nullptr;
-    if constexpr (std::is_same_v<Out, T>) {
-      for (int in = 0; in < 2 && !forwarded; ++in) {
-        if (ctx->input(in).shape() != l.shape) continue;
-        RN_ASSIGN_OR_RETURN(
-            z, ctx->forward_input_or_allocate(in, 0, l.shape, &forwarded));
-      }
-    }
+    Tensor* z = ctx->forward_input(0, 0, l.shape);
+    if (z == nullptr) z = ctx->forward_input(1, 0, l.shape);
     if (z == nullptr) {
       RN_ASSIGN_OR_RETURN(z, ctx->allocate_output(0, l.shape));
     }

@@ -279,7 +279,7 @@ class AttentionBase : public OpKernel {
     const int64_t tk = r.plan.tk;
     r.keep = keep.data<bool>();
     r.prefix = r.plan.keep_lines == 0
-                   ? std::vector<int64_t>{r.keep[0] ? tk : 0}
+                   ? std::vector<int64_t>{tk > 0 && r.keep[0] ? tk : 0}
                    : KeptPrefixes(r.keep, r.plan.keep_lines, tk);
     r.extent.resize(r.prefix.size());
     for (size_t m = 0; m < r.prefix.size(); ++m) {
@@ -473,18 +473,15 @@ class AttentionGradKernel : public AttentionBase<T> {
       T* dkb = dk + a.OutOffset(b, a.tk, a.d);
       T* dvb = dv + a.OutOffset(b, a.tk, a.dv);
       for (int64_t j0 = 0; j0 < a.tk;) {
-        int64_t first = a.tq, last = 0;
+        // The query blocks that keep key j0, and j1: as far as they are the
+        // ones that keep the next keys (whole blocks of keys).
+        int64_t first = a.tq, last = 0, j1 = a.tk;
         for (const auto& blk : blocks) {
           if (blk.keys > j0) {
             first = std::min(first, blk.begin);
             last = std::max(last, blk.end);
+            j1 = std::min(j1, blk.keys);
           }
-        }
-        // As far as the queries that keep key j0 are those that keep the
-        // next keys (whole blocks of keys).
-        int64_t j1 = a.tk;
-        for (const auto& blk : blocks) {
-          if (blk.keys > j0 && blk.keys < j1) j1 = blk.keys;
         }
         if (first >= last) {  // no query keeps these keys (j1 is tk)
           ZeroColumns(dvb + j0 * vs, j1 - j0, vs, 0, a.dv);
