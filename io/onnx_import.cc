@@ -221,12 +221,12 @@ class Importer {
   absl::Status LoopNode(const onnx::NodeProto& node);
   absl::Status ScanNode(const onnx::NodeProto& node);
   // A Loop's or Scan's scan output `out` (the body's value `v`) stacked in
-  // the loop's state: the stack's name, which the state gets, and the empty
-  // tensor it starts from. Its shape is what the body computes, else what
-  // its graph declares (v is completed with it); Unimplemented when neither
-  // is known while importing.
-  absl::StatusOr<std::pair<std::string, std::string>> ScanStack(
-      const onnx::NodeProto& node, const onnx::ValueInfoProto& out, Value& v);
+  // the loop's state: the stack's name, which the state gets. Its shape is
+  // what the body computes, else what its graph declares (v is completed
+  // with it); Unimplemented when neither is known while importing.
+  absl::StatusOr<std::string> ScanStack(const onnx::NodeProto& node,
+                                        const onnx::ValueInfoProto& out,
+                                        Value& v);
   absl::Status IfNode(const onnx::NodeProto& node);
   absl::Status Block(const onnx::NodeProto& node, const onnx::GraphProto& g,
                      std::vector<std::string>* lines,
@@ -547,8 +547,11 @@ std::string TupleOf(const std::vector<std::string>& items) {
 // ONNX tests the condition after each pass (its input is the first
 // test), Runnel's loop before each: carrying it in the state makes them
 // the same. A scan output (a body output past the state) is carried too,
-// from an empty tensor, each pass's value concatenated along a new first
-// axis (ONNX stacks them so); its shape must be known while importing.
+// stacked along a new first axis (ONNX stacks them so) in a tensor with
+// room for one pass at first, each pass's value written into its row i
+// (scatter_nd, in place), the room doubled when it is full; after the
+// loop, its first i rows are the output. Its shape must be known while
+// importing.
 absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   const onnx::GraphProto* body = GraphAttr(node, "body");
   if (body == nullptr)
@@ -598,23 +601,33 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   std::vector<Value> outs;
   RN_RETURN_IF_ERROR(Block(node, *body, &lines, &results, &outs));
   const int scans = body->output_size() - (n + 1);
-  std::vector<std::string> stacked;  // the scan outputs' names in the state
-  for (int j = 0; j < scans; ++j) {
-    RN_ASSIGN_OR_RETURN(
-        auto stack, ScanStack(node, body->output(1 + n + j), outs[1 + n + j]));
-    stacked.push_back(stack.first);
-    state.push_back(stack.first);
-    init.push_back(stack.second);
-  }
-  std::string test = state[1];
-  if (!trips.empty()) test = StrCat(test, " and ", state[0], " < ", Ref(trips));
   std::vector<std::string> next = {StrCat(state[0], " + 1")};
   next.insert(next.end(), results.begin(), results.begin() + n + 1);
   for (int j = 0; j < scans; ++j) {
-    next.push_back(StrCat("concat([", stacked[j], ", expand_dims(",
-                          results[1 + n + j], ", 0)], axis = 0)"));
+    const Value& y = outs[1 + n + j];
+    RN_ASSIGN_OR_RETURN(
+        std::string stack,
+        ScanStack(node, body->output(1 + n + j), outs[1 + n + j]));
+    std::vector<int64_t> one = {1};
+    one.insert(one.end(), y.dims.begin(), y.dims.end());
+    init.push_back(
+        StrCat("zeros(", IntList(one), ", dtype = ", DTypeCode(y.dtype), ")"));
+    // Room for this pass: the stack, or twice its rows when it is full.
+    const std::string room = NewName(StrCat(stack, "_room"));
+    lines.push_back(StrCat("let ", room, " = if ", state[0],
+                           " < cast(shape_of(", stack, ")[0], i64) { ", stack,
+                           " } else { concat([", stack, ", ", stack,
+                           "], axis = 0) }"));
+    next.push_back(StrCat("scatter_nd(", room, ", reshape(", state[0],
+                          ", [1, 1]), expand_dims(", results[1 + n + j],
+                          ", 0))"));
+    state.push_back(std::move(stack));
   }
-  std::vector<std::string> finals = {"_", "_"};
+  std::string test = state[1];
+  if (!trips.empty()) test = StrCat(test, " and ", state[0], " < ", Ref(trips));
+  // The passes made, when a scan output needs them.
+  std::vector<std::string> finals = {scans > 0 ? NewName("passes") : "_", "_"};
+  std::vector<std::string> trims;  // the scan outputs cut to the passes
   for (int k = 0; k < n; ++k) {
     if (k >= node.output_size() || node.output(k).empty()) {
       finals.push_back("_");
@@ -636,18 +649,22 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
     v.constant.reset();
     v.dims.insert(v.dims.begin(), -1);  // the passes, known when it runs
     v.ref = NewName(node.output(k));
-    finals.push_back(v.ref);
+    const std::string whole = NewName(StrCat(node.output(k), "_rows"));
+    finals.push_back(whole);
+    trims.push_back(StrCat("let ", v.ref, " = ", whole, "[0:", finals[0], "]"));
     values_[node.output(k)] = std::move(v);
   }
   body_.emplace_back(
       scope_, StrCat("let ", TupleOf(finals), " = loop ", TupleOf(state), " = ",
                      TupleOf(init), " while ", test, " {\n",
                      Indented(lines, TupleOf(next)), "}"));
+  for (std::string& line : trims) body_.emplace_back(scope_, std::move(line));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::pair<std::string, std::string>> Importer::ScanStack(
-    const onnx::NodeProto& node, const onnx::ValueInfoProto& out, Value& v) {
+absl::StatusOr<std::string> Importer::ScanStack(const onnx::NodeProto& node,
+                                                const onnx::ValueInfoProto& out,
+                                                Value& v) {
   auto known = [](const std::vector<int64_t>& dims) {
     return std::none_of(dims.begin(), dims.end(),
                         [](int64_t d) { return d < 0; });
@@ -668,25 +685,23 @@ absl::StatusOr<std::pair<std::string, std::string>> Importer::ScanStack(
         StrCat(Where(node), ": scan output '", out.name(),
                "' has a shape not known while importing"));
   }
-  std::vector<int64_t> empty = {0};
-  empty.insert(empty.end(), v.dims.begin(), v.dims.end());
-  return std::make_pair(
-      NewName(StrCat(out.name(), "_stack")),
-      StrCat("zeros(", IntList(empty), ", dtype = ", DTypeCode(v.dtype), ")"));
+  return NewName(StrCat(out.name(), "_stack"));
 }
 
 // Scan (opset 9 on) of N states and M scan inputs, with body(states...,
 // slices...) -> (states..., outputs...): an in-graph loop over the scan
 // inputs' scan axis (its length the first scan input's):
-//   let (_, s..., y...) = loop (t, s..., y_stack...) = (0, s0..., empty...)
+//   let (_, s..., y...) = loop (t, s..., y_stack...) = (0, s0..., zeros...)
 //       while t < length {
 //       let slice = x_moved[t]           # or [length - 1 - t], reversed
 //       body
-//       (t + 1, s_out..., concat([y_stack, y[None]]), ...)  # or prepended
+//       (t + 1, s_out..., scatter_nd(y_stack, [[t]], y[None]), ...)
 //   }
-// A scan input's axis is moved to the front first (x_moved); a scan
-// output is stacked along axis 0 and then moved to its axis. The stacks
-// start empty, so each output's shape must be known while importing.
+// A scan input's axis is moved to the front first (x_moved, before the
+// loop); a scan output is stacked along axis 0, each pass's value written
+// into its row of a tensor of `length` rows (in place; row length - 1 - t
+// when prepended), and then moved to its axis. The stacks are made before
+// the first pass, so each output's shape must be known while importing.
 absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
   if (opset_ < 9) {
     return absl::UnimplementedError(
@@ -748,7 +763,7 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
     values_[body->input(i).name()] = std::move(v);
   }
   std::vector<std::string> slices;  // lines at the top of the body
-  std::string length;
+  std::string length, rows;
   for (int j = 0; j < m; ++j) {
     const Value& x = values_.at(node.input(n + j));
     if (!x.rank_known || x.dims.empty()) {
@@ -765,13 +780,17 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
                  " for an input of rank ", r));
     }
     std::string moved = Ref(node.input(n + j));
-    if (axis != 0) {
+    if (axis != 0) {  // moved once, before the loop
       std::vector<int64_t> perm = {axis};
       for (int d = 0; d < r; ++d) {
         if (d != axis) perm.push_back(d);
       }
-      moved = StrCat("transpose(", moved, ", ", IntList(perm), ")");
+      const std::string name = NewName(StrCat(node.input(n + j), "_moved"));
+      Line(StrCat("let ", name, " = transpose(", moved, ", ", IntList(perm),
+                  ")"));
+      moved = name;
     }
+    if (j == 0) rows = StrCat("shape_of(", moved, ")[0:1]");
     if (j == 0) length = StrCat("cast(shape_of(", moved, ")[0], i64)");
     const std::string index =
         pick(in_dirs, j) != 0 ? StrCat(length, " - 1 - ", state[0]) : state[0];
@@ -788,18 +807,21 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
   lines.insert(lines.begin(), slices.begin(), slices.end());
   std::vector<std::string> next = {StrCat(state[0], " + 1")};
   next.insert(next.end(), results.begin(), results.begin() + n);
-  std::vector<std::string> stacked;
   for (int j = 0; j < k; ++j) {
-    RN_ASSIGN_OR_RETURN(auto stack,
+    const Value& y = outs[n + j];
+    RN_ASSIGN_OR_RETURN(std::string stack,
                         ScanStack(node, body->output(n + j), outs[n + j]));
-    stacked.push_back(stack.first);
-    state.push_back(stack.first);
-    init.push_back(stack.second);
-    const std::string row = StrCat("expand_dims(", results[n + j], ", 0)");
-    next.push_back(
-        pick(out_dirs, j) != 0
-            ? StrCat("concat([", row, ", ", stacked.back(), "], axis = 0)")
-            : StrCat("concat([", stacked.back(), ", ", row, "], axis = 0)"));
+    init.push_back(StrCat(
+        "zeros(",
+        y.dims.empty()
+            ? rows
+            : StrCat("concat([", rows, ", ", IntList(y.dims), "], axis = 0)"),
+        ", dtype = ", DTypeCode(y.dtype), ")"));
+    const std::string index =
+        pick(out_dirs, j) != 0 ? StrCat(length, " - 1 - ", state[0]) : state[0];
+    next.push_back(StrCat("scatter_nd(", stack, ", reshape(", index,
+                          ", [1, 1]), expand_dims(", results[n + j], ", 0))"));
+    state.push_back(std::move(stack));
   }
   std::vector<std::string> finals = {"_"};
   std::vector<std::string> moves;  // scan outputs moved to their axes

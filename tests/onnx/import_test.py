@@ -81,12 +81,9 @@ def test_mlp(work):
     b1 = rng.standard_normal(3).astype(np.float32)
     w2 = rng.standard_normal((3, 2)).astype(np.float32)
     save(mlp_model(w1, b1, w2), os.path.join(work, "mlp.onnx"))
-    p = runnel("import", "mlp.onnx", "-o", "mlp.rnl", cwd=work)
-    if p.returncode != 0:
-        failures.append(f"import mlp: exit {p.returncode}: {p.stderr}")
+    script = imported(work, "mlp")
+    if script is None:
         return
-    with open(os.path.join(work, "mlp.rnl"), encoding="utf-8") as f:
-        script = f.read()
     check_golden("mlp.rnl.expected", script)
 
     # Its values, against NumPy.
@@ -165,10 +162,21 @@ def test_errors(work):
     check_golden("missing_file.expected", f"exit {p.returncode}\n{p.stderr}")
 
 
+def imported(work, name):
+    """`runnel import NAME.onnx -o NAME.rnl` in `work`: the script's text,
+    or None (a failure noted) when the import fails."""
+    p = runnel("import", f"{name}.onnx", "-o", f"{name}.rnl", cwd=work)
+    if p.returncode != 0:
+        failures.append(f"import {name}: exit {p.returncode}: {p.stderr}")
+        return None
+    with open(os.path.join(work, f"{name}.rnl"), encoding="utf-8") as f:
+        return f.read()
+
+
 def test_scan(work):
     """Scan over axis 1 of x, backwards, its outputs stacked along axis 1
     (prepended): the running sum and product of x's columns from the last,
-    checked against NumPy; and a Loop's scan output."""
+    checked against NumPy."""
     f = TensorProto.FLOAT
     body = helper.make_graph(
         [helper.make_node("Add", ["s_in", "col"], ["s_out"]),
@@ -195,9 +203,7 @@ def test_scan(work):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     np.save(os.path.join(work, "s0.npy"), s0)
     np.save(os.path.join(work, "x.npy"), x)
-    p = runnel("import", "scan.onnx", "-o", "scan.rnl", cwd=work)
-    if p.returncode != 0:
-        failures.append(f"import scan: exit {p.returncode}: {p.stderr}")
+    if imported(work, "scan") is None:
         return
     p = runnel("run", "scan.rnl", "--feed", "s0=s0.npy", "--feed", "x=x.npy",
                "--fetch", "s", "--fetch", "ys", "--out", "scan_out", cwd=work)
@@ -216,11 +222,84 @@ def test_scan(work):
         failures.append(f"scan values: {got_s} {got_ys} != {state} {want_ys}")
 
 
+def test_loop(work):
+    """A Loop with a trip count and a condition, its scan output stacked
+    in place (scatter_nd into rows that double when full, cut to the
+    passes after the loop), against NumPy: no pass, one, a condition that
+    ends it early, and 3000 passes."""
+    f, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    half = helper.make_tensor("half_value", f, [], [0.5])
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["half"], value=half),
+         helper.make_node("Mul", ["s_in", "half"], ["h"]),
+         helper.make_node("Add", ["h", "x"], ["s_out"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=f),
+         helper.make_node("Mul", ["s_out", "fi"], ["y"]),
+         helper.make_node("Less", ["i", "stop"], ["c_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", i64, []),
+         helper.make_tensor_value_info("c_in", b, []),
+         helper.make_tensor_value_info("s_in", f, [64])],
+        [helper.make_tensor_value_info("c_out", b, []),
+         helper.make_tensor_value_info("s_out", f, [64]),
+         helper.make_tensor_value_info("y", f, [64])])
+    node = helper.make_node("Loop", ["trips", "", "s0"], ["s", "ys"],
+                            name="loop", body=body)
+    graph = helper.make_graph(
+        [node], "loop",
+        [helper.make_tensor_value_info("trips", i64, []),
+         helper.make_tensor_value_info("s0", f, [64]),
+         helper.make_tensor_value_info("x", f, [64]),
+         helper.make_tensor_value_info("stop", i64, [])],
+        [helper.make_tensor_value_info("s", f, [64]),
+         helper.make_tensor_value_info("ys", f, [None, 64])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
+         os.path.join(work, "loop.onnx"))
+    text = imported(work, "loop")
+    if text is None:
+        return
+    if "scatter_nd(y_stack_room, reshape(i, [1, 1])" not in text or \
+            "let ys = ys_rows[0:passes]" not in text:
+        failures.append(f"loop: the scan output is not stacked in place:\n{text}")
+    rng = np.random.default_rng(2)
+    s0 = rng.standard_normal(64).astype(np.float32)
+    x = rng.standard_normal(64).astype(np.float32)
+    np.save(os.path.join(work, "s0.npy"), s0)
+    np.save(os.path.join(work, "x.npy"), x)
+    for trips, stop in [(0, 5), (1, 5), (100, 6), (3000, 10**9)]:
+        np.save(os.path.join(work, "trips.npy"), np.int64(trips))
+        np.save(os.path.join(work, "stop.npy"), np.int64(stop))
+        p = runnel("run", "loop.rnl", "--feed", "trips=trips.npy", "--feed",
+                   "s0=s0.npy", "--feed", "x=x.npy", "--feed", "stop=stop.npy",
+                   "--fetch", "s", "--fetch", "ys", "--out", "loop_out",
+                   cwd=work)
+        if p.returncode != 0:
+            failures.append(f"run loop ({trips}, {stop}): exit {p.returncode}: "
+                            f"{p.stderr}")
+            continue
+        state, rows, i, go = s0.copy(), [], 0, True
+        while go and i < trips:  # ONNX tests the condition after each pass
+            state = state * np.float32(0.5) + x
+            rows.append(state * np.float32(i))
+            go = i < stop
+            i += 1
+        want_ys = np.array(rows, dtype=np.float32).reshape(-1, 64)
+        got_s = np.load(os.path.join(work, "loop_out", "s.npy"))
+        got_ys = np.load(os.path.join(work, "loop_out", "ys.npy"))
+        if not np.allclose(got_s, state, rtol=1e-5) or \
+                got_ys.shape != want_ys.shape or \
+                not np.allclose(got_ys, want_ys, rtol=1e-5):
+            failures.append(f"loop ({trips}, {stop}) values: shape "
+                            f"{got_ys.shape}, want {want_ys.shape}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_mlp(work)
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_scan(work)
+    with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
+        test_loop(work)
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_errors(work)
     for f in failures:
