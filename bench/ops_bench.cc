@@ -5,9 +5,11 @@
 // (channels-last, as Runnel's NHWC). It shows where a step's time goes and
 // which ops lose to the peer. The comparison is bench/ops_peer.py, to which
 // this hands itself over; with --runnel-only it times Runnel alone and
-// prints `RESULT <op> <seconds>`, each the median of 20 eager calls.
+// prints `RESULT <op> <seconds>`, each the median of 20 eager calls
+// (--only NAME: that op alone; --calls N: N calls, for a profiler).
 //
 //   build-release/ops_bench [--threads N] [--rounds N] [--runnel-only]
+//                           [--only NAME] [--calls N]
 //
 // Not a test: nothing here asserts a speed.
 #include <algorithm>
@@ -93,9 +95,19 @@ int Main(int argc, char** argv) {
        {kHeads, kHeads, kHeads, {}, kHeads},
        {}},
       {"gelu_grad", "gelu_grad", {{4096, 512}, {4096, 512}}, {}},
+      // Its MLP's products (32 x 128 rows): fc1 128 -> 512, fc2 512 -> 128.
+      {"tf_fc1", "matmul", {{4096, 128}, {128, 512}}, {}},
+      {"tf_fc1_dx", "matmul", {{4096, 512}, {128, 512}}, tb},
+      {"tf_fc1_dw", "matmul", {{4096, 128}, {4096, 512}}, ta},
+      {"tf_fc2", "matmul", {{4096, 512}, {512, 128}}, {}},
+      {"tf_fc2_dx", "matmul", {{4096, 128}, {512, 128}}, tb},
+      {"tf_fc2_dw", "matmul", {{4096, 512}, {4096, 128}}, ta},
       {"bias_grad", "sum", {{4096, 512}}, {{"axis", int64_t{0}}}},
   };
+  const std::string only = bench::StringArg(argc, argv, "--only", "");
+  const int calls = std::max(bench::IntArg(argc, argv, "--calls", 20), 1);
   for (const Op& op : ops) {
+    if (!only.empty() && op.name != only) continue;
     std::vector<Tensor> inputs;
     for (const Shape& s : op.inputs) {
       inputs.push_back(Filled(s, static_cast<uint32_t>(inputs.size() + 1)));
@@ -109,7 +121,7 @@ int Main(int argc, char** argv) {
       inputs[1] = *y;
     }
     std::vector<double> seconds;
-    for (int r = 0; r < 23; ++r) {
+    for (int r = 0; r < calls + 3; ++r) {
       auto start = std::chrono::steady_clock::now();
       absl::StatusOr<std::vector<Tensor>> out =
           ctx.Execute(op.op, inputs, op.attrs);

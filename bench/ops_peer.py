@@ -29,6 +29,7 @@ import peer  # noqa: E402  pylint: disable=wrong-import-position
 CONV1 = 2 * 64 * 28 * 28 * 32 * 25
 CONV2 = 2 * 64 * 14 * 14 * 64 * 800
 ATT = 2 * 2 * 32 * 4 * 128 * 128 * 32  # q k^T and p v
+FC = 2 * 4096 * 128 * 512
 OPS = {
     "conv1": ("conv2d 28x28x1 -> 32, 5x5, batch 64", CONV1),
     "conv1_dw": ("  its filter gradient", CONV1),
@@ -48,6 +49,13 @@ OPS = {
     "att_grad": ("  its gradients (dq, dk, dv)", 5 * ATT // 2),
     "gelu_grad": ("gelu's gradient over 4096x512", 0),
     "bias_grad": ("a bias' gradient: 4096x512 summed over rows", 0),
+    # Its MLP's products over 32 x 128 rows: fc1 128 -> 512, fc2 512 -> 128.
+    "tf_fc1": ("matmul 4096x128 @ 128x512", FC),
+    "tf_fc1_dx": ("  its input gradient, dy @ w^T", FC),
+    "tf_fc1_dw": ("  its weight gradient, x^T @ dy", FC),
+    "tf_fc2": ("matmul 4096x512 @ 512x128", FC),
+    "tf_fc2_dx": ("  its input gradient, dy @ w^T", FC),
+    "tf_fc2_dw": ("  its weight gradient, x^T @ dy", FC),
 }
 
 
@@ -78,6 +86,7 @@ def torch_main(argv):
     flash = aten._scaled_dot_product_flash_attention_for_cpu
     out, lse = flash(q, k, v, 0.0, True)[:2]
     gx, gdy = torch.rand(4096, 512) - 0.5, torch.rand(4096, 512) - 0.5
+    n128, w1t, w2t = torch.rand(4096, 128), torch.rand(128, 512), torch.rand(512, 128)
     calls = {
         "conv1": lambda: F.conv2d(x1, w1, padding=2),
         "conv1_dw": conv_grad(x1, w1, dy1, [False, True, False]),
@@ -97,6 +106,12 @@ def torch_main(argv):
             dout, q, k, v, out, lse, 0.0, True),
         "gelu_grad": lambda: aten.gelu_backward(gdy, gx),
         "bias_grad": lambda: gdy.sum(0),
+        "tf_fc1": lambda: torch.mm(n128, w1t),
+        "tf_fc1_dx": lambda: torch.mm(gdy, w1t.t()),
+        "tf_fc1_dw": lambda: torch.mm(n128.t(), gdy),
+        "tf_fc2": lambda: torch.mm(gx, w2t),
+        "tf_fc2_dx": lambda: torch.mm(n128, w2t.t()),
+        "tf_fc2_dw": lambda: torch.mm(gx.t(), n128),
     }
     time_calls(calls)
 
@@ -151,6 +166,7 @@ def tf_main(argv):
     q, k, v, dout = (rand(32, 4, 128, 32) for _ in range(4))
     causal = tf.linalg.band_part(tf.ones([128, 128], tf.bool), -1, 0)
     gx, gdy = rand(4096, 512), rand(4096, 512)
+    n128, w1t, w2t = rand(4096, 128), rand(128, 512), rand(512, 128)
 
     def att(q, k, v):
         s = mm(q, k, transpose_b=True) * 32 ** -0.5
@@ -186,6 +202,12 @@ def tf_main(argv):
         "att_grad": att_grad,
         "gelu_grad": gelu_grad,
         "bias_grad": lambda: raw.BiasAddGrad(out_backprop=gdy),
+        "tf_fc1": lambda: mm(n128, w1t),
+        "tf_fc1_dx": lambda: mm(gdy, w1t, transpose_b=True),
+        "tf_fc1_dw": lambda: mm(n128, gdy, transpose_a=True),
+        "tf_fc2": lambda: mm(gx, w2t),
+        "tf_fc2_dx": lambda: mm(n128, w2t, transpose_b=True),
+        "tf_fc2_dw": lambda: mm(gx, n128, transpose_a=True),
     }
     if "--function" in argv or "--xla" in argv:
         calls = {n: tf.function(f, jit_compile="--xla" in argv)

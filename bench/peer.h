@@ -20,12 +20,23 @@
 
 namespace runnel::bench {
 
-// --threads N from the command line, or `fallback`.
-inline int ThreadsArg(int argc, char** argv, int fallback) {
+// The value after `name` on the command line, or `fallback`.
+inline std::string StringArg(int argc, char** argv, const char* name,
+                             const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--threads") == 0) return std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
   }
   return fallback;
+}
+
+inline int IntArg(int argc, char** argv, const char* name, int fallback) {
+  const std::string value = StringArg(argc, argv, name, "");
+  return value.empty() ? fallback : std::atoi(value.c_str());
+}
+
+// --threads N from the command line, or `fallback`.
+inline int ThreadsArg(int argc, char** argv, int fallback) {
+  return IntArg(argc, argv, "--threads", fallback);
 }
 
 inline bool HasFlag(int argc, char** argv, const char* flag) {
