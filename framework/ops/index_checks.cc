@@ -134,6 +134,35 @@ absl::StatusOr<TopKAttrs> TopKAttrs::Of(const Node& node) {
   return a;
 }
 
+absl::StatusOr<UniqueAttrs> UniqueAttrs::Of(const Node& node) {
+  UniqueAttrs a;
+  const absl::StatusOr<int64_t> axis = node.attr<int64_t>("axis");
+  if (axis.ok()) a.axis = *axis;
+  RN_ASSIGN_OR_RETURN(a.sorted, node.attr<bool>("sorted"));
+  return a;
+}
+
+absl::StatusOr<UniquePlan> PlanUnique(const Shape& x,
+                                      std::optional<int64_t> axis) {
+  UniquePlan p;
+  p.n = x.num_elements();
+  if (!axis) return p;
+  if (x.rank() == 0) return Invalid("x must have an axis, got a scalar");
+  RN_ASSIGN_OR_RETURN(p.axis, NormalizeAxis(*axis, x.rank()));
+  p.outer = p.inner = 1;
+  for (int d = 0; d < p.axis; ++d) p.outer *= x.dim(d);
+  for (int d = p.axis + 1; d < x.rank(); ++d) p.inner *= x.dim(d);
+  p.n = x.dim(p.axis);
+  return p;
+}
+
+Shape UniquePlan::Values(const Shape& x, int64_t m) const {
+  if (axis < 0) return Shape{m};
+  std::vector<int64_t> dims = x.dims();
+  dims[axis] = m;
+  return Shape(std::move(dims));
+}
+
 absl::StatusOr<TopKPlan> PlanTopK(const Tensor& x, const Tensor& k,
                                   int64_t axis) {
   if (x.rank() == 0) return Invalid("x must have an axis, got a scalar");

@@ -7,6 +7,7 @@
 #define RUNNEL_FRAMEWORK_OPS_INDEX_CHECKS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,23 @@ struct TopKAttrs {
   bool largest = true;
   static absl::StatusOr<TopKAttrs> Of(const Node& node);
 };
+
+// unique_all's attributes, as both devices' kernels read them, and x
+// viewed as [outer, n, inner]: its n slices along the axis (its n
+// elements, outer = inner = 1, without one).
+struct UniqueAttrs {
+  std::optional<int64_t> axis;
+  bool sorted = true;
+  static absl::StatusOr<UniqueAttrs> Of(const Node& node);
+};
+struct UniquePlan {
+  int64_t outer = 1, n = 0, inner = 1;
+  int axis = -1;  // -1: none
+  // The distinct values' shape when there are m of them.
+  Shape Values(const Shape& x, int64_t m) const;
+};
+absl::StatusOr<UniquePlan> PlanUnique(const Shape& x,
+                                      std::optional<int64_t> axis);
 
 // Where each element of gather_elements' or scatter_elements' indices
 // points into the data (row-major element offsets), its index checked.

@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "framework/ops/resize_plan.h"
+#include "kernels/common/nms.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_support.h"
 
@@ -129,9 +130,8 @@ class ResizeGradKernel : public ResizeBase {
   }
 };
 
-// non_max_suppression, in double: one image and class at a time, the
-// candidates sorted best first (equal scores by position), each kept
-// unless it overlaps one kept before by more than the threshold.
+// non_max_suppression, in double: NmsSelect (kernels/common/nms.h), each
+// overlap computed when the selection asks for it.
 template <typename T>
 class NmsKernel : public OpKernel {
  public:
@@ -141,52 +141,14 @@ class NmsKernel : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& boxes = ctx->input(0);
-    const Tensor& scores = ctx->input(1);
-    if (boxes.rank() != 3 || boxes.dim(2) != 4 || scores.rank() != 3 ||
-        scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1)) {
-      return absl::InvalidArgumentError(
-          StrCat("boxes ", boxes.shape().ToString(), " and scores ",
-                 scores.shape().ToString(),
-                 " must be [batch, boxes, 4] and [batch, classes, boxes]"));
-    }
-    const int64_t limit = ctx->input(2).ToInt64s()[0];
-    const double iou = ctx->input(3).ToDoubles()[0];
-    const double floor = ctx->input(4).ToDoubles()[0];
-    const int64_t batch = boxes.dim(0), n = boxes.dim(1),
-                  classes = scores.dim(1);
-    const T* b = boxes.data<T>();
-    const T* s = scores.data<T>();
-    std::vector<std::array<int64_t, 3>> kept;
-    std::vector<int64_t> order, chosen;
-    for (int64_t i = 0; i < batch; ++i) {
-      const T* image = b + i * n * 4;
-      for (int64_t c = 0; c < classes; ++c) {
-        const T* score = s + (i * classes + c) * n;
-        order.clear();
-        for (int64_t j = 0; j < n; ++j) {
-          if (static_cast<double>(score[j]) > floor) order.push_back(j);
-        }
-        std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
-          return score[p] > score[q];
+    RN_ASSIGN_OR_RETURN(const NmsRun r, NmsRunOf(ctx));
+    const T* b = ctx->input(0).data<T>();
+    const int64_t n = r.n;
+    const auto kept = NmsSelect(
+        ctx->input(1).data<T>(), r.batch, r.classes, n, r.limit, r.floor,
+        [&](int64_t i, int64_t j, int64_t k) {
+          return Suppresses(b + (i * n + j) * 4, b + (i * n + k) * 4, r.iou);
         });
-        chosen.clear();
-        for (int64_t j : order) {
-          if (static_cast<int64_t>(chosen.size()) >= limit) break;
-          bool keep = true;
-          for (int64_t k : chosen) {
-            if (Suppresses(image + j * 4, image + k * 4, iou)) {
-              keep = false;
-              break;
-            }
-          }
-          if (keep) {
-            chosen.push_back(j);
-            kept.push_back({i, c, j});
-          }
-        }
-      }
-    }
     const int64_t m = static_cast<int64_t>(kept.size());
     RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, Shape{m, 3}));
     int64_t* out = y->data<int64_t>();

@@ -255,26 +255,15 @@ template <typename T>
 class UniqueAllKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    const absl::StatusOr<int64_t> axis = node.attr<int64_t>("axis");
-    if (axis.ok()) axis_ = *axis;
-    RN_ASSIGN_OR_RETURN(sorted_, node.attr<bool>("sorted"));
+    RN_ASSIGN_OR_RETURN(attrs_, UniqueAttrs::Of(node));
     return absl::OkStatus();
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    int64_t outer = 1, n = x.num_elements(), inner = 1;
-    int a = -1;
-    if (axis_) {
-      if (x.rank() == 0) {
-        return absl::InvalidArgumentError("x must have an axis, got a scalar");
-      }
-      RN_ASSIGN_OR_RETURN(a, NormalizeAxis(*axis_, x.rank()));
-      const AxisLines lines(x.shape(), a);
-      outer = lines.outer;
-      n = lines.len;
-      inner = lines.inner;
-    }
+    RN_ASSIGN_OR_RETURN(const UniquePlan plan,
+                        PlanUnique(x.shape(), attrs_.axis));
+    const int64_t outer = plan.outer, n = plan.n, inner = plan.inner;
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     auto at = [&](int64_t j, int64_t o, int64_t i) {
@@ -314,18 +303,14 @@ class UniqueAllKernel : public OpKernel {
     // The runs' output order: sorted, or by first appearance.
     std::vector<int64_t> rank(m);
     std::iota(rank.begin(), rank.end(), int64_t{0});
-    if (!sorted_) {
+    if (!attrs_.sorted) {
       std::sort(rank.begin(), rank.end(),
                 [&](int64_t p, int64_t q) { return first[p] < first[q]; });
     }
     std::vector<int64_t> place(m);  // run -> its output position
     for (int64_t p = 0; p < m; ++p) place[rank[p]] = p;
-    std::vector<int64_t> dims = {m};
-    if (axis_) {
-      dims = x.shape().dims();
-      dims[a] = m;
-    }
-    RN_ASSIGN_OR_RETURN(Tensor * values, ctx->allocate_output(0, Shape(dims)));
+    RN_ASSIGN_OR_RETURN(Tensor * values,
+                        ctx->allocate_output(0, plan.Values(x.shape(), m)));
     RN_ASSIGN_OR_RETURN(Tensor * positions, ctx->allocate_output(1, Shape{m}));
     RN_ASSIGN_OR_RETURN(Tensor * inverse, ctx->allocate_output(2, Shape{n}));
     RN_ASSIGN_OR_RETURN(Tensor * counts, ctx->allocate_output(3, Shape{m}));
@@ -347,8 +332,7 @@ class UniqueAllKernel : public OpKernel {
   }
 
  private:
-  std::optional<int64_t> axis_;
-  bool sorted_ = true;
+  UniqueAttrs attrs_;
 };
 
 RUNNEL_STATIC_INIT(IndexKernels) {

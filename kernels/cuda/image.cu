@@ -1,4 +1,6 @@
-// resize's device kernels (image.h).
+// resize's and non_max_suppression's device kernels (image.h).
+#include <type_traits>
+
 #include "kernels/cuda/elem.cuh"
 #include "kernels/cuda/image.h"
 #include "kernels/cuda/launch.cuh"
@@ -59,7 +61,83 @@ __global__ void ResizeGradKernel(const T* dy, T* dx, int64_t in_h, int64_t in_w,
   }
 }
 
+// std::min and std::max, NaN and all.
+__device__ __forceinline__ double Lesser(double a, double b) {
+  return b < a ? b : a;
+}
+__device__ __forceinline__ double Greater(double a, double b) {
+  return a < b ? b : a;
+}
+
+// [lo_y, lo_x, hi_y, hi_x] of box v, as the CPU's Corners (x / 2 is exact,
+// so the halves need no care).
+template <typename T>
+__device__ void NmsCorners(const T* v, bool center, double* c) {
+  const double v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
+  if (center) {  // [x_center, y_center, width, height]
+    c[0] = __dsub_rn(v1, v3 / 2);
+    c[1] = __dsub_rn(v0, v2 / 2);
+    c[2] = __dadd_rn(v1, v3 / 2);
+    c[3] = __dadd_rn(v0, v2 / 2);
+  } else {
+    c[0] = Lesser(v0, v2);
+    c[1] = Lesser(v1, v3);
+    c[2] = Greater(v0, v2);
+    c[3] = Greater(v1, v3);
+  }
+}
+
+// The CPU's Suppresses, each rounding explicit.
+__device__ bool NmsOverlaps(const double* u, const double* v, double iou) {
+  const double h = __dsub_rn(Lesser(u[2], v[2]), Greater(u[0], v[0]));
+  const double w = __dsub_rn(Lesser(u[3], v[3]), Greater(u[1], v[1]));
+  if (h <= 0 || w <= 0) return false;
+  const double inter = __dmul_rn(h, w);
+  const double a = __dmul_rn(__dsub_rn(u[2], u[0]), __dsub_rn(u[3], u[1]));
+  const double b = __dmul_rn(__dsub_rn(v[2], v[0]), __dsub_rn(v[3], v[1]));
+  const double uni = __dsub_rn(__dadd_rn(a, b), inter);
+  if (a <= 0 || b <= 0 || uni <= 0) return false;
+  return __ddiv_rn(inter, uni) > iou;
+}
+
+template <typename T>
+__global__ void NmsMaskKernel(const T* boxes, int64_t n, int64_t words,
+                              bool center, double iou, uint64_t* mask,
+                              int64_t total) {
+  for (int64_t t = FirstIndex(); t < total; t += GridStride()) {
+    const int64_t word = t % words, row = t / words;  // row: i * n + j
+    const T* image = boxes + (row / n) * n * 4;
+    double u[4], v[4];
+    NmsCorners(boxes + row * 4, center, u);
+    uint64_t bits = 0;
+    const int64_t end = min(n, (word + 1) * 64);
+    for (int64_t k = word * 64; k < end; ++k) {
+      NmsCorners(image + k * 4, center, v);
+      if (NmsOverlaps(u, v, iou)) bits |= uint64_t{1} << (k - word * 64);
+    }
+    mask[t] = bits;
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchNmsMask(ElemType type, const void* boxes, int64_t batch,
+                          int64_t n, bool center, double iou, uint64_t* mask,
+                          cudaStream_t stream) {
+  const int64_t words = (n + 63) / 64;
+  const int64_t total = batch * n * words;
+  if (total == 0) return cudaSuccess;
+  return WithElemType(type, [&](auto zero) -> cudaError_t {
+    using T = decltype(zero);
+    if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+      return cudaErrorNotSupported;
+    } else {
+      NmsMaskKernel<T><<<Blocks(total), kThreads, 0, stream>>>(
+          static_cast<const T*>(boxes), n, words, center, iou, mask, total);
+      return cudaGetLastError();
+    }
+  });
+}
 
 cudaError_t LaunchResize(ElemType type, const void* x, void* y, int64_t batch,
                          int64_t in_h, int64_t in_w, int64_t chans,

@@ -1,5 +1,6 @@
-// The device kernels (image.cu) of resize and resize_grad
-// (image_kernels.cc). Plain C++ (nvcc compiles image.cu).
+// The device kernels (image.cu) of resize, resize_grad and
+// non_max_suppression's overlaps (image_kernels.cc). Plain C++ (nvcc
+// compiles image.cu).
 #ifndef RUNNEL_KERNELS_CUDA_IMAGE_H_
 #define RUNNEL_KERNELS_CUDA_IMAGE_H_
 
@@ -41,6 +42,17 @@ cudaError_t LaunchResizeGrad(ElemType type, const void* dy, void* dx,
                              int64_t chans, int64_t out_h, int64_t out_w,
                              ResizeBackAxisGpu rows, ResizeBackAxisGpu cols,
                              cudaStream_t stream);
+
+// non_max_suppression's overlaps, for boxes [batch, n, 4] (f32 or f64;
+// [y1, x1, y2, x2], corners in either order, or [x_center, y_center, width,
+// height] with `center`): for each image i and boxes j and k, bit k % 64 of
+// mask[(i * n + j) * words + k / 64] (words = ceil(n / 64)) is set when
+// their intersection over union is above `iou`, computed in double as the
+// CPU's kernel computes it (no product contracted into a fused
+// multiply-add, so both give the same bits). One thread per 64 bits.
+cudaError_t LaunchNmsMask(ElemType type, const void* boxes, int64_t batch,
+                          int64_t n, bool center, double iou, uint64_t* mask,
+                          cudaStream_t stream);
 
 }  // namespace runnel::cuda
 

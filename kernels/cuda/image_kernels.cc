@@ -1,14 +1,17 @@
-// The GPU's kernels of resize and resize_grad (the CPU's:
-// kernels/cpu/image_kernels.cc): the plan made on the host by the CPU's
-// code (framework/ops/resize_plan.h) and copied to the GPU, one thread per
-// output element (resize) or per input element (resize_grad, which reads
-// the plan backwards: no atomics, a fixed order).
+// The GPU's kernels of resize, resize_grad and non_max_suppression (the
+// CPU's: kernels/cpu/image_kernels.cc). resize: the plan made on the host
+// by the CPU's code (framework/ops/resize_plan.h) and copied to the GPU,
+// one thread per output element (resize) or per input element
+// (resize_grad, which reads the plan backwards: no atomics, a fixed
+// order).
+#include <array>
 #include <cstring>
 #include <vector>
 
 #include "base/strings.h"
 #include "framework/kernel.h"
 #include "framework/ops/resize_plan.h"
+#include "kernels/common/nms.h"
 #include "kernels/cuda/array_primitives.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/elem_type.h"
@@ -114,10 +117,77 @@ class ResizeGradKernel : public ResizeBase {
   }
 };
 
+// non_max_suppression: every pair's overlap computed on the GPU as bits
+// (LaunchNmsMask), read back with the scores, and the CPU's greedy
+// selection (NmsSelect) made on the host from them (as torchvision's CUDA
+// kernel does); max_per_class and the thresholds are in host memory.
+class NmsKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(center_, node.attr<bool>("center_point_box"));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const NmsRun r, NmsRunOf(ctx));
+    const Tensor& boxes = ctx->input(0);
+    const int64_t batch = r.batch, n = r.n;
+    const int64_t words = (n + 63) / 64;
+    if (batch * n * words > kMaxMaskWords) {
+      return absl::ResourceExhaustedError(StrCat(
+          "non_max_suppression on a GPU keeps a bit for each pair of an "
+          "image's boxes, ",
+          batch * n * words * 8, " bytes for boxes ", boxes.shape().ToString(),
+          "; run it on the CPU (device \"/cpu:0\" { ... })"));
+    }
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_ASSIGN_OR_RETURN(Tensor mask,
+                        GpuScratch(ctx, DType::kI64, Shape{batch * n * words}));
+    RN_CUDA(cuda::LaunchNmsMask(
+        GpuElemType(boxes.dtype()), boxes.raw_data(), batch, n, center_, r.iou,
+        reinterpret_cast<uint64_t*>(mask.data<int64_t>()), gpu.compute()));
+    RN_ASSIGN_OR_RETURN(const Tensor bits, gpu.ToHost(mask));
+    RN_ASSIGN_OR_RETURN(const Tensor host_scores, gpu.ToHost(ctx->input(1)));
+    const int64_t* m = bits.data<int64_t>();
+    auto suppresses = [&](int64_t i, int64_t j, int64_t k) {
+      const uint64_t word =
+          static_cast<uint64_t>(m[(i * n + j) * words + k / 64]);
+      return ((word >> (k % 64)) & 1) != 0;
+    };
+    std::vector<std::array<int64_t, 3>> kept;
+    if (boxes.dtype() == DType::kF32) {
+      kept = NmsSelect(host_scores.data<float>(), batch, r.classes, n, r.limit,
+                       r.floor, suppresses);
+    } else {
+      kept = NmsSelect(host_scores.data<double>(), batch, r.classes, n, r.limit,
+                       r.floor, suppresses);
+    }
+    std::vector<int64_t> rows;
+    for (const auto& row : kept)
+      rows.insert(rows.end(), row.begin(), row.end());
+    RN_ASSIGN_OR_RETURN(
+        Tensor selected,
+        gpu.FromHost(Tensor::FromVector(
+            rows, Shape{static_cast<int64_t>(kept.size()), 3})));
+    return ctx->set_output(0, selected);
+  }
+
+ private:
+  // 1 GiB of bits at most (n = 92,000 boxes of one image).
+  static constexpr int64_t kMaxMaskWords = int64_t{1} << 27;
+
+  bool center_ = false;
+};
+
 RUNNEL_STATIC_INIT(GpuImageKernels) {
   for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16}) {
     RegisterKernel<ResizeKernel>("resize", kDeviceGpu, d);
     RegisterKernel<ResizeGradKernel>("resize_grad", kDeviceGpu, d);
+  }
+  for (DType d : {DType::kF32, DType::kF64}) {
+    RegisterKernel<NmsKernel>("non_max_suppression", kDeviceGpu, d,
+                              {.inputs = {2, 3, 4}});
   }
 }
 

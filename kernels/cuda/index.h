@@ -2,7 +2,7 @@
 // (index_kernels.cc; the gathers use array.h's gather): updates combined
 // into the places a host-made plan names (framework/ops/index_checks.h),
 // one thread per element of a place, in the order the CPU combines them,
-// top_k, and nonzero.
+// top_k, nonzero and unique_all.
 // Plain C++ (nvcc compiles index.cu).
 #ifndef RUNNEL_KERNELS_CUDA_INDEX_H_
 #define RUNNEL_KERNELS_CUDA_INDEX_H_
@@ -53,6 +53,31 @@ cudaError_t LaunchNonzeroCount(ElemType type, const void* x, int64_t n,
 cudaError_t LaunchNonzeroWrite(const int64_t* inclusive, int64_t n, int rank,
                                const int64_t* dims, int64_t* out,
                                cudaStream_t stream);
+
+// unique_all of x viewed as [outer, n, inner], its n slices along the
+// middle axis (outer = inner = 1 without an axis), in two steps around the
+// host's reading of the number of distinct slices m (run[n - 1]):
+// LaunchUniqueSort writes `order`, the positions of the n slices sorted
+// stably by value (NaN one value above the rest, -0 equal to 0, as the
+// CPU's), and `run`, the running count of distinct slices along `order`;
+// LaunchUniqueWrite then writes the outputs: `values` [outer, m, inner],
+// the distinct slices sorted (or, without `sorted`, in order of first
+// appearance), `positions` (m) the first position of each, `inverse` (n)
+// the place of each slice's value and `counts` (m) how often each appears,
+// using `scratch` (4 m + 1 i64). `temp` is CUB's scratch: a call of
+// LaunchUniqueSort with temp == nullptr only sets *temp_bytes, enough for
+// both steps.
+cudaError_t LaunchUniqueSort(ElemType type, const void* x, int64_t outer,
+                             int64_t n, int64_t inner, int64_t* order,
+                             int64_t* run, void* temp, size_t* temp_bytes,
+                             cudaStream_t stream);
+cudaError_t LaunchUniqueWrite(ElemType type, const void* x, int64_t outer,
+                              int64_t n, int64_t inner, const int64_t* order,
+                              const int64_t* run, int64_t m, bool sorted,
+                              void* values, int64_t* positions,
+                              int64_t* inverse, int64_t* counts,
+                              int64_t* scratch, void* temp, size_t temp_bytes,
+                              cudaStream_t stream);
 
 }  // namespace runnel::cuda
 

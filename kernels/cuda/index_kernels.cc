@@ -6,7 +6,10 @@
 // so both devices give the same bits. top_k takes one thread per line
 // (kernels/cuda/index.h). nonzero reads its count back to the host, which
 // sizes its output (as TensorFlow's GPU Where does), then writes the
-// coordinates on the GPU.
+// coordinates on the GPU; unique_all reads back its number of distinct
+// values the same way.
+#include <vector>
+
 #include "base/strings.h"
 #include "framework/kernel.h"
 #include "framework/ops/index_checks.h"
@@ -175,7 +178,68 @@ class NonzeroKernel : public OpKernel {
   }
 };
 
+// unique_all: the slices sorted on the GPU (a stable merge sort with the
+// CPU's comparison), the number of distinct ones read back to size the
+// outputs, then the outputs written on the GPU.
+class UniqueAllKernel : public OpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(attrs_, UniqueAttrs::Of(node));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(const UniquePlan plan,
+                        PlanUnique(x.shape(), attrs_.axis));
+    const int64_t n = plan.n;
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    cudaStream_t stream = gpu.compute();
+    const cuda::ElemType type = GpuElemType(x.dtype());
+    size_t bytes = 0;
+    RN_CUDA(cuda::LaunchUniqueSort(type, nullptr, plan.outer, n, plan.inner,
+                                   nullptr, nullptr, nullptr, &bytes, stream));
+    RN_ASSIGN_OR_RETURN(Tensor order, GpuScratch(ctx, DType::kI64, Shape{n}));
+    RN_ASSIGN_OR_RETURN(Tensor run, GpuScratch(ctx, DType::kI64, Shape{n}));
+    RN_ASSIGN_OR_RETURN(
+        Tensor temp,
+        GpuScratch(ctx, DType::kU8, Shape{static_cast<int64_t>(bytes)}));
+    int64_t m = 0;
+    if (n > 0) {
+      RN_CUDA(cuda::LaunchUniqueSort(
+          type, x.raw_data(), plan.outer, n, plan.inner, order.data<int64_t>(),
+          run.data<int64_t>(), temp.raw_data(), &bytes, stream));
+      RN_CUDA(cudaMemcpyAsync(&m, run.data<int64_t>() + n - 1, sizeof(m),
+                              cudaMemcpyDeviceToHost, stream));
+      RN_CUDA(cudaStreamSynchronize(stream));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor * values,
+                        ctx->allocate_output(0, plan.Values(x.shape(), m)));
+    RN_ASSIGN_OR_RETURN(Tensor * positions, ctx->allocate_output(1, Shape{m}));
+    RN_ASSIGN_OR_RETURN(Tensor * inverse, ctx->allocate_output(2, Shape{n}));
+    RN_ASSIGN_OR_RETURN(Tensor * counts, ctx->allocate_output(3, Shape{m}));
+    RN_ASSIGN_OR_RETURN(Tensor scratch,
+                        GpuScratch(ctx, DType::kI64, Shape{4 * m + 1}));
+    RN_CUDA(cuda::LaunchUniqueWrite(
+        type, x.raw_data(), plan.outer, n, plan.inner, order.data<int64_t>(),
+        run.data<int64_t>(), m, attrs_.sorted, values->raw_data(),
+        positions->data<int64_t>(), inverse->data<int64_t>(),
+        counts->data<int64_t>(), scratch.data<int64_t>(), temp.raw_data(),
+        bytes, stream));
+    return absl::OkStatus();
+  }
+
+ private:
+  UniqueAttrs attrs_;
+};
+
 RUNNEL_STATIC_INIT(GpuIndexKernels) {
+  // The element types the GPU computes in (not the 8-bit integers).
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16, DType::kBool}) {
+    RegisterKernel<UniqueAllKernel>("unique_all", kDeviceGpu, d);
+  }
   // The element types the GPU computes in (not the 8-bit integers).
   for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
                   DType::kF16, DType::kBF16, DType::kBool}) {

@@ -500,5 +500,72 @@ TEST(GpuArrayTest, TopKAndResize) {
   }
 }
 
+// unique_all: a stable merge sort with the CPU's comparison on the GPU,
+// the number of distinct values read back, then the outputs; over the
+// elements and over slices along each axis, sorted and in order of first
+// appearance, with repeats, NaNs (one value) and -0 (equal to 0).
+TEST(GpuArrayTest, UniqueAll) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
+                  DType::kF16, DType::kBF16, DType::kBool}) {
+    for (const Shape& s :
+         {Shape{0}, Shape{1}, Shape{4, 3}, Shape{2, 6, 3}, Shape{5000}}) {
+      Tensor x = Random(d, s, 125, -3, 3);
+      if (d == DType::kF32 || d == DType::kF64) {
+        const std::vector<double> drawn = x.ToDoubles();
+        for (int64_t i = 0; i < x.num_elements(); ++i) {
+          const double v = std::floor(drawn[i]);  // repeats
+          const double w = i % 7 == 3 ? std::nan("") : i % 5 == 2 ? -0.0 : v;
+          if (d == DType::kF32) {
+            x.data<float>()[i] = static_cast<float>(w);
+          } else {
+            x.data<double>()[i] = w;
+          }
+        }
+      }
+      for (bool sorted : {true, false}) {
+        Compare("unique_all", {x}, {{"sorted", sorted}});
+        if (s.rank() < 2) continue;
+        for (int64_t axis = -1; axis < s.rank(); ++axis) {
+          Compare("unique_all", {x}, {{"axis", axis}, {"sorted", sorted}});
+        }
+      }
+    }
+  }
+}
+
+// non_max_suppression: every pair's overlap as a bit on the GPU
+// (kernels/cuda/image.cu), the CPU's selection on the host from them, so
+// the same boxes in the same order. Boxes with corners in either order or
+// as centres and sizes, scores in eighths (ties kept in order by
+// position), three classes, 3,000 boxes (47 words of bits a box), none.
+TEST(GpuArrayTest, NonMaxSuppression) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : {DType::kF32, DType::kF64}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{70}, int64_t{3000}}) {
+      Tensor boxes = Random(d, Shape{2, n, 4}, 123, 0, 10);
+      Tensor scores = Random(d, Shape{2, 3, n}, 124, 0, 1);
+      for (int64_t i = 0; i < scores.num_elements(); ++i) {
+        if (d == DType::kF32) {
+          float& v = scores.data<float>()[i];
+          v = std::floor(v * 8) / 8;
+        } else {
+          double& v = scores.data<double>()[i];
+          v = std::floor(v * 8) / 8;
+        }
+      }
+      for (bool center : {false, true}) {
+        for (double iou : {0.0, 0.3, 0.7}) {
+          Compare("non_max_suppression",
+                  {boxes, scores, Tensor::Scalar<int64_t>(n / 3 + 1),
+                   Tensor::Scalar<float>(static_cast<float>(iou)),
+                   Tensor::Scalar<float>(0.2f)},
+                  {{"center_point_box", center}});
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace runnel
