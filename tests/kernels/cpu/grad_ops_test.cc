@@ -1226,6 +1226,15 @@ TEST(GradOpsTest, MaxPoolGradTiesAndOverlaps) {
   ExpectTensor(
       Run1("max_pool_grad", {odd, y, F32({1, 2, 3}, {1, 1, 3, 1})}, pairs),
       DType::kF32, {1, 1, 6, 1}, {0, 1, 0, 2, 3, 0}, 0);
+  // Windows that tile the image (each element in one) write each element
+  // once: per channel, a window of NaNs passes dy to its first element
+  // while the other channel's first maximum takes its own.
+  Tensor two_chans = F32({NAN, 1, NAN, 4, NAN, 4, NAN, 2}, {1, 2, 2, 2});
+  ExpectTensor(Run1("max_pool_grad",
+                    {two_chans, Run1("max_pool", {two_chans}, two),
+                     F32({7, 9}, {1, 1, 1, 2})},
+                    two),
+               DType::kF32, {1, 2, 2, 2}, {7, 0, 0, 9, 0, 0, 0, 0}, 0);
   // avg_pool_grad over the same windows: each shares its dy by halves.
   ExpectTensor(
       Run1("avg_pool_grad", {row, F64({10, 20}, {1, 1, 2, 1})}, overlap),
