@@ -604,10 +604,9 @@ absl::Status Importer::LoopNode(const onnx::NodeProto& node) {
   std::vector<std::string> next = {StrCat(state[0], " + 1")};
   next.insert(next.end(), results.begin(), results.begin() + n + 1);
   for (int j = 0; j < scans; ++j) {
-    const Value& y = outs[1 + n + j];
-    RN_ASSIGN_OR_RETURN(
-        std::string stack,
-        ScanStack(node, body->output(1 + n + j), outs[1 + n + j]));
+    Value& y = outs[1 + n + j];  // its shape completed by ScanStack
+    RN_ASSIGN_OR_RETURN(std::string stack,
+                        ScanStack(node, body->output(1 + n + j), y));
     std::vector<int64_t> one = {1};
     one.insert(one.end(), y.dims.begin(), y.dims.end());
     init.push_back(
@@ -790,8 +789,10 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
                   ")"));
       moved = name;
     }
-    if (j == 0) rows = StrCat("shape_of(", moved, ")[0:1]");
-    if (j == 0) length = StrCat("cast(shape_of(", moved, ")[0], i64)");
+    if (j == 0) {
+      rows = StrCat("shape_of(", moved, ")[0:1]");
+      length = StrCat("cast(shape_of(", moved, ")[0], i64)");
+    }
     const std::string index =
         pick(in_dirs, j) != 0 ? StrCat(length, " - 1 - ", state[0]) : state[0];
     Value v = x;
@@ -808,9 +809,9 @@ absl::Status Importer::ScanNode(const onnx::NodeProto& node) {
   std::vector<std::string> next = {StrCat(state[0], " + 1")};
   next.insert(next.end(), results.begin(), results.begin() + n);
   for (int j = 0; j < k; ++j) {
-    const Value& y = outs[n + j];
+    Value& y = outs[n + j];  // its shape completed by ScanStack
     RN_ASSIGN_OR_RETURN(std::string stack,
-                        ScanStack(node, body->output(n + j), outs[n + j]));
+                        ScanStack(node, body->output(n + j), y));
     init.push_back(StrCat(
         "zeros(",
         y.dims.empty()

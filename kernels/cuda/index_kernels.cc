@@ -238,12 +238,8 @@ RUNNEL_STATIC_INIT(GpuIndexKernels) {
   // The element types the GPU computes in (not the 8-bit integers).
   for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
                   DType::kF16, DType::kBF16, DType::kBool}) {
-    RegisterKernel<UniqueAllKernel>("unique_all", kDeviceGpu, d);
-  }
-  // The element types the GPU computes in (not the 8-bit integers).
-  for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
-                  DType::kF16, DType::kBF16, DType::kBool}) {
     RegisterKernel<NonzeroKernel>("nonzero", kDeviceGpu, d);
+    RegisterKernel<UniqueAllKernel>("unique_all", kDeviceGpu, d);
   }
   for (DType d : {DType::kF32, DType::kF64, DType::kI32, DType::kI64,
                   DType::kF16, DType::kBF16}) {
