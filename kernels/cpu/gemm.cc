@@ -14,8 +14,15 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // dnnl_sgemm, single-threaded, on blocks of C that pool threads claim
 // (onednn.h): C is cut along its longer side into at most kMaxGemmPieces
 // blocks of at least kMinGemmWorkPerThread multiply-adds, 16 rows or columns
-// apart. The cut depends on the shapes alone.
+// apart, and at most one block per kMinGemmPieceSide rows (columns) of that
+// side, though two where it has 32: each block packs the whole of the
+// operand along the other side, so thin blocks of a product with a long k
+// (a weight gradient's x^T dy over a batch of rows) spend as much time
+// packing as multiplying: 128x128x4096 took 1.20 ms in 8 blocks of 16
+// columns, 0.85 in 2 of 64 (two threads). The cut depends on the shapes
+// alone.
 constexpr int64_t kMaxGemmPieces = 8;
+constexpr int64_t kMinGemmPieceSide = 64;
 
 // How dnnl_sgemm (row-major) reads a rows x cols operand: 'N' or 'T' and
 // the leading dimension, or false when neither stride is 1.
@@ -34,40 +41,54 @@ bool SgemmLayout(ConstMatrixF32 x, int64_t rows, int64_t cols, char* trans,
   return false;
 }
 
-// oneDNN's sgemm reads B in place, without packing it, when C has up to a
-// few hundred rows. Where B's rows lie a multiple of 2 KB apart (a width of
-// 512, 1024, ... floats: most layers' weights), those reads fall into a few
-// cache sets and the product runs at half speed: 45 against 84 GFLOP/s for
-// 128x1024x1024 on one core here, 44 against 71 for an LSTM step's
-// 32x1024x256, the copy included. Such a B is copied first with its rows
-// 64 bytes further apart. Below 16 rows of C the copy costs what it saves.
+// oneDNN's sgemm reads an operand in place, without packing it, in two
+// cases measured here: B when C has up to a few hundred rows and A is not
+// transposed, and a transposed A (the weight gradient's x^T). Where such an
+// operand's rows lie a multiple of 2 KB apart (a width of 512, 1024, ...
+// floats: most layers' weights and activations), those reads fall into a
+// few cache sets and the product runs at half speed: 45 against 84
+// GFLOP/s for 128x1024x1024 on one core here, 44 against 71 for an LSTM
+// step's 32x1024x256, 62 against 75 for x^T dy of 4096 rows of 512 and
+// 128 features, the copy included. Such an operand is copied first with
+// its rows 64 bytes further apart. Below 16 rows (columns) of C the copy
+// costs what it saves; B beside a transposed A is packed (copying it cost
+// 10% of 128x512x4096).
 constexpr int64_t kConflictingRowStride = 512;  // floats
-constexpr int64_t kMinRowsToSpreadB = 16;
+constexpr int64_t kMinRowsToSpread = 16;
 
 // Whether B (k x n, read as `tb` with leading dimension `ldb`) is copied.
-bool SpreadsB(int64_t m, int64_t k, char tb, int64_t ldb) {
-  return tb == 'N' && k > 1 && m >= kMinRowsToSpreadB &&
+bool SpreadsB(int64_t m, int64_t k, char ta, char tb, int64_t ldb) {
+  return ta == 'N' && tb == 'N' && k > 1 && m >= kMinRowsToSpread &&
          ldb % kConflictingRowStride == 0;
 }
 
-// B's k x n values with rows `*ld` floats apart (a multiple of 16 that is
-// not one of kConflictingRowStride), copied in parallel row blocks.
-std::unique_ptr<float[]> SpreadB(ThreadPool* pool, const float* b, int64_t ldb,
-                                 int64_t k, int64_t n, int64_t* ld) {
-  *ld = CeilDiv(n, 16) * 16 + 16;
-  if (*ld % kConflictingRowStride == 0) *ld += 16;
-  std::unique_ptr<float[]> spread(new float[static_cast<size_t>(k * *ld)]);
-  const int64_t stride = *ld;
-  auto rows = [&](int64_t begin, int64_t end) {
+// Whether A (m x k, read as `ta` with leading dimension `lda`) is copied.
+bool SpreadsA(int64_t n, int64_t k, char ta, int64_t lda) {
+  return ta == 'T' && k > 1 && n >= kMinRowsToSpread &&
+         lda % kConflictingRowStride == 0;
+}
+
+// The rows x cols values of x (rows `ld` floats apart) with rows `*spread_ld`
+// floats apart (a multiple of 16 that is not one of kConflictingRowStride),
+// copied in parallel row blocks.
+std::unique_ptr<float[]> Spread(ThreadPool* pool, const float* x, int64_t ld,
+                                int64_t rows, int64_t cols,
+                                int64_t* spread_ld) {
+  *spread_ld = CeilDiv(cols, 16) * 16 + 16;
+  if (*spread_ld % kConflictingRowStride == 0) *spread_ld += 16;
+  const int64_t stride = *spread_ld;
+  std::unique_ptr<float[]> spread(
+      new float[static_cast<size_t>(rows * stride)]);
+  auto copy = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      std::memcpy(spread.get() + r * stride, b + r * ldb,
-                  static_cast<size_t>(n) * sizeof(float));
+      std::memcpy(spread.get() + r * stride, x + r * ld,
+                  static_cast<size_t>(cols) * sizeof(float));
     }
   };
   if (pool == nullptr) {
-    rows(0, k);
+    copy(0, rows);
   } else {
-    pool->ParallelFor(k, n, rows);
+    pool->ParallelFor(rows, cols, copy);
   }
   return spread;
 }
@@ -88,21 +109,27 @@ absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
   if (!SgemmLayout(a, m, k, &ta, &lda) || !SgemmLayout(b, k, n, &tb, &ldb)) {
     return absl::InternalError("matmul: an operand with no unit stride");
   }
-  std::unique_ptr<float[]> spread;
+  std::unique_ptr<float[]> spread_a, spread_b;
+  const float* a_data = a.data;
   const float* b_data = b.data;
-  if (SpreadsB(m, k, tb, ldb)) {
-    spread = SpreadB(pool, b.data, ldb, k, n, &ldb);
-    b_data = spread.get();
+  if (SpreadsA(n, k, ta, lda)) {
+    spread_a = Spread(pool, a.data, lda, k, m, &lda);
+    a_data = spread_a.get();
+  }
+  if (SpreadsB(m, k, ta, tb, ldb)) {
+    spread_b = Spread(pool, b.data, ldb, k, n, &ldb);
+    b_data = spread_b.get();
   }
   const bool by_rows = m >= n;
   const int64_t side = by_rows ? m : n;
-  const int64_t want =
-      std::clamp<int64_t>(m * n * k / kMinGemmWorkPerThread, 1, kMaxGemmPieces);
+  const int64_t want = std::min(
+      std::clamp<int64_t>(m * n * k / kMinGemmWorkPerThread, 1, kMaxGemmPieces),
+      std::max<int64_t>(side / kMinGemmPieceSide, side >= 32 ? 2 : 1));
   const int64_t size = CeilDiv(CeilDiv(side, want), 16) * 16;
   const int64_t pieces = CeilDiv(side, size);
   return DnnlPieces(pool, pieces, "matmul", [&](int64_t i) {
     const int64_t first = i * size, len = std::min(size, side - first);
-    const float* ap = by_rows ? a.data + first * a.row_stride : a.data;
+    const float* ap = by_rows ? a_data + first * (ta == 'N' ? lda : 1) : a_data;
     const float* bp = by_rows ? b_data : b_data + first * b.col_stride;
     float* cp = by_rows ? c + first * ldc : c + first;
     const dnnl_status_t status =
