@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,7 +88,9 @@ struct FrameState {
   };
   std::vector<Invariant> invariants;
   // next_iteration values waiting for an iteration slot: (iteration, item).
-  std::deque<std::tuple<int64_t, int, Entry>> deferred;
+  // A list: empty, it holds no memory (a finished frame is kept until the
+  // run ends; executor_run.cc, FinishFrame).
+  std::list<std::tuple<int64_t, int, Entry>> deferred;
   absl::flat_hash_set<int> live_exits;
   bool done = false;
 };
