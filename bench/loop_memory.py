@@ -1,19 +1,16 @@
 #!/usr/bin/env python3
 """Issue 37: peak memory and step time of examples/charlm.rnl, an LSTM
 language model trained with truncated back-propagation through `bptt`
-characters, with and without recomputation through its time loop
-(`checkpoint = k`, docs/training.md, Long sequences), and of PyTorch 2.15's
+characters, its whole step (input weights, cell, output layer, loss) in
+one loop, with and without recomputation through that loop (`checkpoint =
+k`, docs/training.md, Long sequences), and of PyTorch 2.15's
 equivalent in the same invocation: nn.LSTM over the same window (batch 32,
 256 units, one-hot over 256 bytes, a dense layer, cross-entropy, Adam),
 whole, or in segments of k steps each under torch.utils.checkpoint.
 
     /usr/bin/python3 bench/loop_memory.py BUILD_DIR [--bptt 64,512,4096]
         [--steps 3] [--threads 2] [--store-up-to 4096] [--budget 1G]
-        [--rows none,k,budget] [--example charlm]
-
---example charlm_long measures examples/charlm_long.rnl instead, the same
-model with its whole step (input weights, cell, output layer, loss) in
-one loop, so that nothing but the characters grows with the window.
+        [--rows none,k,budget]
 
 A row per window size and way: `none` (every step's values kept), `k`
 (checkpoint = the integer nearest sqrt(bptt), and PyTorch's
@@ -62,11 +59,11 @@ def measured(cmd, env=None):
     return out, usage.ru_maxrss * 1024
 
 
-def runnel(build, bptt, k, steps, threads, budget=None, example=EXAMPLE):
+def runnel(build, bptt, k, steps, threads, budget=None):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         _, peak = measured(
-            [os.path.join(build, "runnel"), "run", example, "--threads",
+            [os.path.join(build, "runnel"), "run", EXAMPLE, "--threads",
              str(threads), "--arg", f"bptt={bptt}", "--arg",
              f"steps={steps}", "--arg", "valid_windows=1", "--arg",
              f"checkpoint={k}", "--metrics", metrics] +
@@ -152,8 +149,6 @@ def main(argv):
           "| PyTorch peak (MB) | PyTorch s/step | PyTorch us/char | PyTorch OMP_WAIT_POLICY |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     store_up_to = arg(argv, "--store-up-to", 4096)
-    example = os.path.join(os.path.dirname(HERE), "examples",
-                           arg(argv, "--example", "charlm", str) + ".rnl")
     budget = arg(argv, "--budget", "1G", str)
     rows = arg(argv, "--rows", "none,k,budget", str).split(",")
     for bptt in windows:
@@ -163,7 +158,7 @@ def main(argv):
             ours = "| not run | | "
             if row != "none" or bptt <= store_up_to:
                 rs, rp = runnel(build, bptt, k, steps, threads,
-                                budget if row == "budget" else None, example)
+                                budget if row == "budget" else None)
                 ours = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
             theirs = "| | | | |"
             if row != "budget":

@@ -668,6 +668,14 @@ const std::map<std::string, Emit>& Table() {
         return absl::OkStatus();
       };
     }
+    // Per-example losses: opset 13's SoftmaxCrossEntropyLoss without a
+    // reduction (labels i32 or i64, as ONNX takes them).
+    (*t)["sparse_softmax_cross_entropy"] = [](Exporter& e, const Node& n) {
+      SetString(e.Add(n, "SoftmaxCrossEntropyLoss", {e.In(n, 0), e.In(n, 1)},
+                      {e.Out(n)}),
+                "reduction", "none");
+      return absl::OkStatus();
+    };
     (*t)["reshape"] = [](Exporter& e, const Node& n) {
       const Node* s = n.input(1).node;
       std::string shape;

@@ -3,8 +3,8 @@ round trip through `runnel import`.
 
 For tests/onnx/export_ops.rnl (a value per translated op, in-graph loops
 and conditionals, nested, too) and the examples fashion_mlp, fashion_cnn, fashion_rows (trained for
-a few steps on Debian's Fashion-MNIST) and charlm's forward (an LSTM over a
-window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --feed ...
+a few steps on Debian's Fashion-MNIST) and charlm's forward (an LSTM with its output
+layer and loss in a loop over a window, on Debian's fortunes): `runnel export FILE --fetch ... -o model.onnx --feed ...
 --out DIR` writes the model and Runnel's own values of the fetches in one
 run (the same variables); the model must pass `onnx.checker` (full check),
 ONNX Runtime's outputs must match Runnel's to 1e-5, and the model imported
@@ -92,7 +92,7 @@ def compare(what, got, want):
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
-        ops = ["m", "mt", "act", "sm", "lsm", "red", "am", "sq", "rs", "cc", "sp", "ex",
+        ops = ["m", "mt", "act", "sm", "lsm", "sxe", "red", "am", "sq", "rs", "cc", "sp", "ex",
                "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "att", "att_t", "sums", "total", "nest", "rows", "pick", "picks", "deep", "ge", "se", "gn",
                "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,
@@ -113,15 +113,15 @@ def main():
             print(f"export_test: {FASHION} missing; the Fashion-MNIST examples were "
                   f"not exported")
         if os.path.isdir(FORTUNES):
-            # The char-LM's forward: an LSTM (an in-graph loop) over a
-            # window, with lengths and a carried state; its final state
-            # comes out of an in-graph conditional (an empty window keeps
-            # the initial state).
+            # The char-LM's forward: an LSTM step, its output layer and
+            # loss in an in-graph loop over a window, with lengths and a
+            # carried state; its final state and summed loss.
             batch, units = 32, 256
             check("charlm", os.path.join(REPO, "examples", "charlm.rnl"),
-                  ["logits", "h", "c"],
+                  ["total", "count", "h", "c"],
                   {"x": rng.integers(0, 256, (batch, 12)).astype(np.int32),
-                   "n": rng.integers(1, 13, batch).astype(np.int32),
+                   "y": rng.integers(0, 256, (batch, 12)).astype(np.int32),
+                   "n": rng.integers(0, 13, batch).astype(np.int32),
                    "h0": (rng.random((batch, units), dtype=np.float32) - 0.5) * 0.2,
                    "c0": (rng.random((batch, units), dtype=np.float32) - 0.5) * 0.2},
                   work, ("--arg", "steps=2", "--arg", "valid_windows=1"))
