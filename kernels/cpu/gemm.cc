@@ -130,7 +130,7 @@ absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
   return DnnlPieces(pool, pieces, "matmul", [&](int64_t i) {
     const int64_t first = i * size, len = std::min(size, side - first);
     const float* ap = by_rows ? a_data + first * (ta == 'N' ? lda : 1) : a_data;
-    const float* bp = by_rows ? b_data : b_data + first * b.col_stride;
+    const float* bp = by_rows ? b_data : b_data + first * (tb == 'N' ? 1 : ldb);
     float* cp = by_rows ? c + first * ldc : c + first;
     const dnnl_status_t status =
         dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, 1.0f, ap,
