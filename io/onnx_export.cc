@@ -880,6 +880,55 @@ const std::map<std::string, Emit>& Table() {
       e.Add(n, "Mul", {m, c(0.5, "half")}, {e.Out(n)});
       return absl::OkStatus();
     };
+    // The fused recurrent cells as the element-wise ops they fuse, the
+    // gates cut by one Split over the last axis.
+    (*t)["lstm_cell"] = [](Exporter& e, const Node& n) {
+      auto v = [&](const char* what) { return e.Temp(n, what); };
+      auto op = [&](const char* type, std::vector<std::string> in,
+                    const std::string& out, const char* what) {
+        e.Add(n, type, std::move(in), {out}, what);
+      };
+      SetInt(e.Add(n, "Split", {e.In(n, 0)},
+                   {v("i_in"), v("f_in"), v("g_in"), v("o_in")}, "gates"),
+             "axis", -1);
+      op("Sigmoid", {v("i_in")}, v("i"), "i");
+      op("Sigmoid", {v("f_in")}, v("f"), "f");
+      op("Tanh", {v("g_in")}, v("g"), "g");
+      op("Sigmoid", {v("o_in")}, v("o"), "o");
+      op("Mul", {v("f"), e.In(n, 1)}, v("f_c"), "f_c");
+      op("Mul", {v("i"), v("g")}, v("i_g"), "i_g");
+      op("Add", {v("f_c"), v("i_g")}, e.Out(n, 1), "c_next");
+      op("Tanh", {e.Out(n, 1)}, v("tanh_c"), "tanh_c");
+      op("Mul", {v("o"), v("tanh_c")}, e.Out(n, 0), "h");
+      return absl::OkStatus();
+    };
+    (*t)["gru_cell"] = [](Exporter& e, const Node& n) {
+      auto v = [&](const char* what) { return e.Temp(n, what); };
+      auto op = [&](const char* type, std::vector<std::string> in,
+                    const std::string& out, const char* what) {
+        e.Add(n, type, std::move(in), {out}, what);
+      };
+      SetInt(
+          e.Add(n, "Split", {e.In(n, 0)}, {v("x_r"), v("x_z"), v("x_n")}, "x"),
+          "axis", -1);
+      SetInt(e.Add(n, "Split", {e.In(n, 1)}, {v("hh_r"), v("hh_z"), v("hh_n")},
+                   "hh"),
+             "axis", -1);
+      op("Add", {v("x_r"), v("hh_r")}, v("r_in"), "r_in");
+      op("Sigmoid", {v("r_in")}, v("r"), "r");
+      op("Add", {v("x_z"), v("hh_z")}, v("z_in"), "z_in");
+      op("Sigmoid", {v("z_in")}, v("z"), "z");
+      op("Mul", {v("r"), v("hh_n")}, v("r_hh_n"), "r_hh_n");
+      op("Add", {v("x_n"), v("r_hh_n")}, v("n_in"), "n_in");
+      op("Tanh", {v("n_in")}, v("n"), "n");
+      const std::string one =
+          e.Initializer(Tensor::ScalarOf(n.input_dtype(0), 1), v("one"));
+      op("Sub", {one, v("z")}, v("keep_n"), "keep_n");
+      op("Mul", {v("keep_n"), v("n")}, v("new_part"), "new_part");
+      op("Mul", {v("z"), e.In(n, 2)}, v("old_part"), "old_part");
+      op("Add", {v("new_part"), v("old_part")}, e.Out(n), "h_next");
+      return absl::OkStatus();
+    };
     // layer_norm: LayerNormalization over the last axis. Its Mean and
     // InvStdDev are f32 (or bf16) in ONNX, so an f64 one gives Y alone.
     (*t)["layer_norm"] = [](Exporter& e, const Node& n) {

@@ -111,6 +111,28 @@ RUNNEL_REGISTER_GRADIENT(
       return {d[0], d[1], d[2]};
     });
 
+// The fused recurrent cells: their gradients in one op each, which
+// recomputes the activations from the cell's inputs. An output without a
+// gradient (a final state no loss reads) counts as zeros.
+RUNNEL_REGISTER_GRADIENT(
+    "lstm_cell", [](GradBuilder& g, const Grads& dy) -> Grads {
+      const NodeOut dh = dy[0].node != nullptr ? dy[0] : g.ZerosLike(g.y(0));
+      const NodeOut dc = dy[1].node != nullptr ? dy[1] : g.ZerosLike(g.y(1));
+      std::vector<NodeOut> d =
+          g.OpN("lstm_cell_grad", {g.x(0), g.x(1), dh, dc});
+      if (d.size() != 2) return {};
+      return {d[0], d[1]};
+    });
+
+RUNNEL_REGISTER_GRADIENT("gru_cell",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           std::vector<NodeOut> d =
+                               g.OpN("gru_cell_grad",
+                                     {g.x(0), g.x(1), g.x(2), dy[0]});
+                           if (d.size() != 3) return {};
+                           return {d[0], d[1], d[2]};
+                         });
+
 // batch_norm (training): its three gradients in one batch_norm_grad from
 // the batch's statistics, which feed the moving statistics only.
 RUNNEL_REGISTER_GRADIENT(
@@ -133,6 +155,23 @@ RUNNEL_REGISTER_GRADIENT(
       g.Fail(absl::UnimplementedError(
           "grad: the second derivative of batch_norm (a gradient of "
           "batch_norm_grad) is not supported"));
+      return {};
+    });
+
+// The second derivatives of the fused cells: refused at the node.
+RUNNEL_REGISTER_GRADIENT(
+    "lstm_cell_grad", [](GradBuilder& g, const Grads&) -> Grads {
+      g.Fail(absl::UnimplementedError(
+          "grad: the second derivative of lstm_cell (a gradient of "
+          "lstm_cell_grad) is not supported"));
+      return {};
+    });
+
+RUNNEL_REGISTER_GRADIENT(
+    "gru_cell_grad", [](GradBuilder& g, const Grads&) -> Grads {
+      g.Fail(absl::UnimplementedError(
+          "grad: the second derivative of gru_cell (a gradient of "
+          "gru_cell_grad) is not supported"));
       return {};
     });
 

@@ -269,6 +269,40 @@ absl::Status CheckLayerNorm(const Shape& x, const Shape& scale,
   return absl::OkStatus();
 }
 
+absl::Status CheckRecurrentCell(const Shape& gates, const Shape& state, int k) {
+  if (gates.unknown_rank() || state.unknown_rank()) return absl::OkStatus();
+  const int r = gates.rank();
+  bool ok = r >= 1 && state.rank() == r;
+  for (int i = 0; ok && i < r; ++i) {
+    const int64_t g = gates.dim(i), s = state.dim(i);
+    if (g == kUnknownDim || s == kUnknownDim) continue;
+    ok = i + 1 < r ? g == s : g == k * s;
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("needs the gates [..., ", k,
+             " * units] and the state [..., "
+             "units] with the same leading dimensions; got gates ",
+             gates.ToString(), " and state ", state.ToString()));
+}
+
+absl::StatusOr<CellRows> CheckCellInputs(
+    std::string_view op, const Tensor& gates, const Tensor& state, int k,
+    std::initializer_list<const Tensor*> like_gates,
+    std::initializer_list<const Tensor*> like_state) {
+  RN_RETURN_IF_ERROR(CheckRecurrentCell(gates.shape(), state.shape(), k));
+  for (const Tensor* t : like_gates) {
+    RN_RETURN_IF_ERROR(CheckSameShapes(op, gates, *t));
+  }
+  for (const Tensor* t : like_state) {
+    RN_RETURN_IF_ERROR(CheckSameShapes(op, state, *t));
+  }
+  CellRows r;
+  r.units = state.dim(state.rank() - 1);
+  r.rows = r.units == 0 ? 0 : state.num_elements() / r.units;
+  return r;
+}
+
 absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,
                                 const Shape& scale, const Shape& mean,
                                 const Shape& rstd) {

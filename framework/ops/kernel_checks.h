@@ -7,6 +7,7 @@
 #define RUNNEL_FRAMEWORK_OPS_KERNEL_CHECKS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 #include <vector>
 
@@ -116,6 +117,22 @@ absl::Status CheckLayerNorm(const Shape& x, const Shape& scale,
 absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,
                                 const Shape& scale, const Shape& mean,
                                 const Shape& rstd);
+
+// lstm_cell(gates, c) and gru_cell(x, hh, h): the gates [..., k * units]
+// (k = 4 for lstm_cell's (i, f, g, o), 3 for gru_cell's (r, z, n)) and the
+// state [..., units], of one rank (1 or more) and the same leading
+// dimensions. Unknown dims and ranks pass.
+absl::Status CheckRecurrentCell(const Shape& gates, const Shape& state, int k);
+// A cell kernel's inputs: CheckRecurrentCell of the gates and the state,
+// and every tensor of `like_gates` (`like_state`) of the gates' (state's)
+// shape. Returns the state's rows and units (its last dimension).
+struct CellRows {
+  int64_t rows = 0, units = 0;
+};
+absl::StatusOr<CellRows> CheckCellInputs(
+    std::string_view op, const Tensor& gates, const Tensor& state, int k,
+    std::initializer_list<const Tensor*> like_gates,
+    std::initializer_list<const Tensor*> like_state);
 
 // The dtype of layer_norm's mean and reciprocal standard deviation: f32
 // for the 16-bit floats (the kernels compute in f32), else x's; their

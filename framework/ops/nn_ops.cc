@@ -523,6 +523,137 @@ RUNNEL_REGISTER_OP(
              "dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); dscale = "
              "the sum of dy * xhat and doffset that of dy over the rows."));
 
+// ---- recurrent cells
+// ---------------------------------------------------------
+
+// The state's shape [..., units], its unknown dims taken from the gates'
+// [..., k * units] where those are known.
+Shape CellStateShape(const Shape& gates, const Shape& state, int k) {
+  if (state.unknown_rank()) {
+    if (gates.unknown_rank()) return state;
+    Shape s = gates;
+    const int last = s.rank() - 1;
+    if (last >= 0 && s.dim(last) != kUnknownDim) {
+      s.mutable_dims()[last] /= k;
+    }
+    return s;
+  }
+  Shape s = state;
+  if (gates.unknown_rank() || gates.rank() != s.rank()) return s;
+  for (int i = 0; i < s.rank(); ++i) {
+    const int64_t g = gates.dim(i);
+    if (s.dim(i) == kUnknownDim && g != kUnknownDim) {
+      s.mutable_dims()[i] = i + 1 < s.rank() ? g : g / k;
+    }
+  }
+  return s;
+}
+
+// The gates' shape [..., k * units] in the same way, from the state's.
+Shape CellGatesShape(const Shape& gates, const Shape& state, int k) {
+  if (gates.unknown_rank() || state.unknown_rank() ||
+      gates.rank() != state.rank()) {
+    return gates;
+  }
+  Shape g = gates;
+  for (int i = 0; i < g.rank(); ++i) {
+    const int64_t s = state.dim(i);
+    if (g.dim(i) == kUnknownDim && s != kUnknownDim) {
+      g.mutable_dims()[i] = i + 1 < g.rank() ? s : s * k;
+    }
+  }
+  return g;
+}
+
+// Inputs [first, last] floating and of one dtype.
+absl::Status FloatingAlike(const ShapeContext& c, int first, int last) {
+  RN_RETURN_IF_ERROR(RequireFloating(c, first));
+  return SameDTypes(c, first, last);
+}
+
+Specs LstmCellShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(FloatingAlike(c, 0, 1));
+  RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(0), c.shape(1), 4));
+  const Shape s = CellStateShape(c.shape(0), c.shape(1), 4);
+  return std::vector<TensorSpec>{{c.dtype(1), s}, {c.dtype(1), s}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("lstm_cell")
+        .Cost(KernelClass::kTranscendental)
+        .Inputs({"gates", "c"})
+        .Outputs({"h", "c_next"})
+        .Shape(LstmCellShape)
+        .Doc("One LSTM step from its pre-activation gates [..., 4 * units] "
+             "(i, f, g, o: PyTorch's order) and cell state c [..., units]: "
+             "c_next = sigmoid(f) * c + sigmoid(i) * tanh(g) and h = "
+             "sigmoid(o) * tanh(c_next), in one pass (the gradient, "
+             "lstm_cell_grad, recomputes the activations from the gates)."));
+
+Specs LstmCellGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(FloatingAlike(c, 0, 3));
+  RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(0), c.shape(1), 4));
+  for (int i : {2, 3}) {
+    RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(0), c.shape(i), 4));
+  }
+  return std::vector<TensorSpec>{
+      {c.dtype(0), CellGatesShape(c.shape(0), c.shape(1), 4)},
+      {c.dtype(0), CellStateShape(c.shape(0), c.shape(1), 4)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("lstm_cell_grad")
+        .Cost(KernelClass::kTranscendental)
+        .Inputs({"gates", "c", "dh", "dc_next"})
+        .Outputs({"dgates", "dc"})
+        .Shape(LstmCellGradShape)
+        .Doc("lstm_cell's gradients by its gates and c from those of its "
+             "outputs h and c_next, the activations recomputed from the "
+             "gates in the same pass."));
+
+Specs GruCellShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(FloatingAlike(c, 0, 2));
+  for (int i : {0, 1}) {
+    RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(i), c.shape(2), 3));
+  }
+  return std::vector<TensorSpec>{
+      {c.dtype(2), CellStateShape(c.shape(0), c.shape(2), 3)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("gru_cell")
+        .Cost(KernelClass::kTranscendental)
+        .Inputs({"x", "hh", "h"})
+        .Outputs({"h_next"})
+        .Shape(GruCellShape)
+        .Doc("One GRU step from the projected input x [..., 3 * units] and "
+             "the projected state hh [..., 3 * units] (each with its bias; "
+             "r, z, n: PyTorch's order) and the state h [..., units]: r = "
+             "sigmoid(x_r + hh_r), z = sigmoid(x_z + hh_z), n = tanh(x_n + r "
+             "* hh_n), h_next = (1 - z) * n + z * h, in one pass."));
+
+Specs GruCellGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(FloatingAlike(c, 0, 3));
+  for (int i : {0, 1}) {
+    RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(i), c.shape(2), 3));
+  }
+  RN_RETURN_IF_ERROR(CheckRecurrentCell(c.shape(0), c.shape(3), 3));
+  const Shape g = CellGatesShape(c.shape(0), c.shape(2), 3);
+  return std::vector<TensorSpec>{
+      {c.dtype(0), g},
+      {c.dtype(0), g},
+      {c.dtype(0), CellStateShape(c.shape(0), c.shape(2), 3)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("gru_cell_grad")
+        .Cost(KernelClass::kTranscendental)
+        .Inputs({"x", "hh", "h", "dh_next"})
+        .Outputs({"dx", "dhh", "dh"})
+        .Shape(GruCellGradShape)
+        .Doc("gru_cell's gradients by x, hh and h from that of h_next, the "
+             "activations recomputed from x and hh in the same pass."));
+
 // ---- batch normalisation (training) -----------------------------------------
 
 Specs BatchNormShape(const ShapeContext& c) {

@@ -524,6 +524,10 @@ void AddNN(std::vector<Builtin>& b) {
   // The ops call their input `logits`; the language calls it x.
   b.push_back(FromOp("masked_softmax"));
   b.push_back(FromOp("scaled_dot_product_attention"));
+  // The fused recurrent cells under nn.lstm and nn.gru: (h, c_next), and
+  // h_next.
+  b.push_back(FromOp("lstm_cell"));
+  b.push_back(FromOp("gru_cell"));
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(
         {op,

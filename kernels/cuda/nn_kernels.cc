@@ -1,6 +1,7 @@
-// GPU kernels of the neural-network ops (the CPU's: kernels/cpu/nn_kernels.cc
-// and the activation gradients of kernels/cpu/grad_kernels.cc): softmax,
-// log_softmax and the softmax cross-entropies through nn.cu; bias_add,
+// GPU kernels of the neural-network ops (the CPU's: kernels/cpu/nn_kernels.cc,
+// kernels/cpu/rnn_kernels.cc and the activation gradients of
+// kernels/cpu/grad_kernels.cc): the fused recurrent cells through rnn.cu;
+// softmax, log_softmax and the softmax cross-entropies through nn.cu; bias_add,
 // sigmoid_cross_entropy, relu_grad, sigmoid_grad and tanh_grad through the
 // element-wise template (cwise.h). l2_loss is a reduction
 // (reduction_kernels.cc). Shapes are checked on the host by the CPU kernels'
@@ -27,6 +28,7 @@
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 #include "kernels/cuda/nn.h"
+#include "kernels/cuda/rnn.h"
 
 namespace runnel {
 namespace {
@@ -128,6 +130,85 @@ class SoftmaxGradKernel : public OpKernel {
     RN_CUDA(cuda::LaunchSoftmaxGrad(l.type, dy.raw_data(), y.raw_data(),
                                     dx->raw_data(), y.num_elements() / len, len,
                                     l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+// The fused recurrent cells (kernels/cpu/rnn_kernels.cc).
+class LstmCellKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& gates = ctx->input(0);
+    const Tensor& c = ctx->input(1);
+    RN_ASSIGN_OR_RETURN(const CellRows r,
+                        CheckCellInputs(ctx->node().op(), gates, c, 4, {}, {}));
+    RN_ASSIGN_OR_RETURN(Tensor * h, ctx->allocate_output(0, c.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * c_next, ctx->allocate_output(1, c.shape()));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, c));
+    RN_CUDA(cuda::LaunchLstmCell(l.type, gates.raw_data(), c.raw_data(),
+                                 h->raw_data(), c_next->raw_data(), r.rows,
+                                 r.units, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+class LstmCellGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& gates = ctx->input(0);
+    const Tensor& c = ctx->input(1);
+    const Tensor& dh = ctx->input(2);
+    const Tensor& dc_next = ctx->input(3);
+    RN_ASSIGN_OR_RETURN(
+        const CellRows r,
+        CheckCellInputs(ctx->node().op(), gates, c, 4, {}, {&dh, &dc_next}));
+    RN_ASSIGN_OR_RETURN(Tensor * dgates,
+                        ctx->allocate_output(0, gates.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dc, ctx->allocate_output(1, c.shape()));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, c));
+    RN_CUDA(cuda::LaunchLstmCellGrad(l.type, gates.raw_data(), c.raw_data(),
+                                     dh.raw_data(), dc_next.raw_data(),
+                                     dgates->raw_data(), dc->raw_data(), r.rows,
+                                     r.units, l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+class GruCellKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& hh = ctx->input(1);
+    const Tensor& h = ctx->input(2);
+    RN_ASSIGN_OR_RETURN(const CellRows r,
+                        CheckCellInputs(ctx->node().op(), x, h, 3, {&hh}, {}));
+    RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, h.shape()));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, h));
+    RN_CUDA(cuda::LaunchGruCell(l.type, x.raw_data(), hh.raw_data(),
+                                h.raw_data(), out->raw_data(), r.rows, r.units,
+                                l.gpu->compute()));
+    return absl::OkStatus();
+  }
+};
+
+class GruCellGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& hh = ctx->input(1);
+    const Tensor& h = ctx->input(2);
+    const Tensor& dh_next = ctx->input(3);
+    RN_ASSIGN_OR_RETURN(
+        const CellRows r,
+        CheckCellInputs(ctx->node().op(), x, h, 3, {&hh}, {&dh_next}));
+    RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dhh, ctx->allocate_output(1, x.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor * dh, ctx->allocate_output(2, h.shape()));
+    RN_ASSIGN_OR_RETURN(Launch l, Prepare(ctx, h));
+    RN_CUDA(cuda::LaunchGruCellGrad(
+        l.type, x.raw_data(), hh.raw_data(), h.raw_data(), dh_next.raw_data(),
+        dx->raw_data(), dhh->raw_data(), dh->raw_data(), r.rows, r.units,
+        l.gpu->compute()));
     return absl::OkStatus();
   }
 };
@@ -479,6 +560,10 @@ RUNNEL_STATIC_INIT(GpuNnKernels) {
                                 {DType::kF32, DType::kF64});
   Register<SoftmaxGradKernel>("softmax_grad", kFloats);
   Register<LayerNormKernel>("layer_norm", kFloats);
+  Register<LstmCellKernel>("lstm_cell", kFloats);
+  Register<LstmCellGradKernel>("lstm_cell_grad", kFloats);
+  Register<GruCellKernel>("gru_cell", kFloats);
+  Register<GruCellGradKernel>("gru_cell_grad", kFloats);
   Register<LayerNormGradKernel>("layer_norm_grad", kFloats);
   Register<BatchNormKernel>("batch_norm", kFloats);
   Register<BatchNormGradKernel>("batch_norm_grad", kFloats);

@@ -398,6 +398,31 @@ TEST(GpuNnTest, LayerNorm) {
   }
 }
 
+// The fused recurrent cells and their gradients (which must run on the
+// GPU too): one row, many rows, a unit and many, a rank-3 state.
+TEST(GpuNnTest, RecurrentCells) {
+  SKIP_WITHOUT_GPU();
+  for (DType d : kFloats) {
+    for (const Shape& s :
+         {Shape{1, 1}, Shape{32, 256}, Shape{700, 3}, Shape{2, 5, 7}}) {
+      Shape g4 = s, g3 = s;
+      g4.mutable_dims().back() *= 4;
+      g3.mutable_dims().back() *= 3;
+      const bool diff = Differentiable(d);
+      Compare("lstm_cell", {Random(d, g4, 64, -3, 3), Random(d, s, 65, -2, 2)},
+              {}, diff, false,
+              diff ? std::vector<std::string>{"lstm_cell_grad"}
+                   : std::vector<std::string>{});
+      Compare("gru_cell",
+              {Random(d, g3, 66, -3, 3), Random(d, g3, 67, -3, 3),
+               Random(d, s, 68)},
+              {}, diff, false,
+              diff ? std::vector<std::string>{"gru_cell_grad"}
+                   : std::vector<std::string>{});
+    }
+  }
+}
+
 // batch_norm and its gradient (batch_norm_grad on the GPU too): few rows
 // and many (several chunks of the per-channel sums), one channel and many.
 TEST(GpuNnTest, BatchNorm) {
