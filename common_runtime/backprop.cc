@@ -514,6 +514,14 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
         (d == DType::kF32 || d == DType::kF64)) {
       next.push_back(in.Op("dynamic_index_add",
                            {sum, g.node->input(1), g.node->input(2)}));
+    } else if (g.node->op() == "gather_grad" &&
+               (d == DType::kF32 || d == DType::kF64)) {
+      // The same for rows gathered (an embedding's lookup in a recurrent
+      // step): dy's rows added into the sum's, not a dense gradient the
+      // size of the table added to it every iteration.
+      next.push_back(in.Op("gather_grad_add",
+                           {sum, g.node->input(1), g.node->input(2)},
+                           g.node->attrs()));
     } else if (IsMatrixProduct(g)) {
       // A weight's gradient (h^T dz in a recurrent step): the sgemm adds
       // it into the sum, instead of writing it for an add to read.

@@ -137,6 +137,14 @@ RUNNEL_REGISTER_GRADIENT(
     "dynamic_index_add", [](GradBuilder& g, const Grads& dy) -> Grads {
       return {dy[0], {}, g.Op("dynamic_index", {dy[0], g.x(1)})};
     });
+RUNNEL_REGISTER_GRADIENT("gather_grad_add",
+                         [](GradBuilder& g, const Grads& dy) -> Grads {
+                           return {
+                               dy[0],
+                               {},
+                               g.Op("gather", {dy[0], g.x(1)},
+                                    {{"axis", g.attr_or<int64_t>("axis", 0)}})};
+                         });
 RUNNEL_REGISTER_GRADIENT(
     "dynamic_update_index_grad", [](GradBuilder& g, const Grads& d) -> Grads {
       NodeOut ddx = d[0].node != nullptr ? d[0] : g.ZerosLike(g.y(0));

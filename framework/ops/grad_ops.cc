@@ -317,6 +317,18 @@ RUNNEL_REGISTER_OP(
              "(repeated indices add up). Reads only params' shape."));
 
 RUNNEL_REGISTER_OP(
+    OpDefBuilder("gather_grad_add")
+        .Inputs({"x", "indices", "dy"})
+        .Outputs({"y"})
+        .Attr("axis", int64_t{0})
+        .SameDType({0, 2})
+        .Shape(GatherGradShape)
+        .Doc("x plus gather_grad(x, indices, dy): dy's slices added into x "
+             "at `indices` along `axis`, in place when nothing else holds x "
+             "(a loop's gradient of the rows it gathered, summed over the "
+             "iterations, as dynamic_index_add is of a row it read)."));
+
+RUNNEL_REGISTER_OP(
     OpDefBuilder("slice_grad")
         .Inputs({"x", "begin", "dy"})
         .Outputs({"dx"})

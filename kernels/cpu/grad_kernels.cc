@@ -115,26 +115,58 @@ class SumToLikeKernel : public OpKernel {
 // Output columns one task of gather_grad accumulates, at most.
 constexpr int64_t kScatterColumns = 1024;
 
-// gather_grad(params, indices, dy): dy's slices added into zeros of params'
-// shape. A task owns a block of columns of one outer index and adds the
-// slices in index order, so repeated indices sum in a fixed order.
+// The shape of gather_grad's and gather_grad_add's work: params (or x) as
+// [outer, n, inner] along the axis, dy as [outer, m, inner], m = the
+// indices' count, the indices checked to lie in [0, n).
+struct ScatterPlan {
+  int64_t outer = 1, n = 0, inner = 1;
+  std::vector<int64_t> idx;
+};
+absl::StatusOr<ScatterPlan> PlanScatter(OpKernelContext* ctx,
+                                        const Tensor& params) {
+  RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
+  RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, params.rank()));
+  ScatterPlan p;
+  for (int k = 0; k < a; ++k) p.outer *= params.dim(k);
+  for (int k = a + 1; k < params.rank(); ++k) p.inner *= params.dim(k);
+  p.n = params.dim(a);
+  p.idx = ctx->input(1).ToInt64s();
+  RN_RETURN_IF_ERROR(CheckGatherIndices(p.idx, p.n, a, params.shape(),
+                                        StrCat(ctx->node().op(), ": ")));
+  return p;
+}
+
+// Adds dy's slices into `acc` at the plan's indices. A task owns a block
+// of columns of one outer index and adds the slices in index order, so
+// repeated indices sum in a fixed order.
+template <typename A, typename T>
+void AddSlices(OpKernelContext* ctx, const ScatterPlan& p, const T* g, A* acc) {
+  const int64_t m = static_cast<int64_t>(p.idx.size());
+  const int64_t inner = p.inner;
+  const int64_t width = std::min(std::max<int64_t>(inner, 1), kScatterColumns);
+  const int64_t blocks = (inner + width - 1) / width;
+  ctx->intra_op_pool()->ParallelFor(
+      p.outer * blocks, m * width, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t o = t / blocks, c0 = t % blocks * width;
+          const int64_t w = std::min(width, inner - c0);
+          for (int64_t j = 0; j < m; ++j) {
+            OutArray(acc + (o * p.n + p.idx[j]) * inner + c0, w) +=
+                Load<A>(g + (o * m + j) * inner + c0, w);
+          }
+        }
+      });
+}
+
+// gather_grad(params, indices, dy): dy's slices added into zeros of
+// params' shape.
 template <typename T>
 class GatherGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& params = ctx->input(0);
-    const Tensor& dy = ctx->input(2);
     RN_ASSIGN_OR_RETURN(Shape shape, ConcreteOutputShape(*ctx));
-    RN_ASSIGN_OR_RETURN(int64_t axis, ctx->node().attr<int64_t>("axis"));
-    RN_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis, params.rank()));
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < a; ++k) outer *= params.dim(k);
-    for (int k = a + 1; k < params.rank(); ++k) inner *= params.dim(k);
-    const int64_t n = params.dim(a);
-    const std::vector<int64_t> idx = ctx->input(1).ToInt64s();
-    const int64_t m = static_cast<int64_t>(idx.size());
-    RN_RETURN_IF_ERROR(
-        CheckGatherIndices(idx, n, a, params.shape(), "gather_grad: "));
+    RN_ASSIGN_OR_RETURN(const ScatterPlan p, PlanScatter(ctx, params));
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     if (out->num_elements() == 0) return absl::OkStatus();
     using A = AccumType<T>;
@@ -148,24 +180,30 @@ class GatherGradKernel : public OpKernel {
       acc = acc_buffer.data<float>();
     }
     std::fill_n(acc, out->num_elements(), A(0));
-    const T* g = dy.data<T>();
-    const int64_t width =
-        std::min(std::max<int64_t>(inner, 1), kScatterColumns);
-    const int64_t blocks = (inner + width - 1) / width;
-    ctx->intra_op_pool()->ParallelFor(
-        outer * blocks, m * width, [&](int64_t begin, int64_t end) {
-          for (int64_t t = begin; t < end; ++t) {
-            const int64_t o = t / blocks, c0 = t % blocks * width;
-            const int64_t w = std::min(width, inner - c0);
-            for (int64_t j = 0; j < m; ++j) {
-              OutArray(acc + (o * n + idx[j]) * inner + c0, w) +=
-                  Load<A>(g + (o * m + j) * inner + c0, w);
-            }
-          }
-        });
+    AddSlices(ctx, p, ctx->input(2).data<T>(), acc);
     if constexpr (!std::is_same_v<A, EigenType<T>>) {
       NarrowFromFloat(acc, out->data<T>(), out->num_elements());
     }
+    return absl::OkStatus();
+  }
+};
+
+// gather_grad_add(x, indices, dy): x with dy's slices added, in x's own
+// buffer when nothing else holds it (f32 and f64).
+template <typename T>
+class GatherGradAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(const ScatterPlan p, PlanScatter(ctx, x));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, x.shape(), &forwarded));
+    if (!forwarded && x.num_elements() > 0) {
+      std::memcpy(y->raw_data(), x.raw_data(), x.bytes());
+    }
+    if (y->num_elements() == 0) return absl::OkStatus();
+    AddSlices(ctx, p, ctx->input(2).data<T>(), y->data<T>());
     return absl::OkStatus();
   }
 };
@@ -198,6 +236,7 @@ RUNNEL_STATIC_INIT(GradKernels) {
   RegisterKernelForTypeList<GeluGradKernel>("gelu_grad", FloatTypes{});
   RegisterKernelForTypeList<SumToLikeKernel>("sum_to_like", NumericTypes{});
   RegisterKernelForTypeList<GatherGradKernel>("gather_grad", NumericTypes{});
+  RegisterKernelForTypes<GatherGradAddKernel, float, double>("gather_grad_add");
   RegisterKernelForTypeList<TileGradKernel>("tile_grad", NumericTypes{});
 }
 

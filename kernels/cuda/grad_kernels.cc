@@ -6,6 +6,7 @@
 #include "kernels/cuda/array.h"
 #include "kernels/cuda/array_primitives.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
 
@@ -24,6 +25,30 @@ class GatherGradKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(Tensor * out, ctx->allocate_output(0, shape));
     return GpuArrays::SumRowsByIndex(ctx, ctx->input(2), p.indices, p.outer,
                                      p.n, p.inner, out);
+  }
+};
+
+// gather_grad_add(x, indices, dy): gather_grad's sums (in a buffer of
+// their own), added to x into x's buffer when nothing else holds it.
+class GatherGradAddKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    RN_ASSIGN_OR_RETURN(GpuArrays::GatherPlan p,
+                        GpuArrays::PlanGather(ctx, "gather_grad_add: "));
+    bool forwarded = false;
+    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->forward_input_or_allocate(
+                                        0, 0, x.shape(), &forwarded));
+    if (x.num_elements() == 0) return absl::OkStatus();
+    Tensor sums(x.dtype(), x.shape(), ctx->device()->allocator());
+    RN_RETURN_IF_ERROR(GpuArrays::SumRowsByIndex(ctx, ctx->input(2), p.indices,
+                                                 p.outer, p.n, p.inner, &sums));
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    RN_CUDA(cuda::LaunchBinary(cuda::BinaryOp::kAdd, GpuElemType(x.dtype()),
+                               x.raw_data(), sums.raw_data(), y->raw_data(),
+                               x.num_elements(), nullptr, gpu.compute()));
+    return absl::OkStatus();
   }
 };
 
@@ -66,6 +91,10 @@ RUNNEL_STATIC_INIT(GpuGradKernels) {
     RegisterKernel<GatherGradKernel>("gather_grad", kDeviceGpu, d,
                                      {.inputs = {1}});
     RegisterKernel<TileGradKernel>("tile_grad", kDeviceGpu, d);
+  }
+  for (DType d : {DType::kF32, DType::kF64}) {
+    RegisterKernel<GatherGradAddKernel>("gather_grad_add", kDeviceGpu, d,
+                                        {.inputs = {1}});
   }
 }
 

@@ -416,6 +416,13 @@ TEST(GradientCheck, IndexingOps) {
   CheckGradient("gather", {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3}))});
   CheckGradient("gather", {Diff({2, 4}), Fixed(testing::I32({3, 3, 1}, {3}))},
                 {{"axis", int64_t{1}}});
+  CheckGradient(
+      "gather_grad_add",
+      {Diff({4, 3}), Fixed(testing::I32({2, 0, 2}, {3})), Diff({3, 3})});
+  CheckGradient(
+      "gather_grad_add",
+      {Diff({2, 4}), Fixed(testing::I32({3, 3, 1}, {3})), Diff({2, 3})},
+      {{"axis", int64_t{1}}});
   CheckGradient("tile", {Diff({2, 3}), Fixed(I64s({2, 1}))});
   CheckGradient("pad",
                 {Diff({2, 3}),

@@ -1323,6 +1323,25 @@ TEST(GradOpsTest, GatherGradAddsRepeatedIndices) {
       "f32[1000,64]");
 }
 
+// gather_grad_add: x plus gather_grad's sums (a loop's gradient of the rows
+// it gathered), along axis 0 and 1, with repeated indices.
+TEST(GradOpsTest, GatherGradAddAddsIntoX) {
+  ExpectTensor(Run1("gather_grad_add",
+                    {F32({1, 1, 1, 1, 1, 1, 1, 1}, {4, 2}), I32({1, 3, 1}, {3}),
+                     F32({1, 2, 3, 4, 5, 6}, {3, 2})}),
+               DType::kF32, {4, 2}, {1, 1, 7, 9, 1, 1, 4, 5}, 0);
+  ExpectTensor(Run1("gather_grad_add",
+                    {F64({10, 20, 30, 40, 50, 60}, {2, 3}), I64({2, 0, 2}, {3}),
+                     F64({1, 2, 3, 4, 5, 6}, {2, 3})},
+                    {{"axis", int64_t{1}}}),
+               DType::kF64, {2, 3}, {12, 20, 34, 45, 50, 70}, 0);
+  EXPECT_EQ(RunError("gather_grad_add",
+                     {F32({0, 0}, {2, 1}), I32({2}, {1}), F32({1}, {1, 1})})
+                .message(),
+            "gather_grad_add: index 2 (indices[0]) is out of range [0, 2) for "
+            "axis 0 of [2,1]");
+}
+
 TEST(GradOpsTest, GatherGradLargeAgainstNaive) {
   struct Case {
     int64_t outer, n, inner, m;
