@@ -425,6 +425,14 @@ bool IsMatrixProduct(NodeOut g) {
   return true;
 }
 
+// The op that adds a row-scattering gradient op's rows (its inputs 1 and
+// 2, with its attributes) into a sum in place; nullptr for other ops.
+const char* RowsAddedInPlace(const std::string& grad_op) {
+  if (grad_op == "dynamic_index_grad") return "dynamic_index_add";
+  if (grad_op == "gather_grad") return "gather_grad_add";
+  return nullptr;
+}
+
 // The gradient of a loop nested in the frame being walked: a backward loop
 // over the forward trip count. Its variables are the gradients of the
 // forward loop's variables (flowing from the exits back to the enters) and
@@ -506,21 +514,15 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
   for (size_t j = 0; j < invariants.size(); ++j) {
     const NodeOut sum = body[carried.size() + j + 1];
     const NodeOut g = step[carried.size() + j];
-    // The gradient of a row read x[i] is a zero tensor shaped like x with
-    // dy at i: add dy into row i of the sum instead (in place), so a scan
-    // over T rows costs O(T * row) backwards, not O(T^2 * row).
+    // The gradient of a row read x[i] (or of rows gathered, an embedding's
+    // lookup in a recurrent step) is a zero tensor shaped like x with dy
+    // at i: add dy into those rows of the sum instead (in place), so a scan
+    // over T rows costs O(T * row) backwards, not O(T^2 * row), and a
+    // lookup no table-sized gradient an iteration.
     const DType d = g.node->output_dtype(g.index);
-    if (g.node->op() == "dynamic_index_grad" &&
-        (d == DType::kF32 || d == DType::kF64)) {
-      next.push_back(in.Op("dynamic_index_add",
-                           {sum, g.node->input(1), g.node->input(2)}));
-    } else if (g.node->op() == "gather_grad" &&
-               (d == DType::kF32 || d == DType::kF64)) {
-      // The same for rows gathered (an embedding's lookup in a recurrent
-      // step): dy's rows added into the sum's, not a dense gradient the
-      // size of the table added to it every iteration.
-      next.push_back(in.Op("gather_grad_add",
-                           {sum, g.node->input(1), g.node->input(2)},
+    const char* adds = RowsAddedInPlace(g.node->op());
+    if (adds != nullptr && (d == DType::kF32 || d == DType::kF64)) {
+      next.push_back(in.Op(adds, {sum, g.node->input(1), g.node->input(2)},
                            g.node->attrs()));
     } else if (IsMatrixProduct(g)) {
       // A weight's gradient (h^T dz in a recurrent step): the sgemm adds

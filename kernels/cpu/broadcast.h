@@ -75,6 +75,15 @@ inline constexpr bool kIsHalfLike =
 template <typename S>
 using EigenArray = Eigen::Array<S, Eigen::Dynamic, 1>;
 
+// 1 / (1 + exp(-x)) of an array expression: the `sigmoid` kernel's formula
+// (cwise_unary_kernels.cc says why not Eigen's logistic()), shared by the
+// fused kernels that take a sigmoid.
+template <class X>
+auto SigmoidOf(const X& x) {
+  using S = typename X::Scalar;
+  return (S(1) + (-x).exp()).inverse();
+}
+
 // `n` elements at `p` as an Eigen array of the storage type.
 template <typename T>
 Eigen::Map<const EigenArray<EigenType<T>>> InArray(const T* p, int64_t n) {

@@ -185,8 +185,7 @@ struct Sigmoid {
   static constexpr int kCost = 14;
   template <class X>
   static auto Eval(const X& x) {
-    using S = typename X::Scalar;
-    return (S(1) + (-x).exp()).inverse();
+    return SigmoidOf(x);
   }
 };
 struct Elu {

@@ -6,8 +6,9 @@
 //     for `out.device(d) = expr` evaluation of Eigen tensor expressions;
 //   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
 //   - EigenData<T>(t): a tensor's data as Eigen's scalar type (the types
-//     themselves are in eigen_types.h), and ToF32/FromF32 for kernels that
-//     compute the 16-bit floats in f32.
+//     themselves are in eigen_types.h), LoadRun/StoreRun for a contiguous
+//     run of it in the accumulation type, and ToF32/FromF32 for kernels
+//     that compute the 16-bit floats in f32.
 #ifndef RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
 #define RUNNEL_KERNELS_CPU_EIGEN_SUPPORT_H_
 
@@ -63,6 +64,26 @@ const EigenType<T>* EigenData(const Tensor& t) {
 template <typename T>
 EigenType<T>* EigenMutableData(Tensor* t) {
   return reinterpret_cast<EigenType<T>*>(t->data<T>());
+}
+
+// A contiguous run of T as an Eigen array expression of its accumulation
+// type (f32 for the 16-bit floats).
+template <typename T>
+auto LoadRun(const EigenType<T>* p, int64_t n) {
+  return Eigen::Map<const Eigen::Array<EigenType<T>, Eigen::Dynamic, 1>>(p, n)
+      .template cast<AccumType<T>>();
+}
+
+// Writes an expression of T's accumulation type to a contiguous run of T,
+// rounding once.
+template <typename T, class Expr>
+void StoreRun(const Expr& e, EigenType<T>* p) {
+  Eigen::Map<Eigen::Array<EigenType<T>, Eigen::Dynamic, 1>> out(p, e.size());
+  if constexpr (std::is_same_v<EigenType<T>, AccumType<T>>) {
+    out = e;
+  } else {
+    out = e.template cast<EigenType<T>>();
+  }
 }
 
 // f32 copy of a tensor of 16-bit floats (T = Half or BFloat16), for kernels

@@ -32,23 +32,6 @@ Acc<T> Get(const EigenType<T>* p, int64_t i) {
   return static_cast<Acc<T>>(p[i]);
 }
 
-// A contiguous run of T as an Eigen array expression of Acc<T>.
-template <typename T>
-auto LoadRun(const EigenType<T>* p, int64_t n) {
-  return Eigen::Map<const Array1<EigenType<T>>>(p, n).template cast<Acc<T>>();
-}
-
-// Writes an expression of Acc<T> to a contiguous run of T, rounding once.
-template <typename T, class Expr>
-void StoreRun(const Expr& e, EigenType<T>* p) {
-  Eigen::Map<Array1<EigenType<T>>> out(p, e.size());
-  if constexpr (std::is_same_v<EigenType<T>, Acc<T>>) {
-    out = e;
-  } else {
-    out = e.template cast<EigenType<T>>();
-  }
-}
-
 // Cycles per element of an exp-heavy line, for ParallelFor.
 constexpr int64_t kExpCost = 30;
 

@@ -2,10 +2,10 @@
 // their gradients (framework/ops/nn_ops.cc). Each works a row (one batch
 // element: its gates and its state) at a time, the activations in arrays
 // of the accumulation type (f32 for the 16-bit floats, rounded once on
-// output), with the element-wise kernels' formulas: sigmoid is 1 / (1 +
-// exp(-x)) as the `sigmoid` kernel's, tanh Eigen's. The gradients
-// recompute the activations from the cell's inputs, so a loop's gradient
-// stacks only what the forward step read.
+// output), with the element-wise kernels' formulas (the `sigmoid` kernel's
+// SigmoidOf, Eigen's tanh). The gradients recompute the activations from
+// the cell's inputs, so a loop's gradient stacks only what the forward
+// step read.
 #include <cstdint>
 
 #include "framework/kernel.h"
@@ -44,25 +44,6 @@ void ForRows(OpKernelContext* ctx, int64_t rows, int64_t units, int64_t cost,
   ctx->intra_op_pool()->ParallelFor(rows, units * cost, fn);
 }
 
-// `n` elements at p as an array expression of Acc<T>.
-template <typename T>
-auto In(const EigenType<T>* p, int64_t n) {
-  return Eigen::Map<const Array1<EigenType<T>>>(p, n).template cast<Acc<T>>();
-}
-
-// Writes an expression of Acc<T> to `p`, rounding once.
-template <typename T, class Expr>
-void Out(const Expr& e, EigenType<T>* p) {
-  Eigen::Map<Array1<EigenType<T>>>(p, e.size()) =
-      e.template cast<EigenType<T>>();
-}
-
-template <class X>
-auto Sigmoid(const X& x) {
-  using S = typename X::Scalar;
-  return (S(1) + (-x).exp()).inverse();
-}
-
 // lstm_cell(gates, c) -> (h, c_next).
 template <typename T>
 class LstmCellKernel : public OpKernel {
@@ -83,13 +64,13 @@ class LstmCellKernel : public OpKernel {
       Array1<Acc<T>> i(u), f(u), g(u), o(u), cn(u);
       for (int64_t r = begin; r < end; ++r) {
         const EigenType<T>* row = pg + r * 4 * u;
-        i = Sigmoid(In<T>(row, u));
-        f = Sigmoid(In<T>(row + u, u));
-        g = In<T>(row + 2 * u, u).tanh();
-        o = Sigmoid(In<T>(row + 3 * u, u));
-        cn = f * In<T>(pc + r * u, u) + i * g;
-        Out<T>(cn, pn + r * u);
-        Out<T>(o * cn.tanh(), ph + r * u);
+        i = SigmoidOf(LoadRun<T>(row, u));
+        f = SigmoidOf(LoadRun<T>(row + u, u));
+        g = LoadRun<T>(row + 2 * u, u).tanh();
+        o = SigmoidOf(LoadRun<T>(row + 3 * u, u));
+        cn = f * LoadRun<T>(pc + r * u, u) + i * g;
+        StoreRun<T>(cn, pn + r * u);
+        StoreRun<T>(o * cn.tanh(), ph + r * u);
       }
     });
     return absl::OkStatus();
@@ -127,20 +108,20 @@ class LstmCellGradKernel : public OpKernel {
       Array1<A> i(u), f(u), g(u), o(u), cp(u), t(u), d(u), gh(u);
       for (int64_t r = begin; r < end; ++r) {
         const EigenType<T>* row = pg + r * 4 * u;
-        i = Sigmoid(In<T>(row, u));
-        f = Sigmoid(In<T>(row + u, u));
-        g = In<T>(row + 2 * u, u).tanh();
-        o = Sigmoid(In<T>(row + 3 * u, u));
-        cp = In<T>(pc + r * u, u);
+        i = SigmoidOf(LoadRun<T>(row, u));
+        f = SigmoidOf(LoadRun<T>(row + u, u));
+        g = LoadRun<T>(row + 2 * u, u).tanh();
+        o = SigmoidOf(LoadRun<T>(row + 3 * u, u));
+        cp = LoadRun<T>(pc + r * u, u);
         t = (f * cp + i * g).tanh();
-        gh = In<T>(pdh + r * u, u);
-        d = In<T>(pdn + r * u, u) + gh * o * (A(1) - t * t);
+        gh = LoadRun<T>(pdh + r * u, u);
+        d = LoadRun<T>(pdn + r * u, u) + gh * o * (A(1) - t * t);
         EigenType<T>* out = pdg + r * 4 * u;
-        Out<T>(d * g * i * (A(1) - i), out);
-        Out<T>(d * cp * f * (A(1) - f), out + u);
-        Out<T>(d * i * (A(1) - g * g), out + 2 * u);
-        Out<T>(gh * t * o * (A(1) - o), out + 3 * u);
-        Out<T>(d * f, pdc + r * u);
+        StoreRun<T>(d * g * i * (A(1) - i), out);
+        StoreRun<T>(d * cp * f * (A(1) - f), out + u);
+        StoreRun<T>(d * i * (A(1) - g * g), out + 2 * u);
+        StoreRun<T>(gh * t * o * (A(1) - o), out + 3 * u);
+        StoreRun<T>(d * f, pdc + r * u);
       }
     });
     return absl::OkStatus();
@@ -169,10 +150,10 @@ class GruCellKernel : public OpKernel {
       for (int64_t k = begin; k < end; ++k) {
         const EigenType<T>* a = px + k * 3 * u;
         const EigenType<T>* b = phh + k * 3 * u;
-        r = Sigmoid(In<T>(a, u) + In<T>(b, u));
-        z = Sigmoid(In<T>(a + u, u) + In<T>(b + u, u));
-        n = (In<T>(a + 2 * u, u) + r * In<T>(b + 2 * u, u)).tanh();
-        Out<T>((A(1) - z) * n + z * In<T>(ph + k * u, u), po + k * u);
+        r = SigmoidOf(LoadRun<T>(a, u) + LoadRun<T>(b, u));
+        z = SigmoidOf(LoadRun<T>(a + u, u) + LoadRun<T>(b + u, u));
+        n = (LoadRun<T>(a + 2 * u, u) + r * LoadRun<T>(b + 2 * u, u)).tanh();
+        StoreRun<T>((A(1) - z) * n + z * LoadRun<T>(ph + k * u, u), po + k * u);
       }
     });
     return absl::OkStatus();
@@ -212,23 +193,23 @@ class GruCellGradKernel : public OpKernel {
       for (int64_t k = begin; k < end; ++k) {
         const EigenType<T>* a = px + k * 3 * u;
         const EigenType<T>* b = phh + k * 3 * u;
-        r = Sigmoid(In<T>(a, u) + In<T>(b, u));
-        z = Sigmoid(In<T>(a + u, u) + In<T>(b + u, u));
-        hn = In<T>(b + 2 * u, u);
-        n = (In<T>(a + 2 * u, u) + r * hn).tanh();
-        d = In<T>(pd + k * u, u);
+        r = SigmoidOf(LoadRun<T>(a, u) + LoadRun<T>(b, u));
+        z = SigmoidOf(LoadRun<T>(a + u, u) + LoadRun<T>(b + u, u));
+        hn = LoadRun<T>(b + 2 * u, u);
+        n = (LoadRun<T>(a + 2 * u, u) + r * hn).tanh();
+        d = LoadRun<T>(pd + k * u, u);
         e = d * (A(1) - z) * (A(1) - n * n);
         ar = e * hn * r * (A(1) - r);
-        az = d * (In<T>(ph + k * u, u) - n) * z * (A(1) - z);
+        az = d * (LoadRun<T>(ph + k * u, u) - n) * z * (A(1) - z);
         EigenType<T>* ox = pdx + k * 3 * u;
         EigenType<T>* oh = pdhh + k * 3 * u;
-        Out<T>(ar, ox);
-        Out<T>(ar, oh);
-        Out<T>(az, ox + u);
-        Out<T>(az, oh + u);
-        Out<T>(e, ox + 2 * u);
-        Out<T>(e * r, oh + 2 * u);
-        Out<T>(d * z, pdh + k * u);
+        StoreRun<T>(ar, ox);
+        StoreRun<T>(ar, oh);
+        StoreRun<T>(az, ox + u);
+        StoreRun<T>(az, oh + u);
+        StoreRun<T>(e, ox + 2 * u);
+        StoreRun<T>(e * r, oh + 2 * u);
+        StoreRun<T>(d * z, pdh + k * u);
       }
     });
     return absl::OkStatus();
