@@ -18,7 +18,9 @@ Times are seconds per step (lower is better).
      TensorFlow's ParameterServerStrategy with a ClusterCoordinator and
      against PyTorch's DistributedDataParallel (gloo; PyTorch has no
      asynchronous parameter server). Synchronous: Runnel (replicas =
-     workers) against MultiWorkerMirroredStrategy and DDP. The floor is
+     workers) against MultiWorkerMirroredStrategy and DDP, twice: through
+     the parameter server (reduce = "ps") and by all-reduce between the
+     workers without one (reduce = "all", --ps 0). The floor is
      the step's FLOPs at the one-thread GEMM peak, one core per worker.
   3. replicated parameter servers: the asynchronous MLP with 2 workers on
      2 ps tasks, each ps with a backup (--ps-replicas 2, docs/cluster.md),
@@ -39,7 +41,7 @@ ParameterServerStrategy, and the collective (RING, AUTO) and steps per
 tf.function call for MultiWorkerMirroredStrategy.
 
     /usr/bin/python3 bench/cluster_bench.py BUILD_DIR [--threads 1] [--rounds 3]
-        [--only null,mlp,replicas,backup]   (the sections; default all)
+        [--only null,mlp,allreduce,replicas,backup]   (the sections; default all)
 """
 import json
 import os
@@ -76,14 +78,18 @@ def runnel_cluster(runnel, workers, threads, args, ps=1):
         return out
 
 
-def runnel_workload(runnel, threads, name, ps=1, ps_replicas=1):
-    """Runnel's seconds per step (null) or per worker step (async, sync)."""
+def runnel_workload(runnel, threads, name, ps=1, ps_replicas=1, reduce="ps"):
+    """Runnel's seconds per step (null) or per worker step (async, sync);
+    reduce="all": synchronous by all-reduce, without parameter servers."""
     kind, workers = cluster_peer.split_workload(name)
     steps = cluster_peer.STEPS[kind]
     args = ["--arg", f"steps={steps}", "--arg",
             "work=null" if kind == "null" else "work=mlp"]
     if kind == "sync":
         args += ["--arg", f"replicas={workers}"]
+    if reduce == "all":
+        args += ["--arg", "reduce=all"]
+        ps = 0
     if ps_replicas > 1:
         args += ["--ps-replicas", str(ps_replicas)]
     r = runnel_cluster(runnel, workers, threads, args, ps=ps)
@@ -94,9 +100,11 @@ def runnel_workload(runnel, threads, name, ps=1, ps_replicas=1):
                                          for t0, t1, _, _ in r.values()])
 
 
-def section(build, threads, rounds, title, workloads, tf_variants):
+def section(build, threads, rounds, title, workloads, tf_variants,
+            reduce="ps"):
     """compare() of Runnel against both peers on `workloads` ({name:
-    description}, names as cluster_peer.py takes them)."""
+    description}, names as cluster_peer.py takes them); `reduce` as
+    runnel_workload takes it."""
     runnel = os.path.join(build, "runnel")
     only = ["--only", ",".join(workloads), "--threads", str(threads)]
     peers = [peer.torch_peer([os.path.join(HERE, "cluster_peer.py")] + only,
@@ -108,7 +116,8 @@ def section(build, threads, rounds, title, workloads, tf_variants):
         flops = {w: MLP_FLOPS / cluster_peer.split_workload(w)[1]
                  for w in workloads}
     peer.compare(f"{TITLE}: {title}", threads,
-                 lambda _: {w: runnel_workload(runnel, threads, w)
+                 lambda _: {w: runnel_workload(runnel, threads, w,
+                                               reduce=reduce)
                             for w in workloads},
                  peers, rounds, workloads, trial_args=["--trial"],
                  flops=flops, build_dir=build)
@@ -183,7 +192,7 @@ def main(argv):
     rounds = peer.int_arg(argv, "--rounds", 3)
     only = set(argv[argv.index("--only") + 1].split(",")
                if "--only" in argv[:-1] else
-               ("null", "mlp", "replicas", "backup"))
+               ("null", "mlp", "allreduce", "replicas", "backup"))
     print(f"cluster benchmarks ({threads} thread(s) per process, {rounds} "
           "alternating rounds, loopback)")
     if "null" in only:
@@ -203,6 +212,15 @@ def main(argv):
              ("collective AUTO", ("--collective", "AUTO")),
              ("collective RING, 10 steps per call",
               ("--collective", "RING", "--inner", "10"))))
+    if "allreduce" in only:
+        section(build, threads, rounds, "synchronous MLP, all-reduce", {
+            f"sync{w}": f"MLP, {w} worker(s), synchronous, Runnel by "
+            "all-reduce without a ps (reduce = \"all\"; TensorFlow: "
+            "MultiWorkerMirroredStrategy; PyTorch: DDP)" for w in (1, 2)},
+            (("collective RING", ("--collective", "RING")),
+             ("collective AUTO", ("--collective", "AUTO")),
+             ("collective RING, 10 steps per call",
+              ("--collective", "RING", "--inner", "10"))), reduce="all")
     if "replicas" in only:
         replicated(build, threads, rounds)
     if "backup" in only:

@@ -503,6 +503,7 @@ std::optional<int> JoinCluster(CommandLine& cl, JoinedCluster* joined) {
   options.task_job = cl.job;
   options.task_index = static_cast<int>(task);
   options.task_workers = joined->workers;
+  options.task_ps = joined->ps;
   return std::nullopt;
 }
 

@@ -81,6 +81,12 @@ absl::Status Rendezvous::AbortStatus() {
   return aborted_;
 }
 
+bool Rendezvous::Holds(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = items_.find(key);
+  return it != items_.end() && it->second.has_value;
+}
+
 bool Rendezvous::HasWaiter(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);

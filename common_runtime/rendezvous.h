@@ -55,6 +55,8 @@ class Rendezvous {
   virtual bool Abort(const absl::Status& status);
   // The error the step was aborted with; OK while it was not.
   absl::Status AbortStatus();
+  // Whether a value sent under `key` waits for its receiver.
+  bool Holds(const std::string& key);
   // Whether a receiver waits for `key` now (so a test can send after it
   // asked, without guessing how long asking takes).
   bool HasWaiter(const std::string& key);

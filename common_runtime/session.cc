@@ -441,7 +441,9 @@ absl::StatusOr<std::vector<Tensor>> Session::RunOnce(
   for (const auto& [out, t] : feeds) frame.feeds.push_back(t);
   frame.fetches.resize(plan->num_fetches);
   frame.fetched.assign(plan->num_fetches, false);
-  if (options_.cluster != nullptr) {
+  // A cluster of one task (one worker, no ps) has one device: its plan is
+  // one executor, as a local run's.
+  if (options_.cluster != nullptr && plan->executor == nullptr) {
     RN_RETURN_IF_ERROR(RunClusterStep(*plan, &frame, run));
   } else if (plan->executor != nullptr) {
     RN_RETURN_IF_ERROR(plan->executor->Run({.call_frame = &frame,

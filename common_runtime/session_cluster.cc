@@ -18,7 +18,9 @@ namespace runnel {
 absl::Status Session::InitializeRemoteVariables(Plan& plan) {
   ClusterContext& cluster = *options_.cluster;
   std::map<std::string, std::vector<const Node*>> by_task;
-  for (size_t k = 0; k < plan.variables.size(); ++k) {
+  // A plan on one device (a cluster of one task) keeps no tasks: every
+  // variable is local.
+  for (size_t k = 0; k < plan.variable_tasks.size(); ++k) {
     if (!plan.variable_tasks[k].empty()) {
       by_task[plan.variable_tasks[k]].push_back(plan.variables[k]);
     }

@@ -73,6 +73,7 @@ class GrpcClusterModule : public ClusterModule {
     JoinedCluster joined;
     joined.context = cluster;
     joined.workers = spec.num_tasks("worker");
+    joined.ps = spec.num_tasks("ps");
     joined.leave = [cluster] { cluster->Leave(); };
     return joined;
   }

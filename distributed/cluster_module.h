@@ -51,6 +51,7 @@ struct JoinedCluster {
   std::shared_ptr<ClusterContext> context;
   // The number of tasks of the job "worker".
   int workers = 0;
+  int ps = 0;  // and of the job "ps"
   // Stops the heartbeats and tells the parameter servers this worker is
   // gone (synchronous replicas stop waiting for it). Idempotent.
   std::function<void()> leave;

@@ -5,6 +5,7 @@
 
 #include "base/status_macros.h"
 #include "base/strings.h"
+#include "distributed/collectives.h"
 #include "distributed/grpc_channels.h"
 #include "distributed/grpc_service.h"
 #include "distributed/grpc_util.h"
@@ -15,6 +16,10 @@ namespace {
 
 // How long a snapshot's read may take before the freeze lapses.
 constexpr double kSnapshotReadSeconds = 20;
+
+// How long a leaving worker waits for the others to read the tensors of
+// its last all-reduces (a straggler's last step).
+constexpr double kCollectivesDrainSeconds = 30;
 
 int64_t RandomStepBase() {
   std::random_device rd;
@@ -65,6 +70,14 @@ void GrpcCluster::Leave() {
   }
   beat_cv_.notify_all();
   if (beater_.joinable()) beater_.join();
+  // The other workers may not have read this worker's last all-reduce
+  // tensors yet: they fetch them from this process.
+  std::shared_ptr<WorkerCollectives> collectives;
+  {
+    std::lock_guard<std::mutex> lock(beat_mu_);
+    collectives = collectives_;
+  }
+  if (collectives != nullptr) collectives->Drain(kCollectivesDrainSeconds);
   for (const std::string& ps : PsTasks()) {
     channels_->Heartbeat(ps, task_, /*leaving=*/true, /*wait=*/true);
   }
@@ -89,6 +102,7 @@ absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
       job == "worker" ? task == 0 : spec.num_tasks("worker") == 0;
   auto cluster = std::shared_ptr<GrpcCluster>(new GrpcCluster(
       spec, ClusterSpec::TaskName(job, task), chief, std::move(options)));
+  cluster->worker_index_ = job == "worker" ? task : -1;
   cluster->channels_ =
       std::make_shared<WorkerChannels>(spec, cluster->options_);
   std::shared_ptr<WorkerChannels> channels = cluster->channels_;
@@ -121,6 +135,18 @@ std::vector<std::string> GrpcCluster::remote_devices() const {
 void GrpcCluster::ServeDevices(const DeviceSet* devices,
                                ThreadPool* inter_op_pool) {
   worker_->ServeDevices(devices, inter_op_pool);
+  if (worker_index_ < 0) return;
+  // The all_reduce kernel's (framework/collectives.h).
+  auto collectives = std::make_shared<WorkerCollectives>(
+      worker_.get(), spec_.num_tasks("worker"), worker_index_);
+  absl::Status s = devices->device(0)
+                       ->resources()
+                       ->LookupOrCreate<Collectives>(
+                           Collectives::kName, [&] { return collectives; })
+                       .status();
+  (void)s;  // only this call makes a resource of that name
+  std::lock_guard<std::mutex> lock(beat_mu_);
+  collectives_ = std::move(collectives);
 }
 
 int64_t GrpcCluster::NewStepId() {

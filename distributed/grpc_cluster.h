@@ -42,6 +42,8 @@ class WorkerServer;
 
 // The ClusterContext of a script's process: this task's Worker, served at
 // its address, and the stubs of the others.
+class WorkerCollectives;
+
 class GrpcCluster : public ClusterContext {
  public:
   static absl::StatusOr<std::shared_ptr<GrpcCluster>> Start(
@@ -123,6 +125,9 @@ class GrpcCluster : public ClusterContext {
   const std::string task_;
   const bool chief_;
   const GrpcOptions options_;
+  int worker_index_ = -1;  // this task's index among the workers, or -1
+  // The all_reduce kernel's, on a worker (under beat_mu_).
+  std::shared_ptr<WorkerCollectives> collectives_;
   uint64_t seed_ = 0;
   std::shared_ptr<WorkerChannels> channels_;
   std::unique_ptr<Worker> worker_;

@@ -662,9 +662,11 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     }
   }
   const bool defer = context_.cf == nullptr && (random || deferred_depth > 0);
-  // Ops without outputs only make sense in the graph (noop, group).
+  // Ops without outputs only make sense in the graph (noop, group), and
+  // so does an all-reduce between workers (the eager device has no
+  // cluster).
   const bool graph_only = op == "noop" || op == "random_reserve" ||
-                          !control.empty() ||
+                          op == "all_reduce" || !control.empty() ||
                           (random && context_.cf != nullptr);
   if (all_concrete && !graph_only) {
     const AttrMap attrs_copy = all_literal || defer ? attrs : AttrMap();

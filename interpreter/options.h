@@ -55,6 +55,7 @@ struct Options {
   std::string task_job = "localhost";
   int task_index = 0;
   int task_workers = 1;
+  int task_ps = 0;  // parameter-server tasks in the cluster
   bool task_chief = true;
   std::FILE* out = stdout;  // print
   std::FILE* err = stderr;  // progress bars

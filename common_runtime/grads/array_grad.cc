@@ -258,6 +258,7 @@ RUNNEL_NO_GRADIENT("sync_barrier");
 RUNNEL_NO_GRADIENT("sync_advance");
 RUNNEL_NO_GRADIENT("sync_hold");
 RUNNEL_NO_GRADIENT("sync_release");
+RUNNEL_NO_GRADIENT("all_reduce");
 
 }  // namespace
 }  // namespace runnel

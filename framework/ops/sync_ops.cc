@@ -63,6 +63,19 @@ Specs HoldShape(const ShapeContext& c) {
   return One(DType::kI64, Shape{});
 }
 
+Specs AllReduceShape(const ShapeContext& c) {
+  if (c.dtype(0) != DType::kF32 && c.dtype(0) != DType::kF64) {
+    return absl::InvalidArgumentError(
+        StrCat("needs an f32 or f64 tensor, got ", c.input(0).ToString()));
+  }
+  RN_ASSIGN_OR_RETURN(int64_t replicas, c.attr<int64_t>("replicas"));
+  if (replicas < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("replicas must be at least 1, got ", replicas));
+  }
+  return One(c.dtype(0), c.shape(0));
+}
+
 }  // namespace
 
 RUNNEL_REGISTER_OP(
@@ -125,5 +138,22 @@ RUNNEL_REGISTER_OP(OpDefBuilder("sync_release")
                        .Shape(HoldShape)
                        .Doc("Ends this run's sync_hold of the barrier of "
                             "step counter `ref`. Gives 0."));
+
+// All-reduce (docs/cluster.md, `optim.NAME(..., replicas = M, reduce =
+// "all")`): every worker holds its own copy of the variables, the workers
+// sum their gradients with each other, and each applies the same update.
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("all_reduce")
+        .Inputs({"x"})
+        .Outputs({"sum"})
+        .Attr("replicas", int64_t{1})
+        .Attr("group", std::string())
+        .Stateful()
+        .Shape(AllReduceShape)
+        .Doc("The element-wise sum of `x` over the `replicas` workers of the "
+             "cluster, which must be all of them; every worker gets the same "
+             "sum, added up in the workers' order. Each worker's n-th call of "
+             "a `group` (the node's name when empty) meets the others' n-th. "
+             "Without a cluster, `replicas` must be 1 and the sum is `x`."));
 
 }  // namespace runnel

@@ -322,6 +322,7 @@ Result Task(Interpreter& in, Args& a) {
   return Value::Record({{"job", Value::String(o.task_job)},
                         {"index", Value::Int(o.task_index)},
                         {"workers", Value::Int(o.task_workers)},
+                        {"ps", Value::Int(o.task_ps)},
                         {"chief", Value::Bool(o.task_chief)}});
 }
 

@@ -828,6 +828,8 @@ void AddState(std::vector<Builtin>& b) {
        [](Interpreter& in, Args& a) -> Result {
          return in.builder().ApplyOp("sync_advance", {a[0], a[1]}, {}, Site(a));
        }});
+  // All-reduce between workers (the optimizers' reduce = "all").
+  b.push_back(FromOp("all_reduce"));
   for (const char* op : {"scatter_add", "scatter_sub", "scatter_update"}) {
     b.push_back(
         {op,

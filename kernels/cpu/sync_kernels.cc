@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "framework/collectives.h"
 #include "framework/graph_def.h"
 #include "framework/kernel.h"
 #include "framework/live_workers.h"
@@ -234,7 +235,60 @@ class ReleaseKernel : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// all_reduce(x): the sum over the workers from the cluster's collectives
+// (framework/collectives.h); x itself in a run without a cluster, where
+// there is one worker.
+class AllReduceKernel : public AsyncOpKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(replicas_, node.attr<int64_t>("replicas"));
+    RN_ASSIGN_OR_RETURN(group_, node.attr<std::string>("group"));
+    if (group_.empty()) group_ = node.name();
+    return absl::OkStatus();
+  }
+
+  void ComputeAsync(OpKernelContext* ctx, Done done) override {
+    std::shared_ptr<Collectives> c =
+        ctx->resources()->Lookup<Collectives>(Collectives::kName);
+    const int workers = c == nullptr ? 1 : c->num_workers();
+    if (c != nullptr && c->worker_index() < 0) {
+      done(absl::FailedPreconditionError(
+          "all_reduce runs on the workers of a cluster, not on a parameter "
+          "server"));
+      return;
+    }
+    if (replicas_ != workers) {
+      done(absl::InvalidArgumentError(StrCat(
+          "all_reduce over ", replicas_, " workers, but ",
+          c == nullptr ? std::string("this run has no cluster (one worker; "
+                                     "`runnel cluster` runs several)")
+                       : StrCat("the cluster has ", workers, " workers"),
+          ": replicas must be the number of workers (an all-reduce has no "
+          "backup workers)")));
+      return;
+    }
+    if (c == nullptr) {
+      done(ctx->set_output(0, ctx->input(0)));
+      return;
+    }
+    c->AllReduceSum(group_, ctx->input(0),
+                    [ctx, done](absl::StatusOr<Tensor> sum) {
+                      if (!sum.ok()) {
+                        done(sum.status());
+                        return;
+                      }
+                      done(ctx->set_output(0, *std::move(sum)));
+                    });
+  }
+
+ private:
+  int64_t replicas_ = 1;
+  std::string group_;
+};
+
 RUNNEL_STATIC_INIT(SyncKernels) {
+  RegisterKernel<AllReduceKernel>("all_reduce", kDeviceCpu, DType::kF32);
+  RegisterKernel<AllReduceKernel>("all_reduce", kDeviceCpu, DType::kF64);
   RegisterReplicatedState("sync_accumulator", [](ResourceMgr*) {
     return std::make_shared<Accumulator>();
   });

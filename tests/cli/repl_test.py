@@ -143,7 +143,8 @@ def main():
     r.expect(r">>> ", "prompt after :help nn.dense")
     r.send(":help optim.adamw\r")
     r.expect(r"def adamw\(loss = none, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, "
-             r"weight_decay = 0.01, vars = \[\], replicas = 0, grads = none\)",
+             r"weight_decay = 0.01, vars = \[\], replicas = 0, grads = none, "
+             r"reduce = none\)",
              ":help optim.adamw signature, its two lines joined")
     r.expect(r"decoupled", ":help optim.adamw doc")
     r.expect(r">>> ", "prompt after :help optim.adamw")

@@ -33,33 +33,34 @@ syn match runnelConstant "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(true\|false\|none\)\>"
 syn match runnelDType "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(f16\|bf16\|f32\|f64\|i8
       \\|u8\|i32\|i64\|bool\)\>"
 syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
-      \\|allclose\|any\|apply_adam\|apply_momentum\|apply_sgd\|arange\|arg
-      \\|argmax\|argmin\|asin\|asinh\|assert\|assign\|assign_add\|assign_sub
-      \\|atan\|atanh\|avg_pool\|avg_pool3d\|batch_normalize\|batches\|bias_add
-      \\|broadcast_to\|cast\|ceil\|check_numerics\|clip\|close\|concat\|conv2d
-      \\|conv2d_transpose\|conv3d\|conv3d_transpose\|cos\|cumsum\|dataset
-      \\|debug_print\|dequeue\|dequeue_many\|dropout\|dynamic_partition
-      \\|dynamic_stitch\|einsum\|elu\|embedding_lookup\|encode\|enqueue
-      \\|enqueue_many\|erf\|exit\|exp\|expand_dims\|eye\|fill\|float\|floor
-      \\|fmt\|gather\|gather_elements\|gather_nd\|gelu_exact\|global_step
-      \\|glorot_uniform\|grad\|group\|gru_cell\|he_normal\|identity\|int
-      \\|isfinite\|isnan\|l2_loss\|layer_normalize\|leaves\|len\|load_csv
-      \\|load_idx\|load_npy\|load_records\|load_text\|log\|log1p\|log_softmax
-      \\|logsumexp\|lstm_cell\|map\|masked_softmax\|matmul\|max\|max_pool
-      \\|max_pool3d\|max_pool_with_argmax\|maximum\|mean\|min\|minimum\|neg
-      \\|non_max_suppression\|nonzero\|noop\|one_hot\|ones\|ones_like\|pack_as
-      \\|pad\|pow\|print\|prod\|progress\|queue\|random_normal\|random_uniform
-      \\|rank\|read_idx\|relu\|report\|reshape\|resize\|restore\|round\|rsqrt
-      \\|runner\|save\|save_npy\|scaled_dot_product_attention\|scan
-      \\|scatter_add\|scatter_elements\|scatter_nd\|scatter_sub
-      \\|scatter_update\|shape_of\|sigmoid\|sigmoid_cross_entropy\|sign\|sin
-      \\|size\|sleep\|slice\|slot\|softmax\|softmax_cross_entropy\|softplus
-      \\|sparse_apply_adam\|sparse_apply_momentum
-      \\|sparse_softmax_cross_entropy\|split\|sqrt\|square\|squeeze\|stack
-      \\|stop_gradient\|sum\|summary\|sync_accumulate\|sync_advance
-      \\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k\|trainable_vars
-      \\|transpose\|truncated_normal\|unique\|unique_all\|unsorted_segment_sum
-      \\|unstack\|vocabulary\|where\|with_values\|words\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
+      \\|all_reduce\|allclose\|any\|apply_adam\|apply_momentum\|apply_sgd
+      \\|arange\|arg\|argmax\|argmin\|asin\|asinh\|assert\|assign\|assign_add
+      \\|assign_sub\|atan\|atanh\|avg_pool\|avg_pool3d\|batch_normalize
+      \\|batches\|bias_add\|broadcast_to\|cast\|ceil\|check_numerics\|clip
+      \\|close\|concat\|conv2d\|conv2d_transpose\|conv3d\|conv3d_transpose
+      \\|cos\|cumsum\|dataset\|debug_print\|dequeue\|dequeue_many\|dropout
+      \\|dynamic_partition\|dynamic_stitch\|einsum\|elu\|embedding_lookup
+      \\|encode\|enqueue\|enqueue_many\|erf\|exit\|exp\|expand_dims\|eye\|fill
+      \\|float\|floor\|fmt\|gather\|gather_elements\|gather_nd\|gelu_exact
+      \\|global_step\|glorot_uniform\|grad\|group\|gru_cell\|he_normal
+      \\|identity\|int\|isfinite\|isnan\|l2_loss\|layer_normalize\|leaves\|len
+      \\|load_csv\|load_idx\|load_npy\|load_records\|load_text\|log\|log1p
+      \\|log_softmax\|logsumexp\|lstm_cell\|map\|masked_softmax\|matmul\|max
+      \\|max_pool\|max_pool3d\|max_pool_with_argmax\|maximum\|mean\|min
+      \\|minimum\|neg\|non_max_suppression\|nonzero\|noop\|one_hot\|ones
+      \\|ones_like\|pack_as\|pad\|pow\|print\|prod\|progress\|queue
+      \\|random_normal\|random_uniform\|rank\|read_idx\|relu\|report\|reshape
+      \\|resize\|restore\|round\|rsqrt\|runner\|save\|save_npy
+      \\|scaled_dot_product_attention\|scan\|scatter_add\|scatter_elements
+      \\|scatter_nd\|scatter_sub\|scatter_update\|shape_of\|sigmoid
+      \\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot\|softmax
+      \\|softmax_cross_entropy\|softplus\|sparse_apply_adam
+      \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
+      \\|square\|squeeze\|stack\|stop_gradient\|sum\|summary\|sync_accumulate
+      \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k
+      \\|trainable_vars\|transpose\|truncated_normal\|unique\|unique_all
+      \\|unsorted_segment_sum\|unstack\|vocabulary\|where\|with_values\|words
+      \\|zeros\|zeros_like\)\>\%(\s*=[=>]\@!\)\@!"
 " END GENERATED
 
 " The name after `def` (defined after the builtins: it wins over them).
