@@ -162,15 +162,27 @@ def parse_results(text):
     return out
 
 
-def run_side(side, config=None):
-    """{workload: seconds} from a command (list) or a function."""
+def run_side(side, config=None, attempts=3):
+    """{workload: seconds} from a command (list) or a function. A command
+    that fails is run again, up to `attempts` times in all, saying so: the
+    peers' cluster harnesses crash now and then on their own (PyTorch's
+    gloo at a process's exit: "terminate called without an active
+    exception"; TensorFlow's servers refusing a connection), and one crash
+    must not end the whole comparison."""
     if callable(side):
         return side(config)
     cmd = list(side) + (config.args if config else [])
     env = config.environ() if config else None
-    r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    for attempt in range(attempts):
+        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        if r.returncode == 0:
+            break
+        if attempt + 1 < attempts:
+            print(f"  (a run exited {r.returncode}; running it again: "
+                  f"{' '.join(cmd)})", file=sys.stderr)
     if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}")
+        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode} "
+                           f"({attempts} attempts)")
     results = parse_results(r.stdout)
     if not results:
         raise RuntimeError(f"{' '.join(cmd)} printed no RESULT lines")
