@@ -40,6 +40,11 @@ class WorkerCollectives : public Collectives {
   // this worker sent them (a worker that ends before would fail them);
   // whether they have.
   bool Drain(double seconds);
+  // Whether this worker has sent any tensor.
+  bool has_sent() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !sent_.empty();
+  }
 
   // The step id of a group's n-th call: the same in every process.
   static int64_t CallStep(const std::string& group, int64_t call);
@@ -59,7 +64,7 @@ class WorkerCollectives : public Collectives {
   Worker* const worker_;
   const int num_workers_;
   const int index_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   absl::flat_hash_map<std::string, Group> groups_ ABSL_GUARDED_BY(mu_);
   // The workers that have answered a fetch (so are not starting).
   absl::flat_hash_set<int> answered_ ABSL_GUARDED_BY(mu_);

@@ -77,7 +77,12 @@ void GrpcCluster::Leave() {
     std::lock_guard<std::mutex> lock(beat_mu_);
     collectives = collectives_;
   }
-  if (collectives != nullptr) collectives->Drain(kCollectivesDrainSeconds);
+  if (collectives != nullptr && collectives->has_sent()) {
+    collectives->Drain(kCollectivesDrainSeconds);
+    // Taken is not yet sent: the server finishes the answers under way
+    // (gRPC's graceful shutdown) before this process ends.
+    server_->Shutdown();
+  }
   for (const std::string& ps : PsTasks()) {
     channels_->Heartbeat(ps, task_, /*leaving=*/true, /*wait=*/true);
   }
