@@ -48,8 +48,7 @@ constexpr double kStartSeconds = 60;
 struct WorkerCollectives::Call {
   std::string group;
   int64_t call = 0;
-  int64_t rendezvous_step = 0;
-  std::shared_ptr<StepRendezvous> rendezvous;
+  std::shared_ptr<StepRendezvous> rendezvous;  // the call's (CallStep)
   std::chrono::steady_clock::time_point started;
   std::mutex mu;
   std::vector<Tensor> parts;
@@ -98,7 +97,6 @@ void WorkerCollectives::AllReduceSum(const std::string& group, const Tensor& x,
   auto state = std::make_shared<Call>();
   state->group = group;
   state->call = call;
-  state->rendezvous_step = step;
   state->parts.resize(static_cast<size_t>(num_workers_));
   state->parts[static_cast<size_t>(index_)] = x;
   state->missing = num_workers_ - 1;
@@ -115,7 +113,7 @@ void WorkerCollectives::AllReduceSum(const std::string& group, const Tensor& x,
     std::lock_guard<std::mutex> lock(mu_);
     sent_[group].push_back({step, key});
     // Only the last two calls' tensors can still be waiting for a reader.
-    if (sent_[group].size() > 2 * static_cast<size_t>(num_workers_)) {
+    if (sent_[group].size() > 2 * static_cast<size_t>(num_workers_ - 1)) {
       sent_[group].pop_front();
     }
   }
@@ -138,9 +136,10 @@ void WorkerCollectives::Fetch(const std::shared_ptr<Call>& state, int from) {
   absl::Status status;
   Tensor value;
   bool dead = false;
-  if (state->rendezvous->Recv(CallKey(from, index_, state->group, state->call,
-                                      state->rendezvous_step),
-                              arrive, &status, &value, &dead)) {
+  const int64_t step = CallStep(state->group, state->call);
+  if (state->rendezvous->Recv(
+          CallKey(from, index_, state->group, state->call, step), arrive,
+          &status, &value, &dead)) {
     arrive(status, value, dead);
   }
 }

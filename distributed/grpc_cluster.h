@@ -38,12 +38,11 @@
 namespace runnel {
 
 class WorkerChannels;
+class WorkerCollectives;
 class WorkerServer;
 
 // The ClusterContext of a script's process: this task's Worker, served at
 // its address, and the stubs of the others.
-class WorkerCollectives;
-
 class GrpcCluster : public ClusterContext {
  public:
   static absl::StatusOr<std::shared_ptr<GrpcCluster>> Start(
