@@ -26,6 +26,7 @@ module from bench/ scripts; run it as `python bench/peer.py --peak
 """
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -162,6 +163,36 @@ def parse_results(text):
     return out
 
 
+# How long one run of a peer's command may take (seconds), from
+# RUNNEL_PEER_TIMEOUT: TensorFlow's cluster peer, after one of its servers
+# refused a connection, has hung instead of failing, and held the whole
+# benchmark with it.
+PEER_TIMEOUT = float(os.environ.get("RUNNEL_PEER_TIMEOUT", "600"))
+
+
+def run_bounded(cmd, env):
+    """(exit code, stdout) of cmd, run in a session of its own; past
+    PEER_TIMEOUT its whole process group is killed and the code is None."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=PEER_TIMEOUT)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None, ""
+
+
+def describe_exit(code):
+    if code is None:
+        return f"ran past {PEER_TIMEOUT:g} s and was killed"
+    return f"exited {code}"
+
+
 def run_side(side, config=None, attempts=3):
     """{workload: seconds} from a command (list) or a function. A command
     that fails is run again, up to `attempts` times in all, saying so: the
@@ -174,16 +205,16 @@ def run_side(side, config=None, attempts=3):
     cmd = list(side) + (config.args if config else [])
     env = config.environ() if config else None
     for attempt in range(attempts):
-        r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-        if r.returncode == 0:
+        code, out = run_bounded(cmd, env)
+        if code == 0:
             break
         if attempt + 1 < attempts:
-            print(f"  (a run exited {r.returncode}; running it again: "
+            print(f"  (a run {describe_exit(code)}; running it again: "
                   f"{' '.join(cmd)})", file=sys.stderr)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode} "
+    if code != 0:
+        raise RuntimeError(f"{' '.join(cmd)} {describe_exit(code)} "
                            f"({attempts} attempts)")
-    results = parse_results(r.stdout)
+    results = parse_results(out)
     if not results:
         raise RuntimeError(f"{' '.join(cmd)} printed no RESULT lines")
     return results
