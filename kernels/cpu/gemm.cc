@@ -23,7 +23,7 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // alone.
 constexpr int64_t kMaxGemmPieces = 8;
 constexpr int64_t kMinGemmPieceSide = 64;
-// The least work of a piece: 2^23 multiply-adds, about 35 us on one core.
+// The least work of a piece: 2^23 multiply-adds, about 70 us on one core.
 // Handing a piece to a sleeping pool thread costs tens of microseconds
 // (its wake-up), and each piece packs its operands again: at 2^18 an LSTM
 // step's 64x128x512 products were cut in 8 pieces, and the row-LSTM's
