@@ -28,10 +28,10 @@ struct ConstMatrixF32 {
 // or C += A B with `accumulate`.
 // Each operand needs a unit stride along one of its axes (else Internal).
 // C is cut along its longer side into at most 8 blocks of at least 2^23
-// multiply-adds and (where the side has 128) 64 rows
-// or columns, 16 apart, each one single-threaded sgemm: the cut depends on the
-// shapes alone, so results do not depend on the number of threads. k == 0 gives
-// zeros (leaves C as it is with `accumulate`).
+// multiply-adds and (where the side has 128) 64 rows or columns, 16 apart,
+// each one single-threaded sgemm: the cut depends on the shapes alone, so
+// results do not depend on the number of threads. k == 0 gives zeros (leaves
+// C as it is with `accumulate`).
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                      ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
                      bool accumulate = false);

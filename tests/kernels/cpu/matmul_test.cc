@@ -71,20 +71,22 @@ TEST(MatMulTest, Transposes) {
 
 // Sizes that cut into uneven pieces (16 rows or columns apart: 200x600x300
 // in 4 by columns, 530x400x100 in 2 by rows) and single rows and columns,
-// in every transpose combination; widths of 512 and 1024
-// with 16 rows or more, whose untransposed B (beside an untransposed A) or
-// transposed A is copied with its rows further apart first
-// (kernels/cpu/gemm.cc), cut by rows and by columns.
+// in every transpose combination; widths of 512 and 1024 with 16 rows or
+// more, whose untransposed B (beside an untransposed A) or transposed A is
+// copied with its rows further apart first (kernels/cpu/gemm.cc), whole
+// and, large enough to be cut (2^23 multiply-adds a piece), cut by columns
+// (40x420x1024) and by rows (1024x420x40).
 TEST(MatMulTest, LargeAgainstNaive) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs : {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5},
-                  Case{1, 33, 64}, Case{200, 1, 17}, Case{1000, 3, 300},
-                  Case{5, 900, 200}, Case{16, 512, 30}, Case{15, 512, 30},
-                  Case{40, 1024, 2}, Case{700, 512, 33}, Case{33, 1536, 70},
-                  Case{512, 24, 70}, Case{1024, 1100, 8}, Case{96, 40, 900},
-                  Case{200, 300, 600}, Case{530, 100, 400}}) {
+  for (Case cs :
+       {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5}, Case{1, 33, 64},
+        Case{200, 1, 17}, Case{1000, 3, 300}, Case{5, 900, 200},
+        Case{16, 512, 30}, Case{15, 512, 30}, Case{40, 1024, 2},
+        Case{700, 512, 33}, Case{33, 1536, 70}, Case{512, 24, 70},
+        Case{1024, 1100, 8}, Case{96, 40, 900}, Case{200, 300, 600},
+        Case{530, 100, 400}, Case{40, 1024, 420}, Case{1024, 40, 420}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       std::vector<float> a = MatMulPattern(cs.m * cs.k, 1);
