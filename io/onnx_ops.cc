@@ -17,6 +17,7 @@
 #include <set>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "framework/ops/index_checks.h"
@@ -2960,18 +2961,83 @@ absl::Status ReverseSequence(NodeContext& c) {
                x.dtype, x.dims);
 }
 
-// Einsum: Runnel's einsum for one or two operands. More: each operand's
+// An einsum equation's ellipses written out as letters the equation does
+// not use (the same letters for every term, aligned from the right as
+// numpy broadcasts them), from the operands' ranks; an implicit output
+// gets the ellipsis's letters first, as numpy's. Unchanged without "...".
+absl::StatusOr<std::string> SpellEllipses(NodeContext& c,
+                                          const std::string& eq) {
+  if (eq.find("...") == std::string::npos) return eq;
+  std::string unused;
+  for (char ch = 'A'; ch <= 'Z'; ++ch) {
+    if (eq.find(ch) == std::string::npos) unused += ch;
+  }
+  for (char ch = 'a'; ch <= 'z'; ++ch) {
+    if (eq.find(ch) == std::string::npos) unused += ch;
+  }
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms = absl::StrSplit(eq.substr(0, arrow), ',');
+  if (static_cast<int>(terms.size()) != c.num_inputs()) {
+    return c.Invalid(StrCat("the equation has ", terms.size(),
+                            " operands, the node ", c.num_inputs(), " inputs"));
+  }
+  int most = 0;
+  std::vector<int> spans(terms.size(), -1);
+  for (size_t k = 0; k < terms.size(); ++k) {
+    const size_t at = terms[k].find("...");
+    if (at == std::string::npos) continue;
+    RN_ASSIGN_OR_RETURN(int r, RankOf(c, static_cast<int>(k)));
+    spans[k] = r - static_cast<int>(terms[k].size() - 3);
+    if (spans[k] < 0) {
+      return c.Invalid(StrCat("operand ", k, " has rank ", r, ", its term '",
+                              terms[k], "' names more axes"));
+    }
+    most = std::max(most, spans[k]);
+  }
+  if (most > static_cast<int>(unused.size()))
+    return c.Unsupported("an ellipsis of more axes than free letters");
+  const std::string all = unused.substr(0, most);
+  auto spell = [&](const std::string& term, int n) {
+    const size_t at = term.find("...");
+    if (at == std::string::npos) return term;
+    return StrCat(term.substr(0, at), all.substr(most - n),
+                  term.substr(at + 3));
+  };
+  std::string out;
+  for (size_t k = 0; k < terms.size(); ++k)
+    out += StrCat(k == 0 ? "" : ",", spell(terms[k], spans[k]));
+  if (arrow != std::string::npos) {
+    out += StrCat("->", spell(eq.substr(arrow + 2), most));
+  } else {
+    // numpy's implicit output: the ellipsis, then the letters one operand
+    // has once, in alphabetical order.
+    std::map<char, int> count;
+    for (const std::string& t : terms) {
+      for (char ch : t) {
+        if (std::isalpha(static_cast<unsigned char>(ch))) ++count[ch];
+      }
+    }
+    out += StrCat("->", all);
+    for (const auto& [ch, n] : count) {
+      if (n == 1) out += ch;
+    }
+  }
+  return out;
+}
+
+// Einsum: Runnel's einsum for one or two operands (with their ellipses,
+// and a letter twice in one operand: a diagonal). More: each operand's
 // axes put in one order of all the equation's letters (a transpose, and a
 // 1 for each letter it lacks), the operands multiplied, the letters not in
-// the output summed away, and the output's order made. Ellipses and a
-// letter twice in one operand are refused.
+// the output summed away, and the output's order made; ellipses written
+// out as letters, and a letter twice in one operand refused.
 absl::Status Einsum(NodeContext& c) {
-  std::string eq;
+  std::string given;
   for (char ch : c.Str("equation", "")) {
-    if (ch != ' ') eq += ch;
+    if (ch != ' ') given += ch;
   }
-  if (eq.find("...") != std::string::npos)
-    return c.Unsupported("an ellipsis in the equation");
+  RN_ASSIGN_OR_RETURN(const std::string eq, SpellEllipses(c, given));
+  const bool builtin = c.num_inputs() <= 2;
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> operands;
@@ -3002,8 +3068,10 @@ absl::Status Einsum(NodeContext& c) {
       if (!std::isalpha(static_cast<unsigned char>(ch))) {
         return c.Invalid(StrCat("'", std::string(1, ch), "' in the equation"));
       }
-      if (!seen.insert(ch).second)
-        return c.Unsupported("a letter twice in one operand");
+      if (!seen.insert(ch).second && !builtin) {
+        return c.Unsupported(
+            "a letter twice in one operand, with more than two operands");
+      }
       if (letters.find(ch) == std::string::npos) letters += ch;
       ++count[ch];
       if (v.dims[i] > 1 || size.count(ch) == 0) size[ch] = v.dims[i];
@@ -3025,8 +3093,8 @@ absl::Status Einsum(NodeContext& c) {
   }
   std::vector<int64_t> dims;
   for (char ch : out) dims.push_back(size[ch]);
-  if (c.num_inputs() <= 2) {  // the builtin: one matmul where it can
-    std::string call = StrCat("einsum(\"", eq, "\"");
+  if (builtin) {  // one matmul where it can; the equation as given
+    std::string call = StrCat("einsum(\"", given, "\"");
     for (int k = 0; k < c.num_inputs(); ++k) call += StrCat(", ", c.ref(k));
     return c.Out(0, call + ")", c.in(0).dtype, dims);
   }
@@ -3065,11 +3133,125 @@ absl::Status Einsum(NodeContext& c) {
   return c.Out(0, e, c.in(0).dtype, dims);
 }
 
+// One resized axis as taps: output position i is the sum over j of
+// weight[j][i] * x[index[j][i]] (the indices clamped to the axis, as the
+// edge repeated), and `outside[i]` when tf_crop_and_resize puts it past
+// the input (then the extrapolation value). Built as ONNX's reference
+// builds its window: the n nearest source positions around x_ori (ties
+// to the smaller), n and the weights from the mode's kernel (stretched by
+// 1 / scale when antialias downsamples), normalised, and with
+// exclude_outside the taps past either end weighed 0.
+struct Taps {
+  std::vector<std::vector<int64_t>> index;
+  std::vector<std::vector<double>> weight;
+  std::vector<bool> outside;
+};
+
+absl::StatusOr<Taps> ResizeTaps(NodeContext& c, const std::string& mode,
+                                const std::string& nearest, bool antialias,
+                                double a, bool exclude_outside, int64_t n,
+                                int64_t m, double scale,
+                                const std::function<double(int64_t)>& source,
+                                const std::vector<double>* roi) {
+  Taps t;
+  const double out_width = scale * n;
+  for (int64_t i = 0; i < m; ++i) {
+    double x;
+    if (roi != nullptr) {  // tf_crop_and_resize
+      const double span = ((*roi)[1] - (*roi)[0]) * (n - 1);
+      x = (out_width == 1 ? span / 2 : i * span / (out_width - 1)) +
+          (*roi)[0] * (n - 1);
+      t.outside.push_back(x < 0 || x > n - 1);
+    } else {
+      x = source(i);
+      t.outside.push_back(false);
+    }
+    const double ratio = x == std::floor(x) ? 1.0 : x - std::floor(x);
+    std::vector<double> w;
+    if (mode == "nearest") {
+      bool right;
+      if (ratio == 1.0)
+        right = true;
+      else if (nearest == "round_prefer_floor")
+        right = ratio > 0.5;
+      else if (nearest == "round_prefer_ceil")
+        right = ratio >= 0.5;
+      else if (nearest == "floor")
+        right = false;
+      else if (nearest == "ceil")
+        right = true;
+      else
+        return c.Unsupported(StrCat("nearest_mode \"", nearest, "\""));
+      w = {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
+    } else if (mode == "linear") {
+      if (!antialias) {
+        w = {1 - ratio, ratio};
+      } else {
+        const double s = std::min(scale, 1.0);
+        const int64_t start = static_cast<int64_t>(std::floor(-1 / s)) + 1;
+        for (int64_t k = start; k < 2 - start; ++k)
+          w.push_back(std::clamp(1 - std::abs((k - ratio) * s), 0.0, 1.0));
+      }
+    } else {  // cubic
+      auto kernel = [a](double v) {
+        v = std::abs(v);
+        if (v <= 1) return ((a + 2) * v - (a + 3)) * v * v + 1;
+        if (v < 2) return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
+        return 0.0;
+      };
+      const double s = antialias ? std::min(scale, 1.0) : 1.0;
+      const int64_t start = static_cast<int64_t>(std::floor(-2 / s)) + 1;
+      for (int64_t k = start; k < 2 - start; ++k)
+        w.push_back(kernel(s * (k - ratio)));
+    }
+    const int64_t taps = static_cast<int64_t>(w.size());
+    if (antialias) {
+      double total = 0;
+      for (double v : w) total += v;
+      for (double& v : w) v /= total;
+    }
+    // The window: the `taps` positions nearest x, ties to the smaller.
+    const double pad = std::ceil(taps / 2.0);
+    const double xp = x + pad;
+    const int64_t p = static_cast<int64_t>(std::floor(xp));
+    const double frac = xp - p;
+    int64_t offset;
+    if (taps % 2 == 0) {
+      offset = frac == 0 ? -(taps / 2) : -(taps / 2) + 1;
+    } else {
+      const int64_t base = -((taps - 1) / 2);
+      offset = frac <= 0.5 ? base : base + 1;
+    }
+    const int64_t first = p + offset - static_cast<int64_t>(pad);
+    if (exclude_outside) {
+      double total = 0;
+      for (int64_t j = 0; j < taps; ++j) {
+        if (first + j < 0 || first + j >= n) w[j] = 0;
+        total += w[j];
+      }
+      if (total != 0) {
+        for (double& v : w) v /= total;
+      }
+    }
+    if (t.index.empty()) {
+      t.index.resize(taps);
+      t.weight.resize(taps);
+    } else if (static_cast<int64_t>(t.index.size()) != taps) {
+      return c.Invalid("a resize window whose size changes along the axis");
+    }
+    for (int64_t j = 0; j < taps; ++j) {
+      t.index[j].push_back(std::clamp<int64_t>(first + j, 0, n - 1));
+      t.weight[j].push_back(w[j]);
+    }
+  }
+  return t;
+}
+
 // Resize (and Upsample) with nearest, linear or cubic interpolation, on
 // sizes known while importing: per resized axis, the source indices (and
 // for linear and cubic, the two or four neighbours' weights) computed here
 // by the specification's coordinate transformation, then gathers along
-// the axis.
+// the axis. With antialias or tf_crop_and_resize, ResizeTaps' window.
 absl::Status Resize(NodeContext& c) {
   const Value& x = c.in(0);
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
@@ -3084,7 +3266,9 @@ absl::Status Resize(NodeContext& c) {
           : c.Str("coordinate_transformation_mode", "half_pixel");
   const std::string nearest =
       c.Str("nearest_mode", c.opset() < 11 ? "floor" : "round_prefer_floor");
-  if (c.Int("antialias", 0) != 0) return c.Unsupported("antialias");
+  const bool antialias = c.Int("antialias", 0) != 0;
+  if (antialias && mode == "nearest")
+    return c.Invalid("antialias with mode \"nearest\"");
   std::vector<int64_t> axes = c.Ints("axes");
   for (int64_t& a : axes) {
     RN_ASSIGN_OR_RETURN(a, NormAxis(c, a, r));
@@ -3099,7 +3283,16 @@ absl::Status Resize(NodeContext& c) {
   }
   const double a = c.Float("cubic_coeff_a", -0.75f);
   const bool exclude_outside = c.Int("exclude_outside", 0) != 0;
-  c.Float("extrapolation_value", 0.0f);
+  const float extrapolation = c.Float("extrapolation_value", 0.0f);
+  // tf_crop_and_resize's region: per axis, its start and end as fractions
+  // of the input's extent (roi, input 1: the starts, then the ends).
+  std::vector<double> roi_of(2 * r);
+  for (int d = 0; d < r; ++d) roi_of[r + d] = 1.0;
+  const bool crop = ctm == "tf_crop_and_resize";
+  if (crop) {
+    if (!c.has_input(1)) return c.Invalid("tf_crop_and_resize without roi");
+    if (!c.constant(1)) return c.NeedConstant(1, "roi");
+  }
   // The scales, or the sizes.
   std::vector<double> scales;
   std::vector<int64_t> sizes;
@@ -3120,6 +3313,15 @@ absl::Status Resize(NodeContext& c) {
   if ((!scales.empty() && scales.size() != axes.size()) ||
       (!sizes.empty() && sizes.size() != axes.size())) {
     return c.Invalid("scales or sizes of the wrong length");
+  }
+  if (crop) {
+    const std::vector<double> roi = c.constant(1)->ToDoubles();
+    if (roi.size() != 2 * axes.size())
+      return c.Invalid("roi of the wrong length");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      roi_of[axes[i]] = roi[i];
+      roi_of[r + axes[i]] = roi[axes.size() + i];
+    }
   }
   // Each axis's scale and output size (the axes not listed keep theirs);
   // with sizes and a policy other than stretch, one scale for the listed
@@ -3154,7 +3356,8 @@ absl::Status Resize(NodeContext& c) {
     const int64_t n = x.dims[d];
     const int64_t m = size_of[d];
     const double scale = scale_of[d];
-    if (m == n && scale == 1.0) continue;
+    const std::vector<double> roi = {roi_of[d], roi_of[r + d]};
+    if (m == n && scale == 1.0 && roi[0] == 0.0 && roi[1] == 1.0) continue;
     if (m <= 0 || n <= 0) return c.Unsupported("an empty resize");
     auto source = [&](int64_t i) -> double {
       if (ctm == "half_pixel") return (i + 0.5) / scale - 0.5;
@@ -3176,9 +3379,39 @@ absl::Status Resize(NodeContext& c) {
     };
     if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" &&
         ctm != "align_corners" && ctm != "asymmetric" &&
-        ctm != "half_pixel_symmetric") {
+        ctm != "half_pixel_symmetric" && !crop) {
       return c.Unsupported(
           StrCat("coordinate_transformation_mode \"", ctm, "\""));
+    }
+    if (antialias || crop) {
+      RN_ASSIGN_OR_RETURN(
+          Taps t, ResizeTaps(c, mode, nearest, antialias, a, exclude_outside, n,
+                             m, scale, source, crop ? &roi : nullptr));
+      std::vector<int64_t> shape(r, 1);
+      shape[d] = m;
+      const std::string in = c.Temp(StrCat("in", d), e);
+      std::vector<std::string> terms;
+      for (size_t j = 0; j < t.index.size(); ++j) {
+        std::vector<std::string> w;
+        for (double v : t.weight[j]) w.push_back(F(static_cast<float>(v)));
+        const std::string wj =
+            c.Temp(StrCat("w", d, "_", j),
+                   StrCat("reshape(cast([", Join(w), "], ", DTypeCode(x.dtype),
+                          "), ", IntList(shape), ")"));
+        terms.push_back(StrCat("gather(", in, ", ", IntList(t.index[j]),
+                               ", axis = ", d, ") * ", wj));
+      }
+      e = SumOf(terms);
+      if (std::find(t.outside.begin(), t.outside.end(), true) !=
+          t.outside.end()) {
+        std::vector<std::string> mask;
+        for (bool o : t.outside) mask.push_back(o ? "true" : "false");
+        e = StrCat("where(reshape([", Join(mask), "], ", IntList(shape),
+                   "), cast(", F(extrapolation), ", ", DTypeCode(x.dtype),
+                   "), ", e, ")");
+      }
+      dims[d] = m;
+      continue;
     }
     std::vector<int64_t> lo, hi;
     std::vector<std::string> weights;

@@ -6,7 +6,9 @@
 // both share and the output keeps are the batch, those both share and it
 // drops are contracted, the rest are the rows and columns; the operands
 // are transposed only when their axes are not already in a matmul's
-// order (so "bhqd,bhkd->bhqk" is one matmul with transpose_b).
+// order (so "bhqd,bhkd->bhqk" is one matmul with transpose_b). A letter
+// twice in one operand ("ii->i", "...ii->...i") first takes that
+// operand's diagonal, one gather_nd of the two axes moved in front.
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -66,10 +68,9 @@ absl::StatusOr<Labels> ParseTerm(const std::string& term, int rank,
       return absl::InvalidArgumentError(
           StrCat("'", std::string(1, ch), "' is not a letter"));
     }
-    if (Has(out, ch)) {
+    if (rank < 0 && Has(out, ch)) {
       return absl::InvalidArgumentError(StrCat(
-          "'", std::string(1, ch), "' twice in '", term,
-          "': diagonals are not supported (gather_nd can take them first)"));
+          "output letter '", std::string(1, ch), "' twice in '", term, "'"));
     }
     out.push_back(ch);
   }
@@ -133,6 +134,27 @@ absl::StatusOr<Equation> Parse(std::string eq, const std::vector<int>& ranks) {
   return e;
 }
 
+// The dims of an operand of `shape`, after checking that a letter twice
+// in its labels `l` names axes of one size known while building.
+absl::StatusOr<std::vector<int64_t>> CheckDiagonals(const Labels& l,
+                                                    const Shape& shape) {
+  std::vector<int64_t> dims;
+  for (int i = 0; i < shape.rank(); ++i) dims.push_back(shape.dim(i));
+  for (size_t p = 0; p < l.size(); ++p) {
+    for (size_t q = p + 1; q < l.size(); ++q) {
+      if (l[p] != l[q]) continue;
+      if (dims[p] < 0 || dims[q] < 0 || dims[p] != dims[q]) {
+        auto size = [](int64_t d) { return d < 0 ? "?" : StrCat(d); };
+        return absl::InvalidArgumentError(StrCat(
+            "'", Name(l[p]), "' twice in an operand names axes of sizes ",
+            size(dims[p]), " and ", size(dims[q]),
+            ": a diagonal needs one size, known while building"));
+      }
+    }
+  }
+  return dims;
+}
+
 class Builder {
  public:
   Builder(Interpreter& in, Args& a) : in_(in), a_(a) {}
@@ -185,6 +207,38 @@ class Builder {
       parts.push_back(p);
     }
     return Op("concat", parts, {{"axis", int64_t{0}}});
+  }
+
+  // x (axes `l`, sizes `dims`) with each letter `l` has twice replaced by
+  // one axis in front, its diagonal: numpy's x[..., i, ..., i, ...] for
+  // every i. CheckDiagonals has checked the sizes.
+  Result Diagonals(Value x, Labels* l, std::vector<int64_t> dims) {
+    for (;;) {
+      size_t p = 0, q = 0;
+      for (p = 0; p < l->size(); ++p) {
+        q = std::find(l->begin() + p + 1, l->end(), (*l)[p]) - l->begin();
+        if (q < l->size()) break;
+      }
+      if (p == l->size()) return x;
+      const int64_t n = dims[p];
+      std::vector<int64_t> perm = {static_cast<int64_t>(p),
+                                   static_cast<int64_t>(q)};
+      Labels rest = {(*l)[p]};
+      std::vector<int64_t> rest_dims = {n};
+      for (size_t i = 0; i < l->size(); ++i) {
+        if (i == p || i == q) continue;
+        perm.push_back(static_cast<int64_t>(i));
+        rest.push_back((*l)[i]);
+        rest_dims.push_back(dims[i]);
+      }
+      RN_ASSIGN_OR_RETURN(x, Op("transpose", {std::move(x)}, {{"perm", perm}}));
+      Tensor at(DType::kI64, Shape{n, 2});
+      for (int64_t i = 0; i < 2 * n; ++i) at.data<int64_t>()[i] = i / 2;
+      RN_ASSIGN_OR_RETURN(
+          x, Op("gather_nd", {std::move(x), Value::Concrete(std::move(at))}));
+      *l = std::move(rest);
+      dims = std::move(rest_dims);
+    }
   }
 
   Result Slice(const Value& s, int from, int to) {
@@ -293,6 +347,7 @@ Result Einsum(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string equation, StringArg(a, 0));
   std::vector<Value> operands;
   std::vector<int> ranks;
+  std::vector<Shape> shapes;
   for (size_t i = 0; i < a.rest.size(); ++i) {
     Value v = a.rest[i];
     if (!v.is_tensor()) {
@@ -300,6 +355,7 @@ Result Einsum(Interpreter& in, Args& a) {
           v, in.builder().ToTensor(v, a.rest_spans[i], "einsum: an operand"));
     }
     RN_ASSIGN_OR_RETURN(int r, RankOf(v, a.rest_spans[i], static_cast<int>(i)));
+    shapes.push_back(SpecOf(v)->shape);
     operands.push_back(std::move(v));
     ranks.push_back(r);
   }
@@ -313,6 +369,16 @@ Result Einsum(Interpreter& in, Args& a) {
                    StrCat("einsum: '", equation, "': ", e.status().message()));
   }
   Builder b(in, a);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    absl::StatusOr<std::vector<int64_t>> dims =
+        CheckDiagonals(e->inputs[i], shapes[i]);
+    if (!dims.ok()) {
+      return ErrorAt(a.span_of(0), StrCat("einsum: '", equation,
+                                          "': ", dims.status().message()));
+    }
+    RN_ASSIGN_OR_RETURN(operands[i],
+                        b.Diagonals(operands[i], &e->inputs[i], *dims));
+  }
   if (operands.size() == 1) {
     Labels l = e->inputs[0];
     RN_ASSIGN_OR_RETURN(Value x, b.SumAway(operands[0], &l, e->output));
@@ -331,7 +397,7 @@ void AddEinsum(std::vector<Builtin>& b) {
                /*variadic=*/true,
                /*kwargs=*/false,
                {"transpose", "reshape", "matmul", "sum", "shape_of",
-                "strided_slice", "prod", "concat"}});
+                "strided_slice", "prod", "concat", "gather_nd"}});
 }
 
 }  // namespace runnel::interp

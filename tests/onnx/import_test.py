@@ -293,6 +293,62 @@ def test_loop(work):
                             f"{got_ys.shape}, want {want_ys.shape}")
 
 
+def test_einsum(work):
+    """Einsum with ellipses (broadcast as numpy aligns them) and diagonals,
+    with one, two and three operands, against numpy.einsum; a diagonal
+    among three operands is refused, naming the node."""
+    f = TensorProto.FLOAT
+    rng = np.random.default_rng(2)
+    cases = [
+        ("diagonal", "ii->i", [(3, 3)]),
+        ("trace", "ii", [(4, 4)]),
+        ("batch_diagonal", "...ii->...i", [(2, 3, 3)]),
+        ("diagonal_product", "iij,jk->ik", [(3, 3, 2), (2, 4)]),
+        ("broadcast_matmul", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+        ("implicit_ellipsis", "...j,jk", [(2, 3, 4), (4, 5)]),
+        ("three", "...i,...j,k->...ijk", [(2, 3), (1, 4), (2,)]),
+    ]
+    for name, eq, shapes in cases:
+        names = [f"x{k}" for k in range(len(shapes))]
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        want = np.einsum(eq, *xs)
+        node = helper.make_node("Einsum", names, ["y"], name="e", equation=eq)
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info(n, f, list(s)) for n, s in zip(names, shapes)],
+            [helper.make_tensor_value_info("y", f, list(want.shape))])
+        save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+             os.path.join(work, f"{name}.onnx"))
+        feeds = []
+        for n, x in zip(names, xs):
+            np.save(os.path.join(work, f"{name}_{n}.npy"), x)
+            feeds += ["--feed", f"{n}={name}_{n}.npy"]
+        if imported(work, name) is None:
+            continue
+        p = runnel("run", f"{name}.rnl", *feeds, "--fetch", "y", "--out",
+                   f"{name}_out", cwd=work)
+        if p.returncode != 0:
+            failures.append(f"run einsum {name}: exit {p.returncode}: {p.stderr}")
+            continue
+        got = np.load(os.path.join(work, f"{name}_out", "y.npy"))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+            failures.append(f"einsum {name} ({eq}): {got} != {want}")
+    node = helper.make_node("Einsum", ["a", "b", "c"], ["y"], name="e3",
+                            equation="ii,i,i->i")
+    graph = helper.make_graph(
+        [node], "refused",
+        [helper.make_tensor_value_info("a", f, [2, 2]),
+         helper.make_tensor_value_info("b", f, [2]),
+         helper.make_tensor_value_info("c", f, [2])],
+        [helper.make_tensor_value_info("y", f, [2])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         os.path.join(work, "refused.onnx"))
+    p = runnel("import", "refused.onnx", "-o", "refused.rnl", cwd=work)
+    if p.returncode != 1 or "'e3' (Einsum)" not in p.stderr or "twice" not in p.stderr:
+        failures.append(f"einsum diagonal of three operands: exit {p.returncode}: "
+                        f"{p.stderr}")
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_mlp(work)
@@ -300,6 +356,8 @@ def main():
         test_scan(work)
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_loop(work)
+    with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
+        test_einsum(work)
     with tempfile.TemporaryDirectory(prefix="onnx_import_") as work:
         test_errors(work)
     for f in failures:
