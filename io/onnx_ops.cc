@@ -856,16 +856,27 @@ absl::Status Reduce(NodeContext& c) {
     reduced[n] = true;
   }
   std::vector<int64_t> norm, dims;
+  bool empty = false;
   for (int i = 0; i < r; ++i) {
-    if (reduced[i] && x.dims[i] == 0 &&
-        (reduction == "max" || reduction == "min" ||
-         reduction == "logsumexp")) {
-      return c.Unsupported(
-          "a maximum or minimum over an empty axis (ONNX gives -inf or +inf)");
-    }
+    empty = empty || (reduced[i] && x.dims[i] == 0);
     if (reduced[i]) norm.push_back(i);
     if (!reduced[i]) dims.push_back(x.dims[i]);
     if (reduced[i] && keep) dims.push_back(1);
+  }
+  if (empty &&
+      (reduction == "max" || reduction == "min" || reduction == "logsumexp")) {
+    // Over no elements: the reduction's identity, as ONNX says (-inf for
+    // a maximum and a log-sum-exp, +inf for a minimum).
+    if (!IsFloating(x.dtype) || !AllKnown(dims)) {
+      return c.Unsupported(
+          "a maximum or minimum over an empty axis of a non-float dtype or "
+          "of other sizes not known");
+    }
+    return c.Out(0,
+                 StrCat("fill(", IntList(dims), ", ",
+                        reduction == "min" ? "1.0 / 0.0" : "-1.0 / 0.0",
+                        ", dtype = ", DTypeCode(x.dtype), ")"),
+                 x.dtype, dims);
   }
   std::string e = StrCat(reduction, "(", in, ", axis = ", IntList(norm),
                          keep ? ", keepdims = true" : "", ")");
@@ -2383,12 +2394,17 @@ absl::Status DepthSpace(NodeContext& c) {
     }
     dims = {x.dims[0], co, H * b, W * b};
   } else {
+    // The depth's order: the block's offsets, then the channels (DCR), or
+    // the channels first (CRD, opset 28's mode).
+    const std::string mode = c.Str("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      return c.Invalid(StrCat("mode \"", mode, "\""));
     if (H % b != 0 || W % b != 0)
       return c.Invalid("H or W is not divisible by blocksize");
     e = StrCat("reshape(transpose(reshape(", c.ref(0), ", [-1, ", C, ", ",
-               H / b, ", ", b, ", ", W / b, ", ", b,
-               "]), [0, 3, 5, 1, 2, 4]), [-1, ", C * b * b, ", ", H / b, ", ",
-               W / b, "])");
+               H / b, ", ", b, ", ", W / b, ", ", b, "]), ",
+               mode == "DCR" ? "[0, 3, 5, 1, 2, 4]" : "[0, 1, 3, 5, 2, 4]",
+               "), [-1, ", C * b * b, ", ", H / b, ", ", W / b, "])");
     dims = {x.dims[0], C * b * b, H / b, W / b};
   }
   return c.Out(0, e, x.dtype, dims);
@@ -2479,7 +2495,7 @@ absl::StatusOr<bool> Fold(NodeContext& c) {
   static const std::set<std::string> kFoldable = {
       "Identity", "Cast", "Unsqueeze", "Squeeze", "Concat", "Gather",
       "Slice",    "Add",  "Sub",       "Mul",     "Div",    "Equal",
-      "Max",      "Min",  "Neg",       "Abs"};
+      "Max",      "Min",  "Neg",       "Abs",     "Size",   "Range"};
   if (kFoldable.count(c.op()) == 0 || c.num_outputs() != 1) return false;
   std::vector<std::vector<int64_t>> in;
   for (int i = 0; i < c.num_inputs(); ++i) {
@@ -2572,6 +2588,22 @@ absl::StatusOr<bool> Fold(NodeContext& c) {
     shape = {static_cast<int64_t>(out.size())};
   } else if (op == "Neg" || op == "Abs") {
     for (int64_t v : in[0]) out.push_back(op == "Neg" ? -v : std::abs(v));
+  } else if (op == "Size") {
+    out = {x.num_elements()};
+    shape = {};
+    dtype = DType::kI64;
+  } else if (op == "Range") {
+    // start, start + delta, ... before limit (scalars of one dtype).
+    if (c.num_inputs() != 3 || in[1].size() != 1 || in[2].size() != 1 ||
+        in[0].size() != 1 || in[2][0] == 0)
+      return false;
+    const int64_t delta = in[2][0];
+    for (int64_t v = in[0][0]; delta > 0 ? v < in[1][0] : v > in[1][0];
+         v += delta) {
+      if (out.size() == 64) return false;
+      out.push_back(v);
+    }
+    shape = {static_cast<int64_t>(out.size())};
   } else if (op == "Equal") {
     if (!both([](int64_t a, int64_t b) -> int64_t { return a == b; }))
       return false;
