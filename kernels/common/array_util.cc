@@ -311,13 +311,25 @@ void FillElements(ThreadPool* pool, void* dst_v, int64_t n, const void* value,
   const char* v = static_cast<const char*>(value);
   const bool uniform_bytes =
       std::all_of(v, v + elem_size, [&](char c) { return c == v[0]; });
+  if (uniform_bytes) {
+    // memset writes 8 or more bytes a cycle (5.7 us for 896 KiB here, 24
+    // into fresh pages): split in blocks of 4 KiB at 512 cycles each, so
+    // that only fills of some megabytes wake another thread (a wake-up
+    // costs tens of microseconds; the row-LSTM's 896 KiB stacks took
+    // 50-170 us filled in two pieces).
+    constexpr int64_t kBlock = 4096;
+    const int64_t bytes = n * static_cast<int64_t>(elem_size);
+    pool->ParallelFor((bytes + kBlock - 1) / kBlock, kBlock / 8,
+                      [&](int64_t begin, int64_t end) {
+                        const int64_t from = begin * kBlock;
+                        std::memset(dst + from, v[0],
+                                    std::min(end * kBlock, bytes) - from);
+                      });
+    return;
+  }
   pool->ParallelFor(n, elem_size, [&](int64_t begin, int64_t end) {
-    if (uniform_bytes) {
-      std::memset(dst + begin * elem_size, v[0], (end - begin) * elem_size);
-    } else {
-      // A stride-0 source repeats the value.
-      CopyRun(elem_size, dst + begin * elem_size, elem_size, v, 0, end - begin);
-    }
+    // A stride-0 source repeats the value.
+    CopyRun(elem_size, dst + begin * elem_size, elem_size, v, 0, end - begin);
   });
 }
 
