@@ -1438,6 +1438,9 @@ absl::Status Pad(NodeContext& c) {
   }
   std::vector<int64_t> pads;
   std::string value = "0";
+  // A constant_value computed in the graph (a Cast of a Constant, in the
+  // expansions of ONNX's functions): the pads put in by a where.
+  bool computed = false;
   const Value& x = c.in(0);
   std::vector<int64_t> axes;
   if (c.opset() < 11) {
@@ -1446,8 +1449,8 @@ absl::Status Pad(NodeContext& c) {
   } else {
     RN_ASSIGN_OR_RETURN(pads, c.ConstInts(1, "pads"));
     if (c.has_input(2)) {
-      if (!c.constant(2)) return c.NeedConstant(2, "constant_value");
       value = c.ref(2);
+      computed = !c.constant(2);
     }
     if (c.has_input(3)) {
       RN_ASSIGN_OR_RETURN(axes, c.ConstInts(3, "axes"));
@@ -1471,6 +1474,16 @@ absl::Status Pad(NodeContext& c) {
   for (int i = 0; i < r; ++i) {
     rows.push_back(IntList(both[i]));
     if (dims[i] >= 0) dims[i] += both[i][0] + both[i][1];
+  }
+  if (mode == "constant" && computed) {
+    if (c.in(2).rank_known && c.in(2).dims.size() > 1)
+      return c.Invalid("constant_value of more than one element");
+    const std::string inside = StrCat("pad(ones_like(", c.ref(0), "), [",
+                                      Join(rows), "], value = 0) == 1");
+    return c.Out(0,
+                 StrCat("where(", inside, ", pad(", c.ref(0), ", [", Join(rows),
+                        "], value = 0), reshape(", value, ", []))"),
+                 x.dtype, dims);
   }
   if (mode == "constant") {
     return c.Out(
