@@ -175,6 +175,13 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
       ex->items_[c->id()].control_out.push_back(static_cast<int>(i));
     }
   }
+  for (NodeItem& item : ex->items_) {
+    std::vector<bool> seen(item.node->num_outputs(), false);
+    for (auto e = item.out_edges.rbegin(); e != item.out_edges.rend(); ++e) {
+      e->last = !seen[e->src_output];
+      seen[e->src_output] = true;
+    }
+  }
   ex->AssignMemory();
   return ex;
 }

@@ -95,6 +95,9 @@ class Executor {
     int dst;       // node item index
     int dst_slot;  // input slot of dst within dst's frame
     int src_output;
+    // The last of the item's edges from src_output: it may take the value
+    // instead of copying it (one reference count less to change).
+    bool last = false;
   };
   enum class MemoryCopy : uint8_t { kNone, kToHost, kToDevice };
   enum class Kind {

@@ -163,7 +163,7 @@ class ExecutorState {
       for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
 
       ready.clear();
-      Propagate(tn, item, outputs, dead, &ready);
+      Propagate(tn, item, &outputs, dead, &ready);
       // After the run's last node, `this` may be gone: touch nothing.
       if (NodeDone(tn, &ready)) return;
       ScheduleReady(ready, &inline_ready);
@@ -243,12 +243,12 @@ class ExecutorState {
     if (s.ok() && !dead) s = ToDevice(ex_.items_[tn.item], &outputs[0]);
     if (!s.ok()) Abort(s);
     DeadMask mask(1, dead || !s.ok());
-    FinishLater(tn, outputs, mask);
+    FinishLater(tn, &outputs, mask);
   }
 
   // Completes a node that finished after its thread moved on (a receive or
   // an asynchronous kernel), on the calling thread; Finish* raised active_.
-  void FinishLater(const TaggedNode& tn, const Outputs& outputs,
+  void FinishLater(const TaggedNode& tn, Outputs* outputs,
                    const DeadMask& mask) {
     Ready ready;
     Propagate(tn, ex_.items_[tn.item], outputs, mask, &ready);
@@ -315,7 +315,7 @@ class ExecutorState {
       mask[i] = ctx->output_dead(i);
     }
     outputs.resize(mask.size());
-    FinishLater(tn, outputs, mask);
+    FinishLater(tn, &outputs, mask);
   }
 
   // `t` in the memory input `i` of `item` takes it in (AssignMemory).
@@ -393,8 +393,9 @@ class ExecutorState {
           Abort(AttachNode(s, item.node->name(), item.node->span()));
           return false;
         }
-        outputs->push_back(in[i].tensor);
-        outputs->push_back(Tensor::ScalarOf(DType::kI32, i));
+        outputs->push_back(std::move(in[i].tensor));
+        outputs->push_back(i < 2 ? merge_index_[i]
+                                 : Tensor::ScalarOf(DType::kI32, i));
         return true;
       }
     }
@@ -402,32 +403,36 @@ class ExecutorState {
   }
 
   // Delivers a node's outputs to its consumers: in the same iteration, or
-  // into a loop (enter), out of it (exit) or to the next iteration.
+  // into a loop (enter), out of it (exit) or to the next iteration. The
+  // outputs are taken (moved) where they are used last.
   void Propagate(const TaggedNode& tn, const Executor::NodeItem& item,
-                 const Outputs& outputs, const DeadMask& dead, Ready* ready) {
+                 Outputs* outputs, const DeadMask& dead, Ready* ready) {
     using K = Executor::Kind;
     const bool all_dead = dead.empty() || dead[0];
     switch (item.kind) {
       case K::kEnter:
-        return Enter(tn, item, outputs, all_dead, ready);
+        return Enter(tn, item, *outputs, all_dead, ready);
       case K::kExit:
         if (all_dead) return;  // a dead exit counts when its frame ends
         {
           std::lock_guard<std::mutex> lock(tn.frame->mu);
           tn.frame->live_exits.insert(tn.item);
         }
-        Activate(item, outputs, dead, tn.frame->parent, tn.frame->parent_iter,
-                 tn.frame->parent_state, ready);
+        Activate(item, *outputs, true, dead, tn.frame->parent,
+                 tn.frame->parent_iter, tn.frame->parent_state, ready);
         return;
       case K::kNextIteration:
-        if (!all_dead) NextIteration(tn, item, outputs, ready);
+        if (!all_dead) NextIteration(tn, item, *outputs, ready);
         return;
       default:
-        Activate(item, outputs, dead, tn.frame, tn.iter, tn.state, ready);
+        Activate(item, *outputs, true, dead, tn.frame, tn.iter, tn.state,
+                 ready);
     }
   }
 
-  void Activate(const Executor::NodeItem& item, const Outputs& outputs,
+  // Delivers `outputs` into iteration `is`; with `take`, each output is
+  // moved into the slot of its last edge instead of copied there.
+  void Activate(const Executor::NodeItem& item, Outputs& outputs, bool take,
                 const DeadMask& dead, FrameState* frame, int64_t iter,
                 IterationState* is, Ready* ready) {
     auto make_ready = [&](int dst) {
@@ -438,9 +443,13 @@ class ExecutorState {
       const Executor::NodeItem& dst = ex_.items_[e.dst];
       Entry& slot = is->inputs[e.dst_slot];
       const bool out_dead = dead.empty() || dead[e.src_output];
+      auto deliver = [&] {
+        Tensor& value = outputs[e.src_output];
+        slot.tensor = take && e.last ? std::move(value) : value;
+      };
       if (dst.kind == Executor::Kind::kMerge) {
         if (!out_dead) {
-          slot.tensor = outputs[e.src_output];
+          deliver();
           slot.has_value = true;
           if (is->pending[dst.local].exchange(0) == 1) make_ready(e.dst);
         } else {
@@ -456,7 +465,7 @@ class ExecutorState {
       if (out_dead) {
         slot.is_dead = true;
       } else {
-        slot.tensor = outputs[e.src_output];
+        deliver();
       }
       if (is->pending[dst.local].fetch_sub(1, std::memory_order_acq_rel) == 1)
         make_ready(e.dst);
@@ -482,15 +491,15 @@ class ExecutorState {
     {
       std::lock_guard<std::mutex> lock(child->mu);
       const DeadMask d{dead};
-      const Outputs out{value.tensor};
+      Outputs out{value.tensor};
       if (item.is_constant) {
         child->invariants.push_back({tn.item, out, dead});
         for (auto& [iter, is] : child->iterations)
-          Activate(item, out, d, child, iter, is.get(), ready);
+          Activate(item, out, false, d, child, iter, is.get(), ready);
       } else {
         auto it = child->iterations.find(0);
         if (it != child->iterations.end())
-          Activate(item, out, d, child, 0, it->second.get(), ready);
+          Activate(item, out, true, d, child, 0, it->second.get(), ready);
       }
       enters_done = --child->pending_enters == 0;
     }
@@ -525,16 +534,17 @@ class ExecutorState {
   }
 
   void NextIteration(const TaggedNode& tn, const Executor::NodeItem& item,
-                     const Outputs& outputs, Ready* ready) {
+                     Outputs& outputs, Ready* ready) {
     FrameState* f = tn.frame;
     std::lock_guard<std::mutex> lock(f->mu);
     const int64_t next = tn.iter + 1;
     IterationState* is = StartIteration(f, next, ready);
     if (is == nullptr) {
-      f->deferred.emplace_back(next, tn.item, Entry{outputs[0], false, true});
+      f->deferred.emplace_back(next, tn.item,
+                               Entry{std::move(outputs[0]), false, true});
       return;
     }
-    Activate(item, outputs, {false}, f, next, is, ready);
+    Activate(item, outputs, true, {false}, f, next, is, ready);
   }
 
   // Iteration `iter` of f, made (with the invariants delivered) when the
@@ -554,8 +564,8 @@ class ExecutorState {
       f->spare.pop_back();
       slot->Reset(*f->def);
     }
-    for (const FrameState::Invariant& inv : f->invariants) {
-      Activate(ex_.items_[inv.item], inv.value, {inv.is_dead}, f, iter,
+    for (FrameState::Invariant& inv : f->invariants) {
+      Activate(ex_.items_[inv.item], inv.value, false, {inv.is_dead}, f, iter,
                slot.get(), ready);
     }
     return slot.get();
@@ -599,8 +609,8 @@ class ExecutorState {
           auto& [iter, item, value] = f->deferred.front();
           IterationState* next = StartIteration(f, iter, ready);
           if (next == nullptr) break;
-          Activate(ex_.items_[item], {value.tensor}, {false}, f, iter, next,
-                   ready);
+          Outputs out{std::move(value.tensor)};
+          Activate(ex_.items_[item], out, true, {false}, f, iter, next, ready);
           f->deferred.pop_front();
         }
       }
@@ -624,7 +634,8 @@ class ExecutorState {
     for (int exit : f->def->exits) {
       if (f->live_exits.contains(exit)) continue;
       const Executor::NodeItem& item = ex_.items_[exit];
-      Activate(item, {Tensor()}, {true}, parent, f->parent_iter, ps, ready);
+      Outputs none{Tensor()};
+      Activate(item, none, false, {true}, parent, f->parent_iter, ps, ready);
     }
     {
       // Another thread may still be about to lock f (its node ended an
@@ -693,6 +704,10 @@ class ExecutorState {
 
   const Executor& ex_;
   const Executor::RunArgs args_;
+  // A merge's value_index for its first two inputs (a loop's merges take
+  // one of two each iteration), made once.
+  const Tensor merge_index_[2] = {Tensor::ScalarOf(DType::kI32, 0),
+                                  Tensor::ScalarOf(DType::kI32, 1)};
   const std::string track_;  // where traced kernels go
   StepContainer step_;
   CancellationManager cancellation_;
