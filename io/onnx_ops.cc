@@ -3006,6 +3006,22 @@ absl::Status ReverseSequence(NodeContext& c) {
                x.dtype, x.dims);
 }
 
+// numpy's implicit einsum output letters: those that appear once in the
+// operands' terms, in alphabetical order.
+std::string ImplicitLetters(const std::vector<std::string>& terms) {
+  std::map<char, int> count;
+  for (const std::string& t : terms) {
+    for (char ch : t) {
+      if (std::isalpha(static_cast<unsigned char>(ch))) ++count[ch];
+    }
+  }
+  std::string out;
+  for (const auto& [ch, n] : count) {
+    if (n == 1) out += ch;
+  }
+  return out;
+}
+
 // An einsum equation's ellipses written out as letters the equation does
 // not use (the same letters for every term, aligned from the right as
 // numpy broadcasts them), from the operands' ranks; an implicit output
@@ -3054,18 +3070,8 @@ absl::StatusOr<std::string> SpellEllipses(NodeContext& c,
   if (arrow != std::string::npos) {
     out += StrCat("->", spell(eq.substr(arrow + 2), most));
   } else {
-    // numpy's implicit output: the ellipsis, then the letters one operand
-    // has once, in alphabetical order.
-    std::map<char, int> count;
-    for (const std::string& t : terms) {
-      for (char ch : t) {
-        if (std::isalpha(static_cast<unsigned char>(ch))) ++count[ch];
-      }
-    }
-    out += StrCat("->", all);
-    for (const auto& [ch, n] : count) {
-      if (n == 1) out += ch;
-    }
+    // numpy's implicit output: the ellipsis first.
+    out += StrCat("->", all, ImplicitLetters(terms));
   }
   return out;
 }
@@ -3098,7 +3104,6 @@ absl::Status Einsum(NodeContext& c) {
                             " operands, the node ", c.num_inputs(), " inputs"));
   }
   std::string letters;  // every letter, in order of appearance
-  std::map<char, int> count;
   std::map<char, int64_t> size;
   for (int k = 0; k < c.num_inputs(); ++k) {
     const std::string& sub = operands[k];
@@ -3118,7 +3123,6 @@ absl::Status Einsum(NodeContext& c) {
             "a letter twice in one operand, with more than two operands");
       }
       if (letters.find(ch) == std::string::npos) letters += ch;
-      ++count[ch];
       if (v.dims[i] > 1 || size.count(ch) == 0) size[ch] = v.dims[i];
     }
   }
@@ -3126,11 +3130,7 @@ absl::Status Einsum(NodeContext& c) {
   if (arrow != std::string::npos) {
     out = eq.substr(arrow + 2);
   } else {
-    // Implicit: the letters that appear once, in alphabetical order.
-    for (char ch : letters) {
-      if (count[ch] == 1) out += ch;
-    }
-    std::sort(out.begin(), out.end());
+    out = ImplicitLetters(operands);
   }
   for (char ch : out) {
     if (letters.find(ch) == std::string::npos)
@@ -3184,8 +3184,8 @@ absl::Status Einsum(NodeContext& c) {
 // the input (then the extrapolation value). Built as ONNX's reference
 // builds its window: the n nearest source positions around x_ori (ties
 // to the smaller), n and the weights from the mode's kernel (stretched by
-// 1 / scale when antialias downsamples), normalised, and with
-// exclude_outside the taps past either end weighed 0.
+// 1 / scale and normalised when antialias downsamples), and with
+// exclude_outside the taps past either end weighed 0 (the rest normalised).
 struct Taps {
   std::vector<std::vector<int64_t>> index;
   std::vector<std::vector<double>> weight;
@@ -3294,9 +3294,10 @@ absl::StatusOr<Taps> ResizeTaps(NodeContext& c, const std::string& mode,
 
 // Resize (and Upsample) with nearest, linear or cubic interpolation, on
 // sizes known while importing: per resized axis, the source indices (and
-// for linear and cubic, the two or four neighbours' weights) computed here
-// by the specification's coordinate transformation, then gathers along
-// the axis. With antialias or tf_crop_and_resize, ResizeTaps' window.
+// for linear, the two neighbours' weights) computed here by the
+// specification's coordinate transformation, then gathers along the axis.
+// Cubic, antialias and tf_crop_and_resize: ResizeTaps' window, a gather
+// per tap.
 absl::Status Resize(NodeContext& c) {
   const Value& x = c.in(0);
   RN_ASSIGN_OR_RETURN(int r, RankOf(c, 0));
@@ -3428,7 +3429,7 @@ absl::Status Resize(NodeContext& c) {
       return c.Unsupported(
           StrCat("coordinate_transformation_mode \"", ctm, "\""));
     }
-    if (antialias || crop) {
+    if (mode == "cubic" || antialias || crop) {
       RN_ASSIGN_OR_RETURN(
           Taps t, ResizeTaps(c, mode, nearest, antialias, a, exclude_outside, n,
                              m, scale, source, crop ? &roi : nullptr));
@@ -3460,37 +3461,8 @@ absl::Status Resize(NodeContext& c) {
     }
     std::vector<int64_t> lo, hi;
     std::vector<std::string> weights;
-    // Cubic: four neighbours (the edge repeated past either end), the
-    // reference's coefficients of the source's fraction (1 for a whole
-    // source, which then weighs its third neighbour only).
-    std::vector<std::vector<int64_t>> taps(4);
-    std::vector<std::vector<std::string>> tap_weights(4);
     for (int64_t i = 0; i < m; ++i) {
       const double s = source(i);
-      if (mode == "cubic") {
-        const bool whole = s == std::floor(s);
-        const double t = whole ? 1.0 : s - std::floor(s);
-        const int64_t first =
-            static_cast<int64_t>(std::floor(s)) - (whole ? 2 : 1);
-        const double u = 1 - t;
-        double w[4] = {
-            ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
-            ((a + 2) * t - (a + 3)) * t * t + 1,
-            ((a + 2) * u - (a + 3)) * u * u + 1,
-            ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a};
-        double total = 0;
-        for (int j = 0; j < 4; ++j) {
-          const int64_t at = first + j;
-          if (exclude_outside && (at < 0 || at >= n)) w[j] = 0;
-          total += w[j];
-        }
-        for (int j = 0; j < 4; ++j) {
-          taps[j].push_back(std::clamp<int64_t>(first + j, 0, n - 1));
-          tap_weights[j].push_back(
-              F(static_cast<float>(exclude_outside ? w[j] / total : w[j])));
-        }
-        continue;
-      }
       if (mode == "nearest") {
         double k;
         if (nearest == "round_prefer_floor")
@@ -3512,21 +3484,7 @@ absl::Status Resize(NodeContext& c) {
         weights.push_back(F(static_cast<float>(cl - i0)));
       }
     }
-    if (mode == "cubic") {
-      std::vector<int64_t> shape(r, 1);
-      shape[d] = m;
-      const std::string in = c.Temp(StrCat("in", d), e);
-      std::vector<std::string> terms;
-      for (int j = 0; j < 4; ++j) {
-        const std::string w =
-            c.Temp(StrCat("w", d, "_", j),
-                   StrCat("reshape(cast([", Join(tap_weights[j]), "], ",
-                          DTypeCode(x.dtype), "), ", IntList(shape), ")"));
-        terms.push_back(StrCat("gather(", in, ", ", IntList(taps[j]),
-                               ", axis = ", d, ") * ", w));
-      }
-      e = SumOf(terms);
-    } else if (mode == "nearest") {
+    if (mode == "nearest") {
       e = StrCat("gather(", e, ", ", IntList(lo), ", axis = ", d, ")");
     } else {
       std::vector<int64_t> shape(r, 1);
