@@ -601,6 +601,15 @@ const std::map<std::string, Emit>& Table() {
       e.Add(n, "MatMul", {a, b}, {e.Out(n)});
       return absl::OkStatus();
     };
+    // matmul_add(acc, a, b), f32 matrices: Gemm's C is the sum, its
+    // transA and transB the transposes.
+    (*t)["matmul_add"] = [](Exporter& e, const Node& n) {
+      onnx::NodeProto* gemm =
+          e.Add(n, "Gemm", {e.In(n, 1), e.In(n, 2), e.In(n, 0)}, {e.Out(n)});
+      SetInt(gemm, "transA", n.attr<bool>("transpose_a").value_or(false));
+      SetInt(gemm, "transB", n.attr<bool>("transpose_b").value_or(false));
+      return absl::OkStatus();
+    };
     // scaled_dot_product_attention: MatMul(q, k^T) * s, Softmax (with a
     // mask: of Where(keep, scores, -inf), then Where(keep, p, 0), which
     // also zeroes a query that keeps no key), MatMul(p, v); with the

@@ -521,6 +521,9 @@ absl::Status ConvArgs(Interpreter& in, const Args& a, int first,
 
 void AddNN(std::vector<Builtin>& b) {
   b.push_back(FromOp("matmul"));
+  // acc + a @ b in one pass over the sum (the sgemm adds the product in):
+  // an LSTM step's projected input plus its recurrent product.
+  b.push_back(FromOp("matmul_add"));
   // The ops call their input `logits`; the language calls it x.
   b.push_back(FromOp("masked_softmax"));
   b.push_back(FromOp("scaled_dot_product_attention"));

@@ -50,19 +50,24 @@ bool SgemmLayout(ConstMatrixF32 x, int64_t rows, int64_t cols, char* trans,
 }
 
 // oneDNN's sgemm reads an operand in place, without packing it, in two
-// cases measured here: B when C has up to a few hundred rows and A is not
-// transposed, and a transposed A (the weight gradient's x^T). Where such an
-// operand's rows lie a multiple of 2 KB apart (a width of 512, 1024, ...
-// floats: most layers' weights and activations), those reads fall into a
-// few cache sets and the product runs at half speed: 45 against 84
-// GFLOP/s for 128x1024x1024 on one core here, 44 against 71 for an LSTM
-// step's 32x1024x256, 62 against 75 for x^T dy of 4096 rows of 512 and
-// 128 features, the copy included. Such an operand is copied first with
-// its rows 64 bytes further apart. Below 16 rows (columns) of C the copy
-// costs what it saves; B beside a transposed A is packed (copying it cost
-// 10% of 128x512x4096).
+// cases: B when C has up to a few hundred rows and A is not transposed,
+// and a transposed A (the weight gradient's x^T). Where such an operand's
+// rows lie a multiple of 2 KB apart (a width of 512, 1024, ... floats:
+// most layers' weights and activations), those reads fall into a few cache
+// sets, and on an older machine the product ran at half speed (45 against
+// 84 GFLOP/s for 128x1024x1024 on one core). Such an operand is copied
+// first with its rows 64 bytes further apart, but only when the product
+// reuses each of its values at least kMinRowsToSpread times (the rows of
+// C for B, its columns for A): the copy is a pass over the whole operand,
+// and for fewer it costs more than the conflicts do. On the
+// Zen 5 of stop 66 (two threads, a whole step each): 64x3136x1024 (the
+// tutorial CNN's dense layer) 1.26-1.41 ms copied against 1.00-1.08 in
+// place, 16x1024x1024 0.33-0.50 against 0.13-0.14, 32x256x1024 (the
+// char-LM's recurrent product) 85 against 77 us, x^T dy of 4096 rows of
+// 512 and 128 features 1.33 against 1.10; at 256 rows copying B gained
+// (256x3136x1024: 3.84 against 4.18 ms) or tied (256x1024x1024).
 constexpr int64_t kConflictingRowStride = 512;  // floats
-constexpr int64_t kMinRowsToSpread = 16;
+constexpr int64_t kMinRowsToSpread = 256;
 
 // Whether B (k x n, read as `tb` with leading dimension `ldb`) is copied.
 bool SpreadsB(int64_t m, int64_t k, char ta, char tb, int64_t ldb) {

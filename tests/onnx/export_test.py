@@ -92,7 +92,7 @@ def compare(what, got, want):
 def main():
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(prefix="onnx_export_") as work:
-        ops = ["m", "mt", "act", "sm", "lsm", "sxe", "red", "am", "sq", "rs", "cc", "sp", "ex",
+        ops = ["m", "mt", "ma", "act", "sm", "lsm", "sxe", "red", "am", "sq", "rs", "cc", "sp", "ex",
                "cv", "cvv", "mp", "ap", "mpd", "cv3", "cv3v", "mp3", "ap3", "ct", "ctv", "ct3", "ws", "gs", "ln", "att", "att_t", "sums", "total", "nest", "rows", "pick", "picks", "deep", "ge", "se", "gn",
                "sn", "tk", "top_at", "nz", "uv", "ui", "uinv", "uc", "urows", "lh", "lc", "gru"]
         check("ops", os.path.join(REPO, "tests", "onnx", "export_ops.rnl"), ops,

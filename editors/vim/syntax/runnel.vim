@@ -45,10 +45,10 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|global_step\|glorot_uniform\|grad\|group\|gru_cell\|he_normal
       \\|identity\|int\|isfinite\|isnan\|l2_loss\|layer_normalize\|leaves\|len
       \\|load_csv\|load_idx\|load_npy\|load_records\|load_text\|log\|log1p
-      \\|log_softmax\|logsumexp\|lstm_cell\|map\|masked_softmax\|matmul\|max
-      \\|max_pool\|max_pool3d\|max_pool_with_argmax\|maximum\|mean\|min
-      \\|minimum\|neg\|non_max_suppression\|nonzero\|noop\|one_hot\|ones
-      \\|ones_like\|pack_as\|pad\|pow\|print\|prod\|progress\|queue
+      \\|log_softmax\|logsumexp\|lstm_cell\|map\|masked_softmax\|matmul
+      \\|matmul_add\|max\|max_pool\|max_pool3d\|max_pool_with_argmax\|maximum
+      \\|mean\|min\|minimum\|neg\|non_max_suppression\|nonzero\|noop\|one_hot
+      \\|ones\|ones_like\|pack_as\|pad\|pow\|print\|prod\|progress\|queue
       \\|random_normal\|random_uniform\|rank\|read_idx\|relu\|report\|reshape
       \\|resize\|restore\|round\|rsqrt\|runner\|save\|save_npy
       \\|scaled_dot_product_attention\|scan\|scatter_add\|scatter_elements

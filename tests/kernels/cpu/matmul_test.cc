@@ -71,22 +71,24 @@ TEST(MatMulTest, Transposes) {
 
 // Sizes that cut into uneven pieces (16 rows or columns apart: 200x600x300
 // in 4 by columns, 530x400x100 in 2 by rows) and single rows and columns,
-// in every transpose combination; widths of 512 and 1024 with 16 rows or
-// more, whose untransposed B (beside an untransposed A) or transposed A is
-// copied with its rows further apart first (kernels/cpu/gemm.cc), whole
+// in every transpose combination; widths of 512 and 1024 with 256 rows or
+// columns or more, whose untransposed B (beside an untransposed A) or
+// transposed A is copied with its rows further apart first
+// (kernels/cpu/gemm.cc: 700x33x512, 1024x8x1100, 256x30x512, not
+// 255x30x512), whole
 // and, large enough to be cut (2^23 multiply-adds a piece), cut by columns
 // (40x420x1024) and by rows (1024x420x40).
 TEST(MatMulTest, LargeAgainstNaive) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs :
-       {Case{37, 29, 53}, Case{130, 70, 600}, Case{7, 300, 5}, Case{1, 33, 64},
-        Case{200, 1, 17}, Case{1000, 3, 300}, Case{5, 900, 200},
-        Case{16, 512, 30}, Case{15, 512, 30}, Case{40, 1024, 2},
-        Case{700, 512, 33}, Case{33, 1536, 70}, Case{512, 24, 70},
-        Case{1024, 1100, 8}, Case{96, 40, 900}, Case{200, 300, 600},
-        Case{530, 100, 400}, Case{40, 1024, 420}, Case{1024, 40, 420}}) {
+  for (Case cs : {Case{37, 29, 53},    Case{130, 70, 600},  Case{7, 300, 5},
+                  Case{1, 33, 64},     Case{200, 1, 17},    Case{1000, 3, 300},
+                  Case{5, 900, 200},   Case{16, 512, 30},   Case{256, 512, 30},
+                  Case{255, 512, 30},  Case{40, 1024, 2},   Case{700, 512, 33},
+                  Case{33, 1536, 70},  Case{512, 24, 70},   Case{1024, 1100, 8},
+                  Case{96, 40, 900},   Case{200, 300, 600}, Case{530, 100, 400},
+                  Case{40, 1024, 420}, Case{1024, 40, 420}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       std::vector<float> a = MatMulPattern(cs.m * cs.k, 1);
@@ -103,13 +105,14 @@ TEST(MatMulTest, LargeAgainstNaive) {
 }
 
 // matmul_add(acc, a, b) = acc + op(a) op(b), in every transpose
-// combination and at a width whose B is spread first; acc is unchanged.
+// combination and at a width whose B (256 rows of C) or transposed A (256
+// columns) is spread first; acc is unchanged.
 TEST(MatMulTest, MatMulAddAgainstNaive) {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case cs :
-       {Case{3, 4, 2}, Case{37, 29, 53}, Case{20, 512, 9}, Case{5, 7, 0}}) {
+  for (Case cs : {Case{3, 4, 2}, Case{37, 29, 53}, Case{256, 512, 9},
+                  Case{512, 256, 9}, Case{5, 7, 0}}) {
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       std::vector<float> a = MatMulPattern(cs.m * cs.k, 5);
