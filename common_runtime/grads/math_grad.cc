@@ -26,8 +26,10 @@ RUNNEL_REGISTER_GRADIENT("abs", Chain([](GradBuilder& g) {
 RUNNEL_REGISTER_GRADIENT("square", Chain([](GradBuilder& g) {
                            return g.Mul(g.ScalarLike(2, g.x()), g.x());
                          }));
+// From relu's output, positive exactly where its input is: the input is
+// then read by relu alone, which may overwrite it (a bias_add's sum).
 RUNNEL_REGISTER_GRADIENT("relu", [](GradBuilder& g, const Grads& dy) -> Grads {
-  return {g.Op("relu_grad", {dy[0], g.x()})};
+  return {g.Op("relu_grad", {dy[0], g.y()})};
 });
 RUNNEL_REGISTER_GRADIENT("sqrt", [](GradBuilder& g, const Grads& dy) -> Grads {
   // 0.5 / sqrt(x)

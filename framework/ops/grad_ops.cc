@@ -65,11 +65,13 @@ Specs ActivationGradShape(const ShapeContext& c) {
   return One(c.dtype(0), std::move(s));
 }
 
-RUNNEL_REGISTER_OP(OpDefBuilder("relu_grad")
-                       .Inputs({"dy", "x"})
-                       .Outputs({"dx"})
-                       .Shape(ReluGradShape)
-                       .Doc("dy where x > 0, else 0: the gradient of relu."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("relu_grad")
+        .Inputs({"dy", "x"})
+        .Outputs({"dx"})
+        .Shape(ReluGradShape)
+        .Doc("dy where x > 0, else 0: the gradient of relu (x: relu's "
+             "output, positive where its input is)."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("sigmoid_grad")
                        .Inputs({"y", "dy"})

@@ -243,13 +243,23 @@ struct LogicalNot {
   }
 };
 
-// y = F(x) for T inputs and Out outputs.
+// y = F(x) for T inputs and Out outputs; y in x's buffer when nothing
+// else holds it (relu after a bias_add, whose gradient reads relu's
+// output), except for the F that fix up y from x afterwards.
 template <typename T, typename F, typename Out = T>
 class UnaryKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RN_ASSIGN_OR_RETURN(Tensor * y, ctx->allocate_output(0, x.shape()));
+    Tensor* y = nullptr;
+    if constexpr (std::is_same_v<Out, T> && !requires(const T* in, T* out) {
+                    F::Fix(in, out, int64_t{0});
+                  }) {
+      y = ctx->forward_input(0, 0, x.shape());
+    }
+    if (y == nullptr) {
+      RN_ASSIGN_OR_RETURN(y, ctx->allocate_output(0, x.shape()));
+    }
     const T* in = x.data<T>();
     Out* out = y->data<Out>();
     ctx->intra_op_pool()->ParallelFor(

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/graph.h"
+#include "framework/kernel.h"
 #include "framework/op_registry.h"
 #include "tests/util/test_util.h"
 
@@ -12,6 +14,7 @@ namespace runnel {
 namespace {
 
 using ::runnel::testing::Bool;
+using ::runnel::testing::Eager;
 using ::runnel::testing::ExpectTensor;
 using ::runnel::testing::F32;
 using ::runnel::testing::F64;
@@ -609,6 +612,40 @@ TEST(CwiseTest, ShapeFunctionsWithUnknownDims) {
   out = InferOutputs(*cast, cast_attrs, {{DType::kI8, Shape{kUnknownDim}}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].ToString(), "bf16[?]");
+}
+
+// A unary kernel writes into its input's buffer when its caller allows it
+// and nothing else holds the buffer (relu after a bias_add), but not an op
+// that fixes its values up from the input afterwards (exp's underflow).
+TEST(CwiseTest, UnaryWritesInPlaceOnlyWhenAloneAndNotFixedUp) {
+  Device* device = Eager().device();
+  auto run = [&](const std::string& op, Tensor* x) {
+    std::unique_ptr<Node> node = *Node::Detached(
+        {.name = "u", .op = op}, {{x->dtype(), x->shape()}}, {nullptr});
+    std::unique_ptr<OpKernel> k =
+        *KernelRegistry::Global().Create(*node, device->type());
+    OpKernelContext ctx(*node, device, {x}, 0, nullptr);
+    ctx.allow_input_forwarding();
+    EXPECT_TRUE(k->Compute(&ctx).ok());
+    return ctx.output(0);
+  };
+  Tensor alone = F32({-1, 2, -3, 4}, {4});
+  Tensor y = run("relu", &alone);
+  EXPECT_TRUE(y.SharesBufferWith(alone));
+  ExpectTensor(y, DType::kF32, {4}, {0, 2, 0, 4}, 0);
+
+  Tensor shared = F32({-1, 2, -3, 4}, {4});
+  Tensor other = shared;  // a second holder: the kernel must not write it
+  y = run("relu", &shared);
+  EXPECT_FALSE(y.SharesBufferWith(shared));
+  ExpectTensor(y, DType::kF32, {4}, {0, 2, 0, 4}, 0);
+  ExpectTensor(other, DType::kF32, {4}, {-1, 2, -3, 4}, 0);
+
+  Tensor x = F32({0, -100, 1, -200}, {4});
+  y = run("exp", &x);
+  EXPECT_FALSE(y.SharesBufferWith(x));
+  ExpectTensor(y, DType::kF32, {4}, {1, std::exp(-100.0f), std::exp(1.0f), 0},
+               1e-6);
 }
 
 }  // namespace
