@@ -44,6 +44,15 @@ bool IsBackEdgeInput(const Node& n, int i) {
 
 // The frame each node runs in: the frame of its inputs, where an enter's
 // output is in its child frame and an exit's in its frame's parent.
+void Executor::Ran(int i, int64_t nanos) const {
+  std::atomic<int>& runs = cheap_runs_[i];
+  if (nanos >= kCheapNanos) {
+    runs.store(0, std::memory_order_relaxed);
+  } else {
+    runs.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 absl::Status Executor::AssignFrames() {
   frames_.assign(1, StaticFrame{});
   absl::flat_hash_map<std::string, int> by_name;
@@ -115,6 +124,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
   ex->track_ = DeviceSet::ShortName(device->name());
   std::vector<Node*> nodes = ex->graph_->nodes();
   ex->items_.resize(nodes.size());
+  ex->cheap_runs_ = std::make_unique<std::atomic<int>[]>(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeItem& item = ex->items_[i];
     const Node* n = nodes[i];

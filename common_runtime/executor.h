@@ -9,7 +9,10 @@
 // (docs/architecture.md). Run() schedules nodes as their inputs become
 // ready, using atomic pending counts: cheap kernels run inline on the thread
 // that readied them, expensive ones go to the inter-op pool, so independent
-// branches run in parallel. Every tensor slot carries an `is_dead` bit and
+// branches run in parallel. A kernel that says it is expensive is timed
+// until it has run in under kCheapNanos kCheapRuns times in a row; from
+// then on it counts as cheap (waking a pool thread for it would cost more
+// than it runs). Every tensor slot carries an `is_dead` bit and
 // every scheduled node a frame and iteration (docs/architecture.md, Control
 // flow): switch and merge make conditionals, enter, exit and next_iteration
 // loops whose iterations overlap (at most `parallel_iterations` at once). A
@@ -158,12 +161,23 @@ class Executor {
       : graph_(std::move(graph)), device_(device), pool_(pool) {}
   absl::Status AssignFrames();
   void AssignMemory();
+  // Whether item i's kernel is (still) expensive, and (for one that is)
+  // how long it ran just now.
+  bool Expensive(int i) const {
+    return items_[i].expensive &&
+           cheap_runs_[i].load(std::memory_order_relaxed) < kCheapRuns;
+  }
+  void Ran(int i, int64_t nanos) const;
+  static constexpr int64_t kCheapNanos = 5000;
+  static constexpr int kCheapRuns = 4;
 
   std::shared_ptr<const Graph> graph_;
   Device* device_;
   std::string track_;  // the device's short name, for traces
   ThreadPool* pool_;
   std::vector<NodeItem> items_;
+  // Per item: its kernel's latest runs in a row under kCheapNanos.
+  mutable std::unique_ptr<std::atomic<int>[]> cheap_runs_;
   std::vector<StaticFrame> frames_;
   std::vector<int> roots_;  // items with no inputs
 };

@@ -1,11 +1,13 @@
 // Running an executor (executor.h): the state of one run and the
 // scheduling of ready nodes. Building it (the plan) is executor.cc; the
 // state of frames and iterations is executor_frames.h.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -119,7 +121,13 @@ class ExecutorState {
 
   void ProcessQueue(std::deque<TaggedNode> inline_ready) {
     Ready ready;
-    while (!inline_ready.empty()) {
+    // An expensive node this thread runs once its queue is empty.
+    std::optional<TaggedNode> deferred;
+    while (!inline_ready.empty() || deferred) {
+      if (inline_ready.empty()) {
+        inline_ready.push_back(*deferred);
+        deferred.reset();
+      }
       TaggedNode tn = inline_ready.front();
       inline_ready.pop_front();
       const Executor::NodeItem& item = ex_.items_[tn.item];
@@ -166,7 +174,7 @@ class ExecutorState {
       Propagate(tn, item, &outputs, dead, &ready);
       // After the run's last node, `this` may be gone: touch nothing.
       if (NodeDone(tn, &ready)) return;
-      ScheduleReady(ready, &inline_ready);
+      ScheduleReady(ready, &inline_ready, &deferred);
     }
   }
 
@@ -373,7 +381,15 @@ class ExecutorState {
     ctx.set_output_in_host(&item.output_in_host);
     ctx.allow_input_forwarding();  // `in` is cleared after the kernel runs
     const double start = args_.tracer != nullptr ? args_.tracer->Now() : 0;
+    const bool timed = ex_.Expensive(tn.item);
+    const auto began = timed ? std::chrono::steady_clock::now()
+                             : std::chrono::steady_clock::time_point();
     absl::Status s = ComputeSafely(*item.kernel, &ctx);
+    if (timed) {
+      ex_.Ran(tn.item, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - began)
+                           .count());
+    }
     Trace(item, start);
     if (!s.ok()) {
       Abort(AttachNode(s, item.node->name(), item.node->span()));
@@ -662,11 +678,15 @@ class ExecutorState {
   }
 
   // Cheap nodes join this thread's queue; expensive ones go to the pool,
-  // except one kept here when this thread would otherwise sit idle.
-  void ScheduleReady(const Ready& ready, std::deque<TaggedNode>* inline_ready) {
+  // except one this thread keeps: at once when its queue is empty, or (in
+  // ProcessQueue, `deferred`) for when it is, since the cheap ones take
+  // less than waking a pool thread does. A kept node starts only with the
+  // queue empty, so a kernel that blocks holds up nothing queued here.
+  void ScheduleReady(const Ready& ready, std::deque<TaggedNode>* inline_ready,
+                     std::optional<TaggedNode>* deferred = nullptr) {
     const TaggedNode* keep = nullptr;
     for (const TaggedNode& tn : ready) {
-      if (!ex_.items_[tn.item].expensive) {
+      if (!ex_.Expensive(tn.item)) {
         inline_ready->push_back(tn);
         continue;
       }
@@ -677,8 +697,11 @@ class ExecutorState {
       keep = &tn;
     }
     if (keep == nullptr) return;
-    if (inline_ready->empty()) {
+    const bool holding = deferred != nullptr && deferred->has_value();
+    if (inline_ready->empty() && !holding) {
       inline_ready->push_back(*keep);
+    } else if (deferred != nullptr && !holding) {
+      *deferred = *keep;
     } else {
       TaggedNode other = *keep;
       ex_.pool_->Schedule([this, other] { Process({other}); });
