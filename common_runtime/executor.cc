@@ -44,15 +44,6 @@ bool IsBackEdgeInput(const Node& n, int i) {
 
 // The frame each node runs in: the frame of its inputs, where an enter's
 // output is in its child frame and an exit's in its frame's parent.
-void Executor::Ran(int i, int64_t nanos) const {
-  std::atomic<int>& runs = cheap_runs_[i];
-  if (nanos >= kCheapNanos) {
-    runs.store(0, std::memory_order_relaxed);
-  } else {
-    runs.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
 absl::Status Executor::AssignFrames() {
   frames_.assign(1, StaticFrame{});
   absl::flat_hash_map<std::string, int> by_name;
@@ -114,6 +105,15 @@ absl::Status Executor::AssignFrames() {
     }
   }
   return absl::OkStatus();
+}
+
+void Executor::Ran(int i, int64_t nanos) const {
+  std::atomic<int>& runs = cheap_runs_[i];
+  if (nanos >= kCheapNanos) {
+    runs.store(0, std::memory_order_relaxed);
+  } else {
+    runs.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(

@@ -161,8 +161,9 @@ class Executor {
       : graph_(std::move(graph)), device_(device), pool_(pool) {}
   absl::Status AssignFrames();
   void AssignMemory();
-  // Whether item i's kernel is (still) expensive, and (for one that is)
-  // how long it ran just now.
+  // Whether item i's kernel is expensive: it says so, and it has not yet
+  // run in under kCheapNanos kCheapRuns times in a row. Ran records how
+  // long one run of such a kernel took.
   bool Expensive(int i) const {
     return items_[i].expensive &&
            cheap_runs_[i].load(std::memory_order_relaxed) < kCheapRuns;
