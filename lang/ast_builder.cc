@@ -324,7 +324,9 @@ ExprPtr AstBuilder::Expression(G::ExpressionContext* c) {
       loop->is_for = false;
       loop->cond = Expression(head->expression());
     }
-    if (G::LoopOptionContext* o = e->loopOption()) {
+    // (A malformed option, `with` and no name, is a syntax error already.)
+    G::LoopOptionContext* o = e->loopOption();
+    if (o != nullptr && o->ID() != nullptr) {
       loop->option = o->ID()->getText();
       loop->option_span = Span(o);
       loop->option_value = Expression(o->expression());
