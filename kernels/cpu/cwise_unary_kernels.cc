@@ -248,13 +248,16 @@ struct LogicalNot {
 // output), except for the F that fix up y from x afterwards.
 template <typename T, typename F, typename Out = T>
 class UnaryKernel : public OpKernel {
+  // Whether F fixes y up from x after the vectorised pass (exp).
+  static constexpr bool kFixes = requires(const T* in, Out* out) {
+    F::Fix(in, out, int64_t{0});
+  };
+
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Tensor* y = nullptr;
-    if constexpr (std::is_same_v<Out, T> && !requires(const T* in, T* out) {
-                    F::Fix(in, out, int64_t{0});
-                  }) {
+    if constexpr (std::is_same_v<Out, T> && !kFixes) {
       y = ctx->forward_input(0, 0, x.shape());
     }
     if (y == nullptr) {
@@ -267,7 +270,7 @@ class UnaryKernel : public OpKernel {
           EvalRow<AccumType<T>, 1, T>({in + begin}, {1}, out + begin,
                                       end - begin,
                                       [](const auto& x) { return F::Eval(x); });
-          if constexpr (requires { F::Fix(in, out, int64_t{0}); }) {
+          if constexpr (kFixes) {
             F::Fix(in + begin, out + begin, end - begin);
           }
         });
