@@ -14,6 +14,19 @@ std::string RendezvousKey(std::string_view src_device,
                 iteration, ";step ", step);
 }
 
+std::string_view SrcDeviceOfKey(std::string_view key) {
+  return key.substr(0, key.find(';'));
+}
+
+std::string_view DstDeviceOfKey(std::string_view key) {
+  const size_t start = key.find(';');
+  if (start == std::string_view::npos) return {};
+  const size_t end = key.find(';', start + 1);
+  return key.substr(start + 1, end == std::string_view::npos
+                                   ? std::string_view::npos
+                                   : end - start - 1);
+}
+
 absl::Status Rendezvous::Send(const std::string& key, Tensor value,
                               bool is_dead) {
   Done waiter;
@@ -91,6 +104,40 @@ bool Rendezvous::HasWaiter(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = items_.find(key);
   return it != items_.end() && it->second.waiter != nullptr;
+}
+
+std::vector<Rendezvous::Held> Rendezvous::Take(const KeyFilter& which,
+                                               bool* rest) {
+  std::vector<Held> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = items_.begin(); it != items_.end();) {
+    if (it->second.has_value && which(it->first)) {
+      out.push_back(
+          {it->first, std::move(it->second.value), it->second.is_dead});
+      items_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  *rest = !items_.empty();
+  return out;
+}
+
+void Rendezvous::FailWaiters(const KeyFilter& which,
+                             const absl::Status& status) {
+  std::vector<Done> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = items_.begin(); it != items_.end();) {
+      if (it->second.waiter && which(it->first)) {
+        waiters.push_back(std::move(it->second.waiter));
+        items_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (Done& w : waiters) w(status, Tensor(), true);
 }
 
 }  // namespace runnel

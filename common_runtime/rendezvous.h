@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -31,6 +32,9 @@ namespace runnel {
 std::string RendezvousKey(std::string_view src_device,
                           std::string_view dst_device, std::string_view edge,
                           uint64_t frame, int64_t iteration, int64_t step);
+// The devices a key made by RendezvousKey names.
+std::string_view SrcDeviceOfKey(std::string_view key);
+std::string_view DstDeviceOfKey(std::string_view key);
 
 class Rendezvous {
  public:
@@ -60,6 +64,21 @@ class Rendezvous {
   // Whether a receiver waits for `key` now (so a test can send after it
   // asked, without guessing how long asking takes).
   bool HasWaiter(const std::string& key);
+
+  // A value sent and not received yet.
+  struct Held {
+    std::string key;
+    Tensor value;
+    bool is_dead = false;
+  };
+  using KeyFilter = std::function<bool(const std::string& key)>;
+  // Takes out the held values whose keys `which` picks (a run that hands
+  // its values back with its answer); `*rest`: whether anything else is
+  // left, a value or a waiting receiver.
+  std::vector<Held> Take(const KeyFilter& which, bool* rest);
+  // Fails the receivers waiting now for keys that `which` picks, with
+  // `status` (values that will not come).
+  void FailWaiters(const KeyFilter& which, const absl::Status& status);
 
  private:
   struct Item {

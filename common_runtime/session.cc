@@ -212,13 +212,26 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
       RN_ASSIGN_OR_RETURN(
           std::string handle,
           options_.cluster->RegisterPartition(task, *p.graph, sync));
-      plan->remote.push_back({task, std::move(handle)});
+      const std::vector<Node*> part = p.graph->nodes();
+      plan->remote.push_back(
+          {.task = task,
+           .handle = std::move(handle),
+           .returns = std::none_of(part.begin(), part.end(), [](const Node* n) {
+             return n->op() == "_recv";
+           })});
       continue;
     }
     RN_ASSIGN_OR_RETURN(
         std::unique_ptr<Executor> ex,
         Executor::Create(p.graph, devices_->Find(p.device), &inter_op_pool_));
     plan->parts.push_back({p.device, std::move(ex)});
+  }
+  for (Plan::RemotePart& r : plan->remote) {
+    r.returns =
+        r.returns && std::count_if(plan->remote.begin(), plan->remote.end(),
+                                   [&](const Plan::RemotePart& o) {
+                                     return o.task == r.task;
+                                   }) == 1;
   }
   return plan;
 }

@@ -141,6 +141,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     // kernels still running there), so the step is run again (Run).
     absl::Status unavailable;
     std::atomic<bool> aborted{false};
+    std::vector<std::string> ended;  // tasks where the step ended with the run
   } remote;
   remote.pending = plan.remote.size();
   auto abort = [&](const absl::Status& s) {
@@ -153,9 +154,11 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
   };
   for (const Plan::RemotePart& r : plan.remote) {
     cluster.RunPartition(
-        r.task, r.handle, step, run.snapshot, run.update, [&](absl::Status s) {
+        r.task, r.handle, step, run.snapshot, run.update, r.returns,
+        /*ends=*/tasks.size() == 1, [&](absl::Status s, bool ended) {
           if (!s.ok()) abort(s);
           std::lock_guard<std::mutex> lock(remote.mu);
+          if (ended) remote.ended.push_back(r.task);
           if (remote.first.ok()) remote.first = s;
           if (absl::IsUnavailable(s) && remote.unavailable.ok()) {
             remote.unavailable = s;
@@ -181,6 +184,10 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
     std::unique_lock<std::mutex> lock(remote.mu);
     remote.cv.wait(lock, [&] { return remote.pending == 0; });
   }
+  std::erase_if(tasks, [&](const std::string& t) {
+    return std::find(remote.ended.begin(), remote.ended.end(), t) !=
+           remote.ended.end();
+  });
   cluster.EndStep(step, tasks);
   if (!remote.unavailable.ok()) return remote.unavailable;
   if (!remote.cause.ok()) return remote.cause;

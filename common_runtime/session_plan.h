@@ -26,6 +26,9 @@ struct Session::Plan {
   struct RemotePart {
     std::string task;  // "/job:ps/task:0"
     std::string handle;
+    // It receives nothing and is its task's only partition: its values may
+    // come back with its answer (ClusterContext::RunPartition).
+    bool returns = false;
   };
   std::vector<RemotePart> remote;  // in a cluster: those on other tasks
   std::shared_ptr<const Graph> placed;

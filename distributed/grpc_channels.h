@@ -292,15 +292,20 @@ class WorkerChannels {
     fetch->StartCall();
   }
 
-  // `writer` and `update` tag the run's writes (worker.proto).
+  // `writer` and `update` tag the run's writes, `return_to` asks for the
+  // values the run sends there with the answer and `end_step` lets the
+  // step end there with it (worker.proto); `done` hears the outcome and
+  // the answer.
+  using RunDone =
+      std::function<void(absl::Status, const proto::RunGraphResponse&)>;
   void RunGraph(const std::string& task, const std::string& handle,
                 int64_t step, uint64_t seed, int64_t freeze_id,
                 const std::string& writer, int64_t update,
-                std::function<void(absl::Status)> done) {
+                const std::string& return_to, bool end_step, RunDone done) {
     std::string address;
     absl::StatusOr<Stubs*> stubs = StubsOf(task, &address);
     if (!stubs.ok()) {
-      done(stubs.status());
+      done(stubs.status(), proto::RunGraphResponse());
       return;
     }
     struct Call {
@@ -316,6 +321,8 @@ class WorkerChannels {
     call->req.set_freeze_id(freeze_id);
     call->req.set_writer(writer);
     call->req.set_update_seq(update);
+    call->req.set_return_to(return_to);
+    call->req.set_end_step(end_step);
     Prepare(call->ctx.get(), task, /*setup=*/false);
     const bool replicated = spec_.is_replicated(task);
     (*stubs)->typed->async()->RunGraph(
@@ -325,10 +332,10 @@ class WorkerChannels {
          done = std::move(done)](grpc::Status s) {
           absl::Status status =
               s.ok() ? StatusFromProto(call->resp.status()) : FromGrpc(task, s);
-          delete call;
           if (watch != nullptr) status = watch(task, status);
           if (primaries != nullptr) primaries->Failed(task, status);
-          done(status);
+          done(status, call->resp);
+          delete call;
         });
   }
 

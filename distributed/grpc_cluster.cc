@@ -177,13 +177,73 @@ absl::StatusOr<std::string> GrpcCluster::RegisterPartition(
 
 void GrpcCluster::RunPartition(const std::string& task,
                                const std::string& handle, int64_t step,
-                               int64_t snapshot, int64_t update,
-                               std::function<void(absl::Status)> done) {
-  // Only a replicated task keeps the writes' tags.
+                               int64_t snapshot, int64_t update, bool returns,
+                               bool ends, PartitionDone done) {
+  // Only a replicated task keeps the writes' tags. (Its values are fetched:
+  // a fetch from a primary that fails over is watched, primary_watch.h.)
   const bool tagged = spec_.is_replicated(task);
+  std::shared_ptr<runnel::StepRendezvous> rendezvous;
+  if (returns && !tagged) {
+    rendezvous = worker_->Step(step);
+    rendezvous->ReturnedBy(task);
+  }
   channels_->RunGraph(task, handle, step, seed_, snapshot,
                       tagged ? writer_ : std::string(), tagged ? update : 0,
-                      std::move(done));
+                      rendezvous != nullptr ? task_ : std::string(),
+                      rendezvous != nullptr && ends,
+                      [this, task, step, rendezvous, done = std::move(done)](
+                          absl::Status s, const proto::RunGraphResponse& resp) {
+                        if (s.ok() && rendezvous != nullptr) {
+                          s = Deliver(task, step, resp, rendezvous);
+                        }
+                        done(s, s.ok() && resp.step_ended());
+                      });
+}
+
+absl::Status GrpcCluster::Deliver(
+    const std::string& task, int64_t step, const proto::RunGraphResponse& resp,
+    const std::shared_ptr<runnel::StepRendezvous>& to) {
+  auto foreign = [&](const std::string& key) {
+    return TaskOfDevice(SrcDeviceOfKey(key)) != task ||
+           TaskOfDevice(DstDeviceOfKey(key)) != task_;
+  };
+  for (const std::string& key : resp.left()) {
+    if (foreign(key)) {
+      return absl::DataLossError(
+          StrCat(task, " left a value of another task: '", key, "'"));
+    }
+  }
+  for (const proto::ReturnedTensor& r : resp.returned()) {
+    if (foreign(r.key())) {
+      return absl::DataLossError(
+          StrCat(task, " returned a value of another task: '", r.key(), "'"));
+    }
+    Tensor value;
+    if (!r.is_dead()) {
+      absl::StatusOr<Tensor> v = FromProto(r.value());
+      if (!v.ok()) {
+        return absl::DataLossError(StrCat(task, " returned a malformed '",
+                                          r.key(),
+                                          "': ", v.status().message()));
+      }
+      value = *std::move(v);
+    }
+    RN_RETURN_IF_ERROR(to->Send(r.key(), std::move(value), r.is_dead()));
+  }
+  std::vector<std::string> left(resp.left().begin(), resp.left().end());
+  to->Answered(task, left);
+  for (const std::string& key : left) {
+    channels_->RecvTensor(
+        task, key, step,
+        [r = to, key](const absl::Status& s, const Tensor& t, bool dead) {
+          if (!s.ok()) {
+            r->Abort(s);
+          } else {
+            (void)r->Send(key, t, dead);  // fails only in an aborted step
+          }
+        });
+  }
+  return absl::OkStatus();
 }
 
 int64_t GrpcCluster::NewUpdate() { return next_update_.fetch_add(1); }

@@ -37,6 +37,9 @@
 
 namespace runnel {
 
+namespace proto {
+class RunGraphResponse;
+}  // namespace proto
 class WorkerChannels;
 class WorkerCollectives;
 class WorkerServer;
@@ -63,7 +66,7 @@ class GrpcCluster : public ClusterContext {
                                                 bool sync) override;
   void RunPartition(const std::string& task, const std::string& handle,
                     int64_t step, int64_t snapshot, int64_t update,
-                    std::function<void(absl::Status)> done) override;
+                    bool returns, bool ends, PartitionDone done) override;
   void AbortStep(int64_t step, const std::vector<std::string>& tasks,
                  const absl::Status& status) override;
   void EndStep(int64_t step, const std::vector<std::string>& tasks) override;
@@ -111,6 +114,11 @@ class GrpcCluster : public ClusterContext {
 
  private:
   void Beat();  // the heartbeat thread
+  // Hands the values `task`'s run returned with `resp` to the step here,
+  // and fetches those it left (RunPartition with `returns`).
+  absl::Status Deliver(const std::string& task, int64_t step,
+                       const proto::RunGraphResponse& resp,
+                       const std::shared_ptr<runnel::StepRendezvous>& to);
   absl::Status FreezePs(const std::vector<std::string>& ps, int64_t id,
                         double drain_s);
   bool UnfreezePs(const std::vector<std::string>& ps, int64_t id);

@@ -174,11 +174,23 @@ class WorkerServiceImpl final
                         proto::RunGraphResponse* resp) override {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;
     const UpdateTag update{.writer = req->writer(), .seq = req->update_seq()};
+    Returned returned;
+    returned.to = req->return_to();
+    returned.may_end = req->end_step();
     StatusToProto(worker_->RunGraph(
                       req->handle(), req->step_id(), req->global_seed(),
                       req->freeze_id(), [ctx] { return ctx->IsCancelled(); },
-                      req->writer().empty() ? nullptr : &update),
+                      req->writer().empty() ? nullptr : &update,
+                      returned.to.empty() ? nullptr : &returned),
                   resp->mutable_status());
+    for (Rendezvous::Held& h : returned.values) {
+      proto::ReturnedTensor* r = resp->add_returned();
+      r->set_key(std::move(h.key));
+      r->set_is_dead(h.is_dead);
+      if (!h.is_dead) *r->mutable_value() = ToProto(h.value);
+    }
+    for (std::string& key : returned.left) resp->add_left(std::move(key));
+    resp->set_step_ended(returned.step_ended);
     return grpc::Status::OK;
   }
 

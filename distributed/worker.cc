@@ -67,12 +67,46 @@ std::string DeterministicBytes(const proto::GraphDef& def) {
 
 bool StepRendezvous::Recv(const std::string& key, Done done,
                           absl::Status* status, Tensor* value, bool* is_dead) {
-  const std::string src_task = TaskOfDevice(key.substr(0, key.find(';')));
+  const std::string src_task = TaskOfDevice(SrcDeviceOfKey(key));
   if (src_task == task_) {
     return Rendezvous::Recv(key, std::move(done), status, value, is_dead);
   }
+  {
+    std::lock_guard<std::mutex> lock(returned_mu_);
+    if (auto it = returned_by_.find(src_task); it != returned_by_.end()) {
+      if (it->second && !left_.contains(key) && !Holds(key)) {
+        *status = absl::DataLossError(
+            StrCat(src_task, "'s run ended without sending '", key, "'"));
+        *is_dead = true;
+        return true;
+      }
+      return Rendezvous::Recv(key, std::move(done), status, value, is_dead);
+    }
+  }
   fetch_(src_task, key, step_, std::move(done));
   return false;
+}
+
+void StepRendezvous::ReturnedBy(const std::string& task) {
+  std::lock_guard<std::mutex> lock(returned_mu_);
+  returned_by_.emplace(task, false);
+}
+
+void StepRendezvous::Answered(const std::string& task,
+                              const std::vector<std::string>& left) {
+  {
+    std::lock_guard<std::mutex> lock(returned_mu_);
+    returned_by_[task] = true;
+    left_.insert(left.begin(), left.end());
+  }
+  const absl::flat_hash_set<std::string> fetched(left.begin(), left.end());
+  FailWaiters(
+      [&](const std::string& key) {
+        return TaskOfDevice(SrcDeviceOfKey(key)) == task &&
+               !fetched.contains(key);
+      },
+      absl::DataLossError(StrCat(
+          task, "'s run ended without sending a value this step waits for")));
 }
 
 Worker::Worker(std::string task, StepRendezvous::Fetch fetch)
@@ -266,7 +300,7 @@ int Worker::num_graphs() const {
 absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
                               uint64_t global_seed, int64_t freeze_id,
                               const std::function<bool()>& cancelled,
-                              const UpdateTag* update) {
+                              const UpdateTag* update, Returned* returned) {
   std::shared_ptr<Registered> r;
   std::function<void(const std::string&)> log;
   RN_ASSIGN_OR_RETURN(std::shared_ptr<StepRendezvous> rendezvous,
@@ -348,12 +382,43 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
     }
   }
   if (demoted) EndStep(step);
+  if (returned != nullptr && s.ok() && !demoted) {
+    TakeReturned(step, *rendezvous, returned);
+  }
   admission_cv_.notify_all();
   if (log) {
     log(StrCat("step ", step, ": ", handle, " ended",
                s.ok() ? std::string() : StrCat(" (", s.ToString(), ")")));
   }
   return s;
+}
+
+void Worker::TakeReturned(int64_t step, StepRendezvous& rendezvous,
+                          Returned* returned) {
+  bool rest = false;
+  std::vector<Rendezvous::Held> sent = rendezvous.Take(
+      [&](const std::string& key) {
+        return TaskOfDevice(DstDeviceOfKey(key)) == returned->to;
+      },
+      &rest);
+  int64_t bytes = 0;
+  for (Rendezvous::Held& h : sent) {
+    if (h.is_dead || static_cast<int64_t>(h.value.bytes()) <= kReturnedBytes) {
+      bytes += h.is_dead ? 0 : static_cast<int64_t>(h.value.bytes());
+      returned->values.push_back(std::move(h));
+      continue;
+    }
+    // Held again for the caller's RecvTensor, which copies it once.
+    returned->left.push_back(h.key);
+    absl::Status s = rendezvous.Send(h.key, std::move(h.value), h.is_dead);
+    // Fails only in a step aborted since: the caller's fetch hears why.
+    (void)s;
+  }
+  AddBytesSent(bytes);
+  if (returned->may_end && !rest && returned->left.empty()) {
+    EndStep(step);
+    returned->step_ended = true;
+  }
 }
 
 void Worker::ExpireFreeze(std::chrono::steady_clock::time_point now) {

@@ -40,10 +40,33 @@ class StepRendezvous : public Rendezvous {
   bool Recv(const std::string& key, Done done, absl::Status* status,
             Tensor* value, bool* is_dead) override;
 
+  // The values `task` sends here come with the answer to its run
+  // (RunGraphRequest's return_to), so they are not fetched. Before the
+  // step's partitions here start.
+  void ReturnedBy(const std::string& task);
+  // `task`'s run has answered and its values are delivered (Send), but
+  // those of `left`, which are being fetched: a receiver of another of its
+  // keys fails, as its value will never come.
+  void Answered(const std::string& task, const std::vector<std::string>& left);
+
  private:
   const std::string task_;
   const int64_t step_;
   const Fetch fetch_;
+  std::mutex returned_mu_;
+  // The tasks of ReturnedBy, and whether each has answered.
+  absl::flat_hash_map<std::string, bool> returned_by_
+      ABSL_GUARDED_BY(returned_mu_);
+  absl::flat_hash_set<std::string> left_ ABSL_GUARDED_BY(returned_mu_);
+};
+
+// What a run hands back with its answer (RunGraphRequest's return_to).
+struct Returned {
+  std::string to;        // the task that ran it
+  bool may_end = false;  // the step runs on no other task but `to`
+  std::vector<Rendezvous::Held> values;  // the values the run sent there
+  std::vector<std::string> left;         // the keys of those too large
+  bool step_ended = false;  // the run left nothing of the step here
 };
 
 // The replication of a replicated task's state (distributed/replica.h),
@@ -102,10 +125,16 @@ class Worker {
   // the step is aborted, or `cancelled` says its caller has left.
   // `update` (on a replicated task) tags its writes of variables, so that
   // a retried update writes once (framework/variable.h: WriteKey).
+  // With `returned` (its `to` set), a run that succeeds hands back the
+  // values it sent to that task (up to kReturnedBytes each; the keys of
+  // larger ones stay here to be fetched) and, when `may_end` and nothing
+  // else of the step is left here, ends the step.
   absl::Status RunGraph(const std::string& handle, int64_t step,
                         uint64_t global_seed, int64_t freeze_id = 0,
                         const std::function<bool()>& cancelled = nullptr,
-                        const UpdateTag* update = nullptr);
+                        const UpdateTag* update = nullptr,
+                        Returned* returned = nullptr);
+  static constexpr int64_t kReturnedBytes = 64 << 10;
   int num_graphs() const;
   // Called with a line when a partition of a step starts to run here and
   // when it ends (`runnel server --verbose`); none by default.
@@ -171,6 +200,9 @@ class Worker {
     // far to the backups before each value it sends.
     bool commits = false;
   };
+  // RunGraph's hand-back of a run's values (see there).
+  void TakeReturned(int64_t step, StepRendezvous& rendezvous,
+                    Returned* returned);
   // Ends the freeze when its lease has run out.
   void ExpireFreeze(std::chrono::steady_clock::time_point now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -89,6 +89,10 @@ std::map<std::string, std::vector<std::string>> Seeds(
   run.set_handle(handle);
   run.set_step_id(7);
   add("RunGraph", run);
+  run.set_step_id(8);
+  run.set_return_to("/job:worker/task:0");
+  run.set_end_step(true);
+  add("RunGraph", run);
   proto::StepRequest step;
   step.set_step_id(7);
   step.mutable_status()->set_code(10);

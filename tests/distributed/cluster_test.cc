@@ -4,9 +4,11 @@
 // and errors raised on another task. Every task runs in this process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -352,6 +354,57 @@ TEST(ClusterTest, F16TransfersHalveTheBytes) {
 
 // a on ps:0 and b on ps:1, both 0; `step` adds 1 to each, so in any
 // snapshot that holds whole steps a == b.
+// A step whose only remote part, on one ps, receives nothing gets that
+// part's values with the answer to its run (worker.proto: return_to): one
+// round trip, and the step ends there with the run (no CleanupStep); a
+// value over Worker::kReturnedBytes is fetched, as before, and arrives
+// exact.
+TEST(ClusterTest, AStepOnOnePsGetsItsValuesWithTheAnswer) {
+  LocalCluster cluster(1, 1);
+  auto g = std::make_shared<Graph>();
+  const int64_t n = Worker::kReturnedBytes / 4 + 1;
+  std::vector<float> big_values(n);
+  std::iota(big_values.begin(), big_values.end(), 0.0f);
+  auto var = [&](const std::string& name, const Tensor& value) {
+    EXPECT_TRUE(g->AddConst(value, name + "_init").ok());
+    Node* v = *g->AddNode({.name = name,
+                           .op = "variable",
+                           .attrs = {{"dtype", DType::kF32},
+                                     {"shape", value.shape()},
+                                     {"initializer", name + "_init:0"}},
+                           .device = "/job:ps/task:0"});
+    Node* read = Add(*g, name + "_read", "read_variable", {{v, 0}});
+    return Add(*g, name + "_sq", "mul", {{read, 0}, {read, 0}});
+  };
+  Node* small = var("small", F32({1, 2, 3}, {3}));
+  Node* big = var("big", Tensor::FromVector(big_values));
+  Session s(g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  Worker& ps = cluster.ps[0]->worker();
+  std::mutex mu;
+  int64_t last_step = 0;
+  ps.set_log([&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    last_step = std::stoll(line.substr(5));  // "step N: ..."
+  });
+  for (int i = 0; i < 3; ++i) {
+    auto out = s.Run(Session::Feeds{}, {{small, 0}}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensor((*out)[0], DType::kF32, {3}, {1, 4, 9});
+    // The step is over on the ps by the time the run returns.
+    const std::vector<int64_t> open = ps.Freeze(/*freeze_id=*/500 + i, 30);
+    EXPECT_TRUE(ps.Unfreeze(500 + i));
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(std::count(open.begin(), open.end(), last_step), 0)
+        << "step " << last_step << " is still open on the ps";
+  }
+  auto out = s.Run(Session::Feeds{}, {{big, 0}, {small, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<double> squares(n);
+  for (int64_t i = 0; i < n; ++i) squares[i] = double(i) * double(i);
+  ExpectTensor((*out)[0], DType::kF32, {n}, squares);
+  ExpectTensor((*out)[1], DType::kF32, {3}, {1, 4, 9});
+}
+
 struct TwoCounters {
   std::shared_ptr<Graph> g = std::make_shared<Graph>();
   Node *a, *b, *step;

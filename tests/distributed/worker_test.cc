@@ -8,9 +8,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/strings.h"
 #include "base/thread_pool.h"
+#include "common_runtime/rendezvous.h"
 #include "framework/device_set.h"
 #include "framework/graph_def.h"
 #include "framework/resource_mgr.h"
@@ -175,6 +178,143 @@ TEST_F(WorkerTest, AnEndedStepsRendezvousIsAborted) {
   // A step that has not ended has a live one, the same on every call.
   EXPECT_TRUE(worker_.Step(6)->AbortStatus().ok());
   EXPECT_EQ(worker_.Step(6), worker_.Step(6));
+}
+
+// A partition that receives nothing hands the values it sends to its
+// caller back with its answer (RunGraphRequest's return_to): those up to
+// kReturnedBytes; a larger one stays held for the caller's RecvTensor, and
+// the step, with something of it left, does not end with the run.
+TEST_F(WorkerTest, ARunHandsBackTheValuesItSendsToItsCaller) {
+  constexpr char kCaller[] = "/job:worker/task:0";
+  constexpr char kCallerDevice[] = "/job:worker/task:0/device:cpu:0";
+  auto graph = [&](int64_t large) {
+    Graph g;
+    Node* small =
+        Add(g, "small", "const", {},
+            {{"value", Tensor::FromVector(std::vector<float>{1, 2})}});
+    Node* big = Add(
+        g, "big", "const", {},
+        {{"value", Tensor::FromVector(std::vector<float>(large / 4, 0.5f))}});
+    for (auto [n, edge] : {std::pair{small, "small:0"}, {big, "big:0"}}) {
+      Add(g, StrCat(n->name(), "/send"), "_send", {{n, 0}},
+          {{"edge", std::string(edge)},
+           {"send_device", std::string(kDevice)},
+           {"recv_device", std::string(kCallerDevice)}});
+    }
+    for (Node* n : g.nodes()) n->set_assigned_device(kDevice);
+    return ToGraphDef(g);
+  };
+  auto key = [&](const std::string& edge, int64_t step) {
+    return RendezvousKey(kDevice, kCallerDevice, edge, 0, 0, step);
+  };
+  const int64_t large = Worker::kReturnedBytes + 4;
+  absl::StatusOr<std::string> handle = worker_.RegisterGraph(graph(large));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  const int64_t before = worker_.bytes_sent();
+  Returned back;
+  back.to = kCaller;
+  back.may_end = true;
+  ASSERT_TRUE(worker_.RunGraph(*handle, 1, 0, 0, nullptr, nullptr, &back).ok());
+  ASSERT_EQ(back.values.size(), 1u);
+  EXPECT_EQ(back.values[0].key, key("small:0", 1));
+  EXPECT_FALSE(back.values[0].is_dead);
+  EXPECT_EQ(back.values[0].value.ToDoubles(), (std::vector<double>{1, 2}));
+  EXPECT_EQ(worker_.bytes_sent() - before, 8);
+  EXPECT_EQ(back.left, std::vector<std::string>{key("big:0", 1)});
+  EXPECT_FALSE(back.step_ended);
+  EXPECT_TRUE(worker_.Step(1)->Holds(key("big:0", 1)));
+  EXPECT_EQ(worker_.Freeze(/*freeze_id=*/100, /*lease_s=*/30),
+            std::vector<int64_t>{1});
+  EXPECT_TRUE(worker_.Unfreeze(100));
+  worker_.EndStep(1);
+
+  // Everything returned: the step ends with the run, unless the caller
+  // says it runs on other tasks too (their snapshot's freeze counts it
+  // open until the caller ends it everywhere).
+  handle = worker_.RegisterGraph(graph(Worker::kReturnedBytes));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  back = Returned{};
+  back.to = kCaller;
+  back.may_end = true;
+  ASSERT_TRUE(worker_.RunGraph(*handle, 2, 0, 0, nullptr, nullptr, &back).ok());
+  EXPECT_EQ(back.values.size(), 2u);
+  EXPECT_TRUE(back.left.empty());
+  EXPECT_TRUE(back.step_ended);
+  EXPECT_FALSE(worker_.Step(2)->AbortStatus().ok());
+  EXPECT_TRUE(worker_.Freeze(/*freeze_id=*/101, /*lease_s=*/30).empty());
+  EXPECT_TRUE(worker_.Unfreeze(101));
+  back = Returned{};
+  back.to = kCaller;
+  ASSERT_TRUE(worker_.RunGraph(*handle, 3, 0, 0, nullptr, nullptr, &back).ok());
+  EXPECT_EQ(back.values.size(), 2u);
+  EXPECT_FALSE(back.step_ended);
+  EXPECT_EQ(worker_.Freeze(/*freeze_id=*/102, /*lease_s=*/30),
+            std::vector<int64_t>{3});
+  EXPECT_TRUE(worker_.Unfreeze(102));
+}
+
+// The caller's side: a task whose values come with its answer is not
+// fetched from; once it has answered, a receiver of a value it did not
+// send fails (DataLoss) instead of waiting for ever, and the keys it left
+// still wait for their fetch.
+TEST(StepRendezvousTest, ValuesThatComeWithAnAnswerAreNotFetched) {
+  constexpr char kPs[] = "/job:ps/task:0";
+  constexpr char kHere[] = "/job:worker/task:0/device:cpu:0";
+  std::vector<std::string> fetched;
+  StepRendezvous r("/job:worker/task:0", 7,
+                   [&](const std::string&, const std::string& key, int64_t,
+                       Rendezvous::Done) { fetched.push_back(key); });
+  auto key = [&](const std::string& task, const std::string& edge) {
+    return RendezvousKey(StrCat(task, "/device:cpu:0"), kHere, edge, 0, 0, 7);
+  };
+  r.ReturnedBy(kPs);
+  struct Got {
+    bool called = false;
+    absl::Status status;
+    Tensor value;
+  };
+  auto recv = [&](const std::string& k, Got* got) {
+    absl::Status status;
+    Tensor value;
+    bool dead = false;
+    if (r.Recv(
+            k,
+            [got](const absl::Status& s, const Tensor& t, bool) {
+              *got = {true, s, t};
+            },
+            &status, &value, &dead)) {
+      *got = {true, status, value};
+    }
+  };
+  Got missing, big, small, later;
+  recv(key(kPs, "missing:0"), &missing);
+  recv(key(kPs, "big:0"), &big);
+  EXPECT_FALSE(missing.called);
+  EXPECT_FALSE(big.called);
+  ASSERT_TRUE(r.Send(key(kPs, "small:0"),
+                     Tensor::FromVector(std::vector<float>{3}), false)
+                  .ok());
+  r.Answered(kPs, {key(kPs, "big:0")});
+  ASSERT_TRUE(missing.called);
+  EXPECT_EQ(missing.status.code(), absl::StatusCode::kDataLoss)
+      << missing.status;
+  EXPECT_FALSE(big.called);
+  recv(key(kPs, "small:0"), &small);
+  ASSERT_TRUE(small.called && small.status.ok()) << small.status;
+  EXPECT_EQ(small.value.ToDoubles(), std::vector<double>{3});
+  recv(key(kPs, "later:0"), &later);
+  ASSERT_TRUE(later.called);
+  EXPECT_EQ(later.status.code(), absl::StatusCode::kDataLoss);
+  ASSERT_TRUE(r.Send(key(kPs, "big:0"),
+                     Tensor::FromVector(std::vector<float>{4}), false)
+                  .ok());
+  ASSERT_TRUE(big.called && big.status.ok()) << big.status;
+  EXPECT_TRUE(fetched.empty());
+  // Another task's values are fetched as before.
+  Got other;
+  recv(key("/job:ps/task:1", "w:0"), &other);
+  EXPECT_FALSE(other.called);
+  EXPECT_EQ(fetched, std::vector<std::string>{key("/job:ps/task:1", "w:0")});
 }
 
 TEST_F(WorkerTest, AFreezeHoldsNewStepsUntilAdmittedOrEnded) {
