@@ -37,7 +37,7 @@ absl::StatusOr<std::vector<Tensor>> EagerContext::Execute(
       Node::Detached(std::move(spec), std::move(specs), std::move(values)));
   RN_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
                       KernelRegistry::Global().Create(*node, device_->type()));
-  std::vector<const Tensor*> in;
+  KernelInputs in;
   for (const Tensor& t : inputs) in.push_back(&t);
   OpKernelContext ctx(*node, device_.get(), std::move(in), options_.seed,
                       nullptr);

@@ -133,6 +133,17 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     RN_ASSIGN_OR_RETURN(item.kernel,
                         KernelRegistry::Global().Create(*n, device->type()));
     item.expensive = item.kernel->IsExpensive();
+    item.forwards = item.kind == Kind::kSwitch || item.kind == Kind::kEnter ||
+                    item.kind == Kind::kExit ||
+                    item.kind == Kind::kNextIteration ||
+                    n->op() == "identity" || n->op() == "loop_cond";
+    if (n->op() == "const" && device->type() == kDeviceCpu) {
+      absl::StatusOr<Tensor> value = n->attr<Tensor>("value");
+      if (value.ok() && value->dtype() == n->output_dtype(0)) {
+        item.forwards = true;
+        item.value = *std::move(value);
+      }
+    }
     if (item.kind == Kind::kPlain &&
         dynamic_cast<AsyncOpKernel*>(item.kernel.get()) != nullptr) {
       item.kind = Kind::kAsync;

@@ -120,6 +120,12 @@ class Executor {
     std::unique_ptr<OpKernel> kernel;
     bool expensive = true;
     Kind kind = Kind::kPlain;
+    // A node whose kernel only passes its input on (switch, enter, exit,
+    // next_iteration, identity, loop_cond) or, on the CPU, gives its value
+    // (const, `value`): in untraced runs the executor does that itself,
+    // without a kernel call (a counter loop runs eight an iteration).
+    bool forwards = false;
+    Tensor value;
     int frame = 0;        // static frame (0 = root)
     int local = 0;        // index among the nodes of its frame
     int input_start = 0;  // first input slot within its frame

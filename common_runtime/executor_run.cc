@@ -123,6 +123,8 @@ class ExecutorState {
     Ready ready;
     // An expensive node this thread runs once its queue is empty.
     std::optional<TaggedNode> deferred;
+    // One list for every node's outputs, so its buffer is allocated once.
+    Outputs outputs;
     while (!inline_ready.empty() || deferred) {
       if (inline_ready.empty()) {
         inline_ready.push_back(*deferred);
@@ -132,7 +134,7 @@ class ExecutorState {
       inline_ready.pop_front();
       const Executor::NodeItem& item = ex_.items_[tn.item];
       Entry* in = tn.state->inputs.data() + item.input_start;
-      Outputs outputs;
+      outputs.clear();
       DeadMask dead(item.node->num_outputs(), false);
       bool is_dead = false;
       if (item.kind == Executor::Kind::kMerge) {
@@ -160,7 +162,9 @@ class ExecutorState {
           for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
           continue;
         } else if (!is_dead && !aborted) {
-          is_dead = !RunKernel(tn, item, in, &outputs, &dead);
+          is_dead = item.forwards && args_.tracer == nullptr
+                        ? !Forward(item, in, &outputs, &dead)
+                        : !RunKernel(tn, item, in, &outputs, &dead);
         } else {
           is_dead = true;
         }
@@ -280,7 +284,7 @@ class ExecutorState {
       FinishAsync(tn, s, nullptr);
       return;
     }
-    std::vector<const Tensor*> inputs;
+    KernelInputs inputs;
     call->inputs.reserve(item.num_inputs);
     for (int i = 0; i < item.num_inputs; ++i) {
       call->inputs.push_back(in[i].tensor);
@@ -371,10 +375,10 @@ class ExecutorState {
       Abort(AttachNode(s, item.node->name(), item.node->span()));
       return false;
     }
-    std::vector<const Tensor*> inputs(item.num_inputs);
+    KernelInputs inputs(item.num_inputs);
     for (int i = 0; i < item.num_inputs; ++i) inputs[i] = &in[i].tensor;
     OpKernelContext ctx(*item.node, ex_.device_, std::move(inputs),
-                        args_.global_seed, args_.call_frame, &step_);
+                        args_.global_seed, args_.call_frame, &step_, outputs);
     ctx.set_frame_iter(tn.frame->id, tn.iter);
     ctx.set_update(args_.update);
     ctx.set_cancellation(&cancellation_);
@@ -397,6 +401,29 @@ class ExecutorState {
     }
     *outputs = std::move(ctx.outputs());
     for (size_t i = 0; i < dead->size(); ++i) (*dead)[i] = ctx.output_dead(i);
+    return true;
+  }
+
+  // What the kernel of a node that `forwards` does: a switch passes its
+  // value to the output its predicate picks (the other is dead), a const
+  // gives its value, the others pass their input to their output.
+  bool Forward(const Executor::NodeItem& item, Entry* in, Outputs* outputs,
+               DeadMask* dead) {
+    if (absl::Status s = InputsToKernelMemory(item, in); !s.ok()) {
+      Abort(AttachNode(s, item.node->name(), item.node->span()));
+      return false;
+    }
+    outputs->resize(dead->size());
+    if (item.num_inputs == 0) {
+      (*outputs)[0] = item.value;
+      return true;
+    }
+    int live = 0;
+    if (item.kind == Executor::Kind::kSwitch) {
+      live = in[1].tensor.data<bool>()[0] ? 1 : 0;
+      (*dead)[1 - live] = true;
+    }
+    (*outputs)[live] = std::move(in[0].tensor);
     return true;
   }
 

@@ -67,19 +67,29 @@ class StepContainer {
   std::vector<absl::flat_hash_map<int64_t, Tensor>> stacks_;
 };
 
+// A kernel's inputs: inline, so a kernel of up to 4 inputs allocates no
+// list for them (a loop runs several kernels an iteration).
+using KernelInputs = absl::InlinedVector<const Tensor*, 4>;
+
 class OpKernelContext {
  public:
-  OpKernelContext(const Node& node, Device* device,
-                  std::vector<const Tensor*> inputs, uint64_t global_seed,
-                  CallFrame* call_frame, StepContainer* step = nullptr)
+  OpKernelContext(const Node& node, Device* device, KernelInputs inputs,
+                  uint64_t global_seed, CallFrame* call_frame,
+                  StepContainer* step = nullptr,
+                  std::vector<Tensor>* reuse = nullptr)
       : node_(node),
         device_(device),
         inputs_(std::move(inputs)),
-        outputs_(node.num_outputs()),
+        outputs_(reuse != nullptr ? std::move(*reuse) : std::vector<Tensor>()),
         dead_(node.num_outputs(), false),
         global_seed_(global_seed),
         call_frame_(call_frame),
-        step_(step) {}
+        step_(step) {
+    // `reuse`: a list whose buffer the outputs take over (the executor
+    // passes one list from kernel to kernel); its values are dropped.
+    outputs_.clear();
+    outputs_.resize(node.num_outputs());
+  }
 
   const Node& node() const { return node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -158,7 +168,7 @@ class OpKernelContext {
  private:
   const Node& node_;
   Device* device_;
-  std::vector<const Tensor*> inputs_;
+  KernelInputs inputs_;
   std::vector<Tensor> outputs_;
   absl::InlinedVector<bool, 4> dead_;
   uint64_t global_seed_;

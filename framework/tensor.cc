@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
@@ -12,15 +13,23 @@
 namespace runnel {
 
 TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes)
-    : allocator_(allocator),
-      data_(allocator->Allocate(bytes, kTensorAlignment)),
-      size_(bytes) {
+    : allocator_(allocator), data_(nullptr), size_(bytes) {
+  if (bytes <= kInlineBytes && allocator == CpuAllocator::Get()) {
+    void* p = storage_;
+    size_t space = sizeof(storage_);
+    data_ = std::align(kTensorAlignment, kInlineBytes, p, space);
+    inline_ = true;
+    return;
+  }
+  data_ = allocator->Allocate(bytes, kTensorAlignment);
   if (data_ == nullptr) {
     throw AllocationFailed(bytes, allocator->OutOfMemoryDetail());
   }
 }
 
-TensorBuffer::~TensorBuffer() { allocator_->Deallocate(data_, size_); }
+TensorBuffer::~TensorBuffer() {
+  if (!inline_) allocator_->Deallocate(data_, size_);
+}
 
 Tensor::Tensor(DType dtype, Shape shape, Allocator* allocator)
     : dtype_(dtype), shape_(std::move(shape)) {

@@ -23,9 +23,12 @@
 
 namespace runnel {
 
-// An aligned block of device memory, freed through its allocator.
+// An aligned block of device memory, freed through its allocator. Host
+// blocks of up to kInlineBytes (scalars, a loop's counters) live inside
+// the buffer object itself: no allocation of their own.
 class TensorBuffer {
  public:
+  static constexpr size_t kInlineBytes = 32;
   TensorBuffer(Allocator* allocator, size_t bytes);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
@@ -39,6 +42,9 @@ class TensorBuffer {
   Allocator* allocator_;
   void* data_;
   size_t size_;
+  bool inline_ = false;
+  // kInlineBytes at kTensorAlignment somewhere in here.
+  unsigned char storage_[kInlineBytes + kTensorAlignment];
 };
 
 class Tensor {

@@ -291,10 +291,13 @@ using Offsets = std::array<int64_t, N>;
 // operand k at offset sum_i idx[i] * strides[k][i].
 template <int N>
 struct StridedLayout {
-  Shape shape;                // the output shape, as allocated
-  int64_t num_elements = 0;   // of the output
-  std::vector<int64_t> dims;  // collapsed output dims; never empty
-  std::array<std::vector<int64_t>, N> strides;  // per operand and dim
+  Shape shape;               // the output shape, as allocated
+  int64_t num_elements = 0;  // of the output
+  // Inline: building a layout allocates nothing for up to 4 collapsed
+  // dims (a loop's scalar counters build one an iteration).
+  using Dims = absl::InlinedVector<int64_t, 4>;
+  Dims dims;                    // collapsed output dims; never empty
+  std::array<Dims, N> strides;  // per operand and dim
 };
 
 // The layout of the NumPy broadcast of `shapes` (fully defined). Fails with

@@ -67,8 +67,9 @@ absl::StatusOr<ReductionPlan> PlanReduction(OpKernelContext* ctx,
   StridedLayout<1> l;
   l.shape = Shape{x.num_elements()};
   l.num_elements = x.num_elements();
-  l.dims = layout.permute_dims;
-  l.strides[0] = layout.permute_strides;
+  l.dims.assign(layout.permute_dims.begin(), layout.permute_dims.end());
+  l.strides[0].assign(layout.permute_strides.begin(),
+                      layout.permute_strides.end());
   p.transposed = Tensor(x.dtype(), l.shape, ctx->device()->allocator());
   ThreadPool* pool = ctx->intra_op_pool();
   switch (DTypeSize(x.dtype())) {

@@ -67,6 +67,46 @@ TEST(ControlFlowOpsTest, LoopSumsItsCounterAndRunsZeroTimes) {
   }
 }
 
+// The executor passes the values of switch, enter, exit, next_iteration,
+// identity, loop_cond and (on the CPU) const on itself in untraced runs;
+// a traced run calls their kernels (each shows in the trace). Both give
+// the same values, an untaken side stays dead either way.
+TEST(ControlFlowOpsTest, ForwardingNodesGiveTheSameValuesTracedOrNot) {
+  auto g = std::make_shared<Graph>();
+  NodeOut five = Const(*g, F32({5}, {}));
+  auto exits = BuildLoop(
+      *g, "loop", {Const(*g, I32({0}, {})), five}, Const(*g, I32({7}, {})),
+      [&](WhileBuilder&, NodeOut i, std::vector<NodeOut> v) {
+        Node* id = Add(*g, "id", "identity", {v[0]});
+        Node* cast = Add(*g, "cast_i", "cast", {i}, {{"dtype", DType::kF32}});
+        return std::vector<NodeOut>{
+            {Add(*g, "acc", "add", {{id, 0}, i}), 0},
+            {Add(*g, "mix", "add", {v[1], {cast, 0}}), 0}};
+      });
+  NodeOut pred = Const(*g, Tensor::ScalarOf(DType::kBool, false));
+  Node* sw = Add(*g, "sw", "switch", {exits[2], pred});
+  Node* f = Add(*g, "f", "identity", {{sw, 0}});
+  Node* t = Add(*g, "t", "identity", {{sw, 1}});
+  Node* m = Add(*g, "m", "merge", {{f, 0}, {t, 0}});
+  Session s(g, {.num_threads = 2});
+  Tracer tracer;
+  for (bool traced : {false, true, false}) {
+    s.set_tracer(traced ? &tracer : nullptr);
+    auto out =
+        s.Run(Session::Feeds{}, {exits[0], exits[1], {m, 0}, {m, 1}}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensor((*out)[0], DType::kI32, {}, {7});
+    ExpectTensor((*out)[1], DType::kI32, {}, {21});
+    ExpectTensor((*out)[2], DType::kF32, {}, {26});
+    ExpectTensor((*out)[3], DType::kI32, {}, {0});
+  }
+  const std::string json = tracer.ToJson();
+  for (const char* kernel : {"\"sw\"", "\"f\"", "\"id\""}) {
+    EXPECT_NE(json.find(kernel), std::string::npos) << kernel;
+  }
+  EXPECT_EQ(json.find("\"t\""), std::string::npos) << "the untaken side";
+}
+
 TEST(ControlFlowOpsTest, NestedLoopsGetAFrameInstancePerOuterIteration) {
   // sum over i < 3 of (sum over j < i + 1 of j) = 0 + 1 + 3.
   auto g = std::make_shared<Graph>();

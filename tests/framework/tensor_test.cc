@@ -42,6 +42,32 @@ TEST(TensorTest, BuffersAreReleased) {
   EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before);
 }
 
+// Host buffers of up to 32 bytes live in the buffer object (no allocation
+// of their own, so the allocator does not count them), aligned as any;
+// larger ones come from the allocator.
+TEST(TensorTest, SmallHostBuffersAreInline) {
+  const size_t before = CpuAllocator::Get()->bytes_in_use();
+  {
+    Tensor small(DType::kF64, Shape{4});  // 32 bytes
+    Tensor scalar(DType::kI32, Shape{});
+    EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before);
+    for (const Tensor* t : {&small, &scalar}) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment,
+                0u);
+    }
+    for (int i = 0; i < 4; ++i) small.data<double>()[i] = i + 0.5;
+    Tensor shared = small;  // the same buffer
+    EXPECT_TRUE(shared.SharesBufferWith(small));
+    Tensor copy = small.Clone();
+    small = Tensor();
+    EXPECT_EQ(shared.data<double>()[3], 3.5);
+    EXPECT_EQ(copy.data<double>()[2], 2.5);
+    Tensor larger(DType::kF64, Shape{5});  // 40 bytes
+    EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before + 40);
+  }
+  EXPECT_EQ(CpuAllocator::Get()->bytes_in_use(), before);
+}
+
 TEST(TensorTest, EmptyScalarAndRank5) {
   Tensor e(DType::kF32, Shape{0, 3});
   EXPECT_EQ(e.num_elements(), 0);
