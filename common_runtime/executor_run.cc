@@ -123,8 +123,10 @@ class ExecutorState {
     Ready ready;
     // An expensive node this thread runs once its queue is empty.
     std::optional<TaggedNode> deferred;
-    // One list for every node's outputs, so its buffer is allocated once.
+    // One list for every node's outputs, so its buffer is allocated once;
+    // likewise their deadness.
     Outputs outputs;
+    DeadMask dead;
     while (!inline_ready.empty() || deferred) {
       if (inline_ready.empty()) {
         inline_ready.push_back(*deferred);
@@ -135,7 +137,7 @@ class ExecutorState {
       const Executor::NodeItem& item = ex_.items_[tn.item];
       Entry* in = tn.state->inputs.data() + item.input_start;
       outputs.clear();
-      DeadMask dead(item.node->num_outputs(), false);
+      dead.assign(item.node->num_outputs(), false);
       bool is_dead = false;
       if (item.kind == Executor::Kind::kMerge) {
         is_dead = !RunMerge(item, in, &outputs);
@@ -175,9 +177,9 @@ class ExecutorState {
       for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
 
       ready.clear();
-      Propagate(tn, item, &outputs, dead, &ready);
+      const int made_ready = Propagate(tn, item, &outputs, dead, &ready);
       // After the run's last node, `this` may be gone: touch nothing.
-      if (NodeDone(tn, &ready)) return;
+      if (NodeDone(tn, &ready, made_ready)) return;
       ScheduleReady(ready, &inline_ready, &deferred);
     }
   }
@@ -263,8 +265,9 @@ class ExecutorState {
   void FinishLater(const TaggedNode& tn, Outputs* outputs,
                    const DeadMask& mask) {
     Ready ready;
-    Propagate(tn, ex_.items_[tn.item], outputs, mask, &ready);
-    if (!NodeDone(tn, &ready)) {
+    const int made_ready =
+        Propagate(tn, ex_.items_[tn.item], outputs, mask, &ready);
+    if (!NodeDone(tn, &ready, made_ready)) {
       std::deque<TaggedNode> inline_ready;
       ScheduleReady(ready, &inline_ready);
       ProcessQueue(std::move(inline_ready));
@@ -447,39 +450,51 @@ class ExecutorState {
 
   // Delivers a node's outputs to its consumers: in the same iteration, or
   // into a loop (enter), out of it (exit) or to the next iteration. The
-  // outputs are taken (moved) where they are used last.
-  void Propagate(const TaggedNode& tn, const Executor::NodeItem& item,
-                 Outputs* outputs, const DeadMask& dead, Ready* ready) {
+  // outputs are taken (moved) where they are used last. Returns how many
+  // nodes of tn's own iteration it made ready without counting them in its
+  // outstanding ops (NodeDone counts them).
+  int Propagate(const TaggedNode& tn, const Executor::NodeItem& item,
+                Outputs* outputs, const DeadMask& dead, Ready* ready) {
     using K = Executor::Kind;
     const bool all_dead = dead.empty() || dead[0];
+    int made_ready = 0;
     switch (item.kind) {
       case K::kEnter:
-        return Enter(tn, item, *outputs, all_dead, ready);
+        Enter(tn, item, *outputs, all_dead, ready);
+        break;
       case K::kExit:
-        if (all_dead) return;  // a dead exit counts when its frame ends
+        if (all_dead) break;  // a dead exit counts when its frame ends
         {
           std::lock_guard<std::mutex> lock(tn.frame->mu);
           tn.frame->live_exits.insert(tn.item);
         }
         Activate(item, *outputs, true, dead, tn.frame->parent,
                  tn.frame->parent_iter, tn.frame->parent_state, ready);
-        return;
+        break;
       case K::kNextIteration:
         if (!all_dead) NextIteration(tn, item, *outputs, ready);
-        return;
+        break;
       default:
-        Activate(item, *outputs, true, dead, tn.frame, tn.iter, tn.state,
-                 ready);
+        Activate(item, *outputs, true, dead, tn.frame, tn.iter, tn.state, ready,
+                 &made_ready);
     }
+    return made_ready;
   }
 
   // Delivers `outputs` into iteration `is`; with `take`, each output is
   // moved into the slot of its last edge instead of copied there.
+  // With `uncounted` (`is` is the iteration of the node that ran, whose
+  // own count keeps it open until NodeDone), the nodes made ready are
+  // counted there instead of one atomic add each.
   void Activate(const Executor::NodeItem& item, Outputs& outputs, bool take,
                 const DeadMask& dead, FrameState* frame, int64_t iter,
-                IterationState* is, Ready* ready) {
+                IterationState* is, Ready* ready, int* uncounted = nullptr) {
     auto make_ready = [&](int dst) {
-      is->outstanding_ops.fetch_add(1, std::memory_order_relaxed);
+      if (uncounted != nullptr) {
+        ++*uncounted;
+      } else {
+        is->outstanding_ops.fetch_add(1, std::memory_order_relaxed);
+      }
       ready->push_back({dst, frame, iter, is});
     };
     for (const Executor::OutEdge& e : item.out_edges) {
@@ -510,16 +525,21 @@ class ExecutorState {
       } else {
         deliver();
       }
-      if (is->pending[dst.local].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        make_ready(e.dst);
+      if (Fires(dst, is)) make_ready(e.dst);
     }
     const bool node_dead = !dead.empty() && dead[0];
     for (int dst : item.control_out) {
       const Executor::NodeItem& d = ex_.items_[dst];
       if (node_dead) is->dead_controls[d.local].store(true);
-      if (is->pending[d.local].fetch_sub(1, std::memory_order_acq_rel) == 1)
-        make_ready(dst);
+      if (Fires(d, is)) make_ready(dst);
     }
+  }
+
+  // Whether this input, data or control, is the last `dst` waits for in
+  // iteration `is`. A node that waits for one needs no count.
+  static bool Fires(const Executor::NodeItem& dst, IterationState* is) {
+    return dst.initial_pending == 1 ||
+           is->pending[dst.local].fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
 
   // ---- frames and iterations ------------------------------------------------
@@ -615,8 +635,16 @@ class ExecutorState {
   }
 
   // Called when a node of tn's iteration is done; true when that ended
-  // the run.
-  bool NodeDone(const TaggedNode& tn, Ready* ready) {
+  // the run. `made_ready`: nodes of tn's iteration it made ready and did
+  // not count (Propagate); they take over its own count.
+  bool NodeDone(const TaggedNode& tn, Ready* ready, int made_ready = 0) {
+    if (made_ready > 0) {
+      if (made_ready > 1) {
+        tn.state->outstanding_ops.fetch_add(made_ready - 1,
+                                            std::memory_order_relaxed);
+      }
+      return false;
+    }
     if (tn.state->outstanding_ops.fetch_sub(1, std::memory_order_acq_rel) ==
         1) {
       return FinishIterations(tn.frame, ready);

@@ -229,8 +229,14 @@ class BinaryKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    RN_ASSIGN_OR_RETURN(StridedLayout<2> l,
-                        MakeBroadcastLayout<2>({&x.shape(), &y.shape()}));
+    // Two scalars (a loop's counters): no layout to build or walk.
+    const bool scalars = x.rank() == 0 && y.rank() == 0;
+    StridedLayout<2> l;
+    if (scalars) {
+      l.num_elements = 1;
+    } else {
+      RN_ASSIGN_OR_RETURN(l, MakeBroadcastLayout<2>({&x.shape(), &y.shape()}));
+    }
     RN_RETURN_IF_ERROR((CheckOperands<T, F>(ctx->node(), y, l.num_elements)));
     const T* a = x.data<T>();
     const T* b = y.data<T>();
@@ -242,13 +248,16 @@ class BinaryKernel : public OpKernel {
       RN_ASSIGN_OR_RETURN(z, ctx->allocate_output(0, l.shape));
     }
     Out* out = z->data<Out>();
+    auto eval = [](const auto& u, const auto& v) { return F::Eval(u, v); };
+    if (scalars) {
+      EvalRow<C, 2, T>({a, b}, {1, 1}, out, 1, eval);
+      return absl::OkStatus();
+    }
     ParallelForEachRow<2>(
         ctx->intra_op_pool(), l, F::kCost,
         [&](int64_t o, int64_t n, const Offsets<2>& in,
             const Offsets<2>& stride) {
-          EvalRow<C, 2, T>(
-              {a + in[0], b + in[1]}, stride, out + o, n,
-              [](const auto& u, const auto& v) { return F::Eval(u, v); });
+          EvalRow<C, 2, T>({a + in[0], b + in[1]}, stride, out + o, n, eval);
         });
     return absl::OkStatus();
   }

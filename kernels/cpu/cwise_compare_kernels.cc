@@ -65,20 +65,26 @@ class CompareKernel : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
+    auto eval = [](const auto& u, const auto& v) { return F::Eval(u, v); };
+    if (x.rank() == 0 && y.rank() == 0) {  // a loop's condition: no layout
+      RN_ASSIGN_OR_RETURN(Tensor * z, ctx->allocate_output(0, Shape{}));
+      EvalRow<AccumType<T>, 2, T>({x.data<T>(), y.data<T>()}, {1, 1},
+                                  z->data<bool>(), 1, eval);
+      return absl::OkStatus();
+    }
     RN_ASSIGN_OR_RETURN(StridedLayout<2> l,
                         MakeBroadcastLayout<2>({&x.shape(), &y.shape()}));
     RN_ASSIGN_OR_RETURN(Tensor * z, ctx->allocate_output(0, l.shape));
     const T* a = x.data<T>();
     const T* b = y.data<T>();
     bool* out = z->data<bool>();
-    ParallelForEachRow<2>(
-        ctx->intra_op_pool(), l, /*cost=*/1,
-        [&](int64_t o, int64_t n, const Offsets<2>& in,
-            const Offsets<2>& stride) {
-          EvalRow<AccumType<T>, 2, T>(
-              {a + in[0], b + in[1]}, stride, out + o, n,
-              [](const auto& u, const auto& v) { return F::Eval(u, v); });
-        });
+    ParallelForEachRow<2>(ctx->intra_op_pool(), l, /*cost=*/1,
+                          [&](int64_t o, int64_t n, const Offsets<2>& in,
+                              const Offsets<2>& stride) {
+                            EvalRow<AccumType<T>, 2, T>({a + in[0], b + in[1]},
+                                                        stride, out + o, n,
+                                                        eval);
+                          });
     return absl::OkStatus();
   }
 };

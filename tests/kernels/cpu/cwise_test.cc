@@ -227,6 +227,38 @@ TEST(CwiseTest, EmptyAndScalarShapes) {
                {4}, 0);
 }
 
+// Two scalars (a loop's counters) skip the broadcast layout: every binary
+// op and comparison gives what it gives on one-element vectors.
+TEST(CwiseTest, ScalarsGiveWhatOneElementVectorsGive) {
+  for (DType d : {DType::kF32, DType::kI32, DType::kF16, DType::kI64}) {
+    const bool ints = d == DType::kI32 || d == DType::kI64;
+    std::vector<std::pair<double, double>> pairs = {
+        {7, 2}, {-7, 2}, {-3, -2}, {3, 3}};
+    if (!ints) pairs.push_back({2.5, -0.5});
+    for (const char* op : {"add", "sub", "mul", "div", "floordiv", "mod", "pow",
+                           "maximum", "minimum", "less", "less_equal",
+                           "greater", "greater_equal", "equal", "not_equal"}) {
+      for (auto [a, b] : pairs) {
+        if (std::string(op) == "pow" && b < 0 && ints) {
+          continue;  // integers to negative powers are an error
+        }
+        const Tensor x = Cast(F32({float(a)}, {}), d);
+        const Tensor y = Cast(F32({float(b)}, {}), d);
+        const Tensor scalar = Run1(op, {x, y});
+        const Tensor vector =
+            Run1(op, {*x.Reshaped(Shape{1}), *y.Reshaped(Shape{1})});
+        EXPECT_EQ(scalar.shape(), Shape{}) << op;
+        EXPECT_EQ(scalar.dtype(), vector.dtype()) << op;
+        EXPECT_EQ(scalar.ToDoubles(), vector.ToDoubles())
+            << op << " " << DTypeName(d) << " " << a << ", " << b;
+      }
+    }
+  }
+  EXPECT_NE(
+      ErrorOf("div", {I32({1}, {}), I32({0}, {})}).find("division by zero"),
+      std::string::npos);
+}
+
 // ---- comparisons and logic
 // ------------------------------------------------------
 
