@@ -426,6 +426,13 @@ class ExecutorState {
       live = in[1].tensor.data<bool>()[0] ? 1 : 0;
       (*dead)[1 - live] = true;
     }
+    // As the kernel's set_output checks.
+    if (absl::Status s =
+            CheckOutputDType(*item.node, live, in[0].tensor.dtype());
+        !s.ok()) {
+      Abort(AttachNode(s, item.node->name(), item.node->span()));
+      return false;
+    }
     (*outputs)[live] = std::move(in[0].tensor);
     return true;
   }

@@ -55,12 +55,15 @@ absl::StatusOr<Tensor*> OpKernelContext::forward_input_or_allocate(
   return allocate_output(out, std::move(shape));
 }
 
+absl::Status CheckOutputDType(const Node& node, int i, DType dtype) {
+  if (dtype == node.output_dtype(i)) return absl::OkStatus();
+  return absl::InternalError(StrCat("output ", i, " has dtype ",
+                                    DTypeName(dtype), ", expected ",
+                                    DTypeName(node.output_dtype(i))));
+}
+
 absl::Status OpKernelContext::set_output(int i, Tensor t) {
-  if (t.dtype() != node_.output_dtype(i)) {
-    return absl::InternalError(StrCat("output ", i, " has dtype ",
-                                      DTypeName(t.dtype()), ", expected ",
-                                      DTypeName(node_.output_dtype(i))));
-  }
+  RN_RETURN_IF_ERROR(CheckOutputDType(node_, i, t.dtype()));
   outputs_[i] = std::move(t);
   return absl::OkStatus();
 }

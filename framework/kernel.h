@@ -67,6 +67,10 @@ class StepContainer {
   std::vector<absl::flat_hash_map<int64_t, Tensor>> stacks_;
 };
 
+// Internal error unless `dtype` is the dtype of the node's output `i`
+// (what set_output checks).
+absl::Status CheckOutputDType(const Node& node, int i, DType dtype);
+
 // A kernel's inputs: inline, so a kernel of up to 4 inputs allocates no
 // list for them (a loop runs several kernels an iteration).
 using KernelInputs = absl::InlinedVector<const Tensor*, 4>;
