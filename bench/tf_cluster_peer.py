@@ -24,6 +24,7 @@ worker deadlocks (its step waits on the dataset iterator's op).
 """
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,25 @@ def addresses(n):
     return [f"127.0.0.1:{cluster_peer.free_port()}" for _ in range(n)]
 
 
+def await_listening(spec, jobs, seconds=120):
+    """Waits until every task of `jobs` in `spec` accepts connections: a
+    client that connects first fails (\"Connection refused\") while a
+    server still imports TensorFlow, which takes seconds on a busy
+    machine."""
+    deadline = time.monotonic() + seconds
+    for job in jobs:
+        for address in spec.get(job, []):
+            host, port = address.rsplit(":", 1)
+            while True:
+                try:
+                    socket.create_connection((host, int(port)), 1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{address} never listened")
+                    time.sleep(0.05)
+
+
 # ---- the processes ----------------------------------------------------------
 
 def server_role(argv, spec, job, task):
@@ -123,6 +143,7 @@ def null_role(argv, spec, steps):
     """A client timing assign_add on the ps's variable."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     threading(tf, argv)
+    await_listening(spec, ["ps"])
     tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(spec))
     with tf.device("/job:ps/task:0"):
         counter = tf.Variable(0.0)
@@ -205,6 +226,7 @@ def ps_strategy(argv, spec, workers, steps):
     this process (the chief)."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     threading(tf, argv)
+    await_listening(spec, ["ps", "worker"])
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(spec), task_type="chief", task_id=0,
         rpc_layer="grpc")
