@@ -644,7 +644,7 @@ class ExecutorState {
   // Called when a node of tn's iteration is done; true when that ended
   // the run. `made_ready`: nodes of tn's iteration it made ready and did
   // not count (Propagate); they take over its own count.
-  bool NodeDone(const TaggedNode& tn, Ready* ready, int made_ready = 0) {
+  bool NodeDone(const TaggedNode& tn, Ready* ready, int made_ready) {
     if (made_ready > 0) {
       if (made_ready > 1) {
         tn.state->outstanding_ops.fetch_add(made_ready - 1,
