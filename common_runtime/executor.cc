@@ -202,6 +202,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
       e->last = !seen[e->src_output];
       seen[e->src_output] = true;
     }
+    item.index_used = item.kind == Kind::kMerge && seen.size() > 1 && seen[1];
   }
   ex->AssignMemory();
   return ex;

@@ -132,6 +132,7 @@ class Executor {
     int num_inputs = 0;
     int initial_pending = 0;  // data + control inputs (merge: control only)
     int merge_expected = 0;   // merge: data inputs per iteration
+    bool index_used = false;  // merge: something reads its value_index
     // enter: the frame it leads into; is_constant.
     int child_frame = -1;
     bool is_constant = false;

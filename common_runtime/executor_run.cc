@@ -137,7 +137,10 @@ class ExecutorState {
       const Executor::NodeItem& item = ex_.items_[tn.item];
       Entry* in = tn.state->inputs.data() + item.input_start;
       outputs.clear();
-      dead.assign(item.node->num_outputs(), false);
+      // (resize and fill: assign() is not inlined, and this runs for
+      // every node)
+      dead.resize(item.node->num_outputs());
+      std::fill(dead.begin(), dead.end(), false);
       bool is_dead = false;
       if (item.kind == Executor::Kind::kMerge) {
         is_dead = !RunMerge(item, in, &outputs);
@@ -171,8 +174,8 @@ class ExecutorState {
           is_dead = true;
         }
       }
-      if (is_dead) dead.assign(dead.size(), true);
-      outputs.resize(dead.size());
+      if (is_dead) std::fill(dead.begin(), dead.end(), true);
+      if (outputs.size() != dead.size()) outputs.resize(dead.size());
       // Inputs are no longer needed: release their buffers now.
       for (int i = 0; i < item.num_inputs; ++i) in[i] = Entry();
 
@@ -447,8 +450,12 @@ class ExecutorState {
           return false;
         }
         outputs->push_back(std::move(in[i].tensor));
-        outputs->push_back(i < 2 ? merge_index_[i]
-                                 : Tensor::ScalarOf(DType::kI32, i));
+        if (!item.index_used) {
+          outputs->emplace_back();  // nobody reads it: no reference to take
+        } else {
+          outputs->push_back(i < 2 ? merge_index_[i]
+                                   : Tensor::ScalarOf(DType::kI32, i));
+        }
         return true;
       }
     }
@@ -532,7 +539,15 @@ class ExecutorState {
       } else {
         deliver();
       }
-      if (Fires(dst, is)) make_ready(e.dst);
+      if (!Fires(dst, is)) continue;
+      if (dst.kind == Executor::Kind::kExit && out_dead) {
+        // A dead exit does nothing when it runs (Propagate): a loop's
+        // exits get one every iteration but the last. Its frame's end
+        // gives the parent the dead value of an exit that never ran live.
+        slot = Entry();
+        continue;
+      }
+      make_ready(e.dst);
     }
     const bool node_dead = !dead.empty() && dead[0];
     for (int dst : item.control_out) {

@@ -55,8 +55,7 @@ absl::StatusOr<Tensor*> OpKernelContext::forward_input_or_allocate(
   return allocate_output(out, std::move(shape));
 }
 
-absl::Status CheckOutputDType(const Node& node, int i, DType dtype) {
-  if (dtype == node.output_dtype(i)) return absl::OkStatus();
+absl::Status OutputDTypeError(const Node& node, int i, DType dtype) {
   return absl::InternalError(StrCat("output ", i, " has dtype ",
                                     DTypeName(dtype), ", expected ",
                                     DTypeName(node.output_dtype(i))));

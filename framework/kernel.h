@@ -68,8 +68,12 @@ class StepContainer {
 };
 
 // Internal error unless `dtype` is the dtype of the node's output `i`
-// (what set_output checks).
-absl::Status CheckOutputDType(const Node& node, int i, DType dtype);
+// (what set_output checks); inline, as every forwarding node checks it.
+absl::Status OutputDTypeError(const Node& node, int i, DType dtype);
+inline absl::Status CheckOutputDType(const Node& node, int i, DType dtype) {
+  if (dtype == node.output_dtype(i)) return absl::OkStatus();
+  return OutputDTypeError(node, i, dtype);
+}
 
 // A kernel's inputs: inline, so a kernel of up to 4 inputs allocates no
 // list for them (a loop runs several kernels an iteration).
