@@ -49,6 +49,7 @@ struct IterationState {
     }
     outstanding_ops.store(0, std::memory_order_relaxed);
     outstanding_frames.store(0, std::memory_order_relaxed);
+    next.store(nullptr, std::memory_order_relaxed);
   }
   // Frees the tensors still waiting in its slots (inputs of nodes that
   // never ran: dead branches), as destroying it would.
@@ -63,6 +64,11 @@ struct IterationState {
   std::vector<Entry> inputs;
   std::atomic<int> outstanding_ops{0};
   std::atomic<int> outstanding_frames{0};
+  // The next iteration's state once a next_iteration of this one started
+  // it: the loop's other next_iterations deliver there without the
+  // frame's lock. It stays valid while this iteration runs (iterations
+  // retire oldest first).
+  std::atomic<IterationState*> next{nullptr};
 };
 
 // One instance of a frame: the root, or a loop entered from one iteration

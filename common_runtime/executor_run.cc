@@ -621,14 +621,21 @@ class ExecutorState {
   void NextIteration(const TaggedNode& tn, const Executor::NodeItem& item,
                      Outputs& outputs, Ready* ready) {
     FrameState* f = tn.frame;
-    std::lock_guard<std::mutex> lock(f->mu);
     const int64_t next = tn.iter + 1;
+    // Delivering needs no lock (slots are per edge, counts atomic); only
+    // finding or starting the iteration does.
+    if (IterationState* is = tn.state->next.load(std::memory_order_acquire)) {
+      Activate(item, outputs, true, {false}, f, next, is, ready);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(f->mu);
     IterationState* is = StartIteration(f, next, ready);
     if (is == nullptr) {
       f->deferred.emplace_back(next, tn.item,
                                Entry{std::move(outputs[0]), false, true});
       return;
     }
+    tn.state->next.store(is, std::memory_order_release);
     Activate(item, outputs, true, {false}, f, next, is, ready);
   }
 
