@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace Eigen {
 class ThreadPoolInterface;
@@ -19,7 +20,8 @@ namespace runnel {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_threads);
+  // `name` is given to the pool's threads.
+  explicit ThreadPool(int num_threads, std::string name = "runnel-pool");
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -31,6 +33,11 @@ class ThreadPool {
   // count of cycles per element; small totals run inline in one shard.
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
+  // Runs fn(i) once for each i in [0, count), returning when all are done.
+  // The caller and up to num_threads() - 1 pool threads claim the items in
+  // turn: the caller starts at once and never waits for a helper to wake,
+  // only for the items helpers took. Items must not block on each other.
+  void RunClaimed(int64_t count, const std::function<void(int64_t)>& fn);
   // For kernels that build an Eigen::ThreadPoolDevice.
   Eigen::ThreadPoolInterface* eigen_pool();
 

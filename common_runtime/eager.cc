@@ -11,7 +11,8 @@ namespace runnel {
 EagerContext::EagerContext(EagerOptions options)
     : options_(options),
       intra_op_pool_(options.num_threads > 0 ? options.num_threads
-                                             : ThreadPool::DefaultNumThreads()),
+                                             : ThreadPool::DefaultNumThreads(),
+                     "runnel-intra"),
       device_(std::make_unique<Device>("/job:localhost/task:0/device:cpu:0",
                                        kDeviceCpu, CpuAllocator::Get(),
                                        &intra_op_pool_, &resources_)) {}

@@ -44,8 +44,8 @@ std::string Signature(const Session::Feeds& feeds,
 Session::Session(std::shared_ptr<Graph> graph, SessionOptions options)
     : graph_(std::move(graph)),
       options_(options),
-      inter_op_pool_(Threads(options.num_threads)),
-      intra_op_pool_(Threads(options.num_threads)),
+      inter_op_pool_(Threads(options.num_threads), "runnel-inter"),
+      intra_op_pool_(Threads(options.num_threads), "runnel-intra"),
       devices_(std::make_unique<DeviceSet>(
           options.cpu_devices, Threads(options.num_threads), &resources_,
           &intra_op_pool_,

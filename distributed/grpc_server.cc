@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
   }
   auto s = std::unique_ptr<TaskServer>(new TaskServer);
   threads = threads > 0 ? threads : ThreadPool::DefaultNumThreads();
-  s->inter_op_pool_ = std::make_unique<ThreadPool>(threads);
-  s->intra_op_pool_ = std::make_unique<ThreadPool>(threads);
+  s->inter_op_pool_ = std::make_unique<ThreadPool>(threads, "runnel-inter");
+  s->intra_op_pool_ = std::make_unique<ThreadPool>(threads, "runnel-intra");
   s->devices_ = std::make_unique<DeviceSet>(1, threads, &s->resources_,
                                             s->intra_op_pool_.get(), name);
   s->channels_ = std::make_shared<WorkerChannels>(spec, options);

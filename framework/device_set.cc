@@ -45,7 +45,8 @@ DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
   for (int k = 0; k < cpus; ++k) {
     ThreadPool* pool = shared_pool;
     if (pool == nullptr || cpus > 1) {
-      pools_.push_back(std::make_unique<ThreadPool>(per_device));
+      pools_.push_back(
+          std::make_unique<ThreadPool>(per_device, "runnel-intra"));
       pool = pools_.back().get();
     }
     std::string name = StrCat(task, "/device:cpu:", k);

@@ -4,7 +4,7 @@
 // which is heavy. It gives a kernel
 //   - EigenDevice(ctx): an Eigen::ThreadPoolDevice over the intra-op pool,
 //     for `out.device(d) = expr` evaluation of Eigen tensor expressions;
-//   - RunShards(pool, n, fn): fn(0..n-1) in parallel, fn(0) on the caller;
+//   - RunShards(pool, n, fn): fn(0..n-1) in parallel with the caller;
 //   - EigenData<T>(t): a tensor's data as Eigen's scalar type (the types
 //     themselves are in eigen_types.h), LoadRun/StoreRun for a contiguous
 //     run of it in the accumulation type, and ToF32/FromF32 for kernels
@@ -37,24 +37,16 @@ inline Eigen::ThreadPoolDevice EigenDevice(OpKernelContext* ctx) {
   return Eigen::ThreadPoolDevice(pool->eigen_pool(), pool->num_threads());
 }
 
-// Runs fn(i) for i in [0, n): fn(0) on the calling thread and the rest on
-// `pool` (or all inline when `pool` is null), returning when all are done.
-// Shards must not block on each other.
+// Runs fn(i) for i in [0, n) in parallel on the calling thread and `pool`
+// (ThreadPool::RunClaimed; all inline when `pool` is null), returning when
+// all are done. Shards must not block on each other.
 inline void RunShards(ThreadPool* pool, int n,
                       const std::function<void(int)>& fn) {
   if (pool == nullptr || n <= 1) {
     for (int i = 0; i < n; ++i) fn(i);
     return;
   }
-  Eigen::Barrier done(static_cast<unsigned>(n - 1));
-  for (int i = 1; i < n; ++i) {
-    pool->Schedule([&fn, &done, i] {
-      fn(i);
-      done.Notify();
-    });
-  }
-  fn(0);
-  done.Wait();
+  pool->RunClaimed(n, [&fn](int64_t i) { fn(static_cast<int>(i)); });
 }
 
 template <typename T>

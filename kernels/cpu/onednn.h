@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 #include "base/strings.h"
-#include "kernels/cpu/eigen_support.h"
+#include "base/thread_pool.h"
 
 namespace runnel {
 
@@ -66,28 +66,30 @@ inline absl::Status DnnlStatus(std::string_view what,
   return absl::OkStatus();
 }
 
-// Runs fn(i) for each piece i in [0, count) on the pool's threads (null:
-// the caller alone), each thread claiming the next piece, with oneDNN
+// Runs fn(i) for each piece i in [0, count) on the calling thread and the
+// pool's (null: the caller alone; ThreadPool::RunClaimed), with oneDNN
 // single-threaded; returns the first error.
 inline absl::Status DnnlPieces(ThreadPool* pool, int64_t count,
                                std::string_view what,
                                const std::function<void(int64_t)>& fn) {
-  const int shards = static_cast<int>(
-      std::min<int64_t>(pool == nullptr ? 1 : pool->num_threads(), count));
-  std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
   std::mutex mu;
   absl::Status status;
-  RunShards(shards > 1 ? pool : nullptr, shards, [&](int) {
+  auto piece = [&](int64_t i) {
+    if (failed.load(std::memory_order_relaxed)) return;  // stop early
     DnnlSingleThread();
-    for (int64_t i; (i = next.fetch_add(1)) < count;) {
-      absl::Status s = DnnlStatus(what, [&] { fn(i); });
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (status.ok()) status = s;
-        next.store(count);  // stop claiming
-      }
+    absl::Status s = DnnlStatus(what, [&] { fn(i); });
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (status.ok()) status = s;
+      failed.store(true);
     }
-  });
+  };
+  if (pool == nullptr) {
+    for (int64_t i = 0; i < count; ++i) piece(i);
+  } else {
+    pool->RunClaimed(count, piece);
+  }
   return status;
 }
 

@@ -165,8 +165,10 @@ absl::Status GpuContext::Init() {
       RN_CUDA(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
     }
   }
-  copy_pool_ = std::make_unique<ThreadPool>(static_cast<int>(
-      std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u)));
+  copy_pool_ = std::make_unique<ThreadPool>(
+      static_cast<int>(
+          std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u)),
+      "runnel-gpu-copy");
   RN_ASSIGN_OR_RETURN(lt_, LoadCublasLt());
   RN_CUBLAS(lt_->cublasLtCreate(&blas_));
   workspace_ = cache_.Allocate(kWorkspaceBytes, 0);
