@@ -23,14 +23,18 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // alone.
 constexpr int64_t kMaxGemmPieces = 8;
 constexpr int64_t kMinGemmPieceSide = 64;
-// The least work of a piece: 2^23 multiply-adds, about 70 us on one core.
+// The least work of a piece: 2^22 multiply-adds, about 35 us on one core.
 // Handing a piece to a sleeping pool thread costs tens of microseconds
 // (its wake-up), and each piece packs its operands again: at 2^18 an LSTM
 // step's 64x128x512 products were cut in 8 pieces, and the row-LSTM's
 // training step took 8.3 ms on two threads, the char-LM's 43 ms, against
-// 6.3 and 31 ms at 2^23, one piece each (the Fashion MLP's 128x784x256 is
-// still cut in 3: 0.62 ms either way).
-constexpr int64_t kMinGemmPieceWork = int64_t{1} << 23;
+// 6.3 and 31 ms at 2^23, one piece each. Since the caller claims pieces
+// without waiting for the pool (ThreadPool::RunClaimed), 2^22 gains on
+// two threads (stop 69, 4-5 alternating rounds): the Fashion MLP's step
+// 0.543 -> 0.504 ms (its 128x784x256 products in 6 pieces, not 3), the
+// char-LM's 25.0 -> 23.0 ms (32x256x1024 in 2, not 1); the row-LSTM, the
+// CNN and the char transformer unchanged.
+constexpr int64_t kMinGemmPieceWork = int64_t{1} << 22;
 
 // How dnnl_sgemm (row-major) reads a rows x cols operand: 'N' or 'T' and
 // the leading dimension, or false when neither stride is 1.

@@ -27,7 +27,7 @@ struct ConstMatrixF32 {
 // C (m x n, row-major with leading dimension `ldc`) = A (m x k) B (k x n),
 // or C += A B with `accumulate`.
 // Each operand needs a unit stride along one of its axes (else Internal).
-// C is cut along its longer side into at most 8 blocks of at least 2^23
+// C is cut along its longer side into at most 8 blocks of at least 2^22
 // multiply-adds and (where the side has 128) 64 rows or columns, 16 apart,
 // each one single-threaded sgemm: the cut depends on the shapes alone, so
 // results do not depend on the number of threads. k == 0 gives zeros (leaves

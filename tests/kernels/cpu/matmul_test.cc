@@ -70,13 +70,13 @@ TEST(MatMulTest, Transposes) {
 }
 
 // Sizes that cut into uneven pieces (16 rows or columns apart: 200x600x300
-// in 4 by columns, 530x400x100 in 2 by rows) and single rows and columns,
+// in 4 by columns, 530x400x100 in 5 by rows) and single rows and columns,
 // in every transpose combination; widths of 512 and 1024 with 256 rows or
 // columns or more, whose untransposed B (beside an untransposed A) or
 // transposed A is copied with its rows further apart first
 // (kernels/cpu/gemm.cc: 700x33x512, 1024x8x1100, 256x30x512, not
 // 255x30x512), whole
-// and, large enough to be cut (2^23 multiply-adds a piece), cut by columns
+// and, large enough to be cut (2^22 multiply-adds a piece), cut by columns
 // (40x420x1024) and by rows (1024x420x40).
 TEST(MatMulTest, LargeAgainstNaive) {
   struct Case {
