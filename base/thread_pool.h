@@ -2,7 +2,8 @@
 //
 // The session owns two: the inter-op pool, on which the executor runs
 // expensive kernels, and the intra-op pool, which kernels use through
-// ParallelFor or an Eigen ThreadPoolDevice to split one op across cores.
+// ParallelFor, RunClaimed or an Eigen ThreadPoolDevice to split one op
+// across cores.
 // All methods are thread-safe. Destruction waits for scheduled work.
 #ifndef RUNNEL_BASE_THREAD_POOL_H_
 #define RUNNEL_BASE_THREAD_POOL_H_
@@ -34,9 +35,10 @@ class ThreadPool {
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
   // Runs fn(i) once for each i in [0, count), returning when all are done.
-  // The caller and up to num_threads() - 1 pool threads claim the items in
-  // turn: the caller starts at once and never waits for a helper to wake,
-  // only for the items helpers took. Items must not block on each other.
+  // The caller and the pool's threads (up to `count` of them woken) claim
+  // the items in turn: the caller starts at once and never waits for a
+  // helper to wake, only for the items helpers took. Items must not block
+  // on each other.
   void RunClaimed(int64_t count, const std::function<void(int64_t)>& fn);
   // For kernels that build an Eigen::ThreadPoolDevice.
   Eigen::ThreadPoolInterface* eigen_pool();
