@@ -92,6 +92,10 @@ struct Claims {
 void ThreadPool::RunClaimed(int64_t count,
                             const std::function<void(int64_t)>& fn) {
   if (count <= 0) return;
+  if (count == 1 || num_threads() == 1) {
+    for (int64_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
   // Every pool thread is woken, not only as many as the caller needs: Linux
   // may queue a woken thread behind the busy thread that woke it even with
   // another core idle (it scans for an idle core only while the cores'
@@ -100,10 +104,6 @@ void ThreadPool::RunClaimed(int64_t count,
   // left. On the 2-core machine of stop 69, the Fashion MLP's weight
   // gradient (three GEMM pieces) took 200 us in most steps with one helper,
   // 133 with two (a trace of 41 steps each).
-  if (count == 1 || num_threads() == 1) {
-    for (int64_t i = 0; i < count; ++i) fn(i);
-    return;
-  }
   const int64_t helpers = std::min<int64_t>(num_threads(), count);
   auto claims = std::make_shared<Claims>(count, &fn);
   for (int64_t h = 0; h < helpers; ++h) {
@@ -132,7 +132,7 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
   // split, and its training step took 32 ms on two threads against 26-30
   // ms at 400k (the Fashion MLP, the CNN, the row-LSTM and the char
   // transformer unchanged).
-  const int64_t work = total * std::max<int64_t>(cost_per_unit, 1);
+  const int64_t work = total * cost_per_unit;
   if (num_threads() == 1 || work < 400000) {
     fn(0, total);
     return;
