@@ -911,6 +911,48 @@ const std::map<std::string, Emit>& Table() {
       op("Mul", {v("o"), v("tanh_c")}, e.Out(n, 0), "h");
       return absl::OkStatus();
     };
+    // lstm_sequence as ONNX's LSTM over the projected inputs: W a
+    // permutation (ONNX's gates are i, o, f, c; ours i, f, g, o), R the
+    // recurrent weight's columns in that order, transposed. ONNX's LSTM
+    // gives no step's c but the last: the outputs saved for the gradient
+    // (cs, gates) have no translation (no model reads them).
+    (*t)["lstm_sequence"] = [](Exporter& e, const Node& n) {
+      const Shape& w_h = n.input(3).node->output_shape(n.input(3).index);
+      if (w_h.unknown_rank() || w_h.rank() != 2 || w_h.dim(0) < 0) {
+        return e.Refuse(n, "the recurrent weight's size is not known");
+      }
+      const int64_t u = w_h.dim(0);
+      const int64_t ours[4] = {0, 3, 1, 2};  // ONNX's i, o, f, c in ours
+      std::vector<int64_t> columns;
+      std::vector<float> w(static_cast<size_t>(16 * u * u), 0.0f);
+      for (int64_t k = 0; k < 4; ++k) {
+        for (int64_t j = 0; j < u; ++j) {
+          columns.push_back(ours[k] * u + j);
+          w[(k * u + j) * 4 * u + ours[k] * u + j] = 1.0f;
+        }
+      }
+      auto v = [&](const char* what) { return e.Temp(n, what); };
+      const std::string wp = e.Initializer(
+          Tensor::FromVector(w, Shape({1, 4 * u, 4 * u})), v("W"));
+      SetInt(e.Add(n, "Gather", {e.In(n, 3), e.Ints(n, "gate_order", columns)},
+                   {v("w_h_columns")}, "w_h_columns"),
+             "axis", 1);
+      SetInts(e.Add(n, "Transpose", {v("w_h_columns")}, {v("R2")}, "R2"),
+              "perm", {1, 0});
+      const std::string axis0 = e.Ints(n, "axis0", {0});
+      e.Add(n, "Unsqueeze", {v("R2"), axis0}, {v("R")}, "R");
+      e.Add(n, "Unsqueeze", {e.In(n, 1), axis0}, {v("h0")}, "h0");
+      e.Add(n, "Unsqueeze", {e.In(n, 2), axis0}, {v("c0")}, "c0");
+      SetInt(
+          e.Add(n, "LSTM", {e.In(n, 0), wp, v("R"), "", "", v("h0"), v("c0")},
+                {v("Y"), v("Y_h"), v("Y_c")}, "lstm"),
+          "hidden_size", u);
+      e.Add(n, "Squeeze", {v("Y"), e.Ints(n, "axis1", {1})}, {e.Out(n, 0)},
+            "hs");
+      e.Add(n, "Squeeze", {v("Y_h"), axis0}, {e.Out(n, 1)}, "h");
+      e.Add(n, "Squeeze", {v("Y_c"), axis0}, {e.Out(n, 2)}, "c");
+      return absl::OkStatus();
+    };
     (*t)["gru_cell"] = [](Exporter& e, const Node& n) {
       auto v = [&](const char* what) { return e.Temp(n, what); };
       auto op = [&](const char* type, std::vector<std::string> in,

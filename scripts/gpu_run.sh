@@ -128,7 +128,7 @@ if [[ ${1:-} == examples ]]; then
     { echo "run.sh: no data/: pack with DATA=1 scripts/gpu_run.sh" >&2; exit 1; }
   status=0
   for ex in "fashion_mlp matmul 400 0.75" "fashion_cnn conv2d 150 0.75" \
-    "fashion_rows dynamic_update_index,dynamic_update_index_grad,dynamic_index,dynamic_index_add 150 0.65"; do
+    "fashion_rows lstm_sequence,lstm_sequence_grad 150 0.65"; do
     read -r name op steps expect <<<"$ex"
     echo "== examples.gpu.${name}_short"
     python3 "$here/examples/example_accuracy.py" "$here/runnel" \

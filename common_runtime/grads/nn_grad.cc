@@ -124,6 +124,29 @@ RUNNEL_REGISTER_GRADIENT(
       return {d[0], d[1]};
     });
 
+// lstm_sequence: the steps backwards in one lstm_sequence_grad. Its cs and
+// gates outputs are what that gradient reads, not values of the model:
+// they have no gradient of their own. An output without a gradient counts
+// as zeros.
+RUNNEL_REGISTER_GRADIENT(
+    "lstm_sequence", [](GradBuilder& g, const Grads& dy) -> Grads {
+      if (dy[3].node != nullptr || dy[4].node != nullptr) {
+        g.Fail(absl::UnimplementedError(
+            "grad: lstm_sequence's cs and gates outputs (saved for its "
+            "gradient) have no gradient; only hs, h and c have one"));
+        return {};
+      }
+      NodeOut d_out[3];
+      for (int i = 0; i < 3; ++i) {
+        d_out[i] = dy[i].node != nullptr ? dy[i] : g.ZerosLike(g.y(i));
+      }
+      std::vector<NodeOut> d =
+          g.OpN("lstm_sequence_grad", {g.y(4), g.y(3), g.y(0), g.x(1), g.x(2),
+                                       g.x(3), d_out[0], d_out[1], d_out[2]});
+      if (d.size() != 4) return {};
+      return {d[0], d[1], d[2], d[3]};
+    });
+
 RUNNEL_REGISTER_GRADIENT("gru_cell",
                          [](GradBuilder& g, const Grads& dy) -> Grads {
                            std::vector<NodeOut> d =
@@ -164,6 +187,14 @@ RUNNEL_REGISTER_GRADIENT(
       g.Fail(absl::UnimplementedError(
           "grad: the second derivative of lstm_cell (a gradient of "
           "lstm_cell_grad) is not supported"));
+      return {};
+    });
+
+RUNNEL_REGISTER_GRADIENT(
+    "lstm_sequence_grad", [](GradBuilder& g, const Grads&) -> Grads {
+      g.Fail(absl::UnimplementedError(
+          "grad: the second derivative of lstm_sequence (a gradient of "
+          "lstm_sequence_grad) is not supported"));
       return {};
     });
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -301,6 +302,102 @@ absl::StatusOr<CellRows> CheckCellInputs(
   r.units = state.dim(state.rank() - 1);
   r.rows = r.units == 0 ? 0 : state.num_elements() / r.units;
   return r;
+}
+
+absl::StatusOr<LstmSequenceDims> CheckLstmSequence(const Shape& z,
+                                                   const Shape& h0,
+                                                   const Shape& c0,
+                                                   const Shape& w_h) {
+  LstmSequenceDims d;
+  bool ok = true;
+  // Dimension `axis` of `s` is `per` times *v: sets *v or checks it.
+  auto agree = [&](int64_t* v, const Shape& s, int rank, int axis,
+                   int64_t per) {
+    if (!ok || s.unknown_rank()) return;
+    if (s.rank() != rank) {
+      ok = false;
+      return;
+    }
+    const int64_t x = s.dim(axis);
+    if (x == kUnknownDim) return;
+    if (x % per != 0 || (*v != kUnknownDim && *v != x / per)) {
+      ok = false;
+      return;
+    }
+    *v = x / per;
+  };
+  agree(&d.time, z, 3, 0, 1);
+  agree(&d.batch, z, 3, 1, 1);
+  agree(&d.units, z, 3, 2, 4);
+  for (const Shape* s : {&h0, &c0}) {
+    agree(&d.batch, *s, 2, 0, 1);
+    agree(&d.units, *s, 2, 1, 1);
+  }
+  agree(&d.units, w_h, 2, 0, 1);
+  agree(&d.units, w_h, 2, 1, 4);
+  if (ok) return d;
+  return absl::InvalidArgumentError(
+      StrCat("needs z [time, batch, 4 * units], h0 and c0 [batch, units] and "
+             "w_h [units, 4 * units]; got z ",
+             z.ToString(), ", h0 ", h0.ToString(), ", c0 ", c0.ToString(),
+             " and w_h ", w_h.ToString()));
+}
+
+absl::StatusOr<LstmSequenceDims> CheckLstmSequenceGrad(
+    const Shape& gates, const Shape& h0, const Shape& c0, const Shape& w_h,
+    std::initializer_list<const Shape*> steps,
+    std::initializer_list<const Shape*> finals) {
+  RN_ASSIGN_OR_RETURN(const LstmSequenceDims d,
+                      CheckLstmSequence(gates, h0, c0, w_h));
+  const Shape every({d.time, d.batch, d.units});
+  const Shape last({d.batch, d.units});
+  for (const auto& [shapes, want, what] :
+       {std::tuple{steps, &every, "every step's states and their gradient"},
+        std::tuple{finals, &last, "the final state's gradients"}}) {
+    for (const Shape* s : shapes) {
+      if (!MayEqual(*s, *want)) {
+        return absl::InvalidArgumentError(StrCat(
+            what, " must be ", want->ToString(), "; got ", s->ToString()));
+      }
+    }
+  }
+  return d;
+}
+
+absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx) {
+  LstmSequenceArgs a;
+  a.z = &ctx->input(0);
+  a.h0 = &ctx->input(1);
+  a.c0 = &ctx->input(2);
+  a.w_h = &ctx->input(3);
+  RN_ASSIGN_OR_RETURN(a.dims, CheckLstmSequence(a.z->shape(), a.h0->shape(),
+                                                a.c0->shape(), a.w_h->shape()));
+  const Shape steps({a.dims.time, a.dims.batch, a.dims.units});
+  RN_ASSIGN_OR_RETURN(a.hs, ctx->allocate_output(0, steps));
+  RN_ASSIGN_OR_RETURN(a.h, ctx->allocate_output(1, a.h0->shape()));
+  RN_ASSIGN_OR_RETURN(a.c, ctx->allocate_output(2, a.c0->shape()));
+  RN_ASSIGN_OR_RETURN(a.cs, ctx->allocate_output(3, steps));
+  RN_ASSIGN_OR_RETURN(a.gates, ctx->allocate_output(4, a.z->shape()));
+  return a;
+}
+
+absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
+    OpKernelContext* ctx) {
+  LstmSequenceGradArgs a;
+  const Tensor** in[] = {&a.gates, &a.cs,  &a.hs, &a.h0, &a.c0,
+                         &a.w_h,   &a.dhs, &a.dh, &a.dc};
+  for (int i = 0; i < 9; ++i) *in[i] = &ctx->input(i);
+  RN_ASSIGN_OR_RETURN(
+      a.dims,
+      CheckLstmSequenceGrad(a.gates->shape(), a.h0->shape(), a.c0->shape(),
+                            a.w_h->shape(),
+                            {&a.cs->shape(), &a.hs->shape(), &a.dhs->shape()},
+                            {&a.dh->shape(), &a.dc->shape()}));
+  RN_ASSIGN_OR_RETURN(a.dz, ctx->allocate_output(0, a.gates->shape()));
+  RN_ASSIGN_OR_RETURN(a.dh0, ctx->allocate_output(1, a.h0->shape()));
+  RN_ASSIGN_OR_RETURN(a.dc0, ctx->allocate_output(2, a.c0->shape()));
+  RN_ASSIGN_OR_RETURN(a.dw_h, ctx->allocate_output(3, a.w_h->shape()));
+  return a;
 }
 
 absl::Status CheckLayerNormGrad(const Shape& dy, const Shape& x,

@@ -134,6 +134,42 @@ absl::StatusOr<CellRows> CheckCellInputs(
     std::initializer_list<const Tensor*> like_gates,
     std::initializer_list<const Tensor*> like_state);
 
+// lstm_sequence(z, h0, c0, w_h): z [time, batch, 4 * units], h0 and c0
+// [batch, units], w_h [units, 4 * units]. Returns the time, batch and units
+// the shapes agree on (kUnknownDim where none tells); unknown dims and
+// ranks pass.
+struct LstmSequenceDims {
+  int64_t time = kUnknownDim, batch = kUnknownDim, units = kUnknownDim;
+};
+absl::StatusOr<LstmSequenceDims> CheckLstmSequence(const Shape& z,
+                                                   const Shape& h0,
+                                                   const Shape& c0,
+                                                   const Shape& w_h);
+// lstm_sequence_grad: CheckLstmSequence(gates, h0, c0, w_h), each of
+// `steps` (cs, hs and dhs) [time, batch, units] and each of `finals` (dh,
+// dc) [batch, units].
+absl::StatusOr<LstmSequenceDims> CheckLstmSequenceGrad(
+    const Shape& gates, const Shape& h0, const Shape& c0, const Shape& w_h,
+    std::initializer_list<const Shape*> steps,
+    std::initializer_list<const Shape*> finals);
+// The kernels' inputs of lstm_sequence (z, h0, c0, w_h), checked, and
+// their outputs (hs, h, c, cs, gates) allocated; the same for
+// lstm_sequence_grad's (gates, cs, hs, h0, c0, w_h, dhs, dh, dc) and (dz,
+// dh0, dc0, dw_h). Every device's kernels take them so.
+struct LstmSequenceArgs {
+  LstmSequenceDims dims;
+  const Tensor *z, *h0, *c0, *w_h;
+  Tensor *hs, *h, *c, *cs, *gates;
+};
+absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx);
+struct LstmSequenceGradArgs {
+  LstmSequenceDims dims;
+  const Tensor *gates, *cs, *hs, *h0, *c0, *w_h, *dhs, *dh, *dc;
+  Tensor *dz, *dh0, *dc0, *dw_h;
+};
+absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
+    OpKernelContext* ctx);
+
 // The dtype of layer_norm's mean and reciprocal standard deviation: f32
 // for the 16-bit floats (the kernels compute in f32), else x's; their
 // shape: x's without its last dimension (unknown rank stays unknown).

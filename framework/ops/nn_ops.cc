@@ -654,6 +654,81 @@ RUNNEL_REGISTER_OP(
         .Doc("gru_cell's gradients by x, hh and h from that of h_next, the "
              "activations recomputed from x and hh in the same pass."));
 
+// ---- a whole LSTM sequence in one op ----------------------------------------
+
+// Every input f32 (the kernels' products are sgemm's).
+absl::Status AllF32(const ShapeContext& c) {
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (c.dtype(i) != DType::kF32) {
+      return absl::InvalidArgumentError(StrCat("expected f32 tensors, got ",
+                                               c.input(i).ToString(),
+                                               " as input ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Shape TimeMajor(const LstmSequenceDims& d, int64_t per_unit) {
+  return Shape({d.time, d.batch,
+                d.units == kUnknownDim ? kUnknownDim : per_unit * d.units});
+}
+
+Specs LstmSequenceShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(AllF32(c));
+  RN_ASSIGN_OR_RETURN(
+      const LstmSequenceDims d,
+      CheckLstmSequence(c.shape(0), c.shape(1), c.shape(2), c.shape(3)));
+  const Shape states = TimeMajor(d, 1);
+  const Shape state({d.batch, d.units});
+  return std::vector<TensorSpec>{{DType::kF32, states},
+                                 {DType::kF32, state},
+                                 {DType::kF32, state},
+                                 {DType::kF32, states},
+                                 {DType::kF32, TimeMajor(d, 4)}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("lstm_sequence")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"z", "h0", "c0", "w_h"})
+        .Outputs({"hs", "h", "c", "cs", "gates"})
+        .Shape(LstmSequenceShape)
+        .Doc("A whole LSTM sequence in one op, f32: from the projected inputs "
+             "z [time, batch, 4 * units] (i, f, g, o), the initial state h0, "
+             "c0 [batch, units] and the recurrent weight w_h [units, 4 * "
+             "units], each step's gates[t] = z[t] + h[t-1] @ w_h and "
+             "lstm_cell(gates[t], c[t-1]). Outputs every step's h [time, "
+             "batch, units], the final h and c (h0 and c0 over no steps), "
+             "and, for the gradient, every step's c and gates. nn.lstm's f32 "
+             "path."));
+
+Specs LstmSequenceGradShape(const ShapeContext& c) {
+  RN_RETURN_IF_ERROR(AllF32(c));
+  RN_ASSIGN_OR_RETURN(
+      const LstmSequenceDims d,
+      CheckLstmSequenceGrad(c.shape(0), c.shape(3), c.shape(4), c.shape(5),
+                            {&c.shape(1), &c.shape(2), &c.shape(6)},
+                            {&c.shape(7), &c.shape(8)}));
+  const Shape state({d.batch, d.units});
+  return std::vector<TensorSpec>{
+      {DType::kF32, TimeMajor(d, 4)},
+      {DType::kF32, state},
+      {DType::kF32, state},
+      {DType::kF32,
+       Shape({d.units, d.units == kUnknownDim ? kUnknownDim : 4 * d.units})}};
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("lstm_sequence_grad")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"gates", "cs", "hs", "h0", "c0", "w_h", "dhs", "dh", "dc"})
+        .Outputs({"dz", "dh0", "dc0", "dw_h"})
+        .Shape(LstmSequenceGradShape)
+        .Doc("lstm_sequence's gradients by z, h0, c0 and w_h from those of "
+             "its outputs hs, h and c: the steps backwards in one op, then "
+             "w_h's gradient as one product of the stacked states and gate "
+             "gradients."));
+
 // ---- batch normalisation (training) -----------------------------------------
 
 Specs BatchNormShape(const ShapeContext& c) {

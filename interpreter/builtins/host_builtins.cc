@@ -326,6 +326,11 @@ Result Task(Interpreter& in, Args& a) {
                         {"chief", Value::Bool(o.task_chief)}});
 }
 
+// An i64: budgets reach past 2 GiB, past an int literal's i32.
+Result MemoryBudget(Interpreter& in, Args&) {
+  return Value::Concrete(Tensor::Scalar<int64_t>(in.options().memory_budget));
+}
+
 Result Arg(Interpreter& in, Args& a) {
   RN_ASSIGN_OR_RETURN(std::string name, StringArg(a, 0));
   const std::string* text = in.FindArg(name);
@@ -460,6 +465,7 @@ void AddHost(std::vector<Builtin>& b) {
   b.push_back({"exit", {P("code", Value::Int(0))}, Exit});
   b.push_back({"arg", {P("name"), P("default", None())}, Arg});
   b.push_back({"task", {}, Task});
+  b.push_back({"memory_budget", {}, MemoryBudget});
   b.push_back({"sleep", {P("seconds")}, Sleep});
   b.push_back({"progress", {P("iterable"), P("label", None())}, Progress});
   b.push_back({"report", {}, Report, true, true});

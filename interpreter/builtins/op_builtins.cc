@@ -531,6 +531,8 @@ void AddNN(std::vector<Builtin>& b) {
   // h_next.
   b.push_back(FromOp("lstm_cell"));
   b.push_back(FromOp("gru_cell"));
+  // nn.lstm's whole f32 sequence: (hs, cs, gates).
+  b.push_back(FromOp("lstm_sequence"));
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(
         {op,

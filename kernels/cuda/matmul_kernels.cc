@@ -17,7 +17,10 @@
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cwise.h"
+#include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/rnn.h"
 
 namespace runnel {
 namespace {
@@ -238,11 +241,145 @@ class MatMulAddKernel : public MatMulAttrsKernel {
   }
 };
 
+// The plan of c [m, n] = op(a) op(b) for whole row-major matrices.
+MatMulPlan PlainProduct(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  MatMulPlan p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.ta = ta;
+  p.tb = tb;
+  p.a_rows = ta ? k : m;
+  p.a_cols = ta ? m : k;
+  p.b_rows = tb ? n : k;
+  p.b_cols = tb ? k : n;
+  return p;
+}
+
+const float* F32At(const Tensor& t, int64_t offset) {
+  return static_cast<const float*>(t.raw_data()) + offset;
+}
+float* F32At(Tensor* t, int64_t offset) {
+  return static_cast<float*>(t->raw_data()) + offset;
+}
+
+// lstm_sequence on the GPU (the CPU kernel's semantics, kernels/cpu/
+// rnn_kernels.cc): per step, the recurrent product added into a copy of
+// z by cuBLASLt, then the lstm_cell kernel; every row of the batch at once.
+class LstmSequenceKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const LstmSequenceArgs a, PrepareLstmSequence(ctx));
+    const Tensor &z = *a.z, &h0 = *a.h0, &c0 = *a.c0, &w_h = *a.w_h;
+    Tensor *hs = a.hs, *cs = a.cs, *gates = a.gates;
+    const int64_t time = a.dims.time, batch = a.dims.batch, u = a.dims.units;
+    const size_t state_bytes = h0.bytes();
+    if (state_bytes == 0) return absl::OkStatus();
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    const cudaStream_t stream = gpu.compute();
+    const void* h_last = h0.raw_data();
+    const void* c_last = c0.raw_data();
+    if (time > 0) {
+      RN_ASSIGN_OR_RETURN(LtTypes types, TypesOf(DType::kF32));
+      RN_CUDA(cudaMemcpyAsync(gates->raw_data(), z.raw_data(), z.bytes(),
+                              cudaMemcpyDeviceToDevice, stream));
+      const MatMulPlan step = PlainProduct(batch, 4 * u, u, false, false);
+      for (int64_t t = 0; t < time; ++t) {
+        const float* hp =
+            t == 0 ? F32At(h0, 0) : F32At(hs, (t - 1) * batch * u);
+        const float* cp =
+            t == 0 ? F32At(c0, 0) : F32At(cs, (t - 1) * batch * u);
+        float* g = F32At(gates, t * batch * 4 * u);
+        RN_RETURN_IF_ERROR(
+            RunProduct(gpu, types, step, {}, reinterpret_cast<const char*>(hp),
+                       static_cast<const char*>(w_h.raw_data()),
+                       reinterpret_cast<char*>(g), /*accumulate=*/true));
+        RN_CUDA(cuda::LaunchLstmCell(
+            GpuElemType(DType::kF32), g, cp, F32At(hs, t * batch * u),
+            F32At(cs, t * batch * u), batch, u, stream));
+      }
+      h_last = F32At(hs, (time - 1) * batch * u);
+      c_last = F32At(cs, (time - 1) * batch * u);
+    }
+    RN_CUDA(cudaMemcpyAsync(a.h->raw_data(), h_last, state_bytes,
+                            cudaMemcpyDeviceToDevice, stream));
+    RN_CUDA(cudaMemcpyAsync(a.c->raw_data(), c_last, state_bytes,
+                            cudaMemcpyDeviceToDevice, stream));
+    return absl::OkStatus();
+  }
+};
+
+// lstm_sequence_grad on the GPU: the steps backwards, dh[t] = dhs[t] +
+// dz[t+1] @ w_h^T and lstm_cell_grad's dc carried, then dw_h = h0^T dz[0]
+// + hs[0 : time-1]^T dz[1 : time].
+class LstmSequenceGradKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(const LstmSequenceGradArgs a,
+                        PrepareLstmSequenceGrad(ctx));
+    const Tensor &gates = *a.gates, &cs = *a.cs, &hs = *a.hs, &h0 = *a.h0,
+                 &c0 = *a.c0, &w_h = *a.w_h, &dhs = *a.dhs, &dh = *a.dh,
+                 &dc = *a.dc;
+    Tensor *dz = a.dz, *dh0 = a.dh0, *dc0 = a.dc0, *dw = a.dw_h;
+    const int64_t time = a.dims.time, batch = a.dims.batch, u = a.dims.units;
+    GpuContext& gpu = GpuContextOf(ctx);
+    RN_RETURN_IF_ERROR(gpu.Activate());
+    const cudaStream_t stream = gpu.compute();
+    if (dw->bytes() > 0) {
+      RN_CUDA(cudaMemsetAsync(dw->raw_data(), 0, dw->bytes(), stream));
+    }
+    if (dh.bytes() == 0) return absl::OkStatus();
+    // The carried gradients start as the final state's.
+    RN_CUDA(cudaMemcpyAsync(dh0->raw_data(), dh.raw_data(), dh.bytes(),
+                            cudaMemcpyDeviceToDevice, stream));
+    RN_CUDA(cudaMemcpyAsync(dc0->raw_data(), dc.raw_data(), dc.bytes(),
+                            cudaMemcpyDeviceToDevice, stream));
+    if (time == 0) return absl::OkStatus();
+    RN_ASSIGN_OR_RETURN(LtTypes types, TypesOf(DType::kF32));
+    RN_ASSIGN_OR_RETURN(Tensor dh_t, GpuScratch(ctx, DType::kF32, h0.shape()));
+    RN_ASSIGN_OR_RETURN(Tensor dc_t, GpuScratch(ctx, DType::kF32, c0.shape()));
+    const cuda::ElemType f32 = GpuElemType(DType::kF32);
+    const int64_t n = batch * u;
+    const MatMulPlan back = PlainProduct(batch, u, 4 * u, false, true);
+    for (int64_t t = time - 1; t >= 0; --t) {
+      const float* cp = t == 0 ? F32At(c0, 0) : F32At(cs, (t - 1) * n);
+      float* dg = F32At(dz, t * 4 * n);
+      RN_CUDA(cuda::LaunchBinary(cuda::BinaryOp::kAdd, f32, F32At(dhs, t * n),
+                                 dh0->raw_data(), dh_t.raw_data(), n, nullptr,
+                                 stream));
+      RN_CUDA(cuda::LaunchLstmCellGrad(f32, F32At(gates, t * 4 * n), cp,
+                                       dh_t.raw_data(), dc0->raw_data(), dg,
+                                       dc_t.raw_data(), batch, u, stream));
+      RN_CUDA(cudaMemcpyAsync(dc0->raw_data(), dc_t.raw_data(), dc_t.bytes(),
+                              cudaMemcpyDeviceToDevice, stream));
+      RN_RETURN_IF_ERROR(RunProduct(gpu, types, back, {},
+                                    reinterpret_cast<const char*>(dg),
+                                    static_cast<const char*>(w_h.raw_data()),
+                                    static_cast<char*>(dh0->raw_data())));
+    }
+    RN_RETURN_IF_ERROR(RunProduct(gpu, types,
+                                  PlainProduct(u, 4 * u, batch, true, false),
+                                  {}, static_cast<const char*>(h0.raw_data()),
+                                  reinterpret_cast<const char*>(F32At(dz, 0)),
+                                  static_cast<char*>(dw->raw_data())));
+    if (time == 1) return absl::OkStatus();
+    return RunProduct(gpu, types,
+                      PlainProduct(u, 4 * u, (time - 1) * batch, true, false),
+                      {}, static_cast<const char*>(hs.raw_data()),
+                      reinterpret_cast<const char*>(F32At(dz, 4 * n)),
+                      static_cast<char*>(dw->raw_data()), /*accumulate=*/true);
+  }
+};
+
 RUNNEL_STATIC_INIT(GpuMatMulKernels) {
   for (DType d : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
     RegisterKernel<MatMulKernel>("matmul", kDeviceGpu, d);
   }
   RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceGpu, DType::kF32);
+  RegisterKernel<LstmSequenceKernel>("lstm_sequence", kDeviceGpu, DType::kF32);
+  RegisterKernel<LstmSequenceGradKernel>("lstm_sequence_grad", kDeviceGpu,
+                                         DType::kF32);
 }
 
 }  // namespace

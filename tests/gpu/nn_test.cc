@@ -423,6 +423,31 @@ TEST(GpuNnTest, RecurrentCells) {
   }
 }
 
+// lstm_sequence (f32) and its gradient op against the CPU's: no steps,
+// one, and several over a batch of several of the CPU's pieces and units
+// whose gates are not a multiple of the tile; the gradient op on inputs
+// drawn at random (it is a function of them whatever they are).
+TEST(GpuNnTest, LstmSequence) {
+  SKIP_WITHOUT_GPU();
+  const DType f = DType::kF32;
+  for (const auto& [time, batch, u] :
+       {std::tuple{0, 3, 2}, std::tuple{1, 4, 3}, std::tuple{7, 37, 5},
+        std::tuple{28, 64, 128}}) {
+    const Shape z{time, batch, 4 * u}, steps{time, batch, u}, state{batch, u},
+        w{u, 4 * u};
+    Compare("lstm_sequence",
+            {Random(f, z, 71, -2, 2), Random(f, state, 72),
+             Random(f, state, 73), Random(f, w, 74, -0.3, 0.3)},
+            {}, false, true);
+    Compare("lstm_sequence_grad",
+            {Random(f, z, 75, -2, 2), Random(f, steps, 76),
+             Random(f, steps, 77), Random(f, state, 78), Random(f, state, 79),
+             Random(f, w, 80, -0.3, 0.3), Random(f, steps, 81),
+             Random(f, state, 82), Random(f, state, 83)},
+            {}, false, true);
+  }
+}
+
 // batch_norm and its gradient (batch_norm_grad on the GPU too): few rows
 // and many (several chunks of the per-channel sums), one channel and many.
 TEST(GpuNnTest, BatchNorm) {

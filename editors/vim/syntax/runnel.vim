@@ -45,16 +45,16 @@ syn match runnelBuiltin "\%(\%(\.\.\)\@<=\|\.\@<!\)\<\%(abs\|acos\|acosh\|all
       \\|global_step\|glorot_uniform\|grad\|group\|gru_cell\|he_normal
       \\|identity\|int\|isfinite\|isnan\|l2_loss\|layer_normalize\|leaves\|len
       \\|load_csv\|load_idx\|load_npy\|load_records\|load_text\|log\|log1p
-      \\|log_softmax\|logsumexp\|lstm_cell\|map\|masked_softmax\|matmul
-      \\|matmul_add\|max\|max_pool\|max_pool3d\|max_pool_with_argmax\|maximum
-      \\|mean\|min\|minimum\|neg\|non_max_suppression\|nonzero\|noop\|one_hot
-      \\|ones\|ones_like\|pack_as\|pad\|pow\|print\|prod\|progress\|queue
-      \\|random_normal\|random_uniform\|rank\|read_idx\|relu\|report\|reshape
-      \\|resize\|restore\|round\|rsqrt\|runner\|save\|save_npy
-      \\|scaled_dot_product_attention\|scan\|scatter_add\|scatter_elements
-      \\|scatter_nd\|scatter_sub\|scatter_update\|shape_of\|sigmoid
-      \\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot\|softmax
-      \\|softmax_cross_entropy\|softplus\|sparse_apply_adam
+      \\|log_softmax\|logsumexp\|lstm_cell\|lstm_sequence\|map\|masked_softmax
+      \\|matmul\|matmul_add\|max\|max_pool\|max_pool3d\|max_pool_with_argmax
+      \\|maximum\|mean\|memory_budget\|min\|minimum\|neg\|non_max_suppression
+      \\|nonzero\|noop\|one_hot\|ones\|ones_like\|pack_as\|pad\|pow\|print
+      \\|prod\|progress\|queue\|random_normal\|random_uniform\|rank\|read_idx
+      \\|relu\|report\|reshape\|resize\|restore\|round\|rsqrt\|runner\|save
+      \\|save_npy\|scaled_dot_product_attention\|scan\|scatter_add
+      \\|scatter_elements\|scatter_nd\|scatter_sub\|scatter_update\|shape_of
+      \\|sigmoid\|sigmoid_cross_entropy\|sign\|sin\|size\|sleep\|slice\|slot
+      \\|softmax\|softmax_cross_entropy\|softplus\|sparse_apply_adam
       \\|sparse_apply_momentum\|sparse_softmax_cross_entropy\|split\|sqrt
       \\|square\|squeeze\|stack\|stop_gradient\|sum\|summary\|sync_accumulate
       \\|sync_advance\|sync_barrier\|sync_take\|tanh\|task\|tile\|top_k

@@ -1,10 +1,13 @@
 // The fused recurrent cells lstm_cell and gru_cell and their gradients:
 // values against the cells' formulas evaluated here in double, the
 // gradients against central finite differences (and against the formulas
-// by hand), 16-bit floats against f32, and the shape errors.
+// by hand), 16-bit floats against f32, and the shape errors. The whole
+// sequence, lstm_sequence (f32), and its gradient against the recurrence
+// evaluated here in double and its finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -144,6 +147,162 @@ TEST(RnnCellTest, HalfFloatsAgreeWithF32) {
                    d == DType::kF16 ? 3e-3 : 2e-2);
     }
   }
+}
+
+// lstm_sequence's inputs as doubles: z [time, batch, 4 units], h0, c0
+// [batch, units], w_h [units, 4 units].
+struct Sequence {
+  int64_t time, batch, units;
+  std::vector<double> z, h0, c0, w_h;
+  std::vector<double>* input(int i) {
+    std::vector<double>* all[] = {&z, &h0, &c0, &w_h};
+    return all[i];
+  }
+};
+
+// The recurrence in double: every step's h and c, and L = sum(hs * w_hs) +
+// sum(h * w_h_final) + sum(c * w_c_final) for the given weights.
+struct Forward {
+  std::vector<double> hs, cs;
+};
+Forward RunSequence(const Sequence& s) {
+  const int64_t b = s.batch, u = s.units;
+  Forward f;
+  std::vector<double> h = s.h0, c = s.c0;
+  for (int64_t t = 0; t < s.time; ++t) {
+    std::vector<double> h2(b * u), c2(b * u);
+    for (int64_t r = 0; r < b; ++r) {
+      for (int64_t j = 0; j < u; ++j) {
+        double g[4];
+        for (int k = 0; k < 4; ++k) {
+          g[k] = s.z[(t * b + r) * 4 * u + k * u + j];
+          for (int64_t m = 0; m < u; ++m) {
+            g[k] += h[r * u + m] * s.w_h[m * 4 * u + k * u + j];
+          }
+        }
+        c2[r * u + j] = Sig(g[1]) * c[r * u + j] + Sig(g[0]) * std::tanh(g[2]);
+        h2[r * u + j] = Sig(g[3]) * std::tanh(c2[r * u + j]);
+      }
+    }
+    h = h2;
+    c = c2;
+    f.hs.insert(f.hs.end(), h.begin(), h.end());
+    f.cs.insert(f.cs.end(), c.begin(), c.end());
+  }
+  return f;
+}
+
+std::vector<float> ToF32(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+// 20 rows: a piece of 16 and one of 4 (kernels/cpu/rnn_kernels.cc).
+Sequence MakeSequence(int64_t time, int64_t batch, int64_t units) {
+  Sequence s{time, batch, units, {}, {}, {}, {}};
+  int seed = 0;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t n = i == 0   ? time * batch * 4 * units
+                      : i == 3 ? units * 4 * units
+                               : batch * units;
+    for (float v : testing::PatternValues(n, seed++, 4409u)) {
+      s.input(i)->push_back(i == 3 ? 0.6 * v : 1.5 * v);
+    }
+  }
+  return s;
+}
+
+TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
+  const Sequence s = MakeSequence(5, 20, 3);
+  const Forward want = RunSequence(s);
+  std::vector<Tensor> out = RunAll(
+      "lstm_sequence", {F32(ToF32(s.z), {5, 20, 12}), F32(ToF32(s.h0), {20, 3}),
+                        F32(ToF32(s.c0), {20, 3}), F32(ToF32(s.w_h), {3, 12})});
+  ASSERT_EQ(out.size(), 5u);
+  ExpectTensor(out[0], DType::kF32, {5, 20, 3}, want.hs, 2e-6);
+  const std::vector<double> h(want.hs.end() - 60, want.hs.end());
+  const std::vector<double> c(want.cs.end() - 60, want.cs.end());
+  ExpectTensor(out[1], DType::kF32, {20, 3}, h, 2e-6);
+  ExpectTensor(out[2], DType::kF32, {20, 3}, c, 2e-6);
+  ExpectTensor(out[3], DType::kF32, {5, 20, 3}, want.cs, 2e-6);
+  EXPECT_EQ(out[4].shape(), Shape({5, 20, 12}));
+}
+
+// No steps: no outputs, and the final state is the initial one.
+TEST(RnnSequenceTest, LstmSequenceOfNoSteps) {
+  std::vector<Tensor> out = RunAll(
+      "lstm_sequence", {F32({}, {0, 2, 4}), F32({0.5f, -0.25f}, {2, 1}),
+                        F32({2.0f, 3.0f}, {2, 1}), F32({1, 2, 3, 4}, {1, 4})});
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].shape(), Shape({0, 2, 1}));
+  ExpectTensor(out[1], DType::kF32, {2, 1}, {0.5, -0.25}, 0);
+  ExpectTensor(out[2], DType::kF32, {2, 1}, {2.0, 3.0}, 0);
+}
+
+// lstm_sequence_grad against central differences of the recurrence in
+// double, L weighting every step's h and the final h and c: by z, h0, c0
+// and w_h, every element.
+TEST(RnnSequenceTest, LstmSequenceGradientMatchesFiniteDifferences) {
+  const int64_t time = 4, batch = 20, u = 3;
+  Sequence s = MakeSequence(time, batch, u);
+  const std::vector<float> w_hs =
+      testing::PatternValues(time * batch * u, 9, 4409u);
+  const std::vector<float> w_h_last =
+      testing::PatternValues(batch * u, 10, 4409u);
+  const std::vector<float> w_c_last =
+      testing::PatternValues(batch * u, 11, 4409u);
+  auto loss = [&](const Sequence& at) {
+    const Forward f = RunSequence(at);
+    double l = 0;
+    for (size_t i = 0; i < f.hs.size(); ++i) l += f.hs[i] * w_hs[i];
+    for (int64_t i = 0; i < batch * u; ++i) {
+      l += f.hs[(time - 1) * batch * u + i] * w_h_last[i];
+      l += f.cs[(time - 1) * batch * u + i] * w_c_last[i];
+    }
+    return l;
+  };
+  const Shape zs({time, batch, 4 * u}), state({batch, u}), w({u, 4 * u});
+  const Tensor z = F32(ToF32(s.z), zs), h0 = F32(ToF32(s.h0), state),
+               c0 = F32(ToF32(s.c0), state), w_h = F32(ToF32(s.w_h), w);
+  std::vector<Tensor> fwd = RunAll("lstm_sequence", {z, h0, c0, w_h});
+  ASSERT_EQ(fwd.size(), 5u);
+  std::vector<Tensor> grads =
+      RunAll("lstm_sequence_grad",
+             {fwd[4], fwd[3], fwd[0], h0, c0, w_h, F32(w_hs, {time, batch, u}),
+              F32(w_h_last, state), F32(w_c_last, state)});
+  ASSERT_EQ(grads.size(), 4u);
+  const Shape shapes[] = {zs, state, state, w};
+  const double step = 1e-5;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double>& x = *s.input(i);
+    std::vector<double> numeric;
+    for (double& v : x) {
+      const double keep = v;
+      v = keep + step;
+      const double up = loss(s);
+      v = keep - step;
+      const double down = loss(s);
+      v = keep;
+      numeric.push_back((up - down) / (2 * step));
+    }
+    SCOPED_TRACE(i);
+    ExpectTensor(grads[i], DType::kF32, shapes[i], numeric, 2e-5);
+  }
+}
+
+TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
+  EXPECT_EQ(
+      RunError("lstm_sequence", {F32(std::vector<float>(16), {2, 2, 4}),
+                                 F32({0, 0, 0, 0}, {2, 2}), F32({0, 0}, {2, 1}),
+                                 F32({1, 2, 3, 4}, {1, 4})})
+          .message(),
+      "lstm_sequence: needs z [time, batch, 4 * units], h0 and c0 "
+      "[batch, units] and w_h [units, 4 * units]; got z [2,2,4], h0 "
+      "[2,2], c0 [2,1] and w_h [1,4]");
+  EXPECT_EQ(
+      RunError("lstm_sequence", {F64({0, 0, 0, 0}, {1, 1, 4}), F64({0}, {1, 1}),
+                                 F64({0}, {1, 1}), F64({1, 2, 3, 4}, {1, 4})})
+          .message(),
+      "lstm_sequence: expected f32 tensors, got f64[1,1,4] as input 0");
 }
 
 TEST(RnnCellTest, ShapeErrors) {
