@@ -913,9 +913,10 @@ const std::map<std::string, Emit>& Table() {
     };
     // lstm_sequence as ONNX's LSTM over the projected inputs: W a
     // permutation (ONNX's gates are i, o, f, c; ours i, f, g, o), R the
-    // recurrent weight's columns in that order, transposed. ONNX's LSTM
-    // gives no step's c but the last: the outputs saved for the gradient
-    // (cs, gates) have no translation (no model reads them).
+    // recurrent weight's columns in that order, transposed; the lengths as
+    // sequence_lens. ONNX's LSTM gives no step's c but the last: the
+    // outputs saved for the gradient (cs, gates) have no translation (no
+    // model reads them).
     (*t)["lstm_sequence"] = [](Exporter& e, const Node& n) {
       const Shape& w_h = n.input(3).node->output_shape(n.input(3).index);
       if (w_h.unknown_rank() || w_h.rank() != 2 || w_h.dim(0) < 0) {
@@ -943,14 +944,56 @@ const std::map<std::string, Emit>& Table() {
       e.Add(n, "Unsqueeze", {v("R2"), axis0}, {v("R")}, "R");
       e.Add(n, "Unsqueeze", {e.In(n, 1), axis0}, {v("h0")}, "h0");
       e.Add(n, "Unsqueeze", {e.In(n, 2), axis0}, {v("c0")}, "c0");
-      SetInt(
-          e.Add(n, "LSTM", {e.In(n, 0), wp, v("R"), "", "", v("h0"), v("c0")},
-                {v("Y"), v("Y_h"), v("Y_c")}, "lstm"),
-          "hidden_size", u);
-      e.Add(n, "Squeeze", {v("Y"), e.Ints(n, "axis1", {1})}, {e.Out(n, 0)},
-            "hs");
-      e.Add(n, "Squeeze", {v("Y_h"), axis0}, {e.Out(n, 1)}, "h");
-      e.Add(n, "Squeeze", {v("Y_c"), axis0}, {e.Out(n, 2)}, "c");
+      const bool lengths = n.num_inputs() > 4;
+      std::string seq_lens;
+      if (lengths) {
+        // sequence_lens: the lengths clipped to [0, time].
+        auto scalar = [&](auto value, const char* what) {
+          return e.Initializer(Tensor::Scalar(value), v(what));
+        };
+        const std::string zero = scalar(int32_t{0}, "zero");
+        e.Add(n, "Shape", {e.In(n, 0)}, {v("z_shape")}, "z_shape");
+        SetInt(
+            e.Add(n, "Gather", {v("z_shape"), scalar(int64_t{0}, "time_axis")},
+                  {v("time64")}, "time64"),
+            "axis", 0);
+        SetInt(e.Add(n, "Cast", {v("time64")}, {v("time")}, "time"), "to",
+               onnx::INT32);
+        e.Add(n, "Clip", {e.In(n, 4), zero, v("time")}, {v("seq_lens")},
+              "seq_lens");
+        seq_lens = v("seq_lens");
+        // Where ONNX's outputs stop at a row's length (Y zero past it; a
+        // length of 0 its own case), the row keeps its state: the initial
+        // one for a length of 0, else its last.
+        e.Add(n, "Greater", {seq_lens, zero}, {v("started")}, "started");
+        e.Add(n, "Unsqueeze", {v("started"), e.Ints(n, "axis1", {1})},
+              {v("started2")}, "started2");
+        e.Add(n, "Range", {zero, v("time"), scalar(int32_t{1}, "one")},
+              {v("steps")}, "steps");
+        e.Add(n, "Unsqueeze", {v("steps"), e.Ints(n, "axis1", {1})},
+              {v("steps2")}, "steps2");
+        e.Add(n, "Less", {v("steps2"), seq_lens}, {v("live")}, "live");
+        e.Add(n, "Unsqueeze", {v("live"), e.Ints(n, "axis2", {2})},
+              {v("live3")}, "live3");
+      }
+      SetInt(e.Add(n, "LSTM",
+                   {e.In(n, 0), wp, v("R"), "", seq_lens, v("h0"), v("c0")},
+                   {v("Y"), v("Y_h"), v("Y_c")}, "lstm"),
+             "hidden_size", u);
+      const std::string hs = lengths ? v("Y3") : e.Out(n, 0);
+      const std::string h = lengths ? v("Y_h2") : e.Out(n, 1);
+      const std::string c = lengths ? v("Y_c2") : e.Out(n, 2);
+      e.Add(n, "Squeeze", {v("Y"), e.Ints(n, "axis1", {1})}, {hs}, "hs");
+      e.Add(n, "Squeeze", {v("Y_h"), axis0}, {h}, "h");
+      e.Add(n, "Squeeze", {v("Y_c"), axis0}, {c}, "c");
+      if (lengths) {
+        e.Add(n, "Where", {v("started2"), h, e.In(n, 1)}, {e.Out(n, 1)},
+              "h_kept");
+        e.Add(n, "Where", {v("started2"), c, e.In(n, 2)}, {e.Out(n, 2)},
+              "c_kept");
+        e.Add(n, "Where", {v("live3"), hs, e.Out(n, 1)}, {e.Out(n, 0)},
+              "hs_kept");
+      }
       return absl::OkStatus();
     };
     (*t)["gru_cell"] = [](Exporter& e, const Node& n) {

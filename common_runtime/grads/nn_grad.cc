@@ -140,11 +140,15 @@ RUNNEL_REGISTER_GRADIENT(
       for (int i = 0; i < 3; ++i) {
         d_out[i] = dy[i].node != nullptr ? dy[i] : g.ZerosLike(g.y(i));
       }
-      std::vector<NodeOut> d =
-          g.OpN("lstm_sequence_grad", {g.y(4), g.y(3), g.y(0), g.x(1), g.x(2),
-                                       g.x(3), d_out[0], d_out[1], d_out[2]});
+      std::vector<NodeOut> in = {g.y(4), g.y(3),   g.y(0),   g.x(1),  g.x(2),
+                                 g.x(3), d_out[0], d_out[1], d_out[2]};
+      const bool lengths = g.node().num_inputs() > 4;
+      if (lengths) in.push_back(g.x(4));
+      std::vector<NodeOut> d = g.OpN("lstm_sequence_grad", in);
       if (d.size() != 4) return {};
-      return {d[0], d[1], d[2], d[3]};
+      Grads out = {d[0], d[1], d[2], d[3]};
+      if (lengths) out.push_back({});  // the lengths: integers
+      return out;
     });
 
 RUNNEL_REGISTER_GRADIENT("gru_cell",

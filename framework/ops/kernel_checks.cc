@@ -364,14 +364,47 @@ absl::StatusOr<LstmSequenceDims> CheckLstmSequenceGrad(
   return d;
 }
 
+absl::Status CheckSequenceLengths(const ShapeContext& c, int at,
+                                  int64_t batch) {
+  if (c.num_inputs() <= at) return absl::OkStatus();
+  if (c.num_inputs() > at + 1) {
+    return absl::InvalidArgumentError(
+        StrCat("takes at most ", at + 1, " inputs (the last the lengths), got ",
+               c.num_inputs()));
+  }
+  const Shape& s = c.shape(at);
+  if (c.dtype(at) != DType::kI32 ||
+      (!s.unknown_rank() &&
+       (s.rank() != 1 || (s.dim(0) >= 0 && batch >= 0 && s.dim(0) != batch)))) {
+    return absl::InvalidArgumentError(StrCat("the lengths must be i32 [batch] ",
+                                             Shape({batch}).ToString(),
+                                             "; got ", c.input(at).ToString()));
+  }
+  return absl::OkStatus();
+}
+
+// Input `at`, the lengths, checked against the batch, or nullptr.
+absl::StatusOr<const Tensor*> SequenceLengths(OpKernelContext* ctx, int at,
+                                              int64_t batch) {
+  if (ctx->num_inputs() <= at) return nullptr;
+  const Tensor& t = ctx->input(at);
+  if (t.dtype() != DType::kI32 || t.shape() != Shape({batch})) {
+    return absl::InvalidArgumentError(StrCat("the lengths must be i32 [", batch,
+                                             "]; got ", DTypeName(t.dtype()),
+                                             t.shape().ToString()));
+  }
+  return &t;
+}
+
 absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx) {
-  LstmSequenceArgs a;
+  LstmSequenceArgs a{};
   a.z = &ctx->input(0);
   a.h0 = &ctx->input(1);
   a.c0 = &ctx->input(2);
   a.w_h = &ctx->input(3);
   RN_ASSIGN_OR_RETURN(a.dims, CheckLstmSequence(a.z->shape(), a.h0->shape(),
                                                 a.c0->shape(), a.w_h->shape()));
+  RN_ASSIGN_OR_RETURN(a.lengths, SequenceLengths(ctx, 4, a.dims.batch));
   const Shape steps({a.dims.time, a.dims.batch, a.dims.units});
   RN_ASSIGN_OR_RETURN(a.hs, ctx->allocate_output(0, steps));
   RN_ASSIGN_OR_RETURN(a.h, ctx->allocate_output(1, a.h0->shape()));
@@ -383,7 +416,7 @@ absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx) {
 
 absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
     OpKernelContext* ctx) {
-  LstmSequenceGradArgs a;
+  LstmSequenceGradArgs a{};
   const Tensor** in[] = {&a.gates, &a.cs,  &a.hs, &a.h0, &a.c0,
                          &a.w_h,   &a.dhs, &a.dh, &a.dc};
   for (int i = 0; i < 9; ++i) *in[i] = &ctx->input(i);
@@ -393,6 +426,7 @@ absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
                             a.w_h->shape(),
                             {&a.cs->shape(), &a.hs->shape(), &a.dhs->shape()},
                             {&a.dh->shape(), &a.dc->shape()}));
+  RN_ASSIGN_OR_RETURN(a.lengths, SequenceLengths(ctx, 9, a.dims.batch));
   RN_ASSIGN_OR_RETURN(a.dz, ctx->allocate_output(0, a.gates->shape()));
   RN_ASSIGN_OR_RETURN(a.dh0, ctx->allocate_output(1, a.h0->shape()));
   RN_ASSIGN_OR_RETURN(a.dc0, ctx->allocate_output(2, a.c0->shape()));

@@ -152,19 +152,24 @@ absl::StatusOr<LstmSequenceDims> CheckLstmSequenceGrad(
     const Shape& gates, const Shape& h0, const Shape& c0, const Shape& w_h,
     std::initializer_list<const Shape*> steps,
     std::initializer_list<const Shape*> finals);
-// The kernels' inputs of lstm_sequence (z, h0, c0, w_h), checked, and
-// their outputs (hs, h, c, cs, gates) allocated; the same for
-// lstm_sequence_grad's (gates, cs, hs, h0, c0, w_h, dhs, dh, dc) and (dz,
-// dh0, dc0, dw_h). Every device's kernels take them so.
+// lstm_sequence's optional `lengths` (input `at`): i32 [batch], or
+// nothing. A row's steps at and past its length leave its state as it was.
+absl::Status CheckSequenceLengths(const ShapeContext& c, int at, int64_t batch);
+
+// The kernels' inputs of lstm_sequence (z, h0, c0, w_h[, lengths]),
+// checked, and their outputs (hs, h, c, cs, gates) allocated; the same for
+// lstm_sequence_grad's (gates, cs, hs, h0, c0, w_h, dhs, dh, dc[,
+// lengths]) and (dz, dh0, dc0, dw_h). Every device's kernels take them so.
+// `lengths` is nullptr without them.
 struct LstmSequenceArgs {
   LstmSequenceDims dims;
-  const Tensor *z, *h0, *c0, *w_h;
+  const Tensor *z, *h0, *c0, *w_h, *lengths;
   Tensor *hs, *h, *c, *cs, *gates;
 };
 absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx);
 struct LstmSequenceGradArgs {
   LstmSequenceDims dims;
-  const Tensor *gates, *cs, *hs, *h0, *c0, *w_h, *dhs, *dh, *dc;
+  const Tensor *gates, *cs, *hs, *h0, *c0, *w_h, *dhs, *dh, *dc, *lengths;
   Tensor *dz, *dh0, *dc0, *dw_h;
 };
 absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(

@@ -656,9 +656,9 @@ RUNNEL_REGISTER_OP(
 
 // ---- a whole LSTM sequence in one op ----------------------------------------
 
-// Every input f32 (the kernels' products are sgemm's).
-absl::Status AllF32(const ShapeContext& c) {
-  for (int i = 0; i < c.num_inputs(); ++i) {
+// Inputs [0, count) f32 (the kernels' products are sgemm's).
+absl::Status AllF32(const ShapeContext& c, int count) {
+  for (int i = 0; i < count && i < c.num_inputs(); ++i) {
     if (c.dtype(i) != DType::kF32) {
       return absl::InvalidArgumentError(StrCat("expected f32 tensors, got ",
                                                c.input(i).ToString(),
@@ -674,10 +674,11 @@ Shape TimeMajor(const LstmSequenceDims& d, int64_t per_unit) {
 }
 
 Specs LstmSequenceShape(const ShapeContext& c) {
-  RN_RETURN_IF_ERROR(AllF32(c));
+  RN_RETURN_IF_ERROR(AllF32(c, 4));
   RN_ASSIGN_OR_RETURN(
       const LstmSequenceDims d,
       CheckLstmSequence(c.shape(0), c.shape(1), c.shape(2), c.shape(3)));
+  RN_RETURN_IF_ERROR(CheckSequenceLengths(c, 4, d.batch));
   const Shape states = TimeMajor(d, 1);
   const Shape state({d.batch, d.units});
   return std::vector<TensorSpec>{{DType::kF32, states},
@@ -690,7 +691,8 @@ Specs LstmSequenceShape(const ShapeContext& c) {
 RUNNEL_REGISTER_OP(
     OpDefBuilder("lstm_sequence")
         .Cost(KernelClass::kMatmul)
-        .Inputs({"z", "h0", "c0", "w_h"})
+        .Inputs({"z", "h0", "c0", "w_h", "lengths"})
+        .Variadic()
         .Outputs({"hs", "h", "c", "cs", "gates"})
         .Shape(LstmSequenceShape)
         .Doc("A whole LSTM sequence in one op, f32: from the projected inputs "
@@ -699,16 +701,18 @@ RUNNEL_REGISTER_OP(
              "units], each step's gates[t] = z[t] + h[t-1] @ w_h and "
              "lstm_cell(gates[t], c[t-1]). Outputs every step's h [time, "
              "batch, units], the final h and c (h0 and c0 over no steps), "
-             "and, for the gradient, every step's c and gates. nn.lstm's f32 "
-             "path."));
+             "and, for the gradient, every step's c and gates. With lengths "
+             "(i32 [batch]), a row's state stays as it was from its length "
+             "on. nn.lstm's f32 path."));
 
 Specs LstmSequenceGradShape(const ShapeContext& c) {
-  RN_RETURN_IF_ERROR(AllF32(c));
+  RN_RETURN_IF_ERROR(AllF32(c, 9));
   RN_ASSIGN_OR_RETURN(
       const LstmSequenceDims d,
       CheckLstmSequenceGrad(c.shape(0), c.shape(3), c.shape(4), c.shape(5),
                             {&c.shape(1), &c.shape(2), &c.shape(6)},
                             {&c.shape(7), &c.shape(8)}));
+  RN_RETURN_IF_ERROR(CheckSequenceLengths(c, 9, d.batch));
   const Shape state({d.batch, d.units});
   return std::vector<TensorSpec>{
       {DType::kF32, TimeMajor(d, 4)},
@@ -721,7 +725,9 @@ Specs LstmSequenceGradShape(const ShapeContext& c) {
 RUNNEL_REGISTER_OP(
     OpDefBuilder("lstm_sequence_grad")
         .Cost(KernelClass::kMatmul)
-        .Inputs({"gates", "cs", "hs", "h0", "c0", "w_h", "dhs", "dh", "dc"})
+        .Inputs({"gates", "cs", "hs", "h0", "c0", "w_h", "dhs", "dh", "dc",
+                 "lengths"})
+        .Variadic()
         .Outputs({"dz", "dh0", "dc0", "dw_h"})
         .Shape(LstmSequenceGradShape)
         .Doc("lstm_sequence's gradients by z, h0, c0 and w_h from those of "

@@ -531,8 +531,17 @@ void AddNN(std::vector<Builtin>& b) {
   // h_next.
   b.push_back(FromOp("lstm_cell"));
   b.push_back(FromOp("gru_cell"));
-  // nn.lstm's whole f32 sequence: (hs, cs, gates).
-  b.push_back(FromOp("lstm_sequence"));
+  // nn.lstm's whole f32 sequence: (hs, h, c, cs, gates); `lengths` is
+  // its optional last input.
+  b.push_back({"lstm_sequence",
+               {P("z"), P("h0"), P("c0"), P("w_h"), P("lengths", None())},
+               [](Interpreter& in, Args& a) -> Result {
+                 std::vector<Value> inputs(a.values.begin(),
+                                           a.values.begin() + 4);
+                 if (!a[4].is_none()) inputs.push_back(a[4]);
+                 return in.builder().ApplyOp("lstm_sequence", std::move(inputs),
+                                             {}, Site(a));
+               }});
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(
         {op,

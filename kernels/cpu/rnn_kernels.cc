@@ -304,9 +304,10 @@ void Transpose(const float* in, int64_t rows, int64_t cols, float* out) {
   }
 }
 
-// lstm_sequence(z, h0, c0, w_h) -> (hs, h, c, cs, gates): for each step,
-// gates[t] = z[t] + h[t-1] @ w_h (sgemm adding the product into a copy of
-// z[t]), then lstm_cell's rows.
+// lstm_sequence(z, h0, c0, w_h[, lengths]) -> (hs, h, c, cs, gates): for
+// each step, gates[t] = z[t] + h[t-1] @ w_h (sgemm adding the product into
+// a copy of z[t]), then lstm_cell's rows; a row at or past its length then
+// takes its previous state back.
 class LstmSequenceKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -329,6 +330,8 @@ class LstmSequenceKernel : public OpKernel {
     const float* pz = a.z->data<float>();
     const float* pw = a.w_h->data<float>();
     float* pg = a.gates->data<float>();
+    const int32_t* len =
+        a.lengths != nullptr ? a.lengths->data<int32_t>() : nullptr;
     RN_RETURN_IF_ERROR(ForPieces(ctx, batch, [&](int64_t first, int64_t rows) {
       const TimeMajorRows at{batch, first};
       for (int64_t t = 0; t < time; ++t) {
@@ -340,7 +343,15 @@ class LstmSequenceKernel : public OpKernel {
         RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, 4 * u, u, {hp, u, 1},
                                    {pw, 4 * u, 1}, g, 4 * u,
                                    /*accumulate=*/true));
-        LstmRows<float>(g, cp, at.at(phs, t, u), at.at(pcs, t, u), rows, u);
+        float* hn = at.at(phs, t, u);
+        float* cn = at.at(pcs, t, u);
+        LstmRows<float>(g, cp, hn, cn, rows, u);
+        // A row at or past its length keeps its state.
+        for (int64_t r = 0; r < rows && len != nullptr; ++r) {
+          if (t < len[first + r]) continue;
+          std::copy_n(hp + r * u, u, hn + r * u);
+          std::copy_n(cp + r * u, u, cn + r * u);
+        }
       }
       return absl::OkStatus();
     }));
@@ -380,6 +391,8 @@ class LstmSequenceGradKernel : public OpKernel {
     const float* phs = a.hs->data<float>();
     const float* pc0 = a.c0->data<float>();
     const float* pdhs = a.dhs->data<float>();
+    const int32_t* len =
+        a.lengths != nullptr ? a.lengths->data<int32_t>() : nullptr;
     // w_h^T [4 u, u], row-major: sgemm is slower on a transposed operand
     // with so few rows (16 x 512 x 128: 120 against 240 GFLOP/s here).
     const float* pw = a.w_h->data<float>();
@@ -391,13 +404,36 @@ class LstmSequenceGradKernel : public OpKernel {
       // down the steps: dh0's and dc0's rows at the end.
       float* carry_h = pdh0 + first * u;
       float* carry_c = pdc0 + first * u;
+      // A row at or past its length passes its state's gradients through
+      // the step: they are kept here while the step's kernels run on every
+      // row, and its gates get none.
+      std::vector<float> keep_h, keep_c;
       for (int64_t t = time - 1; t >= 0; --t) {
         const float* cp = t == 0 ? pc0 + first * u : at.at(pcs, t - 1, u);
         float* dg = at.at(pdz, t, 4 * u);
-        LstmGradRows<float>(at.at(pg, t, 4 * u), cp, at.at(pdhs, t, u), carry_h,
-                            carry_c, nullptr, dg, carry_c, rows, u);
+        const float* dhs_t = at.at(pdhs, t, u);
+        std::vector<int64_t> frozen;
+        for (int64_t r = 0; r < rows && len != nullptr; ++r) {
+          if (t >= len[first + r]) frozen.push_back(r);
+        }
+        keep_h.resize(frozen.size() * u);
+        keep_c.resize(frozen.size() * u);
+        for (size_t k = 0; k < frozen.size(); ++k) {
+          const int64_t r = frozen[k];
+          for (int64_t j = 0; j < u; ++j) {
+            keep_h[k * u + j] = dhs_t[r * u + j] + carry_h[r * u + j];
+          }
+          std::copy_n(carry_c + r * u, u, keep_c.data() + k * u);
+        }
+        LstmGradRows<float>(at.at(pg, t, 4 * u), cp, dhs_t, carry_h, carry_c,
+                            nullptr, dg, carry_c, rows, u);
+        for (int64_t r : frozen) std::fill_n(dg + r * 4 * u, 4 * u, 0.0f);
         RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, u, 4 * u, {dg, 4 * u, 1},
                                    {w_t.data(), u, 1}, carry_h, u));
+        for (size_t k = 0; k < frozen.size(); ++k) {
+          std::copy_n(keep_h.data() + k * u, u, carry_h + frozen[k] * u);
+          std::copy_n(keep_c.data() + k * u, u, carry_c + frozen[k] * u);
+        }
       }
       return absl::OkStatus();
     }));

@@ -263,6 +263,26 @@ float* F32At(Tensor* t, int64_t offset) {
   return static_cast<float*>(t->raw_data()) + offset;
 }
 
+// Runs of the rows at or past their length at step t (the lengths in host
+// memory): fn(first row, rows) for each.
+template <class Fn>
+absl::Status ForFrozenRuns(const Tensor* lengths, int64_t t, int64_t batch,
+                           const Fn& fn) {
+  if (lengths == nullptr) return absl::OkStatus();
+  const int32_t* len = lengths->data<int32_t>();
+  for (int64_t r = 0; r < batch;) {
+    if (t < len[r]) {
+      ++r;
+      continue;
+    }
+    int64_t end = r + 1;
+    while (end < batch && t >= len[end]) ++end;
+    RN_RETURN_IF_ERROR(fn(r, end - r));
+    r = end;
+  }
+  return absl::OkStatus();
+}
+
 // lstm_sequence on the GPU (the CPU kernel's semantics, kernels/cpu/
 // rnn_kernels.cc): per step, the recurrent product added into a copy of
 // z by cuBLASLt, then the lstm_cell kernel; every row of the batch at once.
@@ -298,6 +318,18 @@ class LstmSequenceKernel : public OpKernel {
         RN_CUDA(cuda::LaunchLstmCell(
             GpuElemType(DType::kF32), g, cp, F32At(hs, t * batch * u),
             F32At(cs, t * batch * u), batch, u, stream));
+        // Rows at or past their length take their previous state back.
+        RN_RETURN_IF_ERROR(ForFrozenRuns(
+            a.lengths, t, batch, [&](int64_t r, int64_t rows) -> absl::Status {
+              const size_t bytes = static_cast<size_t>(rows * u) * 4;
+              RN_CUDA(cudaMemcpyAsync(F32At(hs, (t * batch + r) * u),
+                                      hp + r * u, bytes,
+                                      cudaMemcpyDeviceToDevice, stream));
+              RN_CUDA(cudaMemcpyAsync(F32At(cs, (t * batch + r) * u),
+                                      cp + r * u, bytes,
+                                      cudaMemcpyDeviceToDevice, stream));
+              return absl::OkStatus();
+            }));
       }
       h_last = F32At(hs, (time - 1) * batch * u);
       c_last = F32At(cs, (time - 1) * batch * u);
@@ -351,12 +383,31 @@ class LstmSequenceGradKernel : public OpKernel {
       RN_CUDA(cuda::LaunchLstmCellGrad(f32, F32At(gates, t * 4 * n), cp,
                                        dh_t.raw_data(), dc0->raw_data(), dg,
                                        dc_t.raw_data(), batch, u, stream));
+      // Rows at or past their length: their gates get no gradient, and
+      // their state's gradients pass through the step (dc here, dh below).
+      auto frozen = [&](auto fn) {
+        return ForFrozenRuns(a.lengths, t, batch, fn);
+      };
+      RN_RETURN_IF_ERROR(frozen([&](int64_t r, int64_t rows) -> absl::Status {
+        RN_CUDA(cudaMemsetAsync(dg + r * 4 * u, 0,
+                                static_cast<size_t>(rows * 4 * u) * 4, stream));
+        RN_CUDA(cudaMemcpyAsync(F32At(&dc_t, r * u), F32At(*dc0, r * u),
+                                static_cast<size_t>(rows * u) * 4,
+                                cudaMemcpyDeviceToDevice, stream));
+        return absl::OkStatus();
+      }));
       RN_CUDA(cudaMemcpyAsync(dc0->raw_data(), dc_t.raw_data(), dc_t.bytes(),
                               cudaMemcpyDeviceToDevice, stream));
       RN_RETURN_IF_ERROR(RunProduct(gpu, types, back, {},
                                     reinterpret_cast<const char*>(dg),
                                     static_cast<const char*>(w_h.raw_data()),
                                     static_cast<char*>(dh0->raw_data())));
+      RN_RETURN_IF_ERROR(frozen([&](int64_t r, int64_t rows) -> absl::Status {
+        RN_CUDA(cudaMemcpyAsync(F32At(dh0, r * u), F32At(dh_t, r * u),
+                                static_cast<size_t>(rows * u) * 4,
+                                cudaMemcpyDeviceToDevice, stream));
+        return absl::OkStatus();
+      }));
     }
     RN_RETURN_IF_ERROR(RunProduct(gpu, types,
                                   PlainProduct(u, 4 * u, batch, true, false),
@@ -377,9 +428,12 @@ RUNNEL_STATIC_INIT(GpuMatMulKernels) {
     RegisterKernel<MatMulKernel>("matmul", kDeviceGpu, d);
   }
   RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceGpu, DType::kF32);
-  RegisterKernel<LstmSequenceKernel>("lstm_sequence", kDeviceGpu, DType::kF32);
-  RegisterKernel<LstmSequenceGradKernel>("lstm_sequence_grad", kDeviceGpu,
-                                         DType::kF32);
+  // The lengths in host memory: the kernels read them to pick the rows
+  // whose state stays.
+  RegisterKernel<LstmSequenceKernel>("lstm_sequence", kDeviceGpu, DType::kF32,
+                                     HostMemory{.inputs = {4}});
+  RegisterKernel<LstmSequenceGradKernel>(
+      "lstm_sequence_grad", kDeviceGpu, DType::kF32, HostMemory{.inputs = {9}});
 }
 
 }  // namespace

@@ -154,6 +154,7 @@ TEST(RnnCellTest, HalfFloatsAgreeWithF32) {
 struct Sequence {
   int64_t time, batch, units;
   std::vector<double> z, h0, c0, w_h;
+  std::vector<int32_t> lengths;  // none when empty
   std::vector<double>* input(int i) {
     std::vector<double>* all[] = {&z, &h0, &c0, &w_h};
     return all[i];
@@ -182,6 +183,10 @@ Forward RunSequence(const Sequence& s) {
         }
         c2[r * u + j] = Sig(g[1]) * c[r * u + j] + Sig(g[0]) * std::tanh(g[2]);
         h2[r * u + j] = Sig(g[3]) * std::tanh(c2[r * u + j]);
+        if (!s.lengths.empty() && t >= s.lengths[r]) {
+          c2[r * u + j] = c[r * u + j];
+          h2[r * u + j] = h[r * u + j];
+        }
       }
     }
     h = h2;
@@ -198,7 +203,7 @@ std::vector<float> ToF32(const std::vector<double>& v) {
 
 // 20 rows: a piece of 16 and one of 4 (kernels/cpu/rnn_kernels.cc).
 Sequence MakeSequence(int64_t time, int64_t batch, int64_t units) {
-  Sequence s{time, batch, units, {}, {}, {}, {}};
+  Sequence s{time, batch, units, {}, {}, {}, {}, {}};
   int seed = 0;
   for (int i = 0; i < 4; ++i) {
     const int64_t n = i == 0   ? time * batch * 4 * units
@@ -211,12 +216,20 @@ Sequence MakeSequence(int64_t time, int64_t batch, int64_t units) {
   return s;
 }
 
-TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
-  const Sequence s = MakeSequence(5, 20, 3);
+// Every output against the recurrence, with or without lengths (0, past
+// the end, and in between, over both pieces: a row's state stays from its
+// length on).
+void ExpectSequenceValues(bool lengths) {
+  Sequence s = MakeSequence(5, 20, 3);
+  for (int r = 0; r < 20 && lengths; ++r) {
+    s.lengths.push_back((r * 7) % 8 - 1);
+  }
   const Forward want = RunSequence(s);
-  std::vector<Tensor> out = RunAll(
-      "lstm_sequence", {F32(ToF32(s.z), {5, 20, 12}), F32(ToF32(s.h0), {20, 3}),
-                        F32(ToF32(s.c0), {20, 3}), F32(ToF32(s.w_h), {3, 12})});
+  std::vector<Tensor> in = {
+      F32(ToF32(s.z), {5, 20, 12}), F32(ToF32(s.h0), {20, 3}),
+      F32(ToF32(s.c0), {20, 3}), F32(ToF32(s.w_h), {3, 12})};
+  if (lengths) in.push_back(testing::I32(s.lengths, {20}));
+  std::vector<Tensor> out = RunAll("lstm_sequence", in);
   ASSERT_EQ(out.size(), 5u);
   ExpectTensor(out[0], DType::kF32, {5, 20, 3}, want.hs, 2e-6);
   const std::vector<double> h(want.hs.end() - 60, want.hs.end());
@@ -226,6 +239,12 @@ TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
   ExpectTensor(out[3], DType::kF32, {5, 20, 3}, want.cs, 2e-6);
   EXPECT_EQ(out[4].shape(), Shape({5, 20, 12}));
 }
+
+TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
+  ExpectSequenceValues(false);
+}
+
+TEST(RnnSequenceTest, LstmSequenceWithLengths) { ExpectSequenceValues(true); }
 
 // No steps: no outputs, and the final state is the initial one.
 TEST(RnnSequenceTest, LstmSequenceOfNoSteps) {
@@ -241,9 +260,12 @@ TEST(RnnSequenceTest, LstmSequenceOfNoSteps) {
 // lstm_sequence_grad against central differences of the recurrence in
 // double, L weighting every step's h and the final h and c: by z, h0, c0
 // and w_h, every element.
-TEST(RnnSequenceTest, LstmSequenceGradientMatchesFiniteDifferences) {
+void ExpectSequenceGradient(bool lengths) {
   const int64_t time = 4, batch = 20, u = 3;
   Sequence s = MakeSequence(time, batch, u);
+  for (int r = 0; r < batch && lengths; ++r) {
+    s.lengths.push_back((r * 5) % 7 - 1);
+  }
   const std::vector<float> w_hs =
       testing::PatternValues(time * batch * u, 9, 4409u);
   const std::vector<float> w_h_last =
@@ -263,12 +285,21 @@ TEST(RnnSequenceTest, LstmSequenceGradientMatchesFiniteDifferences) {
   const Shape zs({time, batch, 4 * u}), state({batch, u}), w({u, 4 * u});
   const Tensor z = F32(ToF32(s.z), zs), h0 = F32(ToF32(s.h0), state),
                c0 = F32(ToF32(s.c0), state), w_h = F32(ToF32(s.w_h), w);
-  std::vector<Tensor> fwd = RunAll("lstm_sequence", {z, h0, c0, w_h});
+  std::vector<Tensor> in = {z, h0, c0, w_h};
+  if (lengths) in.push_back(testing::I32(s.lengths, {batch}));
+  std::vector<Tensor> fwd = RunAll("lstm_sequence", in);
   ASSERT_EQ(fwd.size(), 5u);
-  std::vector<Tensor> grads =
-      RunAll("lstm_sequence_grad",
-             {fwd[4], fwd[3], fwd[0], h0, c0, w_h, F32(w_hs, {time, batch, u}),
-              F32(w_h_last, state), F32(w_c_last, state)});
+  std::vector<Tensor> grad_in = {fwd[4],
+                                 fwd[3],
+                                 fwd[0],
+                                 h0,
+                                 c0,
+                                 w_h,
+                                 F32(w_hs, {time, batch, u}),
+                                 F32(w_h_last, state),
+                                 F32(w_c_last, state)};
+  if (lengths) grad_in.push_back(in[4]);
+  std::vector<Tensor> grads = RunAll("lstm_sequence_grad", grad_in);
   ASSERT_EQ(grads.size(), 4u);
   const Shape shapes[] = {zs, state, state, w};
   const double step = 1e-5;
@@ -289,6 +320,14 @@ TEST(RnnSequenceTest, LstmSequenceGradientMatchesFiniteDifferences) {
   }
 }
 
+TEST(RnnSequenceTest, LstmSequenceGradientMatchesFiniteDifferences) {
+  ExpectSequenceGradient(false);
+}
+
+TEST(RnnSequenceTest, LstmSequenceGradientWithLengths) {
+  ExpectSequenceGradient(true);
+}
+
 TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
   EXPECT_EQ(
       RunError("lstm_sequence", {F32(std::vector<float>(16), {2, 2, 4}),
@@ -303,6 +342,13 @@ TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
                                  F64({0}, {1, 1}), F64({1, 2, 3, 4}, {1, 4})})
           .message(),
       "lstm_sequence: expected f32 tensors, got f64[1,1,4] as input 0");
+  EXPECT_EQ(RunError("lstm_sequence",
+                     {F32(std::vector<float>(8), {1, 2, 4}),
+                      F32({0, 0}, {2, 1}), F32({0, 0}, {2, 1}),
+                      F32({1, 2, 3, 4}, {1, 4}), testing::I32({1, 1, 1}, {3})})
+                .message(),
+            "lstm_sequence: the lengths must be i32 [batch] [2]; got "
+            "i32[3]");
 }
 
 TEST(RnnCellTest, ShapeErrors) {
