@@ -423,10 +423,11 @@ TEST(GpuNnTest, RecurrentCells) {
   }
 }
 
-// lstm_sequence (f32) and its gradient op against the CPU's: no steps,
-// one, and several over a batch of several of the CPU's pieces and units
-// whose gates are not a multiple of the tile; the gradient op on inputs
-// drawn at random (it is a function of them whatever they are).
+// lstm_sequence (f32) and its gradient op against the CPU's, without and
+// with lengths: no steps, one, and several over a batch of several of the
+// CPU's pieces and units whose gates are not a multiple of the tile; the
+// gradient op on inputs drawn at random (it is a function of them whatever
+// they are).
 TEST(GpuNnTest, LstmSequence) {
   SKIP_WITHOUT_GPU();
   const DType f = DType::kF32;
@@ -444,6 +445,18 @@ TEST(GpuNnTest, LstmSequence) {
              Random(f, steps, 77), Random(f, state, 78), Random(f, state, 79),
              Random(f, w, 80, -0.3, 0.3), Random(f, steps, 81),
              Random(f, state, 82), Random(f, state, 83)},
+            {}, false, true);
+    // With lengths: small integers, some past the end and some below 0.
+    const Tensor lengths = Random(DType::kI32, Shape{batch}, 84);
+    Compare("lstm_sequence",
+            {Random(f, z, 85, -2, 2), Random(f, state, 86),
+             Random(f, state, 87), Random(f, w, 88, -0.3, 0.3), lengths},
+            {}, false, true);
+    Compare("lstm_sequence_grad",
+            {Random(f, z, 89, -2, 2), Random(f, steps, 90),
+             Random(f, steps, 91), Random(f, state, 92), Random(f, state, 93),
+             Random(f, w, 94, -0.3, 0.3), Random(f, steps, 95),
+             Random(f, state, 96), Random(f, state, 97), lengths},
             {}, false, true);
   }
 }
