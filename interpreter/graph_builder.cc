@@ -672,7 +672,10 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     const AttrMap attrs_copy = all_literal || defer ? attrs : AttrMap();
     std::vector<Tensor> tensors;
     for (const Value& v : inputs) tensors.push_back(v.tensor());
-    const std::string path = ScopePath(false);
+    // A draw's name keys its stream's counter (kernels/common/random_util.cc):
+    // it claims its scope's name, as a node would, so that a layer's first
+    // draw does not share the counter of the last layer of that name.
+    const std::string path = ScopePath(/*reserve=*/random);
     const std::string base = site.name_hint.empty() ? op : site.name_hint;
     absl::StatusOr<std::vector<Tensor>> out =
         eager_->Execute(op, std::move(tensors), std::move(attrs),
