@@ -14,6 +14,7 @@
 
 #include "framework/kernel.h"
 #include "framework/ops/kernel_checks.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/gemm.h"
@@ -49,6 +50,17 @@ void ForRows(OpKernelContext* ctx, int64_t rows, int64_t units, int64_t cost,
   ctx->intra_op_pool()->ParallelFor(rows, units * cost, fn);
 }
 
+// The activations of one row of gates [4 u] (i, f, g, o): sigmoid, sigmoid,
+// tanh, sigmoid.
+template <typename T>
+void GateActivations(const EigenType<T>* row, int64_t u, Array1<Acc<T>>& i,
+                     Array1<Acc<T>>& f, Array1<Acc<T>>& g, Array1<Acc<T>>& o) {
+  i = SigmoidOf(LoadRun<T>(row, u));
+  f = SigmoidOf(LoadRun<T>(row + u, u));
+  g = LoadRun<T>(row + 2 * u, u).tanh();
+  o = SigmoidOf(LoadRun<T>(row + 3 * u, u));
+}
+
 // lstm_cell on `rows` rows from their first: gates [rows, 4 u] and c
 // [rows, u] to h and c_next.
 template <typename T>
@@ -56,11 +68,7 @@ void LstmRows(const EigenType<T>* pg, const EigenType<T>* pc, EigenType<T>* ph,
               EigenType<T>* pn, int64_t rows, int64_t u) {
   Array1<Acc<T>> i(u), f(u), g(u), o(u), cn(u);
   for (int64_t r = 0; r < rows; ++r) {
-    const EigenType<T>* row = pg + r * 4 * u;
-    i = SigmoidOf(LoadRun<T>(row, u));
-    f = SigmoidOf(LoadRun<T>(row + u, u));
-    g = LoadRun<T>(row + 2 * u, u).tanh();
-    o = SigmoidOf(LoadRun<T>(row + 3 * u, u));
+    GateActivations<T>(pg + r * 4 * u, u, i, f, g, o);
     cn = f * LoadRun<T>(pc + r * u, u) + i * g;
     StoreRun<T>(cn, pn + r * u);
     StoreRun<T>(o * cn.tanh(), ph + r * u);
@@ -83,11 +91,7 @@ void LstmGradRows(const EigenType<T>* pg, const EigenType<T>* pc,
   using A = Acc<T>;
   Array1<A> i(u), f(u), g(u), o(u), cp(u), t(u), d(u), gh(u);
   for (int64_t r = 0; r < rows; ++r) {
-    const EigenType<T>* row = pg + r * 4 * u;
-    i = SigmoidOf(LoadRun<T>(row, u));
-    f = SigmoidOf(LoadRun<T>(row + u, u));
-    g = LoadRun<T>(row + 2 * u, u).tanh();
-    o = SigmoidOf(LoadRun<T>(row + 3 * u, u));
+    GateActivations<T>(pg + r * 4 * u, u, i, f, g, o);
     cp = LoadRun<T>(pc + r * u, u);
     t = (f * cp + i * g).tanh();
     gh = LoadRun<T>(pdh + r * u, u);
@@ -288,22 +292,6 @@ struct TimeMajorRows {
   }
 };
 
-// out [cols, rows] = in [rows, cols]^T, by tiles that stay in the cache
-// (an element at a time, the writes a column apart took 70-180 us for
-// 128 x 512 here).
-void Transpose(const float* in, int64_t rows, int64_t cols, float* out) {
-  constexpr int64_t kTile = 32;
-  for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-      const int64_t i1 = std::min(rows, i0 + kTile);
-      const int64_t j1 = std::min(cols, j0 + kTile);
-      for (int64_t j = j0; j < j1; ++j) {
-        for (int64_t i = i0; i < i1; ++i) out[j * rows + i] = in[i * cols + j];
-      }
-    }
-  }
-}
-
 // lstm_sequence(z, h0, c0, w_h[, lengths]) -> (hs, h, c, cs, gates): for
 // each step, gates[t] = z[t] + h[t-1] @ w_h (sgemm adding the product into
 // a copy of z[t]), then lstm_cell's rows; a row at or past its length then
@@ -397,7 +385,8 @@ class LstmSequenceGradKernel : public OpKernel {
     // with so few rows (16 x 512 x 128: 120 against 240 GFLOP/s here).
     const float* pw = a.w_h->data<float>();
     std::vector<float> w_t(static_cast<size_t>(4 * u * u));
-    Transpose(pw, u, 4 * u, w_t.data());
+    StridedCopy(ctx->intra_op_pool(), sizeof(float), {4 * u, u}, pw, {1, 4 * u},
+                w_t.data(), {u, 1});
     RN_RETURN_IF_ERROR(ForPieces(ctx, batch, [&](int64_t first, int64_t rows) {
       const TimeMajorRows at{batch, first};
       // This piece's gradients by h[t] (less dhs[t]) and c[t], carried
