@@ -533,15 +533,14 @@ double EstimatedFlops(const Node& n, int64_t unknown) {
   }
   // A whole LSTM sequence: a product of h[t-1] and w_h [units, 4 units]
   // for each step's gates; its gradient has two (dh and dw_h).
-  if ((op == "lstm_sequence" && n.num_inputs() == 4) ||
-      (op == "lstm_sequence_grad" && n.num_inputs() == 9)) {
-    const int w = op == "lstm_sequence" ? 3 : 5;
+  // (The lengths, when given, are one more input.)
+  const bool sequence = op == "lstm_sequence" && n.num_inputs() >= 4;
+  if (sequence || (op == "lstm_sequence_grad" && n.num_inputs() >= 9)) {
+    const int w = sequence ? 3 : 5;
     const Shape& w_h = n.input(w).node->output_shape(n.input(w).index);
-    const double gates = op == "lstm_sequence"
-                             ? Elements(n.output_shape(4), unknown)
-                             : Elements(n.output_shape(0), unknown);
+    const double gates = Elements(n.output_shape(sequence ? 4 : 0), unknown);
     return 2.0 * gates * static_cast<double>(Dim(w_h, 0, unknown)) *
-           (op == "lstm_sequence" ? 1.0 : 2.0);
+           (sequence ? 1.0 : 2.0);
   }
   // Attention: q k^T and p v for each query of each batch matrix; its
   // gradient has five such products, two and a half times as many.

@@ -236,6 +236,32 @@ TEST(PlacerTest, EstimatedSecondsByKernelClass) {
   }
 }
 
+// A whole LSTM sequence: a product of h[t-1] [batch, units] and w_h
+// [units, 4 units] for each step; its gradient has two. The lengths, one
+// more input, change nothing.
+TEST(PlacerTest, EstimatedFlopsOfAnLstmSequence) {
+  Graph g;
+  Node* z = Placeholder(g, "z", Shape{5, 2, 12});
+  Node* state = Placeholder(g, "state", Shape{2, 3});
+  Node* w = Placeholder(g, "w", Shape{3, 12});
+  const NodeOut lengths =
+      testing::Const(g, Tensor::FromVector<int32_t>({1, 5}, Shape{2}));
+  const double products = 2.0 * (5 * 2 * 12) * 3;
+  for (bool with_lengths : {false, true}) {
+    const std::string suffix = with_lengths ? "_lengths" : "";
+    std::vector<NodeOut> in = {{z, 0}, {state, 0}, {state, 0}, {w, 0}};
+    if (with_lengths) in.push_back(lengths);
+    Node* fwd = Add(g, "seq" + suffix, "lstm_sequence", in);
+    std::vector<NodeOut> grad_in = {{fwd, 4},   {fwd, 3},   {fwd, 0},
+                                    {state, 0}, {state, 0}, {w, 0},
+                                    {fwd, 0},   {fwd, 1},   {fwd, 2}};
+    if (with_lengths) grad_in.push_back(lengths);
+    Node* grad = Add(g, "grad" + suffix, "lstm_sequence_grad", grad_in);
+    EXPECT_DOUBLE_EQ(EstimatedFlops(*fwd, 32), products) << suffix;
+    EXPECT_DOUBLE_EQ(EstimatedFlops(*grad, 32), 2 * products) << suffix;
+  }
+}
+
 // p and q both read x (1 MiB) on /cpu:0; each takes 26.8 ms at 10
 // Gflop/s. With transfers at 10 GB/s, q finishes on /cpu:1 at 26.9 ms
 // instead of 53.7 ms and moves; at 10 MB/s x takes 105 ms to cross and q
