@@ -913,10 +913,10 @@ const std::map<std::string, Emit>& Table() {
     };
     // lstm_sequence as ONNX's LSTM over the projected inputs: W a
     // permutation (ONNX's gates are i, o, f, c; ours i, f, g, o), R the
-    // recurrent weight's columns in that order, transposed; the lengths as
-    // sequence_lens. ONNX's LSTM gives no step's c but the last: the
-    // outputs saved for the gradient (cs, gates) have no translation (no
-    // model reads them).
+    // recurrent weight's columns in that order, transposed; the bias added
+    // to z beforehand; the lengths as sequence_lens. ONNX's LSTM gives no
+    // step's c but the last: the outputs saved for the gradient (cs, gates)
+    // have no translation (no model reads them).
     (*t)["lstm_sequence"] = [](Exporter& e, const Node& n) {
       const Shape& w_h = n.input(3).node->output_shape(n.input(3).index);
       if (w_h.unknown_rank() || w_h.rank() != 2 || w_h.dim(0) < 0) {
@@ -944,7 +944,14 @@ const std::map<std::string, Emit>& Table() {
       e.Add(n, "Unsqueeze", {v("R2"), axis0}, {v("R")}, "R");
       e.Add(n, "Unsqueeze", {e.In(n, 1), axis0}, {v("h0")}, "h0");
       e.Add(n, "Unsqueeze", {e.In(n, 2), axis0}, {v("c0")}, "c0");
-      const bool lengths = n.num_inputs() > 4;
+      // The bias, if any, added to z; the lengths follow it.
+      const int at = SequenceLengthsInput(n.attrs());
+      std::string z = e.In(n, 0);
+      if (at == 5) {
+        e.Add(n, "Add", {z, e.In(n, 4)}, {v("z_b")}, "z_b");
+        z = v("z_b");
+      }
+      const bool lengths = n.num_inputs() > at;
       std::string seq_lens;
       if (lengths) {
         // sequence_lens: the lengths clipped to [0, time].
@@ -959,7 +966,7 @@ const std::map<std::string, Emit>& Table() {
             "axis", 0);
         SetInt(e.Add(n, "Cast", {v("time64")}, {v("time")}, "time"), "to",
                onnx::INT32);
-        e.Add(n, "Clip", {e.In(n, 4), zero, v("time")}, {v("seq_lens")},
+        e.Add(n, "Clip", {e.In(n, at), zero, v("time")}, {v("seq_lens")},
               "seq_lens");
         seq_lens = v("seq_lens");
         // Where ONNX's outputs stop at a row's length (Y zero past it; a
@@ -976,8 +983,7 @@ const std::map<std::string, Emit>& Table() {
         e.Add(n, "Unsqueeze", {v("live"), e.Ints(n, "axis2", {2})},
               {v("live3")}, "live3");
       }
-      SetInt(e.Add(n, "LSTM",
-                   {e.In(n, 0), wp, v("R"), "", seq_lens, v("h0"), v("c0")},
+      SetInt(e.Add(n, "LSTM", {z, wp, v("R"), "", seq_lens, v("h0"), v("c0")},
                    {v("Y"), v("Y_h"), v("Y_c")}, "lstm"),
              "hidden_size", u);
       const std::string hs = lengths ? v("Y3") : e.Out(n, 0);

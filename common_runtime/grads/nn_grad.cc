@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common_runtime/gradients.h"
+#include "framework/ops/kernel_checks.h"
 
 namespace runnel {
 namespace {
@@ -124,7 +125,8 @@ RUNNEL_REGISTER_GRADIENT(
       return {d[0], d[1]};
     });
 
-// lstm_sequence: the steps backwards in one lstm_sequence_grad. Its cs and
+// lstm_sequence: the steps backwards in one lstm_sequence_grad (which
+// gives the bias's gradient too, used when there is one). Its cs and
 // gates outputs are what that gradient reads, not values of the model:
 // they have no gradient of their own. An output without a gradient counts
 // as zeros.
@@ -142,12 +144,14 @@ RUNNEL_REGISTER_GRADIENT(
       }
       std::vector<NodeOut> in = {g.y(4), g.y(3),   g.y(0),   g.x(1),  g.x(2),
                                  g.x(3), d_out[0], d_out[1], d_out[2]};
-      const bool lengths = g.node().num_inputs() > 4;
-      if (lengths) in.push_back(g.x(4));
+      const int at = SequenceLengthsInput(g.node().attrs());
+      const bool lengths = g.node().num_inputs() > at;
+      if (lengths) in.push_back(g.x(at));
       std::vector<NodeOut> d = g.OpN("lstm_sequence_grad", in);
-      if (d.size() != 4) return {};
+      if (d.size() != 5) return {};
       Grads out = {d[0], d[1], d[2], d[3]};
-      if (lengths) out.push_back({});  // the lengths: integers
+      if (at == 5) out.push_back(d[4]);  // the bias
+      if (lengths) out.push_back({});    // the lengths: integers
       return out;
     });
 

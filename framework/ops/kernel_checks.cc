@@ -383,6 +383,27 @@ absl::Status CheckSequenceLengths(const ShapeContext& c, int at,
   return absl::OkStatus();
 }
 
+int SequenceLengthsInput(const AttrMap& attrs) {
+  return GetAttrOr<bool>(attrs, "bias", false).value_or(false) ? 5 : 4;
+}
+
+absl::StatusOr<int> CheckSequenceBias(const ShapeContext& c, int64_t units) {
+  RN_ASSIGN_OR_RETURN(const bool bias, c.attr_or<bool>("bias", false));
+  if (!bias) return 4;
+  if (c.num_inputs() < 5) {
+    return absl::InvalidArgumentError(
+        "with bias = true, the bias is input 4 (after w_h); got 4 inputs");
+  }
+  const Shape& b = c.shape(4);
+  const int64_t gates = units == kUnknownDim ? kUnknownDim : 4 * units;
+  if (c.dtype(4) != DType::kF32 || !MayEqual(b, Shape({gates}))) {
+    return absl::InvalidArgumentError(
+        StrCat("the bias must be f32 [4 * units] ", Shape({gates}).ToString(),
+               "; got ", c.input(4).ToString()));
+  }
+  return 5;
+}
+
 // Input `at`, the lengths, checked against the batch, or nullptr.
 absl::StatusOr<const Tensor*> SequenceLengths(OpKernelContext* ctx, int at,
                                               int64_t batch) {
@@ -404,7 +425,22 @@ absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx) {
   a.w_h = &ctx->input(3);
   RN_ASSIGN_OR_RETURN(a.dims, CheckLstmSequence(a.z->shape(), a.h0->shape(),
                                                 a.c0->shape(), a.w_h->shape()));
-  RN_ASSIGN_OR_RETURN(a.lengths, SequenceLengths(ctx, 4, a.dims.batch));
+  const int lengths = SequenceLengthsInput(ctx->node().attrs());
+  a.b = nullptr;
+  if (lengths == 5) {
+    if (ctx->num_inputs() < 5) {
+      return absl::InvalidArgumentError(
+          "with bias = true, the bias is input 4");
+    }
+    a.b = &ctx->input(4);
+    if (a.b->dtype() != DType::kF32 ||
+        a.b->shape() != Shape({4 * a.dims.units})) {
+      return absl::InvalidArgumentError(
+          StrCat("the bias must be f32 [", 4 * a.dims.units, "]; got ",
+                 DTypeName(a.b->dtype()), a.b->shape().ToString()));
+    }
+  }
+  RN_ASSIGN_OR_RETURN(a.lengths, SequenceLengths(ctx, lengths, a.dims.batch));
   const Shape steps({a.dims.time, a.dims.batch, a.dims.units});
   RN_ASSIGN_OR_RETURN(a.hs, ctx->allocate_output(0, steps));
   RN_ASSIGN_OR_RETURN(a.h, ctx->allocate_output(1, a.h0->shape()));
@@ -431,6 +467,7 @@ absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
   RN_ASSIGN_OR_RETURN(a.dh0, ctx->allocate_output(1, a.h0->shape()));
   RN_ASSIGN_OR_RETURN(a.dc0, ctx->allocate_output(2, a.c0->shape()));
   RN_ASSIGN_OR_RETURN(a.dw_h, ctx->allocate_output(3, a.w_h->shape()));
+  RN_ASSIGN_OR_RETURN(a.db, ctx->allocate_output(4, Shape({4 * a.dims.units})));
   return a;
 }
 

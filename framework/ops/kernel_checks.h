@@ -155,22 +155,29 @@ absl::StatusOr<LstmSequenceDims> CheckLstmSequenceGrad(
 // lstm_sequence's optional `lengths` (input `at`): i32 [batch], or
 // nothing. A row's steps at and past its length leave its state as it was.
 absl::Status CheckSequenceLengths(const ShapeContext& c, int at, int64_t batch);
+// lstm_sequence's bias, input 4 when its attribute `bias` is true (the
+// lengths then follow it): f32 [4 * units]. Returns where the lengths
+// would be (4 or 5).
+absl::StatusOr<int> CheckSequenceBias(const ShapeContext& c, int64_t units);
 
-// The kernels' inputs of lstm_sequence (z, h0, c0, w_h[, lengths]),
+// The kernels' inputs of lstm_sequence (z, h0, c0, w_h[, b][, lengths]),
 // checked, and their outputs (hs, h, c, cs, gates) allocated; the same for
 // lstm_sequence_grad's (gates, cs, hs, h0, c0, w_h, dhs, dh, dc[,
-// lengths]) and (dz, dh0, dc0, dw_h). Every device's kernels take them so.
-// `lengths` is nullptr without them.
+// lengths]) and (dz, dh0, dc0, dw_h, db). Every device's kernels take them
+// so. `b` and `lengths` are nullptr without them.
 struct LstmSequenceArgs {
   LstmSequenceDims dims;
-  const Tensor *z, *h0, *c0, *w_h, *lengths;
+  const Tensor *z, *h0, *c0, *w_h, *b, *lengths;
   Tensor *hs, *h, *c, *cs, *gates;
 };
 absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx);
+// The input at which a lstm_sequence node's lengths would be: after its
+// bias, if it has one (for the kernels that take them in host memory).
+int SequenceLengthsInput(const AttrMap& attrs);
 struct LstmSequenceGradArgs {
   LstmSequenceDims dims;
   const Tensor *gates, *cs, *hs, *h0, *c0, *w_h, *dhs, *dh, *dc, *lengths;
-  Tensor *dz, *dh0, *dc0, *dw_h;
+  Tensor *dz, *dh0, *dc0, *dw_h, *db;
 };
 absl::StatusOr<LstmSequenceGradArgs> PrepareLstmSequenceGrad(
     OpKernelContext* ctx);

@@ -678,7 +678,8 @@ Specs LstmSequenceShape(const ShapeContext& c) {
   RN_ASSIGN_OR_RETURN(
       const LstmSequenceDims d,
       CheckLstmSequence(c.shape(0), c.shape(1), c.shape(2), c.shape(3)));
-  RN_RETURN_IF_ERROR(CheckSequenceLengths(c, 4, d.batch));
+  RN_ASSIGN_OR_RETURN(const int lengths, CheckSequenceBias(c, d.units));
+  RN_RETURN_IF_ERROR(CheckSequenceLengths(c, lengths, d.batch));
   const Shape states = TimeMajor(d, 1);
   const Shape state({d.batch, d.units});
   return std::vector<TensorSpec>{{DType::kF32, states},
@@ -691,19 +692,22 @@ Specs LstmSequenceShape(const ShapeContext& c) {
 RUNNEL_REGISTER_OP(
     OpDefBuilder("lstm_sequence")
         .Cost(KernelClass::kMatmul)
-        .Inputs({"z", "h0", "c0", "w_h", "lengths"})
+        .Inputs({"z", "h0", "c0", "w_h", "b_then_lengths"})
         .Variadic()
         .Outputs({"hs", "h", "c", "cs", "gates"})
+        .Attr("bias", false)
         .Shape(LstmSequenceShape)
         .Doc("A whole LSTM sequence in one op, f32: from the projected inputs "
              "z [time, batch, 4 * units] (i, f, g, o), the initial state h0, "
              "c0 [batch, units] and the recurrent weight w_h [units, 4 * "
-             "units], each step's gates[t] = z[t] + h[t-1] @ w_h and "
+             "units], each step's gates[t] = z[t] + b + h[t-1] @ w_h and "
              "lstm_cell(gates[t], c[t-1]). Outputs every step's h [time, "
              "batch, units], the final h and c (h0 and c0 over no steps), "
-             "and, for the gradient, every step's c and gates. With lengths "
+             "and, for the gradient, every step's c and the activations of "
+             "gates[t] (sigmoid, sigmoid, tanh, sigmoid). With lengths "
              "(i32 [batch]), a row's state stays as it was from its length "
-             "on. nn.lstm's f32 path."));
+             "on. The bias b [4 * units] is an input (after w_h) only with "
+             "bias = true. nn.lstm's f32 path."));
 
 Specs LstmSequenceGradShape(const ShapeContext& c) {
   RN_RETURN_IF_ERROR(AllF32(c, 9));
@@ -719,7 +723,9 @@ Specs LstmSequenceGradShape(const ShapeContext& c) {
       {DType::kF32, state},
       {DType::kF32, state},
       {DType::kF32,
-       Shape({d.units, d.units == kUnknownDim ? kUnknownDim : 4 * d.units})}};
+       Shape({d.units, d.units == kUnknownDim ? kUnknownDim : 4 * d.units})},
+      {DType::kF32,
+       Shape({d.units == kUnknownDim ? kUnknownDim : 4 * d.units})}};
 }
 
 RUNNEL_REGISTER_OP(
@@ -728,12 +734,13 @@ RUNNEL_REGISTER_OP(
         .Inputs({"gates", "cs", "hs", "h0", "c0", "w_h", "dhs", "dh", "dc",
                  "lengths"})
         .Variadic()
-        .Outputs({"dz", "dh0", "dc0", "dw_h"})
+        .Outputs({"dz", "dh0", "dc0", "dw_h", "db"})
         .Shape(LstmSequenceGradShape)
         .Doc("lstm_sequence's gradients by z, h0, c0 and w_h from those of "
              "its outputs hs, h and c: the steps backwards in one op, then "
              "w_h's gradient as one product of the stacked states and gate "
-             "gradients."));
+             "gradients; db, the bias's, is dz summed over the steps and "
+             "the batch."));
 
 // ---- batch normalisation (training) -----------------------------------------
 

@@ -531,16 +531,20 @@ void AddNN(std::vector<Builtin>& b) {
   // h_next.
   b.push_back(FromOp("lstm_cell"));
   b.push_back(FromOp("gru_cell"));
-  // nn.lstm's whole f32 sequence: (hs, h, c, cs, gates); `lengths` is
-  // its optional last input.
+  // nn.lstm's whole f32 sequence: (hs, h, c, cs, gates); the bias `b`
+  // and the `lengths` are its optional inputs, in that order (the op's
+  // attribute `bias` says whether b is there).
   b.push_back({"lstm_sequence",
-               {P("z"), P("h0"), P("c0"), P("w_h"), P("lengths", None())},
+               {P("z"), P("h0"), P("c0"), P("w_h"), P("lengths", None()),
+                P("b", None())},
                [](Interpreter& in, Args& a) -> Result {
                  std::vector<Value> inputs(a.values.begin(),
                                            a.values.begin() + 4);
+                 const bool bias = !a[5].is_none();
+                 if (bias) inputs.push_back(a[5]);
                  if (!a[4].is_none()) inputs.push_back(a[4]);
                  return in.builder().ApplyOp("lstm_sequence", std::move(inputs),
-                                             {}, Site(a));
+                                             {{"bias", bias}}, Site(a));
                }});
   for (const char* op : {"softmax", "log_softmax"}) {
     b.push_back(

@@ -62,13 +62,23 @@ void GateActivations(const EigenType<T>* row, int64_t u, Array1<Acc<T>>& i,
 }
 
 // lstm_cell on `rows` rows from their first: gates [rows, 4 u] and c
-// [rows, u] to h and c_next.
+// [rows, u] to h and c_next; the activations (i, f, g, o) also to pa
+// [rows, 4 u] unless it is nullptr (pa may be pg: each row is read before
+// it is written).
 template <typename T>
 void LstmRows(const EigenType<T>* pg, const EigenType<T>* pc, EigenType<T>* ph,
-              EigenType<T>* pn, int64_t rows, int64_t u) {
+              EigenType<T>* pn, int64_t rows, int64_t u,
+              EigenType<T>* pa = nullptr) {
   Array1<Acc<T>> i(u), f(u), g(u), o(u), cn(u);
   for (int64_t r = 0; r < rows; ++r) {
     GateActivations<T>(pg + r * 4 * u, u, i, f, g, o);
+    if (pa != nullptr) {
+      EigenType<T>* a = pa + r * 4 * u;
+      StoreRun<T>(i, a);
+      StoreRun<T>(f, a + u);
+      StoreRun<T>(g, a + 2 * u);
+      StoreRun<T>(o, a + 3 * u);
+    }
     cn = f * LoadRun<T>(pc + r * u, u) + i * g;
     StoreRun<T>(cn, pn + r * u);
     StoreRun<T>(o * cn.tanh(), ph + r * u);
@@ -81,17 +91,26 @@ void LstmRows(const EigenType<T>* pg, const EigenType<T>* pc, EigenType<T>* ph,
 // cell state's whole gradient is d = dc_next + dh * o * (1 - t^2); then
 // dgates = (d * g * i (1 - i), d * c * f (1 - f), d * i * (1 - g^2),
 // dh * t * o (1 - o)) and dc = d * f. pdc may be pdn or pdn2 (each row is
-// read before it is written).
+// read before it is written). With `activated`, pg holds the activations
+// (LstmRows' pa) rather than the gates.
 template <typename T>
 void LstmGradRows(const EigenType<T>* pg, const EigenType<T>* pc,
                   const EigenType<T>* pdh, const EigenType<T>* pdh2,
                   const EigenType<T>* pdn, const EigenType<T>* pdn2,
-                  EigenType<T>* pdg, EigenType<T>* pdc, int64_t rows,
-                  int64_t u) {
+                  EigenType<T>* pdg, EigenType<T>* pdc, int64_t rows, int64_t u,
+                  bool activated = false) {
   using A = Acc<T>;
   Array1<A> i(u), f(u), g(u), o(u), cp(u), t(u), d(u), gh(u);
   for (int64_t r = 0; r < rows; ++r) {
-    GateActivations<T>(pg + r * 4 * u, u, i, f, g, o);
+    const EigenType<T>* row = pg + r * 4 * u;
+    if (activated) {
+      i = LoadRun<T>(row, u);
+      f = LoadRun<T>(row + u, u);
+      g = LoadRun<T>(row + 2 * u, u);
+      o = LoadRun<T>(row + 3 * u, u);
+    } else {
+      GateActivations<T>(row, u, i, f, g, o);
+    }
     cp = LoadRun<T>(pc + r * u, u);
     t = (f * cp + i * g).tanh();
     gh = LoadRun<T>(pdh + r * u, u);
@@ -292,10 +311,12 @@ struct TimeMajorRows {
   }
 };
 
-// lstm_sequence(z, h0, c0, w_h[, lengths]) -> (hs, h, c, cs, gates): for
-// each step, gates[t] = z[t] + h[t-1] @ w_h (sgemm adding the product into
-// a copy of z[t]), then lstm_cell's rows; a row at or past its length then
-// takes its previous state back.
+// lstm_sequence(z, h0, c0, w_h[, b][, lengths]) -> (hs, h, c, cs, gates):
+// for each step, the pre-activations z[t] + b + h[t-1] @ w_h (sgemm adding
+// the product into a copy of z[t], the bias added in the copy), then
+// lstm_cell's rows, which overwrite them with their activations (`gates`, so
+// that the gradient need not compute them again); a row at or past its length
+// then takes its previous state back.
 class LstmSequenceKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -317,6 +338,7 @@ class LstmSequenceKernel : public OpKernel {
     }
     const float* pz = a.z->data<float>();
     const float* pw = a.w_h->data<float>();
+    const float* pb = a.b != nullptr ? a.b->data<float>() : nullptr;
     float* pg = a.gates->data<float>();
     const int32_t* len =
         a.lengths != nullptr ? a.lengths->data<int32_t>() : nullptr;
@@ -324,8 +346,16 @@ class LstmSequenceKernel : public OpKernel {
       const TimeMajorRows at{batch, first};
       for (int64_t t = 0; t < time; ++t) {
         float* g = at.at(pg, t, 4 * u);
-        std::memcpy(g, at.at(pz, t, 4 * u),
-                    static_cast<size_t>(rows * 4 * u) * sizeof(float));
+        const float* zt = at.at(pz, t, 4 * u);
+        if (pb == nullptr) {
+          std::memcpy(g, zt, static_cast<size_t>(rows * 4 * u) * sizeof(float));
+        } else {
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t j = 0; j < 4 * u; ++j) {
+              g[r * 4 * u + j] = zt[r * 4 * u + j] + pb[j];
+            }
+          }
+        }
         const float* hp = t == 0 ? ph0 + first * u : at.at(phs, t - 1, u);
         const float* cp = t == 0 ? pc0 + first * u : at.at(pcs, t - 1, u);
         RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, 4 * u, u, {hp, u, 1},
@@ -333,7 +363,7 @@ class LstmSequenceKernel : public OpKernel {
                                    /*accumulate=*/true));
         float* hn = at.at(phs, t, u);
         float* cn = at.at(pcs, t, u);
-        LstmRows<float>(g, cp, hn, cn, rows, u);
+        LstmRows<float>(g, cp, hn, cn, rows, u, /*pa=*/g);
         // A row at or past its length keeps its state.
         for (int64_t r = 0; r < rows && len != nullptr; ++r) {
           if (t < len[first + r]) continue;
@@ -350,11 +380,13 @@ class LstmSequenceKernel : public OpKernel {
 };
 
 // lstm_sequence_grad(gates, cs, hs, h0, c0, w_h, dhs, dh, dc) -> (dz, dh0,
-// dc0, dw_h): the steps backwards, each piece of rows carrying its state's
-// gradients from the final state's (dh[t-1] = dz[t] @ w_h^T by sgemm on a
-// transposed copy of w_h, plus dhs[t-1]; lstm_cell_grad's dc), dz[t] being
-// the gates' gradient; then dw_h = h0^T dz[0] + hs[0 : time-1]^T dz[1 :
-// time], two products over the whole batch on the pool.
+// dc0, dw_h, db): the steps backwards, each piece of rows carrying its
+// state's gradients from the final state's (dh[t-1] = dz[t] @ w_h^T by
+// sgemm on a transposed copy of w_h, plus dhs[t-1]; lstm_cell_grad's dc),
+// dz[t] being the gates' gradient, whose rows the piece also sums for db
+// while they are in cache; then dw_h = h0^T dz[0] + hs[0 : time-1]^T dz[1
+// : time], two products over the whole batch on the pool, and db the sum
+// of the pieces' sums, in order.
 class LstmSequenceGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -367,13 +399,18 @@ class LstmSequenceGradKernel : public OpKernel {
     float* pdh0 = dh0->data<float>();
     float* pdc0 = dc0->data<float>();
     float* pdw = dw->data<float>();
+    float* pdb = a.db->data<float>();
     // The carried gradients start as the final state's.
     if (dh.bytes() > 0) {
       std::memcpy(pdh0, dh.raw_data(), dh.bytes());
       std::memcpy(pdc0, dc.raw_data(), dc.bytes());
     }
     std::fill_n(pdw, dw->num_elements(), 0.0f);
+    std::fill_n(pdb, 4 * u, 0.0f);
     if (time == 0 || batch == 0 || u == 0) return absl::OkStatus();
+    // Each piece's sum of its rows of dz.
+    std::vector<float> piece_db(
+        static_cast<size_t>(CeilDiv(batch, kSequenceRows) * 4 * u), 0.0f);
     const float* pg = a.gates->data<float>();
     const float* pcs = a.cs->data<float>();
     const float* phs = a.hs->data<float>();
@@ -415,8 +452,12 @@ class LstmSequenceGradKernel : public OpKernel {
           std::copy_n(carry_c + r * u, u, keep_c.data() + k * u);
         }
         LstmGradRows<float>(at.at(pg, t, 4 * u), cp, dhs_t, carry_h, carry_c,
-                            nullptr, dg, carry_c, rows, u);
+                            nullptr, dg, carry_c, rows, u, /*activated=*/true);
         for (int64_t r : frozen) std::fill_n(dg + r * 4 * u, 4 * u, 0.0f);
+        float* sum = piece_db.data() + first / kSequenceRows * 4 * u;
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < 4 * u; ++j) sum[j] += dg[r * 4 * u + j];
+        }
         RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, u, 4 * u, {dg, 4 * u, 1},
                                    {w_t.data(), u, 1}, carry_h, u));
         for (size_t k = 0; k < frozen.size(); ++k) {
@@ -426,6 +467,8 @@ class LstmSequenceGradKernel : public OpKernel {
       }
       return absl::OkStatus();
     }));
+    for (size_t i = 0; i < piece_db.size(); ++i)
+      pdb[i % (4 * u)] += piece_db[i];
     ThreadPool* pool = ctx->intra_op_pool();
     RN_RETURN_IF_ERROR(GemmF32(pool, u, 4 * u, batch,
                                {a.h0->data<float>(), 1, u}, {pdz, 4 * u, 1},

@@ -20,6 +20,8 @@
 #include "kernels/cuda/cwise.h"
 #include "kernels/cuda/elem_type.h"
 #include "kernels/cuda/gpu_device.h"
+#include "kernels/cuda/reduce.h"
+#include "kernels/cuda/reduce_plan.h"
 #include "kernels/cuda/rnn.h"
 
 namespace runnel {
@@ -285,9 +287,16 @@ absl::Status ForFrozenRuns(const Tensor* lengths, int64_t t, int64_t batch,
 
 // lstm_sequence on the GPU (the CPU kernel's semantics, kernels/cpu/
 // rnn_kernels.cc): per step, the recurrent product added into a copy of
-// z by cuBLASLt, then the lstm_cell kernel; every row of the batch at once.
+// z by cuBLASLt, then the lstm_cell kernel (which overwrites the copy with
+// the gates' activations); every row of the batch at once.
 class LstmSequenceKernel : public OpKernel {
  public:
+  // The lengths (read on the host) follow the bias when there is one.
+  absl::Status Init(const Node& node) override {
+    set_host_memory({.inputs = {SequenceLengthsInput(node.attrs())}});
+    return absl::OkStatus();
+  }
+
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(const LstmSequenceArgs a, PrepareLstmSequence(ctx));
     const Tensor &z = *a.z, &h0 = *a.h0, &c0 = *a.c0, &w_h = *a.w_h;
@@ -302,8 +311,21 @@ class LstmSequenceKernel : public OpKernel {
     const void* c_last = c0.raw_data();
     if (time > 0) {
       RN_ASSIGN_OR_RETURN(LtTypes types, TypesOf(DType::kF32));
-      RN_CUDA(cudaMemcpyAsync(gates->raw_data(), z.raw_data(), z.bytes(),
-                              cudaMemcpyDeviceToDevice, stream));
+      if (a.b == nullptr) {
+        RN_CUDA(cudaMemcpyAsync(gates->raw_data(), z.raw_data(), z.bytes(),
+                                cudaMemcpyDeviceToDevice, stream));
+      } else {
+        // z + b, b repeated down the rows.
+        cuda::Broadcast bc;
+        bc.rank = 2;
+        bc.dims[0] = time * batch;
+        bc.dims[1] = 4 * u;
+        bc.a_strides[0] = 4 * u;
+        bc.a_strides[1] = bc.b_strides[1] = 1;
+        RN_CUDA(cuda::LaunchBinary(
+            cuda::BinaryOp::kAdd, GpuElemType(DType::kF32), z.raw_data(),
+            a.b->raw_data(), gates->raw_data(), z.num_elements(), &bc, stream));
+      }
       const MatMulPlan step = PlainProduct(batch, 4 * u, u, false, false);
       for (int64_t t = 0; t < time; ++t) {
         const float* hp =
@@ -317,7 +339,7 @@ class LstmSequenceKernel : public OpKernel {
                        reinterpret_cast<char*>(g), /*accumulate=*/true));
         RN_CUDA(cuda::LaunchLstmCell(
             GpuElemType(DType::kF32), g, cp, F32At(hs, t * batch * u),
-            F32At(cs, t * batch * u), batch, u, stream));
+            F32At(cs, t * batch * u), batch, u, stream, /*activations=*/g));
         // Rows at or past their length take their previous state back.
         RN_RETURN_IF_ERROR(ForFrozenRuns(
             a.lengths, t, batch, [&](int64_t r, int64_t rows) -> absl::Status {
@@ -343,8 +365,9 @@ class LstmSequenceKernel : public OpKernel {
 };
 
 // lstm_sequence_grad on the GPU: the steps backwards, dh[t] = dhs[t] +
-// dz[t+1] @ w_h^T and lstm_cell_grad's dc carried, then dw_h = h0^T dz[0]
-// + hs[0 : time-1]^T dz[1 : time].
+// dz[t+1] @ w_h^T and lstm_cell_grad's dc carried, then db = dz summed
+// over steps and batch, dw_h = h0^T dz[0] + hs[0 : time-1]^T dz[1 :
+// time].
 class LstmSequenceGradKernel : public OpKernel {
  public:
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -353,13 +376,15 @@ class LstmSequenceGradKernel : public OpKernel {
     const Tensor &gates = *a.gates, &cs = *a.cs, &hs = *a.hs, &h0 = *a.h0,
                  &c0 = *a.c0, &w_h = *a.w_h, &dhs = *a.dhs, &dh = *a.dh,
                  &dc = *a.dc;
-    Tensor *dz = a.dz, *dh0 = a.dh0, *dc0 = a.dc0, *dw = a.dw_h;
+    Tensor *dz = a.dz, *dh0 = a.dh0, *dc0 = a.dc0, *dw = a.dw_h, *db = a.db;
     const int64_t time = a.dims.time, batch = a.dims.batch, u = a.dims.units;
     GpuContext& gpu = GpuContextOf(ctx);
     RN_RETURN_IF_ERROR(gpu.Activate());
     const cudaStream_t stream = gpu.compute();
-    if (dw->bytes() > 0) {
-      RN_CUDA(cudaMemsetAsync(dw->raw_data(), 0, dw->bytes(), stream));
+    for (Tensor* zero : {dw, db}) {
+      if (zero->bytes() > 0) {
+        RN_CUDA(cudaMemsetAsync(zero->raw_data(), 0, zero->bytes(), stream));
+      }
     }
     if (dh.bytes() == 0) return absl::OkStatus();
     // The carried gradients start as the final state's.
@@ -382,7 +407,8 @@ class LstmSequenceGradKernel : public OpKernel {
                                  stream));
       RN_CUDA(cuda::LaunchLstmCellGrad(f32, F32At(gates, t * 4 * n), cp,
                                        dh_t.raw_data(), dc0->raw_data(), dg,
-                                       dc_t.raw_data(), batch, u, stream));
+                                       dc_t.raw_data(), batch, u, stream,
+                                       /*activated=*/true));
       // Rows at or past their length: their gates get no gradient, and
       // their state's gradients pass through the step (dc here, dh below).
       auto frozen = [&](auto fn) {
@@ -409,6 +435,19 @@ class LstmSequenceGradKernel : public OpKernel {
         return absl::OkStatus();
       }));
     }
+    // db: dz summed over the steps and the batch.
+    const size_t scratch_bytes =
+        cuda::ReduceScratchBytes(1, time * batch, 4 * u, 0);
+    Tensor scratch;
+    if (scratch_bytes > 0) {
+      RN_ASSIGN_OR_RETURN(
+          scratch, GpuScratch(ctx, DType::kU8,
+                              Shape{static_cast<int64_t>(scratch_bytes)}));
+    }
+    RN_CUDA(cuda::LaunchReduce(cuda::ReduceOp::kSum, f32, dz->raw_data(),
+                               db->raw_data(), 1, time * batch, 4 * u,
+                               scratch_bytes > 0 ? scratch.raw_data() : nullptr,
+                               stream));
     RN_RETURN_IF_ERROR(RunProduct(gpu, types,
                                   PlainProduct(u, 4 * u, batch, true, false),
                                   {}, static_cast<const char*>(h0.raw_data()),
@@ -429,9 +468,8 @@ RUNNEL_STATIC_INIT(GpuMatMulKernels) {
   }
   RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceGpu, DType::kF32);
   // The lengths in host memory: the kernels read them to pick the rows
-  // whose state stays.
-  RegisterKernel<LstmSequenceKernel>("lstm_sequence", kDeviceGpu, DType::kF32,
-                                     HostMemory{.inputs = {4}});
+  // whose state stays (lstm_sequence's Init moves them after its bias).
+  RegisterKernel<LstmSequenceKernel>("lstm_sequence", kDeviceGpu, DType::kF32);
   RegisterKernel<LstmSequenceGradKernel>(
       "lstm_sequence_grad", kDeviceGpu, DType::kF32, HostMemory{.inputs = {9}});
 }

@@ -17,13 +17,21 @@ inline __device__ double Sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    LstmCell(const T* gates, const T* c, T* h, T* c_next, int64_t n,
+    LstmCell(const T* gates, const T* c, T* h, T* c_next, T* act, int64_t n,
              int64_t u) {
   using C = Wide<T>;
   for (int64_t e = FirstIndex(); e < n; e += GridStride()) {
-    const T* g = gates + (e / u) * 4 * u + e % u;
+    const int64_t at = (e / u) * 4 * u + e % u;
+    const T* g = gates + at;
     const C i = Sigmoid(Widen(g[0])), f = Sigmoid(Widen(g[u]));
     const C cell = Tanh(Widen(g[2 * u])), o = Sigmoid(Widen(g[3 * u]));
+    // act may be gates: this thread alone reads and writes these four.
+    if (act != nullptr) {
+      act[at] = Narrow<T>(i);
+      act[at + u] = Narrow<T>(f);
+      act[at + 2 * u] = Narrow<T>(cell);
+      act[at + 3 * u] = Narrow<T>(o);
+    }
     const C cn = f * Widen(c[e]) + i * cell;
     c_next[e] = Narrow<T>(cn);
     h[e] = Narrow<T>(o * Tanh(cn));
@@ -33,13 +41,19 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     LstmCellGrad(const T* gates, const T* c, const T* dh, const T* dc_next,
-                 T* dgates, T* dc, int64_t n, int64_t u) {
+                 T* dgates, T* dc, int64_t n, int64_t u, bool activated) {
   using C = Wide<T>;
   for (int64_t e = FirstIndex(); e < n; e += GridStride()) {
     const int64_t at = (e / u) * 4 * u + e % u;
     const T* g = gates + at;
-    const C i = Sigmoid(Widen(g[0])), f = Sigmoid(Widen(g[u]));
-    const C cell = Tanh(Widen(g[2 * u])), o = Sigmoid(Widen(g[3 * u]));
+    C i = Widen(g[0]), f = Widen(g[u]), cell = Widen(g[2 * u]),
+      o = Widen(g[3 * u]);
+    if (!activated) {
+      i = Sigmoid(i);
+      f = Sigmoid(f);
+      cell = Tanh(cell);
+      o = Sigmoid(o);
+    }
     const C cp = Widen(c[e]);
     const C t = Tanh(f * cp + i * cell);
     const C gh = Widen(dh[e]);
@@ -108,27 +122,29 @@ cudaError_t ForFloat(ElemType type, int64_t n, Launch launch) {
 
 cudaError_t LaunchLstmCell(ElemType type, const void* gates, const void* c,
                            void* h, void* c_next, int64_t rows, int64_t units,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, void* activations) {
   const int64_t n = rows * units;
   return ForFloat(type, n, [&](auto tag) {
     using T = decltype(tag);
     LstmCell<<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const T*>(gates), static_cast<const T*>(c),
-        static_cast<T*>(h), static_cast<T*>(c_next), n, units);
+        static_cast<T*>(h), static_cast<T*>(c_next),
+        static_cast<T*>(activations), n, units);
   });
 }
 
 cudaError_t LaunchLstmCellGrad(ElemType type, const void* gates, const void* c,
                                const void* dh, const void* dc_next,
                                void* dgates, void* dc, int64_t rows,
-                               int64_t units, cudaStream_t stream) {
+                               int64_t units, cudaStream_t stream,
+                               bool activated) {
   const int64_t n = rows * units;
   return ForFloat(type, n, [&](auto tag) {
     using T = decltype(tag);
     LstmCellGrad<<<Blocks(n), kThreads, 0, stream>>>(
         static_cast<const T*>(gates), static_cast<const T*>(c),
         static_cast<const T*>(dh), static_cast<const T*>(dc_next),
-        static_cast<T*>(dgates), static_cast<T*>(dc), n, units);
+        static_cast<T*>(dgates), static_cast<T*>(dc), n, units, activated);
   });
 }
 

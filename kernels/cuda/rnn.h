@@ -15,15 +15,18 @@
 namespace runnel::cuda {
 
 // lstm_cell: gates [rows, 4 units] (i, f, g, o), c [rows, units] -> h,
-// c_next.
+// c_next; the gates' activations also to `activations` [rows, 4 units]
+// unless it is nullptr (it may be `gates`).
 cudaError_t LaunchLstmCell(ElemType type, const void* gates, const void* c,
                            void* h, void* c_next, int64_t rows, int64_t units,
-                           cudaStream_t stream);
-// lstm_cell_grad: -> dgates [rows, 4 units], dc [rows, units].
+                           cudaStream_t stream, void* activations = nullptr);
+// lstm_cell_grad: -> dgates [rows, 4 units], dc [rows, units]; with
+// `activated`, `gates` holds LaunchLstmCell's activations.
 cudaError_t LaunchLstmCellGrad(ElemType type, const void* gates, const void* c,
                                const void* dh, const void* dc_next,
                                void* dgates, void* dc, int64_t rows,
-                               int64_t units, cudaStream_t stream);
+                               int64_t units, cudaStream_t stream,
+                               bool activated = false);
 // gru_cell: x and hh [rows, 3 units] (r, z, n), h [rows, units] -> h_next.
 cudaError_t LaunchGruCell(ElemType type, const void* x, const void* hh,
                           const void* h, void* h_next, int64_t rows,

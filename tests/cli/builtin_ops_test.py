@@ -33,6 +33,7 @@ SET_BY_BUILTIN = {
     "queue": {"components", "queue"},  # from dtypes= and the name
     "enqueue": {"components"}, "enqueue_many": {"components"},
     "dequeue": {"components"}, "dequeue_many": {"components"},
+    "lstm_sequence": {"bias"},  # whether b is given
 }
 # Parameters of the language only: a list for a variadic input, dtypes
 # and shapes that become indexed attributes, a name for a shared queue.
@@ -41,6 +42,8 @@ LANGUAGE_ONLY = {
     "enqueue": {"x"}, "enqueue_many": {"x"},
     "queue": {"dtypes", "shapes", "name"},
     "fill": {"dtype"},  # the dtype the value is cast to first
+    # The variadic b_then_lengths: the bias and the lengths, each optional.
+    "lstm_sequence": {"lengths", "b"},
 }
 # Defaults the language writes as none where the op has a sentinel.
 NONE_IS = {

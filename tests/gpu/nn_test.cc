@@ -423,11 +423,11 @@ TEST(GpuNnTest, RecurrentCells) {
   }
 }
 
-// lstm_sequence (f32) and its gradient op against the CPU's, without and
-// with lengths: no steps, one, and several over a batch of several of the
-// CPU's pieces and units whose gates are not a multiple of the tile; the
-// gradient op on inputs drawn at random (it is a function of them whatever
-// they are).
+// lstm_sequence (f32) and its gradient op (db too) against the CPU's,
+// without and with lengths and a bias: no steps, one, and several over a batch
+// of several of the CPU's pieces and units whose gates are not a multiple of
+// the tile; the gradient op on inputs drawn at random (it is a function of them
+// whatever they are).
 TEST(GpuNnTest, LstmSequence) {
   SKIP_WITHOUT_GPU();
   const DType f = DType::kF32;
@@ -452,6 +452,16 @@ TEST(GpuNnTest, LstmSequence) {
             {Random(f, z, 85, -2, 2), Random(f, state, 86),
              Random(f, state, 87), Random(f, w, 88, -0.3, 0.3), lengths},
             {}, false, true);
+    // With a bias (input 4), with and without lengths after it.
+    const Tensor b = Random(f, Shape{4 * u}, 98);
+    Compare("lstm_sequence",
+            {Random(f, z, 99, -2, 2), Random(f, state, 100),
+             Random(f, state, 101), Random(f, w, 102, -0.3, 0.3), b},
+            {{"bias", true}}, false, true);
+    Compare("lstm_sequence",
+            {Random(f, z, 103, -2, 2), Random(f, state, 104),
+             Random(f, state, 105), Random(f, w, 106, -0.3, 0.3), b, lengths},
+            {{"bias", true}}, false, true);
     Compare("lstm_sequence_grad",
             {Random(f, z, 89, -2, 2), Random(f, steps, 90),
              Random(f, steps, 91), Random(f, state, 92), Random(f, state, 93),

@@ -29,9 +29,10 @@ using testing::RunError;
 
 double Sig(double x) { return 1 / (1 + std::exp(-x)); }
 
-std::vector<Tensor> RunAll(const std::string& op, std::vector<Tensor> inputs) {
+std::vector<Tensor> RunAll(const std::string& op, std::vector<Tensor> inputs,
+                           AttrMap attrs = {}) {
   absl::StatusOr<std::vector<Tensor>> out =
-      testing::Eager().Execute(op, std::move(inputs), {});
+      testing::Eager().Execute(op, std::move(inputs), std::move(attrs));
   EXPECT_TRUE(out.ok()) << op << ": " << out.status();
   return out.ok() ? *out : std::vector<Tensor>();
 }
@@ -150,13 +151,13 @@ TEST(RnnCellTest, HalfFloatsAgreeWithF32) {
 }
 
 // lstm_sequence's inputs as doubles: z [time, batch, 4 units], h0, c0
-// [batch, units], w_h [units, 4 units].
+// [batch, units], w_h [units, 4 units], the bias b [4 units].
 struct Sequence {
   int64_t time, batch, units;
-  std::vector<double> z, h0, c0, w_h;
+  std::vector<double> z, h0, c0, w_h, b;
   std::vector<int32_t> lengths;  // none when empty
   std::vector<double>* input(int i) {
-    std::vector<double>* all[] = {&z, &h0, &c0, &w_h};
+    std::vector<double>* all[] = {&z, &h0, &c0, &w_h, &b};
     return all[i];
   }
 };
@@ -165,21 +166,25 @@ struct Sequence {
 // sum(h * w_h_final) + sum(c * w_c_final) for the given weights.
 struct Forward {
   std::vector<double> hs, cs;
+  std::vector<double> acts;  // each step's activations [time, batch, 4 u]
 };
 Forward RunSequence(const Sequence& s) {
   const int64_t b = s.batch, u = s.units;
   Forward f;
   std::vector<double> h = s.h0, c = s.c0;
+  f.acts.resize(s.z.size());
   for (int64_t t = 0; t < s.time; ++t) {
     std::vector<double> h2(b * u), c2(b * u);
     for (int64_t r = 0; r < b; ++r) {
       for (int64_t j = 0; j < u; ++j) {
         double g[4];
         for (int k = 0; k < 4; ++k) {
-          g[k] = s.z[(t * b + r) * 4 * u + k * u + j];
+          const int64_t at = (t * b + r) * 4 * u + k * u + j;
+          g[k] = s.z[at] + s.b[k * u + j];
           for (int64_t m = 0; m < u; ++m) {
             g[k] += h[r * u + m] * s.w_h[m * 4 * u + k * u + j];
           }
+          f.acts[at] = k == 2 ? std::tanh(g[k]) : Sig(g[k]);
         }
         c2[r * u + j] = Sig(g[1]) * c[r * u + j] + Sig(g[0]) * std::tanh(g[2]);
         h2[r * u + j] = Sig(g[3]) * std::tanh(c2[r * u + j]);
@@ -201,9 +206,11 @@ std::vector<float> ToF32(const std::vector<double>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
 
-// 20 rows: a piece of 16 and one of 4 (kernels/cpu/rnn_kernels.cc).
-Sequence MakeSequence(int64_t time, int64_t batch, int64_t units) {
-  Sequence s{time, batch, units, {}, {}, {}, {}, {}};
+// 20 rows: a piece of 16 and one of 4 (kernels/cpu/rnn_kernels.cc). The
+// bias is zeros unless `bias`.
+Sequence MakeSequence(int64_t time, int64_t batch, int64_t units,
+                      bool bias = false) {
+  Sequence s{time, batch, units, {}, {}, {}, {}, {}, {}};
   int seed = 0;
   for (int i = 0; i < 4; ++i) {
     const int64_t n = i == 0   ? time * batch * 4 * units
@@ -213,23 +220,37 @@ Sequence MakeSequence(int64_t time, int64_t batch, int64_t units) {
       s.input(i)->push_back(i == 3 ? 0.6 * v : 1.5 * v);
     }
   }
+  s.b.assign(4 * units, 0.0);
+  if (bias) {
+    const std::vector<float> b = testing::PatternValues(4 * units, 12, 4409u);
+    s.b.assign(b.begin(), b.end());
+  }
   return s;
+}
+
+// lstm_sequence's inputs: z, h0, c0, w_h, then the bias if `bias`, then
+// the lengths if it has them.
+std::vector<Tensor> SequenceInputs(const Sequence& s, bool bias) {
+  const int64_t t = s.time, b = s.batch, u = s.units;
+  std::vector<Tensor> in = {F32(ToF32(s.z), {t, b, 4 * u}),
+                            F32(ToF32(s.h0), {b, u}), F32(ToF32(s.c0), {b, u}),
+                            F32(ToF32(s.w_h), {u, 4 * u})};
+  if (bias) in.push_back(F32(ToF32(s.b), {4 * u}));
+  if (!s.lengths.empty()) in.push_back(testing::I32(s.lengths, {b}));
+  return in;
 }
 
 // Every output against the recurrence, with or without lengths (0, past
 // the end, and in between, over both pieces: a row's state stays from its
 // length on).
-void ExpectSequenceValues(bool lengths) {
-  Sequence s = MakeSequence(5, 20, 3);
+void ExpectSequenceValues(bool lengths, bool bias = false) {
+  Sequence s = MakeSequence(5, 20, 3, bias);
   for (int r = 0; r < 20 && lengths; ++r) {
     s.lengths.push_back((r * 7) % 8 - 1);
   }
   const Forward want = RunSequence(s);
-  std::vector<Tensor> in = {
-      F32(ToF32(s.z), {5, 20, 12}), F32(ToF32(s.h0), {20, 3}),
-      F32(ToF32(s.c0), {20, 3}), F32(ToF32(s.w_h), {3, 12})};
-  if (lengths) in.push_back(testing::I32(s.lengths, {20}));
-  std::vector<Tensor> out = RunAll("lstm_sequence", in);
+  std::vector<Tensor> out =
+      RunAll("lstm_sequence", SequenceInputs(s, bias), {{"bias", bias}});
   ASSERT_EQ(out.size(), 5u);
   ExpectTensor(out[0], DType::kF32, {5, 20, 3}, want.hs, 2e-6);
   const std::vector<double> h(want.hs.end() - 60, want.hs.end());
@@ -237,7 +258,8 @@ void ExpectSequenceValues(bool lengths) {
   ExpectTensor(out[1], DType::kF32, {20, 3}, h, 2e-6);
   ExpectTensor(out[2], DType::kF32, {20, 3}, c, 2e-6);
   ExpectTensor(out[3], DType::kF32, {5, 20, 3}, want.cs, 2e-6);
-  EXPECT_EQ(out[4].shape(), Shape({5, 20, 12}));
+  // gates: the activations, for every row (past a length too).
+  ExpectTensor(out[4], DType::kF32, {5, 20, 12}, want.acts, 2e-6);
 }
 
 TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
@@ -245,6 +267,11 @@ TEST(RnnSequenceTest, LstmSequenceMatchesTheRecurrence) {
 }
 
 TEST(RnnSequenceTest, LstmSequenceWithLengths) { ExpectSequenceValues(true); }
+
+TEST(RnnSequenceTest, LstmSequenceWithBias) {
+  ExpectSequenceValues(false, true);
+  ExpectSequenceValues(true, true);
+}
 
 // No steps: no outputs, and the final state is the initial one.
 TEST(RnnSequenceTest, LstmSequenceOfNoSteps) {
@@ -258,11 +285,11 @@ TEST(RnnSequenceTest, LstmSequenceOfNoSteps) {
 }
 
 // lstm_sequence_grad against central differences of the recurrence in
-// double, L weighting every step's h and the final h and c: by z, h0, c0
-// and w_h, every element.
-void ExpectSequenceGradient(bool lengths) {
+// double, L weighting every step's h and the final h and c: by z, h0, c0,
+// w_h and the bias, every element.
+void ExpectSequenceGradient(bool lengths, bool bias = false) {
   const int64_t time = 4, batch = 20, u = 3;
-  Sequence s = MakeSequence(time, batch, u);
+  Sequence s = MakeSequence(time, batch, u, bias);
   for (int r = 0; r < batch && lengths; ++r) {
     s.lengths.push_back((r * 5) % 7 - 1);
   }
@@ -283,27 +310,25 @@ void ExpectSequenceGradient(bool lengths) {
     return l;
   };
   const Shape zs({time, batch, 4 * u}), state({batch, u}), w({u, 4 * u});
-  const Tensor z = F32(ToF32(s.z), zs), h0 = F32(ToF32(s.h0), state),
-               c0 = F32(ToF32(s.c0), state), w_h = F32(ToF32(s.w_h), w);
-  std::vector<Tensor> in = {z, h0, c0, w_h};
-  if (lengths) in.push_back(testing::I32(s.lengths, {batch}));
-  std::vector<Tensor> fwd = RunAll("lstm_sequence", in);
+  const std::vector<Tensor> in = SequenceInputs(s, bias);
+  std::vector<Tensor> fwd = RunAll("lstm_sequence", in, {{"bias", bias}});
   ASSERT_EQ(fwd.size(), 5u);
   std::vector<Tensor> grad_in = {fwd[4],
                                  fwd[3],
                                  fwd[0],
-                                 h0,
-                                 c0,
-                                 w_h,
+                                 in[1],
+                                 in[2],
+                                 in[3],
                                  F32(w_hs, {time, batch, u}),
                                  F32(w_h_last, state),
                                  F32(w_c_last, state)};
-  if (lengths) grad_in.push_back(in[4]);
+  if (lengths) grad_in.push_back(in.back());
   std::vector<Tensor> grads = RunAll("lstm_sequence_grad", grad_in);
-  ASSERT_EQ(grads.size(), 4u);
-  const Shape shapes[] = {zs, state, state, w};
+  ASSERT_EQ(grads.size(), 5u);
+  const Shape shapes[] = {zs, state, state, w, Shape({4 * u})};
   const double step = 1e-5;
-  for (int i = 0; i < 4; ++i) {
+  // db is dz summed, whether or not the op had a bias.
+  for (int i = 0; i < 5; ++i) {
     std::vector<double>& x = *s.input(i);
     std::vector<double> numeric;
     for (double& v : x) {
@@ -328,6 +353,11 @@ TEST(RnnSequenceTest, LstmSequenceGradientWithLengths) {
   ExpectSequenceGradient(true);
 }
 
+TEST(RnnSequenceTest, LstmSequenceGradientWithBias) {
+  ExpectSequenceGradient(false, true);
+  ExpectSequenceGradient(true, true);
+}
+
 TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
   EXPECT_EQ(
       RunError("lstm_sequence", {F32(std::vector<float>(16), {2, 2, 4}),
@@ -349,6 +379,17 @@ TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
                 .message(),
             "lstm_sequence: the lengths must be i32 [batch] [2]; got "
             "i32[3]");
+  const std::vector<Tensor> shapes = {F32(std::vector<float>(8), {1, 2, 4}),
+                                      F32({0, 0}, {2, 1}), F32({0, 0}, {2, 1}),
+                                      F32({1, 2, 3, 4}, {1, 4})};
+  EXPECT_EQ(RunError("lstm_sequence", shapes, {{"bias", true}}).message(),
+            "lstm_sequence: with bias = true, the bias is input 4 (after "
+            "w_h); got 4 inputs");
+  std::vector<Tensor> wrong = shapes;
+  wrong.push_back(F32({1, 2}, {2}));
+  EXPECT_EQ(RunError("lstm_sequence", wrong, {{"bias", true}}).message(),
+            "lstm_sequence: the bias must be f32 [4 * units] [4]; got "
+            "f32[2]");
 }
 
 TEST(RnnCellTest, ShapeErrors) {
