@@ -25,6 +25,12 @@ bool IsRandomOp(const std::string& op) {
          op == "truncated_normal" || op == "dropout";
 }
 
+// Whether a random op's attributes give it a seed of its own (`seed = n`,
+// not the global seed's -1).
+bool HasExplicitSeed(const AttrMap& attrs) {
+  return GetAttrOr<int64_t>(attrs, "seed", -1).value_or(-1) >= 0;
+}
+
 // Whether `op` on bare literals gives a bare literal (`x * (1.0 / 3.0)`):
 // arithmetic does, and negation; a stateful op (dropout) never does, as its
 // result is a new value each time, not a constant.
@@ -674,9 +680,16 @@ absl::StatusOr<std::vector<Value>> GraphBuilder::ApplyOpN(
     for (const Value& v : inputs) tensors.push_back(v.tensor());
     // A draw's name keys its stream's counter (kernels/common/random_util.cc):
     // it claims its scope's name, as a node would, so that a layer's first
-    // draw does not share the counter of the last layer of that name.
+    // draw does not share the counter of the last layer of that name. A
+    // draw with a seed of its own also names its place in the script: two
+    // such draws in one scope (two top-level `var`s, say) are two ops and
+    // draw the same numbers, where one name would share one counter; each
+    // run of one (a host loop's) still draws anew.
     const std::string path = ScopePath(/*reserve=*/random);
-    const std::string base = site.name_hint.empty() ? op : site.name_hint;
+    std::string base = site.name_hint.empty() ? op : site.name_hint;
+    if (random && HasExplicitSeed(attrs) && site.span.known()) {
+      base = StrCat(base, "_at_", site.span.line, "_", site.span.col);
+    }
     absl::StatusOr<std::vector<Tensor>> out =
         eager_->Execute(op, std::move(tensors), std::move(attrs),
                         path.empty() ? base : path + "/" + base, site.span);
