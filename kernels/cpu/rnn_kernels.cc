@@ -434,11 +434,12 @@ class LstmSequenceGradKernel : public OpKernel {
       // the step: they are kept here while the step's kernels run on every
       // row, and its gates get none.
       std::vector<float> keep_h, keep_c;
+      std::vector<int64_t> frozen;  // this step's such rows
       for (int64_t t = time - 1; t >= 0; --t) {
         const float* cp = t == 0 ? pc0 + first * u : at.at(pcs, t - 1, u);
         float* dg = at.at(pdz, t, 4 * u);
         const float* dhs_t = at.at(pdhs, t, u);
-        std::vector<int64_t> frozen;
+        frozen.clear();
         for (int64_t r = 0; r < rows && len != nullptr; ++r) {
           if (t >= len[first + r]) frozen.push_back(r);
         }
