@@ -140,11 +140,17 @@ def server_role(argv, spec, job, task):
 
 
 def null_role(argv, spec, steps):
-    """A client timing assign_add on the ps's variable."""
+    """A client timing assign_add on the ps's variable. Each client names
+    itself (job clientN): under the default name, /job:localhost/task:0,
+    two clients' contexts on the ps crossed (one's variable handle met
+    the other's, "Cannot update variable with shape [0]"), or the ps
+    dialled the other client's address ("Connection refused")."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     threading(tf, argv)
     await_listening(spec, ["ps"])
-    tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(spec))
+    tf.config.experimental_connect_to_cluster(
+        tf.train.ClusterSpec(spec),
+        job_name=f"client{peer.int_arg(argv, '--task', 0)}")
     with tf.device("/job:ps/task:0"):
         counter = tf.Variable(0.0)
 
@@ -201,7 +207,7 @@ def tf_run(kind, workers, steps, argv):
     if kind == "null":
         spec = {"ps": addresses(1)}
         ps = spawn("ps", args, spec, 0)
-        clients = [spawn("null", args, spec, 0) for _ in range(workers)]
+        clients = [spawn("null", args, spec, i) for i in range(workers)]
         return statistics.median(gather(clients, [ps]))
     if kind == "sync":
         spec = {"worker": addresses(workers)}

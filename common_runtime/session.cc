@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "common_runtime/executor.h"
+#include "common_runtime/fuse_sgd.h"
 #include "common_runtime/partition.h"
 #include "common_runtime/placer.h"
 #include "common_runtime/prune.h"
@@ -134,10 +135,57 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   };
 
   auto plan = std::make_shared<Plan>();
+  // On one CPU, gradient descent by a weight's product in one sgemm
+  // (common_runtime/fuse_sgd.h).
+  const SgdProducts sgd =
+      devices_->size() == 1 && devices_->device(0)->type() == kDeviceCpu
+          ? FindSgdProducts(needed.nodes, fetches, fed_outs)
+          : SgdProducts{};
+  std::vector<Node*> updates;
+  // A node's control inputs in the plan; one that waits for a product left
+  // out waits for the product's inputs and control inputs instead.
+  auto controls_of = [&](const Node* n) {
+    std::vector<Node*> out;
+    auto add = [&](Node* c) {
+      if (c != nullptr && std::find(out.begin(), out.end(), c) == out.end())
+        out.push_back(c);
+    };
+    std::vector<const Node*> todo = {n};
+    while (!todo.empty()) {
+      const Node* m = todo.back();
+      todo.pop_back();
+      for (Node* c : m->control_inputs()) {
+        if (!sgd.products.contains(c)) {
+          add(copy_of[c->id()]);
+          continue;
+        }
+        for (const NodeOut& in : c->inputs()) add(copy_of[in.node->id()]);
+        todo.push_back(c);
+      }
+    }
+    return out;
+  };
   // A loop's back edge (a merge's input from a later next_iteration) is
   // copied as the merge's first input, then set once its source exists.
   std::vector<std::tuple<Node*, int, NodeOut>> back_edges;
   for (Node* n : needed.nodes) {
+    if (sgd.products.contains(n)) continue;
+    if (auto it = sgd.product_of.find(n); it != sgd.product_of.end()) {
+      const Node& product = *it->second;
+      std::vector<NodeOut> inputs;
+      for (NodeOut in :
+           {n->input(0), n->input(1), product.input(0), product.input(1)}) {
+        RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
+        inputs.push_back(m);
+      }
+      std::vector<Node*> controls = controls_of(n);
+      for (Node* c : controls_of(&product)) controls.push_back(c);
+      RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(FusedSgdSpec(
+                                                *n, product, std::move(inputs),
+                                                std::move(controls))));
+      updates.push_back(copy_of[n->id()]);
+      continue;
+    }
     NodeSpec spec = n->SpecWithoutInputs();
     for (int i = 0; i < n->num_inputs(); ++i) {
       const NodeOut& in = n->input(i);
@@ -149,8 +197,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
       RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
       spec.inputs.push_back(m);
     }
-    for (Node* c : n->control_inputs())
-      spec.control_inputs.push_back(copy_of[c->id()]);
+    spec.control_inputs = controls_of(n);
     RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(std::move(spec)));
   }
   for (auto& [n, i, in] : back_edges) {
@@ -166,6 +213,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
     spec.inputs = {src};
     RN_RETURN_IF_ERROR(pruned->AddNode(std::move(spec)).status());
   }
+  OrderBeforeUpdate(*pruned, updates);
   plan->num_fetches = static_cast<int>(fetches.size());
   for (Node* n : needed.nodes) {
     if (n->op() == "variable") plan->variables.push_back(n);

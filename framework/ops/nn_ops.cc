@@ -167,6 +167,36 @@ RUNNEL_REGISTER_OP(
         .Doc("acc + a @ b for f32 matrices, in one pass over the sum: how a "
              "loop's gradient adds up each iteration's weight gradient."));
 
+// ref -= lr * (a @ b): the session's plan puts it in place of an apply_sgd
+// whose gradient is a product of two f32 matrices that nothing else reads
+// (common_runtime/session.cc); the product is added into the variable by
+// the sgemm itself.
+Specs ApplySgdMatMulShape(const ShapeContext& c) {
+  if (c.dtype(1) != DType::kF32 || !Shape{}.IsCompatibleWith(c.shape(1))) {
+    return absl::InvalidArgumentError(StrCat("`lr` is ", c.input(1).ToString(),
+                                             " but must be an f32 scalar"));
+  }
+  ShapeContext sum(c.attrs(), {c.input(0), c.input(2), c.input(3)}, {});
+  return MatMulAddShape(sum);
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("apply_sgd_matmul")
+        .Cost(KernelClass::kMatmul)
+        .Inputs({"ref", "lr", "a", "b"})
+        .Outputs({"new_value"})
+        .SameDType({0, 1, 2, 3})
+        .Attr("transpose_a", false)
+        .Attr("transpose_b", false)
+        .Stateful()
+        .Shape(ApplySgdMatMulShape)
+        .Doc("Gradient descent by a product on the f32 matrix variable "
+             "feeding `ref`: `ref -= lr * (a @ b)`, the product added into "
+             "the variable by the sgemm (within its rounding of the separate "
+             "ops). A run's plan puts it in place of an `apply_sgd` whose "
+             "gradient is a `matmul` nothing else reads. Gives the new "
+             "value."));
+
 // ---- softmax and losses
 // --------------------------------------------------------
 

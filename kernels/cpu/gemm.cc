@@ -114,7 +114,7 @@ std::unique_ptr<float[]> Spread(ThreadPool* pool, const float* x, int64_t ld,
 
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                      ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
-                     bool accumulate) {
+                     bool accumulate, float alpha) {
   char ta, tb;
   int64_t lda, ldb;
   if (m <= 0 || n <= 0) return absl::OkStatus();
@@ -150,7 +150,7 @@ absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
     const float* bp = by_rows ? b_data : b_data + first * (tb == 'N' ? 1 : ldb);
     float* cp = by_rows ? c + first * ldc : c + first;
     const dnnl_status_t status =
-        dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, 1.0f, ap,
+        dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, alpha, ap,
                    lda, bp, ldb, accumulate ? 1.0f : 0.0f, cp, ldc);
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
   });

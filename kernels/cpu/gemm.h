@@ -24,8 +24,8 @@ struct ConstMatrixF32 {
   int64_t col_stride;
 };
 
-// C (m x n, row-major with leading dimension `ldc`) = A (m x k) B (k x n),
-// or C += A B with `accumulate`.
+// C (m x n, row-major with leading dimension `ldc`) = alpha A (m x k) B
+// (k x n), or C += alpha A B with `accumulate`.
 // Each operand needs a unit stride along one of its axes (else Internal).
 // C is cut along its longer side into at most 8 blocks of at least 2^22
 // multiply-adds and (where the side has 128) 64 rows or columns, 16 apart,
@@ -34,7 +34,7 @@ struct ConstMatrixF32 {
 // C as it is with `accumulate`).
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                      ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
-                     bool accumulate = false);
+                     bool accumulate = false, float alpha = 1.0f);
 
 }  // namespace runnel
 

@@ -164,13 +164,13 @@ struct Sequence {
 
 // The recurrence in double: every step's h and c, and L = sum(hs * w_hs) +
 // sum(h * w_h_final) + sum(c * w_c_final) for the given weights.
-struct Forward {
+struct SequenceOutputs {
   std::vector<double> hs, cs;
   std::vector<double> acts;  // each step's activations [time, batch, 4 u]
 };
-Forward RunSequence(const Sequence& s) {
+SequenceOutputs RunSequence(const Sequence& s) {
   const int64_t b = s.batch, u = s.units;
-  Forward f;
+  SequenceOutputs f;
   std::vector<double> h = s.h0, c = s.c0;
   f.acts.resize(s.z.size());
   for (int64_t t = 0; t < s.time; ++t) {
@@ -248,7 +248,7 @@ void ExpectSequenceValues(bool lengths, bool bias = false) {
   for (int r = 0; r < 20 && lengths; ++r) {
     s.lengths.push_back((r * 7) % 8 - 1);
   }
-  const Forward want = RunSequence(s);
+  const SequenceOutputs want = RunSequence(s);
   std::vector<Tensor> out =
       RunAll("lstm_sequence", SequenceInputs(s, bias), {{"bias", bias}});
   ASSERT_EQ(out.size(), 5u);
@@ -300,7 +300,7 @@ void ExpectSequenceGradient(bool lengths, bool bias = false) {
   const std::vector<float> w_c_last =
       testing::PatternValues(batch * u, 11, 4409u);
   auto loss = [&](const Sequence& at) {
-    const Forward f = RunSequence(at);
+    const SequenceOutputs f = RunSequence(at);
     double l = 0;
     for (size_t i = 0; i < f.hs.size(); ++i) l += f.hs[i] * w_hs[i];
     for (int64_t i = 0; i < batch * u; ++i) {

@@ -1,0 +1,118 @@
+#include "common_runtime/fuse_sgd.h"
+
+#include <algorithm>
+
+#include "common_runtime/control_flow.h"
+
+namespace runnel {
+namespace {
+
+bool IsControlFlow(const Node* n) {
+  return IsEnter(n) || IsExit(n) || IsMerge(n) || IsSwitch(n) ||
+         IsNextIteration(n);
+}
+
+bool IsF32Matrix(NodeOut x) {
+  const Shape& s = x.node->output_shape(x.index);
+  return x.node->output_dtype(x.index) == DType::kF32 && !s.unknown_rank() &&
+         s.rank() == 2;
+}
+
+}  // namespace
+
+SgdProducts FindSgdProducts(const std::vector<Node*>& nodes,
+                            const std::vector<NodeOut>& fetches,
+                            const std::vector<NodeOut>& fed) {
+  absl::flat_hash_map<NodeOut, int> uses;
+  for (const Node* n : nodes) {
+    if (IsControlFlow(n)) return {};
+    for (const NodeOut& in : n->inputs()) ++uses[in];
+  }
+  for (const NodeOut& f : fetches) ++uses[f];
+  for (const NodeOut& f : fed) uses[f] += 2;  // computed elsewhere: no pair
+  SgdProducts out;
+  for (const Node* n : nodes) {
+    if (n->op() != "apply_sgd" || n->num_inputs() != 3) continue;
+    const NodeOut g = n->input(2);
+    const Node* p = g.node;
+    if (p->op() != "matmul" || uses[g] != 1 || out.products.contains(p) ||
+        !IsF32Matrix(g) || !IsF32Matrix(p->input(0)) ||
+        !IsF32Matrix(p->input(1)) || !IsF32Matrix(n->input(0))) {
+      continue;
+    }
+    out.product_of.emplace(n, p);
+    out.products.insert(p);
+  }
+  return out;
+}
+
+NodeSpec FusedSgdSpec(const Node& apply, const Node& product,
+                      std::vector<NodeOut> inputs,
+                      std::vector<Node*> control_inputs) {
+  NodeSpec spec = apply.SpecWithoutInputs();
+  spec.op = "apply_sgd_matmul";
+  for (const char* attr : {"transpose_a", "transpose_b"}) {
+    auto it = product.attrs().find(attr);
+    if (it != product.attrs().end()) spec.attrs[attr] = it->second;
+  }
+  spec.inputs = std::move(inputs);
+  spec.control_inputs = std::move(control_inputs);
+  return spec;
+}
+
+void OrderBeforeUpdate(Graph& graph, const std::vector<Node*>& updates) {
+  if (updates.empty()) return;
+  // Each node's consumers through data edges, and through data and
+  // control edges.
+  std::vector<std::vector<Node*>> data(graph.num_nodes()),
+      all(graph.num_nodes());
+  for (Node* n : graph.nodes()) {
+    for (const NodeOut& in : n->inputs()) {
+      data[in.node->id()].push_back(n);
+      all[in.node->id()].push_back(n);
+    }
+    for (Node* c : n->control_inputs()) all[c->id()].push_back(n);
+  }
+  for (Node* update : updates) {
+    const Node* var = update->input(0).node;
+    if (var->op() != "variable") continue;  // named by attribute: unordered
+    std::vector<bool> after(graph.num_nodes(), false);
+    std::vector<Node*> stack = {update};
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (Node* c : all[n->id()]) {
+        if (!after[c->id()]) {
+          after[c->id()] = true;
+          stack.push_back(c);
+        }
+      }
+    }
+    // The readers: the variable's consumers, and those of the reads that
+    // pass its value on (read_variable, identity).
+    std::vector<Node*> readers;
+    std::vector<const Node*> passing = {var};
+    while (!passing.empty()) {
+      const Node* m = passing.back();
+      passing.pop_back();
+      for (Node* r : data[m->id()]) {
+        if (std::find(readers.begin(), readers.end(), r) != readers.end())
+          continue;
+        readers.push_back(r);
+        if (r->op() == "read_variable" || r->op() == "identity")
+          passing.push_back(r);
+      }
+    }
+    for (Node* r : readers) {
+      const std::vector<Node*>& has = update->control_inputs();
+      if (r == update || after[r->id()] ||
+          std::find(has.begin(), has.end(), r) != has.end()) {
+        continue;
+      }
+      graph.AddControlInput(update, r);
+      all[r->id()].push_back(update);
+    }
+  }
+}
+
+}  // namespace runnel
