@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "base/executable_path.h"
 #include "base/strings.h"
 #include "cli/cluster_launcher.h"
@@ -701,6 +702,13 @@ int Main(int argc, char** argv) {
 }  // namespace runnel::cli
 
 int main(int argc, char** argv) {
+#ifdef NDEBUG
+  // Debian builds Abseil with its debug checks on: every absl::Mutex (gRPC
+  // takes several per call) then keeps a global graph of lock orders, a
+  // few per cent of a cluster step. Release builds do without; debug
+  // builds keep the check.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#endif
   // The interpreter turns every failure into a diagnostic; this is the last
   // guard, so that nothing ever reaches std::terminate.
   try {

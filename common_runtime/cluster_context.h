@@ -57,11 +57,11 @@ class ClusterContext {
   // `snapshot` (ReadConsistently's id; 0: none) and writes as `update`
   // (NewUpdate). With `returns` (a partition that receives nothing, its
   // task's only one in the step), the values it sends here may come back
-  // with its answer instead of being fetched, before `done`; with `ends`
-  // too (no other task runs a part of the step), the step may end there
-  // with the run. `done` hears how it ended (an unreachable task is
-  // Unavailable, naming it) and whether the step ended there (EndStep
-  // need not name the task).
+  // with its answer instead of being fetched, before `done`. With `ends`
+  // (no other task runs a part of the step), the step may end there with
+  // the run, when it leaves nothing there to fetch. `done` hears how it ended
+  // (an unreachable task is Unavailable, naming it) and whether the step ended
+  // there (EndStep need not name the task).
   using PartitionDone = std::function<void(absl::Status, bool ended)>;
   virtual void RunPartition(const std::string& task, const std::string& handle,
                             int64_t step, int64_t snapshot, int64_t update,

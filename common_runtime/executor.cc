@@ -260,4 +260,16 @@ void Executor::AssignMemory() {
 
 Executor::~Executor() = default;
 
+std::vector<std::string> Executor::RootRecvKeys(int64_t step) const {
+  std::vector<std::string> keys;
+  for (const NodeItem& item : items_) {
+    // The root frame's id and iteration are 0 (executor_run.cc).
+    if (item.kind == Kind::kRecv && item.frame == 0) {
+      keys.push_back(RendezvousKey(item.send_device, item.recv_device,
+                                   item.edge, 0, 0, step));
+    }
+  }
+  return keys;
+}
+
 }  // namespace runnel

@@ -92,6 +92,9 @@ class Executor {
       const std::vector<std::pair<Executor*, RunArgs>>& parts);
 
   int num_nodes() const { return static_cast<int>(items_.size()); }
+  // The rendezvous keys of the _recv nodes outside loops in `step` (each
+  // receives once a step).
+  std::vector<std::string> RootRecvKeys(int64_t step) const;
 
   // The precomputed tables (used by executor.cc only).
   struct OutEdge {

@@ -54,6 +54,10 @@ class Rendezvous {
   // (A cluster's rendezvous fetches keys sent on other tasks from there.)
   virtual bool Recv(const std::string& key, Done done, absl::Status* status,
                     Tensor* value, bool* is_dead);
+  // The keys of values this step will receive here, known as its
+  // partitions start: a cluster's rendezvous asks each task for those it
+  // sends in one call, instead of one call a value. Nothing here.
+  virtual void Prefetch(const std::vector<std::string>& keys) { (void)keys; }
   // Fails every pending and later receive with `status` (the first abort
   // wins). Returns whether this call was the first.
   virtual bool Abort(const absl::Status& status);

@@ -168,6 +168,7 @@ absl::Status Session::RunClusterStep(Plan& plan, CallFrame* frame,
   }
   std::vector<std::pair<Executor*, Executor::RunArgs>> runs;
   for (Plan::Part& p : plan.parts) {
+    rendezvous->Prefetch(p.executor->RootRecvKeys(step));
     runs.push_back({p.executor.get(),
                     {.call_frame = frame,
                      .global_seed = options_.seed,

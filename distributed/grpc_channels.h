@@ -41,6 +41,7 @@
 #include "distributed/replica_choice.h"
 #include "distributed/tensor_coding.h"
 #include "distributed/worker.grpc.pb.h"
+#include "distributed/worker.h"
 
 namespace runnel {
 
@@ -286,6 +287,36 @@ class WorkerChannels {
     Prepare(fetch->ctx.get(), task, /*setup=*/false);
     (*stubs)->generic->PrepareBidiStreamingCall(
         fetch->ctx.get(), "/runnel.proto.WorkerService/RecvTensor",
+        grpc::StubOptions(), fetch);
+    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
+    fetch->StartRead(&fetch->incoming);
+    fetch->StartCall();
+  }
+
+  // Fetches `keys` from `task`'s rendezvous in one call; `done` hears each
+  // one's outcome (by its index in `keys`), once, as it comes. (Not for a
+  // replicated task, whose calls are watched: RecvTensor each.)
+  using TensorsDone = std::function<void(size_t index, const absl::Status&,
+                                         const Tensor&, bool is_dead)>;
+  void RecvTensors(const std::string& task, std::vector<std::string> keys,
+                   int64_t step, TensorsDone done) {
+    absl::StatusOr<Stubs*> stubs = StubsOf(task);
+    if (!stubs.ok()) {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        done(i, stubs.status(), Tensor(), true);
+      }
+      return;
+    }
+    proto::RecvTensorsRequest req;
+    for (const std::string& key : keys) req.add_key(key);
+    req.set_step_id(step);
+    auto* fetch = new TensorsFetch(task, std::move(keys), std::move(done));
+    const std::string bytes = req.SerializeAsString();
+    grpc::Slice slice(bytes);
+    fetch->request = grpc::ByteBuffer(&slice, 1);
+    Prepare(&fetch->ctx, task, /*setup=*/false);
+    (*stubs)->generic->PrepareBidiStreamingCall(
+        &fetch->ctx, "/runnel.proto.WorkerService/RecvTensors",
         grpc::StubOptions(), fetch);
     fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
     fetch->StartRead(&fetch->incoming);
@@ -538,6 +569,72 @@ class WorkerChannels {
     absl::Status error_;
   };
 
+  // One RecvTensors call: each value's messages build it as they come,
+  // and it is handed on when whole.
+  class TensorsFetch
+      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    TensorsFetch(std::string task, std::vector<std::string> keys,
+                 TensorsDone done)
+        : task_(std::move(task)),
+          keys_(std::move(keys)),
+          done_(std::move(done)),
+          delivered_(keys_.size(), false) {}
+
+    void OnReadDone(bool ok) override {
+      if (!ok) return;
+      if (!current_.has_value()) current_.emplace(task_, &keys_);
+      absl::Status s = current_->Add(&incoming);
+      if (s.ok() && current_->complete()) {
+        const int i = current_->index();
+        if (delivered_[i]) {
+          s = absl::DataLossError(
+              StrCat(task_, " sent '", keys_[i], "' twice in one answer"));
+        } else {
+          delivered_[i] = true;
+          done_(i, absl::OkStatus(), current_->value(), current_->is_dead());
+          current_.reset();
+        }
+      }
+      if (!s.ok()) {
+        error_ = std::move(s);
+        ctx.TryCancel();
+        return;
+      }
+      StartRead(&incoming);
+    }
+
+    void OnDone(const grpc::Status& s) override {
+      if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
+      if (error_.ok() && current_.has_value()) {
+        error_ = absl::DataLossError(
+            StrCat(task_, " ended its answer in the middle of a value"));
+      }
+      for (size_t i = 0; i < keys_.size(); ++i) {
+        if (delivered_[i]) continue;
+        done_(i,
+              error_.ok()
+                  ? absl::DataLossError(StrCat(
+                        task_, " ended its answer without '", keys_[i], "'"))
+                  : error_,
+              Tensor(), true);
+      }
+      delete this;
+    }
+
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer incoming;
+
+   private:
+    const std::string task_;
+    const std::vector<std::string> keys_;
+    TensorsDone done_;
+    std::vector<bool> delivered_;
+    std::optional<TensorAssembler> current_;
+    absl::Status error_;
+  };
+
   // A blocking call to `task` (`call` makes it on the stub with the
   // context), watched where the task is replicated; its status.
   absl::Status Call(
@@ -655,6 +752,33 @@ class WorkerChannels {
       },
       PrimaryWatch::Options{});
 };
+
+// A task's Worker whose steps fetch the values other tasks send it
+// through `channels`: those a partition receives outside its loops from
+// one task in one RecvTensors call (RecvTensor each from a replicated
+// task, whose calls are watched), any other with its own RecvTensor.
+inline std::unique_ptr<Worker> NewGrpcWorker(
+    std::string task, std::shared_ptr<WorkerChannels> channels,
+    const ClusterSpec& spec) {
+  return std::make_unique<Worker>(
+      std::move(task),
+      [channels](const std::string& src, const std::string& key, int64_t step,
+                 Rendezvous::Done done) {
+        channels->RecvTensor(src, key, step, std::move(done));
+      },
+      [channels, spec](const std::string& src, std::vector<std::string> keys,
+                       int64_t step, WorkerChannels::TensorsDone done) {
+        if (!spec.is_replicated(src)) {
+          channels->RecvTensors(src, std::move(keys), step, std::move(done));
+          return;
+        }
+        for (size_t i = 0; i < keys.size(); ++i) {
+          channels->RecvTensor(src, keys[i], step,
+                               [done, i](const absl::Status& s, const Tensor& t,
+                                         bool dead) { done(i, s, t, dead); });
+        }
+      });
+}
 
 }  // namespace runnel
 

@@ -110,12 +110,7 @@ absl::StatusOr<std::shared_ptr<GrpcCluster>> GrpcCluster::Start(
   cluster->worker_index_ = job == "worker" ? task : -1;
   cluster->channels_ =
       std::make_shared<WorkerChannels>(spec, cluster->options_);
-  std::shared_ptr<WorkerChannels> channels = cluster->channels_;
-  cluster->worker_ = std::make_unique<Worker>(
-      cluster->task_, [channels](const std::string& src, const std::string& key,
-                                 int64_t step, Rendezvous::Done done) {
-        channels->RecvTensor(src, key, step, std::move(done));
-      });
+  cluster->worker_ = NewGrpcWorker(cluster->task_, cluster->channels_, spec);
   cluster->writer_ =
       StrCat(cluster->task_, "#", cluster->worker_->incarnation());
   RN_ASSIGN_OR_RETURN(
@@ -190,7 +185,7 @@ void GrpcCluster::RunPartition(const std::string& task,
   channels_->RunGraph(task, handle, step, seed_, snapshot,
                       tagged ? writer_ : std::string(), tagged ? update : 0,
                       rendezvous != nullptr ? task_ : std::string(),
-                      rendezvous != nullptr && ends,
+                      ends && !tagged,
                       [this, task, step, rendezvous, done = std::move(done)](
                           absl::Status s, const proto::RunGraphResponse& resp) {
                         if (s.ok() && rendezvous != nullptr) {

@@ -32,12 +32,7 @@ absl::StatusOr<std::unique_ptr<TaskServer>> TaskServer::Start(
   s->devices_ = std::make_unique<DeviceSet>(1, threads, &s->resources_,
                                             s->intra_op_pool_.get(), name);
   s->channels_ = std::make_shared<WorkerChannels>(spec, options);
-  std::shared_ptr<WorkerChannels> channels = s->channels_;
-  s->worker_ = std::make_unique<Worker>(
-      name, [channels](const std::string& src, const std::string& key,
-                       int64_t step, Rendezvous::Done done) {
-        channels->RecvTensor(src, key, step, std::move(done));
-      });
+  s->worker_ = NewGrpcWorker(name, s->channels_, spec);
   s->worker_->ServeDevices(s->devices_.get(), s->inter_op_pool_.get(),
                            spec.num_tasks("worker"));
   if (spec.is_replicated(name)) {

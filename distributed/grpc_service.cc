@@ -5,6 +5,7 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <utility>
 
@@ -28,52 +29,66 @@ class FinishedWriter : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 };
 
-// One RecvTensor answer: waits for the step's value in the rendezvous,
-// then writes its messages, one at a time.
-class TensorSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+// One RecvTensor or RecvTensors answer: each of the step's values as it
+// is sent here, one value's messages at a time, in the order they come
+// (RecvTensor's one value has index 0, which its header leaves out).
+class TensorsSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit TensorSender(Worker* worker)
+  explicit TensorsSender(Worker* worker)
       : worker_(worker), state_(std::make_shared<State>()) {
     state_->sender = this;
   }
 
-  void Start(const proto::RecvTensorRequest& req) {
+  template <typename Keys>
+  void Start(const Keys& keys, int64_t step_id) {
+    total_ = static_cast<int>(keys.size());
     absl::StatusOr<std::shared_ptr<StepRendezvous>> step =
-        worker_->PrimaryStep(req.step_id());
-    if (!step.ok()) {
-      if (TensorSender* sender = Claim(*state_)) {
-        sender->Send(step.status(), Tensor(), true);
+        worker_->PrimaryStep(step_id);
+    for (int i = 0; i < total_; ++i) {
+      if (!step.ok()) {
+        Deliver(state_, i, step.status(), Tensor(), true);
+        continue;
       }
-      return;
+      absl::Status status;
+      Tensor value;
+      bool dead = false;
+      std::shared_ptr<State> state = state_;
+      const bool here = (*step)->Recv(
+          keys[i],
+          [state, i](const absl::Status& s, const Tensor& v, bool d) {
+            Deliver(state, i, s, v, d);
+          },
+          &status, &value, &dead);
+      if (here) Deliver(state_, i, status, value, dead);
     }
-    const std::shared_ptr<StepRendezvous>& r = *step;
-    std::shared_ptr<State> state = state_;
-    absl::Status status;
-    Tensor value;
-    bool dead = false;
-    const bool here = r->Recv(
-        req.key(),
-        [state](const absl::Status& s, const Tensor& v, bool d) {
-          if (TensorSender* sender = Claim(*state)) sender->Send(s, v, d);
-        },
-        &status, &value, &dead);
-    if (!here) return;
-    if (TensorSender* sender = Claim(*state_)) {
-      sender->Send(status, value, dead);
+    if (total_ == 0) {
+      finish_called_ = true;
+      Finish(grpc::Status::OK);
     }
   }
 
   void OnCancel() override {
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      // Once the value is claimed, the failing write finishes the call.
-      if (state_->claimed) return;
       state_->finished = true;
+      // A write under way fails, and its end finishes the call.
+      if (writing_ || finish_called_) return;
+      finish_called_ = true;
     }
     Finish(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
   }
 
   void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (!ok) state_->finished = true;
+      if (state_->finished) {
+        writing_ = false;
+        if (finish_called_) return;
+        finish_called_ = true;
+        ok = false;
+      }
+    }
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver left"));
       return;
@@ -84,38 +99,70 @@ class TensorSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 
  private:
-  // Who answers: the value's arrival, or a cancellation before it (the
-  // value may come later, after this reactor is gone).
+  // The values' arrivals and the call's end meet here: once `finished`,
+  // no arrival touches the reactor (which may be gone).
   struct State {
     std::mutex mu;
-    bool claimed = false;
     bool finished = false;
-    TensorSender* sender = nullptr;
+    TensorsSender* sender = nullptr;
   };
-  static TensorSender* Claim(State& state) {
-    std::lock_guard<std::mutex> lock(state.mu);
-    if (state.finished) return nullptr;
-    state.claimed = true;
-    return state.sender;
-  }
 
-  void Send(const absl::Status& status, const Tensor& value, bool dead) {
-    messages_.emplace(status, value, dead);
-    WriteNext();
-  }
-
-  void WriteNext() {
-    if (messages_->Next(&message_)) {
-      StartWrite(&message_);
-      return;
+  static void Deliver(const std::shared_ptr<State>& state, int index,
+                      const absl::Status& status, const Tensor& value,
+                      bool dead) {
+    TensorsSender* sender;
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (state->finished) return;
+      sender = state->sender;
+      sender->queue_.emplace_back(status, value, dead, kTensorChunkBytes,
+                                  index);
+      if (sender->writing_) return;
+      sender->writing_ = true;  // this thread writes next
     }
-    worker_->AddBytesSent(messages_->bytes());
-    Finish(grpc::Status::OK);
+    sender->WriteNext();
+  }
+
+  // Starts the next message's write, or, with nothing left to write, ends
+  // the call once every value has gone (or the call was cancelled). Only
+  // the thread that set `writing_` calls it.
+  void WriteNext() {
+    grpc::Status finish;
+    bool write = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      while (!queue_.empty() && !state_->finished) {
+        if (queue_.front().Next(&message_)) break;
+        worker_->AddBytesSent(queue_.front().bytes());
+        queue_.pop_front();
+        ++sent_;
+      }
+      write = !queue_.empty() && !state_->finished;
+      if (!write) {
+        writing_ = false;
+        if (finish_called_ || (sent_ < total_ && !state_->finished)) return;
+        if (sent_ < total_) {
+          finish = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+        }
+        state_->finished = true;
+        finish_called_ = true;
+      }
+    }
+    if (write) {
+      StartWrite(&message_);
+    } else {
+      Finish(finish);
+    }
   }
 
   Worker* const worker_;
   const std::shared_ptr<State> state_;
-  std::optional<TensorMessages> messages_;
+  // Under state_->mu:
+  std::deque<TensorMessages> queue_;
+  bool writing_ = false;  // a thread is writing (until its write is done)
+  bool finish_called_ = false;
+  int sent_ = 0;
+  int total_ = 0;
   grpc::ByteBuffer message_;
 };
 
@@ -123,7 +170,8 @@ class TensorSender : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 // of the server's threads while it runs), but for RecvTensor.
 class WorkerServiceImpl final
     : public proto::WorkerService::WithRawCallbackMethod_RecvTensor<
-          proto::WorkerService::Service> {
+          proto::WorkerService::WithRawCallbackMethod_RecvTensors<
+              proto::WorkerService::Service>> {
  public:
   WorkerServiceImpl(Worker* worker, std::string token, ReplicaServer* replica)
       : worker_(worker), token_(std::move(token)), replica_(replica) {}
@@ -177,12 +225,13 @@ class WorkerServiceImpl final
     Returned returned;
     returned.to = req->return_to();
     returned.may_end = req->end_step();
-    StatusToProto(worker_->RunGraph(
-                      req->handle(), req->step_id(), req->global_seed(),
-                      req->freeze_id(), [ctx] { return ctx->IsCancelled(); },
-                      req->writer().empty() ? nullptr : &update,
-                      returned.to.empty() ? nullptr : &returned),
-                  resp->mutable_status());
+    StatusToProto(
+        worker_->RunGraph(
+            req->handle(), req->step_id(), req->global_seed(), req->freeze_id(),
+            [ctx] { return ctx->IsCancelled(); },
+            req->writer().empty() ? nullptr : &update,
+            returned.to.empty() && !returned.may_end ? nullptr : &returned),
+        resp->mutable_status());
     for (Rendezvous::Held& h : returned.values) {
       proto::ReturnedTensor* r = resp->add_returned();
       r->set_key(std::move(h.key));
@@ -225,29 +274,25 @@ class WorkerServiceImpl final
     }
   }
 
-  // RecvTensor is served raw, through the callback API: it holds no
-  // thread while the tensor is not there yet, and its answer's bytes are
-  // the tensor's own (tensor_coding.h).
+  // RecvTensor and RecvTensors are served raw, through the callback API:
+  // they hold no thread while the tensors are not there yet, and their
+  // answers' bytes are the tensors' own (tensor_coding.h).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* RecvTensor(
       grpc::CallbackServerContext* ctx,
       const grpc::ByteBuffer* request) override {
-    if (grpc::Status s = Check(ctx); !s.ok()) return new FinishedWriter(s);
-    // A backup runs no steps: its values come from the primary.
-    if (replica_ != nullptr) {
-      if (absl::Status s = replica_->CheckPrimary(); !s.ok()) {
-        return new FinishedWriter(ToGrpc(s));
-      }
-    }
     proto::RecvTensorRequest req;
-    grpc::ByteBuffer copy(*request);  // shares the slices
-    grpc::ProtoBufferReader reader(&copy);
-    if (!reader.status().ok() || !req.ParseFromZeroCopyStream(&reader)) {
-      return new FinishedWriter(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                             "a malformed RecvTensorRequest"));
-    }
-    auto* sender = new TensorSender(worker_);
-    sender->Start(req);
-    return sender;
+    return Send(ctx, request, &req, [&](TensorsSender* sender) {
+      sender->Start(std::vector<std::string>{req.key()}, req.step_id());
+    });
+  }
+
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* RecvTensors(
+      grpc::CallbackServerContext* ctx,
+      const grpc::ByteBuffer* request) override {
+    proto::RecvTensorsRequest req;
+    return Send(ctx, request, &req, [&](TensorsSender* sender) {
+      sender->Start(req.key(), req.step_id());
+    });
   }
 
   grpc::Status CancelStep(grpc::ServerContext* ctx,
@@ -311,6 +356,32 @@ class WorkerServiceImpl final
   }
 
  private:
+  // The answer to a RecvTensor(s) request: an error at once (a request
+  // without the token, to a backup, which runs no steps, or malformed),
+  // else a sender that `start` starts with the request parsed into `req`.
+  template <typename Request>
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Send(
+      grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+      Request* req, const std::function<void(TensorsSender*)>& start) {
+    if (grpc::Status s = Check(ctx); !s.ok()) return new FinishedWriter(s);
+    if (replica_ != nullptr) {
+      if (absl::Status s = replica_->CheckPrimary(); !s.ok()) {
+        return new FinishedWriter(ToGrpc(s));
+      }
+    }
+    grpc::ByteBuffer copy(*request);  // shares the slices
+    grpc::ProtoBufferReader reader(&copy);
+    if (!reader.status().ok() || !req->ParseFromZeroCopyStream(&reader)) {
+      return new FinishedWriter(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                       StrCat("a malformed ", Request::descriptor()->name())));
+    }
+    worker_->AddRecvCall();
+    auto* sender = new TensorsSender(worker_);
+    start(sender);
+    return sender;
+  }
+
   // Check, and that this task is one replica of a replicated task.
   grpc::Status CheckReplica(const grpc::ServerContextBase* ctx) const {
     if (grpc::Status s = Check(ctx); !s.ok()) return s;

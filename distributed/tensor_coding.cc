@@ -76,9 +76,10 @@ absl::Status StatusFromProto(const proto::StatusProto& p) {
 }
 
 TensorMessages::TensorMessages(const absl::Status& status, Tensor value,
-                               bool is_dead, size_t chunk_bytes)
+                               bool is_dead, size_t chunk_bytes, int index)
     : value_(std::move(value)), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)) {
   proto::RecvTensorHeader header;
+  header.set_index(index);
   if (!status.ok()) {
     StatusToProto(status, header.mutable_status());
     value_ = Tensor();
@@ -123,7 +124,16 @@ bool TensorMessages::Next(grpc::ByteBuffer* out) {
 TensorAssembler::TensorAssembler(std::string sender, const std::string& key)
     : sender_(std::move(sender)), edge_(EdgeOfKey(key)) {}
 
+TensorAssembler::TensorAssembler(std::string sender,
+                                 const std::vector<std::string>* keys)
+    : sender_(std::move(sender)), keys_(keys) {}
+
 absl::Status TensorAssembler::Fail(std::string_view what) const {
+  if (keys_ != nullptr && edge_.empty()) {
+    return absl::DataLossError(StrCat(sender_, " sent ", what,
+                                      ", in an answer of ", keys_->size(),
+                                      " values"));
+  }
   return absl::DataLossError(
       StrCat(sender_, " sent ", what, ", for edge '", edge_, "'"));
 }
@@ -134,6 +144,15 @@ absl::Status TensorAssembler::TakeHeader(const std::string& serialized) {
   if (!header.ParseFromString(serialized))
     return Fail("a malformed tensor header");
   started_ = true;
+  if (keys_ != nullptr) {
+    if (header.index() < 0 ||
+        static_cast<size_t>(header.index()) >= keys_->size()) {
+      return Fail(StrCat("a value for no key it was asked (index ",
+                         header.index(), " of ", keys_->size(), ")"));
+    }
+    index_ = header.index();
+    edge_ = EdgeOfKey((*keys_)[index_]);
+  }
   if (header.has_status() && header.status().code() != 0) {
     return StatusFromProto(header.status());
   }

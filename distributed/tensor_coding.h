@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "framework/tensor.h"
@@ -41,8 +42,9 @@ constexpr size_t kTensorChunkBytes = size_t{8} << 20;
 // carries the header (and, on failure, the step's error).
 class TensorMessages {
  public:
+  // `index`: the value's place among a RecvTensors request's keys.
   TensorMessages(const absl::Status& status, Tensor value, bool is_dead,
-                 size_t chunk_bytes = kTensorChunkBytes);
+                 size_t chunk_bytes = kTensorChunkBytes, int index = 0);
   // The next message; false once all have been made.
   bool Next(grpc::ByteBuffer* out);
   // The tensor bytes the messages carry.
@@ -65,6 +67,9 @@ class TensorAssembler {
   // `sender` is the task; `key` the rendezvous key
   // (common_runtime/rendezvous.h).
   TensorAssembler(std::string sender, const std::string& key);
+  // One of the values of a RecvTensors answer: its header names which of
+  // `keys` (not owned) it is; one naming none is malformed.
+  TensorAssembler(std::string sender, const std::vector<std::string>* keys);
   // Takes one message (consuming it). An error ends the answer: the
   // sender's step error, or the message's fault.
   absl::Status Add(grpc::ByteBuffer* message);
@@ -74,13 +79,21 @@ class TensorAssembler {
   bool is_dead() const { return dead_; }
   // Tensor bytes copied in so far.
   int64_t bytes() const { return offset_; }
+  // Whether the header and every byte it announced have come.
+  bool complete() const {
+    return started_ && offset_ == static_cast<int64_t>(value_.bytes());
+  }
+  // Which of the keys it was made with the value is (after the header).
+  int index() const { return index_; }
 
  private:
   absl::Status Fail(std::string_view what) const;
   absl::Status TakeHeader(const std::string& serialized);
 
   const std::string sender_;
-  const std::string edge_;
+  std::string edge_;
+  const std::vector<std::string>* keys_ = nullptr;
+  int index_ = 0;
   bool started_ = false;
   bool dead_ = false;
   Tensor value_;

@@ -4,6 +4,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <utility>
 
@@ -73,6 +74,9 @@ bool StepRendezvous::Recv(const std::string& key, Done done,
   }
   {
     std::lock_guard<std::mutex> lock(returned_mu_);
+    if (prefetched_.contains(key)) {
+      return Rendezvous::Recv(key, std::move(done), status, value, is_dead);
+    }
     if (auto it = returned_by_.find(src_task); it != returned_by_.end()) {
       if (it->second && !left_.contains(key) && !Holds(key)) {
         *status = absl::DataLossError(
@@ -85,6 +89,41 @@ bool StepRendezvous::Recv(const std::string& key, Done done,
   }
   fetch_(src_task, key, step_, std::move(done));
   return false;
+}
+
+void StepRendezvous::Prefetch(const std::vector<std::string>& keys) {
+  if (fetch_many_ == nullptr) return;
+  std::map<std::string, std::vector<std::string>> by_task;
+  {
+    std::lock_guard<std::mutex> lock(returned_mu_);
+    for (const std::string& key : keys) {
+      std::string src_task = TaskOfDevice(SrcDeviceOfKey(key));
+      if (src_task == task_ || returned_by_.contains(src_task) ||
+          prefetched_.contains(key)) {
+        continue;
+      }
+      by_task[std::move(src_task)].push_back(key);
+    }
+    std::erase_if(by_task, [](const auto& t) { return t.second.size() < 2; });
+    for (const auto& [task, ks] : by_task)
+      prefetched_.insert(ks.begin(), ks.end());
+  }
+  for (auto& [task, ks] : by_task) {
+    // The rendezvous outlives the call: the step's end waits for nothing,
+    // so the call keeps it.
+    std::vector<std::string> names = ks;
+    fetch_many_(
+        task, std::move(ks), step_,
+        [self = shared_from_this(), names = std::move(names)](
+            size_t i, const absl::Status& s, const Tensor& t, bool dead) {
+          if (!s.ok()) {
+            self->Abort(s);
+          } else {
+            // Fails only in an aborted step.
+            (void)self->Send(names[i], t, dead);
+          }
+        });
+  }
 }
 
 void StepRendezvous::ReturnedBy(const std::string& task) {
@@ -109,9 +148,11 @@ void StepRendezvous::Answered(const std::string& task,
           task, "'s run ended without sending a value this step waits for")));
 }
 
-Worker::Worker(std::string task, StepRendezvous::Fetch fetch)
+Worker::Worker(std::string task, StepRendezvous::Fetch fetch,
+               StepRendezvous::FetchMany fetch_many)
     : task_(std::move(task)),
       fetch_(std::move(fetch)),
+      fetch_many_(std::move(fetch_many)),
       incarnation_(RandomIncarnation()) {}
 
 Worker::~Worker() = default;
@@ -157,12 +198,13 @@ void Worker::Heartbeat(const std::string& task, bool leaving) {
 std::shared_ptr<StepRendezvous> Worker::Step(int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ended_.contains(step)) {
-    auto r = std::make_shared<StepRendezvous>(task_, step, fetch_);
+    auto r = std::make_shared<StepRendezvous>(task_, step, fetch_, fetch_many_);
     r->Abort(absl::AbortedError(StrCat("step ", step, " has ended")));
     return r;
   }
   std::shared_ptr<StepRendezvous>& r = steps_[step];
-  if (r == nullptr) r = std::make_shared<StepRendezvous>(task_, step, fetch_);
+  if (r == nullptr)
+    r = std::make_shared<StepRendezvous>(task_, step, fetch_, fetch_many_);
   return r;
 }
 
@@ -347,6 +389,7 @@ absl::Status Worker::RunGraph(const std::string& handle, int64_t step,
     log = log_;
   }
   if (log) log(StrCat("step ", step, ": ", handle, " runs"));
+  rendezvous->Prefetch(r->executor->RootRecvKeys(step));
   CallFrame frame;
   absl::Status s = r->executor->Run(
       {.call_frame = &frame,
@@ -398,7 +441,8 @@ void Worker::TakeReturned(int64_t step, StepRendezvous& rendezvous,
   bool rest = false;
   std::vector<Rendezvous::Held> sent = rendezvous.Take(
       [&](const std::string& key) {
-        return TaskOfDevice(DstDeviceOfKey(key)) == returned->to;
+        return !returned->to.empty() &&
+               TaskOfDevice(DstDeviceOfKey(key)) == returned->to;
       },
       &rest);
   int64_t bytes = 0;

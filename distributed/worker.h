@@ -29,16 +29,33 @@ namespace runnel {
 
 // A step's rendezvous on one task. A key sent on another task (its source
 // device is there) is fetched from that task with `fetch`.
-class StepRendezvous : public Rendezvous {
+class StepRendezvous : public Rendezvous,
+                       public std::enable_shared_from_this<StepRendezvous> {
  public:
   using Fetch =
       std::function<void(const std::string& src_task, const std::string& key,
                          int64_t step, Done done)>;
-  StepRendezvous(std::string task, int64_t step, Fetch fetch)
-      : task_(std::move(task)), step_(step), fetch_(std::move(fetch)) {}
+  // Fetches several keys from `src_task` at once; `done` hears each (by
+  // its index in `keys`) once.
+  using FetchMany = std::function<void(
+      const std::string& src_task, std::vector<std::string> keys, int64_t step,
+      std::function<void(size_t index, const absl::Status&, const Tensor&,
+                         bool is_dead)>
+          done)>;
+  StepRendezvous(std::string task, int64_t step, Fetch fetch,
+                 FetchMany fetch_many = nullptr)
+      : task_(std::move(task)),
+        step_(step),
+        fetch_(std::move(fetch)),
+        fetch_many_(std::move(fetch_many)) {}
 
   bool Recv(const std::string& key, Done done, absl::Status* status,
             Tensor* value, bool* is_dead) override;
+  // With `fetch_many`: the keys sent on another task (but one whose run
+  // returns its values, ReturnedBy) are fetched from it in one call, and
+  // their receivers here wait for that call to deliver them. Two or more
+  // keys from a task, each prefetched once.
+  void Prefetch(const std::vector<std::string>& keys) override;
 
   // The values `task` sends here come with the answer to its run
   // (RunGraphRequest's return_to), so they are not fetched. Before the
@@ -53,16 +70,20 @@ class StepRendezvous : public Rendezvous {
   const std::string task_;
   const int64_t step_;
   const Fetch fetch_;
+  const FetchMany fetch_many_;
   std::mutex returned_mu_;
+  // The keys Prefetch fetches.
+  absl::flat_hash_set<std::string> prefetched_ ABSL_GUARDED_BY(returned_mu_);
   // The tasks of ReturnedBy, and whether each has answered.
   absl::flat_hash_map<std::string, bool> returned_by_
       ABSL_GUARDED_BY(returned_mu_);
   absl::flat_hash_set<std::string> left_ ABSL_GUARDED_BY(returned_mu_);
 };
 
-// What a run hands back with its answer (RunGraphRequest's return_to).
+// What a run hands back with its answer (RunGraphRequest's return_to and
+// end_step).
 struct Returned {
-  std::string to;        // the task that ran it
+  std::string to;        // the task that ran it ("": no values back)
   bool may_end = false;  // the step runs on no other task but `to`
   std::vector<Rendezvous::Held> values;  // the values the run sent there
   std::vector<std::string> left;         // the keys of those too large
@@ -84,7 +105,8 @@ class Replication {
 
 class Worker {
  public:
-  Worker(std::string task, StepRendezvous::Fetch fetch);
+  Worker(std::string task, StepRendezvous::Fetch fetch,
+         StepRendezvous::FetchMany fetch_many = nullptr);
   ~Worker();
 
   const std::string& task() const { return task_; }
@@ -125,10 +147,10 @@ class Worker {
   // the step is aborted, or `cancelled` says its caller has left.
   // `update` (on a replicated task) tags its writes of variables, so that
   // a retried update writes once (framework/variable.h: WriteKey).
-  // With `returned` (its `to` set), a run that succeeds hands back the
-  // values it sent to that task (up to kReturnedBytes each; the keys of
-  // larger ones stay here to be fetched) and, when `may_end` and nothing
-  // else of the step is left here, ends the step.
+  // With `returned`, a run that succeeds hands back the values it sent to
+  // its `to` task (up to kReturnedBytes each; the keys of larger ones stay
+  // here to be fetched) and, when `may_end` and nothing else of the step
+  // is left here, ends the step.
   absl::Status RunGraph(const std::string& handle, int64_t step,
                         uint64_t global_seed, int64_t freeze_id = 0,
                         const std::function<bool()>& cancelled = nullptr,
@@ -167,9 +189,12 @@ class Worker {
   // Ends the freeze; whether it held until now (its lease did not lapse).
   bool Unfreeze(int64_t freeze_id);
 
-  // Tensor bytes sent to other tasks (RecvTensor).
+  // Tensor bytes sent to other tasks (RecvTensor), and the calls that
+  // asked for them (RecvTensor or RecvTensors).
   void AddBytesSent(int64_t n) { bytes_sent_.fetch_add(n); }
   int64_t bytes_sent() const { return bytes_sent_.load(); }
+  void AddRecvCall() { recv_calls_.fetch_add(1); }
+  int64_t recv_calls() const { return recv_calls_.load(); }
 
  private:
   ResourceMgr* resources() const;  // nullptr until ServeDevices
@@ -178,8 +203,10 @@ class Worker {
 
   const std::string task_;
   const StepRendezvous::Fetch fetch_;
+  const StepRendezvous::FetchMany fetch_many_;
   const int64_t incarnation_;
   std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> recv_calls_{0};
   Replication* replication_ = nullptr;
   // OK unless this is a replica that is not its task's primary.
   absl::Status CheckPrimary() const;

@@ -354,6 +354,42 @@ TEST(ClusterTest, F16TransfersHalveTheBytes) {
 
 // a on ps:0 and b on ps:1, both 0; `step` adds 1 to each, so in any
 // snapshot that holds whole steps a == b.
+// A variable `name` on `device` with a constant initial value.
+Node* VarOn(Graph& g, const std::string& name, const Tensor& value,
+            const std::string& device) {
+  EXPECT_TRUE(g.AddConst(value, name + "_init").ok());
+  return *g.AddNode({.name = name,
+                     .op = "variable",
+                     .attrs = {{"dtype", DType::kF32},
+                               {"shape", value.shape()},
+                               {"initializer", name + "_init:0"}},
+                     .device = device});
+}
+
+// The last step a ps ran a partition of (from its log), and whether that
+// step is over there (a freeze lists the steps still open).
+class LastStep {
+ public:
+  explicit LastStep(Worker& ps) : ps_(ps) {
+    ps.set_log([this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_ = std::stoll(line.substr(5));  // "step N: ..."
+    });
+  }
+  void ExpectEnded(int64_t freeze_id) {
+    const std::vector<int64_t> open = ps_.Freeze(freeze_id, 30);
+    EXPECT_TRUE(ps_.Unfreeze(freeze_id));
+    std::lock_guard<std::mutex> lock(mu_);
+    EXPECT_EQ(std::count(open.begin(), open.end(), last_), 0)
+        << "step " << last_ << " is still open on the ps";
+  }
+
+ private:
+  Worker& ps_;
+  std::mutex mu_;
+  int64_t last_ = 0;
+};
+
 // A step whose only remote part, on one ps, receives nothing gets that
 // part's values with the answer to its run (worker.proto: return_to): one
 // round trip, and the step ends there with the run (no CleanupStep); a
@@ -366,36 +402,20 @@ TEST(ClusterTest, AStepOnOnePsGetsItsValuesWithTheAnswer) {
   std::vector<float> big_values(n);
   std::iota(big_values.begin(), big_values.end(), 0.0f);
   auto var = [&](const std::string& name, const Tensor& value) {
-    EXPECT_TRUE(g->AddConst(value, name + "_init").ok());
-    Node* v = *g->AddNode({.name = name,
-                           .op = "variable",
-                           .attrs = {{"dtype", DType::kF32},
-                                     {"shape", value.shape()},
-                                     {"initializer", name + "_init:0"}},
-                           .device = "/job:ps/task:0"});
+    Node* v = VarOn(*g, name, value, "/job:ps/task:0");
     Node* read = Add(*g, name + "_read", "read_variable", {{v, 0}});
     return Add(*g, name + "_sq", "mul", {{read, 0}, {read, 0}});
   };
   Node* small = var("small", F32({1, 2, 3}, {3}));
   Node* big = var("big", Tensor::FromVector(big_values));
   Session s(g, {.num_threads = 2, .cluster = cluster.Worker(0)});
-  Worker& ps = cluster.ps[0]->worker();
-  std::mutex mu;
-  int64_t last_step = 0;
-  ps.set_log([&](const std::string& line) {
-    std::lock_guard<std::mutex> lock(mu);
-    last_step = std::stoll(line.substr(5));  // "step N: ..."
-  });
+  LastStep last(cluster.ps[0]->worker());
   for (int i = 0; i < 3; ++i) {
     auto out = s.Run(Session::Feeds{}, {{small, 0}}, {});
     ASSERT_TRUE(out.ok()) << out.status();
     ExpectTensor((*out)[0], DType::kF32, {3}, {1, 4, 9});
     // The step is over on the ps by the time the run returns.
-    const std::vector<int64_t> open = ps.Freeze(/*freeze_id=*/500 + i, 30);
-    EXPECT_TRUE(ps.Unfreeze(500 + i));
-    std::lock_guard<std::mutex> lock(mu);
-    EXPECT_EQ(std::count(open.begin(), open.end(), last_step), 0)
-        << "step " << last_step << " is still open on the ps";
+    last.ExpectEnded(/*freeze_id=*/500 + i);
   }
   auto out = s.Run(Session::Feeds{}, {{big, 0}, {small, 0}}, {});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -403,6 +423,59 @@ TEST(ClusterTest, AStepOnOnePsGetsItsValuesWithTheAnswer) {
   for (int64_t i = 0; i < n; ++i) squares[i] = double(i) * double(i);
   ExpectTensor((*out)[0], DType::kF32, {n}, squares);
   ExpectTensor((*out)[1], DType::kF32, {3}, {1, 4, 9});
+}
+
+// A step's values that cross between the worker and its one ps, each
+// way, come in one call (RecvTensors: the worker's reads of two ps
+// variables, and the ps's two increments computed on the worker), and the
+// step ends on the ps with its run; the values are the separate calls'.
+TEST(ClusterTest, AStepsValuesFromOneTaskComeInOneCall) {
+  LocalCluster cluster(1, 1);
+  auto g = std::make_shared<Graph>();
+  const std::string ps = "/job:ps/task:0";
+  const std::string here = "/job:worker/task:0";
+  Node* a = VarOn(*g, "a", F32({1, 2}, {2}), ps);
+  Node* b = VarOn(*g, "b", F32({3, 4}, {2}), ps);
+  auto on = [&](const std::string& name, const std::string& op,
+                std::vector<NodeOut> inputs, const std::string& device) {
+    return *g->AddNode({.name = name,
+                        .op = op,
+                        .inputs = std::move(inputs),
+                        .device = device});
+  };
+  Node* ra = on("ra", "read_variable", {{a, 0}}, ps);
+  Node* rb = on("rb", "read_variable", {{b, 0}}, ps);
+  Node* da = on("da", "mul", {{ra, 0}, {ra, 0}}, here);
+  Node* db = on("db", "add", {{ra, 0}, {rb, 0}}, here);
+  Node* up_a = on("up_a", "assign_add", {{a, 0}, {da, 0}}, ps);
+  Node* up_b = on("up_b", "assign_add", {{b, 0}, {db, 0}}, ps);
+  Session s(g, {.num_threads = 2, .cluster = cluster.Worker(0)});
+  Worker& ps_worker = cluster.ps[0]->worker();
+  LastStep last(ps_worker);
+  std::vector<double> va = {1, 2}, vb = {3, 4};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t calls = ps_worker.recv_calls();
+    auto out = s.Run(Session::Feeds{}, {{da, 0}, {db, 0}}, {up_a, up_b});
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<double> want_da(2), want_db(2);
+    for (int k = 0; k < 2; ++k) {
+      want_da[k] = va[k] * va[k];
+      want_db[k] = va[k] + vb[k];
+      va[k] += want_da[k];
+      vb[k] += want_db[k];
+    }
+    ExpectTensor((*out)[0], DType::kF32, {2}, want_da);
+    ExpectTensor((*out)[1], DType::kF32, {2}, want_db);
+    // The worker asked the ps once for both reads (and the ps, in its
+    // turn, the worker once for both increments).
+    EXPECT_EQ(ps_worker.recv_calls() - calls, 1) << "step " << i;
+    // With a receive on the ps too, the step still ends with its run.
+    last.ExpectEnded(700 + i);
+  }
+  auto out = s.Run(Session::Feeds{}, {{ra, 0}, {rb, 0}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensor((*out)[0], DType::kF32, {2}, va);
+  ExpectTensor((*out)[1], DType::kF32, {2}, vb);
 }
 
 struct TwoCounters {

@@ -103,5 +103,45 @@ TEST(TensorCodingTest, MalformedAnswersAreErrorsNamingTheEdge) {
   EXPECT_EQ(error({}), "/job:ps/task:0 sent no tensor, for edge 'layer/w:0'");
 }
 
+// A RecvTensors answer's values name their key by index; one naming a key
+// that was not asked for is malformed, naming the call.
+TEST(TensorCodingTest, AValueOfSeveralNamesItsKey) {
+  const std::vector<std::string> keys = {"a;b;x:0;0:0;7", "a;b;y:0;0:0;7",
+                                         "a;b;z:0;0:0;7"};
+  const Tensor t = Tensor::FromVector<float>({5, 6}, Shape{2});
+  TensorMessages second(absl::OkStatus(), t, false, 4, /*index=*/2);
+  TensorAssembler in("/job:ps/task:0", &keys);
+  grpc::ByteBuffer b;
+  ASSERT_TRUE(second.Next(&b));
+  ASSERT_TRUE(in.Add(&b).ok());
+  EXPECT_FALSE(in.complete());  // 4 of 8 bytes
+  ASSERT_TRUE(second.Next(&b));
+  ASSERT_TRUE(in.Add(&b).ok());
+  EXPECT_TRUE(in.complete());
+  EXPECT_EQ(in.index(), 2);
+  ExpectTensor(in.value(), DType::kF32, {2}, {5, 6});
+  // A dead value is whole with its header.
+  TensorMessages dead(absl::OkStatus(), Tensor(), true, 4, 1);
+  TensorAssembler in_dead("/job:ps/task:0", &keys);
+  ASSERT_TRUE(dead.Next(&b));
+  ASSERT_TRUE(in_dead.Add(&b).ok());
+  EXPECT_TRUE(in_dead.complete() && in_dead.is_dead());
+  EXPECT_EQ(in_dead.index(), 1);
+  // An index beyond the keys.
+  TensorMessages stray(absl::OkStatus(), t, false, 8, 3);
+  TensorAssembler in_stray("/job:ps/task:0", &keys);
+  ASSERT_TRUE(stray.Next(&b));
+  EXPECT_EQ(Message(in_stray.Add(&b)),
+            "/job:ps/task:0 sent a value for no key it was asked (index 3 of "
+            "3), in an answer of 3 values");
+  // A later fault names the value's edge.
+  TensorAssembler in_short("/job:ps/task:0", &keys);
+  TensorMessages cut(absl::OkStatus(), t, false, 4, 0);
+  ASSERT_TRUE(cut.Next(&b));
+  ASSERT_TRUE(in_short.Add(&b).ok());
+  EXPECT_EQ(Message(in_short.Finish()),
+            "/job:ps/task:0 sent 4 of 8 bytes, for edge 'x:0'");
+}
+
 }  // namespace
 }  // namespace runnel

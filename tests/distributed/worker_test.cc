@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,11 +19,13 @@
 #include "framework/graph_def.h"
 #include "framework/resource_mgr.h"
 #include "tests/util/test_ops.h"
+#include "tests/util/test_util.h"
 
 namespace runnel {
 namespace {
 
 using ::runnel::testing::Add;
+using ::runnel::testing::Message;
 
 constexpr char kTask[] = "/job:ps/task:0";
 constexpr char kDevice[] = "/job:ps/task:0/device:cpu:0";
@@ -253,6 +256,26 @@ TEST_F(WorkerTest, ARunHandsBackTheValuesItSendsToItsCaller) {
   EXPECT_TRUE(worker_.Unfreeze(102));
 }
 
+// What a receive got: its value, when it came (at once or later).
+struct Got {
+  bool called = false;
+  absl::Status status;
+  Tensor value;
+};
+void RecvInto(Rendezvous& r, const std::string& key, Got* got) {
+  absl::Status status;
+  Tensor value;
+  bool dead = false;
+  if (r.Recv(
+          key,
+          [got](const absl::Status& s, const Tensor& t, bool) {
+            *got = {true, s, t};
+          },
+          &status, &value, &dead)) {
+    *got = {true, status, value};
+  }
+}
+
 // The caller's side: a task whose values come with its answer is not
 // fetched from; once it has answered, a receiver of a value it did not
 // send fails (DataLoss) instead of waiting for ever, and the keys it left
@@ -268,24 +291,7 @@ TEST(StepRendezvousTest, ValuesThatComeWithAnAnswerAreNotFetched) {
     return RendezvousKey(StrCat(task, "/device:cpu:0"), kHere, edge, 0, 0, 7);
   };
   r.ReturnedBy(kPs);
-  struct Got {
-    bool called = false;
-    absl::Status status;
-    Tensor value;
-  };
-  auto recv = [&](const std::string& k, Got* got) {
-    absl::Status status;
-    Tensor value;
-    bool dead = false;
-    if (r.Recv(
-            k,
-            [got](const absl::Status& s, const Tensor& t, bool) {
-              *got = {true, s, t};
-            },
-            &status, &value, &dead)) {
-      *got = {true, status, value};
-    }
-  };
+  auto recv = [&](const std::string& k, Got* got) { RecvInto(r, k, got); };
   Got missing, big, small, later;
   recv(key(kPs, "missing:0"), &missing);
   recv(key(kPs, "big:0"), &big);
@@ -315,6 +321,75 @@ TEST(StepRendezvousTest, ValuesThatComeWithAnAnswerAreNotFetched) {
   recv(key("/job:ps/task:1", "w:0"), &other);
   EXPECT_FALSE(other.called);
   EXPECT_EQ(fetched, std::vector<std::string>{key("/job:ps/task:1", "w:0")});
+}
+
+// A step's receives from one task outside its loops are asked for in one
+// call (Prefetch, through `fetch_many`): not those sent on this task, nor
+// those of a task whose values come with its answer, nor a task's lone
+// key. A prefetched key's receiver waits for the call's delivery and is
+// not fetched alone; a failed delivery aborts the step.
+TEST(StepRendezvousTest, ATasksValuesAreAskedForInOneCall) {
+  constexpr char kHere[] = "/job:worker/task:0/device:cpu:0";
+  std::vector<std::string> fetched;
+  using Delivery =
+      std::function<void(size_t, const absl::Status&, const Tensor&, bool)>;
+  std::vector<std::pair<std::string, std::vector<std::string>>> calls;
+  std::vector<Delivery> deliver;
+  auto r = std::make_shared<StepRendezvous>(
+      "/job:worker/task:0", 7,
+      [&](const std::string&, const std::string& key, int64_t,
+          Rendezvous::Done) { fetched.push_back(key); },
+      [&](const std::string& task, std::vector<std::string> keys, int64_t step,
+          Delivery done) {
+        EXPECT_EQ(step, 7);
+        calls.emplace_back(task, std::move(keys));
+        deliver.push_back(std::move(done));
+      });
+  auto key = [&](const std::string& task, const std::string& edge) {
+    return RendezvousKey(StrCat(task, "/device:cpu:0"), kHere, edge, 0, 0, 7);
+  };
+  r->ReturnedBy("/job:ps/task:2");
+  r->Prefetch({key("/job:ps/task:0", "a:0"), key("/job:ps/task:1", "c:0"),
+               key("/job:ps/task:0", "b:0"), key("/job:ps/task:2", "d:0"),
+               key("/job:ps/task:2", "e:0"),
+               key("/job:worker/task:0", "here:0"),
+               key("/job:worker/task:0", "here:1"),
+               key("/job:ps/task:3", "f:0"), key("/job:ps/task:3", "g:0")});
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].first, "/job:ps/task:0");
+  EXPECT_EQ(calls[0].second,
+            (std::vector<std::string>{key("/job:ps/task:0", "a:0"),
+                                      key("/job:ps/task:0", "b:0")}));
+  EXPECT_EQ(calls[1].first, "/job:ps/task:3");
+  // Asked again (another partition of the step names them too): no call.
+  r->Prefetch({key("/job:ps/task:0", "a:0"), key("/job:ps/task:0", "b:0")});
+  EXPECT_EQ(calls.size(), 2u);
+  auto recv = [&](const std::string& k, Got* got) { RecvInto(*r, k, got); };
+  Got a, b, c;
+  recv(key("/job:ps/task:0", "a:0"), &a);
+  EXPECT_FALSE(a.called);
+  recv(key("/job:ps/task:1", "c:0"), &c);  // the lone key: its own fetch
+  EXPECT_EQ(fetched, std::vector<std::string>{key("/job:ps/task:1", "c:0")});
+  // Values come in any order.
+  deliver[0](1, absl::OkStatus(), Tensor::FromVector(std::vector<float>{2}),
+             false);
+  recv(key("/job:ps/task:0", "b:0"), &b);
+  ASSERT_TRUE(b.called && b.status.ok()) << b.status;
+  EXPECT_EQ(b.value.ToDoubles(), std::vector<double>{2});
+  EXPECT_FALSE(a.called);
+  deliver[0](0, absl::OkStatus(), Tensor::FromVector(std::vector<float>{1}),
+             false);
+  ASSERT_TRUE(a.called && a.status.ok()) << a.status;
+  EXPECT_EQ(a.value.ToDoubles(), std::vector<double>{1});
+  EXPECT_EQ(fetched.size(), 1u);
+  // A failed call aborts the step with its error.
+  Got g;
+  recv(key("/job:ps/task:3", "g:0"), &g);
+  deliver[1](1, absl::UnavailableError("/job:ps/task:3 unreachable"), Tensor(),
+             true);
+  ASSERT_TRUE(g.called);
+  EXPECT_EQ(Message(g.status), "/job:ps/task:3 unreachable");
+  EXPECT_EQ(Message(r->AbortStatus()), "/job:ps/task:3 unreachable");
 }
 
 TEST_F(WorkerTest, AFreezeHoldsNewStepsUntilAdmittedOrEnded) {
