@@ -41,7 +41,8 @@ ParameterServerStrategy, and the collective (RING, AUTO) and steps per
 tf.function call for MultiWorkerMirroredStrategy.
 
     /usr/bin/python3 bench/cluster_bench.py BUILD_DIR [--threads 1] [--rounds 3]
-        [--only null,mlp,allreduce,replicas,backup]   (the sections; default all)
+        [--only null,mlp,allreduce,replicas,backup]   (the sections; default all;
+         mlp is async and sync, each of which may be named alone)
 """
 import json
 import os
@@ -199,12 +200,13 @@ def main(argv):
         section(build, threads, rounds, "null step", {
             f"null{w}": f"null step, {w} worker(s) on 1 ps"
             for w in (1, 2, 4, 8)}, (("", ()),))
-    if "mlp" in only:
+    if only & {"mlp", "async"}:
         section(build, threads, rounds, "asynchronous MLP", {
             f"async{w}": f"MLP, {w} worker(s), asynchronous (TensorFlow: "
             "ParameterServerStrategy; PyTorch: DDP, synchronous)"
             for w in (1, 2)},
             (("", ()), ("10 steps per scheduled function", ("--inner", "10"))))
+    if only & {"mlp", "sync"}:
         section(build, threads, rounds, "synchronous MLP", {
             f"sync{w}": f"MLP, {w} worker(s), synchronous (TensorFlow: "
             "MultiWorkerMirroredStrategy; PyTorch: DDP)" for w in (1, 2)},

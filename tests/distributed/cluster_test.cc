@@ -429,6 +429,9 @@ TEST(ClusterTest, AStepOnOnePsGetsItsValuesWithTheAnswer) {
 // way, come in one call (RecvTensors: the worker's reads of two ps
 // variables, and the ps's two increments computed on the worker), and the
 // step ends on the ps with its run; the values are the separate calls'.
+// A failure on the worker while the ps waits for that call fails the step
+// with the worker's error, and the next step runs; a ps that is gone is
+// Unavailable, not a hang.
 TEST(ClusterTest, AStepsValuesFromOneTaskComeInOneCall) {
   LocalCluster cluster(1, 1);
   auto g = std::make_shared<Graph>();
@@ -446,7 +449,8 @@ TEST(ClusterTest, AStepsValuesFromOneTaskComeInOneCall) {
   Node* ra = on("ra", "read_variable", {{a, 0}}, ps);
   Node* rb = on("rb", "read_variable", {{b, 0}}, ps);
   Node* da = on("da", "mul", {{ra, 0}, {ra, 0}}, here);
-  Node* db = on("db", "add", {{ra, 0}, {rb, 0}}, here);
+  Node* x = Placeholder(*g, "x", Shape{-1}, SourceSpan{"t.rnl", 4, 2, 4, 3});
+  Node* db = on("db", "add", {{rb, 0}, {x, 0}}, here);
   Node* up_a = on("up_a", "assign_add", {{a, 0}, {da, 0}}, ps);
   Node* up_b = on("up_b", "assign_add", {{b, 0}, {db, 0}}, ps);
   Session s(g, {.num_threads = 2, .cluster = cluster.Worker(0)});
@@ -455,12 +459,13 @@ TEST(ClusterTest, AStepsValuesFromOneTaskComeInOneCall) {
   std::vector<double> va = {1, 2}, vb = {3, 4};
   for (int i = 0; i < 3; ++i) {
     const int64_t calls = ps_worker.recv_calls();
-    auto out = s.Run(Session::Feeds{}, {{da, 0}, {db, 0}}, {up_a, up_b});
+    auto out = s.Run({{{x, 0}, F32({1, float(i)}, {2})}}, {{da, 0}, {db, 0}},
+                     {up_a, up_b});
     ASSERT_TRUE(out.ok()) << out.status();
     std::vector<double> want_da(2), want_db(2);
     for (int k = 0; k < 2; ++k) {
       want_da[k] = va[k] * va[k];
-      want_db[k] = va[k] + vb[k];
+      want_db[k] = vb[k] + (k == 0 ? 1 : i);
       va[k] += want_da[k];
       vb[k] += want_db[k];
     }
@@ -476,6 +481,18 @@ TEST(ClusterTest, AStepsValuesFromOneTaskComeInOneCall) {
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensor((*out)[0], DType::kF32, {2}, va);
   ExpectTensor((*out)[1], DType::kF32, {2}, vb);
+  // db fails (a [2] and a [3]) while the ps waits for it.
+  out =
+      s.Run({{{x, 0}, F32({1, 2, 3}, {3})}}, {{da, 0}, {db, 0}}, {up_a, up_b});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(NodeNameOf(out.status()), "db") << out.status();
+  out = s.Run({{{x, 0}, F32({1, 1}, {2})}}, {{db, 0}}, {up_a, up_b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  cluster.ps[0].reset();  // the parameter server goes away
+  out = s.Run({{{x, 0}, F32({1, 1}, {2})}}, {{da, 0}, {db, 0}}, {up_a, up_b});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)
+      << out.status();
 }
 
 struct TwoCounters {
