@@ -630,20 +630,26 @@ Received Fetch(GrpcCluster& worker, const std::string& key, int64_t step) {
   return here ? now : got.get_future().get();
 }
 
+// The key of `edge` sent by the ps to the worker outside loops in `step`.
+std::string PsKey(const std::string& edge, int64_t step) {
+  return RendezvousKey("/job:ps/task:0/device:cpu:0",
+                       "/job:worker/task:0/device:cpu:0", edge, 0, 0, step);
+}
+
+// 40 MB, five 8 MiB messages: every element distinct.
+Tensor LargeInts() {
+  std::vector<int32_t> values(10 << 20);
+  std::iota(values.begin(), values.end(), -7);
+  return Tensor::FromVector<int32_t>(values, Shape{10 << 10, 1024});
+}
+
 TEST(ClusterTest, LargeDeadAndEmptyTensorsArriveExact) {
   LocalCluster cluster(1, 1);
   std::shared_ptr<GrpcCluster> worker = cluster.Worker(0);
   Worker& ps = cluster.ps[0]->worker();
   constexpr int64_t kStep = 41;
-  auto key = [](const std::string& edge) {
-    return RendezvousKey("/job:ps/task:0/device:cpu:0",
-                         "/job:worker/task:0/device:cpu:0", edge, 0, 0, kStep);
-  };
-  // 40 MB, five 8 MiB messages: every element distinct.
-  std::vector<int32_t> values(10 << 20);
-  std::iota(values.begin(), values.end(), -7);
-  const Tensor large =
-      Tensor::FromVector<int32_t>(values, Shape{10 << 10, 1024});
+  auto key = [](const std::string& edge) { return PsKey(edge, kStep); };
+  const Tensor large = LargeInts();
   const Tensor empty(DType::kF32, Shape{3, 0});
   const Tensor scalar = Tensor::FromVector<double>({2.5}, Shape{});
   std::shared_ptr<StepRendezvous> r = ps.Step(kStep);
@@ -688,6 +694,54 @@ TEST(ClusterTest, LargeDeadAndEmptyTensorsArriveExact) {
   ps.AbortStep(kStep, absl::InternalError("the ps step failed"));
   got = Fetch(*worker, key("never:0"), kStep);
   EXPECT_EQ(got.status, absl::InternalError("the ps step failed"));
+}
+
+// The same values asked for in one RecvTensors call (Prefetch), sent after
+// the call and in another order than asked: the large one's five messages
+// together, each value exact; then a call whose step fails on the sender
+// fails its receivers with the sender's error.
+TEST(ClusterTest, LargeDeadAndEmptyTensorsArriveExactInOneCall) {
+  LocalCluster cluster(1, 1);
+  std::shared_ptr<GrpcCluster> worker = cluster.Worker(0);
+  Worker& ps = cluster.ps[0]->worker();
+  constexpr int64_t kStep = 43;
+  auto key = [](const std::string& edge, int64_t step) {
+    return PsKey(edge, step);
+  };
+  const Tensor large = LargeInts();
+  worker->StepRendezvous(kStep)->Prefetch(
+      {key("empty:0", kStep), key("large:0", kStep), key("dead:0", kStep)});
+  const int64_t calls = ps.recv_calls();
+  std::shared_ptr<StepRendezvous> r = ps.Step(kStep);
+  ASSERT_TRUE(r->Send(key("dead:0", kStep), Tensor(), true).ok());
+  ASSERT_TRUE(r->Send(key("large:0", kStep), large, false).ok());
+  ASSERT_TRUE(
+      r->Send(key("empty:0", kStep), Tensor(DType::kF32, Shape{3, 0}), false)
+          .ok());
+  Received got = Fetch(*worker, key("large:0", kStep), kStep);
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  ASSERT_EQ(got.value.shape(), (Shape{10 << 10, 1024}));
+  EXPECT_EQ(std::memcmp(got.value.raw_data(), large.raw_data(), large.bytes()),
+            0);
+  got = Fetch(*worker, key("dead:0", kStep), kStep);
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  EXPECT_TRUE(got.dead);
+  got = Fetch(*worker, key("empty:0", kStep), kStep);
+  ASSERT_TRUE(got.status.ok()) << got.status;
+  EXPECT_EQ(got.value.shape(), (Shape{3, 0}));
+  EXPECT_EQ(ps.recv_calls() - calls, 1);
+  // A failed step on the sender: every value of the call fails.
+  worker->StepRendezvous(kStep + 1)->Prefetch(
+      {key("a:0", kStep + 1), key("b:0", kStep + 1)});
+  ASSERT_TRUE(ps.Step(kStep + 1)
+                  ->Send(key("a:0", kStep + 1),
+                         Tensor::FromVector<float>({1}, Shape{1}), false)
+                  .ok());
+  ps.AbortStep(kStep + 1, absl::InternalError("the ps step failed"));
+  got = Fetch(*worker, key("b:0", kStep + 1), kStep + 1);
+  EXPECT_EQ(got.status, absl::InternalError("the ps step failed"));
+  worker->EndStep(kStep, {});
+  worker->EndStep(kStep + 1, {});
 }
 
 }  // namespace
