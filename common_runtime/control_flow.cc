@@ -11,6 +11,10 @@ bool IsExit(const Node* n) { return n->op() == "exit"; }
 bool IsMerge(const Node* n) { return n->op() == "merge"; }
 bool IsSwitch(const Node* n) { return n->op() == "switch"; }
 bool IsNextIteration(const Node* n) { return n->op() == "next_iteration"; }
+bool IsControlFlow(const Node* n) {
+  return IsEnter(n) || IsExit(n) || IsMerge(n) || IsSwitch(n) ||
+         IsNextIteration(n);
+}
 bool IsBackEdge(const Node* n, int input) {
   return IsMerge(n) && IsNextIteration(n->input(input).node);
 }

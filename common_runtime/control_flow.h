@@ -140,6 +140,8 @@ bool IsExit(const Node* n);
 bool IsMerge(const Node* n);
 bool IsSwitch(const Node* n);
 bool IsNextIteration(const Node* n);
+// One of the five above: a node of a loop's or a conditional's machinery.
+bool IsControlFlow(const Node* n);
 // A merge input that closes a loop (comes from a next_iteration).
 bool IsBackEdge(const Node* n, int input);
 

@@ -7,11 +7,6 @@
 namespace runnel {
 namespace {
 
-bool IsControlFlow(const Node* n) {
-  return IsEnter(n) || IsExit(n) || IsMerge(n) || IsSwitch(n) ||
-         IsNextIteration(n);
-}
-
 bool IsF32Matrix(NodeOut x) {
   const Shape& s = x.node->output_shape(x.index);
   return x.node->output_dtype(x.index) == DType::kF32 && !s.unknown_rank() &&

@@ -212,8 +212,7 @@ class Placer {
       const std::string& op = x->op();
       if (consumers[x->id()].empty() || x->stateful() ||
           !x->requested_device().empty() || IsLoopControl(x) || op == "_feed" ||
-          op == "_fetch" || op == "enter" || op == "exit" || op == "merge" ||
-          op == "switch" || op == "next_iteration" ||
+          op == "_fetch" || IsControlFlow(x) ||
           var_size.contains(groups_.Find(x->id()))) {
         continue;
       }
