@@ -14,7 +14,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "common_runtime/executor.h"
-#include "common_runtime/fuse_sgd.h"
+#include "common_runtime/fuse_updates.h"
 #include "common_runtime/partition.h"
 #include "common_runtime/placer.h"
 #include "common_runtime/prune.h"
@@ -135,12 +135,12 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   };
 
   auto plan = std::make_shared<Plan>();
-  // On one CPU, gradient descent by a weight's product in one sgemm
-  // (common_runtime/fuse_sgd.h).
-  const SgdProducts sgd =
+  // On one CPU, an update by a weight's product fused with the product
+  // (common_runtime/fuse_updates.h).
+  const UpdateProducts fuse =
       devices_->size() == 1 && devices_->device(0)->type() == kDeviceCpu
-          ? FindSgdProducts(needed.nodes, fetches, fed_outs)
-          : SgdProducts{};
+          ? FindUpdateProducts(needed.nodes, fetches, fed_outs)
+          : UpdateProducts{};
   std::vector<Node*> updates;
   // A node's control inputs in the plan; one that waits for a product left
   // out waits for the product's inputs and control inputs instead.
@@ -155,7 +155,7 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
       const Node* m = todo.back();
       todo.pop_back();
       for (Node* c : m->control_inputs()) {
-        if (!sgd.products.contains(c)) {
+        if (!fuse.products.contains(c)) {
           add(copy_of[c->id()]);
           continue;
         }
@@ -169,18 +169,17 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   // copied as the merge's first input, then set once its source exists.
   std::vector<std::tuple<Node*, int, NodeOut>> back_edges;
   for (Node* n : needed.nodes) {
-    if (sgd.products.contains(n)) continue;
-    if (auto it = sgd.product_of.find(n); it != sgd.product_of.end()) {
+    if (fuse.products.contains(n)) continue;
+    if (auto it = fuse.product_of.find(n); it != fuse.product_of.end()) {
       const Node& product = *it->second;
       std::vector<NodeOut> inputs;
-      for (NodeOut in :
-           {n->input(0), n->input(1), product.input(0), product.input(1)}) {
+      for (const NodeOut& in : FusedInputs(*n, product)) {
         RN_ASSIGN_OR_RETURN(NodeOut m, map_input(in));
         inputs.push_back(m);
       }
       std::vector<Node*> controls = controls_of(n);
       for (Node* c : controls_of(&product)) controls.push_back(c);
-      RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(FusedSgdSpec(
+      RN_ASSIGN_OR_RETURN(copy_of[n->id()], pruned->AddNode(FusedUpdateSpec(
                                                 *n, product, std::move(inputs),
                                                 std::move(controls))));
       updates.push_back(copy_of[n->id()]);

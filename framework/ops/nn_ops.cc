@@ -197,6 +197,49 @@ RUNNEL_REGISTER_OP(
              "gradient is a `matmul` nothing else reads. Gives the new "
              "value."));
 
+// apply_adam with its gradient a product: the inputs of apply_adam, with
+// `a` and `b` in the place of `grad`.
+const std::vector<std::string> kAdamMatMulInputs = {
+    "ref", "ref_m",       "ref_v",           "lr",    "a",
+    "b",   "beta1",       "one_minus_beta1", "beta2", "one_minus_beta2",
+    "eps", "correction1", "correction2"};
+
+Specs ApplyAdamMatMulShape(const ShapeContext& c) {
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    if (i == 4 || i == 5) continue;
+    const bool slot = i == 1 || i == 2;
+    if (c.dtype(i) != DType::kF32 ||
+        !(slot ? c.shape(0) : Shape{}).IsCompatibleWith(c.shape(i))) {
+      return absl::InvalidArgumentError(StrCat(
+          "`", kAdamMatMulInputs[i], "` is ", c.input(i).ToString(),
+          " but must be ",
+          slot ? StrCat("f32 shaped like the variable ", c.input(0).ToString())
+               : std::string("an f32 scalar")));
+    }
+  }
+  ShapeContext sum(c.attrs(), {c.input(0), c.input(4), c.input(5)}, {});
+  return MatMulAddShape(sum);
+}
+
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("apply_adam_matmul")
+        .Cost(KernelClass::kMatmul)
+        .Inputs(kAdamMatMulInputs)
+        .Outputs({"new_value"})
+        .SameDTypeAllInputs()
+        .Attr("transpose_a", false)
+        .Attr("transpose_b", false)
+        .Stateful()
+        .Shape(ApplyAdamMatMulShape)
+        .Doc("`apply_adam` on the f32 matrix variable feeding `ref` and its "
+             "moments, with the gradient `a @ b`: the product computed in "
+             "blocks of rows, each applied to those rows of the variable and "
+             "its moments while in the cache, the gradient never written "
+             "whole. Each element's update is `apply_adam`'s (its results "
+             "within the sgemm's rounding of the separate ops). A run's plan "
+             "puts it in place of an `apply_adam` whose gradient is a "
+             "`matmul` nothing else reads. Gives the new value."));
+
 // ---- softmax and losses
 // --------------------------------------------------------
 

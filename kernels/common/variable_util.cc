@@ -164,6 +164,25 @@ absl::Status ApplyKernelBase::Init(const Node& node) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<const Tensor*>> ScalarInputs(
+    OpKernelContext* ctx, int first, const std::vector<int>& skip) {
+  const DType dtype = ctx->input(0).dtype();
+  const std::string& op = ctx->node().op();
+  std::vector<const Tensor*> scalars;
+  for (int i = first; i < ctx->num_inputs(); ++i) {
+    if (std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+    const Tensor& t = ctx->input(i);
+    if (t.num_elements() != 1 || t.dtype() != dtype) {
+      const OpDef* def = OpRegistry::Global().Find(op);
+      return absl::InvalidArgumentError(
+          StrCat(op, ": `", def->inputs[i], "` must be a ", DTypeName(dtype),
+                 " scalar, got ", DTypeName(t.dtype()), t.shape().ToString()));
+    }
+    scalars.push_back(&t);
+  }
+  return scalars;
+}
+
 absl::Status ApplyKernelBase::Compute(OpKernelContext* ctx) {
   RN_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Variable>> vars,
                       FindVariables(ctx, variables_));
@@ -172,19 +191,9 @@ absl::Status ApplyKernelBase::Compute(OpKernelContext* ctx) {
   // are scalars.
   const int grad = static_cast<int>(vars.size()) + 1;
   const int indices = sparse_ ? grad + 1 : -1;
-  std::vector<const Tensor*> scalars;
-  const std::string& op = ctx->node().op();
-  const OpDef* def = OpRegistry::Global().Find(op);
-  for (int i = static_cast<int>(vars.size()); i < ctx->num_inputs(); ++i) {
-    if (i == grad || i == indices) continue;
-    const Tensor& t = ctx->input(i);
-    if (t.num_elements() != 1) {
-      return absl::InvalidArgumentError(
-          StrCat(op, ": `", def->inputs[i], "` must be a scalar, got ",
-                 DTypeName(t.dtype()), t.shape().ToString()));
-    }
-    scalars.push_back(&t);
-  }
+  RN_ASSIGN_OR_RETURN(
+      const std::vector<const Tensor*> scalars,
+      ScalarInputs(ctx, static_cast<int>(vars.size()), {grad, indices}));
   const Tensor& g = ctx->input(grad);
   if (sparse_) {
     return ComputeSparse(ctx, vars, g, ctx->input(indices), scalars);

@@ -66,6 +66,12 @@ absl::StatusOr<Tensor> MutateVariables(
 absl::StatusOr<std::vector<std::shared_ptr<Variable>>> FindVariables(
     OpKernelContext* ctx, const std::vector<std::string>& names);
 
+// The inputs of ctx's node from `first` on, but those in `skip`: a fused
+// update's coefficients, each checked to be one element of input 0's dtype
+// (InvalidArgument naming the op's input otherwise).
+absl::StatusOr<std::vector<const Tensor*>> ScalarInputs(
+    OpKernelContext* ctx, int first, const std::vector<int>& skip);
+
 // The checks of scatter_add/sub/update on the host, before anything is
 // written (the CPU's and the GPU's kernels fail alike): `updates` must be
 // `indices` followed by the variable's shape without its first axis, and

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "base/status_macros.h"
 #include "kernels/cpu/onednn.h"
 
 namespace runnel {
@@ -110,49 +111,104 @@ std::unique_ptr<float[]> Spread(ThreadPool* pool, const float* x, int64_t ld,
   return spread;
 }
 
+// The operands as dnnl_sgemm reads them: 'N' or 'T', leading dimensions
+// and data, each copied first where SpreadsA/SpreadsB say (the copies live
+// as long as this).
+struct SgemmOperands {
+  char ta, tb;
+  int64_t lda, ldb;
+  const float* a;
+  const float* b;
+  std::unique_ptr<float[]> spread_a, spread_b;
+};
+
+absl::Status PrepareOperands(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                             ConstMatrixF32 a, ConstMatrixF32 b,
+                             SgemmOperands* out) {
+  if (!SgemmLayout(a, m, k, &out->ta, &out->lda) ||
+      !SgemmLayout(b, k, n, &out->tb, &out->ldb)) {
+    return absl::InternalError("matmul: an operand with no unit stride");
+  }
+  out->a = a.data;
+  out->b = b.data;
+  if (SpreadsA(n, k, out->ta, out->lda)) {
+    out->spread_a = Spread(pool, a.data, out->lda, k, m, &out->lda);
+    out->a = out->spread_a.get();
+  }
+  if (SpreadsB(m, k, out->ta, out->tb, out->ldb)) {
+    out->spread_b = Spread(pool, b.data, out->ldb, k, n, &out->ldb);
+    out->b = out->spread_b.get();
+  }
+  return absl::OkStatus();
+}
+
+// The rows (columns) of each piece when C is cut along `side`, its rows'
+// (columns') count: see kMaxGemmPieces.
+int64_t PieceSize(int64_t m, int64_t n, int64_t k, int64_t side) {
+  const int64_t want = std::min(
+      std::clamp<int64_t>(m * n * k / kMinGemmPieceWork, 1, kMaxGemmPieces),
+      std::max<int64_t>(side / kMinGemmPieceSide, side >= 32 ? 2 : 1));
+  return CeilDiv(CeilDiv(side, want), 16) * 16;
+}
+
 }  // namespace
 
 absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                      ConstMatrixF32 a, ConstMatrixF32 b, float* c, int64_t ldc,
                      bool accumulate, float alpha) {
-  char ta, tb;
-  int64_t lda, ldb;
   if (m <= 0 || n <= 0) return absl::OkStatus();
   if (k <= 0) {
     if (accumulate) return absl::OkStatus();
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
     return absl::OkStatus();
   }
-  if (!SgemmLayout(a, m, k, &ta, &lda) || !SgemmLayout(b, k, n, &tb, &ldb)) {
-    return absl::InternalError("matmul: an operand with no unit stride");
-  }
-  std::unique_ptr<float[]> spread_a, spread_b;
-  const float* a_data = a.data;
-  const float* b_data = b.data;
-  if (SpreadsA(n, k, ta, lda)) {
-    spread_a = Spread(pool, a.data, lda, k, m, &lda);
-    a_data = spread_a.get();
-  }
-  if (SpreadsB(m, k, ta, tb, ldb)) {
-    spread_b = Spread(pool, b.data, ldb, k, n, &ldb);
-    b_data = spread_b.get();
-  }
+  SgemmOperands op;
+  RN_RETURN_IF_ERROR(PrepareOperands(pool, m, n, k, a, b, &op));
   const bool by_rows = m >= n;
   const int64_t side = by_rows ? m : n;
-  const int64_t want = std::min(
-      std::clamp<int64_t>(m * n * k / kMinGemmPieceWork, 1, kMaxGemmPieces),
-      std::max<int64_t>(side / kMinGemmPieceSide, side >= 32 ? 2 : 1));
-  const int64_t size = CeilDiv(CeilDiv(side, want), 16) * 16;
-  const int64_t pieces = CeilDiv(side, size);
-  return DnnlPieces(pool, pieces, "matmul", [&](int64_t i) {
+  const int64_t size = PieceSize(m, n, k, side);
+  return DnnlPieces(pool, CeilDiv(side, size), "matmul", [&](int64_t i) {
     const int64_t first = i * size, len = std::min(size, side - first);
-    const float* ap = by_rows ? a_data + first * (ta == 'N' ? lda : 1) : a_data;
-    const float* bp = by_rows ? b_data : b_data + first * (tb == 'N' ? 1 : ldb);
+    const float* ap =
+        by_rows ? op.a + first * (op.ta == 'N' ? op.lda : 1) : op.a;
+    const float* bp =
+        by_rows ? op.b : op.b + first * (op.tb == 'N' ? 1 : op.ldb);
     float* cp = by_rows ? c + first * ldc : c + first;
     const dnnl_status_t status =
-        dnnl_sgemm(ta, tb, by_rows ? len : m, by_rows ? n : len, k, alpha, ap,
-                   lda, bp, ldb, accumulate ? 1.0f : 0.0f, cp, ldc);
+        dnnl_sgemm(op.ta, op.tb, by_rows ? len : m, by_rows ? n : len, k, alpha,
+                   ap, op.lda, bp, op.ldb, accumulate ? 1.0f : 0.0f, cp, ldc);
     if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+  });
+}
+
+absl::Status GemmF32Rows(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
+                         ConstMatrixF32 a, ConstMatrixF32 b,
+                         const std::function<void(int64_t first, int64_t rows,
+                                                  const float* c)>& use) {
+  if (m <= 0 || n <= 0) return absl::OkStatus();
+  SgemmOperands op;
+  if (k > 0) RN_RETURN_IF_ERROR(PrepareOperands(pool, m, n, k, a, b, &op));
+  // At least a piece a thread where the rows allow (16 or more each): `use`
+  // is a pass over memory that the product alone would not cut for.
+  int64_t size = PieceSize(m, n, std::max<int64_t>(k, 1), m);
+  if (pool != nullptr) {
+    size = std::min(size,
+                    std::max<int64_t>(
+                        16, CeilDiv(CeilDiv(m, pool->num_threads()), 16) * 16));
+  }
+  return DnnlPieces(pool, CeilDiv(m, size), "matmul", [&](int64_t i) {
+    const int64_t first = i * size, len = std::min(size, m - first);
+    std::unique_ptr<float[]> block(new float[static_cast<size_t>(len * n)]);
+    if (k <= 0) {
+      std::fill_n(block.get(), len * n, 0.0f);
+    } else {
+      const dnnl_status_t status =
+          dnnl_sgemm(op.ta, op.tb, len, n, k, 1.0f,
+                     op.a + first * (op.ta == 'N' ? op.lda : 1), op.lda, op.b,
+                     op.ldb, 0.0f, block.get(), n);
+      if (status != dnnl_success) throw dnnl::error(status, "dnnl_sgemm");
+    }
+    use(first, len, block.get());
   });
 }
 

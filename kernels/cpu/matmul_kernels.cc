@@ -12,26 +12,24 @@
 #include "base/strings.h"
 #include "framework/ops/kernel_checks.h"
 #include "framework/shape_fns.h"
-#include "kernels/common/variable_util.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/gemm.h"
 
 namespace runnel {
 namespace {
 
-// c = a @ b for the plan's products, or c += alpha * (a @ b) with
-// `accumulate`.
+// c = a @ b for the plan's products, or c += a @ b with `accumulate`.
 absl::Status MatMulF32(ThreadPool* pool, const MatMulPlan& d, const float* a,
                        const float* b, float* c,
                        const std::vector<int64_t>& a_off,
                        const std::vector<int64_t>& b_off,
-                       bool accumulate = false, float alpha = 1.0f) {
+                       bool accumulate = false) {
   const int64_t batch = static_cast<int64_t>(a_off.size());
   auto one = [&](ThreadPool* p, int64_t i) {
     ConstMatrixF32 am{a + a_off[i], d.ta ? 1 : d.a_cols, d.ta ? d.a_cols : 1};
     ConstMatrixF32 bm{b + b_off[i], d.tb ? 1 : d.b_cols, d.tb ? d.b_cols : 1};
-    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n, accumulate,
-                   alpha);
+    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n,
+                   accumulate);
   };
   const int threads = pool->num_threads();
   if (batch == 1 || d.m * d.n * d.k >= threads * kMinGemmWorkPerThread * 4) {
@@ -176,66 +174,10 @@ class MatMulAddKernel : public MatMulAttrsKernel {
   }
 };
 
-// apply_sgd_matmul(ref, lr, a, b): ref -= lr * (a @ b), the sgemm adding
-// -lr times the product into the variable's value in place (Session's
-// rewrite of an apply_sgd whose gradient is a product: the gradient is
-// never written, nor read back by a pass of its own). Variable::Mutate
-// first copies a value that a reader still holds.
-class ApplySgdMatMulKernel : public MatMulAttrsKernel {
- public:
-  absl::Status Init(const Node& node) override {
-    RN_RETURN_IF_ERROR(MatMulAttrsKernel::Init(node));
-    RN_ASSIGN_OR_RETURN(variables_, VariablesOf(node));
-    return absl::OkStatus();
-  }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    RN_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Variable>> vars,
-                        FindVariables(ctx, variables_));
-    const Tensor& lr = ctx->input(1);
-    if (lr.dtype() != DType::kF32 || lr.num_elements() != 1) {
-      return absl::InvalidArgumentError(
-          StrCat("apply_sgd_matmul: `lr` must be an f32 scalar, got ",
-                 DTypeName(lr.dtype()), lr.shape().ToString()));
-    }
-    const float alpha = -lr.data<float>()[0];
-    const Tensor& a = ctx->input(2);
-    const Tensor& b = ctx->input(3);
-    // The value as the variable's node read it: as a reader of the buffer
-    // it would make Mutate copy it.
-    ctx->release_input(0);
-    RN_ASSIGN_OR_RETURN(
-        Tensor next,
-        MutateVariables(
-            vars, nullptr,
-            [&](const std::vector<Tensor*>& values) -> absl::Status {
-              Tensor* v = values[0];
-              if (v->dtype() != DType::kF32) {
-                return absl::InvalidArgumentError(
-                    StrCat("apply_sgd_matmul: the variable is ",
-                           DTypeName(v->dtype()), ", not f32"));
-              }
-              RN_ASSIGN_OR_RETURN(const MatMulPlan d,
-                                  PlanMatMulAdd(*v, a, b, ta_, tb_));
-              if (v->num_elements() == 0) return absl::OkStatus();
-              return MatMulF32(ctx->intra_op_pool(), d, a.data<float>(),
-                               b.data<float>(), v->data<float>(), d.a_offsets,
-                               d.b_offsets, /*accumulate=*/true, alpha);
-            },
-            ctx->write_key()));
-    return ctx->set_output(0, std::move(next));
-  }
-
- private:
-  std::vector<std::string> variables_;
-};
-
 RUNNEL_STATIC_INIT(MatMulKernels) {
   RegisterKernelForTypes<MatMulKernel, Half, BFloat16, float, double, int32_t,
                          int64_t>("matmul");
   RegisterKernel<MatMulAddKernel>("matmul_add", kDeviceCpu, DType::kF32);
-  RegisterKernel<ApplySgdMatMulKernel>("apply_sgd_matmul", kDeviceCpu,
-                                       DType::kF32);
 }
 
 }  // namespace

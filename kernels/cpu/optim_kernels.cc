@@ -5,10 +5,14 @@
 // and with -fno-math-errno, so that sqrt vectorises (errno is never read).
 #include <cmath>
 
+#include "base/strings.h"
 #include "framework/kernel.h"
+#include "framework/ops/kernel_checks.h"
+#include "framework/shape_fns.h"
 #include "kernels/common/optim_math.h"
 #include "kernels/common/variable_util.h"
 #include "kernels/cpu/eigen_types.h"
+#include "kernels/cpu/gemm.h"
 
 namespace runnel {
 namespace {
@@ -29,6 +33,40 @@ struct CpuArith {
   static A Div(A a, A b) { return Round(a / b); }
   static A Sqrt(A a) { return Round(std::sqrt(a)); }
 };
+
+// Adam's coefficients from its scalar inputs in the op's order: lr, beta1,
+// 1 - beta1, beta2, 1 - beta2, eps, correction1, correction2.
+template <typename T>
+optim_math::AdamCoefficients<AccumType<T>> AdamCoefficientsOf(
+    const std::vector<const Tensor*>& scalars) {
+  using A = AccumType<T>;
+  auto at = [&](int i) {
+    return static_cast<A>(
+        reinterpret_cast<const EigenType<T>*>(scalars[i]->data<T>())[0]);
+  };
+  return {optim_math::AdamStep<CpuArith<T>, A>(at(0), at(6)),
+          at(1),
+          at(2),
+          at(3),
+          at(4),
+          at(5),
+          at(7)};
+}
+
+// One element's Adam: the variable's next value, its moments' in *m1, *s1
+// (which may be m's and s's own).
+template <typename T, typename E = EigenType<T>>
+inline E AdamElement(E v, E m, E s, E g,
+                     const optim_math::AdamCoefficients<AccumType<T>>& k, E* m1,
+                     E* s1) {
+  using A = AccumType<T>;
+  A mi = static_cast<A>(m), si = static_cast<A>(s);
+  const E out = static_cast<E>(optim_math::Adam<CpuArith<T>, A>(
+      static_cast<A>(v), &mi, &si, static_cast<A>(g), k));
+  *m1 = static_cast<E>(mi);
+  *s1 = static_cast<E>(si);
+  return out;
+}
 
 template <typename T, ApplyRule kRule>
 class ApplyKernel : public ApplyKernelBase {
@@ -99,25 +137,137 @@ class ApplyKernel : public ApplyKernelBase {
       const E* s = In(*u.old[2]);
       E* m1 = Out(u.next[1]);
       E* s1 = Out(u.next[2]);
-      // Scalars: beta1, 1 - beta1, beta2, 1 - beta2, eps, correction1,
-      // correction2.
-      const optim_math::AdamCoefficients<A> k{
-          optim_math::AdamStep<Ar, A>(lr, Scalar(scalars[6])),
-          Scalar(scalars[1]),
-          Scalar(scalars[2]),
-          Scalar(scalars[3]),
-          Scalar(scalars[4]),
-          Scalar(scalars[5]),
-          Scalar(scalars[7])};
+      const optim_math::AdamCoefficients<A> k = AdamCoefficientsOf<T>(scalars);
       run([&](int64_t i, int64_t w) {
-        A mi = static_cast<A>(m[i]), si = static_cast<A>(s[i]);
-        v1[i] = static_cast<E>(optim_math::Adam<Ar, A>(
-            static_cast<A>(v[i]), &mi, &si, static_cast<A>(g[w]), k));
-        m1[i] = static_cast<E>(mi);
-        s1[i] = static_cast<E>(si);
+        v1[i] = AdamElement<T>(v[i], m[i], s[i], g[w], k, &m1[i], &s1[i]);
       });
     }
     return absl::OkStatus();
+  }
+};
+
+// Adam on `count` elements of a variable and its moments, in place, with
+// the gradient g (not a macro's argument: the pragma would not survive).
+void AdamInPlace(float* v, float* m, float* s, const float* g, int64_t count,
+                 const optim_math::AdamCoefficients<float>& k) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < count; ++i) {
+    v[i] = AdamElement<float>(v[i], m[i], s[i], g[i], k, &m[i], &s[i]);
+  }
+}
+
+// The updates by a product (apply_sgd_matmul, apply_adam_matmul: Session's
+// rewrite of an update whose gradient is a matmul nothing else reads,
+// common_runtime/fuse_updates.h), in place: the variable and its slots are
+// held (MutateVariables, which first copies a value a reader still holds)
+// while Update writes them. Compute checks the scalars, that the variable
+// and its slots are f32 of one shape and that a @ b has it, then calls
+// Update with the product's plan and operands. Inputs: the variable and its
+// slots (`ref*`), then lr, a and b, then the other scalars.
+class UpdateByProductKernel : public MatMulAttrsKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_RETURN_IF_ERROR(MatMulAttrsKernel::Init(node));
+    RN_ASSIGN_OR_RETURN(variables_, VariablesOf(node));
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Variable>> vars,
+                        FindVariables(ctx, variables_));
+    const int a_in = static_cast<int>(vars.size()) + 1;
+    RN_ASSIGN_OR_RETURN(
+        const std::vector<const Tensor*> scalars,
+        ScalarInputs(ctx, static_cast<int>(vars.size()), {a_in, a_in + 1}));
+    const Tensor& a = ctx->input(a_in);
+    const Tensor& b = ctx->input(a_in + 1);
+    // The values as the variables' nodes read them: as readers of the
+    // buffers they would make Mutate copy them.
+    for (size_t i = 0; i < vars.size(); ++i) {
+      ctx->release_input(static_cast<int>(i));
+    }
+    const std::string& op = ctx->node().op();
+    RN_ASSIGN_OR_RETURN(
+        Tensor next,
+        MutateVariables(
+            vars, nullptr,
+            [&](const std::vector<Tensor*>& values) -> absl::Status {
+              for (const Tensor* v : values) {
+                if (v->dtype() == DType::kF32 &&
+                    v->shape() == values[0]->shape()) {
+                  continue;
+                }
+                std::string got;
+                for (const Tensor* t : values) {
+                  got = StrCat(got, got.empty() ? "" : ", ",
+                               DTypeName(t->dtype()), t->shape().ToString());
+                }
+                return absl::InvalidArgumentError(StrCat(
+                    op, ": the variable", values.size() > 1 ? " and slots" : "",
+                    " must be f32", values.size() > 1 ? " of one shape" : "",
+                    ", got ", got));
+              }
+              RN_ASSIGN_OR_RETURN(const MatMulPlan d,
+                                  PlanMatMulAdd(*values[0], a, b, ta_, tb_));
+              const ConstMatrixF32 am{a.data<float>(), d.ta ? 1 : d.a_cols,
+                                      d.ta ? d.a_cols : 1};
+              const ConstMatrixF32 bm{b.data<float>(), d.tb ? 1 : d.b_cols,
+                                      d.tb ? d.b_cols : 1};
+              return Update(ctx, d, am, bm, scalars, values);
+            },
+            ctx->write_key()));
+    return ctx->set_output(0, std::move(next));
+  }
+
+ protected:
+  // Writes the variable and its slots (`values`, in place) from the product
+  // of `a` and `b` (as `d` plans it) and the scalars (lr first).
+  virtual absl::Status Update(OpKernelContext* ctx, const MatMulPlan& d,
+                              ConstMatrixF32 a, ConstMatrixF32 b,
+                              const std::vector<const Tensor*>& scalars,
+                              const std::vector<Tensor*>& values) = 0;
+
+ private:
+  std::vector<std::string> variables_;
+};
+
+// apply_sgd_matmul(ref, lr, a, b): ref -= lr * (a @ b), the sgemm adding
+// -lr times the product into the variable's value (beta = 1): the
+// gradient is never written, nor read back by a pass of its own.
+class ApplySgdMatMulKernel : public UpdateByProductKernel {
+ protected:
+  absl::Status Update(OpKernelContext* ctx, const MatMulPlan& d,
+                      ConstMatrixF32 a, ConstMatrixF32 b,
+                      const std::vector<const Tensor*>& scalars,
+                      const std::vector<Tensor*>& values) override {
+    return GemmF32(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
+                   values[0]->data<float>(), d.n, /*accumulate=*/true,
+                   -scalars[0]->data<float>()[0]);
+  }
+};
+
+// apply_adam_matmul(ref, ref_m, ref_v, lr, a, b, beta1, ...): apply_adam
+// with the gradient a @ b, computed by GemmF32Rows in blocks of rows, each
+// applied to those rows of the variable and its moments while in the cache:
+// the gradient, as large as the variable, is never written whole nor read
+// back, and the moments change in place rather than into new buffers.
+class ApplyAdamMatMulKernel : public UpdateByProductKernel {
+ protected:
+  absl::Status Update(OpKernelContext* ctx, const MatMulPlan& d,
+                      ConstMatrixF32 a, ConstMatrixF32 b,
+                      const std::vector<const Tensor*>& scalars,
+                      const std::vector<Tensor*>& values) override {
+    const optim_math::AdamCoefficients<float> k =
+        AdamCoefficientsOf<float>(scalars);
+    float* v = values[0]->data<float>();
+    float* m = values[1]->data<float>();
+    float* s = values[2]->data<float>();
+    return GemmF32Rows(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
+                       [&](int64_t first, int64_t rows, const float* g) {
+                         const int64_t begin = first * d.n;
+                         AdamInPlace(v + begin, m + begin, s + begin, g,
+                                     rows * d.n, k);
+                       });
   }
 };
 
@@ -138,6 +288,10 @@ RUNNEL_STATIC_INIT(OptimKernels) {
       "sparse_apply_momentum");
   RegisterKernelForTypes<ApplyAdam, Half, BFloat16, float, double>(
       "sparse_apply_adam");
+  RegisterKernel<ApplySgdMatMulKernel>("apply_sgd_matmul", kDeviceCpu,
+                                       DType::kF32);
+  RegisterKernel<ApplyAdamMatMulKernel>("apply_adam_matmul", kDeviceCpu,
+                                        DType::kF32);
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST(CostModelTest, OpDefsDeclareTheirClasses) {
         "conv2d_backprop_input", "conv3d", "conv3d_backprop_filter",
         "conv3d_backprop_input", "scaled_dot_product_attention",
         "scaled_dot_product_attention_grad", "lstm_sequence",
-        "lstm_sequence_grad", "apply_sgd_matmul"}},
+        "lstm_sequence_grad", "apply_sgd_matmul", "apply_adam_matmul"}},
       {KernelClass::kTranscendental,
        {"exp",
         "log",

@@ -1,4 +1,4 @@
-#include "common_runtime/fuse_sgd.h"
+#include "common_runtime/fuse_updates.h"
 
 #include <algorithm>
 
@@ -13,11 +13,29 @@ bool IsF32Matrix(NodeOut x) {
          s.rank() == 2;
 }
 
+// The updates that fuse with their gradient's product: the op, its fused
+// twin and the position of its gradient input.
+struct Fusable {
+  const char* op;
+  const char* fused;
+  int grad;
+  int num_inputs;
+};
+constexpr Fusable kFusable[] = {{"apply_sgd", "apply_sgd_matmul", 2, 3},
+                                {"apply_adam", "apply_adam_matmul", 4, 12}};
+
+const Fusable* FusableOf(const Node& n) {
+  for (const Fusable& f : kFusable) {
+    if (n.op() == f.op && n.num_inputs() == f.num_inputs) return &f;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-SgdProducts FindSgdProducts(const std::vector<Node*>& nodes,
-                            const std::vector<NodeOut>& fetches,
-                            const std::vector<NodeOut>& fed) {
+UpdateProducts FindUpdateProducts(const std::vector<Node*>& nodes,
+                                  const std::vector<NodeOut>& fetches,
+                                  const std::vector<NodeOut>& fed) {
   absl::flat_hash_map<NodeOut, int> uses;
   for (const Node* n : nodes) {
     if (IsControlFlow(n)) return {};
@@ -25,10 +43,11 @@ SgdProducts FindSgdProducts(const std::vector<Node*>& nodes,
   }
   for (const NodeOut& f : fetches) ++uses[f];
   for (const NodeOut& f : fed) uses[f] += 2;  // computed elsewhere: no pair
-  SgdProducts out;
+  UpdateProducts out;
   for (const Node* n : nodes) {
-    if (n->op() != "apply_sgd" || n->num_inputs() != 3) continue;
-    const NodeOut g = n->input(2);
+    const Fusable* f = FusableOf(*n);
+    if (f == nullptr) continue;
+    const NodeOut g = n->input(f->grad);
     const Node* p = g.node;
     if (p->op() != "matmul" || uses[g] != 1 || out.products.contains(p) ||
         !IsF32Matrix(g) || !IsF32Matrix(p->input(0)) ||
@@ -41,11 +60,25 @@ SgdProducts FindSgdProducts(const std::vector<Node*>& nodes,
   return out;
 }
 
-NodeSpec FusedSgdSpec(const Node& apply, const Node& product,
-                      std::vector<NodeOut> inputs,
-                      std::vector<Node*> control_inputs) {
+std::vector<NodeOut> FusedInputs(const Node& apply, const Node& product) {
+  const int grad = FusableOf(apply)->grad;
+  std::vector<NodeOut> out;
+  for (int i = 0; i < apply.num_inputs(); ++i) {
+    if (i != grad) {
+      out.push_back(apply.input(i));
+      continue;
+    }
+    out.push_back(product.input(0));
+    out.push_back(product.input(1));
+  }
+  return out;
+}
+
+NodeSpec FusedUpdateSpec(const Node& apply, const Node& product,
+                         std::vector<NodeOut> inputs,
+                         std::vector<Node*> control_inputs) {
   NodeSpec spec = apply.SpecWithoutInputs();
-  spec.op = "apply_sgd_matmul";
+  spec.op = FusableOf(apply)->fused;
   for (const char* attr : {"transpose_a", "transpose_b"}) {
     auto it = product.attrs().find(attr);
     if (it != product.attrs().end()) spec.attrs[attr] = it->second;

@@ -1,0 +1,326 @@
+// Updates by a product (common_runtime/fuse_updates.h): a run's plan puts
+// one apply_sgd_matmul (apply_adam_matmul) in place of an apply_sgd
+// (apply_adam) and the matmul that computes its gradient, and the variable
+// (and its moments) move as the separate ops move them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/strings.h"
+#include "common_runtime/session.h"
+#include "tests/util/test_ops.h"
+#include "tests/util/test_util.h"
+
+namespace runnel {
+namespace {
+
+using ::runnel::testing::Add;
+using ::runnel::testing::ExpectTensor;
+using ::runnel::testing::F32;
+
+std::vector<float> FusePattern(int64_t n, int seed) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<float>(((i * 7 + seed * 13) % 23) - 11) / 8.0f;
+  }
+  return v;
+}
+
+// The ops a run's plan holds, by name.
+std::vector<std::string> PlanOps(Session& s, const std::vector<NodeOut>& f,
+                                 const std::vector<Node*>& targets) {
+  absl::StatusOr<std::shared_ptr<const Graph>> placed =
+      s.PlacedGraph(Session::Feeds{}, f, targets);
+  EXPECT_TRUE(placed.ok()) << placed.status();
+  std::vector<std::string> ops;
+  if (placed.ok()) {
+    for (const Node* n : (*placed)->nodes()) ops.push_back(n->op());
+  }
+  return ops;
+}
+
+bool Holds(const std::vector<std::string>& ops, const std::string& op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// w [m, n] trained by lr * op(a) op(b) (or by Adam on that gradient, with
+// `adam`): the plan and the values.
+struct FuseCase {
+  std::shared_ptr<Graph> g = std::make_shared<Graph>();
+  Node* w = nullptr;
+  Node* product = nullptr;
+  Node* update = nullptr;
+  std::vector<float> w0, a, b;
+  int64_t m, n, k;
+  bool ta, tb;
+
+  bool adam;
+  Node* mom = nullptr;  // Adam's moments
+  Node* sq = nullptr;
+  std::vector<float> m0, s0;
+  // Adam's scalars: lr, beta1, 1 - beta1, beta2, 1 - beta2, eps,
+  // correction1, correction2 (the corrections as at some step).
+  static constexpr double kAdam[8] = {0.01,  0.9,  0.1, 0.999,
+                                      0.001, 1e-3, 0.5, 0.25};
+
+  FuseCase(int64_t m_, int64_t n_, int64_t k_, bool ta_, bool tb_,
+           bool adam_ = false)
+      : m(m_), n(n_), k(k_), ta(ta_), tb(tb_), adam(adam_) {
+    w0 = FusePattern(m * n, 1);
+    a = FusePattern(m * k, 2);
+    b = FusePattern(k * n, 3);
+    EXPECT_TRUE(g->AddConst(F32(w0, {m, n}), "w_init").ok());
+    w = Add(*g, "w", "variable", {},
+            {{"dtype", DType::kF32},
+             {"shape", Shape{m, n}},
+             {"initializer", std::string("w_init:0")}});
+    Node* ac = *g->AddConst(F32(a, ta ? Shape{k, m} : Shape{m, k}), "a");
+    Node* bc = *g->AddConst(F32(b, tb ? Shape{n, k} : Shape{k, n}), "b");
+    Node* lr = *g->AddConst(F32({0.25f}, {}), "lr");
+    product = Add(*g, "g", "matmul", {{ac, 0}, {bc, 0}},
+                  {{"transpose_a", ta}, {"transpose_b", tb}});
+    if (!adam) {
+      update = Add(*g, "update", "apply_sgd", {{w, 0}, {lr, 0}, {product, 0}});
+      return;
+    }
+    m0 = FusePattern(m * n, 4);
+    s0 = FusePattern(m * n, 5);
+    for (float& v : s0) v = v * v;  // a second moment is not negative
+    mom = Slot("w_m", m0);
+    sq = Slot("w_v", s0);
+    std::vector<NodeOut> in = {{w, 0}, {mom, 0}, {sq, 0}};
+    for (int i = 0; i < 8; ++i) {
+      if (i == 1) in.push_back({product, 0});
+      in.push_back({*g->AddConst(F32({static_cast<float>(kAdam[i])}, {}),
+                                 StrCat("adam", i)),
+                    0});
+    }
+    update = Add(*g, "update", "apply_adam", in);
+  }
+
+  Node* Slot(const std::string& name, const std::vector<float>& init) {
+    EXPECT_TRUE(g->AddConst(F32(init, {m, n}), name + "_init").ok());
+    return Add(*g, name, "variable", {},
+               {{"dtype", DType::kF32},
+                {"shape", Shape{m, n}},
+                {"initializer", name + "_init:0"}});
+  }
+
+  // The gradient op(a) op(b), in double.
+  std::vector<double> Grad() const {
+    std::vector<double> out(m * n);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          sum += double(a[ta ? p * m + i : i * k + p]) *
+                 double(b[tb ? j * k + p : p * n + j]);
+        }
+        out[i * n + j] = sum;
+      }
+    }
+    return out;
+  }
+
+  // w, and with Adam its moments, after `steps` updates, in double.
+  std::vector<std::vector<double>> WantAll(int steps) const {
+    const std::vector<double> grad = Grad();
+    std::vector<double> w1(w0.begin(), w0.end()), m1(m0.begin(), m0.end()),
+        s1(s0.begin(), s0.end());
+    for (int t = 0; t < steps; ++t) {
+      for (size_t i = 0; i < w1.size(); ++i) {
+        if (!adam) {
+          w1[i] -= 0.25 * grad[i];
+          continue;
+        }
+        m1[i] = kAdam[1] * m1[i] + kAdam[2] * grad[i];
+        s1[i] = kAdam[3] * s1[i] + kAdam[4] * grad[i] * grad[i];
+        w1[i] -= (kAdam[0] / kAdam[6]) * m1[i] /
+                 (std::sqrt(s1[i] / kAdam[7]) + kAdam[5]);
+      }
+    }
+    return {w1, m1, s1};
+  }
+  std::vector<double> Want(int steps) const { return WantAll(steps)[0]; }
+
+  // The variable's value in `s` is Want(steps), and with Adam its moments'
+  // are WantAll's.
+  void ExpectW(Session& s, int steps) const {
+    std::vector<NodeOut> vars = {{w, 0}};
+    if (adam) vars.insert(vars.end(), {{mom, 0}, {sq, 0}});
+    absl::StatusOr<std::vector<Tensor>> value =
+        s.Run(Session::Feeds{}, vars, {});
+    ASSERT_TRUE(value.ok()) << value.status();
+    const std::vector<std::vector<double>> want = WantAll(steps);
+    for (size_t i = 0; i < vars.size(); ++i) {
+      ExpectTensor((*value)[i], DType::kF32, {m, n}, want[i], 1e-5);
+    }
+  }
+};
+
+// The plan of c's update holds `fused` and neither the update nor the
+// product; three runs move the variable (and its moments) as WantAll.
+void ExpectFusedSteps(FuseCase& c, const std::string& fused) {
+  SCOPED_TRACE(StrCat("m=", c.m, " ta=", c.ta, " tb=", c.tb));
+  Session s(c.g, {.num_threads = 2});
+  const std::vector<std::string> ops = PlanOps(s, {}, {c.update});
+  EXPECT_TRUE(Holds(ops, fused));
+  EXPECT_FALSE(Holds(ops, c.update->op()));
+  EXPECT_FALSE(Holds(ops, "matmul"));
+  for (int step = 1; step <= 3; ++step) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        s.Run(Session::Feeds{}, {{c.update, 0}}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensor((*out)[0], DType::kF32, {c.m, c.n}, c.Want(step), 1e-5);
+  }
+  c.ExpectW(s, 3);
+}
+
+TEST(FuseSgdTest, OneSgemmUpdatesTheVariable) {
+  for (int t = 0; t < 4; ++t) {
+    FuseCase c(37, 29, 53, t & 1, t & 2);
+    ExpectFusedSteps(c, "apply_sgd_matmul");
+  }
+}
+
+// A product that is also fetched stays a product, and apply_sgd reads it.
+TEST(FuseSgdTest, AProductUsedElsewhereStays) {
+  FuseCase c(8, 5, 3, false, false);
+  Session s(c.g, {.num_threads = 2});
+  const std::vector<std::string> ops = PlanOps(s, {{c.product, 0}}, {c.update});
+  EXPECT_TRUE(Holds(ops, "apply_sgd"));
+  EXPECT_TRUE(Holds(ops, "matmul"));
+  EXPECT_FALSE(Holds(ops, "apply_sgd_matmul"));
+  absl::StatusOr<std::vector<Tensor>> out =
+      s.Run(Session::Feeds{}, {{c.product, 0}}, {c.update});
+  ASSERT_TRUE(out.ok()) << out.status();
+  c.ExpectW(s, 1);
+}
+
+// The variable's other readers in the run see the value before the update
+// (they run first: the update waits for them), and a value fetched before
+// stays as it was: the update changes the variable's buffer in place only
+// when nothing else holds it.
+TEST(FuseSgdTest, ReadersSeeTheValueBefore) {
+  FuseCase c(16, 12, 4, true, false);
+  Node* twice = Add(*c.g, "twice", "test_sum", {{c.w, 0}, {c.w, 0}});
+  Session s(c.g, {.num_threads = 2});
+  absl::StatusOr<std::vector<Tensor>> before =
+      s.Run(Session::Feeds{}, {{c.w, 0}}, {});
+  ASSERT_TRUE(before.ok()) << before.status();
+  absl::StatusOr<std::shared_ptr<const Graph>> placed =
+      s.PlacedGraph(Session::Feeds{}, {{c.w, 0}, {twice, 0}}, {c.update});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  const Node* fused = (*placed)->FindNode("update");
+  ASSERT_NE(fused, nullptr);
+  EXPECT_EQ(fused->op(), "apply_sgd_matmul");
+  std::vector<std::string> waits;
+  for (const Node* w : fused->control_inputs()) waits.push_back(w->name());
+  EXPECT_TRUE(Holds(waits, "twice")) << "the update waits for every reader";
+  for (int step = 1; step <= 2; ++step) {
+    absl::StatusOr<std::vector<Tensor>> out =
+        s.Run(Session::Feeds{}, {{c.w, 0}, {twice, 0}}, {c.update});
+    ASSERT_TRUE(out.ok()) << out.status();
+    std::vector<double> old = c.Want(step - 1);
+    ExpectTensor((*out)[0], DType::kF32, {c.m, c.n}, old, 1e-5);
+    for (double& v : old) v *= 2;
+    ExpectTensor((*out)[1], DType::kF32, {c.m, c.n}, old, 1e-5);
+  }
+  ExpectTensor((*before)[0], DType::kF32, {c.m, c.n},
+               std::vector<double>(c.w0.begin(), c.w0.end()), 0);
+  c.ExpectW(s, 2);
+}
+
+// Adam by a product: the plan holds one apply_adam_matmul, and the
+// variable and its moments move as hand-computed Adam moves them, for each
+// transpose, and for a product cut into two blocks of rows (GemmF32Rows:
+// 200x96x512 is two pieces).
+TEST(FuseAdamTest, TheProductsBlocksUpdateTheVariableAndItsMoments) {
+  for (int t = 0; t < 5; ++t) {
+    FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, true)
+                       : FuseCase(200, 96, 512, true, false, true);
+    ExpectFusedSteps(c, "apply_adam_matmul");
+  }
+}
+
+// The fused update equals the separate ops' (a run that also fetches the
+// product keeps them), within the sgemm's rounding; the run's other
+// readers of the variable see the value before the update.
+TEST(FuseAdamTest, EqualsTheSeparateOps) {
+  FuseCase fused(64, 48, 40, true, false, true);
+  FuseCase apart(64, 48, 40, true, false, true);
+  Node* twice =
+      Add(*fused.g, "twice", "test_sum", {{fused.w, 0}, {fused.w, 0}});
+  Session sf(fused.g, {.num_threads = 2});
+  Session sa(apart.g, {.num_threads = 2});
+  EXPECT_TRUE(
+      Holds(PlanOps(sf, {{twice, 0}}, {fused.update}), "apply_adam_matmul"));
+  const std::vector<std::string> apart_ops =
+      PlanOps(sa, {{apart.product, 0}}, {apart.update});
+  EXPECT_TRUE(Holds(apart_ops, "apply_adam"));
+  EXPECT_FALSE(Holds(apart_ops, "apply_adam_matmul"));
+  for (int step = 1; step <= 3; ++step) {
+    absl::StatusOr<std::vector<Tensor>> f =
+        sf.Run(Session::Feeds{}, {{twice, 0}}, {fused.update});
+    ASSERT_TRUE(f.ok()) << f.status();
+    std::vector<double> before = fused.Want(step - 1);
+    for (double& v : before) v *= 2;
+    ExpectTensor((*f)[0], DType::kF32, {64, 48}, before, 1e-5);
+    ASSERT_TRUE(
+        sa.Run(Session::Feeds{}, {{apart.product, 0}}, {apart.update}).ok());
+  }
+  absl::StatusOr<std::vector<Tensor>> a = sa.Run(
+      Session::Feeds{}, {{apart.w, 0}, {apart.mom, 0}, {apart.sq, 0}}, {});
+  ASSERT_TRUE(a.ok()) << a.status();
+  for (int i = 0; i < 3; ++i) {
+    const float* want = (*a)[i].data<float>();
+    ExpectTensor((*a)[i], DType::kF32, {64, 48},
+                 std::vector<double>(want, want + 64 * 48), 0);
+  }
+  fused.ExpectW(sf, 3);
+  absl::StatusOr<std::vector<Tensor>> f = sf.Run(
+      Session::Feeds{}, {{fused.w, 0}, {fused.mom, 0}, {fused.sq, 0}}, {});
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (int i = 0; i < 3; ++i) {
+    const float* want = (*a)[i].data<float>();
+    ExpectTensor((*f)[i], DType::kF32, {64, 48},
+                 std::vector<double>(want, want + 64 * 48), 1e-6);
+  }
+}
+
+// A moment not shaped like the variable is refused where the fused node is
+// made, naming the input.
+TEST(FuseAdamTest, AMomentOfAnotherShapeIsRefused) {
+  Graph g;
+  auto var = [&](const std::string& name, Shape shape) {
+    return Add(g, name, "variable", {},
+               {{"dtype", DType::kF32}, {"shape", shape}});
+  };
+  std::vector<NodeOut> in = {
+      {var("w", Shape{4, 3}), 0},
+      {var("m", Shape{4, 3}), 0},
+      {var("v", Shape{3, 4}), 0},
+      {*g.AddConst(F32({0.1f}, {}), "lr"), 0},
+      {*g.AddConst(F32(FusePattern(8, 1), {4, 2}), "a"), 0},
+      {*g.AddConst(F32(FusePattern(6, 2), {2, 3}), "b"), 0}};
+  for (int i = 0; i < 7; ++i) {
+    in.push_back({*g.AddConst(F32({0.5f}, {}), StrCat("s", i)), 0});
+  }
+  NodeSpec spec;
+  spec.name = "update";
+  spec.op = "apply_adam_matmul";
+  spec.inputs = in;
+  absl::StatusOr<Node*> n = g.AddNode(std::move(spec));
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("`ref_v` is f32[3,4] but must be f32 "
+                                      "shaped like the variable f32[4,3]"),
+            std::string::npos)
+      << n.status();
+}
+
+}  // namespace
+}  // namespace runnel
