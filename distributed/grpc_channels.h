@@ -280,47 +280,31 @@ class WorkerChannels {
     proto::RecvTensorRequest req;
     req.set_key(key);
     req.set_step_id(step);
-    auto* fetch = new TensorFetch(task, key, std::move(ctx), std::move(done));
-    const std::string bytes = req.SerializeAsString();
-    grpc::Slice slice(bytes);
-    fetch->request = grpc::ByteBuffer(&slice, 1);
-    Prepare(fetch->ctx.get(), task, /*setup=*/false);
-    (*stubs)->generic->PrepareBidiStreamingCall(
-        fetch->ctx.get(), "/runnel.proto.WorkerService/RecvTensor",
-        grpc::StubOptions(), fetch);
-    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
-    fetch->StartRead(&fetch->incoming);
-    fetch->StartCall();
+    StartFetch(*stubs, task, "RecvTensor", req, {key}, std::move(ctx),
+               [done = std::move(done)](const std::string&,
+                                        const absl::Status& s, const Tensor& t,
+                                        bool dead) { done(s, t, dead); });
   }
 
   // Fetches `keys` from `task`'s rendezvous in one call; `done` hears each
-  // one's outcome (by its index in `keys`), once, as it comes. (Not for a
-  // replicated task, whose calls are watched: RecvTensor each.)
-  using TensorsDone = std::function<void(size_t index, const absl::Status&,
-                                         const Tensor&, bool is_dead)>;
+  // one's outcome, once, as it comes. (Not for a replicated task, whose
+  // calls are watched: RecvTensor each.)
+  using TensorsDone =
+      std::function<void(const std::string& key, const absl::Status&,
+                         const Tensor&, bool is_dead)>;
   void RecvTensors(const std::string& task, std::vector<std::string> keys,
                    int64_t step, TensorsDone done) {
     absl::StatusOr<Stubs*> stubs = StubsOf(task);
     if (!stubs.ok()) {
-      for (size_t i = 0; i < keys.size(); ++i) {
-        done(i, stubs.status(), Tensor(), true);
-      }
+      for (const std::string& key : keys)
+        done(key, stubs.status(), Tensor(), true);
       return;
     }
     proto::RecvTensorsRequest req;
     for (const std::string& key : keys) req.add_key(key);
     req.set_step_id(step);
-    auto* fetch = new TensorsFetch(task, std::move(keys), std::move(done));
-    const std::string bytes = req.SerializeAsString();
-    grpc::Slice slice(bytes);
-    fetch->request = grpc::ByteBuffer(&slice, 1);
-    Prepare(&fetch->ctx, task, /*setup=*/false);
-    (*stubs)->generic->PrepareBidiStreamingCall(
-        &fetch->ctx, "/runnel.proto.WorkerService/RecvTensors",
-        grpc::StubOptions(), fetch);
-    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
-    fetch->StartRead(&fetch->incoming);
-    fetch->StartCall();
+    StartFetch(*stubs, task, "RecvTensors", req, std::move(keys),
+               std::make_shared<grpc::ClientContext>(), std::move(done));
   }
 
   // `writer` and `update` tag the run's writes, `return_to` asks for the
@@ -525,58 +509,17 @@ class WorkerChannels {
   }
 
  private:
-  // One RecvTensor call: its messages build the tensor as they come.
-  class TensorFetch
-      : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
-   public:
-    TensorFetch(std::string task, const std::string& key,
-                std::shared_ptr<grpc::ClientContext> ctx, Rendezvous::Done done)
-        : ctx(std::move(ctx)),
-          task_(std::move(task)),
-          done_(std::move(done)),
-          tensor_(task_, key) {}
-
-    void OnReadDone(bool ok) override {
-      if (!ok) return;
-      absl::Status s = tensor_.Add(&incoming);
-      if (!s.ok()) {
-        error_ = std::move(s);
-        ctx->TryCancel();
-        return;
-      }
-      StartRead(&incoming);
-    }
-
-    void OnDone(const grpc::Status& s) override {
-      if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
-      if (error_.ok()) error_ = tensor_.Finish();
-      if (error_.ok()) {
-        done_(absl::OkStatus(), tensor_.value(), tensor_.is_dead());
-      } else {
-        done_(error_, Tensor(), true);
-      }
-      delete this;
-    }
-
-    const std::shared_ptr<grpc::ClientContext> ctx;  // shared with the watch
-    grpc::ByteBuffer request;
-    grpc::ByteBuffer incoming;
-
-   private:
-    const std::string task_;
-    Rendezvous::Done done_;
-    TensorAssembler tensor_;
-    absl::Status error_;
-  };
-
-  // One RecvTensors call: each value's messages build it as they come,
-  // and it is handed on when whole.
+  // One RecvTensor or RecvTensors call: each value's messages build it as
+  // they come (TensorAssembler), and it is handed on when whole. A value
+  // the answer leaves out or cuts short fails with the assembler's error,
+  // naming its edge.
   class TensorsFetch
       : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
     TensorsFetch(std::string task, std::vector<std::string> keys,
-                 TensorsDone done)
-        : task_(std::move(task)),
+                 std::shared_ptr<grpc::ClientContext> ctx, TensorsDone done)
+        : ctx(std::move(ctx)),
+          task_(std::move(task)),
           keys_(std::move(keys)),
           done_(std::move(done)),
           delivered_(keys_.size(), false) {}
@@ -592,13 +535,14 @@ class WorkerChannels {
               StrCat(task_, " sent '", keys_[i], "' twice in one answer"));
         } else {
           delivered_[i] = true;
-          done_(i, absl::OkStatus(), current_->value(), current_->is_dead());
+          done_(keys_[i], absl::OkStatus(), current_->value(),
+                current_->is_dead());
           current_.reset();
         }
       }
       if (!s.ok()) {
         error_ = std::move(s);
-        ctx.TryCancel();
+        ctx->TryCancel();
         return;
       }
       StartRead(&incoming);
@@ -606,23 +550,22 @@ class WorkerChannels {
 
     void OnDone(const grpc::Status& s) override {
       if (error_.ok() && !s.ok()) error_ = FromGrpc(task_, s);
-      if (error_.ok() && current_.has_value()) {
-        error_ = absl::DataLossError(
-            StrCat(task_, " ended its answer in the middle of a value"));
-      }
       for (size_t i = 0; i < keys_.size(); ++i) {
         if (delivered_[i]) continue;
-        done_(i,
-              error_.ok()
-                  ? absl::DataLossError(StrCat(
-                        task_, " ended its answer without '", keys_[i], "'"))
-                  : error_,
-              Tensor(), true);
+        absl::Status why = error_;
+        if (why.ok()) {
+          // Cut short, or never sent: what its assembler says of it.
+          const bool cut =
+              current_.has_value() && current_->index() == static_cast<int>(i);
+          why = cut ? current_->Finish()
+                    : TensorAssembler(task_, keys_[i]).Finish();
+        }
+        done_(keys_[i], why, Tensor(), true);
       }
       delete this;
     }
 
-    grpc::ClientContext ctx;
+    const std::shared_ptr<grpc::ClientContext> ctx;  // shared with a watch
     grpc::ByteBuffer request;
     grpc::ByteBuffer incoming;
 
@@ -634,6 +577,26 @@ class WorkerChannels {
     std::optional<TensorAssembler> current_;
     absl::Status error_;
   };
+
+  // Starts `method` (RecvTensor or RecvTensors) on `task` with `request`,
+  // its answer read by a TensorsFetch for `keys`.
+  void StartFetch(Stubs* stubs, const std::string& task, const char* method,
+                  const google::protobuf::Message& request,
+                  std::vector<std::string> keys,
+                  std::shared_ptr<grpc::ClientContext> ctx, TensorsDone done) {
+    auto* fetch = new TensorsFetch(task, std::move(keys), std::move(ctx),
+                                   std::move(done));
+    const std::string bytes = request.SerializeAsString();
+    grpc::Slice slice(bytes);
+    fetch->request = grpc::ByteBuffer(&slice, 1);
+    Prepare(fetch->ctx.get(), task, /*setup=*/false);
+    stubs->generic->PrepareBidiStreamingCall(
+        fetch->ctx.get(), StrCat("/runnel.proto.WorkerService/", method),
+        grpc::StubOptions(), fetch);
+    fetch->StartWriteLast(&fetch->request, grpc::WriteOptions());
+    fetch->StartRead(&fetch->incoming);
+    fetch->StartCall();
+  }
 
   // A blocking call to `task` (`call` makes it on the stub with the
   // context), watched where the task is replicated; its status.
@@ -772,10 +735,12 @@ inline std::unique_ptr<Worker> NewGrpcWorker(
           channels->RecvTensors(src, std::move(keys), step, std::move(done));
           return;
         }
-        for (size_t i = 0; i < keys.size(); ++i) {
-          channels->RecvTensor(src, keys[i], step,
-                               [done, i](const absl::Status& s, const Tensor& t,
-                                         bool dead) { done(i, s, t, dead); });
+        for (const std::string& key : keys) {
+          channels->RecvTensor(
+              src, key, step,
+              [done, key](const absl::Status& s, const Tensor& t, bool dead) {
+                done(key, s, t, dead);
+              });
         }
       });
 }

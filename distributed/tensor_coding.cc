@@ -126,7 +126,9 @@ TensorAssembler::TensorAssembler(std::string sender, const std::string& key)
 
 TensorAssembler::TensorAssembler(std::string sender,
                                  const std::vector<std::string>* keys)
-    : sender_(std::move(sender)), keys_(keys) {}
+    : sender_(std::move(sender)),
+      edge_(keys->size() == 1 ? EdgeOfKey(keys->front()) : std::string()),
+      keys_(keys) {}
 
 absl::Status TensorAssembler::Fail(std::string_view what) const {
   if (keys_ != nullptr && edge_.empty()) {

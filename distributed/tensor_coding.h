@@ -68,7 +68,9 @@ class TensorAssembler {
   // (common_runtime/rendezvous.h).
   TensorAssembler(std::string sender, const std::string& key);
   // One of the values of a RecvTensors answer: its header names which of
-  // `keys` (not owned) it is; one naming none is malformed.
+  // `keys` (not owned) it is; one naming none is malformed. With one key
+  // (a RecvTensor answer, whose header leaves its index 0 out), its errors
+  // name that key's edge from the start, as the constructor above's do.
   TensorAssembler(std::string sender, const std::vector<std::string>* keys);
   // Takes one message (consuming it). An error ends the answer: the
   // sender's step error, or the message's fault.

@@ -111,18 +111,17 @@ void StepRendezvous::Prefetch(const std::vector<std::string>& keys) {
   for (auto& [task, ks] : by_task) {
     // The rendezvous outlives the call: the step's end waits for nothing,
     // so the call keeps it.
-    std::vector<std::string> names = ks;
-    fetch_many_(
-        task, std::move(ks), step_,
-        [self = shared_from_this(), names = std::move(names)](
-            size_t i, const absl::Status& s, const Tensor& t, bool dead) {
-          if (!s.ok()) {
-            self->Abort(s);
-          } else {
-            // Fails only in an aborted step.
-            (void)self->Send(names[i], t, dead);
-          }
-        });
+    fetch_many_(task, std::move(ks), step_,
+                [self = shared_from_this()](const std::string& key,
+                                            const absl::Status& s,
+                                            const Tensor& t, bool dead) {
+                  if (!s.ok()) {
+                    self->Abort(s);
+                  } else {
+                    // Fails only in an aborted step.
+                    (void)self->Send(key, t, dead);
+                  }
+                });
   }
 }
 

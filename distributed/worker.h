@@ -35,12 +35,12 @@ class StepRendezvous : public Rendezvous,
   using Fetch =
       std::function<void(const std::string& src_task, const std::string& key,
                          int64_t step, Done done)>;
-  // Fetches several keys from `src_task` at once; `done` hears each (by
-  // its index in `keys`) once.
+  // Fetches several keys from `src_task` at once; `done` hears each key
+  // once.
   using FetchMany = std::function<void(
       const std::string& src_task, std::vector<std::string> keys, int64_t step,
-      std::function<void(size_t index, const absl::Status&, const Tensor&,
-                         bool is_dead)>
+      std::function<void(const std::string& key, const absl::Status&,
+                         const Tensor&, bool is_dead)>
           done)>;
   StepRendezvous(std::string task, int64_t step, Fetch fetch,
                  FetchMany fetch_many = nullptr)

@@ -52,8 +52,13 @@ TEST(TensorCodingTest, MalformedAnswersAreErrorsNamingTheEdge) {
   const std::string key =
       RendezvousKey("/job:ps/task:0/device:cpu:0",
                     "/job:worker/task:0/device:cpu:0", "layer/w:0", 0, 0, 3);
+  // Each answer read as RecvTensor's, and as a RecvTensors answer of this
+  // one key: the same errors, naming the edge.
+  const std::vector<std::string> keys = {key};
+  bool as_list = false;
   auto error = [&](std::vector<grpc::ByteBuffer> messages) {
-    TensorAssembler in("/job:ps/task:0", key);
+    TensorAssembler in = as_list ? TensorAssembler("/job:ps/task:0", &keys)
+                                 : TensorAssembler("/job:ps/task:0", key);
     for (grpc::ByteBuffer& m : messages) {
       if (absl::Status s = in.Add(&m); !s.ok()) return Message(s);
     }
@@ -64,43 +69,47 @@ TEST(TensorCodingTest, MalformedAnswersAreErrorsNamingTheEdge) {
     grpc::Slice slice(bytes);
     return grpc::ByteBuffer(&slice, 1);
   };
-  const Tensor t = Tensor::FromVector<float>({1, 2, 3}, Shape{3});
-  std::vector<grpc::ByteBuffer> whole = Messages(t, 4);
-  EXPECT_EQ(error(whole), "ok");
-  // The last chunk missing.
-  EXPECT_EQ(error({whole[0], whole[1]}),
-            "/job:ps/task:0 sent 8 of 12 bytes, for edge 'layer/w:0'");
-  // A chunk twice.
-  EXPECT_EQ(error({whole[0], whole[1], whole[2], whole[2]}),
-            "/job:ps/task:0 sent more bytes than the tensor holds, for edge "
-            "'layer/w:0'");
-  // A header whose size does not match its shape.
-  proto::RecvTensorChunk chunk;
-  chunk.mutable_header()->set_dtype("f32");
-  chunk.mutable_header()->mutable_shape()->add_dim(3);
-  chunk.mutable_header()->set_total_bytes(16);
-  EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
-            "/job:ps/task:0 sent a tensor whose size does not match its "
-            "shape, for edge 'layer/w:0'");
-  // Bytes before any header, bytes for a dead tensor, and garbage.
-  chunk.Clear();
-  chunk.set_data("abcd");
-  EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
-            "/job:ps/task:0 sent bytes before the tensor header, for edge "
-            "'layer/w:0'");
-  chunk.mutable_header()->set_is_dead(true);
-  EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
-            "/job:ps/task:0 sent bytes for a dead tensor, for edge "
-            "'layer/w:0'");
-  EXPECT_EQ(error({raw(std::string("\x12\xff\xff\xff\x0f", 5))}),
-            "/job:ps/task:0 sent bytes before the tensor header, for edge "
-            "'layer/w:0'");
-  EXPECT_EQ(error({raw(std::string("\x0a\x05"
-                                   "ab",
-                                   4))}),
-            "/job:ps/task:0 sent a malformed tensor header, for edge "
-            "'layer/w:0'");
-  EXPECT_EQ(error({}), "/job:ps/task:0 sent no tensor, for edge 'layer/w:0'");
+  for (bool list : {false, true}) {
+    as_list = list;
+    SCOPED_TRACE(list ? "RecvTensors" : "RecvTensor");
+    const Tensor t = Tensor::FromVector<float>({1, 2, 3}, Shape{3});
+    std::vector<grpc::ByteBuffer> whole = Messages(t, 4);
+    EXPECT_EQ(error(whole), "ok");
+    // The last chunk missing.
+    EXPECT_EQ(error({whole[0], whole[1]}),
+              "/job:ps/task:0 sent 8 of 12 bytes, for edge 'layer/w:0'");
+    // A chunk twice.
+    EXPECT_EQ(error({whole[0], whole[1], whole[2], whole[2]}),
+              "/job:ps/task:0 sent more bytes than the tensor holds, for edge "
+              "'layer/w:0'");
+    // A header whose size does not match its shape.
+    proto::RecvTensorChunk chunk;
+    chunk.mutable_header()->set_dtype("f32");
+    chunk.mutable_header()->mutable_shape()->add_dim(3);
+    chunk.mutable_header()->set_total_bytes(16);
+    EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
+              "/job:ps/task:0 sent a tensor whose size does not match its "
+              "shape, for edge 'layer/w:0'");
+    // Bytes before any header, bytes for a dead tensor, and garbage.
+    chunk.Clear();
+    chunk.set_data("abcd");
+    EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
+              "/job:ps/task:0 sent bytes before the tensor header, for edge "
+              "'layer/w:0'");
+    chunk.mutable_header()->set_is_dead(true);
+    EXPECT_EQ(error({raw(chunk.SerializeAsString())}),
+              "/job:ps/task:0 sent bytes for a dead tensor, for edge "
+              "'layer/w:0'");
+    EXPECT_EQ(error({raw(std::string("\x12\xff\xff\xff\x0f", 5))}),
+              "/job:ps/task:0 sent bytes before the tensor header, for edge "
+              "'layer/w:0'");
+    EXPECT_EQ(error({raw(std::string("\x0a\x05"
+                                     "ab",
+                                     4))}),
+              "/job:ps/task:0 sent a malformed tensor header, for edge "
+              "'layer/w:0'");
+    EXPECT_EQ(error({}), "/job:ps/task:0 sent no tensor, for edge 'layer/w:0'");
+  }
 }
 
 // A RecvTensors answer's values name their key by index; one naming a key

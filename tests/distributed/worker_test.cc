@@ -331,8 +331,8 @@ TEST(StepRendezvousTest, ValuesThatComeWithAnAnswerAreNotFetched) {
 TEST(StepRendezvousTest, ATasksValuesAreAskedForInOneCall) {
   constexpr char kHere[] = "/job:worker/task:0/device:cpu:0";
   std::vector<std::string> fetched;
-  using Delivery =
-      std::function<void(size_t, const absl::Status&, const Tensor&, bool)>;
+  using Delivery = std::function<void(const std::string&, const absl::Status&,
+                                      const Tensor&, bool)>;
   std::vector<std::pair<std::string, std::vector<std::string>>> calls;
   std::vector<Delivery> deliver;
   auto r = std::make_shared<StepRendezvous>(
@@ -371,21 +371,22 @@ TEST(StepRendezvousTest, ATasksValuesAreAskedForInOneCall) {
   recv(key("/job:ps/task:1", "c:0"), &c);  // the lone key: its own fetch
   EXPECT_EQ(fetched, std::vector<std::string>{key("/job:ps/task:1", "c:0")});
   // Values come in any order.
-  deliver[0](1, absl::OkStatus(), Tensor::FromVector(std::vector<float>{2}),
-             false);
+  deliver[0](key("/job:ps/task:0", "b:0"), absl::OkStatus(),
+             Tensor::FromVector(std::vector<float>{2}), false);
   recv(key("/job:ps/task:0", "b:0"), &b);
   ASSERT_TRUE(b.called && b.status.ok()) << b.status;
   EXPECT_EQ(b.value.ToDoubles(), std::vector<double>{2});
   EXPECT_FALSE(a.called);
-  deliver[0](0, absl::OkStatus(), Tensor::FromVector(std::vector<float>{1}),
-             false);
+  deliver[0](key("/job:ps/task:0", "a:0"), absl::OkStatus(),
+             Tensor::FromVector(std::vector<float>{1}), false);
   ASSERT_TRUE(a.called && a.status.ok()) << a.status;
   EXPECT_EQ(a.value.ToDoubles(), std::vector<double>{1});
   EXPECT_EQ(fetched.size(), 1u);
   // A failed call aborts the step with its error.
   Got g;
   recv(key("/job:ps/task:3", "g:0"), &g);
-  deliver[1](1, absl::UnavailableError("/job:ps/task:3 unreachable"), Tensor(),
+  deliver[1](key("/job:ps/task:3", "g:0"),
+             absl::UnavailableError("/job:ps/task:3 unreachable"), Tensor(),
              true);
   ASSERT_TRUE(g.called);
   EXPECT_EQ(Message(g.status), "/job:ps/task:3 unreachable");
