@@ -21,8 +21,10 @@ struct Fusable {
   int grad;
   int num_inputs;
 };
-constexpr Fusable kFusable[] = {{"apply_sgd", "apply_sgd_matmul", 2, 3},
-                                {"apply_adam", "apply_adam_matmul", 4, 12}};
+constexpr Fusable kFusable[] = {
+    {"apply_sgd", "apply_sgd_matmul", 2, 3},
+    {"apply_momentum", "apply_momentum_matmul", 3, 5},
+    {"apply_adam", "apply_adam_matmul", 4, 12}};
 
 const Fusable* FusableOf(const Node& n) {
   for (const Fusable& f : kFusable) {

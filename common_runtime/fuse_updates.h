@@ -2,13 +2,14 @@
 // graph.
 //
 // A dense layer's weight gradient is a product, x^T dy, which optim.sgd's
-// apply_sgd (optim.adam's apply_adam) reads once to update the weight. On
-// CPU the product can feed the update without ever being written whole:
-// for sgd the sgemm adds -lr * x^T dy into w itself (beta = 1), and the
-// update's own pass over w is gone (apply_sgd_matmul); for adam the
-// product is computed in blocks of rows, each applied to those rows of w
-// and its moments while still in the cache (apply_adam_matmul), which also
-// changes the moments in place. Session::BuildPlan copies the run's nodes
+// apply_sgd (optim.momentum's apply_momentum, optim.adam's apply_adam)
+// reads once to update the weight. On CPU the product can feed the update
+// without ever being written whole: for sgd the sgemm adds -lr * x^T dy
+// into w itself (beta = 1), and the update's own pass over w is gone
+// (apply_sgd_matmul); for momentum and adam the product is computed in
+// blocks of rows, each applied to those rows of w and its slots while
+// still in the cache (apply_momentum_matmul, apply_adam_matmul), which
+// also changes the slots in place. Session::BuildPlan copies the run's nodes
 // into its plan; where FindUpdateProducts finds such a pair, it copies one
 // fused node in place of both, then OrderBeforeUpdate makes it wait for
 // the variable's other readers, so that it finds the value no longer held
@@ -27,8 +28,8 @@
 // A node that waits for the product (optim's updates wait for their
 // gradient) waits for what the product waited for instead: its inputs. The
 // result is the separate ops' within the sgemm's rounding (the fused sgd
-// does not round the product and lr times it apart; the fused adam's blocks
-// may round the product's sums in another order).
+// does not round the product and lr times it apart; the others' blocks may
+// round the product's sums in another order).
 #ifndef RUNNEL_COMMON_RUNTIME_FUSE_UPDATES_H_
 #define RUNNEL_COMMON_RUNTIME_FUSE_UPDATES_H_
 
@@ -42,7 +43,8 @@
 namespace runnel {
 
 struct UpdateProducts {
-  // apply_sgd or apply_adam node -> the matmul that computes its gradient.
+  // apply_sgd, apply_momentum or apply_adam node -> the matmul that
+  // computes its gradient.
   absl::flat_hash_map<const Node*, const Node*> product_of;
   // Those matmuls: the plan leaves them out.
   absl::flat_hash_set<const Node*> products;

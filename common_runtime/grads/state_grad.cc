@@ -10,6 +10,7 @@ RUNNEL_NO_GRADIENT("sparse_apply_momentum");
 RUNNEL_NO_GRADIENT("sparse_apply_adam");
 RUNNEL_NO_GRADIENT("apply_sgd");
 RUNNEL_NO_GRADIENT("apply_sgd_matmul");
+RUNNEL_NO_GRADIENT("apply_momentum_matmul");
 RUNNEL_NO_GRADIENT("apply_adam_matmul");
 RUNNEL_NO_GRADIENT("apply_momentum");
 RUNNEL_NO_GRADIENT("apply_adam");

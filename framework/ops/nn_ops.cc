@@ -167,29 +167,50 @@ RUNNEL_REGISTER_OP(
         .Doc("acc + a @ b for f32 matrices, in one pass over the sum: how a "
              "loop's gradient adds up each iteration's weight gradient."));
 
-// ref -= lr * (a @ b): the session's plan puts it in place of an apply_sgd
-// whose gradient is a product of two f32 matrices that nothing else reads
-// (common_runtime/session.cc); the product is added into the variable by
-// the sgemm itself.
-Specs ApplySgdMatMulShape(const ShapeContext& c) {
-  if (c.dtype(1) != DType::kF32 || !Shape{}.IsCompatibleWith(c.shape(1))) {
-    return absl::InvalidArgumentError(StrCat("`lr` is ", c.input(1).ToString(),
-                                             " but must be an f32 scalar"));
+// The updates by a product (apply_sgd_matmul, apply_momentum_matmul,
+// apply_adam_matmul): the session's plan puts one in place of an
+// apply_sgd, apply_momentum or apply_adam whose gradient is a product of
+// two f32 matrices that nothing else reads (common_runtime/
+// fuse_updates.h). Their inputs are the update's, with `a` and `b` in the
+// place of `grad`: the variable, its `slots` slots (shaped like it), lr,
+// a, b, then the other scalars; all f32.
+Specs UpdateByProductShape(const ShapeContext& c,
+                           const std::vector<std::string>& names, int slots) {
+  const int a = slots + 2;
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    if (i == a || i == a + 1) continue;
+    const bool slot = i <= slots;
+    if (c.dtype(i) != DType::kF32 ||
+        !(slot ? c.shape(0) : Shape{}).IsCompatibleWith(c.shape(i))) {
+      return absl::InvalidArgumentError(StrCat(
+          "`", names[i], "` is ", c.input(i).ToString(), " but must be ",
+          slot ? StrCat("f32 shaped like the variable ", c.input(0).ToString())
+               : std::string("an f32 scalar")));
+    }
   }
-  ShapeContext sum(c.attrs(), {c.input(0), c.input(2), c.input(3)}, {});
+  ShapeContext sum(c.attrs(), {c.input(0), c.input(a), c.input(a + 1)}, {});
   return MatMulAddShape(sum);
 }
 
+// Registers NAME, an update by a product with `inputs` and `slots`.
+OpDefBuilder UpdateByProduct(const std::string& name,
+                             const std::vector<std::string>& inputs,
+                             int slots) {
+  return OpDefBuilder(name)
+      .Cost(KernelClass::kMatmul)
+      .Inputs(inputs)
+      .Outputs({"new_value"})
+      .SameDTypeAllInputs()
+      .Attr("transpose_a", false)
+      .Attr("transpose_b", false)
+      .Stateful()
+      .Shape([inputs, slots](const ShapeContext& c) {
+        return UpdateByProductShape(c, inputs, slots);
+      });
+}
+
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("apply_sgd_matmul")
-        .Cost(KernelClass::kMatmul)
-        .Inputs({"ref", "lr", "a", "b"})
-        .Outputs({"new_value"})
-        .SameDType({0, 1, 2, 3})
-        .Attr("transpose_a", false)
-        .Attr("transpose_b", false)
-        .Stateful()
-        .Shape(ApplySgdMatMulShape)
+    UpdateByProduct("apply_sgd_matmul", {"ref", "lr", "a", "b"}, 0)
         .Doc("Gradient descent by a product on the f32 matrix variable "
              "feeding `ref`: `ref -= lr * (a @ b)`, the product added into "
              "the variable by the sgemm (within its rounding of the separate "
@@ -197,40 +218,26 @@ RUNNEL_REGISTER_OP(
              "gradient is a `matmul` nothing else reads. Gives the new "
              "value."));
 
-// apply_adam with its gradient a product: the inputs of apply_adam, with
-// `a` and `b` in the place of `grad`.
-const std::vector<std::string> kAdamMatMulInputs = {
-    "ref", "ref_m",       "ref_v",           "lr",    "a",
-    "b",   "beta1",       "one_minus_beta1", "beta2", "one_minus_beta2",
-    "eps", "correction1", "correction2"};
-
-Specs ApplyAdamMatMulShape(const ShapeContext& c) {
-  for (int i = 1; i < c.num_inputs(); ++i) {
-    if (i == 4 || i == 5) continue;
-    const bool slot = i == 1 || i == 2;
-    if (c.dtype(i) != DType::kF32 ||
-        !(slot ? c.shape(0) : Shape{}).IsCompatibleWith(c.shape(i))) {
-      return absl::InvalidArgumentError(StrCat(
-          "`", kAdamMatMulInputs[i], "` is ", c.input(i).ToString(),
-          " but must be ",
-          slot ? StrCat("f32 shaped like the variable ", c.input(0).ToString())
-               : std::string("an f32 scalar")));
-    }
-  }
-  ShapeContext sum(c.attrs(), {c.input(0), c.input(4), c.input(5)}, {});
-  return MatMulAddShape(sum);
-}
+RUNNEL_REGISTER_OP(
+    UpdateByProduct("apply_momentum_matmul",
+                    {"ref", "ref_buf", "lr", "a", "b", "momentum"}, 1)
+        .Attr("nesterov", false)
+        .Doc("`apply_momentum` on the f32 matrix variable feeding `ref` and "
+             "its buffer, with the gradient `a @ b`: the product computed in "
+             "blocks of rows, each applied to those rows of the variable and "
+             "its buffer while in the cache, the gradient never written "
+             "whole. Each element's update is `apply_momentum`'s (its "
+             "results within the sgemm's rounding of the separate ops). A "
+             "run's plan puts it in place of an `apply_momentum` whose "
+             "gradient is a `matmul` nothing else reads. Gives the new "
+             "value."));
 
 RUNNEL_REGISTER_OP(
-    OpDefBuilder("apply_adam_matmul")
-        .Cost(KernelClass::kMatmul)
-        .Inputs(kAdamMatMulInputs)
-        .Outputs({"new_value"})
-        .SameDTypeAllInputs()
-        .Attr("transpose_a", false)
-        .Attr("transpose_b", false)
-        .Stateful()
-        .Shape(ApplyAdamMatMulShape)
+    UpdateByProduct("apply_adam_matmul",
+                    {"ref", "ref_m", "ref_v", "lr", "a", "b", "beta1",
+                     "one_minus_beta1", "beta2", "one_minus_beta2", "eps",
+                     "correction1", "correction2"},
+                    2)
         .Doc("`apply_adam` on the f32 matrix variable feeding `ref` and its "
              "moments, with the gradient `a @ b`: the product computed in "
              "blocks of rows, each applied to those rows of the variable and "

@@ -53,6 +53,19 @@ optim_math::AdamCoefficients<AccumType<T>> AdamCoefficientsOf(
           at(7)};
 }
 
+// One element's momentum: the variable's next value, its buffer's in *buf1
+// (which may be buf's own).
+template <typename T, typename E = EigenType<T>>
+inline E MomentumElement(E v, E buf, E g, AccumType<T> lr,
+                         AccumType<T> momentum, bool nesterov, E* buf1) {
+  using A = AccumType<T>;
+  A b = static_cast<A>(buf);
+  const E out = static_cast<E>(optim_math::Momentum<CpuArith<T>, A>(
+      static_cast<A>(v), &b, static_cast<A>(g), lr, momentum, nesterov));
+  *buf1 = static_cast<E>(b);
+  return out;
+}
+
 // One element's Adam: the variable's next value, its moments' in *m1, *s1
 // (which may be m's and s's own).
 template <typename T, typename E = EigenType<T>>
@@ -126,11 +139,8 @@ class ApplyKernel : public ApplyKernelBase {
       const A momentum = Scalar(scalars[1]);
       const bool nesterov = this->nesterov();
       run([&](int64_t i, int64_t w) {
-        A b = static_cast<A>(buf[i]);
-        v1[i] = static_cast<E>(optim_math::Momentum<Ar, A>(
-            static_cast<A>(v[i]), &b, static_cast<A>(g[w]), lr, momentum,
-            nesterov));
-        buf1[i] = static_cast<E>(b);
+        v1[i] = MomentumElement<T>(v[i], buf[i], g[w], lr, momentum, nesterov,
+                                   &buf1[i]);
       });
     } else {
       const E* m = In(*u.old[1]);
@@ -246,6 +256,49 @@ class ApplySgdMatMulKernel : public UpdateByProductKernel {
   }
 };
 
+// Momentum on `count` elements of a variable and its buffer, in place, as
+// AdamInPlace.
+void MomentumInPlace(float* v, float* buf, const float* g, int64_t count,
+                     float lr, float momentum, bool nesterov) {
+#pragma GCC ivdep
+  for (int64_t i = 0; i < count; ++i) {
+    v[i] = MomentumElement<float>(v[i], buf[i], g[i], lr, momentum, nesterov,
+                                  &buf[i]);
+  }
+}
+
+// apply_momentum_matmul(ref, ref_buf, lr, a, b, momentum): apply_momentum
+// with the gradient a @ b, computed by GemmF32Rows in blocks of rows, each
+// applied to those rows of the variable and its buffer while in the cache.
+class ApplyMomentumMatMulKernel : public UpdateByProductKernel {
+ public:
+  absl::Status Init(const Node& node) override {
+    RN_RETURN_IF_ERROR(UpdateByProductKernel::Init(node));
+    RN_ASSIGN_OR_RETURN(nesterov_, node.attr<bool>("nesterov"));
+    return absl::OkStatus();
+  }
+
+ protected:
+  absl::Status Update(OpKernelContext* ctx, const MatMulPlan& d,
+                      ConstMatrixF32 a, ConstMatrixF32 b,
+                      const std::vector<const Tensor*>& scalars,
+                      const std::vector<Tensor*>& values) override {
+    const float lr = scalars[0]->data<float>()[0];
+    const float momentum = scalars[1]->data<float>()[0];
+    float* v = values[0]->data<float>();
+    float* buf = values[1]->data<float>();
+    return GemmF32Rows(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
+                       [&](int64_t first, int64_t rows, const float* g) {
+                         const int64_t begin = first * d.n;
+                         MomentumInPlace(v + begin, buf + begin, g, rows * d.n,
+                                         lr, momentum, nesterov_);
+                       });
+  }
+
+ private:
+  bool nesterov_ = false;
+};
+
 // apply_adam_matmul(ref, ref_m, ref_v, lr, a, b, beta1, ...): apply_adam
 // with the gradient a @ b, computed by GemmF32Rows in blocks of rows, each
 // applied to those rows of the variable and its moments while in the cache:
@@ -290,6 +343,8 @@ RUNNEL_STATIC_INIT(OptimKernels) {
       "sparse_apply_adam");
   RegisterKernel<ApplySgdMatMulKernel>("apply_sgd_matmul", kDeviceCpu,
                                        DType::kF32);
+  RegisterKernel<ApplyMomentumMatMulKernel>("apply_momentum_matmul", kDeviceCpu,
+                                            DType::kF32);
   RegisterKernel<ApplyAdamMatMulKernel>("apply_adam_matmul", kDeviceCpu,
                                         DType::kF32);
 }

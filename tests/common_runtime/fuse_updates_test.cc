@@ -47,8 +47,11 @@ bool Holds(const std::vector<std::string>& ops, const std::string& op) {
   return std::find(ops.begin(), ops.end(), op) != ops.end();
 }
 
-// w [m, n] trained by lr * op(a) op(b) (or by Adam on that gradient, with
-// `adam`): the plan and the values.
+// The update rules FuseCase trains with.
+enum class Rule { kSgd, kMomentum, kNesterov, kAdam };
+
+// w [m, n] trained by gradient descent on op(a) op(b) (lr 0.25), or by
+// momentum or Adam on that gradient: the plan and the values.
 struct FuseCase {
   std::shared_ptr<Graph> g = std::make_shared<Graph>();
   Node* w = nullptr;
@@ -57,19 +60,20 @@ struct FuseCase {
   std::vector<float> w0, a, b;
   int64_t m, n, k;
   bool ta, tb;
-
-  bool adam;
-  Node* mom = nullptr;  // Adam's moments
-  Node* sq = nullptr;
-  std::vector<float> m0, s0;
+  Rule rule;
+  // The slots (momentum's buffer; Adam's moments) and their first values.
+  std::vector<Node*> slots;
+  std::vector<std::vector<float>> slot0;
+  // Momentum's scalars: lr, momentum.
+  static constexpr double kMomentum[2] = {0.05, 0.9};
   // Adam's scalars: lr, beta1, 1 - beta1, beta2, 1 - beta2, eps,
   // correction1, correction2 (the corrections as at some step).
   static constexpr double kAdam[8] = {0.01,  0.9,  0.1, 0.999,
                                       0.001, 1e-3, 0.5, 0.25};
 
   FuseCase(int64_t m_, int64_t n_, int64_t k_, bool ta_, bool tb_,
-           bool adam_ = false)
-      : m(m_), n(n_), k(k_), ta(ta_), tb(tb_), adam(adam_) {
+           Rule rule_ = Rule::kSgd)
+      : m(m_), n(n_), k(k_), ta(ta_), tb(tb_), rule(rule_) {
     w0 = FusePattern(m * n, 1);
     a = FusePattern(m * k, 2);
     b = FusePattern(k * n, 3);
@@ -80,34 +84,48 @@ struct FuseCase {
              {"initializer", std::string("w_init:0")}});
     Node* ac = *g->AddConst(F32(a, ta ? Shape{k, m} : Shape{m, k}), "a");
     Node* bc = *g->AddConst(F32(b, tb ? Shape{n, k} : Shape{k, n}), "b");
-    Node* lr = *g->AddConst(F32({0.25f}, {}), "lr");
     product = Add(*g, "g", "matmul", {{ac, 0}, {bc, 0}},
                   {{"transpose_a", ta}, {"transpose_b", tb}});
-    if (!adam) {
-      update = Add(*g, "update", "apply_sgd", {{w, 0}, {lr, 0}, {product, 0}});
+    auto scalar = [&](double v) {
+      return NodeOut{*g->AddConst(F32({static_cast<float>(v)}, {}),
+                                  StrCat("s", g->num_nodes())),
+                     0};
+    };
+    if (rule == Rule::kSgd) {
+      update =
+          Add(*g, "update", "apply_sgd", {{w, 0}, scalar(0.25), {product, 0}});
       return;
     }
-    m0 = FusePattern(m * n, 4);
-    s0 = FusePattern(m * n, 5);
+    if (rule != Rule::kAdam) {
+      Slot("w_buf", FusePattern(m * n, 4));
+      update = Add(*g, "update", "apply_momentum",
+                   {{w, 0},
+                    {slots[0], 0},
+                    scalar(kMomentum[0]),
+                    {product, 0},
+                    scalar(kMomentum[1])},
+                   {{"nesterov", rule == Rule::kNesterov}});
+      return;
+    }
+    Slot("w_m", FusePattern(m * n, 4));
+    std::vector<float> s0 = FusePattern(m * n, 5);
     for (float& v : s0) v = v * v;  // a second moment is not negative
-    mom = Slot("w_m", m0);
-    sq = Slot("w_v", s0);
-    std::vector<NodeOut> in = {{w, 0}, {mom, 0}, {sq, 0}};
+    Slot("w_v", s0);
+    std::vector<NodeOut> in = {{w, 0}, {slots[0], 0}, {slots[1], 0}};
     for (int i = 0; i < 8; ++i) {
       if (i == 1) in.push_back({product, 0});
-      in.push_back({*g->AddConst(F32({static_cast<float>(kAdam[i])}, {}),
-                                 StrCat("adam", i)),
-                    0});
+      in.push_back(scalar(kAdam[i]));
     }
     update = Add(*g, "update", "apply_adam", in);
   }
 
-  Node* Slot(const std::string& name, const std::vector<float>& init) {
+  void Slot(const std::string& name, const std::vector<float>& init) {
     EXPECT_TRUE(g->AddConst(F32(init, {m, n}), name + "_init").ok());
-    return Add(*g, name, "variable", {},
-               {{"dtype", DType::kF32},
-                {"shape", Shape{m, n}},
-                {"initializer", name + "_init:0"}});
+    slots.push_back(Add(*g, name, "variable", {},
+                        {{"dtype", DType::kF32},
+                         {"shape", Shape{m, n}},
+                         {"initializer", name + "_init:0"}}));
+    slot0.push_back(init);
   }
 
   // The gradient op(a) op(b), in double.
@@ -126,32 +144,55 @@ struct FuseCase {
     return out;
   }
 
-  // w, and with Adam its moments, after `steps` updates, in double.
+  // w and its slots after `steps` updates, in double.
   std::vector<std::vector<double>> WantAll(int steps) const {
     const std::vector<double> grad = Grad();
-    std::vector<double> w1(w0.begin(), w0.end()), m1(m0.begin(), m0.end()),
-        s1(s0.begin(), s0.end());
+    std::vector<std::vector<double>> out = {
+        std::vector<double>(w0.begin(), w0.end())};
+    for (const std::vector<float>& s : slot0)
+      out.emplace_back(s.begin(), s.end());
+    std::vector<double>& w1 = out[0];
     for (int t = 0; t < steps; ++t) {
       for (size_t i = 0; i < w1.size(); ++i) {
-        if (!adam) {
-          w1[i] -= 0.25 * grad[i];
-          continue;
+        const double gi = grad[i];
+        switch (rule) {
+          case Rule::kSgd:
+            w1[i] -= 0.25 * gi;
+            break;
+          case Rule::kMomentum:
+          case Rule::kNesterov: {
+            double& buf = out[1][i];
+            buf = kMomentum[1] * buf + gi;
+            w1[i] -= kMomentum[0] *
+                     (rule == Rule::kNesterov ? gi + kMomentum[1] * buf : buf);
+            break;
+          }
+          case Rule::kAdam: {
+            double& m1 = out[1][i];
+            double& s1 = out[2][i];
+            m1 = kAdam[1] * m1 + kAdam[2] * gi;
+            s1 = kAdam[3] * s1 + kAdam[4] * gi * gi;
+            w1[i] -= (kAdam[0] / kAdam[6]) * m1 /
+                     (std::sqrt(s1 / kAdam[7]) + kAdam[5]);
+            break;
+          }
         }
-        m1[i] = kAdam[1] * m1[i] + kAdam[2] * grad[i];
-        s1[i] = kAdam[3] * s1[i] + kAdam[4] * grad[i] * grad[i];
-        w1[i] -= (kAdam[0] / kAdam[6]) * m1[i] /
-                 (std::sqrt(s1[i] / kAdam[7]) + kAdam[5]);
       }
     }
-    return {w1, m1, s1};
+    return out;
   }
   std::vector<double> Want(int steps) const { return WantAll(steps)[0]; }
 
-  // The variable's value in `s` is Want(steps), and with Adam its moments'
-  // are WantAll's.
+  // The variable and its slots.
+  std::vector<NodeOut> Vars() const {
+    std::vector<NodeOut> out = {{w, 0}};
+    for (Node* s : slots) out.push_back({s, 0});
+    return out;
+  }
+
+  // The values of the variable and its slots in `s` are WantAll(steps)'s.
   void ExpectW(Session& s, int steps) const {
-    std::vector<NodeOut> vars = {{w, 0}};
-    if (adam) vars.insert(vars.end(), {{mom, 0}, {sq, 0}});
+    const std::vector<NodeOut> vars = Vars();
     absl::StatusOr<std::vector<Tensor>> value =
         s.Run(Session::Feeds{}, vars, {});
     ASSERT_TRUE(value.ok()) << value.status();
@@ -241,8 +282,8 @@ TEST(FuseSgdTest, ReadersSeeTheValueBefore) {
 // 200x96x512 is two pieces).
 TEST(FuseAdamTest, TheProductsBlocksUpdateTheVariableAndItsMoments) {
   for (int t = 0; t < 5; ++t) {
-    FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, true)
-                       : FuseCase(200, 96, 512, true, false, true);
+    FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, Rule::kAdam)
+                       : FuseCase(200, 96, 512, true, false, Rule::kAdam);
     ExpectFusedSteps(c, "apply_adam_matmul");
   }
 }
@@ -251,8 +292,8 @@ TEST(FuseAdamTest, TheProductsBlocksUpdateTheVariableAndItsMoments) {
 // product keeps them), within the sgemm's rounding; the run's other
 // readers of the variable see the value before the update.
 TEST(FuseAdamTest, EqualsTheSeparateOps) {
-  FuseCase fused(64, 48, 40, true, false, true);
-  FuseCase apart(64, 48, 40, true, false, true);
+  FuseCase fused(64, 48, 40, true, false, Rule::kAdam);
+  FuseCase apart(64, 48, 40, true, false, Rule::kAdam);
   Node* twice =
       Add(*fused.g, "twice", "test_sum", {{fused.w, 0}, {fused.w, 0}});
   Session sf(fused.g, {.num_threads = 2});
@@ -273,8 +314,8 @@ TEST(FuseAdamTest, EqualsTheSeparateOps) {
     ASSERT_TRUE(
         sa.Run(Session::Feeds{}, {{apart.product, 0}}, {apart.update}).ok());
   }
-  absl::StatusOr<std::vector<Tensor>> a = sa.Run(
-      Session::Feeds{}, {{apart.w, 0}, {apart.mom, 0}, {apart.sq, 0}}, {});
+  absl::StatusOr<std::vector<Tensor>> a =
+      sa.Run(Session::Feeds{}, apart.Vars(), {});
   ASSERT_TRUE(a.ok()) << a.status();
   for (int i = 0; i < 3; ++i) {
     const float* want = (*a)[i].data<float>();
@@ -282,8 +323,8 @@ TEST(FuseAdamTest, EqualsTheSeparateOps) {
                  std::vector<double>(want, want + 64 * 48), 0);
   }
   fused.ExpectW(sf, 3);
-  absl::StatusOr<std::vector<Tensor>> f = sf.Run(
-      Session::Feeds{}, {{fused.w, 0}, {fused.mom, 0}, {fused.sq, 0}}, {});
+  absl::StatusOr<std::vector<Tensor>> f =
+      sf.Run(Session::Feeds{}, fused.Vars(), {});
   ASSERT_TRUE(f.ok()) << f.status();
   for (int i = 0; i < 3; ++i) {
     const float* want = (*a)[i].data<float>();
@@ -320,6 +361,20 @@ TEST(FuseAdamTest, AMomentOfAnotherShapeIsRefused) {
                                       "shaped like the variable f32[4,3]"),
             std::string::npos)
       << n.status();
+}
+
+// Momentum by a product, plain and Nesterov's: one apply_momentum_matmul,
+// and the variable and its buffer move as hand-computed momentum moves
+// them, also for a product cut into two blocks of rows.
+TEST(FuseMomentumTest, TheProductsBlocksUpdateTheVariableAndItsBuffer) {
+  for (Rule rule : {Rule::kMomentum, Rule::kNesterov}) {
+    SCOPED_TRACE(rule == Rule::kNesterov ? "nesterov" : "momentum");
+    for (int t = 0; t < 5; ++t) {
+      FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, rule)
+                         : FuseCase(200, 96, 512, false, true, rule);
+      ExpectFusedSteps(c, "apply_momentum_matmul");
+    }
+  }
 }
 
 }  // namespace
