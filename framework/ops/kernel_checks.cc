@@ -425,21 +425,17 @@ absl::StatusOr<LstmSequenceArgs> PrepareLstmSequence(OpKernelContext* ctx) {
   a.w_h = &ctx->input(3);
   RN_ASSIGN_OR_RETURN(a.dims, CheckLstmSequence(a.z->shape(), a.h0->shape(),
                                                 a.c0->shape(), a.w_h->shape()));
-  const int lengths = SequenceLengthsInput(ctx->node().attrs());
-  a.b = nullptr;
-  if (lengths == 5) {
-    if (ctx->num_inputs() < 5) {
-      return absl::InvalidArgumentError(
-          "with bias = true, the bias is input 4");
-    }
-    a.b = &ctx->input(4);
-    if (a.b->dtype() != DType::kF32 ||
-        a.b->shape() != Shape({4 * a.dims.units})) {
-      return absl::InvalidArgumentError(
-          StrCat("the bias must be f32 [", 4 * a.dims.units, "]; got ",
-                 DTypeName(a.b->dtype()), a.b->shape().ToString()));
-    }
+  // The bias as the shape function checks it, now that every shape is
+  // known.
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < ctx->num_inputs(); ++i) {
+    specs.push_back({ctx->input(i).dtype(), ctx->input(i).shape()});
   }
+  RN_ASSIGN_OR_RETURN(
+      const int lengths,
+      CheckSequenceBias(ShapeContext(ctx->node().attrs(), std::move(specs), {}),
+                        a.dims.units));
+  a.b = lengths == 5 ? &ctx->input(4) : nullptr;
   RN_ASSIGN_OR_RETURN(a.lengths, SequenceLengths(ctx, lengths, a.dims.batch));
   const Shape steps({a.dims.time, a.dims.batch, a.dims.units});
   RN_ASSIGN_OR_RETURN(a.hs, ctx->allocate_output(0, steps));

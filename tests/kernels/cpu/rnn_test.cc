@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "common_runtime/eager.h"
+#include "common_runtime/session.h"
 #include "tests/util/gradient_check.h"
+#include "tests/util/test_ops.h"
 #include "tests/util/test_util.h"
 
 namespace runnel {
@@ -390,6 +392,30 @@ TEST(RnnSequenceTest, LstmSequenceShapeErrors) {
   EXPECT_EQ(RunError("lstm_sequence", wrong, {{"bias", true}}).message(),
             "lstm_sequence: the bias must be f32 [4 * units] [4]; got "
             "f32[2]");
+}
+
+// A bias whose shape is known only at run time gets the shape function's
+// check there, from the kernel.
+TEST(RnnSequenceTest, ABiasOfTheWrongShapeFedAtRunTime) {
+  auto g = std::make_shared<Graph>();
+  std::vector<NodeOut> in = {
+      testing::Const(*g, F32(std::vector<float>(8), {1, 2, 4})),
+      testing::Const(*g, F32({0, 0}, {2, 1})),
+      testing::Const(*g, F32({0, 0}, {2, 1})),
+      testing::Const(*g, F32({1, 2, 3, 4}, {1, 4}))};
+  Node* b = testing::Placeholder(*g, "b", Shape({kUnknownDim}));
+  in.push_back({b, 0});
+  Node* lstm = testing::Add(*g, "lstm", "lstm_sequence", in, {{"bias", true}});
+  Session s(g, {.num_threads = 2});
+  absl::StatusOr<std::vector<Tensor>> out =
+      s.Run({{{b, 0}, F32({1, 2}, {2})}}, {{lstm, 1}}, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find(
+                "the bias must be f32 [4 * units] [4]; got f32[2]"),
+            std::string::npos)
+      << out.status();
+  out = s.Run({{{b, 0}, F32({1, 2, 3, 4}, {4})}}, {{lstm, 1}}, {});
+  ASSERT_TRUE(out.ok()) << out.status();
 }
 
 TEST(RnnCellTest, ShapeErrors) {
