@@ -38,12 +38,14 @@ absl::Status GemmF32(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                      bool accumulate = false, float alpha = 1.0f);
 
 // A B (m x n) in blocks of rows, as GemmF32 cuts a product it cuts by rows
-// but into at least a block per thread where m has 16 rows for each: each
-// block is computed into a buffer of its own (rows x n, row-major),
-// then handed to use(first, rows, block) on the thread that computed it,
-// while it is still in that core's cache. The blocks never make a whole C:
-// how an optimizer's update consumes a weight gradient without writing it
-// to memory and reading it back (kernels/cpu/optim_kernels.cc). `use` runs
+// (m >= n) but into at least a block per thread where m has 16 rows for
+// each: each block is computed into a buffer of its own (rows x n,
+// row-major), then handed to use(first, rows, block) on the thread that
+// computed it, while it is still in that core's cache. (With m < n, which
+// GemmF32 cuts by columns, the whole product is computed first and handed
+// over in blocks of rows.) Otherwise the blocks never make a whole C: how
+// an optimizer's update consumes a weight gradient without writing it to
+// memory and reading it back (kernels/cpu/optim_kernels.cc). `use` runs
 // for disjoint row ranges at once, from several threads.
 absl::Status GemmF32Rows(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
                          ConstMatrixF32 a, ConstMatrixF32 b,

@@ -276,14 +276,21 @@ TEST(FuseSgdTest, ReadersSeeTheValueBefore) {
   c.ExpectW(s, 2);
 }
 
+// The products FuseCase tries for an update by blocks of rows: each
+// transpose, a product cut into two blocks of rows (GemmF32Rows: 200x96x512
+// is two pieces), and one with fewer rows than columns (computed whole,
+// then handed over by rows).
+FuseCase BlocksCase(int t, Rule rule) {
+  if (t < 4) return FuseCase(37, 29, 53, t & 1, t & 2, rule);
+  if (t == 4) return FuseCase(200, 96, 512, true, false, rule);
+  return FuseCase(20, 70, 300, true, false, rule);
+}
+
 // Adam by a product: the plan holds one apply_adam_matmul, and the
-// variable and its moments move as hand-computed Adam moves them, for each
-// transpose, and for a product cut into two blocks of rows (GemmF32Rows:
-// 200x96x512 is two pieces).
+// variable and its moments move as hand-computed Adam moves them.
 TEST(FuseAdamTest, TheProductsBlocksUpdateTheVariableAndItsMoments) {
-  for (int t = 0; t < 5; ++t) {
-    FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, Rule::kAdam)
-                       : FuseCase(200, 96, 512, true, false, Rule::kAdam);
+  for (int t = 0; t < 6; ++t) {
+    FuseCase c = BlocksCase(t, Rule::kAdam);
     ExpectFusedSteps(c, "apply_adam_matmul");
   }
 }
@@ -365,13 +372,12 @@ TEST(FuseAdamTest, AMomentOfAnotherShapeIsRefused) {
 
 // Momentum by a product, plain and Nesterov's: one apply_momentum_matmul,
 // and the variable and its buffer move as hand-computed momentum moves
-// them, also for a product cut into two blocks of rows.
+// them.
 TEST(FuseMomentumTest, TheProductsBlocksUpdateTheVariableAndItsBuffer) {
   for (Rule rule : {Rule::kMomentum, Rule::kNesterov}) {
     SCOPED_TRACE(rule == Rule::kNesterov ? "nesterov" : "momentum");
-    for (int t = 0; t < 5; ++t) {
-      FuseCase c = t < 4 ? FuseCase(37, 29, 53, t & 1, t & 2, rule)
-                         : FuseCase(200, 96, 512, false, true, rule);
+    for (int t = 0; t < 6; ++t) {
+      FuseCase c = BlocksCase(t, rule);
       ExpectFusedSteps(c, "apply_momentum_matmul");
     }
   }
