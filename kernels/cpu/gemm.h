@@ -25,6 +25,14 @@ struct ConstMatrixF32 {
   int64_t col_stride;
 };
 
+// A row-major matrix of `cols` columns at `data`, read as itself or, with
+// `transposed`, as its transpose.
+inline ConstMatrixF32 StoredMatrix(const float* data, int64_t cols,
+                                   bool transposed) {
+  return transposed ? ConstMatrixF32{data, 1, cols}
+                    : ConstMatrixF32{data, cols, 1};
+}
+
 // C (m x n, row-major with leading dimension `ldc`) = alpha A (m x k) B
 // (k x n), or C += alpha A B with `accumulate`.
 // Each operand needs a unit stride along one of its axes (else Internal).

@@ -26,10 +26,9 @@ absl::Status MatMulF32(ThreadPool* pool, const MatMulPlan& d, const float* a,
                        bool accumulate = false) {
   const int64_t batch = static_cast<int64_t>(a_off.size());
   auto one = [&](ThreadPool* p, int64_t i) {
-    ConstMatrixF32 am{a + a_off[i], d.ta ? 1 : d.a_cols, d.ta ? d.a_cols : 1};
-    ConstMatrixF32 bm{b + b_off[i], d.tb ? 1 : d.b_cols, d.tb ? d.b_cols : 1};
-    return GemmF32(p, d.m, d.n, d.k, am, bm, c + i * d.m * d.n, d.n,
-                   accumulate);
+    return GemmF32(p, d.m, d.n, d.k, StoredMatrix(a + a_off[i], d.a_cols, d.ta),
+                   StoredMatrix(b + b_off[i], d.b_cols, d.tb),
+                   c + i * d.m * d.n, d.n, accumulate);
   };
   const int threads = pool->num_threads();
   if (batch == 1 || d.m * d.n * d.k >= threads * kMinGemmWorkPerThread * 4) {

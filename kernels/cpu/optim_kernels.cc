@@ -4,6 +4,7 @@
 // so that no multiply-add is fused and the results equal the separate ops',
 // and with -fno-math-errno, so that sqrt vectorises (errno is never read).
 #include <cmath>
+#include <functional>
 
 #include "base/strings.h"
 #include "framework/kernel.h"
@@ -219,11 +220,10 @@ class UpdateByProductKernel : public MatMulAttrsKernel {
               }
               RN_ASSIGN_OR_RETURN(const MatMulPlan d,
                                   PlanMatMulAdd(*values[0], a, b, ta_, tb_));
-              const ConstMatrixF32 am{a.data<float>(), d.ta ? 1 : d.a_cols,
-                                      d.ta ? d.a_cols : 1};
-              const ConstMatrixF32 bm{b.data<float>(), d.tb ? 1 : d.b_cols,
-                                      d.tb ? d.b_cols : 1};
-              return Update(ctx, d, am, bm, scalars, values);
+              return Update(ctx, d,
+                            StoredMatrix(a.data<float>(), d.a_cols, d.ta),
+                            StoredMatrix(b.data<float>(), d.b_cols, d.tb),
+                            scalars, values);
             },
             ctx->write_key()));
     return ctx->set_output(0, std::move(next));
@@ -236,6 +236,20 @@ class UpdateByProductKernel : public MatMulAttrsKernel {
                               ConstMatrixF32 a, ConstMatrixF32 b,
                               const std::vector<const Tensor*>& scalars,
                               const std::vector<Tensor*>& values) = 0;
+
+  // The product of `a` and `b` (as `d` plans it) by GemmF32Rows, each block
+  // handed to update(at, count, g): g is the gradient's elements [at, at +
+  // count), those of the variable and its slots (row-major) to update.
+  static absl::Status ByRows(
+      OpKernelContext* ctx, const MatMulPlan& d, ConstMatrixF32 a,
+      ConstMatrixF32 b,
+      const std::function<void(int64_t at, int64_t count, const float* g)>&
+          update) {
+    return GemmF32Rows(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
+                       [&](int64_t first, int64_t rows, const float* g) {
+                         update(first * d.n, rows * d.n, g);
+                       });
+  }
 
  private:
   std::vector<std::string> variables_;
@@ -287,12 +301,9 @@ class ApplyMomentumMatMulKernel : public UpdateByProductKernel {
     const float momentum = scalars[1]->data<float>()[0];
     float* v = values[0]->data<float>();
     float* buf = values[1]->data<float>();
-    return GemmF32Rows(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
-                       [&](int64_t first, int64_t rows, const float* g) {
-                         const int64_t begin = first * d.n;
-                         MomentumInPlace(v + begin, buf + begin, g, rows * d.n,
-                                         lr, momentum, nesterov_);
-                       });
+    return ByRows(ctx, d, a, b, [&](int64_t at, int64_t count, const float* g) {
+      MomentumInPlace(v + at, buf + at, g, count, lr, momentum, nesterov_);
+    });
   }
 
  private:
@@ -315,12 +326,9 @@ class ApplyAdamMatMulKernel : public UpdateByProductKernel {
     float* v = values[0]->data<float>();
     float* m = values[1]->data<float>();
     float* s = values[2]->data<float>();
-    return GemmF32Rows(ctx->intra_op_pool(), d.m, d.n, d.k, a, b,
-                       [&](int64_t first, int64_t rows, const float* g) {
-                         const int64_t begin = first * d.n;
-                         AdamInPlace(v + begin, m + begin, s + begin, g,
-                                     rows * d.n, k);
-                       });
+    return ByRows(ctx, d, a, b, [&](int64_t at, int64_t count, const float* g) {
+      AdamInPlace(v + at, m + at, s + at, g, count, k);
+    });
   }
 };
 
