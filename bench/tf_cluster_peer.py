@@ -7,7 +7,10 @@ are this script again (--role), the servers killed at the end:
             (tf.distribute.Server; tf.config.experimental_connect_to_cluster)
             and call a tf.function whose assign_add runs on a variable on
             /job:ps/task:0, TensorFlow's own cross-task call; RESULT
-            null<W> <median s per step of the clients>.
+            null<W> <median s per step of the clients>. The clients set
+            up one after another (each connects once the one before has
+            warmed up), then time together: on a slow machine, clients
+            connecting at once made the ps drop every connection.
         async<W>: ParameterServerStrategy: one ps and W worker servers, a
             ClusterCoordinator in this process scheduling the Fashion MLP's
             Adam step (784-256-128-10, batch 128 from a per-worker dataset),
@@ -28,6 +31,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -93,7 +97,10 @@ def gather(procs, servers=()):
         for p in procs:
             text, _ = p.communicate(timeout=TIMEOUT)
             if p.returncode != 0:
-                raise RuntimeError(f"a task exited {p.returncode}")
+                gone = [s.returncode for s in servers if s.poll() is not None]
+                raise RuntimeError(
+                    f"a task exited {p.returncode}" +
+                    (f" (servers had exited: {gone})" if gone else ""))
             out += [float(line.split()[2]) for line in text.splitlines()
                     if line.startswith("RESULT ")]
         return out
@@ -108,7 +115,7 @@ def addresses(n):
     return [f"127.0.0.1:{cluster_peer.free_port()}" for _ in range(n)]
 
 
-def await_listening(spec, jobs, seconds=120):
+def await_listening(spec, jobs, seconds=300):
     """Waits until every task of `jobs` in `spec` accepts connections: a
     client that connects first fails (\"Connection refused\") while a
     server still imports TensorFlow, which takes seconds on a busy
@@ -125,6 +132,16 @@ def await_listening(spec, jobs, seconds=120):
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"{address} never listened")
                     time.sleep(0.05)
+
+
+def await_file(path, seconds=300):
+    """Waits until `path` exists (another process of the workload makes
+    it)."""
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} never appeared")
+        time.sleep(0.02)
 
 
 # ---- the processes ----------------------------------------------------------
@@ -148,9 +165,12 @@ def null_role(argv, spec, steps):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     threading(tf, argv)
     await_listening(spec, ["ps"])
+    task = peer.int_arg(argv, "--task", 0)
+    sync = argv[argv.index("--sync") + 1]
+    if task > 0:
+        await_file(os.path.join(sync, f"ready{task - 1}"))
     tf.config.experimental_connect_to_cluster(
-        tf.train.ClusterSpec(spec),
-        job_name=f"client{peer.int_arg(argv, '--task', 0)}")
+        tf.train.ClusterSpec(spec), job_name=f"client{task}")
     with tf.device("/job:ps/task:0"):
         counter = tf.Variable(0.0)
 
@@ -159,6 +179,10 @@ def null_role(argv, spec, steps):
         return counter.assign_add(1.0)
     for _ in range(10):
         bump().numpy()
+    with open(os.path.join(sync, f"ready{task}"), "w", encoding="utf-8"):
+        pass
+    for i in range(peer.int_arg(argv, "--clients", 1)):
+        await_file(os.path.join(sync, f"ready{i}"))
     t = time.perf_counter()
     for _ in range(steps):
         bump().numpy()
@@ -207,8 +231,11 @@ def tf_run(kind, workers, steps, argv):
     if kind == "null":
         spec = {"ps": addresses(1)}
         ps = spawn("ps", args, spec, 0)
-        clients = [spawn("null", args, spec, i) for i in range(workers)]
-        return statistics.median(gather(clients, [ps]))
+        with tempfile.TemporaryDirectory() as sync:
+            clients = [spawn("null", args + ["--sync", sync, "--clients",
+                                             str(workers)], spec, i)
+                       for i in range(workers)]
+            return statistics.median(gather(clients, [ps]))
     if kind == "sync":
         spec = {"worker": addresses(workers)}
         procs = [spawn("mwms", args, spec, i, env=dict(
