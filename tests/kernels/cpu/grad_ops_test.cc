@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/float16.h"
@@ -1245,6 +1246,107 @@ TEST(GradOpsTest, MaxPoolGradTiesAndOverlaps) {
       Run1("avg_pool_grad",
            {F32({1, 2, 3}, {1, 1, 3, 1}), F32({4, 6}, {1, 1, 2, 1})}, same),
       DType::kF32, {1, 1, 3, 1}, {2, 2, 6}, 0);
+}
+
+// max_pool over 2 x 2 windows that tile the image takes a path of its own;
+// it agrees bit for bit with the general loop, which the same windows take
+// over an image one column wider (valid padding leaves that column out),
+// through ties, NaNs, -inf and signed zeros, for every float width and the
+// integers. max_pool_grad over the two (each element written once, or
+// summed from zero) gives the same values.
+TEST(GradOpsTest, MaxPoolTwoByTwoTilesAgreeWithTheGeneralLoop) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> picks = {NAN, -inf, -0.0, 0.0, 2, 2, -3};
+  const int64_t n = 2, h = 6, w = 8, c = 8;
+  const Shape xs{n, h, w, c}, wide_s{n, h, w + 1, c}, ys{n, h / 2, w / 2, c};
+  const std::vector<float> draw =
+      testing::PatternValues(n * h * (w + 1) * c, 1, 0x2b2b);
+  // The columns of an image of `wide`'s shape but the last.
+  auto narrow = [&](const auto& v) {
+    std::remove_cv_t<std::remove_reference_t<decltype(v)>> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (static_cast<int64_t>(i) / c % (w + 1) != w) out.push_back(v[i]);
+    }
+    return out;
+  };
+  std::vector<double> wide;
+  for (float r : draw) {
+    wide.push_back(
+        picks[static_cast<size_t>((r + 1) / 2 * picks.size()) % picks.size()]);
+  }
+  // Image 0's first window all NaN in channel 0; its second NaN and -inf
+  // in channel 1.
+  auto at = [&](int64_t row, int64_t col, int64_t ch) {
+    return (row * (w + 1) + col) * c + ch;
+  };
+  for (int64_t u = 0; u < 2; ++u) {
+    for (int64_t v = 0; v < 2; ++v) {
+      wide[at(u, v, 0)] = NAN;
+      wide[at(u, 2 + v, 1)] = v == 0 ? -inf : NAN;
+    }
+  }
+  const std::vector<double> x = narrow(wide);
+  std::vector<double> dy;
+  for (int64_t i = 0; i < ys.num_elements(); ++i) {
+    dy.push_back(i % 4 == 0 ? -0.0 : static_cast<double>(i % 13) - 6);
+  }
+  auto expect_same = [](const Tensor& got, const std::vector<double>& want,
+                        bool signs = true) {
+    const std::vector<double> g = got.ToDoubles();
+    ASSERT_EQ(g.size(), want.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(g[i])) << "element " << i;
+      } else {
+        EXPECT_EQ(g[i], want[i]) << "element " << i;
+        if (signs) {
+          EXPECT_EQ(std::signbit(g[i]), std::signbit(want[i]))
+              << "element " << i;
+        }
+      }
+    }
+  };
+  const AttrMap two = {{"size", int64_t{2}}};
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(d));
+    auto make = [&](const std::vector<double>& v, const Shape& s) {
+      if (d == DType::kF64) return F64(v, s);
+      if (d == DType::kF32) return AsF32(v, s);
+      std::vector<Half> h16;
+      for (double e : v) h16.push_back(FloatToHalf(static_cast<float>(e)));
+      return Tensor::FromVector(h16, s);
+    };
+    const Tensor xt = make(x, xs), wide_t = make(wide, wide_s);
+    const Tensor y = Run1("max_pool", {xt}, two);
+    const Tensor wide_y = Run1("max_pool", {wide_t}, two);
+    ASSERT_EQ(y.shape().ToString(), wide_y.shape().ToString());
+    expect_same(y, wide_y.ToDoubles());
+    // The data has ties and windows of NaNs and -inf only.
+    int lowest = 0, ties = 0;
+    const std::vector<double> yv = y.ToDoubles();
+    for (int64_t i = 0; i < ys.num_elements(); ++i) {
+      const int64_t px = i / c, ch = i % c, row = px / (w / 2),
+                    col = px % (w / 2);
+      int equal = 0;
+      for (int64_t u = 0; u < 2; ++u) {
+        for (int64_t v = 0; v < 2; ++v) {
+          equal += x[((2 * row + u) * w + 2 * col + v) * c + ch] == yv[i];
+        }
+      }
+      lowest += equal == 0;
+      ties += equal > 1;
+    }
+    EXPECT_GT(lowest, 0);
+    EXPECT_GT(ties, 0);
+    const Tensor dyt = make(dy, ys);
+    const Tensor dx = Run1("max_pool_grad", {xt, y, dyt}, two);
+    const Tensor wide_dx = Run1("max_pool_grad", {wide_t, wide_y, dyt}, two);
+    expect_same(dx, narrow(wide_dx.ToDoubles()), /*signs=*/false);
+  }
+  std::vector<int32_t> wide_i;
+  for (float r : draw) wide_i.push_back(static_cast<int32_t>(r * 7));
+  expect_same(Run1("max_pool", {I32(narrow(wide_i), xs)}, two),
+              Run1("max_pool", {I32(wide_i, wide_s)}, two).ToDoubles());
 }
 
 TEST(GradOpsTest, PoolGradsMatchFiniteDifferences) {
