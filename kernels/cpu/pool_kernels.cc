@@ -60,47 +60,19 @@ class PoolBase : public OpKernel {
                       attrs_.dilations.w, g.in_w);
   }
 
-  // Whether the windows are 2 x 2, 2 apart, and tile each image exactly
-  // (depth 1 for the 3-D pools): the max pool after most convolutions.
-  // Then max_pool takes a path with the window's shape known when
-  // compiled.
-  bool TilesTwoByTwo(const Geometry& g) const {
-    return attrs_.size.d == 1 &&
-           Tiles(g.in_d, g.depths, attrs_.size.d, attrs_.strides.d,
-                 attrs_.dilations.d) &&
-           attrs_.size.h == 2 && attrs_.size.w == 2 &&
-           Tiles(g.in_h, g.rows, attrs_.size.h, attrs_.strides.h,
-                 attrs_.dilations.h) &&
-           Tiles(g.in_w, g.cols, attrs_.size.w, attrs_.strides.w,
-                 attrs_.dilations.w);
-  }
-  // Whether windows of `size` along a dimension of `in` elements tile it,
-  // each element in exactly one.
-  static bool Tiles(int64_t in, const Windows& w, int64_t size, int64_t stride,
+  // Whether the windows tile each image, each element in exactly one.
+  bool TilesImage(const Geometry& g) const {
+    auto tiles = [](int64_t in, const Windows& w, int64_t size, int64_t stride,
                     int64_t dilation) {
-    return stride == size && dilation == 1 && w.pad_begin == 0 &&
-           in == w.out * size;
-  }
-  // For tiling 2 x 2 windows: calls f(at, pixel) for each window, `at` the
-  // offset in x of its first element (the others are at + chans, at + row
-  // and at + row + chans, row = in_w * chans), `pixel` the offset in y of
-  // its first channel; rows of windows in parallel, each `cost` a window.
-  template <typename F>
-  static void ForEachTwoByTwo(OpKernelContext* ctx, const Geometry& g,
-                              int64_t cost, const F& f) {
-    const int64_t row = g.in_w * g.chans;
-    ctx->intra_op_pool()->ParallelFor(
-        g.batch * g.depths.out * g.rows.out, cost * g.cols.out,
-        [&](int64_t begin, int64_t end) {
-          for (int64_t line = begin; line < end; ++line) {
-            // Rows of windows `line` (of an image's plane) reads input
-            // rows 2 line and 2 line + 1, counting over the planes.
-            for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-              f(2 * line * row + 2 * ow * g.chans,
-                (line * g.cols.out + ow) * g.chans);
-            }
-          }
-        });
+      return stride == size && dilation == 1 && w.pad_begin == 0 &&
+             in == w.out * size;
+    };
+    return tiles(g.in_d, g.depths, attrs_.size.d, attrs_.strides.d,
+                 attrs_.dilations.d) &&
+           tiles(g.in_h, g.rows, attrs_.size.h, attrs_.strides.h,
+                 attrs_.dilations.h) &&
+           tiles(g.in_w, g.cols, attrs_.size.w, attrs_.strides.w,
+                 attrs_.dilations.w);
   }
 
   PoolAttrs attrs_;
@@ -130,23 +102,36 @@ class PoolKernel : public PoolBase {
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     EigenType<T>* out = EigenMutableData<T>(y);
+    // Windows 2 x 2, 2 apart, tiling each image (the max pool after most
+    // convolutions): the window's shape fixed when compiled; the general
+    // loop's arithmetic, the taps in its order. A row of windows (of an
+    // image's plane) reads input rows 2 line and 2 line + 1.
     if constexpr (kMax && !kArgmax) {
-      if (TilesTwoByTwo(geo)) {
-        // The general loop's arithmetic, the taps in its order.
+      if (attrs_.size.d == 1 && attrs_.size.h == 2 && attrs_.size.w == 2 &&
+          TilesImage(geo)) {
         const int64_t row = in_w * chans;
-        ForEachTwoByTwo(ctx, geo, 8 * chans, [&](int64_t at, int64_t pixel) {
-          const EigenType<T>* __restrict p = in + at;
-          const EigenType<T>* __restrict q = p + row;
-          EigenType<T>* __restrict o = out + pixel;
-          for (int64_t c = 0; c < chans; ++c) {
-            A m = std::numeric_limits<A>::lowest();
-            for (A v : {static_cast<A>(p[c]), static_cast<A>(p[chans + c]),
-                        static_cast<A>(q[c]), static_cast<A>(q[chans + c])}) {
-              m = v > m ? v : m;
-            }
-            o[c] = static_cast<EigenType<T>>(m);
-          }
-        });
+        ctx->intra_op_pool()->ParallelFor(
+            geo.batch * depths.out * rows.out, 8 * chans * cols.out,
+            [&](int64_t begin, int64_t end) {
+              for (int64_t line = begin; line < end; ++line) {
+                for (int64_t ow = 0; ow < cols.out; ++ow) {
+                  const EigenType<T>* __restrict p =
+                      in + 2 * line * row + 2 * ow * chans;
+                  const EigenType<T>* __restrict q = p + row;
+                  EigenType<T>* __restrict o =
+                      out + (line * cols.out + ow) * chans;
+                  for (int64_t c = 0; c < chans; ++c) {
+                    A m = std::numeric_limits<A>::lowest();
+                    for (A v :
+                         {static_cast<A>(p[c]), static_cast<A>(p[chans + c]),
+                          static_cast<A>(q[c]), static_cast<A>(q[chans + c])}) {
+                      m = v > m ? v : m;
+                    }
+                    o[c] = static_cast<EigenType<T>>(m);
+                  }
+                }
+              }
+            });
         return absl::OkStatus();
       }
     }
@@ -231,13 +216,7 @@ class PoolGradKernel : public PoolBase {
     // Whether the windows tile the image, each element in exactly one
     // (2 x 2 windows 2 apart on an even image): then each element's
     // gradient is written once, with no zeroing first and no sum.
-    const bool tiled =
-        kMax &&
-        Tiles(geo.in_d, depths, attrs_.size.d, attrs_.strides.d,
-              attrs_.dilations.d) &&
-        Tiles(in_h, rows, attrs_.size.h, attrs_.strides.h,
-              attrs_.dilations.h) &&
-        Tiles(in_w, cols, attrs_.size.w, attrs_.strides.w, attrs_.dilations.w);
+    const bool tiled = kMax && TilesImage(geo);
     ctx->intra_op_pool()->ParallelFor(
         geo.batch, cost, [&](int64_t begin, int64_t end) {
           // f32 and f64 accumulate in the output itself, the 16-bit floats
