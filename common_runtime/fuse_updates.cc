@@ -33,6 +33,15 @@ const Fusable* FusableOf(const Node& n) {
   return nullptr;
 }
 
+// The fused node is placed where the update goes, with its variable: a
+// product asked for elsewhere (a `device` block around the layer, but not
+// around its variable) keeps its own node there.
+bool SameRequest(const Node& product, const Node& apply) {
+  const std::string& p = product.requested_device();
+  return p.empty() || p == apply.requested_device() ||
+         p == apply.input(0).node->requested_device();
+}
+
 }  // namespace
 
 UpdateProducts FindUpdateProducts(const std::vector<Node*>& nodes,
@@ -53,7 +62,8 @@ UpdateProducts FindUpdateProducts(const std::vector<Node*>& nodes,
     const Node* p = g.node;
     if (p->op() != "matmul" || uses[g] != 1 || out.products.contains(p) ||
         !IsF32Matrix(g) || !IsF32Matrix(p->input(0)) ||
-        !IsF32Matrix(p->input(1)) || !IsF32Matrix(n->input(0))) {
+        !IsF32Matrix(p->input(1)) || !IsF32Matrix(n->input(0)) ||
+        !SameRequest(*p, *n)) {
       continue;
     }
     out.product_of.emplace(n, p);

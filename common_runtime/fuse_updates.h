@@ -22,9 +22,13 @@
 //                               controls)) ...
 //   OrderBeforeUpdate(*plan_graph, fused_nodes);
 //
-// Only for plans on one CPU device, without control flow (a control edge
-// from inside a loop or a conditional branch would be wrong there), and
-// only where the product has no other use: no other input, fetch or feed.
+// Only for plans on this process's CPU devices (not a cluster's: there the
+// gradient is computed on the worker and only it crosses), without control
+// flow (a control edge from inside a loop or a conditional branch would be
+// wrong there), only where the product has no other use (no other input,
+// fetch or feed), and only where the product was asked for no device but
+// its update's or its variable's: the fused node goes where the update
+// goes.
 // A node that waits for the product (optim's updates wait for their
 // gradient) waits for what the product waited for instead: its inputs. The
 // result is the separate ops' within the sgemm's rounding (the fused sgd

@@ -406,9 +406,26 @@ class Placer {
     const std::vector<CostRates> rates = Rates();
     std::vector<double> busy_until(devices_.size(), 0.0);
     std::vector<double> finish(nodes_.size(), 0.0);
+    // Groups that wait for a consumer to go where it goes (Source).
+    absl::flat_hash_set<int> pending;
+    auto place_pending = [&](const Node* src, int d) {
+      const int g = groups_.Find(src->id());
+      if (!pending.erase(g)) return;
+      const std::vector<int>& options = candidates_.at(g);
+      device_of_group_[g] =
+          std::find(options.begin(), options.end(), d) != options.end()
+              ? d
+              : options[0];
+    };
     for (const Node* n : nodes_) {
       const int g = groups_.Find(n->id());
       auto placed = device_of_group_.find(g);
+      if (placed == device_of_group_.end() && Accelerator(g) < 0 &&
+          Source(*n, g)) {
+        pending.insert(g);
+        continue;
+      }
+      pending.erase(g);
       auto finish_on = [&](int d) {
         double start = busy_until[d];
         // Inputs not placed yet close loops (or were added later, as
@@ -466,7 +483,27 @@ class Placer {
       }
       finish[n->id()] = finish_on(best);
       busy_until[best] = finish[n->id()];
+      for (const NodeOut& in : n->inputs()) place_pending(in.node, best);
+      for (const Node* c : n->control_inputs()) place_pending(c, best);
     }
+    for (int g : pending) device_of_group_[g] = candidates_.at(g)[0];
+  }
+
+  // Whether `n` (of group `g`) takes nothing from another group: a
+  // variable, a constant, a feed, a read of its own variable. Its value is
+  // there when the run starts wherever it goes, so the time it would finish
+  // says nothing about where it should go, and placing it on the device
+  // idle at that point in the list (as list scheduling would) makes every
+  // consumer elsewhere wait for a transfer. Its group goes where its first
+  // consumer goes instead (a weight with the layer that reads it).
+  bool Source(const Node& n, int g) {
+    for (const NodeOut& in : n.inputs()) {
+      if (groups_.Find(in.node->id()) != g) return false;
+    }
+    for (const Node* c : n.control_inputs()) {
+      if (groups_.Find(c->id()) != g) return false;
+    }
+    return true;
   }
 
   // The device a variable's group goes to without weighing costs: the

@@ -135,12 +135,16 @@ absl::StatusOr<std::shared_ptr<Session::Plan>> Session::BuildPlan(
   };
 
   auto plan = std::make_shared<Plan>();
-  // On one CPU, an update by a weight's product fused with the product
-  // (common_runtime/fuse_updates.h).
+  // On this process's CPUs, an update by a weight's product fused with the
+  // product (common_runtime/fuse_updates.h).
+  bool local_cpus = true;
+  for (int i = 0; i < devices_->size(); ++i) {
+    local_cpus = local_cpus && devices_->is_local(i) &&
+                 devices_->device(i)->type() == kDeviceCpu;
+  }
   const UpdateProducts fuse =
-      devices_->size() == 1 && devices_->device(0)->type() == kDeviceCpu
-          ? FindUpdateProducts(needed.nodes, fetches, fed_outs)
-          : UpdateProducts{};
+      local_cpus ? FindUpdateProducts(needed.nodes, fetches, fed_outs)
+                 : UpdateProducts{};
   std::vector<Node*> updates;
   // A node's control inputs in the plan; one that waits for a product left
   // out waits for the product's inputs and control inputs instead.

@@ -41,18 +41,17 @@ DeviceSet::DeviceSet(int cpus, int threads, ResourceMgr* resources,
                      ThreadPool* shared_pool, const std::string& task)
     : task_(task) {
   cpus = std::max(cpus, 1);
-  const int per_device = std::max(threads / cpus, 1);
+  if (shared_pool == nullptr) {
+    own_pool_ =
+        std::make_unique<ThreadPool>(std::max(threads, 1), "runnel-intra");
+    shared_pool = own_pool_.get();
+  }
   for (int k = 0; k < cpus; ++k) {
-    ThreadPool* pool = shared_pool;
-    if (pool == nullptr || cpus > 1) {
-      pools_.push_back(
-          std::make_unique<ThreadPool>(per_device, "runnel-intra"));
-      pool = pools_.back().get();
-    }
     std::string name = StrCat(task, "/device:cpu:", k);
     specs_.push_back(*DeviceSpec::Parse(name));
-    devices_.push_back(std::make_unique<Device>(
-        std::move(name), kDeviceCpu, CpuAllocator::Get(), pool, resources));
+    devices_.push_back(std::make_unique<Device>(std::move(name), kDeviceCpu,
+                                                CpuAllocator::Get(),
+                                                shared_pool, resources));
   }
   num_local_ = cpus;
 }

@@ -55,9 +55,12 @@ int VisibleGpus(std::string* why_none);
 
 class DeviceSet {
  public:
-  // `cpus` CPU devices ("/job:localhost/task:0/device:cpu:K") sharing
-  // `threads` threads: each device's pool gets threads / cpus (at least 1).
-  // With one device, `shared_pool` (when given) is its pool.
+  // `cpus` CPU devices ("/job:localhost/task:0/device:cpu:K") sharing one
+  // intra-op pool, `shared_pool` or else one of `threads` threads (as
+  // TensorFlow's CPU devices share its intra-op pool): a device at work
+  // alone has every core, two at work share them. (Pools of threads / cpus
+  // each left a graph placed on one device a fraction of the cores: the
+  // Fashion MLP's step took 1.5 times as long on cpu=2 as on cpu=1.)
   DeviceSet(int cpus, int threads, ResourceMgr* resources,
             ThreadPool* shared_pool = nullptr,
             const std::string& task = "/job:localhost/task:0");
@@ -94,7 +97,7 @@ class DeviceSet {
   static std::string ShortName(const std::string& full);
 
  private:
-  std::vector<std::unique_ptr<ThreadPool>> pools_;
+  std::unique_ptr<ThreadPool> own_pool_;  // without a shared pool
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<DeviceSpec> specs_;
   std::string task_;

@@ -71,8 +71,9 @@ struct FuseCase {
   static constexpr double kAdam[8] = {0.01,  0.9,  0.1, 0.999,
                                       0.001, 1e-3, 0.5, 0.25};
 
+  // `product_device`: the device the product asks for ("" anywhere).
   FuseCase(int64_t m_, int64_t n_, int64_t k_, bool ta_, bool tb_,
-           Rule rule_ = Rule::kSgd)
+           Rule rule_ = Rule::kSgd, const std::string& product_device = "")
       : m(m_), n(n_), k(k_), ta(ta_), tb(tb_), rule(rule_) {
     w0 = FusePattern(m * n, 1);
     a = FusePattern(m * k, 2);
@@ -84,8 +85,11 @@ struct FuseCase {
              {"initializer", std::string("w_init:0")}});
     Node* ac = *g->AddConst(F32(a, ta ? Shape{k, m} : Shape{m, k}), "a");
     Node* bc = *g->AddConst(F32(b, tb ? Shape{n, k} : Shape{k, n}), "b");
-    product = Add(*g, "g", "matmul", {{ac, 0}, {bc, 0}},
-                  {{"transpose_a", ta}, {"transpose_b", tb}});
+    product = *g->AddNode({.name = "g",
+                           .op = "matmul",
+                           .inputs = {{ac, 0}, {bc, 0}},
+                           .attrs = {{"transpose_a", ta}, {"transpose_b", tb}},
+                           .device = product_device});
     auto scalar = [&](double v) {
       return NodeOut{*g->AddConst(F32({static_cast<float>(v)}, {}),
                                   StrCat("s", g->num_nodes())),
@@ -205,9 +209,10 @@ struct FuseCase {
 
 // The plan of c's update holds `fused` and neither the update nor the
 // product; three runs move the variable (and its moments) as WantAll.
-void ExpectFusedSteps(FuseCase& c, const std::string& fused) {
+void ExpectFusedSteps(FuseCase& c, const std::string& fused,
+                      int cpu_devices = 1) {
   SCOPED_TRACE(StrCat("m=", c.m, " ta=", c.ta, " tb=", c.tb));
-  Session s(c.g, {.num_threads = 2});
+  Session s(c.g, {.num_threads = 2, .cpu_devices = cpu_devices});
   const std::vector<std::string> ops = PlanOps(s, {}, {c.update});
   EXPECT_TRUE(Holds(ops, fused));
   EXPECT_FALSE(Holds(ops, c.update->op()));
@@ -226,6 +231,27 @@ TEST(FuseSgdTest, OneSgemmUpdatesTheVariable) {
     FuseCase c(37, 29, 53, t & 1, t & 2);
     ExpectFusedSteps(c, "apply_sgd_matmul");
   }
+}
+
+// On two CPU devices the pair fuses as on one; a product asked for on
+// another device than its variable's stays there, apart.
+TEST(FuseSgdTest, OnTwoCpuDevicesUnlessAskedApart) {
+  FuseCase c(37, 29, 53, true, false);
+  ExpectFusedSteps(c, "apply_sgd_matmul", /*cpu_devices=*/2);
+  FuseCase apart(37, 29, 53, true, false, Rule::kSgd, "/cpu:1");
+  Session s(apart.g, {.num_threads = 2, .cpu_devices = 2});
+  absl::StatusOr<std::shared_ptr<const Graph>> placed =
+      s.PlacedGraph(Session::Feeds{}, {}, {apart.update});
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  const Node* product = (*placed)->FindNode("g");
+  ASSERT_NE(product, nullptr) << "the product was fused away";
+  EXPECT_EQ(product->op(), "matmul");
+  EXPECT_EQ(product->assigned_device(), "/job:localhost/task:0/device:cpu:1");
+  EXPECT_EQ((*placed)->FindNode("update")->op(), "apply_sgd");
+  for (int step = 1; step <= 2; ++step) {
+    ASSERT_TRUE(s.Run(Session::Feeds{}, {}, {apart.update}).ok());
+  }
+  apart.ExpectW(s, 2);
 }
 
 // A product that is also fetched stays a product, and apply_sgd reads it.

@@ -39,12 +39,14 @@ Node* Requested(Graph& g, const std::string& name, const std::string& op,
 
 // ---- device set and placer
 
-TEST(DeviceSetTest, SplitsTheThreadsAndMatchesSpecs) {
+// The CPU devices share one intra-op pool of all the threads.
+TEST(DeviceSetTest, SharesThePoolAndMatchesSpecs) {
   ResourceMgr resources;
   DeviceSet set(2, 4, &resources);
   ASSERT_EQ(set.size(), 2);
   EXPECT_EQ(set.device(1)->name(), kCpu1);
-  EXPECT_EQ(set.device(0)->intra_op_pool()->num_threads(), 2);
+  EXPECT_EQ(set.device(0)->intra_op_pool()->num_threads(), 4);
+  EXPECT_EQ(set.device(1)->intra_op_pool(), set.device(0)->intra_op_pool());
   EXPECT_EQ(set.Describe(), "/cpu:0, /cpu:1");
   EXPECT_EQ(set.Matching(*DeviceSpec::Parse("/cpu:1")), std::vector<int>{1});
   EXPECT_EQ(set.Matching(*DeviceSpec::Parse("/job:localhost")),
@@ -98,6 +100,7 @@ TEST(PlacerTest, UpdateMathGoesWithItsVariable) {
 
 // A lookup in a table goes with the table, so only its rows cross; a
 // gather placed explicitly, or along another axis, stays where it was put.
+// The ids, a feed, go with their first consumer, the lookup.
 TEST(PlacerTest, LookupGoesWithItsTable) {
   ResourceMgr resources;
   DeviceSet set(2, 2, &resources);
@@ -117,7 +120,7 @@ TEST(PlacerTest, LookupGoesWithItsTable) {
   EXPECT_EQ(rows->assigned_device(), kCpu1);
   EXPECT_EQ(read->assigned_device(), kCpu1);
   EXPECT_EQ(there->assigned_device(), kCpu0);
-  EXPECT_EQ(ids->assigned_device(), kCpu0);
+  EXPECT_EQ(ids->assigned_device(), kCpu1);
   (void)cols;
   (void)loss;
 }
@@ -200,6 +203,36 @@ TEST(PlacerTest, CostModelSpreadsIndependentWorkOnly) {
   for (Node* n : g.nodes()) EXPECT_EQ(n->assigned_device(), kCpu0);
   EXPECT_FALSE(asked);
   EXPECT_DOUBLE_EQ(EstimatedFlops(*p, 32), 2.0 * 512 * 512 * 512);
+}
+
+// What takes nothing from another group (a variable, a constant, a feed)
+// goes where its first consumer goes, not to the device idle at its turn
+// in the list: the bias of a layer whose product keeps /cpu:0 busy stays
+// with the product's bias_add (which the old list scheduling pulled over
+// to it); a second tower's weight goes with the product that moved to
+// /cpu:1.
+TEST(PlacerTest, SourcesGoWithTheirFirstConsumer) {
+  ResourceMgr resources;
+  DeviceSet two(2, 2, &resources);
+  Graph g;
+  Node* x = Placeholder(g, "x", Shape{512, 512});
+  auto variable = [&](const std::string& name, Shape shape) {
+    return Add(g, name, "variable", {},
+               {{"dtype", DType::kF32}, {"shape", shape}});
+  };
+  Node* w = variable("w", Shape{512, 512});
+  Node* p = Add(g, "p", "matmul", {{x, 0}, {w, 0}});
+  Node* b = variable("b", Shape{512});
+  Node* y = Add(g, "y", "bias_add", {{p, 0}, {b, 0}});
+  Node* w2 = variable("w2", Shape{512, 512});
+  Node* q = Add(g, "q", "matmul", {{x, 0}, {w2, 0}});
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
+  EXPECT_EQ(p->assigned_device(), kCpu0);
+  EXPECT_EQ(y->assigned_device(), kCpu0);
+  EXPECT_EQ(b->assigned_device(), kCpu0) << "the bias crossed to /cpu:1";
+  EXPECT_EQ(w->assigned_device(), kCpu0);
+  EXPECT_EQ(q->assigned_device(), kCpu1);
+  EXPECT_EQ(w2->assigned_device(), kCpu1);
 }
 
 // Each class of op costs its own measure over its own rate.
@@ -299,7 +332,7 @@ TEST(PlacerTest, ElementwiseRateDecidesWhetherWorkSpreads) {
 }
 
 // Devices may differ: a product moves to a device ten times faster at
-// matmul (2.7 ms there plus 0.1 ms for its input, against 26.8 ms), and
+// matmul (2.7 ms there against 26.8 ms), its input, a feed, with it, and
 // stays when both are equal.
 TEST(PlacerTest, WorkGoesToTheFasterDevice) {
   ResourceMgr resources;
@@ -311,9 +344,10 @@ TEST(PlacerTest, WorkGoesToTheFasterDevice) {
     return Rates(d.name() == kCpu1 ? 1e11 : 1e10);
   }};
   ASSERT_TRUE(PlaceGraph(g, two, fast_second).ok());
-  EXPECT_EQ(x->assigned_device(), kCpu0);
+  EXPECT_EQ(x->assigned_device(), kCpu1);
   EXPECT_EQ(p->assigned_device(), kCpu1);
   ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
+  EXPECT_EQ(x->assigned_device(), kCpu0);
   EXPECT_EQ(p->assigned_device(), kCpu0);
 }
 
