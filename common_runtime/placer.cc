@@ -20,6 +20,9 @@ namespace {
 // earlier: by this factor and this many seconds.
 constexpr double kMoveGain = 0.9;
 constexpr double kMoveMargin = 2e-5;
+// A device other than the first whose estimated share of a run's work is
+// below this gives its free groups back to the first (Schedule).
+constexpr double kMinShare = 0.05;
 // A GPU's rates for the same estimates: nominal figures for a Hopper GPU
 // over PCIe, not calibrated on one (the GPU sessions so far measured the
 // kernels, not these rates).
@@ -487,6 +490,27 @@ class Placer {
       for (const Node* c : n->control_inputs()) place_pending(c, best);
     }
     for (int g : pending) device_of_group_[g] = candidates_.at(g)[0];
+    // A CPU device left with crumbs (the adds of an optimizer's step count, a
+    // one_hot of the labels, sent to it because it was idle at their turn)
+    // costs its own partition and a transfer each way every step, for
+    // nothing: its free groups (those that may go to the first device) go
+    // back there, and a graph that fits one device runs as one piece.
+    std::vector<double> work(devices_.size(), 0.0);
+    double total = 0;
+    for (const Node* n : nodes_) {
+      const int d = device_of_group_.at(groups_.Find(n->id()));
+      const double t = EstimatedSeconds(*n, rates[d], unknown);
+      work[d] += t;
+      total += t;
+    }
+    for (auto& [g, d] : device_of_group_) {
+      const std::vector<int>& options = candidates_.at(g);
+      if (d != 0 && work[d] < kMinShare * total && devices_.is_local(d) &&
+          devices_.device(d)->type() == kDeviceCpu &&
+          std::find(options.begin(), options.end(), 0) != options.end()) {
+        d = 0;
+      }
+    }
   }
 
   // Whether `n` (of group `g`) takes nothing from another group: a

@@ -16,7 +16,10 @@
 //      would cross between devices (list scheduling). A node stays
 //      on its first input's device unless another would finish clearly
 //      earlier (10% and 20 us), so with one device, or when moving gains
-//      little, nothing moves.
+//      little, nothing moves. A group that takes nothing from another
+//      (a variable, a constant, a feed) goes where its first consumer
+//      goes. A CPU device left with under 5% of the estimated work gives
+//      its free groups back to the first device.
 //
 // In a cluster (framework/device_set.h), nodes go to another task's device
 // only when a request or a colocation puts them there. A request for task

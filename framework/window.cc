@@ -214,10 +214,10 @@ absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
 }
 
 absl::Status CheckWindowsDy(std::string_view op, DType dtype, const Shape& dy,
-                            const Shape& y) {
+                            const Shape& y, std::string_view name) {
   if (dy == y) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      StrCat(op, ": dy ", DTypeName(dtype), dy.ToString(),
+      StrCat(op, ": ", name, " ", DTypeName(dtype), dy.ToString(),
              " does not match the forward output ", y.ToString()));
 }
 

@@ -134,9 +134,10 @@ absl::StatusOr<PoolWindows> PlacePoolWindows(DType dtype, const Shape& x,
 
 // The gradient kernels' check of their `dy` (of `dtype`) against the
 // forward output `y` they place: an InvalidArgument "OP: dy f32[...] does
-// not match the forward output [...]" when the shapes differ.
+// not match the forward output [...]" when the shapes differ. `name` is
+// the input's ("y" for max_pool_grad's copy of the forward output).
 absl::Status CheckWindowsDy(std::string_view op, DType dtype, const Shape& dy,
-                            const Shape& y);
+                            const Shape& y, std::string_view name = "dy");
 
 }  // namespace runnel
 

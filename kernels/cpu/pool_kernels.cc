@@ -203,12 +203,29 @@ class PoolGradKernel : public PoolBase {
     const Windows depths = geo.depths, rows = geo.rows, cols = geo.cols;
     RN_RETURN_IF_ERROR(
         CheckWindowsDy(ctx->node().op(), dy.dtype(), dy.shape(), geo.y()));
+    if constexpr (kMax) {
+      const Tensor& y = ctx->input(1);
+      if (y.dtype() != x.dtype()) {
+        return absl::InvalidArgumentError(
+            StrCat(ctx->node().op(), ": y is ", DTypeName(y.dtype()), ", x is ",
+                   DTypeName(x.dtype())));
+      }
+      RN_RETURN_IF_ERROR(
+          CheckWindowsDy(ctx->node().op(), y.dtype(), y.shape(), geo.y(), "y"));
+    }
     RN_ASSIGN_OR_RETURN(Tensor * dx, ctx->allocate_output(0, x.shape()));
     if (dx->num_elements() == 0) return absl::OkStatus();
     using A = AccumType<T>;
     const EigenType<T>* in = EigenData<T>(x);
     const EigenType<T>* grad = EigenData<T>(dy);
     EigenType<T>* out = EigenMutableData<T>(dx);
+    // f32 and f64 take each window's maximum from y, max_pool's output,
+    // instead of finding it again: the same value (the same comparisons
+    // made it). The 16-bit floats find it again in f32: y holds it
+    // rounded (a window of NaN and -inf pools to f32's lowest, -inf in
+    // f16).
+    constexpr bool kFromY = kMax && std::is_same_v<A, EigenType<T>>;
+    const EigenType<T>* maxima = kMax ? EigenData<T>(ctx->input(1)) : nullptr;
     const int64_t image = geo.in_d * in_h * in_w * chans;
     const int64_t window = attrs_.size.d * attrs_.size.h * attrs_.size.w;
     const int64_t cost =
@@ -240,26 +257,30 @@ class PoolGradKernel : public PoolBase {
                 for (int64_t ow = 0; ow < cols.out; ++ow) {
                   const Taps ct = ColTaps(geo, ow);
                   if (dt.count == 0 || rt.count == 0 || ct.count == 0) continue;
-                  const EigenType<T>* g =
-                      grad +
+                  const int64_t at_y =
                       (((n * depths.out + od) * rows.out + oh) * cols.out +
                        ow) *
-                          chans;
+                      chans;
+                  const EigenType<T>* g = grad + at_y;
                   if constexpr (kMax) {
                     // The maximum as max_pool computes it, then the first
                     // element equal to it takes dy: the first one greater
-                    // than all before it. Both loops vectorise over
+                    // than all before it. The loops vectorise over
                     // channels.
                     A* __restrict b = best.data();
                     A* __restrict d = done.data();
-                    std::fill_n(b, chans, std::numeric_limits<A>::lowest());
-                    each_tap(dt, rt, ct, [&](int64_t at) {
-                      const EigenType<T>* __restrict px = x_n + at;
-                      for (int64_t c = 0; c < chans; ++c) {
-                        const A v = static_cast<A>(px[c]);
-                        b[c] = v > b[c] ? v : b[c];
-                      }
-                    });
+                    if constexpr (kFromY) {
+                      std::copy_n(maxima + at_y, chans, b);
+                    } else {
+                      std::fill_n(b, chans, std::numeric_limits<A>::lowest());
+                      each_tap(dt, rt, ct, [&](int64_t at) {
+                        const EigenType<T>* __restrict px = x_n + at;
+                        for (int64_t c = 0; c < chans; ++c) {
+                          const A v = static_cast<A>(px[c]);
+                          b[c] = v > b[c] ? v : b[c];
+                        }
+                      });
+                    }
                     std::fill_n(d, chans, A(0));
                     each_tap(dt, rt, ct, [&](int64_t at) {
                       const EigenType<T>* __restrict px = x_n + at;

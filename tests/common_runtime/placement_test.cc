@@ -235,6 +235,24 @@ TEST(PlacerTest, SourcesGoWithTheirFirstConsumer) {
   EXPECT_EQ(w2->assigned_device(), kCpu1);
 }
 
+// A device left with a small share of the work (here a tanh of four
+// floats, sent to /cpu:1 because /cpu:0 was busy with the product at its
+// turn) gives it back to the first: a graph that fits one device runs as
+// one piece, with no partition and no transfers for crumbs.
+TEST(PlacerTest, CrumbsGoBackToTheFirstDevice) {
+  ResourceMgr resources;
+  DeviceSet two(2, 2, &resources);
+  Graph g;
+  Node* x = Placeholder(g, "x", Shape{512, 512});
+  Node* p = Add(g, "p", "matmul", {{x, 0}, {x, 0}});
+  Node* s = Placeholder(g, "s", Shape{4});
+  Node* t = Add(g, "t", "tanh", {{s, 0}});
+  ASSERT_TRUE(PlaceGraph(g, two, With(Rates())).ok());
+  EXPECT_EQ(p->assigned_device(), kCpu0);
+  EXPECT_EQ(t->assigned_device(), kCpu0);
+  EXPECT_EQ(s->assigned_device(), kCpu0);
+}
+
 // Each class of op costs its own measure over its own rate.
 TEST(PlacerTest, EstimatedSecondsByKernelClass) {
   Graph g;

@@ -212,6 +212,10 @@ TEST(WindowTest, KernelChecksNameTheOperands) {
                                    Shape{2, 2, 3, 3}, pw->y())),
             "avg_pool_grad: dy f32[2,2,3,3] does not match the forward output "
             "[2,2,2,3]");
+  EXPECT_EQ(Message(CheckWindowsDy("max_pool_grad", DType::kF32,
+                                   Shape{2, 2, 3, 3}, pw->y(), "y")),
+            "max_pool_grad: y f32[2,2,3,3] does not match the forward output "
+            "[2,2,2,3]");
 }
 
 }  // namespace

@@ -1380,6 +1380,10 @@ TEST(GradOpsTest, PoolGradErrors) {
       RunError("max_pool_grad", {x, x, F32({1}, {1, 1, 1, 1})}, one).message(),
       "max_pool_grad: dy f32[1,1,1,1] does not match the forward output "
       "f32[1,2,2,1]");
+  EXPECT_EQ(
+      RunError("max_pool_grad", {x, F32({1}, {1, 1, 1, 1}), x}, one).message(),
+      "max_pool_grad: y f32[1,1,1,1] does not match the forward output "
+      "f32[1,2,2,1]");
   EXPECT_EQ(RunError("avg_pool_grad", {x, x}).message(),
             "avg_pool_grad: missing attribute 'size'");
   EXPECT_EQ(
