@@ -274,8 +274,9 @@ class GruCellGradKernel : public OpKernel {
 // rows: each piece runs every step of its rows on one thread (the rows'
 // recurrences are independent), so the threads never wait for each other
 // within the sequence. The cut depends on the shapes alone, so results do
-// not depend on the number of threads. sgemm keeps its rate on 16 rows
-// (about 230 GFLOP/s for 16 x 128 x 512 on one core here, as on 64).
+// not depend on the number of threads. The recurrent weights are packed
+// once (PackedMatrixF32, kernels/cpu/gemm.h), so a piece's product keeps
+// its rate on 16 rows.
 constexpr int64_t kSequenceRows = 16;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -312,8 +313,8 @@ struct TimeMajorRows {
 };
 
 // lstm_sequence(z, h0, c0, w_h[, b][, lengths]) -> (hs, h, c, cs, gates):
-// for each step, the pre-activations z[t] + b + h[t-1] @ w_h (sgemm adding
-// the product into a copy of z[t], the bias added in the copy), then
+// for each step, the pre-activations z[t] + b + h[t-1] @ w_h (the packed
+// w_h's product added into a copy of z[t], the bias added in the copy), then
 // lstm_cell's rows, which overwrite them with their activations (`gates`, so
 // that the gradient need not compute them again); a row at or past its length
 // then takes its previous state back.
@@ -337,7 +338,7 @@ class LstmSequenceKernel : public OpKernel {
       return absl::OkStatus();
     }
     const float* pz = a.z->data<float>();
-    const float* pw = a.w_h->data<float>();
+    const PackedMatrixF32 w_h(u, 4 * u, {a.w_h->data<float>(), 4 * u, 1});
     const float* pb = a.b != nullptr ? a.b->data<float>() : nullptr;
     float* pg = a.gates->data<float>();
     const int32_t* len =
@@ -358,9 +359,7 @@ class LstmSequenceKernel : public OpKernel {
         }
         const float* hp = t == 0 ? ph0 + first * u : at.at(phs, t - 1, u);
         const float* cp = t == 0 ? pc0 + first * u : at.at(pcs, t - 1, u);
-        RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, 4 * u, u, {hp, u, 1},
-                                   {pw, 4 * u, 1}, g, 4 * u,
-                                   /*accumulate=*/true));
+        w_h.Multiply(rows, hp, u, g, 4 * u, /*accumulate=*/true);
         float* hn = at.at(phs, t, u);
         float* cn = at.at(pcs, t, u);
         LstmRows<float>(g, cp, hn, cn, rows, u, /*pa=*/g);
@@ -382,7 +381,7 @@ class LstmSequenceKernel : public OpKernel {
 // lstm_sequence_grad(gates, cs, hs, h0, c0, w_h, dhs, dh, dc) -> (dz, dh0,
 // dc0, dw_h, db): the steps backwards, each piece of rows carrying its
 // state's gradients from the final state's (dh[t-1] = dz[t] @ w_h^T by
-// sgemm on a transposed copy of w_h, plus dhs[t-1]; lstm_cell_grad's dc),
+// w_h^T packed once, plus dhs[t-1]; lstm_cell_grad's dc),
 // dz[t] being the gates' gradient, whose rows the piece also sums for db
 // while they are in cache; then dw_h = h0^T dz[0] + hs[0 : time-1]^T dz[1
 // : time], two products over the whole batch on the pool, and db the sum
@@ -418,12 +417,8 @@ class LstmSequenceGradKernel : public OpKernel {
     const float* pdhs = a.dhs->data<float>();
     const int32_t* len =
         a.lengths != nullptr ? a.lengths->data<int32_t>() : nullptr;
-    // w_h^T [4 u, u], row-major: sgemm is slower on a transposed operand
-    // with so few rows (16 x 512 x 128: 120 against 240 GFLOP/s here).
-    const float* pw = a.w_h->data<float>();
-    std::vector<float> w_t(static_cast<size_t>(4 * u * u));
-    StridedCopy(ctx->intra_op_pool(), sizeof(float), {4 * u, u}, pw, {1, 4 * u},
-                w_t.data(), {u, 1});
+    // w_h^T (4 u x u), packed once for every step's product.
+    const PackedMatrixF32 w_t(4 * u, u, {a.w_h->data<float>(), 1, 4 * u});
     RN_RETURN_IF_ERROR(ForPieces(ctx, batch, [&](int64_t first, int64_t rows) {
       const TimeMajorRows at{batch, first};
       // This piece's gradients by h[t] (less dhs[t]) and c[t], carried
@@ -459,8 +454,7 @@ class LstmSequenceGradKernel : public OpKernel {
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t j = 0; j < 4 * u; ++j) sum[j] += dg[r * 4 * u + j];
         }
-        RN_RETURN_IF_ERROR(GemmF32(nullptr, rows, u, 4 * u, {dg, 4 * u, 1},
-                                   {w_t.data(), u, 1}, carry_h, u));
+        w_t.Multiply(rows, dg, 4 * u, carry_h, u, /*accumulate=*/false);
         for (size_t k = 0; k < frozen.size(); ++k) {
           std::copy_n(keep_h.data() + k * u, u, carry_h + frozen[k] * u);
           std::copy_n(keep_c.data() + k * u, u, carry_c + frozen[k] * u);
