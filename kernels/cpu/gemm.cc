@@ -255,10 +255,20 @@ PackedMatrixF32::PackedMatrixF32(int64_t k, int64_t n, ConstMatrixF32 b)
   for (int64_t p = 0; p * kPanel < n_; ++p) {
     float* panel = panels_.data() + p * k_ * kPanel;
     const int64_t cols = std::min(kPanel, n_ - p * kPanel);
-    for (int64_t i = 0; i < k_; ++i) {
+    const float* from = b.data + p * kPanel * b.col_stride;
+    // Along B's unit stride in the inner loop: a transposed B's columns
+    // are its rows in memory.
+    if (b.row_stride == 1) {
       for (int64_t j = 0; j < cols; ++j) {
-        panel[i * kPanel + j] =
-            b.data[i * b.row_stride + (p * kPanel + j) * b.col_stride];
+        for (int64_t i = 0; i < k_; ++i) {
+          panel[i * kPanel + j] = from[i + j * b.col_stride];
+        }
+      }
+    } else {
+      for (int64_t i = 0; i < k_; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+          panel[i * kPanel + j] = from[i * b.row_stride + j * b.col_stride];
+        }
       }
     }
   }
