@@ -218,10 +218,14 @@ def run_runnel(build, threads, steps, extra=()):
 
 
 def flops(units, batch):
-    """Matmul FLOPs of one step: input and recurrent products and the
-    output layer, forward and both gradients."""
+    """Matmul FLOPs a step needs: the recurrent product and the output
+    layer, forward and both gradients. The input's product by one-hot rows
+    is a row lookup (charlm.rnl gathers w_x's rows, and scatters the
+    gradient back), so it counts for nothing here, although the peers'
+    LSTMs, which take the one-hot rows as features, multiply them (another
+    3.2 GFLOP a step at the defaults)."""
     gates = 4 * units
-    per_t = 2 * batch * (VOCAB * gates + units * gates + units * VOCAB)
+    per_t = 2 * batch * (units * gates + units * VOCAB)
     return 3 * BPTT * per_t
 
 
