@@ -9,6 +9,7 @@
 #endif
 
 #include "base/status_macros.h"
+#include "kernels/common/array_util.h"
 #include "kernels/cpu/onednn.h"
 
 namespace runnel {
@@ -248,30 +249,22 @@ void PanelRows(int64_t m, const float* a, int64_t lda, const float* panel,
 
 }  // namespace
 
-PackedMatrixF32::PackedMatrixF32(int64_t k, int64_t n, ConstMatrixF32 b)
+PackedMatrixF32::PackedMatrixF32(ThreadPool* pool, int64_t k, int64_t n,
+                                 ConstMatrixF32 b)
     : k_(std::max<int64_t>(k, 0)),
       n_(std::max<int64_t>(n, 0)),
       panels_(static_cast<size_t>(CeilDiv(n_, kPanel) * kPanel * k_), 0.0f) {
-  for (int64_t p = 0; p * kPanel < n_; ++p) {
-    float* panel = panels_.data() + p * k_ * kPanel;
-    const int64_t cols = std::min(kPanel, n_ - p * kPanel);
-    const float* from = b.data + p * kPanel * b.col_stride;
-    // Along B's unit stride in the inner loop: a transposed B's columns
-    // are its rows in memory.
-    if (b.row_stride == 1) {
-      for (int64_t j = 0; j < cols; ++j) {
-        for (int64_t i = 0; i < k_; ++i) {
-          panel[i * kPanel + j] = from[i + j * b.col_stride];
-        }
-      }
-    } else {
-      for (int64_t i = 0; i < k_; ++i) {
-        for (int64_t j = 0; j < cols; ++j) {
-          panel[i * kPanel + j] = from[i * b.row_stride + j * b.col_stride];
-        }
-      }
-    }
-  }
+  // Element (i, j) of panel p is B(i, p * 16 + j): the whole panels in one
+  // copy (StridedCopy tiles a transposed B), the last partial one in
+  // another.
+  const int64_t whole = n_ / kPanel, cols = n_ - whole * kPanel;
+  StridedCopy(pool, sizeof(float), {whole, k_, kPanel}, b.data,
+              {kPanel * b.col_stride, b.row_stride, b.col_stride},
+              panels_.data(), {k_ * kPanel, kPanel, 1});
+  StridedCopy(pool, sizeof(float), {k_, cols},
+              b.data + whole * kPanel * b.col_stride,
+              {b.row_stride, b.col_stride},
+              panels_.data() + whole * k_ * kPanel, {kPanel, 1});
 }
 
 void PackedMatrixF32::Multiply(int64_t m, const float* a, int64_t lda, float* c,

@@ -73,8 +73,8 @@ absl::Status GemmF32Rows(ThreadPool* pool, int64_t m, int64_t n, int64_t k,
 class PackedMatrixF32 {
  public:
   // Packs b, read as k x n through its strides (a transposed operand is
-  // packed as such).
-  PackedMatrixF32(int64_t k, int64_t n, ConstMatrixF32 b);
+  // packed as such), copying on `pool`.
+  PackedMatrixF32(ThreadPool* pool, int64_t k, int64_t n, ConstMatrixF32 b);
 
   int64_t k() const { return k_; }
   int64_t n() const { return n_; }

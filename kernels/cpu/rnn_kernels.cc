@@ -14,7 +14,6 @@
 
 #include "framework/kernel.h"
 #include "framework/ops/kernel_checks.h"
-#include "kernels/common/array_util.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/eigen_support.h"
 #include "kernels/cpu/gemm.h"
@@ -338,7 +337,8 @@ class LstmSequenceKernel : public OpKernel {
       return absl::OkStatus();
     }
     const float* pz = a.z->data<float>();
-    const PackedMatrixF32 w_h(u, 4 * u, {a.w_h->data<float>(), 4 * u, 1});
+    const PackedMatrixF32 w_h(ctx->intra_op_pool(), u, 4 * u,
+                              {a.w_h->data<float>(), 4 * u, 1});
     const float* pb = a.b != nullptr ? a.b->data<float>() : nullptr;
     float* pg = a.gates->data<float>();
     const int32_t* len =
@@ -418,7 +418,8 @@ class LstmSequenceGradKernel : public OpKernel {
     const int32_t* len =
         a.lengths != nullptr ? a.lengths->data<int32_t>() : nullptr;
     // w_h^T (4 u x u), packed once for every step's product.
-    const PackedMatrixF32 w_t(4 * u, u, {a.w_h->data<float>(), 1, 4 * u});
+    const PackedMatrixF32 w_t(ctx->intra_op_pool(), 4 * u, u,
+                              {a.w_h->data<float>(), 1, 4 * u});
     RN_RETURN_IF_ERROR(ForPieces(ctx, batch, [&](int64_t first, int64_t rows) {
       const TimeMajorRows at{batch, first};
       // This piece's gradients by h[t] (less dhs[t]) and c[t], carried

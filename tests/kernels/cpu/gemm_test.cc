@@ -27,7 +27,8 @@ void ExpectProduct(int64_t m, int64_t k, int64_t n, bool transposed,
   const std::vector<float> c0 = testing::PatternValues(m * ldc, 3, 977u);
   const ConstMatrixF32 bm = transposed ? ConstMatrixF32{b.data(), 1, k}
                                        : ConstMatrixF32{b.data(), n, 1};
-  const PackedMatrixF32 packed(k, n, bm);
+  ThreadPool pool(2);
+  const PackedMatrixF32 packed(&pool, k, n, bm);
   EXPECT_EQ(packed.k(), k);
   EXPECT_EQ(packed.n(), n);
   std::vector<float> c = c0;
