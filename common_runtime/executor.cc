@@ -13,6 +13,7 @@
 #include "base/errors.h"
 #include "base/random.h"
 #include "base/strings.h"
+#include "common_runtime/loop_shortcuts.h"
 #include "framework/device_set.h"
 
 namespace runnel {
@@ -185,12 +186,27 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(
     f.merge_expected.push_back(item.merge_expected);
     if (item.initial_pending == 0) ex->roots_.push_back(static_cast<int>(i));
   }
+  // On a CPU, loops without the nodes that compute nothing: a bypassed
+  // identity gets no edges (it never runs), a delivered constant waits for
+  // nothing and its frame's iterations start with its value.
+  LoopShortcuts shortcuts;
+  if (device->type() == kDeviceCpu) {
+    shortcuts = FindLoopShortcuts(nodes, [&](const Node* n) {
+      const NodeItem& item = ex->items_[n->id()];
+      return item.forwards && item.kind == Kind::kPlain && !item.value.empty();
+    });
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
+    if (shortcuts.bypassed.contains(n)) continue;
     for (int k = 0; k < n->num_inputs(); ++k) {
-      NodeOut in = n->input(k);
+      const NodeOut in = shortcuts.Source(n->input(k));
       ex->items_[in.node->id()].out_edges.push_back(
           {static_cast<int>(i), ex->items_[i].input_start + k, in.index});
+    }
+    if (shortcuts.constants.contains(n)) {
+      ex->frames_[ex->items_[i].frame].constants.push_back(static_cast<int>(i));
+      continue;
     }
     for (const Node* c : n->control_inputs()) {
       ex->items_[c->id()].control_out.push_back(static_cast<int>(i));

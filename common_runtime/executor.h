@@ -163,6 +163,8 @@ class Executor {
     std::vector<int> initial_pending;  // by local index
     std::vector<int> merge_expected;   // by local index
     std::vector<int> exits;            // items
+    // Constants each iteration starts with (loop_shortcuts.h): items.
+    std::vector<int> constants;
   };
 
  private:

@@ -568,7 +568,7 @@ class ExecutorState {
 
   void Enter(const TaggedNode& tn, const Executor::NodeItem& item,
              const Outputs& outputs, bool dead, Ready* ready) {
-    FrameState* child = ChildFrame(tn, item.child_frame);
+    FrameState* child = ChildFrame(tn, item.child_frame, ready);
     Entry value;
     if (!dead) value.tensor = outputs[0];
     value.is_dead = dead;
@@ -592,7 +592,9 @@ class ExecutorState {
     if (enters_done) FinishIterations(child, ready);
   }
 
-  FrameState* ChildFrame(const TaggedNode& tn, int static_id) {
+  // The instance of frame `static_id` entered from tn's iteration, made at
+  // its first enter: its iteration 0 starts with the frame's constants.
+  FrameState* ChildFrame(const TaggedNode& tn, int static_id, Ready* ready) {
     std::lock_guard<std::mutex> lock(frames_mu_);
     auto key = std::make_tuple(tn.frame, tn.iter, static_id);
     auto it = children_.find(key);
@@ -612,6 +614,13 @@ class ExecutorState {
     f->parent_state = tn.state;
     f->pending_enters = f->def->num_enters;
     f->iterations[0] = std::make_unique<IterationState>(*f->def);
+    // Delivered as invariants are (StartIteration, for later iterations);
+    // no other thread sees f yet.
+    for (int c : f->def->constants) {
+      f->invariants.push_back({c, {ex_.items_[c].value}, false});
+      Activate(ex_.items_[c], f->invariants.back().value, false, {false},
+               f.get(), 0, f->iterations[0].get(), ready);
+    }
     tn.state->outstanding_frames.fetch_add(1);
     FrameState* raw = f.get();
     children_.emplace(key, std::move(f));
