@@ -16,7 +16,10 @@ A row per window size and way: `none` (every step's values kept), `k`
 (checkpoint = the integer nearest sqrt(bptt), and PyTorch's
 torch.utils.checkpoint over segments of as many steps) and `budget`
 (Runnel with --memory-budget, the interval its planner picks; PyTorch has
-no such option, so its columns are empty).
+no such option, so its columns are empty). `--rows ...,swap` adds Runnel
+with `--arg swap_memory=1` (the loop's saved values kept in host memory,
+swapped out of a GPU; on a machine without one it changes nothing), for a
+session with a GPU; its PyTorch columns are empty too.
 
 Runnel without recomputation is not run above --store-up-to characters
 (its stacks alone would take about 0.9 MB per character of the window).
@@ -59,7 +62,7 @@ def measured(cmd, env=None):
     return out, usage.ru_maxrss * 1024
 
 
-def runnel(build, bptt, k, steps, threads, budget=None):
+def runnel(build, bptt, k, steps, threads, budget=None, swap=False):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         _, peak = measured(
@@ -67,7 +70,8 @@ def runnel(build, bptt, k, steps, threads, budget=None):
              str(threads), "--arg", f"bptt={bptt}", "--arg",
              f"steps={steps}", "--arg", "valid_windows=1", "--arg",
              f"checkpoint={k}", "--metrics", metrics] +
-            (["--memory-budget", budget] if budget else []))
+            (["--memory-budget", budget] if budget else []) +
+            (["--arg", "swap_memory=1"] if swap else []))
         with open(metrics, encoding="utf-8") as fh:
             t = [json.loads(line)["time"] for line in fh]
     return (t[-1] - t[0]) / (len(t) - 1), peak
@@ -158,15 +162,17 @@ def main(argv):
             ours = "| not run | | "
             if row != "none" or bptt <= store_up_to:
                 rs, rp = runnel(build, bptt, k, steps, threads,
-                                budget if row == "budget" else None)
+                                budget if row == "budget" else None,
+                                swap=row == "swap")
                 ours = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
             theirs = "| | | | |"
-            if row != "budget":
+            if row not in ("budget", "swap"):
                 ts, tp, policy = torch_best(peer, configs, bptt, k, steps,
                                             threads)
                 theirs = (f"| {tp / 2**20:.0f} | {ts:.3f} | "
                           f"{ts / chars * 1e6:.2f} | {policy} |")
-            label = {"none": "none", "k": str(k), "budget": f"--memory-budget {budget}"}[row]
+            label = {"none": "none", "k": str(k), "budget": f"--memory-budget {budget}",
+                     "swap": "swap_memory"}[row]
             print(f"| {bptt} | {label} {ours}{theirs}", flush=True)
 
 

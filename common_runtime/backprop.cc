@@ -19,6 +19,8 @@
 #include "base/strings.h"
 #include "common_runtime/control_flow.h"
 #include "common_runtime/gradients.h"
+#include "common_runtime/placer.h"
+#include "framework/device_spec.h"
 #include "framework/recompute_plan.h"
 
 namespace runnel {
@@ -37,6 +39,20 @@ int64_t CheckpointOf(const Node& counter_enter) {
   absl::StatusOr<int64_t> k =
       GetAttrOr<int64_t>(counter_enter.attrs(), "_checkpoint", 0);
   return k.ok() ? *k : 0;
+}
+
+// Whether a script asked a loop to keep its saved values in host memory
+// (`swap_memory = true`, on its counter's enter).
+bool SwapAskedOf(const Node& counter_enter) {
+  absl::StatusOr<bool> swap =
+      GetAttrOr<bool>(counter_enter.attrs(), "_swap_memory", false);
+  return swap.ok() && *swap;
+}
+
+// Whether a node was asked onto a CPU (a `device` block).
+bool AskedOntoCpu(const Node& n) {
+  absl::StatusOr<DeviceSpec> spec = DeviceSpec::Parse(n.requested_device());
+  return spec.ok() && spec->type == kDeviceCpu;
 }
 
 // The nodes that `outputs` depend on, through data and control edges.
@@ -181,7 +197,8 @@ class Backprop : public GradContext {
       : graph_(graph),
         frames_(std::move(frames)),
         scope_(options.scope),
-        memory_budget_(options.memory_budget) {
+        memory_budget_(options.memory_budget),
+        swap_rates_(options.swap_rates) {
     levels_.push_back(Level{});
   }
 
@@ -205,7 +222,9 @@ class Backprop : public GradContext {
   absl::StatusOr<NodeOut> ResolveTo(NodeOut v, int d);
   absl::StatusOr<NodeOut> PopAt(NodeOut v, int e);
   absl::StatusOr<Node*> NewStack(const Node* like, DType dtype, int e);
-  absl::StatusOr<Node*> PushEach(NodeOut v, Node* stack, int e);
+  // `swap`: stack_push's attr ("": keep the value where it is).
+  absl::StatusOr<Node*> PushEach(NodeOut v, Node* stack, int e,
+                                 const std::string& swap = "");
   absl::StatusOr<Node*> MakePop(NodeOut handle, NodeOut index,
                                 const TensorSpec& spec, const Node* like,
                                 bool keep, int depth);
@@ -213,11 +232,17 @@ class Backprop : public GradContext {
                                const std::vector<NodeOut>& next, NodeOut trips,
                                NodeOut token, GradBuilder& in);
   // A loop's checkpoint interval: k > 0, or (for a trip count known only
-  // at run time) the recompute_plan node that gives it; neither: store.
+  // at run time) the recompute_plan node that gives it; neither: store,
+  // in host memory where `swap` says so (stack_push's attr).
   struct Schedule {
     int64_t k = 0;
     Node* runtime = nullptr;
+    std::string swap;
   };
+  // Whether the budget's plan keeps the loop's saved values (`bytes` per
+  // iteration) in host memory: when the session has a device that swaps
+  // and that costs less than computing them again (or nothing else fits).
+  bool PlanSwap(const FrameMap::Loop& loop, double bytes, bool fits) const;
   absl::StatusOr<Schedule> Plan(const Unit& u, const RecomputeCone& cone,
                                 const std::vector<bool>& used);
   absl::StatusOr<NodeOut> Recompute(const Unit& u,
@@ -247,6 +272,7 @@ class Backprop : public GradContext {
   FrameMap frames_;
   std::string scope_;
   int64_t memory_budget_;
+  std::optional<CostRates> swap_rates_;
   std::vector<Level> levels_;
   absl::flat_hash_map<const Node*, int> depth_;  // backward nodes
 };
@@ -339,15 +365,18 @@ absl::StatusOr<Node*> Backprop::NewStack(const Node* like, DType dtype, int e) {
 
 // Level e's forward loop pushes v, of its body, onto `stack` at each
 // iteration's index.
-absl::StatusOr<Node*> Backprop::PushEach(NodeOut v, Node* stack, int e) {
+absl::StatusOr<Node*> Backprop::PushEach(NodeOut v, Node* stack, int e,
+                                         const std::string& swap) {
   const std::string& frame = levels_[e].frame;
   RN_ASSIGN_OR_RETURN(
       Node * handle, Forward("enter", {{stack, 0}},
                              {{"frame_name", frame}, {"is_constant", true}}, {},
                              frame, v.node));
+  AttrMap attrs;
+  if (!swap.empty()) attrs["swap"] = swap;
   return Forward("stack_push",
-                 {{handle, 0}, {frames_.loop(frame)->counter_body, 0}, v}, {},
-                 {}, frame, v.node);
+                 {{handle, 0}, {frames_.loop(frame)->counter_body, 0}, v},
+                 std::move(attrs), {}, frame, v.node);
 }
 
 absl::StatusOr<Node*> Backprop::MakePop(NodeOut handle, NodeOut index,
@@ -616,7 +645,9 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
     }
   }
   Schedule plan;
-  if (any) {
+  if (SwapAskedOf(*loop.counter_enter)) {
+    plan.swap = "asked";
+  } else if (any) {
     plan.k = CheckpointOf(*loop.counter_enter);
     if (plan.k == 0) {
       RN_ASSIGN_OR_RETURN(plan, Plan(u, cone, used));
@@ -661,7 +692,7 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
                                              {}, frame, v.node));
       v = {sw, 0};
     }
-    RN_ASSIGN_OR_RETURN(Node * push, PushEach(v, p.stack, e));
+    RN_ASSIGN_OR_RETURN(Node * push, PushEach(v, p.stack, e, plan.swap));
     level.pushes.push_back({p.pop, push});
     for (Node* r : p.reads) level.pushes.push_back({r, push});
   }
@@ -734,13 +765,20 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
     return refuse(StrCat(budget, "saves ", unknown,
                          ", whose size is known only at run time; ", how));
   }
+  const double bytes = static_cast<double>(sizes.recomputed + sizes.stored);
   if (sizes.trips >= 0) {
     const CheckpointPlan plan = PlanCheckpoints(sizes, memory_budget_);
+    if (plan.k > 0 && PlanSwap(loop, bytes, plan.held <= memory_budget_)) {
+      return Schedule{0, nullptr, "planned"};
+    }
     if (plan.held > memory_budget_) {
       return refuse(PlanDoesNotFit(sizes, plan, memory_budget_));
     }
-    return Schedule{plan.k, nullptr};
+    return Schedule{plan.k, nullptr, ""};
   }
+  // The trip count is known only at run time, but the costs of both grow
+  // with it alike.
+  if (PlanSwap(loop, bytes, true)) return Schedule{0, nullptr, "planned"};
   for (Node* enter : loop.enters) {
     if (!enter->attrs().contains("_trip_count")) continue;
     RN_ASSIGN_OR_RETURN(
@@ -751,13 +789,28 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
                  {"stored", sizes.stored},
                  {"state", sizes.state}},
                 {}, frames_.parent_of(levels_[depth()].frame), site));
-    return Schedule{0, runtime};
+    return Schedule{0, runtime, ""};
   }
   return refuse(StrCat(budget,
                        "runs a number of iterations known only when it "
                        "ends (a while loop), so its stacks cannot be "
                        "planned; ",
                        how));
+}
+
+bool Backprop::PlanSwap(const FrameMap::Loop& loop, double bytes,
+                        bool fits) const {
+  if (!swap_rates_ || AskedOntoCpu(*loop.counter_enter)) return false;
+  if (!fits) return true;
+  // One more forward iteration: the body's nodes on the device's rates.
+  const std::string& frame = levels_[depth()].frame;
+  double forward_s = 0;
+  for (const Node* n : graph_->nodes()) {
+    if (frames_.frame_of(n) == frame) {
+      forward_s += EstimatedSeconds(*n, *swap_rates_, /*unknown_dim=*/32);
+    }
+  }
+  return SwapCostsLess(bytes, forward_s, swap_rates_->transfer_bytes_per_s);
 }
 
 // Recomputation with interval k. The forward loop saves the state that the

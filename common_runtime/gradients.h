@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common_runtime/cost_model.h"
 #include "framework/graph.h"
 
 namespace runnel {
@@ -168,6 +169,12 @@ struct GradientOptions {
   // the backward loop from its state saved every k iterations, with the k
   // that holds least (a loop's `checkpoint = k` chooses k itself).
   int64_t memory_budget = 0;
+  // Set when the session has a device that can keep a loop's saved values
+  // in host memory instead of its own (a GPU: Device::SwapsToHost): its
+  // rates, by which the budget's plan weighs copying them out and back
+  // (transfer_bytes_per_s) against computing them again, and picks the
+  // cheaper. A loop asked onto the CPU is never planned to swap.
+  std::optional<CostRates> swap_rates;
 };
 
 // Adds d(y)/d(x) for each x to `graph`. `y` must be floating point; a

@@ -23,20 +23,6 @@ constexpr double kMoveMargin = 2e-5;
 // A device other than the first whose estimated share of a run's work is
 // below this gives its free groups back to the first (Schedule).
 constexpr double kMinShare = 0.05;
-// A GPU's rates for the same estimates: nominal figures for a Hopper GPU
-// over PCIe, not calibrated on one (the GPU sessions so far measured the
-// kernels, not these rates).
-CostRates NominalGpuRates() {
-  CostRates r;
-  r.matmul_flops_per_s = 1e13;
-  r.elementwise_bytes_per_s = 1e12;
-  r.transcendental_bytes_per_s = 5e11;
-  r.reduction_bytes_per_s = 5e11;
-  r.node_overhead_s = 5e-6;  // a kernel launch
-  r.transfer_latency_s = 1e-5;
-  r.transfer_bytes_per_s = 2e10;
-  return r;
-}
 
 class UnionFind {
  public:
@@ -581,6 +567,20 @@ class Placer {
 };
 
 }  // namespace
+
+// Not calibrated on a GPU: the GPU sessions so far measured the kernels,
+// not these rates.
+CostRates NominalGpuRates() {
+  CostRates r;
+  r.matmul_flops_per_s = 1e13;
+  r.elementwise_bytes_per_s = 1e12;
+  r.transcendental_bytes_per_s = 5e11;
+  r.reduction_bytes_per_s = 5e11;
+  r.node_overhead_s = 5e-6;  // a kernel launch
+  r.transfer_latency_s = 1e-5;
+  r.transfer_bytes_per_s = 2e10;
+  return r;
+}
 
 double EstimatedFlops(const Node& n, int64_t unknown) {
   const std::string& op = n.op();

@@ -70,6 +70,10 @@ absl::Status PlaceGraph(Graph& graph, const DeviceSet& devices,
 // dimensions.
 double EstimatedFlops(const Node& node, int64_t unknown_dim);
 
+// A GPU's rates for the estimates: nominal figures for a Hopper GPU over
+// PCIe (transfer_bytes_per_s is the link's), not calibrated on one.
+CostRates NominalGpuRates();
+
 // The cost model's estimate of a node's time on a device with `rates`: the
 // executor's overhead, plus by the op's class (ClassOfOp) its flops over
 // the matmul rate, or its bytes (in and out; a reduction's in) over the

@@ -7,6 +7,7 @@
 #ifndef RUNNEL_FRAMEWORK_DEVICE_H_
 #define RUNNEL_FRAMEWORK_DEVICE_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,25 @@ namespace runnel {
 
 inline constexpr char kDeviceCpu[] = "cpu";
 inline constexpr char kDeviceGpu[] = "gpu";
+
+class Device;
+
+// A value a loop's gradient keeps (a stack's, framework/kernel.h) copied
+// out of its device into host memory, asynchronously: Device::SwapOut
+// starts the copy, Device::SwapIn brings the value back. The device's own
+// record of the copy (its host buffer, its event).
+class SwappedValue {
+ public:
+  explicit SwappedValue(Device* device) : device_(device) {}
+  virtual ~SwappedValue() = default;
+  SwappedValue(const SwappedValue&) = delete;
+  SwappedValue& operator=(const SwappedValue&) = delete;
+  // The device it was copied out of, and the only one that takes it back.
+  Device* device() const { return device_; }
+
+ private:
+  Device* device_;
+};
 
 class Device {
  public:
@@ -48,6 +68,23 @@ class Device {
   // executor for every value a `_send` sends or a `_recv` receives.
   virtual absl::StatusOr<Tensor> CopyToHost(const Tensor& t) { return t; }
   virtual absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) { return t; }
+  // Whether a loop's gradient may keep its values in host memory instead
+  // of this device's (swap_memory, docs/training.md): a device whose
+  // memory is not the host's and that copies asynchronously. The CPU's
+  // values are in host memory already.
+  virtual bool SwapsToHost() const { return false; }
+  // Starts copying `t` (in this device's memory, written by the kernels
+  // started before) to host memory and returns at once; the copy frees
+  // `t`'s memory when it is done. SwapIn gives the value back in this
+  // device's memory, ready for the kernels started after it, without
+  // waiting on the host. Unimplemented where SwapsToHost() is false.
+  virtual absl::StatusOr<std::shared_ptr<SwappedValue>> SwapOut(
+      const Tensor& /*t*/) {
+    return absl::UnimplementedError(name_ + " does not swap to host memory");
+  }
+  virtual absl::StatusOr<Tensor> SwapIn(const SwappedValue& /*v*/) {
+    return absl::UnimplementedError(name_ + " does not swap to host memory");
+  }
   // What `:devices` adds after the name: the hardware and its memory
   // ("NVIDIA H100, 1.2 GiB in use, ..."); "" for the CPU.
   virtual std::string Describe() const { return ""; }

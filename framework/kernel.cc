@@ -73,30 +73,30 @@ int64_t StepContainer::NewStack() {
   return static_cast<int64_t>(stacks_.size()) - 1;
 }
 
-absl::Status StepContainer::Push(int64_t stack, int64_t index, Tensor value) {
+absl::Status StepContainer::Push(int64_t stack, int64_t index,
+                                 Element element) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stack < 0 || stack >= static_cast<int64_t>(stacks_.size())) {
     return absl::InvalidArgumentError(
         StrCat("no stack ", stack, " in this run"));
   }
-  stacks_[stack][index] = std::move(value);
+  stacks_[stack][index] = std::move(element);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<Tensor>> StepContainer::Pop(int64_t stack,
-                                                         int64_t index,
-                                                         bool keep) {
+absl::StatusOr<std::optional<StepContainer::Element>> StepContainer::Pop(
+    int64_t stack, int64_t index, bool keep) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stack < 0 || stack >= static_cast<int64_t>(stacks_.size())) {
     return absl::InvalidArgumentError(
         StrCat("no stack ", stack, " in this run"));
   }
   auto it = stacks_[stack].find(index);
-  if (it == stacks_[stack].end()) return std::optional<Tensor>();
-  if (keep) return std::optional<Tensor>(it->second);
-  Tensor t = std::move(it->second);
+  if (it == stacks_[stack].end()) return std::optional<Element>();
+  if (keep) return std::optional<Element>(it->second);
+  Element e = std::move(it->second);
   stacks_[stack].erase(it);
-  return std::optional<Tensor>(std::move(t));
+  return std::optional<Element>(std::move(e));
 }
 
 absl::Status ComputeSafely(OpKernel& kernel, OpKernelContext* ctx) {

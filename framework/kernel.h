@@ -55,16 +55,23 @@ struct CallFrame {
 // executor makes one per Run and frees it, and every stack, at the end.
 class StepContainer {
  public:
+  // A stack's element: the value itself, or (swap_memory) its copy in host
+  // memory, which its device gives back (Device::SwapIn).
+  struct Element {
+    Tensor value;
+    std::shared_ptr<SwappedValue> swapped;
+  };
+
   int64_t NewStack();
-  absl::Status Push(int64_t stack, int64_t index, Tensor value);
-  // The value at `index`, removed unless `keep`; nullopt when nothing was
-  // pushed there.
-  absl::StatusOr<std::optional<Tensor>> Pop(int64_t stack, int64_t index,
-                                            bool keep = false);
+  absl::Status Push(int64_t stack, int64_t index, Element element);
+  // The element at `index`, removed unless `keep`; nullopt when nothing
+  // was pushed there.
+  absl::StatusOr<std::optional<Element>> Pop(int64_t stack, int64_t index,
+                                             bool keep = false);
 
  private:
   std::mutex mu_;
-  std::vector<absl::flat_hash_map<int64_t, Tensor>> stacks_;
+  std::vector<absl::flat_hash_map<int64_t, Element>> stacks_;
 };
 
 // Internal error unless `dtype` is the dtype of the node's output `i`

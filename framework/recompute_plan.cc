@@ -19,6 +19,13 @@ CheckpointPlan PlanCheckpoints(const LoopStackSizes& s, int64_t budget) {
   return best;
 }
 
+bool SwapCostsLess(double bytes, double forward_s, double link_bytes_per_s) {
+  if (link_bytes_per_s <= 0) return false;
+  const double copy_s = bytes / link_bytes_per_s;
+  const double swap_s = copy_s + std::max(0.0, copy_s - forward_s);
+  return swap_s < forward_s;
+}
+
 std::string PlanDoesNotFit(const LoopStackSizes& s, const CheckpointPlan& plan,
                            int64_t budget) {
   return StrCat(

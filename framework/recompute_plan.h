@@ -31,6 +31,14 @@ struct CheckpointPlan {
 // computed again, and what is stored at every iteration).
 CheckpointPlan PlanCheckpoints(const LoopStackSizes& sizes, int64_t budget);
 
+// Whether keeping a loop's saved values in host memory (`bytes` per
+// iteration, swapped out of a GPU and back over a link of
+// `link_bytes_per_s`) costs less time than computing them again, which
+// costs about one more forward iteration (`forward_s`) per iteration. The
+// copy out overlaps the forward iteration and costs only what exceeds it;
+// the copy back in runs before the backward iteration that reads it.
+bool SwapCostsLess(double bytes, double forward_s, double link_bytes_per_s);
+
 // Why `plan` (held > budget) does not fit, for an error at the loop.
 std::string PlanDoesNotFit(const LoopStackSizes& sizes,
                            const CheckpointPlan& plan, int64_t budget);

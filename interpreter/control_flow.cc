@@ -315,6 +315,7 @@ absl::StatusOr<Attempt> TryLoop(GraphBuilder& b, const Value& init,
   cf->loop = &wb;
   AttrMap counter;
   if (fns.checkpoint > 0) counter["_checkpoint"] = fns.checkpoint;
+  if (fns.swap_memory) counter["_swap_memory"] = true;
   if (fns.trips >= 0) counter["_trips"] = fns.trips;
   wb.set_counter_attrs(std::move(counter));
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top,
@@ -427,7 +428,7 @@ absl::StatusOr<Value> AddRow(GraphBuilder& b, const Value& acc,
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
                                 const OpSite& site, int64_t checkpoint,
-                                bool trip_count) {
+                                bool trip_count, bool swap_memory) {
   RN_ASSIGN_OR_RETURN(Value shape, b.ApplyOp("shape_of", {xs}, {}, site));
   RN_ASSIGN_OR_RETURN(
       Value n, b.ApplyOp("dynamic_index", {shape, Value::Int(0)}, {}, site));
@@ -450,6 +451,7 @@ absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
   std::vector<Value> accs;
   LoopFns fns;
   fns.checkpoint = checkpoint;
+  fns.swap_memory = swap_memory;
   fns.trips = static_n;
   if (trip_count) fns.trip_count = n;
   if (init != nullptr) fns.shapes.resize(leaves.size());

@@ -44,6 +44,9 @@ struct LoopFns {
   // A gradient through the loop recomputes its values from the state saved
   // every `checkpoint` iterations (0: as the memory budget decides).
   int64_t checkpoint = 0;
+  // A gradient through the loop keeps its saved values in host memory,
+  // copied out of a GPU as the loop runs (`swap_memory = true`).
+  bool swap_memory = false;
   // The number of iterations when known statically, else -1.
   int64_t trips = -1;
   // The number of iterations as a value before the loop (an i32 scalar),
@@ -62,12 +65,13 @@ absl::StatusOr<Value> GraphLoop(GraphBuilder& b, const Value& init,
 // graph: a loop over axis 0 of symbolic xs whose per-step results are
 // accumulated into [n, ...] tensors. `call` applies f.
 using StepFn = std::function<absl::StatusOr<Value>(std::vector<Value> args)>;
-// `checkpoint` as LoopFns's; `trip_count`: enter the trip count for a
-// memory budget's plan.
+// `checkpoint` and `swap_memory` as LoopFns's; `trip_count`: enter the
+// trip count for a memory budget's plan.
 absl::StatusOr<Value> GraphScan(GraphBuilder& b, const StepFn& call,
                                 const Value& xs, const Value* init,
                                 const OpSite& site, int64_t checkpoint = 0,
-                                bool trip_count = false);
+                                bool trip_count = false,
+                                bool swap_memory = false);
 
 // The tensors of a structure, depth first; an error naming `what` at
 // `span` for a leaf that is not a tensor.

@@ -243,11 +243,22 @@ absl::StatusOr<Value> Interpreter::EvalGraphLoop(
     return BindPattern(e.var, item, BindingKind::kLet);
   };
   LoopFns fns;
-  if (!e.option.empty()) {
+  if (e.option == "swap_memory") {
+    RN_ASSIGN_OR_RETURN(Value swap, Eval(*e.option_value));
+    if (!swap.is_tensor() || swap.is_symbolic() ||
+        swap.tensor_dtype() != DType::kBool ||
+        swap.tensor_shape().rank() != 0) {
+      return ErrorAt(e.option_value->span,
+                     StrCat("swap_memory must be true or false, got ",
+                            DescribeValue(swap)));
+    }
+    fns.swap_memory = swap.AsDouble().value_or(0) != 0;
+    if (fns.swap_memory) WarnNoSwap(e.option_span);
+  } else if (!e.option.empty()) {
     if (e.option != "checkpoint") {
       return ErrorAt(e.option_span,
-                     StrCat("a loop takes 'with checkpoint = k' (docs/"
-                            "training.md), not '",
+                     StrCat("a loop takes 'with checkpoint = k' or 'with "
+                            "swap_memory = true' (docs/training.md), not '",
                             e.option, "'"));
     }
     RN_ASSIGN_OR_RETURN(Value k, Eval(*e.option_value));

@@ -378,6 +378,28 @@ absl::Status Interpreter::CheckDevice(const DeviceSpec& spec,
   return absl::OkStatus();
 }
 
+bool Interpreter::CanSwap() const {
+  const DeviceSet& devices = host_->session().devices();
+  for (int i = 0; i < devices.num_local(); ++i) {
+    if (devices.device(i)->SwapsToHost()) return true;
+  }
+  return false;
+}
+
+void Interpreter::WarnNoSwap(const SourceSpan& span) {
+  if (CanSwap()) return;
+  lang::Diagnostic d;
+  d.severity = lang::Severity::kWarning;
+  d.message = StrCat(
+      "swap_memory: no device of this session keeps its memory apart from "
+      "the host's (devices: ",
+      host_->session().devices().Describe(),
+      "), so the loop's saved values are in host memory already and stay "
+      "where they are");
+  d.span = span;
+  sink_->Report(d);
+}
+
 absl::Status Interpreter::ExecRebind(const lang::RebindStmt& s) {
   std::string hint =
       s.pattern.kind == lang::Pattern::Kind::kName ? s.pattern.name : "";

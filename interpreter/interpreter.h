@@ -137,6 +137,13 @@ class Interpreter {
   // Imports: where they resolve, the files parsed and modules loaded.
   ModuleLoader& modules() { return modules_; }
 
+  // Whether a device of the session keeps a loop's saved values in host
+  // memory when asked (a GPU: Device::SwapsToHost).
+  bool CanSwap() const;
+  // `swap_memory = true` at `span` in a session where no device swaps: a
+  // warning there that the values stay where they are, in host memory.
+  void WarnNoSwap(const SourceSpan& span);
+
  private:
   enum class Signal { kNone, kBreak, kContinue, kReturn };
 

@@ -204,14 +204,20 @@ RUNNEL_REGISTER_OP(OpDefBuilder("stack_new")
                             "run ends: it carries a loop's forward values "
                             "to its gradient."));
 
-RUNNEL_REGISTER_OP(OpDefBuilder("stack_push")
-                       .Inputs({"handle", "index", "value"})
-                       .Outputs({"value"})
-                       .Stateful()
-                       .KernelDTypeFromInput(2)
-                       .Shape(StackPushShape)
-                       .Doc("Keeps value at `index` of the stack and forwards "
-                            "it."));
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("stack_push")
+        .Inputs({"handle", "index", "value"})
+        .Outputs({"value"})
+        .Attr("swap", std::string())
+        .Stateful()
+        .KernelDTypeFromInput(2)
+        .Shape(StackPushShape)
+        .Doc("Keeps value at `index` of the stack and forwards it. `swap`: "
+             "\"\" keeps it where it is; \"asked\" (swap_memory = true) "
+             "keeps a copy in host memory instead, made asynchronously, on a "
+             "device whose memory is not the host's (a GPU), and the value "
+             "itself elsewhere; \"planned\" (a memory budget's plan) the same, "
+             "and is an error on a device that cannot swap."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("stack_pop")
                        .Inputs({"handle", "index"})

@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "base/strings.h"
 #include "common_runtime/gradients.h"
+#include "common_runtime/placer.h"
 #include "common_runtime/trace.h"
 #include "framework/op_registry.h"
 #include "interpreter/builtins/internal.h"
@@ -191,6 +192,10 @@ Result Grad(Interpreter& in, Args& a) {
   }
   GradientOptions options;
   options.memory_budget = in.options().memory_budget;
+  // Only a budget's plan weighs swapping (and asking makes the session).
+  if (options.memory_budget > 0 && in.CanSwap()) {
+    options.swap_rates = NominalGpuRates();
+  }
   absl::StatusOr<std::vector<NodeOut>> grads =
       AddGradients(&in.graph(), y.out(), outs, options);
   if (!grads.ok()) {
@@ -236,9 +241,23 @@ Result ScanFn(Interpreter& in, Args& a) {
                           "number of iterations, got ",
                           checkpoint));
   }
+  RN_ASSIGN_OR_RETURN(bool swap_memory, BoolArg(a, at + 1));
+  if (swap_memory && checkpoint > 0) {
+    return ErrorAt(a.span_of(at + 1),
+                   "swap_memory and checkpoint are two ways to bound the "
+                   "saved values' memory: give one");
+  }
   if (xs.is_symbolic() || (init != nullptr && init->contains_symbolic())) {
+    if (swap_memory) in.WarnNoSwap(a.span_of(at + 1));
     return GraphScan(in.builder(), call, xs, init, Site(a), checkpoint,
-                     in.options().memory_budget > 0);
+                     in.options().memory_budget > 0, swap_memory);
+  }
+  if (swap_memory) {
+    return ErrorAt(a.span_of(at + 1),
+                   StrCat("swap_memory applies to a ", a.builtin->name,
+                          " in the graph, and this one runs on the host (its "
+                          "inputs are concrete): it keeps no values for a "
+                          "gradient"));
   }
   RN_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, Iterate(xs, a.span_of(1)));
   Value state = init != nullptr ? *init : Value();
@@ -312,10 +331,13 @@ void AddGraphControl(std::vector<Builtin>& b) {
 // Loops over the first axis.
 void AddLoops(std::vector<Builtin>& b) {
   b.push_back({"scan",
-               {P("f"), P("xs"), P("init"), P("checkpoint", Value::Int(0))},
+               {P("f"), P("xs"), P("init"), P("checkpoint", Value::Int(0)),
+                P("swap_memory", Value::Bool(false))},
                ScanFn});
-  b.push_back(
-      {"map", {P("f"), P("xs"), P("checkpoint", Value::Int(0))}, ScanFn});
+  b.push_back({"map",
+               {P("f"), P("xs"), P("checkpoint", Value::Int(0)),
+                P("swap_memory", Value::Bool(false))},
+               ScanFn});
 }
 
 // Checkpoints (checkpoint_builtins.cc).

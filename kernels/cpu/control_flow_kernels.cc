@@ -8,8 +8,10 @@
 #include "kernels/common/control_flow_kernels.h"
 
 #include <algorithm>
+#include <string>
 
 #include "base/strings.h"
+#include "framework/device.h"
 #include "framework/kernel.h"
 #include "framework/recompute_plan.h"
 
@@ -59,16 +61,47 @@ class StackNewKernel : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// With `swap` set, a device that swaps (a GPU: Device::SwapsToHost) keeps
+// the value in host memory: its copy out starts here and overlaps the
+// kernels after it, and the pop brings it back.
 class StackPushKernel : public OpKernel {
  public:
+  absl::Status Init(const Node& node) override {
+    RN_ASSIGN_OR_RETURN(swap_, node.attr<std::string>("swap"));
+    if (!swap_.empty() && swap_ != "asked" && swap_ != "planned") {
+      return absl::InvalidArgumentError(
+          StrCat("stack_push: swap is \"\", \"asked\" or \"planned\", not \"",
+                 swap_, "\""));
+    }
+    return absl::OkStatus();
+  }
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
+    StepContainer::Element element;
+    Device* device = ctx->device();
+    if (swap_.empty() ||
+        (device != nullptr && !device->SwapsToHost() && swap_ == "asked")) {
+      element.value = ctx->input(2);
+    } else if (device == nullptr || !device->SwapsToHost()) {
+      return absl::FailedPreconditionError(StrCat(
+          "the memory budget's plan keeps this loop's saved values in host "
+          "memory, swapped out of a GPU, but the loop runs on ",
+          device != nullptr ? device->name() : "the host",
+          ", whose memory is the host's: they would hold more than the "
+          "budget; choose the loop's interval with `with checkpoint = k` "
+          "(docs/training.md, Long sequences)"));
+    } else {
+      RN_ASSIGN_OR_RETURN(element.swapped, device->SwapOut(ctx->input(2)));
+    }
     RN_RETURN_IF_ERROR(step->Push(ctx->input(0).data<int64_t>()[0],
                                   ctx->input(1).data<int32_t>()[0],
-                                  ctx->input(2)));
+                                  std::move(element)));
     return ctx->set_output(0, ctx->input(2));
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  std::string swap_;
 };
 
 class StackPopKernel : public OpKernel {
@@ -79,16 +112,29 @@ class StackPopKernel : public OpKernel {
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
-    RN_ASSIGN_OR_RETURN(std::optional<Tensor> t,
+    RN_ASSIGN_OR_RETURN(std::optional<StepContainer::Element> e,
                         step->Pop(ctx->input(0).data<int64_t>()[0],
                                   ctx->input(1).data<int32_t>()[0], keep_));
     // Nothing pushed: the push was on a branch the forward pass did not
     // take, and so is everything that reads this value.
-    if (!t) {
+    if (!e) {
       ctx->set_output_dead(0);
       return absl::OkStatus();
     }
-    return ctx->set_output(0, std::move(*t));
+    if (e->swapped == nullptr) return ctx->set_output(0, std::move(e->value));
+    Device* from = e->swapped->device();
+    if (from != ctx->device()) {
+      // The placer put the loop's gradient apart from the loop: only the
+      // device that swapped the value out can bring it back.
+      return absl::FailedPreconditionError(
+          StrCat("stack_pop: a value the loop swapped out of ", from->name(),
+                 " (swap_memory) is read on ",
+                 ctx->device() != nullptr ? ctx->device()->name() : "the host",
+                 "; put the loop and its gradient on one device (a `device` "
+                 "block around both)"));
+    }
+    RN_ASSIGN_OR_RETURN(Tensor t, from->SwapIn(*e->swapped));
+    return ctx->set_output(0, std::move(t));
   }
   bool IsExpensive() const override { return false; }
 

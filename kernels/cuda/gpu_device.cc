@@ -78,6 +78,21 @@ class CudaRawAllocator final : public RawAllocator {
   int device_;
 };
 
+// Page-locked host memory, which the GPU copies to and from without the
+// staging buffers' pieces: the swapped values of loops (GpuContext::SwapOut).
+class PinnedRawAllocator final : public RawAllocator {
+ public:
+  void* Alloc(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void Free(void* ptr) override { cudaFreeHost(ptr); }
+};
+
 // The visible GPUs, counted once.
 struct Visible {
   int count = 0;
@@ -150,7 +165,10 @@ GpuContext::GpuContext(int index)
     : index_(index),
       raw_(std::make_unique<CudaRawAllocator>(index)),
       cache_(raw_.get()),
-      compute_allocator_(StrCat("gpu:", index), &cache_, 0) {}
+      compute_allocator_(StrCat("gpu:", index), &cache_, 0) {
+  swaps_.raw = std::make_unique<PinnedRawAllocator>();
+  swaps_.host = std::make_unique<CachingAllocator>(swaps_.raw.get());
+}
 
 absl::Status GpuContext::Init() {
   RN_RETURN_IF_ERROR(Activate());
@@ -165,6 +183,7 @@ absl::Status GpuContext::Init() {
       RN_CUDA(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
     }
   }
+  RN_CUDA(cudaStreamCreateWithFlags(&swaps_.stream, cudaStreamNonBlocking));
   copy_pool_ = std::make_unique<ThreadPool>(
       static_cast<int>(
           std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u)),
@@ -193,6 +212,7 @@ GpuContext::~GpuContext() {
     }
     if (s->stream != nullptr) cudaStreamDestroy(s->stream);
   }
+  if (swaps_.stream != nullptr) cudaStreamDestroy(swaps_.stream);
   if (compute_ != nullptr) cudaStreamDestroy(compute_);
 }
 
@@ -344,6 +364,109 @@ absl::StatusOr<Tensor> GpuContext::FromHost(const Tensor& t) {
   // Kernels enqueued from now on read the value only after the copy.
   RN_CUDA(cudaEventRecord(h2d_.after, h2d_.stream));
   RN_CUDA(cudaStreamWaitEvent(compute_, h2d_.after, 0));
+  return dev;
+}
+
+// A value swapped out: its page-locked copy, the event of the copy out,
+// and that of the last copy back in (which its buffer must outlive).
+class GpuContext::Swapped final : public SwappedValue {
+ public:
+  Swapped(Device* device, GpuContext* gpu, const Tensor& t)
+      : SwappedValue(device),
+        gpu_(gpu),
+        dtype_(t.dtype()),
+        shape_(t.shape()),
+        bytes_(t.bytes()) {}
+  ~Swapped() override {
+    if (host_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(gpu_->swaps_.mu);
+    gpu_->swaps_.pending.push_back(
+        {read_ != nullptr ? read_ : copied_, Tensor(), host_});
+  }
+
+ private:
+  friend class GpuContext;
+  GpuContext* gpu_;
+  DType dtype_;
+  Shape shape_;
+  size_t bytes_;
+  void* host_ = nullptr;
+  std::shared_ptr<CUevent_st> copied_, read_;
+};
+
+absl::StatusOr<std::shared_ptr<CUevent_st>> GpuContext::Mark(
+    cudaStream_t stream) {
+  cudaEvent_t e = nullptr;
+  RN_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  std::shared_ptr<CUevent_st> event(e,
+                                    [](cudaEvent_t e) { cudaEventDestroy(e); });
+  RN_CUDA(cudaEventRecord(e, stream));
+  return event;
+}
+
+void GpuContext::Reap() {
+  auto& pending = swaps_.pending;
+  for (auto it = pending.begin(); it != pending.end();) {
+    const cudaError_t e = cudaEventQuery(it->done.get());
+    if (e == cudaErrorNotReady) {
+      ++it;
+      continue;
+    }
+    // An error of the copy shows at the next copy out of the GPU; the
+    // buffers go back either way.
+    if (e != cudaSuccess) cudaGetLastError();
+    if (it->host != nullptr) swaps_.host->Free(it->host);
+    it = pending.erase(it);
+  }
+}
+
+absl::StatusOr<std::shared_ptr<SwappedValue>> GpuContext::SwapOut(
+    Device* device, const Tensor& t) {
+  auto swapped = std::make_shared<Swapped>(device, this, t);
+  if (t.bytes() == 0) return swapped;
+  RN_RETURN_IF_ERROR(Activate());
+  std::lock_guard<std::mutex> lock(swaps_.mu);
+  Reap();
+  void* host = swaps_.host->Allocate(t.bytes(), 0);
+  if (host == nullptr) {
+    return absl::ResourceExhaustedError(
+        StrCat("swap out of gpu:", index_, ": no page-locked host memory for ",
+               FormatBytes(t.bytes()), " (", swaps_.host->Describe(), ")"));
+  }
+  swapped->host_ = host;
+  // After the kernels enqueued so far, the producer's among them.
+  RN_ASSIGN_OR_RETURN(std::shared_ptr<CUevent_st> before, Mark(compute_));
+  RN_CUDA(cudaStreamWaitEvent(swaps_.stream, before.get(), 0));
+  RN_CUDA(cudaMemcpyAsync(host, t.raw_data(), t.bytes(), cudaMemcpyDeviceToHost,
+                          swaps_.stream));
+  RN_ASSIGN_OR_RETURN(swapped->copied_, Mark(swaps_.stream));
+  // The device buffer goes back to the compute stream's pool only once the
+  // copy has read it.
+  swaps_.pending.push_back({swapped->copied_, t, nullptr});
+  return swapped;
+}
+
+absl::StatusOr<Tensor> GpuContext::SwapIn(const SwappedValue& v) {
+  // Only a GpuDevice's SwapOut made it (stack_pop checks the device).
+  auto& swapped = const_cast<Swapped&>(static_cast<const Swapped&>(v));
+  RN_RETURN_IF_ERROR(Activate());
+  Tensor dev;
+  try {
+    dev = Tensor(swapped.dtype_, swapped.shape_, allocator());
+  } catch (const AllocationFailed& e) {
+    return absl::ResourceExhaustedError(
+        StrCat("swap into gpu:", index_, ": ",
+               OutOfMemoryMessage(e.bytes(), e.detail())));
+  }
+  if (swapped.bytes_ == 0) return dev;
+  std::lock_guard<std::mutex> lock(swaps_.mu);
+  Reap();
+  // On the compute stream: after the copy out, before the kernels that
+  // read the value, and into a block the compute stream's pool gave.
+  RN_CUDA(cudaStreamWaitEvent(compute_, swapped.copied_.get(), 0));
+  RN_CUDA(cudaMemcpyAsync(dev.raw_data(), swapped.host_, swapped.bytes_,
+                          cudaMemcpyHostToDevice, compute_));
+  RN_ASSIGN_OR_RETURN(swapped.read_, Mark(compute_));
   return dev;
 }
 

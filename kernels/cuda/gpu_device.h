@@ -33,6 +33,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -84,6 +85,16 @@ class GpuContext {
   // "NVIDIA H100 80GB HBM3, 79.1 GiB; 1.2 GiB in use, ...".
   std::string Describe() const;
 
+  // A loop's saved value kept in page-locked host memory (swap_memory,
+  // Device::SwapOut): the copy out waits for the kernels enqueued so far
+  // and runs on its own stream, overlapping the kernels enqueued after;
+  // `t`'s memory goes back to the pool once the copy is done. SwapIn
+  // copies it back on the compute stream, so the kernels after it read it
+  // and the host never waits. `device` is the GpuDevice that owns it.
+  absl::StatusOr<std::shared_ptr<SwappedValue>> SwapOut(Device* device,
+                                                        const Tensor& t);
+  absl::StatusOr<Tensor> SwapIn(const SwappedValue& v);
+
  private:
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
   static constexpr size_t kStagingBytes = size_t{32} << 20;
@@ -106,7 +117,29 @@ class GpuContext {
     }
   };
 
+  class Swapped;
+  // The swaps' stream and page-locked memory. Each device buffer being
+  // copied out and each host buffer that a copy may still read is held in
+  // `pending` until its event has happened (Reap).
+  struct Swaps {
+    std::mutex mu;
+    cudaStream_t stream = nullptr;
+    std::unique_ptr<RawAllocator> raw;
+    std::unique_ptr<CachingAllocator> host;
+    struct Pending {
+      std::shared_ptr<CUevent_st> done;
+      Tensor device;         // released when `done` has happened
+      void* host = nullptr;  // given back to `host` then
+    };
+    std::deque<Pending> pending;
+  };
+
   explicit GpuContext(int index);
+  // Releases what the pending swaps held whose copies are done; swaps_.mu
+  // held.
+  void Reap();
+  // A new event recorded on `stream`.
+  absl::StatusOr<std::shared_ptr<CUevent_st>> Mark(cudaStream_t stream);
   absl::Status Init();
   static absl::Status Reserve(Staging& s, size_t bytes);
   // Copies between pageable and staging memory, split over copy_pool_:
@@ -118,6 +151,7 @@ class GpuContext {
   size_t total_memory_ = 0;
   cudaStream_t compute_ = nullptr;
   Staging h2d_, d2h_;
+  Swaps swaps_;
   std::unique_ptr<ThreadPool> copy_pool_;
   const CublasLt* lt_ = nullptr;
   cublasLtHandle_t blas_ = nullptr;
@@ -144,6 +178,14 @@ class GpuDevice final : public Device {
   }
   absl::StatusOr<Tensor> CopyFromHost(const Tensor& t) override {
     return gpu_->FromHost(t);
+  }
+  bool SwapsToHost() const override { return true; }
+  absl::StatusOr<std::shared_ptr<SwappedValue>> SwapOut(
+      const Tensor& t) override {
+    return gpu_->SwapOut(this, t);
+  }
+  absl::StatusOr<Tensor> SwapIn(const SwappedValue& v) override {
+    return gpu_->SwapIn(v);
   }
   std::string Describe() const override { return gpu_->Describe(); }
   std::optional<CachingAllocatorStats> MemoryStats() const override {

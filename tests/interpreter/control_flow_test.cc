@@ -5,9 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <cstring>
 
+#include "base/thread_pool.h"
 #include "framework/allocator.h"
+#include "framework/device_set.h"
+#include "framework/recompute_plan.h"
 #include "interpreter/interpreter.h"
 
 namespace runnel::interp {
@@ -210,5 +215,154 @@ let v = run g with {seq: ones([2, 9, 3])}
   EXPECT_EQ(k, (std::vector<int>{3, 4}));
 }
 
+// swap_memory without a GPU: a "gpu:0" that runs the CPU's kernels in host
+// memory, but gives back what a loop's gradient swaps out from a copy of
+// its own, counting the copies each way.
+std::atomic<int> g_swapped_out{0}, g_swapped_in{0};
+
+Tensor Copy(const Tensor& t) {
+  Tensor c(t.dtype(), t.shape());
+  if (t.bytes() > 0) std::memcpy(c.raw_data(), t.raw_data(), t.bytes());
+  return c;
+}
+
+class HostCopy final : public SwappedValue {
+ public:
+  HostCopy(Device* device, Tensor t) : SwappedValue(device), copy(Copy(t)) {}
+  Tensor copy;
+};
+
+class SwappingDevice final : public Device {
+ public:
+  SwappingDevice(std::string name, ThreadPool* pool, ResourceMgr* resources)
+      : Device(std::move(name), kDeviceCpu, CpuAllocator::Get(), pool,
+               resources) {}
+  bool SwapsToHost() const override { return true; }
+  absl::StatusOr<std::shared_ptr<SwappedValue>> SwapOut(
+      const Tensor& t) override {
+    ++g_swapped_out;
+    return std::make_shared<HostCopy>(this, t);
+  }
+  absl::StatusOr<Tensor> SwapIn(const SwappedValue& v) override {
+    ++g_swapped_in;
+    return Copy(static_cast<const HostCopy&>(v).copy);
+  }
+};
+
+class SwappingFactory final : public DeviceFactory {
+ public:
+  int Count(std::string*) override { return 1; }
+  absl::StatusOr<std::unique_ptr<Device>> Create(int, const std::string& name,
+                                                 ResourceMgr* resources,
+                                                 const GpuOptions&) override {
+    return std::unique_ptr<Device>(
+        std::make_unique<SwappingDevice>(name, &pool_, resources));
+  }
+
+ private:
+  ThreadPool pool_{2, "swapping-gpu"};
+};
+
+class SwapMemoryTest : public ControlFlowTest {
+ protected:
+  void SetUp() override {
+    real_ =
+        RegisterDeviceFactory(kDeviceGpu, std::make_unique<SwappingFactory>());
+    g_swapped_out = 0;
+    g_swapped_in = 0;
+  }
+  void TearDown() override {
+    ControlFlowTest::TearDown();
+    RegisterDeviceFactory(kDeviceGpu, std::move(real_));
+  }
+  // The stack_pushes whose `swap` is `how`.
+  int Swapping(const std::string& how) {
+    int n = 0;
+    for (const Node* node : interp_->graph().nodes()) {
+      n += node->op() == "stack_push" &&
+           node->attr<std::string>("swap").value_or("") == how;
+    }
+    return n;
+  }
+  std::unique_ptr<DeviceFactory> real_;
+};
+
+// A scan on the "GPU" whose gradient keeps its values in host memory gives
+// the gradient it gives without, bit for bit.
+TEST_F(SwapMemoryTest, SwappedStacksGiveTheSameGradient) {
+  ASSERT_EQ(Run(R"RNL(
+input xs: f32[?, 2, 4]
+var w = [[0.5, -0.2, 0.1, 0.0], [0.3, 0.4, -0.1, 0.2],
+         [0.0, 0.1, 0.2, -0.3], [0.2, 0.0, 0.1, 0.4]]
+device "/gpu:0" {
+    def loss(swap) {
+        sum(scan(fn(h, x) => tanh(h @ w + x), xs, zeros([2, 4]), swap_memory = swap) ** 2)
+    }
+    let kept = grad(loss(false), w)
+    let swapped = grad(loss(true), w)
+}
+let data = run random_normal([30, 2, 4], seed = 1)
+let (a, b) = run (kept, swapped) with {xs: data}
+assert(all(a == b), "the same gradient, bit for bit")
+assert(any(a != 0.0), "a gradient")
+)RNL"),
+            0)
+      << err();
+  EXPECT_GT(Swapping("asked"), 0);
+  EXPECT_EQ(Swapping("planned"), 0);
+  // Each iteration of the one run swaps each value out once and back once.
+  EXPECT_GT(g_swapped_out.load(), 0);
+  EXPECT_EQ(g_swapped_out.load() % 30, 0);
+  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+}
+
+// Under a budget the stacks do not fit, with a device that swaps: the plan
+// weighs swapping against recomputing. This loop's values are small beside
+// the time of its body's kernels (at the GPU's nominal rates), so it swaps
+// instead of computing again, and the gradient is the one without a budget.
+TEST_F(SwapMemoryTest, BudgetPlanSwapsWhenThatCostsLess) {
+  const char* source = R"RNL(
+input u: f32[1000]
+device "/gpu:0" {
+    let y = loop x = u for i in 0..200 { x * 0.999 + sin(x) * 0.001 }
+    let g = grad(sum(y), u)
+}
+let v = run g with {u: ones([1000])}
+assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
+)RNL";
+  ASSERT_EQ(Run(source, 400000), 0) << err();
+  EXPECT_GT(Swapping("planned"), 0);
+  EXPECT_EQ(KeepingReads(), 0) << "nothing is computed again";
+  EXPECT_GT(g_swapped_out.load(), 0);
+  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+}
+
+// A loop asked onto the CPU is never planned to swap: it recomputes.
+TEST_F(SwapMemoryTest, BudgetPlanForALoopOnTheCpuRecomputes) {
+  ASSERT_EQ(Run(R"RNL(
+input u: f32[1000]
+device "/cpu:0" {
+    let y = loop x = u for i in 0..200 { x * 0.999 + sin(x) * 0.001 }
+    let g = grad(sum(y), u)
+}
+let v = run g with {u: ones([1000])}
+assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
+)RNL",
+                400000),
+            0)
+      << err();
+  EXPECT_EQ(Swapping("planned"), 0);
+  EXPECT_GT(KeepingReads(), 0) << "the saved state is read back";
+  EXPECT_EQ(g_swapped_out.load(), 0);
+}
+
+TEST(SwapCostsTest, SwapsWhenTheCopiesCostLessThanTheForwardIteration) {
+  // 1 MB over 20 GB/s: 50 us each way.
+  EXPECT_TRUE(SwapCostsLess(1e6, 200e-6, 2e10));  // 50 in < 200 again
+  EXPECT_TRUE(SwapCostsLess(1e6, 60e-6, 2e10));   // 50 in < 60 again
+  EXPECT_FALSE(SwapCostsLess(1e6, 50e-6, 2e10));  // 50 in, not < 50 again
+  EXPECT_FALSE(SwapCostsLess(1e6, 40e-6, 2e10));  // 50 in + 10 out > 40
+  EXPECT_FALSE(SwapCostsLess(1e6, 200e-6, 0));    // no link
+}
 }  // namespace
 }  // namespace runnel::interp

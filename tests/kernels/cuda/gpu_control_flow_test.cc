@@ -81,10 +81,30 @@ class Raw : public RawAllocator {
   static inline std::map<void*, size_t> blocks_;
 };
 
+std::atomic<int> g_swapped_out{0}, g_swapped_in{0};
+
+// A value swapped out (swap_memory): its host form.
+class InvSwapped final : public SwappedValue {
+ public:
+  InvSwapped(Device* device, Tensor host)
+      : SwappedValue(device), host(std::move(host)) {}
+  Tensor host;
+};
+
 class InvGpu final : public Device {
  public:
   InvGpu(std::string name, Allocator* allocator, ResourceMgr* resources)
       : Device(std::move(name), kType, allocator, nullptr, resources) {}
+  bool SwapsToHost() const override { return true; }
+  absl::StatusOr<std::shared_ptr<SwappedValue>> SwapOut(
+      const Tensor& t) override {
+    ++g_swapped_out;
+    return std::make_shared<InvSwapped>(this, Flip(t, CpuAllocator::Get()));
+  }
+  absl::StatusOr<Tensor> SwapIn(const SwappedValue& v) override {
+    ++g_swapped_in;
+    return Flip(static_cast<const InvSwapped&>(v).host, allocator());
+  }
   absl::StatusOr<Tensor> CopyToHost(const Tensor& t) override {
     ++g_to_host;
     return Flip(t, CpuAllocator::Get());
@@ -233,6 +253,8 @@ class InvGpus {
             RegisterDeviceFactory(kDeviceGpu, std::make_unique<InvFactory>())) {
     g_to_device = 0;
     g_to_host = 0;
+    g_swapped_out = 0;
+    g_swapped_in = 0;
   }
   ~InvGpus() { RegisterDeviceFactory(kDeviceGpu, std::move(real_)); }
 
@@ -398,32 +420,71 @@ TEST(GpuControlFlowTest, ConstantsAreReadOnTheHostWithoutACopy) {
   }
 }
 
-// A stack on the device keeps device tensors; its handle and index are
-// read on the host (the index, computed on the device, copied out).
-TEST(GpuControlFlowTest, StackOnTheDeviceHoldsDeviceTensors) {
-  InvGpus fake;
+// Pushes `true` onto a stack at index 1 + 2 and pops it, every node on
+// `device`, the push with `swap` ("": none, "asked", "planned"); the pop's
+// value, or the run's error.
+absl::StatusOr<Tensor> PushAndPop(const std::string& device,
+                                  const std::string& swap) {
   auto g = std::make_shared<Graph>();
-  Builder gpu{*g, "/gpu:0"};
-  NodeOut stack = gpu.Op("stack_new", {}, {{"elem_dtype", DType::kBool}});
-  NodeOut index =
-      gpu.Op("add", {gpu.Const(I32({1}, {})), gpu.Const(I32({2}, {}))});
-  NodeOut value = gpu.Const(Tensor::ScalarOf(DType::kBool, true));
-  NodeOut pushed = gpu.Op("stack_push", {stack, index, value});
+  Builder b{*g, device};
+  NodeOut stack = b.Op("stack_new", {}, {{"elem_dtype", DType::kBool}});
+  NodeOut index = b.Op("add", {b.Const(I32({1}, {})), b.Const(I32({2}, {}))});
+  NodeOut value = b.Const(Tensor::ScalarOf(DType::kBool, true));
+  NodeOut pushed = b.Op("stack_push", {stack, index, value}, {{"swap", swap}});
   absl::StatusOr<Node*> pop =
       g->AddNode({.name = "pop",
                   .op = "stack_pop",
                   .inputs = {stack, index},
                   .control_inputs = {pushed.node},
                   .attrs = {{"elem_dtype", DType::kBool}, {"shape", Shape{}}},
-                  .device = "/gpu:0"});
-  ASSERT_TRUE(pop.ok()) << pop.status();
+                  .device = device});
+  if (!pop.ok()) return pop.status();
   Session session(g, {.num_threads = 2, .gpu_devices = -1});
-  absl::StatusOr<std::vector<Tensor>> out =
-      session.Run(Session::Feeds{}, {NodeOut{*pop, 0}}, {});
+  RN_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                      session.Run(Session::Feeds{}, {NodeOut{*pop, 0}}, {}));
+  return out[0];
+}
+
+// A stack on the device keeps device tensors; its handle and index are
+// read on the host (the index, computed on the device, copied out).
+TEST(GpuControlFlowTest, StackOnTheDeviceHoldsDeviceTensors) {
+  InvGpus fake;
+  absl::StatusOr<Tensor> out = PushAndPop("/gpu:0", "");
   ASSERT_TRUE(out.ok()) << out.status();
-  ExpectTensor((*out)[0], DType::kBool, {}, {1});
+  ExpectTensor(*out, DType::kBool, {}, {1});
   // The index for the push and the pop, and the value for the fetch.
   EXPECT_EQ(g_to_host.load(), 3);
+  EXPECT_EQ(g_swapped_out.load(), 0);
+}
+
+// swap_memory: the device keeps the value in host memory (its host form:
+// a bool the right way round) and gives it back in its own.
+TEST(GpuControlFlowTest, StackOnTheDeviceSwapsToHostMemory) {
+  for (const char* swap : {"asked", "planned"}) {
+    InvGpus fake;
+    absl::StatusOr<Tensor> out = PushAndPop("/gpu:0", swap);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensor(*out, DType::kBool, {}, {1});
+    EXPECT_EQ(g_swapped_out.load(), 1) << swap;
+    EXPECT_EQ(g_swapped_in.load(), 1) << swap;
+  }
+}
+
+// On the CPU, whose memory is the host's, an asked swap keeps the value as
+// it is; a budget's plan that counted on the swap is an error that says so.
+TEST(GpuControlFlowTest, PlannedSwapOnTheCpuIsAnError) {
+  InvGpus fake;
+  absl::StatusOr<Tensor> asked = PushAndPop("/cpu:0", "asked");
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  ExpectTensor(*asked, DType::kBool, {}, {1});
+  absl::StatusOr<Tensor> planned = PushAndPop("/cpu:0", "planned");
+  ASSERT_FALSE(planned.ok());
+  EXPECT_NE(planned.status().message().find(
+                "the memory budget's plan keeps this loop's saved values in "
+                "host memory"),
+            std::string::npos)
+      << planned.status();
+  EXPECT_EQ(g_swapped_out.load(), 0);
 }
 
 // `--transfer-dtype f16` with a GPU: the casts the partitioner adds go to
