@@ -19,6 +19,16 @@ of the per-round ratios Runnel / PyTorch (lower is better for Runnel):
   4. memory: the peak memory reserved during the CNN training run (the
      "peak reserved" counter of a --trace) against
      torch.cuda.max_memory_reserved().
+  5. loop_none, loop_checkpoint, loop_swap (issue 37, item 3) and their
+     *_memory: bench/loop_swap.rnl, an LSTM cell over 1,024 steps of a
+     batch of 64 (512 units) in one in-graph loop, trained with SGD:
+     every step's values kept on the GPU, recomputed from the state saved
+     every 32 steps (`checkpoint = 32`), or kept in host memory
+     (`swap_memory = true`); step time and peak memory reserved. PyTorch:
+     nn.LSTMCell over the same steps, whole, in segments of 32 under
+     torch.utils.checkpoint, or under
+     torch.autograd.graph.save_on_cpu(pin_memory=True). Not in the default
+     set (about a minute a round on an H100): ask with --only.
 
 Aims (issue 16): steps and AlexNet <= 1.0x PyTorch; copies >= 80% of the
 pinned bandwidth; peak reserved <= 1.2x PyTorch's.
@@ -68,8 +78,24 @@ DESCRIPTION = {
     "alexnet_train": "AlexNet forward+backward+SGD, batch 128, 224x224",
     "c3d_train": "C3D-style 3-D convnet, SGD, batch 16 x 16 frames, 112x112",
 }
+# bench/loop_swap.rnl's sizes, on both sides.
+LOOP = {"time": 1024, "batch": 64, "units": 512, "checkpoint": 32}
+LOOP_ARGS = [a for key, v in LOOP.items() for a in ("--arg", f"{key}={v}")]
+for _mode in ("none", "checkpoint", "swap"):
+    WORK[f"loop_{_mode}"] = ("loop_swap.rnl",
+                             LOOP_ARGS + ["--arg", f"mode={_mode}"], 2, 6, 4)
+DESCRIPTION.update({
+    "loop_none": "LSTM loop of 1,024 steps, values kept on the GPU, step",
+    "loop_checkpoint": "LSTM loop of 1,024 steps, recomputed every 32, step",
+    "loop_swap": "LSTM loop of 1,024 steps, values swapped to host, step",
+})
+# A peak-memory benchmark: the training run whose peak it measures.
+MEMORY = {"memory": "cnn", "loop_none_memory": "loop_none",
+          "loop_checkpoint_memory": "loop_checkpoint",
+          "loop_swap_memory": "loop_swap"}
 COPY_MIB = 256
-ALL = list(WORK) + ["copy", "memory"]
+ALL = list(WORK) + ["copy"] + list(MEMORY)
+DEFAULT = [n for n in ALL if not n.startswith("loop_")]
 
 
 # ---- the PyTorch side (run with --peer NAME, in its own process) -----------
@@ -177,23 +203,64 @@ def torch_main(argv):
         return (model, torch.optim.SGD(model.parameters(), lr=0.001), x, y,
                 False)
 
-    make = {"mlp": mlp, "cnn": cnn, "rows": rows, "alexnet_fwd": alexnet,
-            "alexnet_train": alexnet, "memory": cnn, "c3d_train": c3d}[name]
-    model, opt, x, y, from_host = make()
-    loss_fn = nn.CrossEntropyLoss()
-    forward_only = name == "alexnet_fwd"
+    def loop_step(mode):
+        # bench/loop_swap.rnl: the cell's gates from x[t] and h, the mean
+        # square of each step's output summed, over the time steps.
+        from torch.utils.checkpoint import checkpoint  # pylint: disable=import-outside-toplevel
+        t_all, b, u, k = (LOOP["time"], LOOP["batch"], LOOP["units"],
+                          LOOP["checkpoint"])
+        cell = nn.LSTMCell(u, u).to(dev)
+        xs = torch.randn(t_all, b, u, device=dev)
+        opt = torch.optim.SGD(cell.parameters(), lr=0.01)
 
-    def step():
-        xs, ys = (x.to(dev), y.to(dev)) if from_host else (x, y)
-        if forward_only:
-            with torch.no_grad():
-                return loss_fn(model(xs), ys)
-        opt.zero_grad()
-        loss = loss_fn(model(xs), ys)
-        loss.backward()
-        opt.step()
-        return loss
-    steps = WORK["cnn" if name == "memory" else name][4]
+        def segment(h, c, total, x):
+            for t in range(x.shape[0]):
+                h, c = cell(x[t], (h, c))
+                total = total + (h * h).mean()
+            return h, c, total
+
+        def step():
+            opt.zero_grad()
+            h = torch.zeros(b, u, device=dev)
+            c = torch.zeros(b, u, device=dev)
+            total = torch.zeros((), device=dev)
+            if mode == "checkpoint":
+                for at in range(0, t_all, k):
+                    h, c, total = checkpoint(segment, h, c, total,
+                                             xs[at:at + k],
+                                             use_reentrant=False)
+            elif mode == "swap":
+                with torch.autograd.graph.save_on_cpu(pin_memory=True):
+                    h, c, total = segment(h, c, total, xs)
+            else:
+                h, c, total = segment(h, c, total, xs)
+            loss = total / t_all
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    work = MEMORY.get(name, name)
+    if work.startswith("loop_"):
+        step = loop_step(work[len("loop_"):])
+    else:
+        make = {"mlp": mlp, "cnn": cnn, "rows": rows, "alexnet_fwd": alexnet,
+                "alexnet_train": alexnet, "c3d_train": c3d}[work]
+        model, opt, x, y, from_host = make()
+        loss_fn = nn.CrossEntropyLoss()
+        forward_only = name == "alexnet_fwd"
+
+        def step():
+            xs, ys = (x.to(dev), y.to(dev)) if from_host else (x, y)
+            if forward_only:
+                with torch.no_grad():
+                    return loss_fn(model(xs), ys)
+            opt.zero_grad()
+            loss = loss_fn(model(xs), ys)
+            loss.backward()
+            opt.step()
+            return loss
+    steps = WORK[work][4]
 
     def timed():
         for _ in range(max(3, steps // 10)):
@@ -214,8 +281,9 @@ def torch_main(argv):
         print(f"gpu_bench: c3d_train PyTorch NCDHW {per * 1e3:.2f} ms, "
               f"channels_last_3d {last * 1e3:.2f} ms", file=sys.stderr)
         per = min(per, last)
-    if name == "memory":
-        print(f"RESULT memory {torch.cuda.max_memory_reserved() / 2**20:.3f}")
+    if name in MEMORY:
+        print(f"RESULT {name} "
+              f"{torch.cuda.max_memory_reserved() / 2**20:.3f}")
     else:
         print(f"RESULT {name} {per:.9f}")
 
@@ -275,13 +343,14 @@ def runnel_copy(runnel):
     return 2 * (COPY_MIB << 20) / per / 1e9
 
 
-def runnel_memory(runnel):
-    """MiB: the largest "peak reserved" of any GPU over a traced CNN run."""
-    _, _, _, long, _ = WORK["cnn"]
+def runnel_memory(runnel, name):
+    """MiB: the largest "peak reserved" of any GPU over a traced run of the
+    training whose peak `name` measures."""
+    script, args, _, long, _ = WORK[MEMORY[name]]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "t.json")
-        subprocess.run([runnel, "run", os.path.join(HERE, "train_cnn.rnl"),
-                        "--arg", f"steps={long}", "--trace", path,
+        subprocess.run([runnel, "run", os.path.join(HERE, script)] + args +
+                       ["--arg", f"steps={long}", "--trace", path,
                         "--trace-runs", f"1..{long}"], check=True,
                        stdout=subprocess.DEVNULL)
         with open(path, encoding="utf-8") as f:
@@ -298,7 +367,7 @@ def runnel_memory(runnel):
 def fmt(name, v):
     if name == "copy":
         return f"{v:.1f} GB/s"
-    if name == "memory":
+    if name in MEMORY:
         return f"{v:.0f} MiB"
     return f"{v * 1e3:.2f} ms"
 
@@ -312,13 +381,14 @@ def main(argv):
     runnel = os.path.join(folder, "runnel")
     rounds = int_arg(argv, "--rounds", 5)
     names = argv[argv.index("--only") + 1].split(",") if "--only" in argv \
-        else ALL
+        else DEFAULT
     for n in names:
         if n not in ALL:
             sys.exit(f"gpu_bench: unknown benchmark {n}; one of {ALL}")
     ours_of = {n: (lambda n=n: runnel_step(runnel, n)) for n in WORK}
     ours_of["copy"] = lambda: runnel_copy(runnel)
-    ours_of["memory"] = lambda: runnel_memory(runnel)
+    for n in MEMORY:
+        ours_of[n] = lambda n=n: runnel_memory(runnel, n)
     # Without a GPU there is nothing to compare (`make bench` runs every
     # harness): skipped, saying why, as the GPU tests are.
     with tempfile.TemporaryDirectory() as tmp:
@@ -367,6 +437,10 @@ def main(argv):
         elif n == "memory":
             aim = "aim <= 1.2"
             what = "CNN training, peak memory reserved"
+        elif n in MEMORY:
+            aim = "issue 37: swap's peak far below none's"
+            what = DESCRIPTION[MEMORY[n]].replace(", step", "") + \
+                ", peak memory reserved"
         else:
             aim = "aim <= 1.0"
             what = DESCRIPTION[n]

@@ -69,6 +69,7 @@ cp -r stdlib "$pack/stdlib"
 mkdir -p "$pack/bench"
 cp bench/gpu_bench.py bench/train_mlp.rnl bench/train_cnn.rnl \
   bench/train_rows.rnl bench/alexnet.rnl bench/c3d.rnl bench/gpu_copy.rnl \
+  bench/loop_swap.rnl \
   "$pack/bench/"
 # The examples.gpu.* checks (interpreter/CMakeLists.txt), and their data.
 mkdir -p "$pack/examples"
