@@ -356,6 +356,26 @@ assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
   EXPECT_EQ(g_swapped_out.load(), 0);
 }
 
+// A while loop's count is known only when it ends, so a budget cannot plan
+// its recomputation (an error without a device that swaps); with one, the
+// plan swaps, and the gradient is the one without a budget.
+TEST_F(SwapMemoryTest, BudgetPlanSwapsAWhileLoop) {
+  const char* source = R"RNL(
+input u: f32[1000]
+device "/gpu:0" {
+    let (y, i) = loop (x, i) = (u, 0) while i < 200 { (x * 0.999 + sin(x) * 0.001, i + 1) }
+    let g = grad(sum(y), u)
+}
+let v = run g with {u: ones([1000])}
+assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
+)RNL";
+  ASSERT_EQ(Run(source, 400000), 0) << err();
+  EXPECT_GT(Swapping("planned"), 0);
+  EXPECT_EQ(KeepingReads(), 0);
+  EXPECT_GT(g_swapped_out.load(), 0);
+  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+}
+
 TEST(SwapCostsTest, SwapsWhenTheCopiesCostLessThanTheForwardIteration) {
   // 1 MB over 20 GB/s: 50 us each way.
   EXPECT_TRUE(SwapCostsLess(1e6, 200e-6, 2e10));  // 50 in < 200 again
