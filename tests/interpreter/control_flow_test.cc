@@ -316,6 +316,47 @@ assert(any(a != 0.0), "a gradient")
   EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
 }
 
+// Swapping changes no gradient, whatever the body holds: a tuple state, an
+// if, random draws and dropout, a nested scan (swapping too).
+TEST_F(SwapMemoryTest, SwappedGradientsEqualKeptOnesInEveryKindOfBody) {
+  ASSERT_EQ(Run(R"RNL(
+input xs: f32[?, 3, 4]
+device "/gpu:0" {
+    var w = random_normal([4, 4], stddev = 0.5, seed = 1)
+    var v = random_normal([4], seed = 3)
+}
+let data = run random_normal([13, 3, 4], seed = 2)
+def same(f, what) {
+    device "/gpu:0" {
+        let kept = grad(f(false), [w, v, xs])
+        let swapped = grad(f(true), [w, v, xs])
+    }
+    let (a, b) = run (kept, swapped) with {xs: data}
+    for i in 0..3 {
+        assert(all(a[i] == b[i]), fmt("{}: the same gradient", what))
+    }
+    assert(sum(abs(a[0])) + sum(abs(a[1])) > 0.0, fmt("{}: a gradient", what))
+}
+same(fn(s) => sum(scan(fn(c, x) => (c[0] * 0.9 + tanh(x @ w) * cast(c[1], f32), c[1] + 1), xs,
+                       (zeros([3, 4]), 1), swap_memory = s)[0]),
+     "tuple state")
+same(fn(s) => sum(scan(fn(h, x) => if sum(x) > 0.0 { tanh(h @ w) + x } else { h * v - x },
+                       xs, zeros([3, 4]), swap_memory = s)),
+     "if in the body")
+same(fn(s) => sum(scan(fn(h, x) => dropout(tanh(h @ w + x), 0.3, seed = 5) +
+                                   (if sum(x) > 0.0 { random_normal([3, 4], seed = 9) } else { h }),
+                       xs, zeros([3, 4]), swap_memory = s)),
+     "dropout and a draw in an if")
+same(fn(s) => sum(scan(fn(h, x) => scan(fn(g, r) => tanh(g * v + r), x, h[0], swap_memory = s)[-1] * h + x,
+                       xs, ones([3, 4]), swap_memory = s)),
+     "nested scans")
+)RNL"),
+            0)
+      << err();
+  EXPECT_GT(g_swapped_out.load(), 0);
+  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+}
+
 // Under a budget the stacks do not fit, with a device that swaps: the plan
 // weighs swapping against recomputing. This loop's values are small beside
 // the time of its body's kernels (at the GPU's nominal rates), so it swaps
