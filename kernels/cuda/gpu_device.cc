@@ -433,13 +433,22 @@ absl::StatusOr<std::shared_ptr<SwappedValue>> GpuContext::SwapOut(
         StrCat("swap out of gpu:", index_, ": no page-locked host memory for ",
                FormatBytes(t.bytes()), " (", swaps_.host->Describe(), ")"));
   }
+  const absl::Status copied = [&]() -> absl::Status {
+    // After the kernels enqueued so far, the producer's among them.
+    RN_ASSIGN_OR_RETURN(std::shared_ptr<CUevent_st> before, Mark(compute_));
+    RN_CUDA(cudaStreamWaitEvent(swaps_.stream, before.get(), 0));
+    RN_CUDA(cudaMemcpyAsync(host, t.raw_data(), t.bytes(),
+                            cudaMemcpyDeviceToHost, swaps_.stream));
+    RN_ASSIGN_OR_RETURN(swapped->copied_, Mark(swaps_.stream));
+    return absl::OkStatus();
+  }();
+  if (!copied.ok()) {
+    // No copy may still be writing the buffer when it goes back.
+    cudaStreamSynchronize(swaps_.stream);
+    swaps_.host->Free(host);
+    return copied;
+  }
   swapped->host_ = host;
-  // After the kernels enqueued so far, the producer's among them.
-  RN_ASSIGN_OR_RETURN(std::shared_ptr<CUevent_st> before, Mark(compute_));
-  RN_CUDA(cudaStreamWaitEvent(swaps_.stream, before.get(), 0));
-  RN_CUDA(cudaMemcpyAsync(host, t.raw_data(), t.bytes(), cudaMemcpyDeviceToHost,
-                          swaps_.stream));
-  RN_ASSIGN_OR_RETURN(swapped->copied_, Mark(swaps_.stream));
   // The device buffer goes back to the compute stream's pool only once the
   // copy has read it.
   swaps_.pending.push_back({swapped->copied_, t, nullptr});
@@ -466,7 +475,13 @@ absl::StatusOr<Tensor> GpuContext::SwapIn(const SwappedValue& v) {
   RN_CUDA(cudaStreamWaitEvent(compute_, swapped.copied_.get(), 0));
   RN_CUDA(cudaMemcpyAsync(dev.raw_data(), swapped.host_, swapped.bytes_,
                           cudaMemcpyHostToDevice, compute_));
-  RN_ASSIGN_OR_RETURN(swapped.read_, Mark(compute_));
+  absl::StatusOr<std::shared_ptr<CUevent_st>> read = Mark(compute_);
+  if (!read.ok()) {
+    // The host buffer may go back once this copy has read it.
+    cudaStreamSynchronize(compute_);
+    return read.status();
+  }
+  swapped.read_ = *std::move(read);
   return dev;
 }
 
