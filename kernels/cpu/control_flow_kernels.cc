@@ -67,11 +67,15 @@ class StackNewKernel : public OpKernel {
 class StackPushKernel : public OpKernel {
  public:
   absl::Status Init(const Node& node) override {
-    RN_ASSIGN_OR_RETURN(swap_, node.attr<std::string>("swap"));
-    if (!swap_.empty() && swap_ != "asked" && swap_ != "planned") {
+    RN_ASSIGN_OR_RETURN(const std::string swap, node.attr<std::string>("swap"));
+    if (swap == "asked") {
+      swap_ = Swap::kAsked;
+    } else if (swap == "planned") {
+      swap_ = Swap::kPlanned;
+    } else if (!swap.empty()) {
       return absl::InvalidArgumentError(
           StrCat("stack_push: swap is \"\", \"asked\" or \"planned\", not \"",
-                 swap_, "\""));
+                 swap, "\""));
     }
     return absl::OkStatus();
   }
@@ -79,10 +83,10 @@ class StackPushKernel : public OpKernel {
     RN_ASSIGN_OR_RETURN(StepContainer * step, Step(ctx));
     StepContainer::Element element;
     Device* device = ctx->device();
-    if (swap_.empty() ||
-        (device != nullptr && !device->SwapsToHost() && swap_ == "asked")) {
+    const bool swaps = device != nullptr && device->SwapsToHost();
+    if (swap_ == Swap::kNone || (swap_ == Swap::kAsked && !swaps)) {
       element.value = ctx->input(2);
-    } else if (device == nullptr || !device->SwapsToHost()) {
+    } else if (!swaps) {
       return absl::FailedPreconditionError(StrCat(
           "the memory budget's plan keeps this loop's saved values in host "
           "memory, swapped out of a GPU, but the loop runs on ",
@@ -101,7 +105,9 @@ class StackPushKernel : public OpKernel {
   bool IsExpensive() const override { return false; }
 
  private:
-  std::string swap_;
+  // The op's `swap` attr, read once.
+  enum class Swap { kNone, kAsked, kPlanned };
+  Swap swap_ = Swap::kNone;
 };
 
 class StackPopKernel : public OpKernel {

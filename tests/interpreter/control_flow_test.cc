@@ -275,6 +275,14 @@ class SwapMemoryTest : public ControlFlowTest {
     ControlFlowTest::TearDown();
     RegisterDeviceFactory(kDeviceGpu, std::move(real_));
   }
+  // The budget's plan swapped the loop's values, and computed none again;
+  // each went out and came back.
+  void ExpectPlannedSwap() {
+    EXPECT_GT(Swapping("planned"), 0);
+    EXPECT_EQ(KeepingReads(), 0) << "nothing is computed again";
+    EXPECT_GT(g_swapped_out.load(), 0);
+    EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+  }
   // The stack_pushes whose `swap` is `how`.
   int Swapping(const std::string& how) {
     int n = 0;
@@ -372,10 +380,7 @@ let v = run g with {u: ones([1000])}
 assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL";
   ASSERT_EQ(Run(source, 400000), 0) << err();
-  EXPECT_GT(Swapping("planned"), 0);
-  EXPECT_EQ(KeepingReads(), 0) << "nothing is computed again";
-  EXPECT_GT(g_swapped_out.load(), 0);
-  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+  ExpectPlannedSwap();
 }
 
 // A loop asked onto the CPU is never planned to swap: it recomputes.
@@ -411,10 +416,7 @@ let v = run g with {u: ones([1000])}
 assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL";
   ASSERT_EQ(Run(source, 400000), 0) << err();
-  EXPECT_GT(Swapping("planned"), 0);
-  EXPECT_EQ(KeepingReads(), 0);
-  EXPECT_GT(g_swapped_out.load(), 0);
-  EXPECT_EQ(g_swapped_in.load(), g_swapped_out.load());
+  ExpectPlannedSwap();
 }
 
 TEST(SwapCostsTest, SwapsWhenTheCopiesCostLessThanTheForwardIteration) {
