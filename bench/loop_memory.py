@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Issue 37: peak memory and step time of examples/charlm.rnl, an LSTM
 language model trained with truncated back-propagation through `bptt`
-characters, its whole step (input weights, cell, output layer, loss) in
-one loop, with and without recomputation through that loop (`checkpoint =
-k`, docs/training.md, Long sequences), and of PyTorch 2.15's
+characters, without a budget (the window's steps as one lstm_sequence
+op), with recomputation through a loop over its characters (`checkpoint =
+k`, the whole step of a character in the loop's body), and under a memory
+budget (a loop over segments of 32 characters, each one lstm_sequence op
+with its output layer and loss, which the budget's plan keeps or computes
+again: docs/training.md, Long sequences), and of PyTorch 2.15's
 equivalent in the same invocation: nn.LSTM over the same window (batch 32,
 256 units, one-hot over 256 bytes, a dense layer, cross-entropy, Adam),
 whole, or in segments of k steps each under torch.utils.checkpoint.
@@ -22,7 +25,7 @@ swapped out of a GPU; on a machine without one it changes nothing), for a
 session with a GPU; its PyTorch columns are empty too.
 
 Runnel without recomputation is not run above --store-up-to characters
-(its stacks alone would take about 0.9 MB per character of the window).
+(what it keeps grows by about 0.25 MB per character of the window).
 
 Every configuration runs in a process of its own: its peak memory is that
 process's maximum resident set (wait4's rusage); its step time the mean

@@ -232,26 +232,29 @@ class Backprop : public GradContext {
                                const std::vector<NodeOut>& next, NodeOut trips,
                                NodeOut token, GradBuilder& in);
   // A loop's checkpoint interval: k > 0, or (for a trip count known only
-  // at run time) the recompute_plan node that gives it; neither: store,
-  // in host memory where `swap` says so (stack_push's attr).
+  // at run time) the recompute_plan node that gives it and the split;
+  // neither: store, in host memory where `swap` says so (stack_push's
+  // attr). With k, `split` > 0: only the first `split` iterations are
+  // computed again, the others keep their values (0: all are).
   struct Schedule {
     int64_t k = 0;
     Node* runtime = nullptr;
     std::string swap;
+    int64_t split = 0;
   };
   // Whether the budget's plan keeps the loop's saved values (`bytes` per
   // iteration) in host memory: when the session has a device that swaps
-  // and that costs less than computing them again (or nothing else fits).
-  bool PlanSwap(const FrameMap::Loop& loop, double bytes, bool fits) const;
+  // and that costs less than computing them again (`again`, the share of
+  // the iterations the plan would compute again), or nothing else fits.
+  bool PlanSwap(const FrameMap::Loop& loop, double bytes, bool fits,
+                double again) const;
   absl::StatusOr<Schedule> Plan(const Unit& u, const RecomputeCone& cone,
                                 const std::vector<bool>& used);
-  absl::StatusOr<NodeOut> Recompute(const Unit& u,
-                                    const std::vector<LoopVar>& vars,
-                                    const RecomputeCone& cone,
-                                    const std::vector<bool>& used,
-                                    NodeOut k_forward, NodeOut k_backward,
-                                    Node* recomputes, NodeOut trips,
-                                    NodeOut token, GradBuilder& in);
+  absl::StatusOr<NodeOut> Recompute(
+      const Unit& u, const std::vector<LoopVar>& vars,
+      const RecomputeCone& cone, const std::vector<bool>& used,
+      NodeOut k_forward, NodeOut k_backward, NodeOut split, Node* recomputes,
+      NodeOut trips, NodeOut token, GradBuilder& in);
   // An i32 constant in the body of `loop` (frame `frame`).
   absl::StatusOr<Node*> LoopConst(const FrameMap::Loop& loop,
                                   const std::string& frame, int64_t v);
@@ -508,9 +511,13 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
 
   const std::string frame =
       graph_->UniqueName(StrCat(scope_, "/", u.loop_frame, "/grad"));
+  // A loop that may recompute runs few backward iterations at once: each
+  // holds the values it popped until its gradient is done, which the
+  // budget's plan counts (kIterationsInFlight).
   WhileBuilder wb(
       graph_, MakerAt(d + 1), [&](NodeOut v) { return ResolveTo(v, d); }, frame,
-      frame, loop.counter_exit->span());
+      frame, loop.counter_exit->span(),
+      may_recompute ? static_cast<int>(kIterationsInFlight) : 32);
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> top, wb.Begin(init, shapes, {}));
   Level level;
   level.frame = u.loop_frame;
@@ -655,39 +662,60 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
   }
   NodeOut token_next = token;
   const bool recomputing = plan.k > 0 || plan.runtime != nullptr;
-  // In the forward body: whether the loop recomputes (k != 0; false when
-  // a plan made at run time keeps everything).
+  // Whether some iterations keep their values (a split, or a plan made at
+  // run time, which may keep everything).
+  const bool keeps = plan.runtime != nullptr || plan.split > 0;
+  // In the forward body: whether the iteration recomputes (k != 0, and
+  // the counter below the split when there is one).
   Node* recomputes = nullptr;
   if (recomputing) {
-    NodeOut k_forward, k_backward;
+    NodeOut k_forward, k_backward, split_forward, split_backward;
     if (plan.runtime != nullptr) {
-      RN_ASSIGN_OR_RETURN(
-          Node * k_in, Forward("enter", {{plan.runtime, 0}},
-                               {{"frame_name", frame}, {"is_constant", true}},
-                               {}, frame, loop.counter_body));
-      k_forward = {k_in, 0};
+      for (int out : {0, 1}) {
+        RN_ASSIGN_OR_RETURN(
+            Node * in_loop,
+            Forward("enter", {{plan.runtime, out}},
+                    {{"frame_name", frame}, {"is_constant", true}}, {}, frame,
+                    loop.counter_body));
+        (out == 0 ? k_forward : split_forward) = {in_loop, 0};
+      }
       k_backward = {plan.runtime, 0};
+      split_backward = {plan.runtime, 1};
     } else {
       RN_ASSIGN_OR_RETURN(Node * k, LoopConst(loop, frame, plan.k));
       k_forward = {k, 0};
       k_backward = in.Scalar(static_cast<double>(plan.k), DType::kI32);
+      if (plan.split > 0) {
+        RN_ASSIGN_OR_RETURN(Node * sp, LoopConst(loop, frame, plan.split));
+        split_forward = {sp, 0};
+        split_backward =
+            in.Scalar(static_cast<double>(plan.split), DType::kI32);
+      }
     }
     RN_ASSIGN_OR_RETURN(Node * zero, LoopConst(loop, frame, 0));
     RN_ASSIGN_OR_RETURN(recomputes, Forward("not_equal", {k_forward, {zero, 0}},
                                             {}, {}, frame, loop.counter_body));
-    RN_ASSIGN_OR_RETURN(token_next,
-                        Recompute(u, vars, cone, used, k_forward, k_backward,
-                                  recomputes, trips, token, in));
+    if (keeps) {
+      RN_ASSIGN_OR_RETURN(
+          Node * below, Forward("less", {{loop.counter_body, 0}, split_forward},
+                                {}, {}, frame, loop.counter_body));
+      RN_ASSIGN_OR_RETURN(
+          recomputes, Forward("logical_and", {{recomputes, 0}, {below, 0}}, {},
+                              {}, frame, loop.counter_body));
+    }
+    RN_ASSIGN_OR_RETURN(
+        token_next, Recompute(u, vars, cone, used, k_forward, k_backward,
+                              split_backward, recomputes, trips, token, in));
   }
-  // What is not computed again, the forward loop pushes; with a plan made
-  // at run time, what could be is pushed when the plan keeps everything
-  // (the false branch of `recomputes`).
+  // What is not computed again, the forward loop pushes; where some
+  // iterations keep their values, what could be is pushed by those (the
+  // false branch of `recomputes`).
   Level& level = levels_[e];
   for (size_t i = 0; i < level.popped.size(); ++i) {
     const Popped& p = level.popped[i];
     NodeOut v = p.v;
     if (recomputing && cone.KindOf(v.node) != Kind::kStored) {
-      if (plan.runtime == nullptr || !used[i]) continue;
+      if (!keeps || !used[i]) continue;
       RN_ASSIGN_OR_RETURN(Node * sw, Forward("switch", {v, {recomputes, 0}}, {},
                                              {}, frame, v.node));
       v = {sw, 0};
@@ -700,7 +728,9 @@ absl::StatusOr<NodeOut> Backprop::Save(const Unit& u,
 }
 
 // The checkpoint interval for the memory budget: 0 (store everything) when
-// the stacks fit, else the k whose stacks hold least; an error naming the
+// the stacks fit, else the plan that computes again fewest iterations
+// (PlanCheckpoints: the first `split` of them, the others keep their
+// values), or swap (PlanSwap) when that costs less; an error naming the
 // loop when even that does not fit, or when the saved values' sizes or
 // (for a loop without a trip count, a `while`) the number of iterations
 // are known only at run time. When the trip count is a tensor (a `for`
@@ -768,17 +798,23 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
   const double bytes = static_cast<double>(sizes.recomputed + sizes.stored);
   if (sizes.trips >= 0) {
     const CheckpointPlan plan = PlanCheckpoints(sizes, memory_budget_);
-    if (plan.k > 0 && PlanSwap(loop, bytes, plan.held <= memory_budget_)) {
+    const double again = static_cast<double>(plan.split) /
+                         static_cast<double>(std::max<int64_t>(sizes.trips, 1));
+    if (plan.k > 0 &&
+        PlanSwap(loop, bytes, plan.held <= memory_budget_, again)) {
       return Schedule{0, nullptr, "planned"};
     }
     if (plan.held > memory_budget_) {
       return refuse(PlanDoesNotFit(sizes, plan, memory_budget_));
     }
-    return Schedule{plan.k, nullptr, ""};
+    return Schedule{plan.k, nullptr, "",
+                    plan.split < sizes.trips ? plan.split : 0};
   }
   // The trip count is known only at run time, but the costs of both grow
   // with it alike.
-  if (PlanSwap(loop, bytes, true)) return Schedule{0, nullptr, "planned"};
+  if (PlanSwap(loop, bytes, true, 1.0)) {
+    return Schedule{0, nullptr, "planned"};
+  }
   for (Node* enter : loop.enters) {
     if (!enter->attrs().contains("_trip_count")) continue;
     RN_ASSIGN_OR_RETURN(
@@ -798,8 +834,8 @@ absl::StatusOr<Backprop::Schedule> Backprop::Plan(
                        how));
 }
 
-bool Backprop::PlanSwap(const FrameMap::Loop& loop, double bytes,
-                        bool fits) const {
+bool Backprop::PlanSwap(const FrameMap::Loop& loop, double bytes, bool fits,
+                        double again) const {
   if (!swap_rates_ || AskedOntoCpu(*loop.counter_enter)) return false;
   if (!fits) return true;
   // One more forward iteration: the body's nodes on the device's rates.
@@ -810,13 +846,17 @@ bool Backprop::PlanSwap(const FrameMap::Loop& loop, double bytes,
       forward_s += EstimatedSeconds(*n, *swap_rates_, /*unknown_dim=*/32);
     }
   }
-  return SwapCostsLess(bytes, forward_s, swap_rates_->transfer_bytes_per_s);
+  return SwapCostsLess(bytes, forward_s * again,
+                       swap_rates_->transfer_bytes_per_s);
 }
 
 // Recomputation with interval k. The forward loop saves the state that the
 // values popped need (the cone's variables) at iterations 0, k, 2k, ...
-// The backward iteration that undoes the last iteration j of a segment
-// [s, j] (j = s + k - 1, or the loop's last) runs a loop of j - s + 1
+// below the split (`split`, a multiple of k; a null `split`: every
+// iteration), and from the split on pushes the values themselves, as
+// without recomputation. The backward iteration that undoes the last
+// iteration j of a segment [s, j] (j = s + k - 1, or the loop's or the
+// split's last) runs a loop of j - s + 1
 // iterations from the state saved at s: a copy of the forward body that
 // pushes the popped values at their indices; the other backward iterations
 // run it for no iteration. Their pops wait for it, and each iteration's
@@ -827,11 +867,12 @@ bool Backprop::PlanSwap(const FrameMap::Loop& loop, double bytes,
 // `k_forward` in the forward body, `k_backward` in the backward one; a
 // constant, or a plan made at run time, whose 0 means that the forward
 // loop keeps everything and nothing is computed again (`recomputes`, in
-// the forward body, is k != 0).
+// the forward body, is k != 0 and the counter below the split).
 absl::StatusOr<NodeOut> Backprop::Recompute(
     const Unit& u, const std::vector<LoopVar>& vars, const RecomputeCone& cone,
     const std::vector<bool>& used, NodeOut k_forward, NodeOut k_backward,
-    Node* recomputes, NodeOut trips, NodeOut token, GradBuilder& in) {
+    NodeOut split, Node* recomputes, NodeOut trips, NodeOut token,
+    GradBuilder& in) {
   using Kind = RecomputeCone::Kind;
   const int e = depth();
   const FrameMap::Loop& loop = *u.loop;
@@ -846,12 +887,19 @@ absl::StatusOr<NodeOut> Backprop::Recompute(
   const NodeOut every = in.Op("maximum", {k_backward, one});
   const NodeOut r = in.Op("mod", {j, every});
   const NodeOut seg = in.Sub(j, r);
+  // The last iteration computed again: the loop's, or the split's.
+  const NodeOut end =
+      split.node == nullptr ? trips : in.Op("minimum", {split, trips});
   const NodeOut ends =
       in.Op("logical_or", {in.Op("equal", {r, in.Sub(every, one)}),
-                           in.Op("equal", {j, in.Sub(trips, one)})});
-  const NodeOut n =
-      in.Mul(in.Mul(in.Add(r, one), in.Cast(ends, DType::kI32)),
-             in.Cast(in.Op("not_equal", {k_backward, zero}), DType::kI32));
+                           in.Op("equal", {j, in.Sub(end, one)})});
+  NodeOut recomputing = in.Op("not_equal", {k_backward, zero});
+  if (split.node != nullptr) {
+    recomputing =
+        in.Op("logical_and", {recomputing, in.Op("less", {j, split})});
+  }
+  const NodeOut n = in.Mul(in.Mul(in.Add(r, one), in.Cast(ends, DType::kI32)),
+                           in.Cast(recomputing, DType::kI32));
   RN_RETURN_IF_ERROR(in.status());
 
   // The forward loop saves the state at every k-th iteration; the backward

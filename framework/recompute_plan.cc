@@ -1,22 +1,54 @@
 #include "framework/recompute_plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/strings.h"
 
 namespace runnel {
 
+int64_t StacksHeld(const LoopStackSizes& s, int64_t k, int64_t split) {
+  const int64_t t = s.trips;
+  if (k <= 0 || split <= 0) return t * (s.recomputed + s.stored);
+  const int64_t kept = std::max<int64_t>(t - split, 0);
+  const int64_t segment = std::min(k + kIterationsInFlight, t);
+  return t * s.stored + (split + k - 1) / k * s.state +
+         std::max(kept, segment) * s.recomputed;
+}
+
 CheckpointPlan PlanCheckpoints(const LoopStackSizes& s, int64_t budget) {
-  const int64_t everything = s.trips * (s.recomputed + s.stored);
-  if (everything <= budget) return {0, everything};
-  CheckpointPlan best{1, -1};
-  for (int64_t k = 1; k <= std::max<int64_t>(s.trips, 1); ++k) {
-    const int64_t held = (s.trips + k - 1) / k * s.state +
-                         std::min(k, s.trips) * s.recomputed +
-                         s.trips * s.stored;
-    if (best.held < 0 || held < best.held) best = {k, held};
+  const int64_t t = s.trips;
+  const int64_t everything = StacksHeld(s, 0, 0);
+  if (everything <= budget || t <= 0) return {0, 0, everything};
+  std::optional<CheckpointPlan> best;
+  CheckpointPlan least{1, t, StacksHeld(s, 1, t)};
+  auto consider = [&](int64_t k, int64_t split) {
+    const CheckpointPlan p{k, split, StacksHeld(s, k, split)};
+    if (split == s.trips && p.held < least.held) least = p;
+    if (p.held > budget) return;
+    if (!best || p.split < best->split ||
+        (p.split == best->split && p.held < best->held))
+      best = p;
+  };
+  for (int64_t k = 1; k <= t; ++k) {
+    // Computing m segments of k again (split = m k < trips), the stacks
+    // hold m states and the values of the iterations from m k on, which
+    // fall by per = k r - c with each segment while they outweigh one
+    // segment's: the least m that fits pays the excess over the budget.
+    const int64_t segments = (t + k - 1) / k;
+    const int64_t per = k * s.recomputed - s.state;
+    if (per > 0) {
+      const int64_t excess = everything - budget;  // > 0
+      const int64_t m = std::max<int64_t>(1, (excess + per - 1) / per);
+      for (int64_t each : {m, m + 1}) {
+        if (each < segments) consider(k, each * k);
+      }
+    } else {
+      consider(k, k);
+    }
+    consider(k, t);
   }
-  return best;
+  return best ? *best : least;
 }
 
 bool SwapCostsLess(double bytes, double forward_s, double link_bytes_per_s) {
@@ -33,7 +65,10 @@ std::string PlanDoesNotFit(const LoopStackSizes& s, const CheckpointPlan& plan,
       ": the gradient of this loop needs stacks of ", plan.held,
       " bytes even computing its values again (", s.trips,
       " iterations; the state, ", s.state, " bytes, saved every ", plan.k, "; ",
-      s.recomputed, " bytes computed again per iteration",
+      s.recomputed, " bytes computed again per iteration, held for ",
+      std::min(plan.k + kIterationsInFlight, s.trips),
+      " iterations: a segment and the backward iterations that may run "
+      "beside it",
       s.stored > 0
           ? StrCat("; ", s.stored,
                    " bytes stored per iteration: random draws' indices, "

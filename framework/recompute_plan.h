@@ -21,14 +21,31 @@ struct LoopStackSizes {
   int64_t state = 0;
 };
 
+// Iterations [0, split) are computed again, from the state saved every k
+// of them; iterations [split, trips) keep their values, as without
+// recomputation. split is a multiple of k, or trips.
 struct CheckpointPlan {
-  int64_t k = 0;     // 0: keep every iteration's values, no recomputation
-  int64_t held = 0;  // the most the stacks hold, in bytes
+  int64_t k = 0;      // 0: keep every iteration's values, no recomputation
+  int64_t split = 0;  // the iterations computed again
+  int64_t held = 0;   // the most the stacks hold, in bytes
 };
 
-// Keeps everything when that fits in `budget`; else the interval whose
-// stacks hold least (the state every k iterations, k iterations' values
-// computed again, and what is stored at every iteration).
+// The backward iterations that may run at once in the gradient of a loop
+// that may recompute (its parallel_iterations, common_runtime/backprop.cc):
+// each holds the values it popped until its gradient is done.
+inline constexpr int64_t kIterationsInFlight = 4;
+
+// The stacks at their fullest under `plan`: what is stored at every
+// iteration, the state saved every k iterations of the first `split`, and
+// the larger of the values the forward loop keeps (iterations from split
+// on) and those of one segment computed again with the iterations in
+// flight beside it.
+int64_t StacksHeld(const LoopStackSizes& sizes, int64_t k, int64_t split);
+
+// Keeps everything when that fits in `budget`. Else computes again as few
+// iterations as fit: the plan whose `split` is least and, among those, whose
+// stacks hold least. When nothing fits, the plan whose stacks hold least
+// (held > budget).
 CheckpointPlan PlanCheckpoints(const LoopStackSizes& sizes, int64_t budget);
 
 // Whether keeping a loop's saved values in host memory (`bytes` per

@@ -84,7 +84,8 @@ Specs RecomputePlanShape(const ShapeContext& c) {
     return absl::InvalidArgumentError(
         StrCat("needs an i32 trip count, got ", DTypeName(c.dtype(0))));
   }
-  return One(DType::kI32, Shape{});
+  return std::vector<TensorSpec>{{DType::kI32, Shape{}},
+                                 {DType::kI32, Shape{}}};
 }
 
 Specs StackNewShape(const ShapeContext& c) {
@@ -181,7 +182,7 @@ RUNNEL_REGISTER_OP(
     OpDefBuilder("recompute_plan")
         .Cost(KernelClass::kFree)
         .Inputs({"trips"})
-        .Outputs({"k"})
+        .Outputs({"k", "split"})
         .Attr("budget", int64_t{0})
         .Attr("recomputed", int64_t{0})
         .Attr("stored", int64_t{0})
@@ -189,9 +190,10 @@ RUNNEL_REGISTER_OP(
         .Shape(RecomputePlanShape)
         .Doc("The checkpoint interval of a loop's gradient under a memory "
              "budget, for a trip count known at run time "
-             "(framework/recompute_plan.h): 0 to keep every iteration's "
-             "values; an error (at the loop's line) when even recomputing "
-             "does not fit."));
+             "(framework/recompute_plan.h): k, 0 to keep every iteration's "
+             "values, and split, how many of the first iterations are "
+             "computed again (the others keep their values); an error (at "
+             "the loop's line) when even recomputing all does not fit."));
 
 RUNNEL_REGISTER_OP(OpDefBuilder("stack_new")
                        .Cost(KernelClass::kFree)

@@ -164,8 +164,10 @@ class RecomputePlanKernel : public OpKernel {
     if (plan.held > budget_) {
       return absl::ResourceExhaustedError(PlanDoesNotFit(sizes, plan, budget_));
     }
+    RN_RETURN_IF_ERROR(ctx->set_output(
+        0, Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(plan.k))));
     return ctx->set_output(
-        0, Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(plan.k)));
+        1, Tensor::ScalarOf(DType::kI32, static_cast<int32_t>(plan.split)));
   }
   bool IsExpensive() const override { return false; }
 
@@ -201,8 +203,9 @@ void RegisterControlFlowKernels(const std::string& device) {
                                              {.inputs = {0, 1}});
   RegisterKernelForAllTypes<StackPopKernel>("stack_pop", device,
                                             {.inputs = {0, 1}});
-  // A loop's checkpoint interval, from its trip count, on the host.
+  // A loop's checkpoint interval and split, from its trip count, on the
+  // host.
   RegisterKernel<RecomputePlanKernel>("recompute_plan", device, DType::kI32,
-                                      {.inputs = {0}, .outputs = {0}});
+                                      {.inputs = {0}, .outputs = {0, 1}});
 }
 }  // namespace runnel

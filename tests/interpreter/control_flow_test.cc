@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "absl/strings/str_replace.h"
 #include "base/thread_pool.h"
 #include "framework/allocator.h"
 #include "framework/device_set.h"
@@ -44,6 +46,15 @@ class ControlFlowTest : public ::testing::Test {
     int n = 0;
     for (const Node* node : interp_->graph().nodes()) n += node->op() == op;
     return n;
+  }
+  // Runs `source` under `memory_budget` (asserting it succeeds); the most
+  // the CPU allocator held beyond what it held before.
+  size_t PeakOfRun(const std::string& source, int64_t memory_budget) {
+    CpuAllocator* cpu = CpuAllocator::Get();
+    const size_t before = cpu->bytes_in_use();
+    cpu->ResetPeak();
+    EXPECT_EQ(Run(source, memory_budget), 0) << err();
+    return cpu->peak_bytes_in_use() - before;
   }
   // The stack_pops that keep what they read: recomputation's.
   int KeepingReads() {
@@ -132,17 +143,18 @@ let v = run g with {u: ones([1000])}
 assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL";
 
-// Under a budget of a tenth of those stacks, the gradient recomputes: the
-// forward loop saves its state every k iterations, k near the square root
-// of 10,000, and the stacks hold about 2 * 100 states.
+// kLongLoop's stacks without recomputation: 10,000 states of 1,000 floats.
+constexpr size_t kLongLoopStacks = size_t{10000} * 1000 * sizeof(float);
+
+// Under a budget of a tenth of those stacks, the gradient recomputes as
+// few iterations as fit: the forward loop saves its state every k
+// iterations of the first ~90% and keeps the last ~10%'s values, as
+// without recomputation, so the stacks hold up to the budget, not less.
 TEST_F(ControlFlowTest, RecomputingLoopGradientFitsTheBudget) {
-  CpuAllocator* cpu = CpuAllocator::Get();
-  const size_t before = cpu->bytes_in_use();
-  cpu->ResetPeak();
-  const size_t stacks = size_t{10000} * 1000 * sizeof(float);
-  ASSERT_EQ(Run(kLongLoop, stacks / 10), 0) << err();
-  const size_t peak = cpu->peak_bytes_in_use() - before;
-  EXPECT_LE(peak, stacks / 10) << "within the budget";
+  const size_t budget = kLongLoopStacks / 10;
+  const size_t peak = PeakOfRun(kLongLoop, budget);
+  EXPECT_LE(peak, budget) << "within the budget";
+  EXPECT_GE(peak, budget / 2) << "the budget is used: values are kept";
   EXPECT_GT(KeepingReads(), 0) << "the saved state is read back";
   const std::vector<int> k = Intervals();
   ASSERT_FALSE(k.empty());
@@ -150,7 +162,50 @@ TEST_F(ControlFlowTest, RecomputingLoopGradientFitsTheBudget) {
     EXPECT_EQ(each, k[0]) << "one interval for the loop";
   }
   EXPECT_GE(k[0], 30);
+}
+
+// A budget of a fortieth leaves room for few values past the split: the
+// gradient computes again nearly every iteration, with k near the square
+// root of 10,000, and the stacks hold about 2 * 100 states.
+TEST_F(ControlFlowTest, SmallBudgetComputesAgainNearlyEveryIteration) {
+  const size_t budget = kLongLoopStacks / 40;
+  EXPECT_LE(PeakOfRun(kLongLoop, budget), budget) << "within the budget";
+  const std::vector<int> k = Intervals();
+  ASSERT_FALSE(k.empty());
+  EXPECT_GE(k[0], 30);
   EXPECT_LE(k[0], 300);
+}
+
+// A plan that computes again only the first iterations gives the gradient
+// of one that computes them all again (an explicit interval, which the
+// budget leaves alone), bit for bit: for a trip count known when the graph
+// is built and for one fed at run time (the plan made by recompute_plan).
+// Past the split, the forward loop pushes the values themselves, through
+// the switch on whether its iteration recomputes.
+TEST_F(ControlFlowTest, SplitPlanGivesTheSameGradient) {
+  const std::string head = R"RNL(
+input xs: f32[400, 4, 64]
+input ys: f32[?, 4, 64]
+var w = random_normal([64], stddev = 0.5, seed = 1)
+let data = run random_normal([400, 4, 64], seed = 2)
+def rnn(s, k) { sum(scan(fn(h, x) => tanh(h * w + x) * 0.9 + sin(h) * 0.1, s, zeros([4, 64]), checkpoint = k) ** 2) }
+)RNL";
+  // The static trip count (xs), then the one fed at run time (ys).
+  for (const char* seq : {"xs", "ys"}) {
+    SCOPED_TRACE(seq);
+    const std::string runs = absl::StrReplaceAll(R"RNL(
+let (planned, every) = run (grad(rnn(SEQ, 0), w), grad(rnn(SEQ, 20), w)) with {SEQ: data}
+assert(all(planned == every), "the split plan's gradient")
+)RNL",
+                                                 {{"SEQ", seq}});
+    ASSERT_EQ(Run(head + runs, 300000), 0) << err();
+    int pushed_past_split = 0;
+    for (const Node* node : interp_->graph().nodes()) {
+      pushed_past_split +=
+          node->op() == "stack_push" && node->input(2).node->op() == "switch";
+    }
+    EXPECT_GT(pushed_past_split, 0);
+  }
 }
 
 // Dropout in the loop: its mask, as large as the state, is drawn again
@@ -159,22 +214,16 @@ TEST_F(ControlFlowTest, RecomputingLoopGradientFitsTheBudget) {
 // the draw itself is dropout_at's). Stored, the masks alone would need the
 // whole 40 MB, and the budget would refuse the loop.
 TEST_F(ControlFlowTest, RecomputationDrawsADropoutMaskAgain) {
-  CpuAllocator* cpu = CpuAllocator::Get();
-  const size_t before = cpu->bytes_in_use();
-  cpu->ResetPeak();
-  const size_t stacks = size_t{10000} * 1000 * sizeof(float);
-  ASSERT_EQ(Run(R"RNL(
+  const size_t budget = kLongLoopStacks / 10;
+  const size_t peak = PeakOfRun(R"RNL(
 input u: f32[1000]
 let y = loop x = u for i in 0..10000 { x * 0.999 + dropout(sin(x), 0.5, seed = 3) * 0.001 }
 let g = grad(sum(y), u)
 let v = run g with {u: ones([1000])}
 assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL",
-                stacks / 10),
-            0)
-      << err();
-  const size_t peak = cpu->peak_bytes_in_use() - before;
-  EXPECT_LE(peak, stacks / 10) << "within the budget";
+                                budget);
+  EXPECT_LE(peak, budget) << "within the budget";
   EXPECT_GT(KeepingReads(), 0) << "the saved state is read back";
   EXPECT_EQ(Count("random_reserve"), 1);
   EXPECT_EQ(Count("dropout_at"), 2) << "the forward loop's and its copy's";
@@ -417,6 +466,68 @@ assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL";
   ASSERT_EQ(Run(source, 400000), 0) << err();
   ExpectPlannedSwap();
+}
+
+// 1,000 iterations of 1,000 bytes each (the state as large) under a
+// budget of 300,000: computing again the first 704 iterations from the
+// state saved every 176 (4 states) leaves 296 iterations' values kept, and
+// a segment with the iterations in flight beside it is 176 + 4 < 296:
+// 4,000 + 296,000 bytes. No split below 704 fits (by hand: the split is
+// m k >= 700 + m, with k + 4 <= 300 - m).
+TEST(PlanCheckpointsTest, ComputesAgainTheFewestIterationsThatFit) {
+  const LoopStackSizes sizes{1000, 1000, 0, 1000};
+  const CheckpointPlan plan = PlanCheckpoints(sizes, 300000);
+  EXPECT_EQ(plan.k, 176);
+  EXPECT_EQ(plan.split, 704);
+  EXPECT_EQ(plan.held, 300000);
+  EXPECT_EQ(StacksHeld(sizes, plan.k, plan.split), plan.held);
+  const CheckpointPlan all = PlanCheckpoints(sizes, 1000000);
+  EXPECT_EQ(all.k, 0) << "everything fits";
+  EXPECT_EQ(all.held, 1000000);
+}
+
+// Against every interval and split, for sizes of every kind: the plan
+// fits when anything does, and no plan that fits computes again fewer
+// iterations (or, as many, holds less).
+TEST(PlanCheckpointsTest, NoPlanThatFitsComputesAgainLess) {
+  for (const LoopStackSizes& sizes :
+       {LoopStackSizes{300, 50, 0, 200}, LoopStackSizes{300, 500, 8, 100},
+        LoopStackSizes{97, 1000, 0, 3000}, LoopStackSizes{64, 100, 10, 10},
+        LoopStackSizes{1, 100, 0, 100}}) {
+    const int64_t t = sizes.trips;
+    for (int64_t budget = 100; budget <= t * 1200; budget = budget * 3 / 2) {
+      SCOPED_TRACE(testing::Message()
+                   << "trips " << t << " recomputed " << sizes.recomputed
+                   << " stored " << sizes.stored << " state " << sizes.state
+                   << " budget " << budget);
+      const CheckpointPlan plan = PlanCheckpoints(sizes, budget);
+      std::optional<CheckpointPlan> best;
+      int64_t least = StacksHeld(sizes, 0, 0);
+      for (int64_t k = 1; k <= t; ++k) {
+        for (int64_t split = k; split <= t; split = std::min(split + k, t)) {
+          const int64_t held = StacksHeld(sizes, k, split);
+          if (split == t) least = std::min(least, held);
+          if (held <= budget && (!best || split < best->split ||
+                                 (split == best->split && held < best->held)))
+            best = CheckpointPlan{k, split, held};
+          if (split == t) break;
+        }
+      }
+      if (StacksHeld(sizes, 0, 0) <= budget) {
+        EXPECT_EQ(plan.k, 0);
+      } else if (best) {
+        ASSERT_LE(plan.held, budget);
+        EXPECT_EQ(plan.split, best->split);
+        EXPECT_EQ(plan.held, best->held);
+        EXPECT_EQ(plan.split % plan.k == 0 || plan.split == t, true);
+      } else {
+        EXPECT_GT(plan.held, budget);
+        EXPECT_EQ(plan.split, t);
+        EXPECT_EQ(plan.held, least);
+      }
+      EXPECT_EQ(StacksHeld(sizes, plan.k, plan.split), plan.held);
+    }
+  }
 }
 
 TEST(SwapCostsTest, SwapsWhenTheCopiesCostLessThanTheForwardIteration) {
