@@ -203,11 +203,15 @@ class Backprop : public GradContext {
   }
 
   // The gradients of `targets` when `seeds` (forward tensor, gradient) flow
-  // into forward frame `frame`; `boundary` nodes are not walked past.
+  // into forward frame `frame`; `boundary` nodes are not walked past. A
+  // target no gradient reaches gets zeros like itself, or like
+  // `zeros_like[i]` where that is given (a value of the same shape that
+  // needs no pop: a loop variable's incoming gradient).
   absl::StatusOr<std::vector<NodeOut>> Walk(
       const std::vector<std::pair<NodeOut, NodeOut>>& seeds,
       const std::vector<NodeOut>& targets, const std::string& frame,
-      const absl::flat_hash_set<const Node*>& boundary);
+      const absl::flat_hash_set<const Node*>& boundary,
+      const std::vector<NodeOut>& zeros_like = {});
 
   absl::StatusOr<NodeOut> Resolve(NodeOut v) override {
     return ResolveTo(v, depth());
@@ -535,16 +539,20 @@ absl::StatusOr<Grads> Backprop::LoopGrad(const Unit& u, const Grads& dy) {
   std::vector<std::pair<NodeOut, NodeOut>> seeds;
   std::vector<NodeOut> targets;
   absl::flat_hash_set<const Node*> boundary;
+  // A variable the body never reads gets zeros like its incoming
+  // gradient, which needs no pop of the variable.
+  std::vector<NodeOut> zeros_like;
   for (size_t k = 0; k < carried.size(); ++k) {
     seeds.push_back({carried[k]->body_out, body[k + 1]});
     targets.push_back({carried[k]->body_in, 0});
+    zeros_like.push_back(body[k + 1]);
   }
   for (Node* enter : invariants) targets.push_back({enter, 0});
   for (const LoopVar& var : vars) boundary.insert(var.body_in);
   for (Node* enter : loop.enters) boundary.insert(enter);
   boundary.insert(loop.counter_body);
   RN_ASSIGN_OR_RETURN(std::vector<NodeOut> step,
-                      Walk(seeds, targets, u.loop_frame, boundary));
+                      Walk(seeds, targets, u.loop_frame, boundary, zeros_like));
   std::vector<NodeOut> next;
   for (size_t k = 0; k < carried.size(); ++k) next.push_back(step[k]);
   for (size_t j = 0; j < invariants.size(); ++j) {
@@ -1047,7 +1055,8 @@ absl::StatusOr<NodeOut> Backprop::Recompute(
 absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
     const std::vector<std::pair<NodeOut, NodeOut>>& seeds,
     const std::vector<NodeOut>& targets, const std::string& frame,
-    const absl::flat_hash_set<const Node*>& boundary) {
+    const absl::flat_hash_set<const Node*>& boundary,
+    const std::vector<NodeOut>& zeros_like) {
   // The units between the seeds and whatever they depend on in this frame.
   std::vector<Unit> units;
   absl::flat_hash_map<const Node*, int> unit_of;
@@ -1212,13 +1221,18 @@ absl::StatusOr<std::vector<NodeOut>> Backprop::Walk(
   }
 
   std::vector<NodeOut> result;
-  for (const NodeOut& x : targets) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const NodeOut& x = targets[i];
     GradBuilder b(graph_, x.node, scope_, this);
     auto known = unit_of.find(x.node);
     NodeOut g = known != unit_of.end() && useful[known->second]
                     ? sum_partials(b, x)
                     : NodeOut{};
-    if (g.node == nullptr) g = b.ZerosLike(x);
+    if (g.node == nullptr) {
+      g = b.ZerosLike(i < zeros_like.size() && zeros_like[i].node != nullptr
+                          ? zeros_like[i]
+                          : x);
+    }
     RN_RETURN_IF_ERROR(b.status());
     result.push_back(g);
   }

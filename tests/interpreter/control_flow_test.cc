@@ -143,6 +143,24 @@ let v = run g with {u: ones([1000])}
 assert(v.shape[0] == 1000 and all(v > 0.0), "a gradient came back")
 )RNL";
 
+// A loop variable the body never reads (here `wide`, 4 KB, made again from
+// the narrow state at each iteration) gets a zero gradient made like its
+// incoming gradient: the backward loop does not pop it, so the stacks do
+// not keep 10,000 of them (40 MB) only for their shape.
+TEST_F(ControlFlowTest, UnreadLoopVariableIsNotKeptForItsGradient) {
+  const size_t peak = PeakOfRun(R"RNL(
+input u: f32[10]
+let (y, wide) = loop (x, wide) = (u, zeros([1000])) for i in 0..10000 {
+    (x * 0.999 + sin(x) * 0.001, tile(x, [100]))
+}
+let g = grad(sum(y) + sum(wide), u)
+let v = run g with {u: ones([10])}
+assert(v.shape[0] == 10 and all(v > 0.0), "a gradient came back")
+)RNL",
+                                0);
+  EXPECT_LE(peak, size_t{8} << 20) << "the wide variable was kept";
+}
+
 // kLongLoop's stacks without recomputation: 10,000 states of 1,000 floats.
 constexpr size_t kLongLoopStacks = size_t{10000} * 1000 * sizeof(float);
 
