@@ -13,7 +13,7 @@ whole, or in segments of k steps each under torch.utils.checkpoint.
 
     /usr/bin/python3 bench/loop_memory.py BUILD_DIR [--bptt 64,512,4096]
         [--steps 3] [--threads 2] [--store-up-to 4096] [--budget 1G]
-        [--rows none,k,budget]
+        [--rows none,k,budget] [--rounds 1]
 
 A row per window size and way: `none` (every step's values kept), `k`
 (checkpoint = the integer nearest sqrt(bptt), and PyTorch's
@@ -27,6 +27,10 @@ session with a GPU; its PyTorch columns are empty too.
 Runnel without recomputation is not run above --store-up-to characters
 (what it keeps grows by about 0.25 MB per character of the window).
 
+With `--rounds R` a window's rows run R times, alternating, and the table
+gives medians; its last column is Runnel's median of per-round ratios of
+the row's step time to the `none` row's (the issue's aim at 512
+characters: the budget row within 1.4).
 Every configuration runs in a process of its own: its peak memory is that
 process's maximum resident set (wait4's rusage); its step time the mean
 over the steps after the first (Runnel's from its --metrics lines, so
@@ -38,6 +42,7 @@ is imported), and the row names the one it kept.
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -147,36 +152,54 @@ def main(argv):
     build = argv[1]
     windows = [int(b) for b in arg(argv, "--bptt", "64,512,4096", str).split(",")]
     steps, threads = arg(argv, "--steps", 3), arg(argv, "--threads", 2)
+    rounds = arg(argv, "--rounds", 1)
     configs = peer.torch_configs(threads)
     print(f"PyTorch: each row the fastest of {len(configs)} configurations "
           f"({'; '.join(c.describe(threads) for c in configs)}), its OpenMP "
           f"wait policy in the last column; batch {BATCH}, {UNITS} units; "
-          f"{steps} steps, the first not timed")
+          f"{steps} steps, the first not timed; {rounds} round(s), the rows "
+          f"of a window alternating, medians (the last column: Runnel's "
+          f"median of per-round ratios to its `none` row)")
     print("| bptt | recomputation | Runnel peak (MB) | Runnel s/step | Runnel us/char "
-          "| PyTorch peak (MB) | PyTorch s/step | PyTorch us/char | PyTorch OMP_WAIT_POLICY |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| PyTorch peak (MB) | PyTorch s/step | PyTorch us/char | PyTorch OMP_WAIT_POLICY "
+          "| Runnel / none |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     store_up_to = arg(argv, "--store-up-to", 4096)
     budget = arg(argv, "--budget", "1G", str)
     rows = arg(argv, "--rows", "none,k,budget", str).split(",")
     for bptt in windows:
+        chars = BATCH * bptt
+        ours = {row: [] for row in rows}    # (s/step, peak) per round
+        theirs = {row: [] for row in rows}  # (s/step, peak, policy)
+        for _ in range(rounds):
+            for row in rows:
+                k = max(1, round(math.sqrt(bptt))) if row == "k" else 0
+                if row != "none" or bptt <= store_up_to:
+                    ours[row].append(runnel(
+                        build, bptt, k, steps, threads,
+                        budget if row == "budget" else None, swap=row == "swap"))
+                if row not in ("budget", "swap"):
+                    theirs[row].append(torch_best(peer, configs, bptt, k,
+                                                  steps, threads))
         for row in rows:
             k = max(1, round(math.sqrt(bptt))) if row == "k" else 0
-            chars = BATCH * bptt
-            ours = "| not run | | "
-            if row != "none" or bptt <= store_up_to:
-                rs, rp = runnel(build, bptt, k, steps, threads,
-                                budget if row == "budget" else None,
-                                swap=row == "swap")
-                ours = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
-            theirs = "| | | | |"
-            if row not in ("budget", "swap"):
-                ts, tp, policy = torch_best(peer, configs, bptt, k, steps,
-                                            threads)
-                theirs = (f"| {tp / 2**20:.0f} | {ts:.3f} | "
-                          f"{ts / chars * 1e6:.2f} | {policy} |")
+            cells = "| not run | | "
+            ratio = ""
+            if ours[row]:
+                rs = statistics.median(r[0] for r in ours[row])
+                rp = statistics.median(r[1] for r in ours[row])
+                cells = f"| {rp / 2**20:.0f} | {rs:.3f} | {rs / chars * 1e6:.2f} "
+                if ours.get("none"):
+                    ratio = f"{statistics.median(o[0] / n[0] for o, n in zip(ours[row], ours['none'])):.2f}"
+            peer_cells = "| | | | "
+            if theirs[row]:
+                ts = statistics.median(t[0] for t in theirs[row])
+                tp = statistics.median(t[1] for t in theirs[row])
+                peer_cells = (f"| {tp / 2**20:.0f} | {ts:.3f} | "
+                              f"{ts / chars * 1e6:.2f} | {theirs[row][-1][2]} ")
             label = {"none": "none", "k": str(k), "budget": f"--memory-budget {budget}",
                      "swap": "swap_memory"}[row]
-            print(f"| {bptt} | {label} {ours}{theirs}", flush=True)
+            print(f"| {bptt} | {label} {cells}{peer_cells}| {ratio} |", flush=True)
 
 
 if __name__ == "__main__":
