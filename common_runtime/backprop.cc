@@ -217,8 +217,23 @@ class Backprop : public GradContext {
     return ResolveTo(v, depth());
   }
   void Made(Node* n) override {
-    depth_[n] =
-        n->num_inputs() == 0 && n->control_inputs().empty() ? 0 : depth();
+    if (n->num_inputs() == 0 && n->control_inputs().empty()) {
+      depth_[n] = 0;
+      return;
+    }
+    depth_[n] = depth();
+    // In a backward loop, a node made of loop invariants alone (entered
+    // constants, a shape's fill) would run, live, in every iteration, the
+    // one that ends the loop too: its value could start an iteration that
+    // never ends. It waits for the iteration's pivot, dead in that one.
+    const WhileBuilder* loop = levels_.back().loop;
+    if (loop == nullptr || loop->pivot() == nullptr ||
+        !n->control_inputs().empty())
+      return;
+    for (const NodeOut& in : n->inputs()) {
+      if (!IsEnter(in.node) || !IsInvariant(in.node)) return;
+    }
+    graph_->AddControlInput(n, loop->pivot());
   }
 
  private:

@@ -11,6 +11,8 @@
 
 #include "common_runtime/gradients.h"
 #include "common_runtime/session.h"
+#include "framework/kernel.h"
+#include "framework/shape_fns.h"
 #include "tests/util/loops.h"
 #include "tests/util/test_ops.h"
 #include "tests/util/test_util.h"
@@ -40,6 +42,66 @@ NodeOut F64Input(Graph& g, const std::string& name, Shape shape) {
 }
 
 double Scalar(const Tensor& t) { return t.ToDoubles().at(0); }
+
+// _test_floor(x): floor(x), f64, whose gradient is zeros made from x's
+// static shape alone (a fill of constants): a gradient node with no input
+// from its loop.
+class TestFloorKernel : public OpKernel {
+ public:
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RN_ASSIGN_OR_RETURN(Tensor * out,
+                        ctx->allocate_output(0, ctx->input(0).shape()));
+    for (int64_t i = 0; i < out->num_elements(); ++i)
+      out->data<double>()[i] = std::floor(ctx->input(0).data<double>()[i]);
+    return absl::OkStatus();
+  }
+};
+RUNNEL_REGISTER_OP(
+    OpDefBuilder("_test_floor").Inputs({"x"}).Shape(UnchangedShape));
+RUNNEL_STATIC_INIT(TestFloorKernel) {
+  RegisterKernel<TestFloorKernel>("_test_floor", kDeviceCpu, DType::kF64);
+}
+RUNNEL_REGISTER_GRADIENT("_test_floor", [](GradBuilder& g, const Grads&) {
+  return Grads{g.Op("fill", {g.Const(Tensor::OfDims(g.shape(g.x()).dims())),
+                             g.ScalarLike(0, g.x())})};
+});
+
+// A loop variable v = floor(v): its gradient is that fill alone, made of
+// loop invariants. In the backward loop it must not run in the iteration
+// that ends the loop (where it would start an iteration that never ends):
+// it waits for the iteration's pivot. The run ends, with dy/dv0 = 0 and h's
+// gradient as without v.
+TEST(BackpropTest, AGradientMadeOfInvariantsEndsWithItsLoop) {
+  for (int n : {0, 1, 3}) {
+    SCOPED_TRACE(n);
+    auto g = std::make_shared<Graph>();
+    NodeOut x = F64Input(*g, "x", Shape{});
+    NodeOut h0 = F64Input(*g, "h0", Shape{});
+    NodeOut v0 = F64Input(*g, "v0", Shape{2});
+    auto exits = BuildLoop(
+        *g, "loop", {h0, v0}, Const(*g, I32({n}, {})),
+        [&](WhileBuilder& wb, NodeOut, std::vector<NodeOut> v) {
+          NodeOut xi = *wb.EnterInvariant(x);
+          return std::vector<NodeOut>{
+              {Add(*g, g->UniqueName("mul"), "mul", {v[0], xi}), 0},
+              {Add(*g, g->UniqueName("floor"), "_test_floor", {v[1]}), 0}};
+        });
+    Node* vs = Add(*g, "vs", "sum", {exits[2]});
+    Node* y = Add(*g, "y", "add", {exits[1], {vs, 0}});
+    absl::StatusOr<std::vector<NodeOut>> d =
+        AddGradients(g.get(), {y, 0}, {x, v0});
+    ASSERT_TRUE(d.ok()) << d.status();
+    Session s(g, {.num_threads = 2});
+    const double xv = 1.3, hv = 0.7;
+    auto out = s.Run(
+        {{x, F64({xv}, {})}, {h0, F64({hv}, {})}, {v0, F64({2.5, -1.5}, {2})}},
+        {(*d)[0], (*d)[1]}, {});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NEAR(Scalar((*out)[0]), n * hv * std::pow(xv, n - 1), 1e-12);
+    EXPECT_EQ((*out)[1].ToDoubles(),
+              (n == 0 ? std::vector<double>{1, 1} : std::vector<double>{0, 0}));
+  }
+}
 
 // h = h0; repeat n times: h = h * x. y = h = h0 * x^n, so dy/dx = n h0
 // x^(n-1) and dy/dh0 = x^n; with n = 0 the backward loop runs no
