@@ -167,13 +167,16 @@ def main(argv):
     store_up_to = arg(argv, "--store-up-to", 4096)
     budget = arg(argv, "--budget", "1G", str)
     rows = arg(argv, "--rows", "none,k,budget", str).split(",")
+    def interval(row, bptt):
+        return max(1, round(math.sqrt(bptt))) if row == "k" else 0
+
     for bptt in windows:
         chars = BATCH * bptt
         ours = {row: [] for row in rows}    # (s/step, peak) per round
         theirs = {row: [] for row in rows}  # (s/step, peak, policy)
         for _ in range(rounds):
             for row in rows:
-                k = max(1, round(math.sqrt(bptt))) if row == "k" else 0
+                k = interval(row, bptt)
                 if row != "none" or bptt <= store_up_to:
                     ours[row].append(runnel(
                         build, bptt, k, steps, threads,
@@ -182,7 +185,7 @@ def main(argv):
                     theirs[row].append(torch_best(peer, configs, bptt, k,
                                                   steps, threads))
         for row in rows:
-            k = max(1, round(math.sqrt(bptt))) if row == "k" else 0
+            k = interval(row, bptt)
             cells = "| not run | | "
             ratio = ""
             if ours[row]:

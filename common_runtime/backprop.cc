@@ -910,9 +910,9 @@ absl::StatusOr<NodeOut> Backprop::Recompute(
   const NodeOut every = in.Op("maximum", {k_backward, one});
   const NodeOut r = in.Op("mod", {j, every});
   const NodeOut seg = in.Sub(j, r);
-  // The last iteration computed again: the loop's, or the split's.
-  const NodeOut end =
-      split.node == nullptr ? trips : in.Op("minimum", {split, trips});
+  // The last iteration computed again: the loop's, or the split's (which
+  // is at most the loop's).
+  const NodeOut end = split.node == nullptr ? trips : split;
   const NodeOut ends =
       in.Op("logical_or", {in.Op("equal", {r, in.Sub(every, one)}),
                            in.Op("equal", {j, in.Sub(end, one)})});

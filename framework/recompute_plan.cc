@@ -7,11 +7,21 @@
 
 namespace runnel {
 
+namespace {
+
+// The iterations whose values a segment of k computed again holds at once:
+// the segment's and those of the backward iterations in flight beside it.
+int64_t SegmentIterations(const LoopStackSizes& s, int64_t k) {
+  return std::min(k + kIterationsInFlight, s.trips);
+}
+
+}  // namespace
+
 int64_t StacksHeld(const LoopStackSizes& s, int64_t k, int64_t split) {
   const int64_t t = s.trips;
   if (k <= 0 || split <= 0) return t * (s.recomputed + s.stored);
   const int64_t kept = std::max<int64_t>(t - split, 0);
-  const int64_t segment = std::min(k + kIterationsInFlight, t);
+  const int64_t segment = SegmentIterations(s, k);
   return t * s.stored + (split + k - 1) / k * s.state +
          std::max(kept, segment) * s.recomputed;
 }
@@ -34,15 +44,14 @@ CheckpointPlan PlanCheckpoints(const LoopStackSizes& s, int64_t budget) {
     // Computing m segments of k again (split = m k < trips), the stacks
     // hold m states and the values of the iterations from m k on, which
     // fall by per = k r - c with each segment while they outweigh one
-    // segment's: the least m that fits pays the excess over the budget.
+    // segment's: the least m that fits pays the excess over the budget
+    // (past that, more segments only hold more).
     const int64_t segments = (t + k - 1) / k;
     const int64_t per = k * s.recomputed - s.state;
     if (per > 0) {
       const int64_t excess = everything - budget;  // > 0
       const int64_t m = std::max<int64_t>(1, (excess + per - 1) / per);
-      for (int64_t each : {m, m + 1}) {
-        if (each < segments) consider(k, each * k);
-      }
+      if (m < segments) consider(k, m * k);
     } else {
       consider(k, k);
     }
@@ -66,7 +75,7 @@ std::string PlanDoesNotFit(const LoopStackSizes& s, const CheckpointPlan& plan,
       " bytes even computing its values again (", s.trips,
       " iterations; the state, ", s.state, " bytes, saved every ", plan.k, "; ",
       s.recomputed, " bytes computed again per iteration, held for ",
-      std::min(plan.k + kIterationsInFlight, s.trips),
+      SegmentIterations(s, plan.k),
       " iterations: a segment and the backward iterations that may run "
       "beside it",
       s.stored > 0
